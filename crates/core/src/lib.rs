@@ -1,0 +1,2 @@
+//! bee's policy language.
+pub mod glob;

@@ -1,0 +1,1 @@
+//! bee's kernel programs.

@@ -1,0 +1,1 @@
+//! bee's enforcement backend.

@@ -1,0 +1,1 @@
+//! bee: the harness library.
