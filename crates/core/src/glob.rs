@@ -87,7 +87,10 @@ impl PathPattern {
     /// # Errors
     /// [`GlobError`] when the text is not one of the five supported shapes.
     pub fn parse(normalised: &str) -> Result<Self, GlobError> {
-        if let Some(c) = normalised.chars().find(|c| matches!(c, '?' | '[' | ']' | '{' | '}')) {
+        if let Some(c) = normalised
+            .chars()
+            .find(|c| matches!(c, '?' | '[' | ']' | '{' | '}'))
+        {
             return Err(GlobError::UnsupportedWildcard(c));
         }
         let segments = split_segments(normalised);
@@ -210,7 +213,13 @@ impl PathPattern {
 impl fmt::Display for PathPattern {
     /// Prints the canonical glob text, which [`PathPattern::parse`] maps back to `self`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dir = |root: &str| if root == "/" { String::new() } else { root.to_owned() };
+        let dir = |root: &str| {
+            if root == "/" {
+                String::new()
+            } else {
+                root.to_owned()
+            }
+        };
         match self {
             Self::Exact { path } => f.write_str(path),
             Self::Subtree { root } => write!(f, "{}/**", dir(root)),
