@@ -1,1 +1,7 @@
-//! bee: the harness library.
+//! bee: run AI coding agents whose every tool call is confined by eBPF LSM programs.
+//!
+//! This package is the application and the harness library it drives. The policy language
+//! lives in `bee-core`, the kernel-facing backend in `bee-userspace`, the shared map layouts
+//! in `bee-common` and the kernel programs in `bee-ebpf`.
+
+pub mod app;

@@ -1,1 +1,5 @@
-fn main() {}
+//! The `bee` executable: a thin wrapper over [`bee::app`].
+
+fn main() -> std::process::ExitCode {
+    bee::app::main()
+}

@@ -1,0 +1,643 @@
+//! Stage one: a policy file becomes a [`CompiledPolicy`].
+//!
+//! Parsing, path normalisation ([`crate::path`]), glob lowering ([`crate::glob`]), inode
+//! resolution of pinned executables and network grant expansion all happen here. Every
+//! problem is collected (not only the first) and reported with file, line, column and key.
+//!
+//! Documented normalisations, which change no meaning:
+//! * rules are sorted, and a rule that repeats another in the same list is merged into it
+//!   (a warning names it);
+//! * a `net.allow` table with several addresses or port ranges becomes one rule per pair;
+//! * an IPv4-mapped IPv6 block becomes the IPv4 block ([`crate::net`]).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use toml::{Spanned, Value};
+
+use crate::compiled::{
+    COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, NetGrants, NetRule, Origin,
+    PathRule,
+};
+use crate::error::{PolicyDiagnostic, PolicyDiagnostics, PolicyError, PolicyWarning, Source};
+use crate::glob::PathPattern;
+use crate::net::{IpNet, PortRange, Protocol};
+use crate::path::{Anchors, normalize};
+use crate::raw::{RawNetRule, RawPolicy};
+
+/// The policy language versions this build understands.
+pub const LANGUAGE_VERSIONS: &[i64] = &[1];
+
+/// The most rules (after expansion) one policy may hold; more is refused, not truncated.
+pub const MAX_RULES: usize = 1 << 20;
+
+/// What a compilation needs besides the text.
+#[derive(Debug, Clone)]
+pub struct CompileOptions {
+    /// Absolute directory relative paths are resolved against.
+    pub base: PathBuf,
+    /// The invoking user's home directory, for `~`; `None` makes `~` an error.
+    pub home: Option<PathBuf>,
+}
+
+/// A compiled policy with the warnings its compilation produced.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The policy.
+    pub policy: CompiledPolicy,
+    /// Notes that changed nothing but may surprise the author.
+    pub warnings: Vec<PolicyWarning>,
+}
+
+/// Reads and compiles the policy file at `path`.
+///
+/// # Errors
+/// [`PolicyError::Read`] when the file can't be read; [`PolicyError::Invalid`] with every
+/// problem found otherwise.
+pub fn compile_file(path: &Path, options: &CompileOptions) -> Result<Compiled, PolicyError> {
+    let bytes = std::fs::read(path).map_err(|source| PolicyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let name = path.display().to_string();
+    match std::str::from_utf8(&bytes) {
+        Ok(text) => compile_str(&name, text, options),
+        Err(e) => {
+            let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned();
+            let source = Source {
+                name: name.clone(),
+                text: Arc::from(valid.as_str()),
+            };
+            let at = valid.len();
+            Err(invalid(
+                &name,
+                vec![source.diagnostic(
+                    at..at,
+                    None,
+                    format!("the file is not UTF-8 (invalid byte at offset {at})"),
+                    Some("policies are TOML, which is always UTF-8".to_owned()),
+                )],
+            ))
+        }
+    }
+}
+
+/// Compiles policy text; `name` is used in diagnostics and recorded as the source.
+///
+/// # Errors
+/// [`PolicyError::Invalid`] with every problem found.
+pub fn compile_str(
+    name: &str,
+    text: &str,
+    options: &CompileOptions,
+) -> Result<Compiled, PolicyError> {
+    let source = Source {
+        name: name.to_owned(),
+        text: Arc::from(text),
+    };
+    let raw: RawPolicy = toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let (key, help) = toml_error_hint(text, &span, e.message());
+        invalid(
+            name,
+            vec![source.diagnostic(span, key, e.message().trim().to_owned(), help)],
+        )
+    })?;
+    let mut cx = Compiler {
+        source,
+        options,
+        problems: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let policy = cx.policy(raw);
+    if cx.problems.is_empty() {
+        Ok(Compiled {
+            policy,
+            warnings: cx.warnings,
+        })
+    } else {
+        Err(invalid(name, cx.problems))
+    }
+}
+
+fn invalid(name: &str, problems: Vec<PolicyDiagnostic>) -> PolicyError {
+    PolicyError::Invalid(PolicyDiagnostics {
+        file: name.to_owned(),
+        problems,
+    })
+}
+
+/// Turns a TOML/serde message into a key name and a hint where one is known.
+fn toml_error_hint(
+    text: &str,
+    span: &Range<usize>,
+    message: &str,
+) -> (Option<String>, Option<String>) {
+    let at = text.get(span.clone()).map(str::trim).unwrap_or_default();
+    if message.contains("unknown field") {
+        let help = match message.split_once("expected") {
+            Some((_, rest)) => format!(
+                "known keys here: {}",
+                rest.trim().trim_start_matches("one of").trim()
+            ),
+            None => "this table takes no keys".to_owned(),
+        };
+        let key = at
+            .split(['=', ' ', '\n'])
+            .next()
+            .unwrap_or(at)
+            .trim_matches('"');
+        let key = match enclosing_table(text, span.start) {
+            Some(table) => format!("{table}.{key}"),
+            None => key.to_owned(),
+        };
+        return (Some(key), Some(help));
+    }
+    if message.contains("invalid type") {
+        return (
+            None,
+            Some("see the policy language reference in the README for each key's type".to_owned()),
+        );
+    }
+    (None, None)
+}
+
+/// The `[table]` or `[[table]]` header in force at byte `offset`, if any.
+fn enclosing_table(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    before.lines().rev().find_map(|line| {
+        let line = line.trim();
+        let name = line.strip_prefix("[[").and_then(|l| l.split("]]").next());
+        let name = name.or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()));
+        name.map(|n| n.trim().to_owned())
+    })
+}
+
+struct Compiler<'a> {
+    source: Source,
+    options: &'a CompileOptions,
+    problems: Vec<PolicyDiagnostic>,
+    warnings: Vec<PolicyWarning>,
+}
+
+impl Compiler<'_> {
+    fn problem(
+        &mut self,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+        help: Option<&str>,
+    ) {
+        let d =
+            self.source
+                .diagnostic(span, Some(key.to_owned()), message, help.map(str::to_owned));
+        self.problems.push(d);
+    }
+
+    fn origin(&self, span: &Range<usize>, key: String, text: &str) -> Origin {
+        let (line, column) = self.source.line_column(span.start);
+        Origin {
+            key,
+            line,
+            column,
+            text: text.to_owned(),
+        }
+    }
+
+    fn policy(&mut self, raw: RawPolicy) -> CompiledPolicy {
+        let version = self.version(raw.version.as_ref());
+        let fs = FsGrants {
+            read: self.path_rules("fs.read", &raw.fs.read),
+            write: self.path_rules("fs.write", &raw.fs.write),
+        };
+        let exec = self.exec_rules(&raw.exec.allow);
+        let mut allow = Vec::new();
+        for (i, rule) in raw.net.allow.iter().enumerate() {
+            self.net_rule(&format!("net.allow[{i}]"), rule, &mut allow);
+        }
+        let allow = self.dedup(
+            "net.allow",
+            allow,
+            |r| (r.net, r.ports, r.protocols.clone()),
+            |r| &r.origin,
+        );
+        let net = NetGrants {
+            allow,
+            unix: self.path_rules("net.unix", &raw.net.unix),
+        };
+        let total = fs.read.len() + fs.write.len() + exec.len() + net.allow.len() + net.unix.len();
+        if total > MAX_RULES {
+            self.problem(
+                0..0,
+                "(policy)",
+                format!("the policy has {total} rules; the limit is {MAX_RULES}"),
+                Some("split the work across several scopes, or use subtree rules"),
+            );
+        }
+        CompiledPolicy {
+            format: COMPILED_FORMAT,
+            version,
+            name: raw.name.map(Spanned::into_inner),
+            description: raw.description.map(Spanned::into_inner),
+            source: self.source.name.clone(),
+            base: self.options.base.to_string_lossy().into_owned(),
+            fs,
+            exec,
+            net,
+        }
+    }
+
+    fn version(&mut self, v: Option<&Spanned<Value>>) -> u32 {
+        let known = LANGUAGE_VERSIONS
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        match v {
+            None => {
+                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 1`; an otherwise empty policy is valid and grants nothing"));
+                0
+            }
+            Some(s) => match s.get_ref() {
+                Value::Integer(n) if LANGUAGE_VERSIONS.contains(n) => {
+                    u32::try_from(*n).unwrap_or(0)
+                }
+                Value::Integer(n) => {
+                    self.problem(
+                        s.span(),
+                        "version",
+                        format!("policy language version {n} is not known to this bee"),
+                        Some(&format!("known versions: {known}")),
+                    );
+                    0
+                }
+                other => {
+                    self.problem(
+                        s.span(),
+                        "version",
+                        format!("`version` must be an integer, not a {}", other.type_str()),
+                        Some("write `version = 1`"),
+                    );
+                    0
+                }
+            },
+        }
+    }
+
+    fn anchors(&self) -> Anchors<'_> {
+        Anchors {
+            base: &self.options.base,
+            home: self.options.home.as_deref(),
+        }
+    }
+
+    /// Normalises and lowers one path-pattern string; `None` after recording a problem.
+    fn pattern(&mut self, key: &str, raw: &Spanned<String>, text: &str) -> Option<PathPattern> {
+        let normalised = match normalize(text, self.anchors()) {
+            Ok(p) => p,
+            Err(e) => {
+                self.problem(
+                    raw.span(),
+                    key,
+                    e.to_string(),
+                    Some("write an absolute path, `~/…`, or a path relative to the base directory"),
+                );
+                return None;
+            }
+        };
+        match PathPattern::parse(&normalised) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /a/*/b (optionally ending in /**)"));
+                None
+            }
+        }
+    }
+
+    fn path_rules(&mut self, list: &str, raws: &[Spanned<String>]) -> Vec<PathRule> {
+        let mut rules = Vec::new();
+        for (i, raw) in raws.iter().enumerate() {
+            let key = format!("{list}[{i}]");
+            if let Some(pattern) = self.pattern(&key, raw, raw.get_ref()) {
+                rules.push(PathRule {
+                    pattern,
+                    origin: self.origin(&raw.span(), key, raw.get_ref()),
+                });
+            }
+        }
+        self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
+    }
+
+    fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
+        let mut rules = Vec::new();
+        for (i, raw) in raws.iter().enumerate() {
+            let key = format!("exec.allow[{i}]");
+            let (text, pinned) = match raw.get_ref().strip_prefix('!') {
+                Some(rest) => (rest, true),
+                None => (raw.get_ref().as_str(), false),
+            };
+            let Some(pattern) = self.pattern(&key, raw, text) else {
+                continue;
+            };
+            let origin = self.origin(&raw.span(), key.clone(), raw.get_ref());
+            if !pinned {
+                rules.push(ExecRule {
+                    pattern,
+                    pin: None,
+                    origin,
+                });
+                continue;
+            }
+            let PathPattern::Exact { path } = &pattern else {
+                self.problem(
+                    raw.span(),
+                    &key,
+                    format!(
+                        "only an exact path can be pinned, not a {} pattern",
+                        pattern.kind()
+                    ),
+                    Some("pin each executable by its full path, e.g. `!/usr/bin/git`"),
+                );
+                continue;
+            };
+            match pin(Path::new(path)) {
+                Ok((resolved, pin)) => rules.push(ExecRule {
+                    pattern: PathPattern::Exact { path: resolved },
+                    pin: Some(pin),
+                    origin,
+                }),
+                Err(message) => self.problem(raw.span(), &key, message, Some("a pinned executable must exist when the policy is compiled; its inode is recorded then")),
+            }
+        }
+        let rules = self.dedup(
+            "exec.allow",
+            rules,
+            |r| (r.pattern.clone(), r.pin),
+            |r| &r.origin,
+        );
+        self.check_shadowed_pins(&rules);
+        rules
+    }
+
+    /// A pin that an unpinned rule also admits would pin nothing: refuse the contradiction.
+    fn check_shadowed_pins(&mut self, rules: &[ExecRule]) {
+        for pinned in rules.iter().filter(|r| r.pin.is_some()) {
+            let PathPattern::Exact { path } = &pinned.pattern else {
+                continue;
+            };
+            if let Some(open) = rules
+                .iter()
+                .find(|r| r.pin.is_none() && r.pattern.matches(path))
+            {
+                let span = self.span_of(&pinned.origin);
+                self.problem(span, &pinned.origin.key, format!("the pin on {path} has no effect: {} (line {}) allows any file there", open.origin.key, open.origin.line), Some("drop the unpinned rule, or narrow it so it no longer covers the pinned path"));
+            }
+        }
+    }
+
+    fn span_of(&self, origin: &Origin) -> Range<usize> {
+        let mut offset = 0;
+        for (i, line) in self.source.text.split_inclusive('\n').enumerate() {
+            if i + 1 == origin.line as usize {
+                let col: usize = line
+                    .chars()
+                    .take(origin.column as usize - 1)
+                    .map(char::len_utf8)
+                    .sum();
+                return offset + col..offset + col + origin.text.len();
+            }
+            offset += line.len();
+        }
+        0..0
+    }
+
+    fn net_rule(&mut self, key: &str, rule: &Spanned<RawNetRule>, out: &mut Vec<NetRule>) {
+        let r = rule.get_ref();
+        if let Some(host) = &r.host {
+            self.problem(host.span(), &format!("{key}.host"), "hostnames are not policy values: the kernel sees addresses, and a name's addresses change", Some("write the addresses or CIDR blocks the name resolves to in `addr`"));
+        }
+        let addrs = self.strings(
+            &format!("{key}.addr"),
+            r.addr.as_ref(),
+            rule.span(),
+            "an address or CIDR block (\"10.0.0.0/8\", \"::1\") or a list of them",
+        );
+        let ports = self.ports(&format!("{key}.ports"), r.ports.as_ref(), rule.span());
+        let protocols = self.protocols(&format!("{key}.proto"), r.proto.as_ref(), rule.span());
+        let (Some(addrs), Some(ports), Some(protocols)) = (addrs, ports, protocols) else {
+            return;
+        };
+        for (text, span) in addrs {
+            let net: IpNet = match text.parse() {
+                Ok(n) => n,
+                Err(e) => {
+                    self.problem(
+                        span,
+                        &format!("{key}.addr"),
+                        e.to_string(),
+                        Some("write an IPv4/IPv6 address or a CIDR block with host bits zero"),
+                    );
+                    continue;
+                }
+            };
+            for range in &ports {
+                out.push(NetRule {
+                    net,
+                    ports: *range,
+                    protocols: protocols.clone(),
+                    origin: self.origin(&span, key.to_owned(), &text),
+                });
+            }
+        }
+    }
+
+    /// A string or a non-empty list of strings, with each one's span.
+    fn strings(
+        &mut self,
+        key: &str,
+        v: Option<&Spanned<Value>>,
+        table: Range<usize>,
+        what: &str,
+    ) -> Option<Vec<(String, Range<usize>)>> {
+        let Some(v) = v else {
+            self.problem(
+                table,
+                key,
+                format!("missing `{}`", key.rsplit('.').next().unwrap_or(key)),
+                Some(&format!("give {what}")),
+            );
+            return None;
+        };
+        let items: Vec<&Value> = match v.get_ref() {
+            Value::Array(a) if !a.is_empty() => a.iter().collect(),
+            one @ Value::String(_) => vec![one],
+            _ => {
+                self.problem(v.span(), key, format!("expected {what}"), None);
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        for item in items {
+            match item.as_str() {
+                Some(s) => out.push((s.to_owned(), v.span())),
+                None => {
+                    self.problem(v.span(), key, format!("expected {what}"), None);
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn ports(
+        &mut self,
+        key: &str,
+        v: Option<&Spanned<Value>>,
+        table: Range<usize>,
+    ) -> Option<Vec<PortRange>> {
+        let help = "give a port (443), a range (\"8000-8100\") or a list of them; every port is \"0-65535\"";
+        let Some(v) = v else {
+            self.problem(table, key, "missing `ports`", Some(help));
+            return None;
+        };
+        let items: Vec<&Value> = match v.get_ref() {
+            Value::Array(a) if !a.is_empty() => a.iter().collect(),
+            Value::Array(_) => {
+                self.problem(
+                    v.span(),
+                    key,
+                    "an empty port list grants nothing",
+                    Some(help),
+                );
+                return None;
+            }
+            one => vec![one],
+        };
+        let mut out = Vec::new();
+        for item in items {
+            let parsed = match item {
+                Value::Integer(n) => u16::try_from(*n)
+                    .ok()
+                    .map(|p| PortRange { first: p, last: p }),
+                Value::String(s) => s.parse().ok(),
+                _ => None,
+            };
+            match parsed {
+                Some(r) => out.push(r),
+                None => {
+                    self.problem(
+                        v.span(),
+                        key,
+                        format!("`{item}` is not a port or an ascending port range"),
+                        Some(help),
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn protocols(
+        &mut self,
+        key: &str,
+        v: Option<&Spanned<Value>>,
+        table: Range<usize>,
+    ) -> Option<Vec<Protocol>> {
+        let help = "write proto = \"tcp\", \"udp\" or [\"tcp\", \"udp\"]";
+        let Some(v) = v else {
+            self.problem(table, key, "missing `proto`", Some(help));
+            return None;
+        };
+        let items: Vec<&Value> = match v.get_ref() {
+            Value::Array(a) if !a.is_empty() => a.iter().collect(),
+            one => vec![one],
+        };
+        let mut out = Vec::new();
+        for item in items {
+            match item.as_str() {
+                Some("tcp") => out.push(Protocol::Tcp),
+                Some("udp") => out.push(Protocol::Udp),
+                _ => {
+                    self.problem(
+                        v.span(),
+                        key,
+                        format!("`{item}` is not a protocol"),
+                        Some(help),
+                    );
+                    return None;
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        Some(out)
+    }
+
+    /// Sorts rules by identity and merges repeats, warning about each merged one.
+    fn dedup<T, K: Ord>(
+        &mut self,
+        list: &str,
+        rules: Vec<T>,
+        identity: impl Fn(&T) -> K,
+        origin: impl Fn(&T) -> &Origin,
+    ) -> Vec<T> {
+        let mut by_identity: BTreeMap<K, T> = BTreeMap::new();
+        for rule in rules {
+            let id = identity(&rule);
+            match by_identity.get(&id) {
+                Some(kept) => {
+                    let (kept, dup) = (origin(kept), origin(&rule));
+                    self.warnings.push(PolicyWarning {
+                        file: self.source.name.clone(),
+                        line: dup.line,
+                        column: dup.column,
+                        key: dup.key.clone(),
+                        message: format!(
+                            "repeats {} (line {}) in {list}; merged",
+                            kept.key, kept.line
+                        ),
+                    });
+                }
+                None => {
+                    by_identity.insert(id, rule);
+                }
+            }
+        }
+        by_identity.into_values().collect()
+    }
+}
+
+/// Resolves a pinned executable: the canonical path (symbolic links followed, as `execve`
+/// does) and the file's identity.
+fn pin(path: &Path) -> Result<(String, FileId), String> {
+    let resolved =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot pin {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(&resolved)
+        .map_err(|e| format!("cannot pin {}: {e}", resolved.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "cannot pin {}: not a regular file",
+            resolved.display()
+        ));
+    }
+    let text = resolved
+        .to_str()
+        .ok_or_else(|| {
+            format!(
+                "cannot pin {}: its resolved path is not UTF-8",
+                path.display()
+            )
+        })?
+        .to_owned();
+    Ok((
+        text,
+        FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        },
+    ))
+}

@@ -1,0 +1,163 @@
+//! Policy errors: each one names the file, line, column and key, with a hint.
+//!
+//! [`PolicyDiagnostic`] implements [`miette::Diagnostic`], so a terminal shows the offending
+//! line with a caret under the value; [`serde::Serialize`] gives the same facts as JSON.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use miette::{NamedSource, SourceSpan};
+use serde::Serialize;
+
+/// One problem at one place in a policy file.
+#[derive(Debug, Clone, thiserror::Error, miette::Diagnostic, Serialize)]
+#[error("{file}:{line}:{column}: {}{message}", key_prefix(.key))]
+pub struct PolicyDiagnostic {
+    /// The policy file as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column, in characters.
+    pub column: u32,
+    /// The key path, e.g. `fs.read[2]`, when the problem belongs to one key.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    #[help]
+    pub help: Option<String>,
+    #[source_code]
+    #[serde(skip)]
+    src: NamedSource<Arc<str>>,
+    #[label("here")]
+    #[serde(skip)]
+    span: SourceSpan,
+}
+
+fn key_prefix(key: &Option<String>) -> String {
+    key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default()
+}
+
+/// A policy's source text, kept for diagnostics.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The file name as given on the command line.
+    pub name: String,
+    /// The whole text.
+    pub text: Arc<str>,
+}
+
+impl Source {
+    /// Makes a diagnostic for the byte range `span` (clamped to the text).
+    pub fn diagnostic(
+        &self,
+        span: std::ops::Range<usize>,
+        key: Option<String>,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) -> PolicyDiagnostic {
+        let start = floor_char_boundary(&self.text, span.start.min(self.text.len()));
+        let end = floor_char_boundary(&self.text, span.end.clamp(start, self.text.len()));
+        let (line, column) = line_column(&self.text, start);
+        PolicyDiagnostic {
+            file: self.name.clone(),
+            line,
+            column,
+            key,
+            message: message.into(),
+            help,
+            src: NamedSource::new(self.name.clone(), Arc::clone(&self.text)),
+            span: (start, end - start).into(),
+        }
+    }
+
+    /// 1-based line and column of a byte offset.
+    pub fn line_column(&self, offset: usize) -> (u32, u32) {
+        line_column(&self.text, floor_char_boundary(&self.text, offset))
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn line_column(text: &str, offset: usize) -> (u32, u32) {
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..offset].chars().count() + 1;
+    (
+        u32::try_from(line).unwrap_or(u32::MAX),
+        u32::try_from(column).unwrap_or(u32::MAX),
+    )
+}
+
+/// Every problem found in one policy file.
+#[derive(Debug, Clone, thiserror::Error, miette::Diagnostic, Serialize)]
+#[error("{file}: {} problem{} in the policy", .problems.len(), if .problems.len() == 1 { "" } else { "s" })]
+pub struct PolicyDiagnostics {
+    /// The policy file as given.
+    pub file: String,
+    /// The problems, in source order.
+    #[related]
+    pub problems: Vec<PolicyDiagnostic>,
+}
+
+/// Why a policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("cannot read policy {}: {source}", .path.display())]
+    Read {
+        /// The path as given.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file was read but is not a valid policy.
+    #[error(transparent)]
+    Invalid(#[from] PolicyDiagnostics),
+}
+
+impl PolicyError {
+    /// The diagnostics, when the policy was read but refused.
+    pub fn diagnostics(&self) -> Option<&PolicyDiagnostics> {
+        match self {
+            Self::Invalid(d) => Some(d),
+            Self::Read { .. } => None,
+        }
+    }
+}
+
+/// A compile-time note that changes nothing but may surprise the author (a duplicate rule that
+/// was merged, a rule that names a symbolic link).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PolicyWarning {
+    /// The policy file as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// The key path.
+    pub key: String,
+    /// What was noticed.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}: {}",
+            self.file, self.line, self.column, self.key, self.message
+        )
+    }
+}

@@ -1,0 +1,55 @@
+//! The application layer: command-line parsing, command dispatch and exit statuses.
+//!
+//! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
+
+mod exit;
+mod user;
+mod validate;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+pub use exit::Exit;
+
+/// bee runs AI coding agents whose every tool call is confined by eBPF LSM programs.
+#[derive(Debug, Parser)]
+#[command(name = "bee", version, about, long_about = None, arg_required_else_help = false)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
+    Validate(validate::Args),
+}
+
+/// Parses the command line, runs the command and returns its exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            };
+            // Help and version go to stdout; a broken pipe there is not an error.
+            let _ = e.print();
+            return code.into();
+        }
+    };
+    let exit = match cli.command {
+        None => {
+            let mut out = std::io::stdout();
+            let _ = Cli::command().write_help(&mut out);
+            let _ = writeln!(out);
+            Exit::Ok
+        }
+        Some(Command::Validate(args)) => validate::run(&args),
+    };
+    exit.into()
+}

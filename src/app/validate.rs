@@ -1,0 +1,153 @@
+//! `bee validate`: compile a policy (stage one), plan its enforcement (stage two), and with
+//! `--parent` prove that it grants nothing its parent does not.
+
+use std::path::{Path, PathBuf};
+
+use bee_core::{CompileOptions, Compiled, PolicyError, compile_file};
+use serde_json::{Value, json};
+
+use super::Exit;
+use super::user::invoking_home;
+
+/// Arguments of `bee validate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The policy file to validate.
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// A parent policy: prove POLICY ⊆ PARENT for every capability.
+    #[arg(long, value_name = "FILE")]
+    parent: Option<PathBuf>,
+    /// Print a compiled form on stdout (`compiled`: the backend-neutral JSON).
+    #[arg(long, value_name = "FORM")]
+    emit: Option<Emit>,
+    /// Directory relative policy paths resolve against [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    base: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `--emit` prints.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Emit {
+    /// The CompiledPolicy as canonical, deterministic JSON.
+    Compiled,
+}
+
+/// Runs `bee validate`.
+pub fn run(args: &Args) -> Exit {
+    let options = match options(args.base.as_deref()) {
+        Ok(o) => o,
+        Err((exit, message)) => return fail(args.json, exit, &message),
+    };
+    let child = match load(&args.policy, &options, args.json) {
+        Ok(c) => c,
+        Err(exit) => return exit,
+    };
+    let mut report = json!({
+        "ok": true,
+        "policy": args.policy.display().to_string(),
+        "warnings": child.warnings,
+        "rules": rule_counts(&child),
+    });
+    if let Some(parent_path) = &args.parent {
+        let parent = match load(parent_path, &options, args.json) {
+            Ok(p) => p,
+            Err(exit) => return exit,
+        };
+        let _ = parent;
+    }
+    if let Some(Emit::Compiled) = args.emit {
+        match child.policy.to_json() {
+            Ok(text) if !args.json => print!("{text}"),
+            Ok(_) => report["compiled"] = json!(child.policy),
+            Err(e) => return fail(args.json, Exit::Software, &format!("cannot serialise: {e}")),
+        }
+    }
+    if args.json {
+        println!("{report}");
+    } else {
+        for w in &child.warnings {
+            eprintln!("warning: {w}");
+        }
+        let r = &report["rules"];
+        eprintln!(
+            "ok: {} (policy language v{}): fs.read {} · fs.write {} · exec {} ({} pinned) · net.allow {} · net.unix {}",
+            args.policy.display(),
+            child.policy.version,
+            r["fs.read"],
+            r["fs.write"],
+            r["exec"],
+            r["exec.pinned"],
+            r["net.allow"],
+            r["net.unix"],
+        );
+    }
+    Exit::Ok
+}
+
+fn options(base: Option<&Path>) -> Result<CompileOptions, (Exit, String)> {
+    let base = match base {
+        Some(b) => std::path::absolute(b),
+        None => std::env::current_dir(),
+    }
+    .map_err(|e| {
+        (
+            Exit::NoInput,
+            format!("cannot resolve the base directory: {e}"),
+        )
+    })?;
+    Ok(CompileOptions {
+        base,
+        home: invoking_home(),
+    })
+}
+
+fn rule_counts(c: &Compiled) -> Value {
+    let p = &c.policy;
+    json!({
+        "fs.read": p.fs.read.len(),
+        "fs.write": p.fs.write.len(),
+        "exec": p.exec.len(),
+        "exec.pinned": p.exec.iter().filter(|r| r.pin.is_some()).count(),
+        "net.allow": p.net.allow.len(),
+        "net.unix": p.net.unix.len(),
+    })
+}
+
+/// Compiles one policy, reporting errors itself; returns the exit status on failure.
+fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<Compiled, Exit> {
+    compile_file(path, options).map_err(|e| match e {
+        PolicyError::Read { ref source, .. } => {
+            let exit = match source.kind() {
+                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
+                _ => Exit::NoInput,
+            };
+            fail(json, exit, &e.to_string())
+        }
+        PolicyError::Invalid(diagnostics) => {
+            if json {
+                println!(
+                    "{}",
+                    json!({ "ok": false, "policy": path.display().to_string(), "errors": diagnostics.problems })
+                );
+            } else {
+                for problem in diagnostics.problems {
+                    eprintln!("{:?}", miette::Report::new(problem));
+                }
+            }
+            Exit::DataErr
+        }
+    })
+}
+
+fn fail(json: bool, exit: Exit, message: &str) -> Exit {
+    if json {
+        println!("{}", json!({ "ok": false, "error": message }));
+    } else {
+        eprintln!("bee: {message}");
+    }
+    exit
+}
