@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use toml::{Spanned, Value};
 
@@ -67,10 +66,7 @@ pub fn compile_file(path: &Path, options: &CompileOptions) -> Result<Compiled, P
         Ok(text) => compile_str(&name, text, options),
         Err(e) => {
             let valid = String::from_utf8_lossy(&bytes[..e.valid_up_to()]).into_owned();
-            let source = Source {
-                name: name.clone(),
-                text: Arc::from(valid.as_str()),
-            };
+            let source = Source::new(name.clone(), &valid);
             let at = valid.len();
             Err(invalid(
                 &name,
@@ -94,10 +90,7 @@ pub fn compile_str(
     text: &str,
     options: &CompileOptions,
 ) -> Result<Compiled, PolicyError> {
-    let source = Source {
-        name: name.to_owned(),
-        text: Arc::from(text),
-    };
+    let source = Source::new(name, text);
     let raw: RawPolicy = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let (key, help) = toml_error_hint(text, &span, e.message());
@@ -399,19 +392,17 @@ impl Compiler<'_> {
     }
 
     fn span_of(&self, origin: &Origin) -> Range<usize> {
-        let mut offset = 0;
-        for (i, line) in self.source.text.split_inclusive('\n').enumerate() {
-            if i + 1 == origin.line as usize {
-                let col: usize = line
-                    .chars()
-                    .take(origin.column as usize - 1)
-                    .map(char::len_utf8)
-                    .sum();
-                return offset + col..offset + col + origin.text.len();
-            }
-            offset += line.len();
-        }
-        0..0
+        let Some(line) = self.source.line_range(origin.line) else {
+            return 0..0;
+        };
+        let text = &self.source.text[line.clone()];
+        let col: usize = text
+            .chars()
+            .take(origin.column.saturating_sub(1) as usize)
+            .map(char::len_utf8)
+            .sum();
+        let start = line.start + col;
+        start..start + origin.text.len()
     }
 
     fn net_rule(&mut self, key: &str, rule: &Spanned<RawNetRule>, out: &mut Vec<NetRule>) {

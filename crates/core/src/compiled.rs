@@ -57,7 +57,6 @@ pub struct Origin {
 
 /// A path pattern and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct PathRule {
     /// The lowered pattern.
     #[serde(flatten)]
@@ -102,7 +101,6 @@ pub struct FileId {
 /// An executable grant: files matching `pattern` may be executed; with `pin`, only while the
 /// file at that path is still the inode resolved when the policy was compiled.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ExecRule {
     /// The lowered pattern (always [`PathPattern::Exact`] when pinned).
     #[serde(flatten)]

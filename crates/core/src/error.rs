@@ -40,16 +40,41 @@ fn key_prefix(key: &Option<String>) -> String {
     key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default()
 }
 
-/// A policy's source text, kept for diagnostics.
+/// A policy's source text, kept for diagnostics, with an index of line starts.
 #[derive(Debug, Clone)]
 pub struct Source {
     /// The file name as given on the command line.
     pub name: String,
     /// The whole text.
     pub text: Arc<str>,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
 }
 
 impl Source {
+    /// Wraps a text for diagnostics.
+    pub fn new(name: impl Into<String>, text: &str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Self {
+            name: name.into(),
+            text: Arc::from(text),
+            line_starts,
+        }
+    }
+
+    /// The byte range of the 1-based `line`, without its newline.
+    pub fn line_range(&self, line: u32) -> Option<std::ops::Range<usize>> {
+        let i = usize::try_from(line).ok()?.checked_sub(1)?;
+        let start = *self.line_starts.get(i)?;
+        let end = self
+            .line_starts
+            .get(i + 1)
+            .map_or(self.text.len(), |n| n - 1);
+        Some(start..end)
+    }
+
     /// Makes a diagnostic for the byte range `span` (clamped to the text).
     pub fn diagnostic(
         &self,
@@ -60,7 +85,7 @@ impl Source {
     ) -> PolicyDiagnostic {
         let start = floor_char_boundary(&self.text, span.start.min(self.text.len()));
         let end = floor_char_boundary(&self.text, span.end.clamp(start, self.text.len()));
-        let (line, column) = line_column(&self.text, start);
+        let (line, column) = self.line_column(start);
         PolicyDiagnostic {
             file: self.name.clone(),
             line,
@@ -75,7 +100,18 @@ impl Source {
 
     /// 1-based line and column of a byte offset.
     pub fn line_column(&self, offset: usize) -> (u32, u32) {
-        line_column(&self.text, floor_char_boundary(&self.text, offset))
+        let offset = floor_char_boundary(&self.text, offset);
+        let line = self.line_starts.partition_point(|&s| s <= offset);
+        let line_start = self
+            .line_starts
+            .get(line.saturating_sub(1))
+            .copied()
+            .unwrap_or(0);
+        let column = self.text[line_start..offset].chars().count() + 1;
+        (
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
+        )
     }
 }
 
@@ -85,17 +121,6 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
         i -= 1;
     }
     i
-}
-
-fn line_column(text: &str, offset: usize) -> (u32, u32) {
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = text[line_start..offset].chars().count() + 1;
-    (
-        u32::try_from(line).unwrap_or(u32::MAX),
-        u32::try_from(column).unwrap_or(u32::MAX),
-    )
 }
 
 /// Every problem found in one policy file.

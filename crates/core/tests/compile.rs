@@ -1,0 +1,327 @@
+//! Stage one on good and bad input: every refusal names file, line, column and key.
+
+use std::path::PathBuf;
+
+use bee_core::compile::{CompileOptions, Compiled, compile_file, compile_str};
+use bee_core::compiled::CompiledPolicy;
+use bee_core::glob::PathPattern;
+use bee_core::{PolicyDiagnostic, PolicyError};
+
+fn options() -> CompileOptions {
+    CompileOptions {
+        base: PathBuf::from("/work/repo"),
+        home: Some(PathBuf::from("/home/u")),
+    }
+}
+
+fn ok(text: &str) -> Compiled {
+    match compile_str("p.toml", text, &options()) {
+        Ok(c) => c,
+        Err(e) => unreachable!("expected a valid policy, got {e:?}"),
+    }
+}
+
+fn problems(text: &str) -> Vec<PolicyDiagnostic> {
+    match compile_str("p.toml", text, &options()) {
+        Ok(c) => unreachable!("expected a refusal, got {:?}", c.policy),
+        Err(PolicyError::Invalid(d)) => {
+            assert_eq!(d.file, "p.toml");
+            d.problems
+        }
+        Err(e) => unreachable!("unexpected error {e}"),
+    }
+}
+
+fn one_problem(text: &str) -> PolicyDiagnostic {
+    let mut p = problems(text);
+    assert_eq!(p.len(), 1, "{p:?}");
+    p.remove(0)
+}
+
+fn patterns(rules: &[bee_core::compiled::PathRule]) -> Vec<String> {
+    rules.iter().map(|r| r.pattern.to_string()).collect()
+}
+
+#[test]
+fn empty_policy_grants_nothing() {
+    let c = ok("version = 1\n");
+    assert!(c.policy.fs.read.is_empty() && c.policy.fs.write.is_empty());
+    assert!(c.policy.exec.is_empty() && c.policy.net.allow.is_empty());
+    assert!(c.policy.net.unix.is_empty());
+}
+
+#[test]
+fn empty_file_is_missing_its_version() {
+    let p = one_problem("");
+    assert_eq!((p.line, p.column), (1, 1));
+    assert_eq!(p.key.as_deref(), Some("version"));
+    assert!(
+        p.help
+            .as_deref()
+            .unwrap_or_default()
+            .contains("version = 1")
+    );
+}
+
+#[test]
+fn unknown_version_is_refused() {
+    let p = one_problem("version = 2\n");
+    assert_eq!(p.key.as_deref(), Some("version"));
+    assert!(p.message.contains("version 2"), "{}", p.message);
+    let p = one_problem("version = \"1\"\n");
+    assert!(p.message.contains("integer"), "{}", p.message);
+}
+
+#[test]
+fn malformed_toml_names_the_line() {
+    let p = one_problem("version = 1\n[fs\nread = []\n");
+    assert_eq!(p.line, 2);
+    let p = one_problem("version = 1\n[fs]\nread = [\"/a\",\n");
+    assert!(p.line >= 3, "{p:?}");
+}
+
+#[test]
+fn unknown_keys_are_errors_with_their_table() {
+    let p = one_problem("version = 1\nfoo = 1\n");
+    assert_eq!((p.line, p.key.as_deref()), (2, Some("foo")));
+    let p = one_problem("version = 1\n[fs]\nread = []\nreed = []\n");
+    assert_eq!((p.line, p.key.as_deref()), (4, Some("fs.reed")));
+    assert!(p.help.as_deref().unwrap_or_default().contains("read"));
+    let p = one_problem("version = 1\n[[net.allow]]\naddr = \"::1\"\nport = 1\n");
+    assert_eq!((p.line, p.key.as_deref()), (4, Some("net.allow.port")));
+}
+
+#[test]
+fn wrong_types_are_errors() {
+    let p = one_problem("version = 1\n[fs]\nread = \"/usr/**\"\n");
+    assert_eq!(p.line, 3);
+    let p = one_problem("version = 1\n[fs]\nread = [1]\n");
+    assert_eq!(p.line, 3);
+}
+
+#[test]
+fn paths_are_normalised_against_base_and_home() {
+    let c = ok(
+        "version = 1\n[fs]\nread = [\"/usr//lib/./x/\", \"src/../Cargo.toml\", \"~/.cargo/**\", \".\"]\n",
+    );
+    assert_eq!(
+        patterns(&c.policy.fs.read),
+        [
+            "/usr/lib/x",
+            "/work/repo",
+            "/work/repo/Cargo.toml",
+            "/home/u/.cargo/**"
+        ]
+    );
+    assert_eq!(c.policy.base, "/work/repo");
+}
+
+#[test]
+fn bad_paths_name_their_key_and_column() {
+    let p = one_problem("version = 1\n[fs]\nwrite = [\"/ok\", \"/a/../../b\"]\n");
+    assert_eq!((p.line, p.column), (3, 17));
+    assert_eq!(p.key.as_deref(), Some("fs.write[1]"));
+    assert!(p.message.contains("above"), "{}", p.message);
+    let p = one_problem("version = 1\n[fs]\nread = [\"/a\\u0000b\"]\n");
+    assert!(p.message.contains("NUL"), "{}", p.message);
+    let long = format!("/{}", "abcd/".repeat(1000));
+    let p = one_problem(&format!("version = 1\n[fs]\nread = [\"{long}\"]\n"));
+    assert!(p.message.contains("4095"), "{}", p.message);
+    let p = one_problem("version = 1\n[fs]\nread = [\"\"]\n");
+    assert!(p.message.contains("empty"), "{}", p.message);
+    let p = one_problem("version = 1\n[fs]\nread = [\"~bob/x\"]\n");
+    assert!(p.message.contains("bob"), "{}", p.message);
+}
+
+#[test]
+fn every_problem_is_reported_not_only_the_first() {
+    let p = problems(
+        "version = 3\n[fs]\nread = [\"/a/**/b/**\", \"/..\"]\n[exec]\nallow = [\"!/x/*\"]\n",
+    );
+    let keys: Vec<_> = p.iter().filter_map(|d| d.key.clone()).collect();
+    assert_eq!(
+        keys,
+        ["version", "fs.read[0]", "fs.read[1]", "exec.allow[0]"]
+    );
+}
+
+#[test]
+fn unsupported_globs_are_refused_with_the_shapes() {
+    for bad in ["/a/**/b/**", "/a/?", "/a/{b,c}", "/a**", "/a/**/x*y"] {
+        let p = one_problem(&format!("version = 1\n[fs]\nread = [\"{bad}\"]\n"));
+        assert_eq!(p.key.as_deref(), Some("fs.read[0]"), "{bad}");
+        assert!(
+            p.help.as_deref().unwrap_or_default().contains("/dir/**"),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn duplicates_merge_with_a_warning() {
+    let c = ok("version = 1\n[fs]\nread = [\"/usr/**\", \"/etc\", \"/usr//**/\"]\n");
+    assert_eq!(patterns(&c.policy.fs.read), ["/etc", "/usr/**"]);
+    assert_eq!(c.warnings.len(), 1);
+    assert_eq!(c.warnings[0].key, "fs.read[2]");
+    assert!(c.warnings[0].message.contains("fs.read[0]"));
+}
+
+#[test]
+fn compilation_is_deterministic() {
+    let text = "version = 1\nname = \"n\"\n[fs]\nread = [\"/z\", \"/a/**\", \"/m/**/*.rs\"]\nwrite = [\"/t/**\"]\n[[net.allow]]\naddr = [\"::1\", \"127.0.0.1\"]\nports = [80, \"8000-8080\"]\nproto = [\"udp\", \"tcp\"]\n";
+    let a = ok(text).policy.to_json();
+    let b = ok(text).policy.to_json();
+    assert!(a.is_ok());
+    assert_eq!(a.ok(), b.ok());
+    let json = ok(text).policy.to_json().unwrap_or_default();
+    let back: CompiledPolicy = match serde_json::from_str(&json) {
+        Ok(p) => p,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert_eq!(back, ok(text).policy);
+}
+
+#[test]
+fn net_rules_expand_and_normalise() {
+    let c = ok(
+        "version = 1\n[[net.allow]]\naddr = [\"::ffff:10.0.0.0/104\", \"::1\"]\nports = [443, \"8000-8100\"]\nproto = [\"tcp\", \"udp\", \"tcp\"]\n",
+    );
+    let rules: Vec<String> = c
+        .policy
+        .net
+        .allow
+        .iter()
+        .map(|r| format!("{} {} {:?}", r.net, r.ports, r.protocols))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "10.0.0.0/8 443 [Tcp, Udp]",
+            "10.0.0.0/8 8000-8100 [Tcp, Udp]",
+            "::1/128 443 [Tcp, Udp]",
+            "::1/128 8000-8100 [Tcp, Udp]"
+        ]
+    );
+}
+
+#[test]
+fn bad_net_rules() {
+    let p = one_problem(
+        "version = 1\n[[net.allow]]\naddr = \"10.0.0.1/8\"\nports = 1\nproto = \"tcp\"\n",
+    );
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].addr"));
+    assert!(p.message.contains("10.0.0.0/8"), "{}", p.message);
+    let p = one_problem(
+        "version = 1\n[[net.allow]]\naddr = \"::1\"\nports = \"90-80\"\nproto = \"tcp\"\n",
+    );
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].ports"));
+    let p =
+        one_problem("version = 1\n[[net.allow]]\naddr = \"::1\"\nports = 70000\nproto = \"tcp\"\n");
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].ports"));
+    let p =
+        one_problem("version = 1\n[[net.allow]]\naddr = \"::1\"\nports = 1\nproto = \"icmp\"\n");
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].proto"));
+    let p = one_problem("version = 1\n[[net.allow]]\naddr = \"::1\"\nproto = \"tcp\"\n");
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].ports"));
+    let p = problems(
+        "version = 1\n[[net.allow]]\nhost = \"crates.io\"\nports = 443\nproto = \"tcp\"\n",
+    );
+    assert!(
+        p.iter()
+            .any(|d| d.key.as_deref() == Some("net.allow[0].host"))
+    );
+}
+
+#[test]
+fn pinned_executables_record_their_inode() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let bin = dir.path().join("tool");
+    std::fs::write(&bin, b"#!/bin/sh\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&bin, &link).unwrap_or_else(|e| unreachable!("{e}"));
+    let text = format!(
+        "version = 1\n[exec]\nallow = [\"!{}\", \"!{}\"]\n",
+        bin.display(),
+        link.display()
+    );
+    let c = ok(&text);
+    // The link resolves to the same file, so the two pins merge.
+    assert_eq!(c.policy.exec.len(), 1);
+    let rule = &c.policy.exec[0];
+    let real = std::fs::canonicalize(&bin).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(
+        rule.pattern,
+        PathPattern::Exact {
+            path: real.display().to_string()
+        }
+    );
+    let meta = std::fs::metadata(&bin).unwrap_or_else(|e| unreachable!("{e}"));
+    use std::os::unix::fs::MetadataExt;
+    let pin = rule.pin.unwrap_or_else(|| unreachable!("pinned"));
+    assert_eq!((pin.dev, pin.ino), (meta.dev(), meta.ino()));
+}
+
+#[test]
+fn pin_refusals() {
+    let p = one_problem("version = 1\n[exec]\nallow = [\"!/nonexistent/tool\"]\n");
+    assert_eq!(p.key.as_deref(), Some("exec.allow[0]"));
+    assert!(p.message.contains("cannot pin"), "{}", p.message);
+    let p = one_problem("version = 1\n[exec]\nallow = [\"!/usr/bin/*\"]\n");
+    assert!(p.message.contains("exact"), "{}", p.message);
+    let p = one_problem("version = 1\n[exec]\nallow = [\"!/\"]\n");
+    assert!(p.message.contains("regular file"), "{}", p.message);
+}
+
+#[test]
+fn a_shadowed_pin_is_a_contradiction() {
+    let sh = std::fs::canonicalize("/bin/sh").unwrap_or_else(|e| unreachable!("{e}"));
+    let dir = sh.parent().unwrap_or_else(|| unreachable!()).display();
+    let text = format!(
+        "version = 1\n[exec]\nallow = [\"!{}\", \"{dir}/*\"]\n",
+        sh.display()
+    );
+    let p = one_problem(&text);
+    assert_eq!(p.key.as_deref(), Some("exec.allow[0]"));
+    assert!(p.message.contains("exec.allow[1]"), "{}", p.message);
+}
+
+#[test]
+fn a_hundred_thousand_rules_compile() {
+    let mut text = String::from("version = 1\n[fs]\nread = [\n");
+    for i in 0..100_000 {
+        text.push_str(&format!("  \"/data/d{}/f{i}\",\n", i % 97));
+    }
+    text.push_str("]\n");
+    let c = ok(&text);
+    assert_eq!(c.policy.fs.read.len(), 100_000);
+}
+
+#[test]
+fn not_utf8_and_missing_files() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let f = dir.path().join("bad.toml");
+    std::fs::write(&f, b"version = 1\n# \xff\xfe\n").unwrap_or_else(|e| unreachable!("{e}"));
+    match compile_file(&f, &options()) {
+        Err(PolicyError::Invalid(d)) => {
+            assert_eq!(d.problems.len(), 1);
+            assert_eq!(d.problems[0].line, 2);
+            assert!(d.problems[0].message.contains("UTF-8"));
+        }
+        other => unreachable!("{other:?}"),
+    }
+    match compile_file(&dir.path().join("missing.toml"), &options()) {
+        Err(PolicyError::Read { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => unreachable!("{other:?}"),
+    }
+}
+
+#[test]
+fn display_names_file_line_column_and_key() {
+    let p = one_problem("version = 1\n[fs]\nread = [\"/..\"]\n");
+    assert_eq!(
+        p.to_string(),
+        "p.toml:3:9: fs.read[0]: `..` climbs above `/`"
+    );
+}
