@@ -1,0 +1,137 @@
+//! The `bee` command line: exit statuses, help, and `bee validate` on the example policies.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bee(args: &[&str]) -> Output {
+    match Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => unreachable!("cannot run bee: {e}"),
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn example_policies() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| unreachable!("{e}"))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn bare_bee_prints_help_and_runs_nothing() {
+    let o = bee(&[]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("Usage: bee"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("validate"));
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let o = bee(&["validate", "--no-such-flag"]);
+    assert_eq!(code(&o), 64, "{}", stderr(&o));
+    let o = bee(&["validate"]);
+    assert_eq!(code(&o), 64);
+    let o = bee(&["frobnicate"]);
+    assert_eq!(code(&o), 64);
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    assert_eq!(code(&bee(&["--help"])), 0);
+    assert_eq!(code(&bee(&["validate", "--help"])), 0);
+    assert_eq!(code(&bee(&["--version"])), 0);
+}
+
+#[test]
+fn every_example_policy_validates() {
+    let files = example_policies();
+    assert!(files.len() >= 6, "{files:?}");
+    for f in files {
+        let f = f.display().to_string();
+        let o = bee(&["validate", "--policy", &f]);
+        assert_eq!(code(&o), 0, "{f}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("ok: "), "{f}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_missing_policy_exits_66() {
+    let o = bee(&["validate", "--policy", "policies/does-not-exist.toml"]);
+    assert_eq!(code(&o), 66);
+    assert!(stderr(&o).contains("does-not-exist.toml"));
+}
+
+#[test]
+fn an_invalid_policy_exits_65_with_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let f = dir.path().join("bad.toml");
+    std::fs::write(&f, "version = 1\n[fs]\nread = [\"/..\"]\n")
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let f = f.display().to_string();
+    let o = bee(&["validate", "--policy", &f]);
+    assert_eq!(code(&o), 65);
+    assert!(
+        stderr(&o).contains(&format!("{f}:3:9: fs.read[0]")),
+        "{}",
+        stderr(&o)
+    );
+    let o = bee(&["validate", "--policy", &f, "--json"]);
+    assert_eq!(code(&o), 65);
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["errors"][0]["line"], 3);
+    assert_eq!(v["errors"][0]["key"], "fs.read[0]");
+}
+
+#[test]
+fn emit_compiled_is_deterministic_json() {
+    let args = [
+        "validate",
+        "--policy",
+        "policies/cargo-test.toml",
+        "--emit",
+        "compiled",
+    ];
+    let a = bee(&args);
+    let b = bee(&args);
+    assert_eq!(code(&a), 0);
+    assert_eq!(a.stdout, b.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&a)).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(v["format"], 1);
+    assert_eq!(v["version"], 1);
+    assert!(v["fs"]["read"].as_array().is_some_and(|r| !r.is_empty()));
+}
+
+#[test]
+fn json_report_counts_rules() {
+    let o = bee(&["validate", "--policy", "policies/parent.toml", "--json"]);
+    assert_eq!(code(&o), 0);
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["rules"]["net.allow"], 2);
+    assert_eq!(v["rules"]["net.unix"], 1);
+}
