@@ -10,7 +10,7 @@
 //! * a `net.allow` table with several addresses or port ranges becomes one rule per pair;
 //! * an IPv4-mapped IPv6 block becomes the IPv4 block ([`crate::net`]).
 
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -214,7 +214,7 @@ impl Compiler<'_> {
         let allow = self.dedup(
             "net.allow",
             allow,
-            |r| (r.net, r.ports, r.protocols.clone()),
+            |a, b| (a.net, a.ports, &a.protocols).cmp(&(b.net, b.ports, &b.protocols)),
             |r| &r.origin,
         );
         let net = NetGrants {
@@ -321,7 +321,7 @@ impl Compiler<'_> {
                 });
             }
         }
-        self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
+        self.dedup(list, rules, |a, b| a.pattern.cmp(&b.pattern), |r| &r.origin)
     }
 
     fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
@@ -368,7 +368,7 @@ impl Compiler<'_> {
         let rules = self.dedup(
             "exec.allow",
             rules,
-            |r| (r.pattern.clone(), r.pin),
+            |a, b| (&a.pattern, a.pin).cmp(&(&b.pattern, b.pin)),
             |r| &r.origin,
         );
         self.check_shadowed_pins(&rules);
@@ -568,20 +568,24 @@ impl Compiler<'_> {
         Some(out)
     }
 
-    /// Sorts rules by identity and merges repeats, warning about each merged one.
-    fn dedup<T, K: Ord>(
+    /// Sorts rules by identity and merges repeats (keeping the first written), warning about
+    /// each merged one.
+    fn dedup<T>(
         &mut self,
         list: &str,
-        rules: Vec<T>,
-        identity: impl Fn(&T) -> K,
+        mut rules: Vec<T>,
+        identity: impl Fn(&T, &T) -> Ordering,
         origin: impl Fn(&T) -> &Origin,
     ) -> Vec<T> {
-        let mut by_identity: BTreeMap<K, T> = BTreeMap::new();
+        let position = |o: &Origin| (o.line, o.column);
+        rules.sort_by(|a, b| {
+            identity(a, b).then_with(|| position(origin(a)).cmp(&position(origin(b))))
+        });
+        let mut kept: Vec<T> = Vec::with_capacity(rules.len());
         for rule in rules {
-            let id = identity(&rule);
-            match by_identity.get(&id) {
-                Some(kept) => {
-                    let (kept, dup) = (origin(kept), origin(&rule));
+            match kept.last() {
+                Some(last) if identity(last, &rule) == Ordering::Equal => {
+                    let (first, dup) = (origin(last), origin(&rule));
                     self.warnings.push(PolicyWarning {
                         file: self.source.name.clone(),
                         line: dup.line,
@@ -589,16 +593,15 @@ impl Compiler<'_> {
                         key: dup.key.clone(),
                         message: format!(
                             "repeats {} (line {}) in {list}; merged",
-                            kept.key, kept.line
+                            first.key, first.line
                         ),
                     });
                 }
-                None => {
-                    by_identity.insert(id, rule);
-                }
+                _ => kept.push(rule),
             }
         }
-        by_identity.into_values().collect()
+        self.warnings.sort_by_key(|w| (w.line, w.column));
+        kept
     }
 }
 

@@ -1,0 +1,60 @@
+//! Stage one on a large policy: parse, normalise and lower 10,000 rules.
+//!
+//! Run with `cargo bench -p bee-core --bench compile`; results go in docs/benchmarks.md.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use bee_core::compile::{CompileOptions, compile_str};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// A policy of `n` rules in the proportions a large real policy might have: mostly exact
+/// files and subtrees, some postfix, segment and bounded-star patterns, a few network grants.
+fn policy(n: usize) -> String {
+    let mut read = Vec::new();
+    let mut write = Vec::new();
+    let mut exec = Vec::new();
+    for i in 0..n {
+        let (p, d) = (i % 53, i % 7);
+        let rule = match i % 10 {
+            0..=3 => format!("/srv/project{p}/src/module{d}/file{i}.rs"),
+            4 | 5 => format!("/srv/project{p}/vendor/crate{i}/**"),
+            6 => format!("/srv/project{p}/gen{i}/**/*.rs"),
+            7 => format!("/srv/project{p}/tree{i}/**/Cargo.toml"),
+            8 => format!("/srv/project{p}/*/lib{i}/*.so"),
+            _ => format!("~/cache/{p}/{i}"),
+        };
+        match i % 5 {
+            0 => write.push(rule),
+            1 if i % 10 == 1 => exec.push(rule),
+            _ => read.push(rule),
+        }
+    }
+    let list = |v: &[String]| {
+        v.iter()
+            .map(|r| format!("  \"{r}\",\n"))
+            .collect::<String>()
+    };
+    format!(
+        "version = 1\nname = \"large\"\n[fs]\nread = [\n{}]\nwrite = [\n{}]\n[exec]\nallow = [\n{}]\n\n[[net.allow]]\naddr = [\"10.0.0.0/8\", \"::1\"]\nports = [443, \"8000-8100\"]\nproto = \"tcp\"\n",
+        list(&read),
+        list(&write),
+        list(&exec)
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let text = policy(10_000);
+    let options = CompileOptions {
+        base: PathBuf::from("/srv"),
+        home: Some(PathBuf::from("/home/u")),
+    };
+    let compiled = compile_str("large.toml", &text, &options);
+    assert!(compiled.is_ok(), "the generated policy must compile");
+    c.bench_function("compile 10k rules", |b| {
+        b.iter(|| compile_str("large.toml", black_box(&text), &options))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
