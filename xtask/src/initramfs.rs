@@ -261,7 +261,6 @@ pub fn init_script(
          m bpf /sys/fs/bpf\n\
          m cgroup2 /sys/fs/cgroup\n\
          m tracefs /sys/kernel/tracing\n\
-         m tmpfs /tmp\n\
          m tmpfs /run\n\
          ip link set lo up 2>/dev/null\n",
     );

@@ -63,6 +63,11 @@ pub struct VmOpts {
     /// (repeatable).
     #[arg(long = "with", value_name = "DIR")]
     pub with: Vec<PathBuf>,
+    /// Host executable copied into the guest at the same absolute path,
+    /// with the shared libraries `ldd` lists for it (repeatable). Host paths
+    /// named in the command are added this way without asking.
+    #[arg(long = "bin", value_name = "PATH")]
+    pub bin: Vec<PathBuf>,
     /// Limit for one VM, boot included, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
@@ -221,6 +226,10 @@ fn build_initramfs(
     for dir in &opts.with {
         let abs = fs::canonicalize(dir).map_err(io_err("resolve", dir))?;
         fs_.add_tree(&abs)?;
+    }
+    for bin in &opts.bin {
+        let abs = fs::canonicalize(bin).map_err(io_err("resolve", bin))?;
+        fs_.add_executable(&abs)?;
     }
     for arg in command {
         let p = Path::new(arg);
