@@ -357,8 +357,81 @@ pub struct TestCounts {
     pub ignored: usize,
 }
 
-/// Reads libtest's `test NAME ... ok|FAILED|ignored` lines.
+/// Reads libtest's `test NAME ... ok|FAILED|ignored` lines, cross-checked
+/// with its `test result:` summary lines: when test output interleaves
+/// with the verdicts (`--nocapture`), the per-test lines are incomplete and
+/// the summary counts win. Failed names then come from the `failures:` list.
 pub fn parse_libtest(lines: &[String]) -> TestCounts {
+    let per_test = parse_test_lines(lines);
+    let Some((passed, failed, ignored)) = parse_summaries(lines) else {
+        return per_test;
+    };
+    if per_test.passed + per_test.failed.len() + per_test.ignored >= passed + failed + ignored {
+        return per_test;
+    }
+    let mut names = parse_failure_list(lines);
+    names.truncate(failed);
+    while names.len() < failed {
+        names.push("(unnamed: see the console output)".to_owned());
+    }
+    TestCounts {
+        passed,
+        failed: names,
+        ignored,
+    }
+}
+
+/// Sums `test result: … N passed; M failed; K ignored; …` lines.
+fn parse_summaries(lines: &[String]) -> Option<(usize, usize, usize)> {
+    let mut total: Option<(usize, usize, usize)> = None;
+    for line in lines {
+        let Some(at) = line.find("test result: ") else {
+            continue;
+        };
+        let mut counts = (0, 0, 0);
+        for part in line[at..].split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(kind), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<usize>() else {
+                continue;
+            };
+            match kind {
+                "passed" => counts.0 = n,
+                "failed" => counts.1 = n,
+                "ignored" => counts.2 = n,
+                _ => {}
+            }
+        }
+        let t = total.get_or_insert((0, 0, 0));
+        t.0 += counts.0;
+        t.1 += counts.1;
+        t.2 += counts.2;
+    }
+    total
+}
+
+/// Names listed under libtest's last `failures:` heading (the first such
+/// heading, if any, introduces captured output; the last one lists names).
+fn parse_failure_list(lines: &[String]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_list = false;
+    for line in lines {
+        let t = line.trim();
+        if t == "failures:" {
+            in_list = true;
+            names.clear();
+        } else if t.starts_with("test result:") {
+            in_list = false;
+        } else if in_list && line.starts_with("    ") && !t.is_empty() {
+            names.push(t.to_owned());
+        }
+    }
+    names
+}
+
+fn parse_test_lines(lines: &[String]) -> TestCounts {
     let mut counts = TestCounts::default();
     for line in lines {
         let Some(rest) = line.trim().strip_prefix("test ") else {
@@ -493,5 +566,33 @@ mod tests {
         assert_eq!(c.passed, 1);
         assert_eq!(c.failed, vec!["skeleton_denies".to_owned()]);
         assert_eq!(c.ignored, 1);
+    }
+
+    #[test]
+    fn libtest_interleaved_output_uses_summary() {
+        let lines: Vec<String> = [
+            "running 2 tests",
+            "test a ... some printed output",
+            "ok",
+            "test b ... more output",
+            "FAILED",
+            "",
+            "failures:",
+            "",
+            "---- b stdout ----",
+            "boom",
+            "",
+            "failures:",
+            "    b",
+            "",
+            "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let c = parse_libtest(&lines);
+        assert_eq!(c.passed, 1);
+        assert_eq!(c.failed, vec!["b".to_owned()]);
+        assert_eq!(c.ignored, 0);
     }
 }

@@ -14,7 +14,7 @@ use std::process::{Command, Output};
 
 use aya::maps::{HashMap, MapData, RingBuf};
 use aya::programs::Lsm;
-use aya::{Btf, Ebpf};
+use aya::{Btf, Ebpf, EbpfLoader};
 use bee_ebpf::{
     BEE_OBJECT, EVENT_PATH_MAX, EVENT_SIZE, HOOK_BPRM_CHECK, HOOK_FILE_OPEN, MAP_EVENTS,
     MAP_PLACEHOLDER_ALLOW, MAP_SCOPES, PROG_BPRM_CHECK, PROG_FILE_OPEN,
@@ -183,8 +183,15 @@ fn drain(events: &mut RingBuf<MapData>) -> Vec<Event> {
 
 /// Loads bee.bpf.o and attaches the named programs to their hooks.
 fn load_skeleton(programs: &[(&str, &str)]) -> Result<Ebpf, Box<dyn Error>> {
+    let start = std::time::Instant::now();
     let btf = Btf::from_sys_fs()?;
-    let mut ebpf = Ebpf::load(BEE_OBJECT)?;
+    let btf_time = start.elapsed();
+    // One parse of the kernel BTF serves relocation and attach alike.
+    let mut ebpf = EbpfLoader::new().btf(Some(&btf)).load(BEE_OBJECT)?;
+    println!(
+        "Btf::from_sys_fs {btf_time:?}, EbpfLoader::load(bee.bpf.o) {:?}",
+        start.elapsed() - btf_time
+    );
     for (name, hook) in programs {
         let prog: &mut Lsm = ebpf
             .program_mut(name)
@@ -195,6 +202,7 @@ fn load_skeleton(programs: &[(&str, &str)]) -> Result<Ebpf, Box<dyn Error>> {
         prog.attach()
             .map_err(|e| format!("attaching {name}: {e}"))?;
     }
+    println!("loaded and attached {programs:?} in {:?}", start.elapsed());
     Ok(ebpf)
 }
 

@@ -3,7 +3,7 @@
 use std::io;
 
 use aya::programs::{Lsm, ProgramError};
-use aya::{Btf, BtfError, Ebpf, EbpfError};
+use aya::{Btf, BtfError, EbpfError, EbpfLoader};
 
 /// The hook the probe program attaches to.
 pub const PROBE_HOOK: &str = "file_open";
@@ -19,7 +19,7 @@ pub enum ProbeError {
         source: BtfError,
     },
     /// The probe object could not be parsed, relocated or its maps created.
-    #[error("Ebpf::load of probe.bpf.o failed")]
+    #[error("EbpfLoader::load of probe.bpf.o failed")]
     Object {
         /// aya's error.
         #[source]
@@ -91,8 +91,12 @@ impl ProbeError {
 /// Success proves that this kernel runs BPF LSM programs for this process.
 pub fn probe_lsm() -> Result<(), ProbeError> {
     let btf = Btf::from_sys_fs().map_err(|source| ProbeError::Btf { source })?;
-    let mut ebpf =
-        Ebpf::load(bee_ebpf::PROBE_OBJECT).map_err(|source| ProbeError::Object { source })?;
+    // Hand the parsed BTF to the loader: parsing the kernel's BTF is the
+    // slow part of loading, and `Ebpf::load` would parse it a second time.
+    let mut ebpf = EbpfLoader::new()
+        .btf(Some(&btf))
+        .load(bee_ebpf::PROBE_OBJECT)
+        .map_err(|source| ProbeError::Object { source })?;
     let name = bee_ebpf::PROG_PROBE;
     let program: &mut Lsm = ebpf
         .program_mut(name)
