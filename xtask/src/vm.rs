@@ -271,7 +271,8 @@ fn absolutize(command: &[String]) -> Vec<String> {
 #[derive(Debug)]
 struct KernelRun {
     kernel: Kernel,
-    outcome: qemu::Outcome,
+    /// The boot's outcome, or why the VM did not run the command to the end.
+    outcome: Result<qemu::Outcome>,
 }
 
 fn run_in_kernels(
@@ -306,6 +307,8 @@ fn run_in_kernels(
             prepared.accel,
             initrd.display()
         );
+        // A VM failure is recorded, not returned at once: the other kernels
+        // still run, and the caller reports every one.
         let outcome = qemu::boot(&Boot {
             label: kernel.series.name(),
             kernel: &kernel.vmlinuz,
@@ -315,15 +318,18 @@ fn run_in_kernels(
             ready_marker: &ready,
             exit_marker: &exit,
             echo: true,
-        })?;
-        eprintln!(
-            "xtask: kernel {} ({}): exit {}; boot {:.1} s, command {:.1} s",
-            kernel.series.name(),
-            outcome.release,
-            outcome.exit_code,
-            outcome.boot_time.as_secs_f64(),
-            outcome.run_time.as_secs_f64()
-        );
+        });
+        match &outcome {
+            Ok(o) => eprintln!(
+                "xtask: kernel {} ({}): exit {}; boot {:.1} s, command {:.1} s",
+                kernel.series.name(),
+                o.release,
+                o.exit_code,
+                o.boot_time.as_secs_f64(),
+                o.run_time.as_secs_f64()
+            ),
+            Err(e) => eprintln!("xtask: {e}"),
+        }
         runs.push(KernelRun {
             kernel: kernel.clone(),
             outcome,
@@ -335,15 +341,29 @@ fn run_in_kernels(
 /// `cargo xtask vm -- CMD`: returns the first non-zero guest exit code, or 0.
 pub fn run_command(opts: &VmOpts, command: &[String]) -> Result<i32> {
     let runs = run_in_kernels(opts, command, &[])?;
-    for run in &runs {
-        if run.outcome.exit_code != 0 {
-            return Err(Error::GuestFailed {
+    let mut first_failure = None;
+    for run in runs {
+        let failure = match run.outcome {
+            Ok(o) if o.exit_code == 0 => continue,
+            Ok(o) => Error::GuestFailed {
                 kernel: run.kernel.series.name().to_owned(),
-                code: run.outcome.exit_code,
-            });
+                code: o.exit_code,
+            },
+            Err(e) => e,
+        };
+        // A VM that could not run the command outranks a guest exit code.
+        let replace = matches!(
+            (&first_failure, &failure),
+            (None, _) | (Some(Error::GuestFailed { .. }), Error::Vm { .. })
+        );
+        if replace {
+            first_failure = Some(failure);
         }
     }
-    Ok(0)
+    match first_failure {
+        None => Ok(0),
+        Some(e) => Err(e),
+    }
 }
 
 /// Per-kernel libtest counts.
@@ -505,17 +525,25 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
     let (mut total_passed, mut total_failed) = (0, 0);
     eprintln!();
     for run in &runs {
-        let counts = parse_libtest(&run.outcome.lines);
         let name = run.kernel.series.name();
+        let outcome = match &run.outcome {
+            Ok(o) => o,
+            Err(e) => {
+                println!("kernel {name}: VM failed: {e}");
+                problems.push(format!("the VM for {name} could not run the tests"));
+                continue;
+            }
+        };
+        let counts = parse_libtest(&outcome.lines);
         println!(
             "kernel {name} ({}): {} passed, {} failed, {} ignored; exit {}; boot {:.1} s, tests {:.1} s",
-            run.outcome.release,
+            outcome.release,
             counts.passed,
             counts.failed.len(),
             counts.ignored,
-            run.outcome.exit_code,
-            run.outcome.boot_time.as_secs_f64(),
-            run.outcome.run_time.as_secs_f64(),
+            outcome.exit_code,
+            outcome.boot_time.as_secs_f64(),
+            outcome.run_time.as_secs_f64(),
         );
         for failed in &counts.failed {
             println!("  FAILED on {name}: {failed}");
@@ -528,10 +556,10 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
         if counts.passed + counts.failed.len() == 0 {
             problems.push(format!("no test ran on {name}"));
         }
-        if run.outcome.exit_code != 0 && counts.failed.is_empty() {
+        if outcome.exit_code != 0 && counts.failed.is_empty() {
             problems.push(format!(
                 "test binary exited {} on {name}",
-                run.outcome.exit_code
+                outcome.exit_code
             ));
         }
     }
