@@ -365,3 +365,54 @@ impl fmt::Display for SupportReport {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(gates: Vec<Gate>) -> SupportReport {
+        SupportReport {
+            kernel_release: "6.1.0-57-cloud-amd64".into(),
+            btf: true,
+            cgroup2_mount: Some(PathBuf::from("/sys/fs/cgroup")),
+            capabilities: None,
+            lockdown: None,
+            lsms: vec!["bpf".into()],
+            gates,
+        }
+    }
+
+    #[test]
+    fn supported_only_when_every_gate_passes() {
+        let ok = report(vec![
+            Gate::pass(GateId::Btf, "present"),
+            Gate::pass(GateId::LsmProbe, "loaded"),
+        ]);
+        assert!(ok.is_supported());
+        assert_eq!(ok.failures().count(), 0);
+
+        let probe_failed = report(vec![
+            Gate::pass(GateId::LsmList, "bpf listed"),
+            Gate::fail(GateId::LsmProbe, "EPERM", "use another kernel"),
+        ]);
+        assert!(!probe_failed.is_supported());
+        assert_eq!(
+            probe_failed.failures().map(|g| g.id).collect::<Vec<_>>(),
+            vec![GateId::LsmProbe]
+        );
+        assert!(!report(Vec::new()).is_supported(), "no gates is no proof");
+    }
+
+    #[test]
+    fn display_lists_gates_and_fixes() {
+        let text = report(vec![
+            Gate::pass(GateId::Btf, "present"),
+            Gate::fail(GateId::LsmProbe, "EPERM at load", "use another kernel"),
+        ])
+        .to_string();
+        assert!(text.contains("pass btf"));
+        assert!(text.contains("FAIL lsm-probe     EPERM at load"));
+        assert!(text.contains("fix: use another kernel"));
+        assert!(text.ends_with("BPF LSM enforcement NOT supported"));
+    }
+}

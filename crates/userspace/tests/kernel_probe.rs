@@ -206,11 +206,27 @@ fn load_skeleton(programs: &[(&str, &str)]) -> Result<Ebpf, Box<dyn Error>> {
     Ok(ebpf)
 }
 
-/// A scratch directory on the guest's tmpfs.
-fn scratch(name: &str) -> Result<PathBuf, Box<dyn Error>> {
-    let dir = std::env::temp_dir().join(format!("bee-{name}-{}", std::process::id()));
-    fs::create_dir_all(&dir)?;
-    Ok(dir)
+/// A scratch directory under the temp dir, removed on drop.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Result<Self, Box<dyn Error>> {
+        let path = std::env::temp_dir().join(format!("bee-{name}-{}", std::process::id()));
+        fs::create_dir_all(&path)?;
+        Ok(Self { path })
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
 }
 
 #[test]
@@ -229,7 +245,7 @@ fn support_probe_passes() -> TestResult {
 fn skeleton_denies_open_in_scope_only() -> TestResult {
     assert_expected_kernel(&fs::read_to_string("/proc/sys/kernel/osrelease")?);
     assert!(Path::new(BUSYBOX).is_file(), "{BUSYBOX} is needed");
-    let dir = scratch("open")?;
+    let dir = Scratch::new("open")?;
     let allowed = dir.join("allowed.txt");
     let denied = dir.join("denied.txt");
     fs::write(&allowed, "allowed-content\n")?;
@@ -323,7 +339,7 @@ fn skeleton_denies_open_in_scope_only() -> TestResult {
 #[test]
 fn skeleton_denies_exec_in_scope() -> TestResult {
     assert!(Path::new(BUSYBOX).is_file(), "{BUSYBOX} is needed");
-    let dir = scratch("exec")?;
+    let dir = Scratch::new("exec")?;
     // A second copy of busybox: a different inode, so not allowed.
     let copy = dir.join("busybox-copy");
     fs::copy(BUSYBOX, &copy)?;
