@@ -39,14 +39,6 @@ pub enum SupportError {
         #[source]
         source: io::Error,
     },
-    /// A kernel file had unexpected contents.
-    #[error("`{path}` has unexpected contents: {detail}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What was wrong.
-        detail: String,
-    },
     /// securityfs was not mounted and mounting it failed.
     #[error("`mount -t securityfs securityfs {SECURITYFS}` failed: {detail}")]
     MountSecurityfs {
