@@ -1,1 +1,86 @@
-fn main() {}
+//! bee's task runner: `cargo xtask vm …` boots Debian kernels in QEMU to
+//! test the BPF LSM programs; `cargo xtask ebpf` builds (or checks) the
+//! committed eBPF objects.
+
+mod apt;
+mod ebpf;
+mod error;
+mod initramfs;
+mod kernels;
+mod qemu;
+mod sh;
+mod vm;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// bee's development tasks.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Run a command inside QEMU guests booting Debian's 6.1 / 6.12 kernels.
+    ///
+    /// `cargo xtask vm --kernel all -- CMD ARGS…` exits with the guest
+    /// command's exit code; `cargo xtask vm test` runs a Rust test binary.
+    #[command(args_conflicts_with_subcommands = true)]
+    Vm {
+        #[command(subcommand)]
+        mode: Option<Box<VmMode>>,
+        #[command(flatten)]
+        opts: vm::VmOpts,
+        /// Command to run in the guest; host paths are copied in.
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
+    /// Build the eBPF objects from `crates/ebpf/bpf/*.bpf.c` (or check that
+    /// the committed ones are current).
+    Ebpf(ebpf::EbpfArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum VmMode {
+    /// Build an integration-test binary and run it in each kernel,
+    /// reporting per-test results.
+    Test(vm::TestArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Vm {
+            mode: Some(mode), ..
+        } => match *mode {
+            VmMode::Test(args) => vm::run_tests(&args).map(|()| 0),
+        },
+        Task::Vm {
+            mode: None,
+            opts,
+            command,
+        } => vm::run_command(&opts, &command),
+        Task::Ebpf(args) => ebpf::run(&args).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(err) => {
+            eprintln!("xtask: error: {err}");
+            let mut source = std::error::Error::source(&err);
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            match err {
+                error::Error::GuestFailed { code, .. } => {
+                    ExitCode::from(u8::try_from(code).unwrap_or(1))
+                }
+                _ => ExitCode::from(2),
+            }
+        }
+    }
+}

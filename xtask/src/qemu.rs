@@ -1,0 +1,231 @@
+//! Booting a kernel + initramfs in QEMU and reading the serial console.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+
+/// The kernel command line: serial console, the bpf LSM enabled, and a
+/// panic powers the VM off at once (with `-no-reboot`).
+pub const APPEND: &str = "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1";
+
+/// How the guest is accelerated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// Hardware virtualization (`-accel kvm -cpu host`).
+    Kvm,
+    /// Software emulation (`-accel tcg -cpu max`); slower, works everywhere.
+    Tcg,
+}
+
+/// What one boot produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The guest command's exit code, from the exit marker.
+    pub exit_code: i32,
+    /// Console lines printed by the guest command (between the markers).
+    pub lines: Vec<String>,
+    /// `uname -r` inside the guest, from the ready marker.
+    pub release: String,
+    /// From QEMU start to the ready marker (kernel boot + mounts).
+    pub boot_time: Duration,
+    /// From the ready marker to the exit marker (the guest command).
+    pub run_time: Duration,
+}
+
+/// One boot request.
+#[derive(Debug)]
+pub struct Boot<'a> {
+    /// Label for messages and the console prefix ("6.1").
+    pub label: &'a str,
+    /// The bzImage.
+    pub kernel: &'a Path,
+    /// The initramfs.
+    pub initrd: &'a Path,
+    /// Acceleration to use.
+    pub accel: Accel,
+    /// Whole-run limit; the VM is killed after it.
+    pub timeout: Duration,
+    /// Marker the guest prints once its file systems are mounted.
+    pub ready_marker: &'a str,
+    /// Marker the guest prints before the exit code.
+    pub exit_marker: &'a str,
+    /// Echo guest output to our stderr as it arrives.
+    pub echo: bool,
+}
+
+/// The text after `marker` in `line`; the console may prefix a marker with
+/// terminal escape sequences, so it is searched for, not prefix-matched.
+fn after<'l>(line: &'l str, marker: &str) -> Option<&'l str> {
+    line.find(marker).map(|at| &line[at + marker.len()..])
+}
+
+enum Msg {
+    Line(String),
+    Eof,
+}
+
+fn qemu_command(b: &Boot<'_>) -> Command {
+    let mut cmd = Command::new("qemu-system-x86_64");
+    match b.accel {
+        Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => cmd.args(["-accel", "tcg", "-cpu", "max"]),
+    };
+    cmd.args(["-m", "1024", "-smp", "2", "-kernel"])
+        .arg(b.kernel)
+        .arg("-initrd")
+        .arg(b.initrd)
+        .args(["-append", APPEND, "-nographic", "-no-reboot"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn kill(child: &mut Child) {
+    // The VM may already be gone; either way nothing more to do.
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Boots the VM and returns once the guest printed its exit marker (or
+/// fails: no boot, kernel panic, QEMU exit, timeout).
+pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
+    let vm_err = |reason: String| Error::Vm {
+        kernel: b.label.to_owned(),
+        reason,
+    };
+    let start = Instant::now();
+    let mut cmd = qemu_command(b);
+    let mut child = cmd.spawn().map_err(|source| Error::Spawn {
+        program: "qemu-system-x86_64".into(),
+        source,
+    })?;
+    let (tx, rx) = mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buf)
+                            .trim_end_matches(['\r', '\n'])
+                            .to_owned();
+                        if tx.send(Msg::Line(line)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = tx.send(Msg::Eof);
+        });
+    }
+    let stderr_handle = child.stderr.take().map(|mut stderr| {
+        thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        })
+    });
+    let deadline = start + b.timeout;
+    let mut console: Vec<String> = Vec::new();
+    let mut ready: Option<(Instant, String)> = None;
+    let mut lines = Vec::new();
+    let tail = |console: &[String]| -> String {
+        let from = console.len().saturating_sub(15);
+        console[from..].join("\n")
+    };
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            kill(&mut child);
+            return Err(vm_err(format!(
+                "timed out after {} s ({}); last console lines:\n{}",
+                b.timeout.as_secs(),
+                if ready.is_some() {
+                    "guest command still running"
+                } else {
+                    "never reached /init"
+                },
+                tail(&console)
+            )));
+        }
+        match rx.recv_timeout(deadline - now) {
+            Ok(Msg::Line(line)) => {
+                if let Some(rest) = after(&line, b.exit_marker) {
+                    let Some((ready_at, release)) = ready.take() else {
+                        kill(&mut child);
+                        return Err(vm_err("exit marker before ready marker".into()));
+                    };
+                    let code = rest
+                        .trim()
+                        .parse::<i32>()
+                        .map_err(|_| vm_err(format!("unreadable exit marker line `{line}`")))?;
+                    let end = Instant::now();
+                    // `poweroff -f` follows; give QEMU a moment, then make sure.
+                    let grace = Instant::now() + Duration::from_secs(10);
+                    while Instant::now() < grace {
+                        if let Ok(Some(_)) = child.try_wait() {
+                            break;
+                        }
+                        thread::sleep(Duration::from_millis(50));
+                    }
+                    kill(&mut child);
+                    return Ok(Outcome {
+                        exit_code: code,
+                        lines,
+                        release,
+                        boot_time: ready_at - start,
+                        run_time: end - ready_at,
+                    });
+                }
+                if let Some(rest) = after(&line, b.ready_marker) {
+                    ready = Some((Instant::now(), rest.trim().to_owned()));
+                    continue;
+                }
+                if b.echo {
+                    eprintln!("[{}] {line}", b.label);
+                }
+                if ready.is_some() {
+                    lines.push(line.clone());
+                }
+                let panicked = line.contains("Kernel panic");
+                console.push(line);
+                if panicked {
+                    // Collect a few more lines of the panic, then stop.
+                    thread::sleep(Duration::from_millis(500));
+                    while let Ok(Msg::Line(l)) = rx.try_recv() {
+                        console.push(l);
+                    }
+                    kill(&mut child);
+                    return Err(vm_err(format!("kernel panic:\n{}", tail(&console))));
+                }
+            }
+            Ok(Msg::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+                let stderr = stderr_handle
+                    .and_then(|h| h.join().ok())
+                    .unwrap_or_default();
+                return Err(vm_err(format!(
+                    "QEMU exited ({status}) before the guest command finished ({}); \
+                     QEMU stderr: {}; last console lines:\n{}",
+                    if ready.is_some() {
+                        "the command was running"
+                    } else {
+                        "never reached /init"
+                    },
+                    stderr.trim(),
+                    tail(&console)
+                )));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+}

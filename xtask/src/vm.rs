@@ -1,0 +1,626 @@
+//! `cargo xtask vm`: run a command, or a Rust test binary, inside QEMU
+//! guests booting Debian's kernels, and report per kernel.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::apt;
+use crate::error::{Error, Result, io_err};
+use crate::initramfs::{Initramfs, init_script};
+use crate::kernels::{self, Kernel, Series};
+use crate::qemu::{self, Accel, Boot};
+use crate::sh;
+
+/// Debian packages the VM runner needs on the host.
+const HOST_PACKAGES: &[&str] = &["qemu-system-x86", "busybox-static"];
+
+/// Where Debian's `busybox-static` installs the static binary.
+const HOST_BUSYBOX: &str = "/bin/busybox";
+
+/// Which kernels to boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelChoice {
+    /// Linux 6.1 only.
+    #[value(name = "6.1")]
+    V6_1,
+    /// Linux 6.12 only.
+    #[value(name = "6.12")]
+    V6_12,
+    /// Every kernel of the matrix, oldest first.
+    All,
+}
+
+impl KernelChoice {
+    fn series(self) -> Vec<Series> {
+        match self {
+            KernelChoice::V6_1 => vec![Series::V6_1],
+            KernelChoice::V6_12 => vec![Series::V6_12],
+            KernelChoice::All => Series::ALL.to_vec(),
+        }
+    }
+}
+
+/// How to pick the accelerator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelChoice {
+    /// KVM when a short test boot with it succeeds, else TCG.
+    Auto,
+    /// Always KVM.
+    Kvm,
+    /// Always TCG (software emulation).
+    Tcg,
+}
+
+/// Options shared by both VM modes.
+#[derive(Debug, clap::Args)]
+pub struct VmOpts {
+    /// Kernel(s) to boot.
+    #[arg(long, value_enum, default_value = "all")]
+    pub kernel: KernelChoice,
+    /// Host directory copied into the guest at the same absolute path
+    /// (repeatable).
+    #[arg(long = "with", value_name = "DIR")]
+    pub with: Vec<PathBuf>,
+    /// Host executable copied into the guest at the same absolute path,
+    /// with the shared libraries `ldd` lists for it (repeatable). Host paths
+    /// named in the command are added this way without asking.
+    #[arg(long = "bin", value_name = "PATH")]
+    pub bin: Vec<PathBuf>,
+    /// Limit for one VM, boot included, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// Accelerator.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: AccelChoice,
+}
+
+/// `cargo xtask vm test`: build an integration-test binary and run it in
+/// every selected kernel.
+#[derive(Debug, clap::Args)]
+pub struct TestArgs {
+    /// VM options.
+    #[command(flatten)]
+    pub opts: VmOpts,
+    /// Package holding the test target.
+    #[arg(short = 'p', long, default_value = "bee-userspace")]
+    pub package: String,
+    /// Integration-test target to build (`--test NAME`).
+    #[arg(long, default_value = "kernel_probe")]
+    pub test: String,
+    /// Cargo features to enable for the build.
+    #[arg(long, default_value = "kernel-tests")]
+    pub features: String,
+    /// Run this already-built test binary instead of building one.
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+    /// Extra libtest arguments (a filter, `--exact`, …).
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+/// Repository root (the workspace holding xtask/).
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_owned()
+}
+
+/// Cargo's target directory: `$CARGO_TARGET_DIR` or `<repo>/target`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
+fn vm_dir() -> PathBuf {
+    target_dir().join("vm")
+}
+
+/// A marker suffix unlikely to appear in guest output by accident.
+fn nonce() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:08x}", std::process::id(), nanos)
+}
+
+/// Everything prepared once for a set of boots.
+#[derive(Debug)]
+struct Prepared {
+    kernels: Vec<Kernel>,
+    accel: Accel,
+}
+
+fn prepare(opts: &VmOpts) -> Result<Prepared> {
+    apt::ensure(HOST_PACKAGES)?;
+    let cache = vm_dir().join("kernels");
+    fs::create_dir_all(&cache).map_err(io_err("create directory", &cache))?;
+    let kernels = opts
+        .kernel
+        .series()
+        .into_iter()
+        .map(|s| kernels::fetch(s, &cache))
+        .collect::<Result<Vec<_>>>()?;
+    let accel = match opts.accel {
+        AccelChoice::Kvm => Accel::Kvm,
+        AccelChoice::Tcg => Accel::Tcg,
+        AccelChoice::Auto => match kernels.first() {
+            Some(k) => probe_kvm(k)?,
+            None => Accel::Tcg,
+        },
+    };
+    Ok(Prepared { kernels, accel })
+}
+
+/// Decides KVM vs TCG: KVM only if `/dev/kvm` opens and a guest boots with
+/// it to `/init`. The verdict is cached per host kernel release.
+fn probe_kvm(kernel: &Kernel) -> Result<Accel> {
+    if fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_err()
+    {
+        return Ok(Accel::Tcg);
+    }
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cache = vm_dir().join("kvm-probe");
+    if let Ok(saved) = fs::read_to_string(&cache)
+        && let Some((release, verdict)) = saved.trim().rsplit_once(' ')
+        && release == host.trim()
+    {
+        return Ok(if verdict == "kvm" {
+            Accel::Kvm
+        } else {
+            Accel::Tcg
+        });
+    }
+    eprintln!("xtask: probing KVM with a test boot");
+    let dir = vm_dir().join("kvm-probe.d");
+    fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
+    let ready = format!("BEE-VM-READY-{}", nonce());
+    let exit = format!("BEE-VM-EXIT-{}:", nonce());
+    let mut fs_ = Initramfs::new();
+    fs_.add_busybox(Path::new(HOST_BUSYBOX))?;
+    let script = init_script(&ready, &exit, &[], &["true".to_owned()]);
+    fs_.add_data(Path::new("/init"), script.into_bytes(), 0o755);
+    let initrd = dir.join("initrd.cpio");
+    fs_.write(&initrd)?;
+    let works = qemu::boot(&Boot {
+        label: "kvm-probe",
+        kernel: &kernel.vmlinuz,
+        initrd: &initrd,
+        accel: Accel::Kvm,
+        timeout: Duration::from_secs(60),
+        ready_marker: &ready,
+        exit_marker: &exit,
+        echo: false,
+    })
+    .is_ok_and(|o| o.exit_code == 0);
+    let verdict = if works { "kvm" } else { "tcg" };
+    eprintln!(
+        "xtask: KVM {}",
+        if works {
+            "works"
+        } else {
+            "does not work here; using TCG"
+        }
+    );
+    fs::write(&cache, format!("{} {verdict}\n", host.trim())).map_err(io_err("write", &cache))?;
+    Ok(if works { Accel::Kvm } else { Accel::Tcg })
+}
+
+/// Builds the initramfs for `command` and returns its path.
+fn build_initramfs(
+    opts: &VmOpts,
+    command: &[String],
+    env: &[(String, String)],
+    ready: &str,
+    exit: &str,
+    name: &str,
+) -> Result<PathBuf> {
+    let mut fs_ = Initramfs::new();
+    fs_.add_busybox(Path::new(HOST_BUSYBOX))?;
+    for dir in &opts.with {
+        let abs = fs::canonicalize(dir).map_err(io_err("resolve", dir))?;
+        fs_.add_tree(&abs)?;
+    }
+    for bin in &opts.bin {
+        let abs = fs::canonicalize(bin).map_err(io_err("resolve", bin))?;
+        fs_.add_executable(&abs)?;
+    }
+    for arg in command {
+        let p = Path::new(arg);
+        if p.is_absolute() && p.is_file() {
+            fs_.add_executable(p)?;
+        }
+    }
+    fs_.add_data(
+        Path::new("/init"),
+        init_script(ready, exit, env, command).into_bytes(),
+        0o755,
+    );
+    let dir = vm_dir();
+    fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
+    let out = dir.join(name);
+    fs_.write(&out)?;
+    Ok(out)
+}
+
+/// Rewrites host paths among `command` to absolute ones, so the guest finds
+/// the same file where the initramfs puts it.
+fn absolutize(command: &[String]) -> Vec<String> {
+    command
+        .iter()
+        .map(|a| {
+            let p = Path::new(a);
+            if a.contains('/') && !p.is_absolute() && p.exists() {
+                fs::canonicalize(p)
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| a.clone())
+            } else {
+                a.clone()
+            }
+        })
+        .collect()
+}
+
+/// The result of running one command in one kernel.
+#[derive(Debug)]
+struct KernelRun {
+    kernel: Kernel,
+    /// The boot's outcome, or why the VM did not run the command to the end.
+    outcome: Result<qemu::Outcome>,
+}
+
+fn run_in_kernels(
+    opts: &VmOpts,
+    command: &[String],
+    extra_env: &[(String, String)],
+) -> Result<Vec<KernelRun>> {
+    if command.is_empty() {
+        return Err(Error::Usage(
+            "no command given: `cargo xtask vm [--kernel K] -- CMD ARGS…`".into(),
+        ));
+    }
+    let prepared = prepare(opts)?;
+    let command = absolutize(command);
+    let mut runs = Vec::new();
+    for kernel in &prepared.kernels {
+        let ready = format!("BEE-VM-READY-{}", nonce());
+        let exit = format!("BEE-VM-EXIT-{}:", nonce());
+        let mut env = vec![("BEE_VM_KERNEL".to_owned(), kernel.series.name().to_owned())];
+        env.extend(extra_env.iter().cloned());
+        let initrd = build_initramfs(
+            opts,
+            &command,
+            &env,
+            &ready,
+            &exit,
+            &format!("initrd-{}.cpio", kernel.series.name()),
+        )?;
+        eprintln!(
+            "xtask: booting {} ({:?}) with {}",
+            kernel.package,
+            prepared.accel,
+            initrd.display()
+        );
+        // A VM failure is recorded, not returned at once: the other kernels
+        // still run, and the caller reports every one.
+        let outcome = qemu::boot(&Boot {
+            label: kernel.series.name(),
+            kernel: &kernel.vmlinuz,
+            initrd: &initrd,
+            accel: prepared.accel,
+            timeout: Duration::from_secs(opts.timeout),
+            ready_marker: &ready,
+            exit_marker: &exit,
+            echo: true,
+        });
+        match &outcome {
+            Ok(o) => eprintln!(
+                "xtask: kernel {} ({}): exit {}; boot {:.1} s, command {:.1} s",
+                kernel.series.name(),
+                o.release,
+                o.exit_code,
+                o.boot_time.as_secs_f64(),
+                o.run_time.as_secs_f64()
+            ),
+            Err(e) => eprintln!("xtask: {e}"),
+        }
+        runs.push(KernelRun {
+            kernel: kernel.clone(),
+            outcome,
+        });
+    }
+    Ok(runs)
+}
+
+/// `cargo xtask vm -- CMD`: returns the first non-zero guest exit code, or 0.
+pub fn run_command(opts: &VmOpts, command: &[String]) -> Result<i32> {
+    let runs = run_in_kernels(opts, command, &[])?;
+    let mut first_failure = None;
+    for run in runs {
+        let failure = match run.outcome {
+            Ok(o) if o.exit_code == 0 => continue,
+            Ok(o) => Error::GuestFailed {
+                kernel: run.kernel.series.name().to_owned(),
+                code: o.exit_code,
+            },
+            Err(e) => e,
+        };
+        // A VM that could not run the command outranks a guest exit code.
+        let replace = matches!(
+            (&first_failure, &failure),
+            (None, _) | (Some(Error::GuestFailed { .. }), Error::Vm { .. })
+        );
+        if replace {
+            first_failure = Some(failure);
+        }
+    }
+    match first_failure {
+        None => Ok(0),
+        Some(e) => Err(e),
+    }
+}
+
+/// Per-kernel libtest counts.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TestCounts {
+    /// Tests reported `ok`.
+    pub passed: usize,
+    /// Tests reported `FAILED`, by name.
+    pub failed: Vec<String>,
+    /// Tests reported `ignored`.
+    pub ignored: usize,
+}
+
+/// Reads libtest's `test NAME ... ok|FAILED|ignored` lines, cross-checked
+/// with its `test result:` summary lines: when test output interleaves
+/// with the verdicts (`--nocapture`), the per-test lines are incomplete and
+/// the summary counts win. Failed names then come from the `failures:` list.
+pub fn parse_libtest(lines: &[String]) -> TestCounts {
+    let per_test = parse_test_lines(lines);
+    let Some((passed, failed, ignored)) = parse_summaries(lines) else {
+        return per_test;
+    };
+    if per_test.passed + per_test.failed.len() + per_test.ignored >= passed + failed + ignored {
+        return per_test;
+    }
+    let mut names = parse_failure_list(lines);
+    names.truncate(failed);
+    while names.len() < failed {
+        names.push("(unnamed: see the console output)".to_owned());
+    }
+    TestCounts {
+        passed,
+        failed: names,
+        ignored,
+    }
+}
+
+/// Sums `test result: … N passed; M failed; K ignored; …` lines.
+fn parse_summaries(lines: &[String]) -> Option<(usize, usize, usize)> {
+    let mut total: Option<(usize, usize, usize)> = None;
+    for line in lines {
+        let Some(at) = line.find("test result: ") else {
+            continue;
+        };
+        let mut counts = (0, 0, 0);
+        for part in line[at..].split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(kind), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<usize>() else {
+                continue;
+            };
+            match kind {
+                "passed" => counts.0 = n,
+                "failed" => counts.1 = n,
+                "ignored" => counts.2 = n,
+                _ => {}
+            }
+        }
+        let t = total.get_or_insert((0, 0, 0));
+        t.0 += counts.0;
+        t.1 += counts.1;
+        t.2 += counts.2;
+    }
+    total
+}
+
+/// Names listed under libtest's last `failures:` heading (the first such
+/// heading, if any, introduces captured output; the last one lists names).
+fn parse_failure_list(lines: &[String]) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_list = false;
+    for line in lines {
+        let t = line.trim();
+        if t == "failures:" {
+            in_list = true;
+            names.clear();
+        } else if t.starts_with("test result:") {
+            in_list = false;
+        } else if in_list && line.starts_with("    ") && !t.is_empty() {
+            names.push(t.to_owned());
+        }
+    }
+    names
+}
+
+fn parse_test_lines(lines: &[String]) -> TestCounts {
+    let mut counts = TestCounts::default();
+    for line in lines {
+        let Some(rest) = line.trim().strip_prefix("test ") else {
+            continue;
+        };
+        let Some((name, verdict)) = rest.rsplit_once(" ... ") else {
+            continue;
+        };
+        match verdict.trim() {
+            "ok" => counts.passed += 1,
+            "FAILED" => counts.failed.push(name.to_owned()),
+            v if v.starts_with("ignored") => counts.ignored += 1,
+            _ => {}
+        }
+    }
+    counts
+}
+
+/// Builds the test binary with cargo and returns its path.
+fn build_test_binary(args: &TestArgs) -> Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(repo_root()).args([
+        "test",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+        "--package",
+        &args.package,
+        "--test",
+        &args.test,
+    ]);
+    if !args.features.is_empty() {
+        cmd.args(["--features", &args.features]);
+    }
+    eprintln!("xtask: {}", sh::describe(&cmd));
+    let out = sh::stdout(&mut cmd)?;
+    let mut found = None;
+    for line in out.lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] == "compiler-artifact"
+            && msg["profile"]["test"] == true
+            && msg["target"]["name"] == args.test.as_str()
+            && let Some(exe) = msg["executable"].as_str()
+        {
+            found = Some(PathBuf::from(exe));
+        }
+    }
+    found.ok_or_else(|| Error::Parse {
+        program: "cargo test --no-run".into(),
+        detail: format!("no test executable for target `{}`", args.test),
+    })
+}
+
+/// `cargo xtask vm test`: runs the test binary in each kernel; fails when a
+/// VM could not run it, a test failed, or no test ran.
+pub fn run_tests(args: &TestArgs) -> Result<()> {
+    let binary = match &args.binary {
+        Some(b) => fs::canonicalize(b).map_err(io_err("resolve", b))?,
+        None => build_test_binary(args)?,
+    };
+    let mut command = vec![
+        binary.to_string_lossy().into_owned(),
+        "--test-threads=1".to_owned(),
+    ];
+    command.extend(args.args.iter().cloned());
+    let env = [("RUST_BACKTRACE".to_owned(), "1".to_owned())];
+    let runs = run_in_kernels(&args.opts, &command, &env)?;
+    let mut problems = Vec::new();
+    let (mut total_passed, mut total_failed) = (0, 0);
+    eprintln!();
+    for run in &runs {
+        let name = run.kernel.series.name();
+        let outcome = match &run.outcome {
+            Ok(o) => o,
+            Err(e) => {
+                println!("kernel {name}: VM failed: {e}");
+                problems.push(format!("the VM for {name} could not run the tests"));
+                continue;
+            }
+        };
+        let counts = parse_libtest(&outcome.lines);
+        println!(
+            "kernel {name} ({}): {} passed, {} failed, {} ignored; exit {}; boot {:.1} s, tests {:.1} s",
+            outcome.release,
+            counts.passed,
+            counts.failed.len(),
+            counts.ignored,
+            outcome.exit_code,
+            outcome.boot_time.as_secs_f64(),
+            outcome.run_time.as_secs_f64(),
+        );
+        for failed in &counts.failed {
+            println!("  FAILED on {name}: {failed}");
+        }
+        total_passed += counts.passed;
+        total_failed += counts.failed.len();
+        if !counts.failed.is_empty() {
+            problems.push(format!("{} failed on {name}", counts.failed.len()));
+        }
+        if counts.passed + counts.failed.len() == 0 {
+            problems.push(format!("no test ran on {name}"));
+        }
+        if outcome.exit_code != 0 && counts.failed.is_empty() {
+            problems.push(format!(
+                "test binary exited {} on {name}",
+                outcome.exit_code
+            ));
+        }
+    }
+    println!("vm-tests: {total_passed} passed, {total_failed} failed");
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Tests {
+            summary: problems.join("; "),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libtest_lines() {
+        let lines: Vec<String> = [
+            "running 3 tests",
+            "test probe_loads ... ok",
+            "test skeleton_denies ... FAILED",
+            "test slow ... ignored, needs more",
+            "[    3.1] random kernel line",
+            "test result: FAILED. 1 passed; 1 failed; 1 ignored",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let c = parse_libtest(&lines);
+        assert_eq!(c.passed, 1);
+        assert_eq!(c.failed, vec!["skeleton_denies".to_owned()]);
+        assert_eq!(c.ignored, 1);
+    }
+
+    #[test]
+    fn libtest_interleaved_output_uses_summary() {
+        let lines: Vec<String> = [
+            "running 2 tests",
+            "test a ... some printed output",
+            "ok",
+            "test b ... more output",
+            "FAILED",
+            "",
+            "failures:",
+            "",
+            "---- b stdout ----",
+            "boom",
+            "",
+            "failures:",
+            "    b",
+            "",
+            "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        let c = parse_libtest(&lines);
+        assert_eq!(c.passed, 1);
+        assert_eq!(c.failed, vec!["b".to_owned()]);
+        assert_eq!(c.ignored, 0);
+    }
+}
