@@ -24,7 +24,7 @@ pub use event::{AuditEvent, Hook};
 pub use net::{LpmKeyV4, LpmKeyV6, NetPortRule, NetValue};
 pub use paths::{ComboKey, EdgeKeyLong, EdgeKeyShort, ExecPinKey, GlobValue, StateValue};
 pub use scope::ScopeValue;
-pub use walk::{SegmentAutomaton, WalkError, glob_segment_matches, walk};
+pub use walk::{SegmentAutomaton, WalkError, glob_segment_matches, walk, walk_state};
 
 /// Implements `aya::Pod` for plain-old-data map types when the `user` feature is on.
 macro_rules! pod {

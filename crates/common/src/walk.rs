@@ -44,17 +44,35 @@ impl core::fmt::Display for WalkError {
 }
 
 /// Walks `path` (a normalised absolute path: `/`-separated, no `.`/`..` segments) from
-/// `start` and returns the `ACCESS_*` bits of the state it ends in.
-///
-/// For each segment: the literal edge if there is one; otherwise, if the state has globs, the
-/// combo entry for the mask of globs matching the segment (the default if the mask is 0 or the
-/// entry is absent); otherwise the default. Empty segments (`//`) are skipped. The walk stops
-/// early in the dead state.
+/// `start` and returns the `ACCESS_*` bits of the state it ends in; see [`walk_state`].
 ///
 /// # Errors
 /// [`WalkError`] when the path is malformed or too long, or the automaton is inconsistent; the
 /// caller must deny.
 pub fn walk<M: SegmentAutomaton + ?Sized>(
+    m: &M,
+    start: u32,
+    path: &[u8],
+) -> Result<u32, WalkError> {
+    let state = walk_state(m, start, path)?;
+    if state == DEAD_STATE {
+        return Ok(0);
+    }
+    m.state(state)
+        .map(|s| s.accept)
+        .ok_or(WalkError::MissingState(state))
+}
+
+/// Walks `path` from `start` and returns the state it ends in ([`DEAD_STATE`] as soon as the
+/// walk dies). The exec-pin check needs the state itself, not only its accept bits.
+///
+/// For each segment: the literal edge if there is one; otherwise, if the state has globs, the
+/// combo entry for the mask of globs matching the segment (the default if the mask is 0 or the
+/// entry is absent); otherwise the default. Empty segments (`//`) are skipped.
+///
+/// # Errors
+/// As [`walk`].
+pub fn walk_state<M: SegmentAutomaton + ?Sized>(
     m: &M,
     start: u32,
     path: &[u8],
@@ -68,7 +86,7 @@ pub fn walk<M: SegmentAutomaton + ?Sized>(
     let mut state = start;
     for segment in rest.split(|&b| b == b'/') {
         if state == DEAD_STATE {
-            return Ok(0);
+            return Ok(DEAD_STATE);
         }
         if segment.is_empty() {
             continue;
@@ -78,12 +96,7 @@ pub fn walk<M: SegmentAutomaton + ?Sized>(
         }
         state = step(m, state, segment)?;
     }
-    if state == DEAD_STATE {
-        return Ok(0);
-    }
-    m.state(state)
-        .map(|s| s.accept)
-        .ok_or(WalkError::MissingState(state))
+    Ok(state)
 }
 
 /// One transition of [`walk`] from a live `state` on a non-empty `segment`.

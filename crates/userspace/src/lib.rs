@@ -1,1 +1,3 @@
 //! bee's enforcement backend.
+
+pub mod plan;

@@ -181,3 +181,12 @@ fn glob_segments_agree_with_naive_matching() {
         }
     }
 }
+
+#[test]
+fn walk_state_returns_the_final_state() {
+    let m = read_a_write_rs();
+    assert_eq!(walk_state(&m, 1, b"/a/m.rs"), Ok(4));
+    assert_eq!(walk_state(&m, 1, b"/a/m.rs/x"), Ok(3));
+    assert_eq!(walk_state(&m, 1, b"/b/c"), Ok(DEAD_STATE));
+    assert_eq!(walk_state(&m, 1, b"/"), Ok(1));
+}
