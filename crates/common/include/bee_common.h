@@ -79,7 +79,7 @@ struct bee_scope {
 struct bee_state {
 	__u32 accept; /* BEE_ACCESS_* */
 	__u32 default_next;
-	__u32 glob_first;
+	__u32 glob_first; /* also the state's glob group: the combo key */
 	__u32 glob_count; /* 0..=8 */
 };
 
@@ -103,9 +103,10 @@ struct bee_glob {
 	__u8 pattern[BEE_GLOB_MAX];
 };
 
-/* Combo map (hash) -> __u32 next state; a missing entry means default_next. */
+/* Combo map (hash) -> __u32 next state; a missing entry means default_next.
+ * group is the state's glob_first: states with equal glob groups share their combos. */
 struct bee_combo {
-	__u32 state;
+	__u32 group;
 	__u32 mask;
 };
 

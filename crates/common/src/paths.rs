@@ -9,7 +9,7 @@
 //! | short edges | hash | [`EdgeKeyShort`] | next state (`u32`) |
 //! | long edges | hash | [`EdgeKeyLong`] | next state (`u32`) |
 //! | globs | array | glob index | [`GlobValue`] |
-//! | combos | hash | [`ComboKey`] | next state (`u32`) |
+//! | combos | hash | [`ComboKey`] (glob group, mask) | next state (`u32`) |
 //! | exec pins | hash | [`ExecPinKey`] | policy id (`u32`) |
 //!
 //! [`crate::walk`] is the reference walk over these maps.
@@ -26,7 +26,8 @@ pub struct StateValue {
     pub accept: u32,
     /// Next state for a segment with no literal edge that matches none of the state's globs.
     pub default_next: u32,
-    /// Index in the glob array of the state's first star segment.
+    /// Index in the glob array of the state's first star segment; also the key of its combos
+    /// ([`ComboKey::group`]), since states share a glob group only if their combos agree.
     pub glob_first: u32,
     /// Number of star segments to try (0..=8); bit `i` of the mask is glob `glob_first + i`.
     pub glob_count: u32,
@@ -143,13 +144,18 @@ impl GlobValue {
 }
 
 /// Key of the combo map: the next state for a segment with no literal edge whose glob mask is
-/// `mask` (bit `i` set iff glob `glob_first + i` of `state` matches). A missing entry means
+/// `mask` (bit `i` set iff glob `glob_first + i` matches).
+///
+/// Combos are keyed by the state's glob group ([`StateValue::glob_first`]), not by the state:
+/// the target of a mask depends only on the state's star-segment and `**` positions, which many
+/// states share (every state below `/home/**/*.md` carries the same `**` and `*.md`), so the
+/// planner gives such states one glob group and writes their combos once. A missing entry means
 /// [`StateValue::default_next`]; the planner omits combos that lead there.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ComboKey {
-    /// Source state.
-    pub state: u32,
+    /// The state's [`StateValue::glob_first`] (a glob array index).
+    pub group: u32,
     /// Glob mask, non-zero, below `1 << glob_count`.
     pub mask: u32,
 }

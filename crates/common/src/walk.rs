@@ -12,8 +12,9 @@ pub trait SegmentAutomaton {
     fn edge(&self, state: u32, segment: &[u8]) -> Option<u32>;
     /// The glob array entry at `index`.
     fn glob(&self, index: u32) -> Option<&GlobValue>;
-    /// The combo map entry for `(state, mask)`; absent means the state's `default_next`.
-    fn combo(&self, state: u32, mask: u32) -> Option<u32>;
+    /// The combo map entry for `(group, mask)`, `group` being the state's `glob_first`;
+    /// absent means the state's `default_next`.
+    fn combo(&self, group: u32, mask: u32) -> Option<u32>;
 }
 
 /// Why a path could not be walked. The kernel denies the access in each case.
@@ -67,8 +68,8 @@ pub fn walk<M: SegmentAutomaton + ?Sized>(
 /// walk dies). The exec-pin check needs the state itself, not only its accept bits.
 ///
 /// For each segment: the literal edge if there is one; otherwise, if the state has globs, the
-/// combo entry for the mask of globs matching the segment (the default if the mask is 0 or the
-/// entry is absent); otherwise the default. Empty segments (`//`) are skipped.
+/// combo entry for its glob group and the mask of globs matching the segment (the default if
+/// the mask is 0 or the entry is absent); otherwise the default. Empty segments (`//`) are skipped.
 ///
 /// # Errors
 /// As [`walk`].
@@ -125,7 +126,8 @@ fn step<M: SegmentAutomaton + ?Sized>(m: &M, state: u32, segment: &[u8]) -> Resu
     if mask == 0 {
         return Ok(value.default_next);
     }
-    Ok(m.combo(state, mask).unwrap_or(value.default_next))
+    Ok(m.combo(value.glob_first, mask)
+        .unwrap_or(value.default_next))
 }
 
 /// Whether the non-empty segment `name` matches the star segment `pattern`, where each `*`

@@ -78,7 +78,7 @@ fn layouts() -> Layouts {
     layout!(&mut l, EdgeKeyShort, "bee_edge_short", [state, len, name]);
     layout!(&mut l, EdgeKeyLong, "bee_edge_long", [state, len, name]);
     layout!(&mut l, GlobValue, "bee_glob", [len, pattern]);
-    layout!(&mut l, ComboKey, "bee_combo", [state, mask]);
+    layout!(&mut l, ComboKey, "bee_combo", [group, mask]);
     layout!(&mut l, ExecPinKey, "bee_exec_pin", [state, dev, ino]);
     layout!(&mut l, LpmKeyV4, "bee_lpm_v4", [prefixlen, policy_id, addr]);
     layout!(&mut l, LpmKeyV6, "bee_lpm_v6", [prefixlen, policy_id, addr]);

@@ -11,6 +11,7 @@ struct Tiny {
     states: Vec<StateValue>,
     edges: Vec<(u32, &'static [u8], u32)>,
     globs: Vec<GlobValue>,
+    /// `(glob group, mask, next)`.
     combos: Vec<(u32, u32, u32)>,
 }
 
@@ -27,10 +28,10 @@ impl SegmentAutomaton for Tiny {
     fn glob(&self, index: u32) -> Option<&GlobValue> {
         self.globs.get(index as usize)
     }
-    fn combo(&self, state: u32, mask: u32) -> Option<u32> {
+    fn combo(&self, group: u32, mask: u32) -> Option<u32> {
         self.combos
             .iter()
-            .find(|c| c.0 == state && c.1 == mask)
+            .find(|c| c.0 == group && c.1 == mask)
             .map(|c| c.2)
     }
 }
@@ -64,7 +65,7 @@ fn read_a_write_rs() -> Tiny {
         ],
         edges: vec![(1, b"a", 2)],
         globs: vec![glob(b"*.rs")],
-        combos: vec![(2, 1, 4)],
+        combos: vec![(0, 1, 4)], // glob group 0 (state 2's glob_first), mask 1
     }
 }
 

@@ -272,7 +272,7 @@ impl EnforcementPlan {
             .map(|(k, &n)| {
                 Ok((
                     ComboKey {
-                        state: state(k.state)?,
+                        group: glob(k.group)?,
                         ..*k
                     },
                     state(n)?,
@@ -378,7 +378,8 @@ impl EnforcementPlan {
         &self.edges_long
     }
 
-    /// Combo entries: `(state, mask)` → next state; only those differing from the default.
+    /// Combo entries: `(glob group, mask)` → next state; only those differing from the
+    /// default.
     pub fn combos(&self) -> &BTreeMap<ComboKey, u32> {
         &self.combos
     }
@@ -445,7 +446,7 @@ impl SegmentAutomaton for EnforcementPlan {
         self.globs.get(local as usize)
     }
 
-    fn combo(&self, state: u32, mask: u32) -> Option<u32> {
-        self.combos.get(&ComboKey { state, mask }).copied()
+    fn combo(&self, group: u32, mask: u32) -> Option<u32> {
+        self.combos.get(&ComboKey { group, mask }).copied()
     }
 }

@@ -12,8 +12,14 @@
 //! a literal edge for every literal segment at the state (its target also includes the star and
 //! `**` moves that segment triggers), the state's distinct star segments, one combo per non-zero
 //! glob mask whose target differs from the default, and the default (only `**` moves).
+//!
+//! Star segments and combos belong to a *glob group* rather than to a state: the combos'
+//! targets depend only on the state's `**` and star positions, which every state below a
+//! `ROOT/**/*SUFFIX` rule shares, so those states point at one group's globs and combos.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 use bee_common::{
     ACCESS_EXEC_PINNED, ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GLOB_MAX,
@@ -135,8 +141,8 @@ impl<'a> Nfa<'a> {
         Ok(nfa)
     }
 
-    /// Adds the epsilon moves (skipping `**`) and sorts.
-    fn close(&self, mut set: Vec<u32>) -> Vec<u32> {
+    /// Adds the epsilon moves (skipping `**`) to `set`, sorts and deduplicates it.
+    fn close(&self, set: &mut Vec<u32>) {
         let mut i = 0;
         while let Some(&p) = set.get(i) {
             if let Some(Some(Elem::AnyDepth)) = self.elem.get(p as usize) {
@@ -146,7 +152,6 @@ impl<'a> Nfa<'a> {
         }
         set.sort_unstable();
         set.dedup();
-        set
     }
 }
 
@@ -161,46 +166,96 @@ fn postfix_globs(inputs: &[PathInput<'_>]) -> Vec<String> {
         .collect()
 }
 
+/// A DFA state: a sorted, epsilon-closed set of NFA positions.
+type Set = Rc<[u32]>;
+
+/// FxHash (rustc's hasher): the sets hashed here are planner-internal, so a fast
+/// non-cryptographic hash is enough.
+#[derive(Debug, Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 struct Builder<'n, 'a> {
     nfa: &'n Nfa<'a>,
     inputs: &'n [PathInput<'a>],
     limits: &'n PlanLimits,
-    ids: HashMap<Vec<u32>, u32>,
-    /// `sets[i]` is the position set of local state `i + 1`.
-    sets: Vec<Vec<u32>>,
+    ids: FxMap<Set, u32>,
+    /// `sets[i]` is the position set of local state `i + 1`; states are processed in id
+    /// order, which makes the numbering breadth-first.
+    sets: Vec<Set>,
     /// How each state was first reached: parent state and segment, for diagnostics.
-    via: Vec<(u32, String)>,
-    queue: VecDeque<u32>,
+    via: Vec<(u32, &'a str)>,
 }
 
-impl Builder<'_, '_> {
-    fn intern(&mut self, set: Vec<u32>, parent: u32, label: &str) -> Result<u32, PlanError> {
-        if set.is_empty() {
+impl<'a> Builder<'_, 'a> {
+    /// Closes `buf` under the epsilon moves, and returns the id of that state (creating it if
+    /// new). `buf` is left holding the closed set.
+    fn intern(
+        &mut self,
+        buf: &mut Vec<u32>,
+        parent: u32,
+        label: &'a str,
+    ) -> Result<u32, PlanError> {
+        self.nfa.close(buf);
+        if buf.is_empty() {
             return Ok(DEAD_STATE);
         }
-        if let Some(&id) = self.ids.get(&set) {
+        if let Some(&id) = self.ids.get(buf.as_slice()) {
             return Ok(id);
         }
         if self.sets.len() >= self.limits.max_states {
             return Err(self.too_large("states", self.sets.len() + 1, self.limits.max_states));
         }
         let id = self.sets.len() as u32 + 1;
-        self.ids.insert(set.clone(), id);
+        let set: Set = Rc::from(buf.as_slice());
+        self.ids.insert(Rc::clone(&set), id);
         self.sets.push(set);
-        self.via.push((parent, label.to_owned()));
-        self.queue.push_back(id);
+        self.via.push((parent, label));
         Ok(id)
     }
 
     /// An example path reaching `state`, with star segments as written.
     fn example_path(&self, mut state: u32) -> String {
         let mut labels = Vec::new();
-        while let Some((parent, label)) = self.via.get(state.wrapping_sub(1) as usize) {
-            if *parent == DEAD_STATE {
+        while let Some(&(parent, label)) = self.via.get(state.wrapping_sub(1) as usize) {
+            if parent == DEAD_STATE {
                 break;
             }
-            labels.push(label.as_str());
-            state = *parent;
+            labels.push(label);
+            state = parent;
         }
         labels.reverse();
         bee_core::glob::join_segments(&labels)
@@ -240,6 +295,9 @@ impl Builder<'_, '_> {
     }
 }
 
+/// Label of a default transition in example paths.
+const ANY_SEGMENT: &str = "…";
+
 /// Builds the automaton for `inputs`.
 pub(crate) fn build(
     inputs: &[PathInput<'_>],
@@ -252,44 +310,63 @@ pub(crate) fn build(
         nfa: &nfa,
         inputs,
         limits,
-        ids: HashMap::new(),
+        ids: FxMap::default(),
         sets: Vec::new(),
         via: Vec::new(),
-        queue: VecDeque::new(),
     };
-    let start = nfa.close(nfa.starts.clone());
-    out.start = b.intern(start, DEAD_STATE, "")?;
-    let mut glob_lists: HashMap<Vec<&str>, u32> = HashMap::new();
+    let mut buf: Vec<u32> = nfa.starts.clone();
+    out.start = b.intern(&mut buf, DEAD_STATE, "")?;
+    // Glob groups (see the module docs) by their positions → `glob_first`.
+    let mut groups: FxMap<Vec<u32>, u32> = FxMap::default();
+    let mut edges_short: Vec<(EdgeKeyShort, u32)> = Vec::new();
+    let mut edges_long: Vec<(EdgeKeyLong, u32)> = Vec::new();
+    let mut combos: Vec<(ComboKey, u32)> = Vec::new();
+    // Buffers reused across states.
+    let mut stays: Vec<u32> = Vec::new();
+    let mut literals: Vec<(&str, u32)> = Vec::new();
+    let mut stars: Vec<(&str, u32)> = Vec::new();
+    let mut globs: Vec<&str> = Vec::new();
+    let mut group: Vec<u32> = Vec::new();
 
-    while let Some(id) = b.queue.pop_front() {
-        let Some(set) = b.sets.get(id as usize - 1).cloned() else {
-            break;
-        };
+    let mut id = 1u32;
+    while let Some(set) = b.sets.get(id as usize - 1).map(Rc::clone) {
         let mut accept = 0u32;
-        let mut stays: Vec<u32> = Vec::new();
-        let mut literals: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
-        let mut stars: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
-        for &p in &set {
-            let rule = nfa.rule.get(p as usize).copied().unwrap_or_default();
+        stays.clear();
+        literals.clear();
+        stars.clear();
+        group.clear();
+        for &p in set.iter() {
             match nfa.elem.get(p as usize).copied().flatten() {
                 None => {
-                    let Some(input) = inputs.get(rule as usize) else {
+                    let rule = nfa.rule.get(p as usize).copied().unwrap_or_default() as usize;
+                    let Some(input) = inputs.get(rule) else {
                         continue;
                     };
                     accept |= input.accept;
                     if input.accept & ACCESS_EXEC_PINNED != 0 {
-                        out.pinned.insert(rule as usize, id);
+                        out.pinned.insert(rule, id);
                     }
                 }
-                Some(Elem::AnyDepth) => stays.push(p),
-                Some(Elem::Literal(s)) => literals.entry(s).or_default().push(p + 1),
-                Some(Elem::Star(s)) => stars.entry(s).or_default().push(p + 1),
+                Some(Elem::AnyDepth) => {
+                    stays.push(p);
+                    group.push(p);
+                }
+                Some(Elem::Literal(s)) => literals.push((s, p + 1)),
+                Some(Elem::Star(s)) => {
+                    stars.push((s, p + 1));
+                    group.push(p);
+                }
             }
         }
-        if stars.len() > GLOBS_PER_STATE_MAX {
+        literals.sort_unstable();
+        stars.sort_unstable();
+        globs.clear();
+        globs.extend(stars.iter().map(|(g, _)| *g));
+        globs.dedup();
+        if globs.len() > GLOBS_PER_STATE_MAX {
             let mut origins: Vec<Origin> = Vec::new();
-            for p in stars.values().flatten() {
-                let rule = nfa.rule.get(*p as usize).copied().unwrap_or_default();
+            for &(_, next) in &stars {
+                let rule = nfa.rule.get(next as usize).copied().unwrap_or_default();
                 if let Some(i) = inputs.get(rule as usize) {
                     if !origins.contains(i.origin) {
                         origins.push(i.origin.clone());
@@ -298,79 +375,82 @@ pub(crate) fn build(
             }
             return Err(PlanError::TooManyGlobs {
                 at: b.example_path(id),
-                globs: stars.keys().map(|s| (*s).to_owned()).collect(),
+                globs: globs.iter().map(|s| (*s).to_owned()).collect(),
                 origins,
             });
         }
 
-        let default_next = b.intern(nfa.close(stays.clone()), id, "…")?;
+        buf.clear();
+        buf.extend_from_slice(&stays);
+        let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
 
-        for (segment, nexts) in &literals {
-            let mut target = stays.clone();
-            target.extend(nexts);
-            for (glob, gnexts) in &stars {
+        for run in literals.chunk_by(|x, y| x.0 == y.0) {
+            let Some(&(segment, _)) = run.first() else {
+                continue;
+            };
+            buf.clear();
+            buf.extend_from_slice(&stays);
+            buf.extend(run.iter().map(|(_, next)| *next));
+            for &(glob, next) in &stars {
                 if glob_segment_matches(glob.as_bytes(), segment.as_bytes()) {
-                    target.extend(gnexts);
+                    buf.push(next);
                 }
             }
-            let next = b.intern(nfa.close(target), id, segment)?;
+            let next = b.intern(&mut buf, id, segment)?;
             let bytes = segment.as_bytes();
             if bytes.len() <= SHORT_SEGMENT_MAX {
                 if let Some(key) = EdgeKeyShort::new(id, bytes) {
-                    out.edges_short.insert(key, next);
+                    edges_short.push((key, next));
                 }
             } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
-                out.edges_long.insert(key, next);
+                edges_long.push((key, next));
             }
         }
-        let edges = out.edges_short.len() + out.edges_long.len();
+        let edges = edges_short.len() + edges_long.len();
         if edges > limits.max_edges {
             return Err(b.too_large("literal edges", edges, limits.max_edges));
         }
 
-        let (glob_first, glob_count) = if stars.is_empty() {
+        let (glob_first, glob_count) = if globs.is_empty() {
             (0, 0)
+        } else if let Some(&first) = groups.get(group.as_slice()) {
+            // The group — the state's `**` and star positions, which alone decide the combos'
+            // targets — was planned for an earlier state.
+            (first, globs.len() as u32)
         } else {
-            let list: Vec<&str> = stars.keys().copied().collect();
-            let first = match glob_lists.get(&list) {
-                Some(&first) => first,
-                None => {
-                    let first = out.globs.len() as u32;
-                    for g in &list {
-                        out.globs.push(GlobValue::new(g.as_bytes()).ok_or_else(|| {
-                            PlanError::Internal {
-                                what: format!("star segment `{g}` does not fit the glob array"),
-                            }
-                        })?);
+            let first = out.globs.len() as u32;
+            for g in &globs {
+                out.globs.push(GlobValue::new(g.as_bytes()).ok_or_else(|| {
+                    PlanError::Internal {
+                        what: format!("star segment `{g}` does not fit the glob array"),
                     }
-                    if out.globs.len() > limits.max_globs {
-                        return Err(b.too_large("globs", out.globs.len(), limits.max_globs));
-                    }
-                    glob_lists.insert(list.clone(), first);
-                    first
-                }
-            };
-            let nexts: Vec<&Vec<u32>> = stars.values().collect();
-            for mask in 1u32..(1 << list.len()) {
-                let mut target = stays.clone();
+                })?);
+            }
+            if out.globs.len() > limits.max_globs {
+                return Err(b.too_large("globs", out.globs.len(), limits.max_globs));
+            }
+            groups.insert(group.clone(), first);
+            for mask in 1u32..(1 << globs.len()) {
+                buf.clear();
+                buf.extend_from_slice(&stays);
                 let mut label = "";
-                for (bit, gnexts) in nexts.iter().enumerate() {
+                for (bit, glob) in globs.iter().enumerate() {
                     if mask & (1 << bit) != 0 {
-                        target.extend(gnexts.iter());
+                        buf.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
                         if label.is_empty() {
-                            label = list.get(bit).copied().unwrap_or("*");
+                            label = glob;
                         }
                     }
                 }
-                let next = b.intern(nfa.close(target), id, label)?;
+                let next = b.intern(&mut buf, id, label)?;
                 if next != default_next {
-                    out.combos.insert(ComboKey { state: id, mask }, next);
+                    combos.push((ComboKey { group: first, mask }, next));
                 }
             }
-            if out.combos.len() > limits.max_combos {
-                return Err(b.too_large("glob combos", out.combos.len(), limits.max_combos));
+            if combos.len() > limits.max_combos {
+                return Err(b.too_large("glob combos", combos.len(), limits.max_combos));
             }
-            (first, list.len() as u32)
+            (first, globs.len() as u32)
         };
 
         out.states.push(StateValue {
@@ -379,6 +459,10 @@ pub(crate) fn build(
             glob_first,
             glob_count,
         });
+        id += 1;
     }
+    out.edges_short = edges_short.into_iter().collect();
+    out.edges_long = edges_long.into_iter().collect();
+    out.combos = combos.into_iter().collect();
     Ok(out)
 }
