@@ -26,7 +26,7 @@ use bee_common::{
     GLOBS_PER_STATE_MAX, GlobValue, NAME_MAX, SHORT_SEGMENT_MAX, StateValue, glob_segment_matches,
 };
 use bee_core::compiled::Origin;
-use bee_core::glob::{PathPattern, split_segments};
+use bee_core::glob::PathPattern;
 
 use super::{PlanError, PlanLimits, RuleUse};
 
@@ -54,69 +54,30 @@ pub(crate) struct PathAutomaton {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Elem<'a> {
-    Literal(&'a str),
+    /// A literal segment, as an index into [`Nfa::syms`].
+    Literal(u32),
     Star(&'a str),
     AnyDepth,
 }
 
-/// The NFA: position `p` is before element `elems[p]` of rule `rule[p]` (`None` after the last).
+/// The NFA: position `p` is before element `elem[p]` of rule `rule[p]` (`None` after the last).
 struct Nfa<'a> {
     elem: Vec<Option<Elem<'a>>>,
     rule: Vec<u32>,
     starts: Vec<u32>,
-}
-
-/// The elements of one rule; `postfix` is the `*SUFFIX` star segment of a postfix rule.
-fn lower<'a>(input: &PathInput<'a>, postfix: Option<&'a str>) -> Result<Vec<Elem<'a>>, PlanError> {
-    let literals = |root: &'a str| split_segments(root).into_iter().map(Elem::Literal);
-    let elems: Vec<Elem<'a>> = match input.pattern {
-        PathPattern::Exact { path } => literals(path).collect(),
-        PathPattern::Subtree { root } => literals(root).chain([Elem::AnyDepth]).collect(),
-        PathPattern::Postfix { root, .. } => literals(root)
-            .chain([Elem::AnyDepth])
-            .chain(postfix.map(Elem::Star))
-            .collect(),
-        PathPattern::Segment { root, name } => literals(root)
-            .chain([Elem::AnyDepth, Elem::Literal(name.as_str())])
-            .collect(),
-        PathPattern::BoundedStar { segments, subtree } => segments
-            .iter()
-            .map(|s| {
-                if s.contains('*') {
-                    Elem::Star(s.as_str())
-                } else {
-                    Elem::Literal(s.as_str())
-                }
-            })
-            .chain(subtree.then_some(Elem::AnyDepth))
-            .collect(),
-    };
-    for e in &elems {
-        match *e {
-            Elem::Literal(s) if s.len() > NAME_MAX => {
-                return Err(PlanError::SegmentTooLong {
-                    origin: input.origin.clone(),
-                    len: s.len(),
-                });
-            }
-            Elem::Star(s) if s.len() > GLOB_MAX => {
-                return Err(PlanError::GlobTooLong {
-                    origin: input.origin.clone(),
-                    glob: s.to_owned(),
-                });
-            }
-            _ => {}
-        }
-    }
-    Ok(elems)
+    /// Distinct literal segments, numbered in order of first use.
+    syms: Vec<&'a str>,
+    sym_ids: FxMap<&'a str, u32>,
 }
 
 impl<'a> Nfa<'a> {
     fn new(inputs: &[PathInput<'a>], postfix_globs: &'a [String]) -> Result<Self, PlanError> {
         let mut nfa = Nfa {
-            elem: Vec::new(),
-            rule: Vec::new(),
-            starts: Vec::new(),
+            elem: Vec::with_capacity(inputs.len() * 8),
+            rule: Vec::with_capacity(inputs.len() * 8),
+            starts: Vec::with_capacity(inputs.len()),
+            syms: Vec::new(),
+            sym_ids: FxMap::default(),
         };
         let mut postfix_iter = postfix_globs.iter();
         for (r, input) in inputs.iter().enumerate() {
@@ -128,17 +89,91 @@ impl<'a> Nfa<'a> {
                 }
                 _ => None,
             };
-            let elems = lower(input, postfix.map(String::as_str))?;
             nfa.starts.push(nfa.elem.len() as u32);
-            let r = r as u32;
-            for e in elems {
-                nfa.elem.push(Some(e));
-                nfa.rule.push(r);
-            }
+            nfa.lower(r as u32, input, postfix.map(String::as_str))?;
             nfa.elem.push(None);
-            nfa.rule.push(r);
+            nfa.rule.push(r as u32);
         }
         Ok(nfa)
+    }
+
+    /// Appends the elements of rule `r`; `postfix` is the `*SUFFIX` star segment of a postfix
+    /// rule.
+    fn lower(
+        &mut self,
+        r: u32,
+        input: &PathInput<'a>,
+        postfix: Option<&'a str>,
+    ) -> Result<(), PlanError> {
+        let root = match input.pattern {
+            PathPattern::Exact { path } => path,
+            PathPattern::Subtree { root }
+            | PathPattern::Postfix { root, .. }
+            | PathPattern::Segment { root, .. } => root,
+            PathPattern::BoundedStar { segments, subtree } => {
+                for s in segments {
+                    if s.contains('*') {
+                        self.star(r, input, s)?;
+                    } else {
+                        self.literal(r, input, s)?;
+                    }
+                }
+                if *subtree {
+                    self.push(r, Elem::AnyDepth);
+                }
+                return Ok(());
+            }
+        };
+        for s in root.split('/').filter(|s| !s.is_empty()) {
+            self.literal(r, input, s)?;
+        }
+        match input.pattern {
+            PathPattern::Subtree { .. } => self.push(r, Elem::AnyDepth),
+            PathPattern::Postfix { .. } => {
+                self.push(r, Elem::AnyDepth);
+                if let Some(glob) = postfix {
+                    self.star(r, input, glob)?;
+                }
+            }
+            PathPattern::Segment { name, .. } => {
+                self.push(r, Elem::AnyDepth);
+                self.literal(r, input, name)?;
+            }
+            PathPattern::Exact { .. } | PathPattern::BoundedStar { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, r: u32, e: Elem<'a>) {
+        self.elem.push(Some(e));
+        self.rule.push(r);
+    }
+
+    fn literal(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
+        if s.len() > NAME_MAX {
+            return Err(PlanError::SegmentTooLong {
+                origin: input.origin.clone(),
+                len: s.len(),
+            });
+        }
+        let next = self.syms.len() as u32;
+        let sym = *self.sym_ids.entry(s).or_insert(next);
+        if sym == next {
+            self.syms.push(s);
+        }
+        self.push(r, Elem::Literal(sym));
+        Ok(())
+    }
+
+    fn star(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
+        if s.len() > GLOB_MAX {
+            return Err(PlanError::GlobTooLong {
+                origin: input.origin.clone(),
+                glob: s.to_owned(),
+            });
+        }
+        self.push(r, Elem::Star(s));
+        Ok(())
     }
 
     /// Adds the epsilon moves (skipping `**`) to `set`, sorts and deduplicates it.
@@ -310,20 +345,20 @@ pub(crate) fn build(
         nfa: &nfa,
         inputs,
         limits,
-        ids: FxMap::default(),
-        sets: Vec::new(),
-        via: Vec::new(),
+        ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
+        sets: Vec::with_capacity(inputs.len() * 2),
+        via: Vec::with_capacity(inputs.len() * 2),
     };
     let mut buf: Vec<u32> = nfa.starts.clone();
     out.start = b.intern(&mut buf, DEAD_STATE, "")?;
     // Glob groups (see the module docs) by their positions → `glob_first`.
     let mut groups: FxMap<Vec<u32>, u32> = FxMap::default();
-    let mut edges_short: Vec<(EdgeKeyShort, u32)> = Vec::new();
+    let mut edges_short: Vec<(EdgeKeyShort, u32)> = Vec::with_capacity(inputs.len() * 2);
     let mut edges_long: Vec<(EdgeKeyLong, u32)> = Vec::new();
     let mut combos: Vec<(ComboKey, u32)> = Vec::new();
     // Buffers reused across states.
     let mut stays: Vec<u32> = Vec::new();
-    let mut literals: Vec<(&str, u32)> = Vec::new();
+    let mut literals: Vec<(u32, u32)> = Vec::new();
     let mut stars: Vec<(&str, u32)> = Vec::new();
     let mut globs: Vec<&str> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
@@ -384,8 +419,10 @@ pub(crate) fn build(
         buf.extend_from_slice(&stays);
         let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
 
+        let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
-            let Some(&(segment, _)) = run.first() else {
+            let Some(&segment) = run.first().and_then(|(sym, _)| nfa.syms.get(*sym as usize))
+            else {
                 continue;
             };
             buf.clear();
@@ -405,6 +442,14 @@ pub(crate) fn build(
             } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
                 edges_long.push((key, next));
             }
+        }
+        // Sorted per state, the edges arrive sorted overall (the state is the key's first
+        // field), which makes building the maps below linear.
+        if let Some(new) = edges_short.get_mut(short_from..) {
+            new.sort_unstable();
+        }
+        if let Some(new) = edges_long.get_mut(long_from..) {
+            new.sort_unstable();
         }
         let edges = edges_short.len() + edges_long.len();
         if edges > limits.max_edges {
