@@ -67,6 +67,30 @@ enum bee_hook {
 	BEE_HOOK_PATH_NOTIFY = 24,
 };
 
+/*
+ * The path walk (bee_common::walk_state is the reference; the kernel must do exactly this):
+ *
+ *   state = scope->start_state;
+ *   for each '/'-separated segment s of the path, skipping empty ones:
+ *       if (state == BEE_DEAD_STATE) break;                 (deny: accept is 0)
+ *       if (len(s) > BEE_NAME_MAX) deny;
+ *       st = states[state];                                  (missing: deny)
+ *       next = edge_short/edge_long[{state, len(s), s}];     (by len(s) <= 48)
+ *       if found: state = next; continue;
+ *       if (st->glob_count == 0) { state = st->default_next; continue; }
+ *       mask = 0;
+ *       for i in 0 .. st->glob_count (at most 8):
+ *           if glob_matches(globs[st->glob_first + i], s) mask |= 1 << i;
+ *       next = mask ? combos[{st->glob_first, mask}] : missing;
+ *       state = found ? next : st->default_next;
+ *   accept = state == BEE_DEAD_STATE ? 0 : states[state].accept;
+ *
+ * glob_matches: '*' matches any run of bytes; greedy with one backtrack point (the last '*'):
+ * on a mismatch resume one byte further after that '*'; at the end only '*'s may remain.
+ * A pinned exec is allowed iff accept has BEE_ACCESS_EXEC, or accept has
+ * BEE_ACCESS_EXEC_PINNED and exec_pins[{state, inode->i_sb->s_dev, inode->i_ino}] exists.
+ */
+
 /* Scope map: hash, key __u64 cgroup id. */
 struct bee_scope {
 	__u32 policy_id;

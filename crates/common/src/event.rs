@@ -206,3 +206,27 @@ impl AuditEvent {
 }
 
 crate::pod!(AuditEvent);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_ids_round_trip_and_are_dense() {
+        for (i, hook) in Hook::ALL.iter().enumerate() {
+            assert_eq!(*hook as u32, i as u32 + 1);
+            assert_eq!(Hook::from_raw(*hook as u32), Some(*hook));
+        }
+        assert_eq!(Hook::from_raw(0), None);
+        assert_eq!(Hook::from_raw(Hook::ALL.len() as u32 + 1), None);
+        assert_eq!(Hook::BprmCheckSecurity.name(), "bprm_check_security");
+    }
+
+    #[test]
+    fn event_path_is_cut_at_path_len() {
+        let mut e = AuditEvent::zeroed();
+        e.path[..4].copy_from_slice(b"/etc");
+        e.path_len = 4;
+        assert_eq!(e.path(), b"/etc");
+    }
+}

@@ -12,7 +12,7 @@
 //! | combos | hash | [`ComboKey`] (glob group, mask) | next state (`u32`) |
 //! | exec pins | hash | [`ExecPinKey`] | policy id (`u32`) |
 //!
-//! [`crate::walk`] is the reference walk over these maps.
+//! [`crate::walk()`] is the reference walk over these maps.
 
 use core::mem::{align_of, size_of};
 

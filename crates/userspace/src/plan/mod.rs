@@ -1,10 +1,10 @@
 //! Stage two: [`CompiledPolicy`] → [`EnforcementPlan`], the exact contents of the kernel maps.
 //!
 //! * Path rules (`fs.read`, `fs.write`, `exec`, `net.unix`) become one deterministic automaton
-//!   over path segments ([`paths`]), walked by the kernel as [`bee_common::walk`] does.
+//!   over path segments (module `paths`), walked by the kernel as [`bee_common::walk()`] does.
 //! * Pinned executables become exec-pin entries keyed by the automaton state their path ends in
 //!   and the file's kernel `(dev, ino)` ([`exec`]).
-//! * Network grants become LPM-trie entries with their port rules pushed down ([`net`]).
+//! * Network grants become LPM-trie entries with their port rules pushed down (module `net`).
 //!
 //! Planning is deterministic: the same policy gives the same plan, entry for entry. A plan uses
 //! plan-local ids (states from 1, globs from 0, policy id 0); [`EnforcementPlan::relocated`]
@@ -417,7 +417,7 @@ impl EnforcementPlan {
     /// this plan's automaton from its start state.
     ///
     /// # Errors
-    /// [`WalkError`] as [`bee_common::walk`] (the kernel denies in those cases).
+    /// [`WalkError`] as [`bee_common::walk()`] (the kernel denies in those cases).
     pub fn path_access(&self, path: &str) -> Result<u32, WalkError> {
         bee_common::walk(self, self.start_state, path.as_bytes())
     }

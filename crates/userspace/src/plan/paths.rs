@@ -8,7 +8,7 @@
 //! positions, numbered in breadth-first order from the start set (`/`), so the same policy
 //! always gives the same ids.
 //!
-//! For each DFA state the planner emits what the kernel's walk ([`bee_common::walk`]) consults:
+//! For each DFA state the planner emits what the kernel's walk ([`bee_common::walk()`]) consults:
 //! a literal edge for every literal segment at the state (its target also includes the star and
 //! `**` moves that segment triggers), the state's distinct star segments, one combo per non-zero
 //! glob mask whose target differs from the default, and the default (only `**` moves).
