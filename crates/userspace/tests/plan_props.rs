@@ -3,8 +3,11 @@
 
 mod plan_support;
 
+use std::collections::BTreeSet;
+
 use bee_common::{
-    ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE, ExecPinKey, walk_state,
+    ACCEPT_MASK, ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
+    DEAD_STATE, ExecPinKey, GLOBS_PER_STATE_MAX, glob_segment_matches, walk_state,
 };
 use bee_core::CompiledPolicy;
 use bee_core::compiled::FileId;
@@ -127,8 +130,63 @@ fn all_paths() -> Vec<String> {
     out
 }
 
+/// What the kernel relies on besides the language: every id in range, combos only for real
+/// glob groups and masks, write states also readable.
+fn check_invariants(plan: &EnforcementPlan) -> Result<(), TestCaseError> {
+    let base = plan.placement().state_base;
+    let states = plan.states().len() as u32;
+    let live = |s: u32| s == DEAD_STATE || (s > base && s <= base + states);
+    let glob_base = plan.placement().glob_base;
+    let globs = plan.globs().len() as u32;
+    prop_assert!(live(plan.start_state()));
+    let mut groups = BTreeSet::new();
+    for (id, v) in plan.states() {
+        prop_assert!(id > base && id <= base + states);
+        prop_assert!(live(v.default_next));
+        prop_assert_eq!(v.accept & !ACCEPT_MASK, 0);
+        if v.accept & ACCESS_WRITE != 0 {
+            prop_assert!(v.accept & ACCESS_READ != 0);
+        }
+        prop_assert!(v.glob_count as usize <= GLOBS_PER_STATE_MAX);
+        if v.glob_count > 0 {
+            prop_assert!(
+                v.glob_first >= glob_base && v.glob_first + v.glob_count <= glob_base + globs
+            );
+            groups.insert((v.glob_first, v.glob_count));
+        }
+    }
+    for (k, &next) in plan.edges_short() {
+        prop_assert!(live(k.state) && k.state != DEAD_STATE && live(next));
+    }
+    for (k, &next) in plan.combos() {
+        let count = groups
+            .iter()
+            .find(|(first, _)| *first == k.group)
+            .map(|g| g.1);
+        prop_assert!(count.is_some(), "combo for unknown group {}", k.group);
+        prop_assert!(k.mask != 0 && k.mask < 1 << count.unwrap_or(0));
+        prop_assert!(live(next) && next != DEAD_STATE);
+    }
+    for k in plan.exec_pins().keys() {
+        prop_assert!(live(k.state) && k.state != DEAD_STATE);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The kernel-side matcher and the policy language's agree on every star segment.
+    #[test]
+    fn glob_matchers_agree(
+        pattern in "[ab*.]{1,6}",
+        name in "[ab.]{0,8}",
+    ) {
+        prop_assert_eq!(
+            glob_segment_matches(pattern.as_bytes(), name.as_bytes()),
+            bee_core::glob::segment_matches(pattern.as_bytes(), name.as_bytes())
+        );
+    }
 
     #[test]
     fn walk_equals_the_union_of_matching_rules(
@@ -143,6 +201,8 @@ proptest! {
         let moved = plan.relocated(Placement { policy_id: 1, state_base: base, glob_base: base });
         prop_assert!(moved.is_ok());
         let Ok(moved) = moved else { return Ok(()) };
+        check_invariants(&plan)?;
+        check_invariants(&moved)?;
         for path in all_paths() {
             let expected = lowered
                 .iter()
