@@ -1,3 +1,4 @@
 //! bee's enforcement backend.
 
 pub mod support;
+pub mod plan;

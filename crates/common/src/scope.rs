@@ -1,0 +1,26 @@
+//! The scope map: which policy governs a cgroup.
+
+use core::mem::{align_of, size_of};
+
+/// [`ScopeValue::flags`]: also report allowed accesses, not only denials.
+pub const SCOPE_AUDIT_ALLOWS: u32 = 1;
+
+/// Value of the scope map, a hash map keyed by the cgroup v2 id (`u64`, as
+/// `bpf_get_current_cgroup_id()` returns it and as `name_to_handle_at(2)` on the cgroup
+/// directory reports it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ScopeValue {
+    /// Id of the policy: the first word of every LPM-trie key of the policy.
+    pub policy_id: u32,
+    /// `SCOPE_*` bits.
+    pub flags: u32,
+    /// Global id of the path automaton's start state (the state of `/`).
+    pub start_state: u32,
+    /// Keeps the size a multiple of 8 for future 64-bit fields; always 0.
+    pub _pad: u32,
+}
+
+const _: () = assert!(size_of::<ScopeValue>() == 16 && align_of::<ScopeValue>() == 4);
+
+crate::pod!(ScopeValue);

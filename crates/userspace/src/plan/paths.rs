@@ -1,0 +1,513 @@
+//! Path rules → one deterministic segment automaton, by subset construction.
+//!
+//! Every path rule of a policy is lowered to a sequence of *elements* (a literal segment, a star
+//! segment or `**`). The NFA's positions are "rule `r` has matched its first `i` elements"; a
+//! position before a literal or star segment moves to the next position on a matching segment,
+//! a position before `**` stays on any segment and is epsilon-skippable, and a position after
+//! the last element accepts the rule's access bits. The DFA's states are epsilon-closed sets of
+//! positions, numbered in breadth-first order from the start set (`/`), so the same policy
+//! always gives the same ids.
+//!
+//! For each DFA state the planner emits what the kernel's walk ([`bee_common::walk()`]) consults:
+//! a literal edge for every literal segment at the state (its target also includes the star and
+//! `**` moves that segment triggers), the state's distinct star segments, one combo per non-zero
+//! glob mask whose target differs from the default, and the default (only `**` moves).
+//!
+//! Star segments and combos belong to a *glob group* rather than to a state: the combos'
+//! targets depend only on the state's `**` and star positions, which every state below a
+//! `ROOT/**/*SUFFIX` rule shares, so those states point at one group's globs and combos.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+use bee_common::{
+    ACCESS_EXEC_PINNED, ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GLOB_MAX,
+    GLOBS_PER_STATE_MAX, GlobValue, NAME_MAX, SHORT_SEGMENT_MAX, StateValue, glob_segment_matches,
+};
+use bee_core::compiled::Origin;
+use bee_core::glob::PathPattern;
+
+use super::{PlanError, PlanLimits, RuleUse};
+
+/// One path rule to compile: a pattern, the access bits a match grants and where it came from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathInput<'a> {
+    pub pattern: &'a PathPattern,
+    pub accept: u32,
+    pub origin: &'a Origin,
+}
+
+/// The automaton's map contents with plan-local ids: state `i + 1` is `states[i]`.
+#[derive(Debug, Default)]
+pub(crate) struct PathAutomaton {
+    pub start: u32,
+    pub states: Vec<StateValue>,
+    pub globs: Vec<GlobValue>,
+    pub edges_short: BTreeMap<EdgeKeyShort, u32>,
+    pub edges_long: BTreeMap<EdgeKeyLong, u32>,
+    pub combos: BTreeMap<ComboKey, u32>,
+    /// For each input rule that accepts [`ACCESS_EXEC_PINNED`] (by index), the state its path
+    /// ends in.
+    pub pinned: BTreeMap<usize, u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Elem<'a> {
+    /// A literal segment, as an index into [`Nfa::syms`].
+    Literal(u32),
+    Star(&'a str),
+    AnyDepth,
+}
+
+/// The NFA: position `p` is before element `elem[p]` of rule `rule[p]` (`None` after the last).
+struct Nfa<'a> {
+    elem: Vec<Option<Elem<'a>>>,
+    rule: Vec<u32>,
+    starts: Vec<u32>,
+    /// Distinct literal segments, numbered in order of first use.
+    syms: Vec<&'a str>,
+    sym_ids: FxMap<&'a str, u32>,
+}
+
+impl<'a> Nfa<'a> {
+    fn new(inputs: &[PathInput<'a>], postfix_globs: &'a [String]) -> Result<Self, PlanError> {
+        let mut nfa = Nfa {
+            elem: Vec::with_capacity(inputs.len() * 8),
+            rule: Vec::with_capacity(inputs.len() * 8),
+            starts: Vec::with_capacity(inputs.len()),
+            syms: Vec::new(),
+            sym_ids: FxMap::default(),
+        };
+        let mut postfix_iter = postfix_globs.iter();
+        for (r, input) in inputs.iter().enumerate() {
+            let postfix = match input.pattern {
+                PathPattern::Postfix { .. } => {
+                    Some(postfix_iter.next().ok_or_else(|| PlanError::Internal {
+                        what: "postfix star segments are out of step with the rules".to_owned(),
+                    })?)
+                }
+                _ => None,
+            };
+            nfa.starts.push(nfa.elem.len() as u32);
+            nfa.lower(r as u32, input, postfix.map(String::as_str))?;
+            nfa.elem.push(None);
+            nfa.rule.push(r as u32);
+        }
+        Ok(nfa)
+    }
+
+    /// Appends the elements of rule `r`; `postfix` is the `*SUFFIX` star segment of a postfix
+    /// rule.
+    fn lower(
+        &mut self,
+        r: u32,
+        input: &PathInput<'a>,
+        postfix: Option<&'a str>,
+    ) -> Result<(), PlanError> {
+        let root = match input.pattern {
+            PathPattern::Exact { path } => path,
+            PathPattern::Subtree { root }
+            | PathPattern::Postfix { root, .. }
+            | PathPattern::Segment { root, .. } => root,
+            PathPattern::BoundedStar { segments, subtree } => {
+                for s in segments {
+                    if s.contains('*') {
+                        self.star(r, input, s)?;
+                    } else {
+                        self.literal(r, input, s)?;
+                    }
+                }
+                if *subtree {
+                    self.push(r, Elem::AnyDepth);
+                }
+                return Ok(());
+            }
+        };
+        for s in root.split('/').filter(|s| !s.is_empty()) {
+            self.literal(r, input, s)?;
+        }
+        match input.pattern {
+            PathPattern::Subtree { .. } => self.push(r, Elem::AnyDepth),
+            PathPattern::Postfix { .. } => {
+                self.push(r, Elem::AnyDepth);
+                if let Some(glob) = postfix {
+                    self.star(r, input, glob)?;
+                }
+            }
+            PathPattern::Segment { name, .. } => {
+                self.push(r, Elem::AnyDepth);
+                self.literal(r, input, name)?;
+            }
+            PathPattern::Exact { .. } | PathPattern::BoundedStar { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, r: u32, e: Elem<'a>) {
+        self.elem.push(Some(e));
+        self.rule.push(r);
+    }
+
+    fn literal(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
+        if s.len() > NAME_MAX {
+            return Err(PlanError::SegmentTooLong {
+                origin: input.origin.clone(),
+                len: s.len(),
+            });
+        }
+        let next = self.syms.len() as u32;
+        let sym = *self.sym_ids.entry(s).or_insert(next);
+        if sym == next {
+            self.syms.push(s);
+        }
+        self.push(r, Elem::Literal(sym));
+        Ok(())
+    }
+
+    fn star(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
+        if s.len() > GLOB_MAX {
+            return Err(PlanError::GlobTooLong {
+                origin: input.origin.clone(),
+                glob: s.to_owned(),
+            });
+        }
+        self.push(r, Elem::Star(s));
+        Ok(())
+    }
+
+    /// Adds the epsilon moves (skipping `**`) to `set`, sorts and deduplicates it.
+    fn close(&self, set: &mut Vec<u32>) {
+        let mut i = 0;
+        while let Some(&p) = set.get(i) {
+            if let Some(Some(Elem::AnyDepth)) = self.elem.get(p as usize) {
+                set.push(p + 1);
+            }
+            i += 1;
+        }
+        set.sort_unstable();
+        set.dedup();
+    }
+}
+
+/// The `*SUFFIX` star segments of the postfix rules among `inputs`, in order.
+fn postfix_globs(inputs: &[PathInput<'_>]) -> Vec<String> {
+    inputs
+        .iter()
+        .filter_map(|i| match i.pattern {
+            PathPattern::Postfix { suffix, .. } => Some(format!("*{suffix}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A DFA state: a sorted, epsilon-closed set of NFA positions.
+type Set = Rc<[u32]>;
+
+/// FxHash (rustc's hasher): the sets hashed here are planner-internal, so a fast
+/// non-cryptographic hash is enough.
+#[derive(Debug, Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+struct Builder<'n, 'a> {
+    nfa: &'n Nfa<'a>,
+    inputs: &'n [PathInput<'a>],
+    limits: &'n PlanLimits,
+    ids: FxMap<Set, u32>,
+    /// `sets[i]` is the position set of local state `i + 1`; states are processed in id
+    /// order, which makes the numbering breadth-first.
+    sets: Vec<Set>,
+    /// How each state was first reached: parent state and segment, for diagnostics.
+    via: Vec<(u32, &'a str)>,
+}
+
+impl<'a> Builder<'_, 'a> {
+    /// Closes `buf` under the epsilon moves, and returns the id of that state (creating it if
+    /// new). `buf` is left holding the closed set.
+    fn intern(
+        &mut self,
+        buf: &mut Vec<u32>,
+        parent: u32,
+        label: &'a str,
+    ) -> Result<u32, PlanError> {
+        self.nfa.close(buf);
+        if buf.is_empty() {
+            return Ok(DEAD_STATE);
+        }
+        if let Some(&id) = self.ids.get(buf.as_slice()) {
+            return Ok(id);
+        }
+        if self.sets.len() >= self.limits.max_states {
+            return Err(self.too_large("states", self.sets.len() + 1, self.limits.max_states));
+        }
+        let id = self.sets.len() as u32 + 1;
+        let set: Set = Rc::from(buf.as_slice());
+        self.ids.insert(Rc::clone(&set), id);
+        self.sets.push(set);
+        self.via.push((parent, label));
+        Ok(id)
+    }
+
+    /// An example path reaching `state`, with star segments as written.
+    fn example_path(&self, mut state: u32) -> String {
+        let mut labels = Vec::new();
+        while let Some(&(parent, label)) = self.via.get(state.wrapping_sub(1) as usize) {
+            if parent == DEAD_STATE {
+                break;
+            }
+            labels.push(label);
+            state = parent;
+        }
+        labels.reverse();
+        bee_core::glob::join_segments(&labels)
+    }
+
+    /// The refusal for exceeding a size cap, naming the rules present in the most states.
+    fn too_large(&self, what: &'static str, count: usize, cap: usize) -> PlanError {
+        let mut uses: BTreeMap<u32, usize> = BTreeMap::new();
+        for set in &self.sets {
+            let mut rules: Vec<u32> = set
+                .iter()
+                .filter_map(|&p| self.nfa.rule.get(p as usize).copied())
+                .collect();
+            rules.dedup();
+            for r in rules {
+                *uses.entry(r).or_default() += 1;
+            }
+        }
+        let mut ranked: Vec<(usize, u32)> = uses.into_iter().map(|(r, n)| (n, r)).collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let rules = ranked
+            .into_iter()
+            .take(3)
+            .filter_map(|(states, r)| {
+                self.inputs.get(r as usize).map(|i| RuleUse {
+                    origin: i.origin.clone(),
+                    states,
+                })
+            })
+            .collect();
+        PlanError::TooLarge {
+            what,
+            count,
+            cap,
+            rules,
+        }
+    }
+}
+
+/// Label of a default transition in example paths.
+const ANY_SEGMENT: &str = "…";
+
+/// Builds the automaton for `inputs`.
+pub(crate) fn build(
+    inputs: &[PathInput<'_>],
+    limits: &PlanLimits,
+) -> Result<PathAutomaton, PlanError> {
+    let globs_text = postfix_globs(inputs);
+    let nfa = Nfa::new(inputs, &globs_text)?;
+    let mut out = PathAutomaton::default();
+    let mut b = Builder {
+        nfa: &nfa,
+        inputs,
+        limits,
+        ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
+        sets: Vec::with_capacity(inputs.len() * 2),
+        via: Vec::with_capacity(inputs.len() * 2),
+    };
+    let mut buf: Vec<u32> = nfa.starts.clone();
+    out.start = b.intern(&mut buf, DEAD_STATE, "")?;
+    // Glob groups (see the module docs) by their positions → `glob_first`.
+    let mut groups: FxMap<Vec<u32>, u32> = FxMap::default();
+    let mut edges_short: Vec<(EdgeKeyShort, u32)> = Vec::with_capacity(inputs.len() * 2);
+    let mut edges_long: Vec<(EdgeKeyLong, u32)> = Vec::new();
+    let mut combos: Vec<(ComboKey, u32)> = Vec::new();
+    // Buffers reused across states.
+    let mut stays: Vec<u32> = Vec::new();
+    let mut literals: Vec<(u32, u32)> = Vec::new();
+    let mut stars: Vec<(&str, u32)> = Vec::new();
+    let mut globs: Vec<&str> = Vec::new();
+    let mut group: Vec<u32> = Vec::new();
+
+    let mut id = 1u32;
+    while let Some(set) = b.sets.get(id as usize - 1).map(Rc::clone) {
+        let mut accept = 0u32;
+        stays.clear();
+        literals.clear();
+        stars.clear();
+        group.clear();
+        for &p in set.iter() {
+            match nfa.elem.get(p as usize).copied().flatten() {
+                None => {
+                    let rule = nfa.rule.get(p as usize).copied().unwrap_or_default() as usize;
+                    let Some(input) = inputs.get(rule) else {
+                        continue;
+                    };
+                    accept |= input.accept;
+                    if input.accept & ACCESS_EXEC_PINNED != 0 {
+                        out.pinned.insert(rule, id);
+                    }
+                }
+                Some(Elem::AnyDepth) => {
+                    stays.push(p);
+                    group.push(p);
+                }
+                Some(Elem::Literal(s)) => literals.push((s, p + 1)),
+                Some(Elem::Star(s)) => {
+                    stars.push((s, p + 1));
+                    group.push(p);
+                }
+            }
+        }
+        literals.sort_unstable();
+        stars.sort_unstable();
+        globs.clear();
+        globs.extend(stars.iter().map(|(g, _)| *g));
+        globs.dedup();
+        if globs.len() > GLOBS_PER_STATE_MAX {
+            let mut origins: Vec<Origin> = Vec::new();
+            for &(_, next) in &stars {
+                let rule = nfa.rule.get(next as usize).copied().unwrap_or_default();
+                if let Some(i) = inputs.get(rule as usize) {
+                    if !origins.contains(i.origin) {
+                        origins.push(i.origin.clone());
+                    }
+                }
+            }
+            return Err(PlanError::TooManyGlobs {
+                at: b.example_path(id),
+                globs: globs.iter().map(|s| (*s).to_owned()).collect(),
+                origins,
+            });
+        }
+
+        buf.clear();
+        buf.extend_from_slice(&stays);
+        let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
+
+        let (short_from, long_from) = (edges_short.len(), edges_long.len());
+        for run in literals.chunk_by(|x, y| x.0 == y.0) {
+            let Some(&segment) = run.first().and_then(|(sym, _)| nfa.syms.get(*sym as usize))
+            else {
+                continue;
+            };
+            buf.clear();
+            buf.extend_from_slice(&stays);
+            buf.extend(run.iter().map(|(_, next)| *next));
+            for &(glob, next) in &stars {
+                if glob_segment_matches(glob.as_bytes(), segment.as_bytes()) {
+                    buf.push(next);
+                }
+            }
+            let next = b.intern(&mut buf, id, segment)?;
+            let bytes = segment.as_bytes();
+            if bytes.len() <= SHORT_SEGMENT_MAX {
+                if let Some(key) = EdgeKeyShort::new(id, bytes) {
+                    edges_short.push((key, next));
+                }
+            } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
+                edges_long.push((key, next));
+            }
+        }
+        // Sorted per state, the edges arrive sorted overall (the state is the key's first
+        // field), which makes building the maps below linear.
+        if let Some(new) = edges_short.get_mut(short_from..) {
+            new.sort_unstable();
+        }
+        if let Some(new) = edges_long.get_mut(long_from..) {
+            new.sort_unstable();
+        }
+        let edges = edges_short.len() + edges_long.len();
+        if edges > limits.max_edges {
+            return Err(b.too_large("literal edges", edges, limits.max_edges));
+        }
+
+        let (glob_first, glob_count) = if globs.is_empty() {
+            (0, 0)
+        } else if let Some(&first) = groups.get(group.as_slice()) {
+            // The group — the state's `**` and star positions, which alone decide the combos'
+            // targets — was planned for an earlier state.
+            (first, globs.len() as u32)
+        } else {
+            let first = out.globs.len() as u32;
+            for g in &globs {
+                out.globs.push(GlobValue::new(g.as_bytes()).ok_or_else(|| {
+                    PlanError::Internal {
+                        what: format!("star segment `{g}` does not fit the glob array"),
+                    }
+                })?);
+            }
+            if out.globs.len() > limits.max_globs {
+                return Err(b.too_large("globs", out.globs.len(), limits.max_globs));
+            }
+            groups.insert(group.clone(), first);
+            for mask in 1u32..(1 << globs.len()) {
+                buf.clear();
+                buf.extend_from_slice(&stays);
+                let mut label = "";
+                for (bit, glob) in globs.iter().enumerate() {
+                    if mask & (1 << bit) != 0 {
+                        buf.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
+                        if label.is_empty() {
+                            label = glob;
+                        }
+                    }
+                }
+                let next = b.intern(&mut buf, id, label)?;
+                if next != default_next {
+                    combos.push((ComboKey { group: first, mask }, next));
+                }
+            }
+            if combos.len() > limits.max_combos {
+                return Err(b.too_large("glob combos", combos.len(), limits.max_combos));
+            }
+            (first, globs.len() as u32)
+        };
+
+        out.states.push(StateValue {
+            accept,
+            default_next,
+            glob_first,
+            glob_count,
+        });
+        id += 1;
+    }
+    out.edges_short = edges_short.into_iter().collect();
+    out.edges_long = edges_long.into_iter().collect();
+    out.combos = combos.into_iter().collect();
+    Ok(out)
+}

@@ -1,0 +1,234 @@
+//! Property: walking the planned automaton grants exactly the union of the rules' access bits,
+//! with `PathPattern::matches` as the reference semantics.
+
+mod plan_support;
+
+use std::collections::BTreeSet;
+
+use bee_common::{
+    ACCEPT_MASK, ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
+    DEAD_STATE, ExecPinKey, GLOBS_PER_STATE_MAX, glob_segment_matches, walk_state,
+};
+use bee_core::CompiledPolicy;
+use bee_core::compiled::FileId;
+use bee_core::glob::PathPattern;
+use bee_userspace::plan::{EnforcementPlan, Placement};
+use plan_support::*;
+use proptest::prelude::*;
+
+const LITERALS: &[&str] = &["a", "b", "ab", "c.rs"];
+const STARS: &[&str] = &["*", "a*", "*b", "*.rs", "a*b"];
+const SUFFIXES: &[&str] = &["b", ".rs", "ab"];
+const PATH_SEGMENTS: &[&str] = &["a", "b", "ab", "ba", "c.rs", "x", "aab"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+    Unix,
+    Exec,
+    Pinned,
+}
+
+impl Kind {
+    fn accept(self) -> u32 {
+        match self {
+            Kind::Read => ACCESS_READ,
+            Kind::Write => ACCESS_READ | ACCESS_WRITE,
+            Kind::Unix => ACCESS_UNIX,
+            Kind::Exec => ACCESS_EXEC,
+            Kind::Pinned => ACCESS_EXEC_PINNED,
+        }
+    }
+}
+
+fn join(segs: &[&str]) -> String {
+    segs.iter().map(|s| format!("/{s}")).collect()
+}
+
+fn literal() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(LITERALS)
+}
+
+fn literals(max: usize) -> impl Strategy<Value = Vec<&'static str>> {
+    prop::collection::vec(literal(), 0..=max)
+}
+
+/// Pattern text of one of the five kinds over the tiny alphabet.
+fn pattern_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        literals(3).prop_map(|s| if s.is_empty() {
+            "/".to_owned()
+        } else {
+            join(&s)
+        }),
+        literals(2).prop_map(|s| format!("{}/**", join(&s))),
+        (literals(2), prop::sample::select(SUFFIXES))
+            .prop_map(|(s, suffix)| format!("{}/**/*{suffix}", join(&s))),
+        (literals(2), literal()).prop_map(|(s, name)| format!("{}/**/{name}", join(&s))),
+        (
+            prop::collection::vec(prop_oneof![literal(), prop::sample::select(STARS)], 1..=3),
+            prop::sample::select(STARS),
+            0usize..3,
+            any::<bool>()
+        )
+            .prop_map(|(mut segs, star, at, subtree)| {
+                let at = at.min(segs.len());
+                segs.insert(at, star);
+                format!("{}{}", join(&segs), if subtree { "/**" } else { "" })
+            }),
+    ]
+}
+
+fn exact_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(literal(), 1..=3).prop_map(|s| join(&s))
+}
+
+fn rule() -> impl Strategy<Value = (Kind, String, u64)> {
+    prop_oneof![
+        4 => (prop::sample::select(vec![Kind::Read, Kind::Write, Kind::Unix, Kind::Exec]),
+              pattern_text(), Just(0u64)),
+        1 => (Just(Kind::Pinned), exact_text(), 1u64..4),
+    ]
+}
+
+fn build(rules: &[(Kind, String, u64)]) -> (CompiledPolicy, Vec<(Kind, PathPattern, u64)>) {
+    let mut pol = policy();
+    let mut lowered = Vec::new();
+    for (kind, text, ino) in rules {
+        let pin = (*kind == Kind::Pinned).then_some(FileId {
+            dev: 0x801,
+            ino: *ino,
+        });
+        match kind {
+            Kind::Read => read(&mut pol, text),
+            Kind::Write => write(&mut pol, text),
+            Kind::Unix => unix(&mut pol, text),
+            Kind::Exec | Kind::Pinned => exec(&mut pol, text, pin),
+        }
+        lowered.push((*kind, pattern(text), *ino));
+    }
+    (pol, lowered)
+}
+
+/// Every path of up to four segments over `PATH_SEGMENTS`.
+fn all_paths() -> Vec<String> {
+    let mut out = vec!["/".to_owned()];
+    let mut frontier: Vec<Vec<&str>> = vec![Vec::new()];
+    for _ in 0..4 {
+        let mut next = Vec::new();
+        for p in &frontier {
+            for s in PATH_SEGMENTS {
+                let mut q = p.clone();
+                q.push(s);
+                out.push(join(&q));
+                next.push(q);
+            }
+        }
+        frontier = next;
+    }
+    out
+}
+
+/// What the kernel relies on besides the language: every id in range, combos only for real
+/// glob groups and masks, write states also readable.
+fn check_invariants(plan: &EnforcementPlan) -> Result<(), TestCaseError> {
+    let base = plan.placement().state_base;
+    let states = plan.states().len() as u32;
+    let live = |s: u32| s == DEAD_STATE || (s > base && s <= base + states);
+    let glob_base = plan.placement().glob_base;
+    let globs = plan.globs().len() as u32;
+    prop_assert!(live(plan.start_state()));
+    let mut groups = BTreeSet::new();
+    for (id, v) in plan.states() {
+        prop_assert!(id > base && id <= base + states);
+        prop_assert!(live(v.default_next));
+        prop_assert_eq!(v.accept & !ACCEPT_MASK, 0);
+        if v.accept & ACCESS_WRITE != 0 {
+            prop_assert!(v.accept & ACCESS_READ != 0);
+        }
+        prop_assert!(v.glob_count as usize <= GLOBS_PER_STATE_MAX);
+        if v.glob_count > 0 {
+            prop_assert!(
+                v.glob_first >= glob_base && v.glob_first + v.glob_count <= glob_base + globs
+            );
+            groups.insert((v.glob_first, v.glob_count));
+        }
+    }
+    for (k, &next) in plan.edges_short() {
+        prop_assert!(live(k.state) && k.state != DEAD_STATE && live(next));
+    }
+    for (k, &next) in plan.combos() {
+        let count = groups
+            .iter()
+            .find(|(first, _)| *first == k.group)
+            .map(|g| g.1);
+        prop_assert!(count.is_some(), "combo for unknown group {}", k.group);
+        prop_assert!(k.mask != 0 && k.mask < 1 << count.unwrap_or(0));
+        prop_assert!(live(next) && next != DEAD_STATE);
+    }
+    for k in plan.exec_pins().keys() {
+        prop_assert!(live(k.state) && k.state != DEAD_STATE);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// The kernel-side matcher and the policy language's agree on every star segment.
+    #[test]
+    fn glob_matchers_agree(
+        pattern in "[ab*.]{1,6}",
+        name in "[ab.]{0,8}",
+    ) {
+        prop_assert_eq!(
+            glob_segment_matches(pattern.as_bytes(), name.as_bytes()),
+            bee_core::glob::segment_matches(pattern.as_bytes(), name.as_bytes())
+        );
+    }
+
+    #[test]
+    fn walk_equals_the_union_of_matching_rules(
+        rules in prop::collection::vec(rule(), 0..8),
+        base in 0u32..1000,
+    ) {
+        let (pol, lowered) = build(&rules);
+        let plan = EnforcementPlan::new(&pol);
+        prop_assert!(plan.is_ok(), "{:?}", plan.err());
+        let Ok(plan) = plan else { return Ok(()) };
+        // Walk a relocated copy too: relocation must not change the language.
+        let moved = plan.relocated(Placement { policy_id: 1, state_base: base, glob_base: base });
+        prop_assert!(moved.is_ok());
+        let Ok(moved) = moved else { return Ok(()) };
+        check_invariants(&plan)?;
+        check_invariants(&moved)?;
+        for path in all_paths() {
+            let expected = lowered
+                .iter()
+                .filter(|(_, p, _)| p.matches(&path))
+                .fold(0, |acc, (k, _, _)| acc | k.accept());
+            prop_assert_eq!(plan.path_access(&path), Ok(expected), "{}", path);
+            prop_assert_eq!(moved.path_access(&path), Ok(expected), "{}", path);
+            // The pinned check: the pin entries of the final state are exactly the pins of
+            // the pinned rules naming this path.
+            let state = walk_state(&plan, plan.start_state(), path.as_bytes());
+            prop_assert!(state.is_ok());
+            let state = state.unwrap_or_default();
+            let mut pinned: Vec<u64> = lowered
+                .iter()
+                .filter(|(k, p, _)| *k == Kind::Pinned && p.matches(&path))
+                .map(|(_, _, ino)| *ino)
+                .collect();
+            pinned.sort_unstable();
+            pinned.dedup();
+            let entries: Vec<u64> = plan
+                .exec_pins()
+                .keys()
+                .filter(|k| k.state == state)
+                .map(|k: &ExecPinKey| k.ino)
+                .collect();
+            prop_assert_eq!(entries, pinned, "{}", path);
+        }
+    }
+}
