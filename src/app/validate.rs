@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use bee_core::{CompileOptions, Compiled, PolicyError, compile_file};
+use bee_userspace::plan::{EnforcementPlan, PlanStats};
 use serde_json::{Value, json};
 
 use super::Exit;
@@ -46,11 +47,16 @@ pub fn run(args: &Args) -> Exit {
         Ok(c) => c,
         Err(exit) => return exit,
     };
+    let stats = match plan(&args.policy, &child, args.json) {
+        Ok(stats) => stats,
+        Err(exit) => return exit,
+    };
     let mut report = json!({
         "ok": true,
         "policy": args.policy.display().to_string(),
         "warnings": child.warnings,
         "rules": rule_counts(&child),
+        "plan": stats,
     });
     if let Some(parent_path) = &args.parent {
         let parent = match load(parent_path, &options, args.json) {
@@ -83,6 +89,14 @@ pub fn run(args: &Args) -> Exit {
             r["exec.pinned"],
             r["net.allow"],
             r["net.unix"],
+        );
+        eprintln!(
+            "   enforcement plan: {} states, {} edges, {} globs, {} exec pins, {} network prefixes",
+            stats.states,
+            stats.edges_short + stats.edges_long,
+            stats.globs,
+            stats.exec_pins,
+            stats.net_v4_prefixes + stats.net_v6_prefixes,
         );
     }
     Exit::Ok
@@ -141,6 +155,16 @@ fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<Compiled, E
             Exit::DataErr
         }
     })
+}
+
+/// Stage two: the policy must be enforceable exactly by the kernel backend.
+fn plan(path: &Path, compiled: &Compiled, json: bool) -> Result<PlanStats, Exit> {
+    EnforcementPlan::new(&compiled.policy)
+        .map(|plan| plan.stats())
+        .map_err(|e| {
+            let message = format!("{}: cannot be enforced: {e}", path.display());
+            fail(json, Exit::DataErr, &message)
+        })
 }
 
 fn fail(json: bool, exit: Exit, message: &str) -> Exit {

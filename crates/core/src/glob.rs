@@ -79,6 +79,10 @@ pub enum GlobError {
     /// A star segment after `**`, other than the single `*SUFFIX` form.
     #[error("after `**` only a literal name or `*SUFFIX` may follow")]
     StarAfterDoubleStar,
+    /// Something other than the end of the pattern follows `**` in a pattern that already
+    /// has a star segment.
+    #[error("a pattern with a `*` segment may end in `/**` but nothing may follow that `**`")]
+    AfterStarSubtree,
 }
 
 impl PathPattern {
@@ -118,7 +122,7 @@ impl PathPattern {
                 let (before, after) = (&segments[..i], &segments[i + 1..]);
                 if has_star(before) {
                     if !after.is_empty() {
-                        return Err(GlobError::MisplacedDoubleStar);
+                        return Err(GlobError::AfterStarSubtree);
                     }
                     return Ok(Self::BoundedStar {
                         segments: before.iter().map(|s| (*s).to_owned()).collect(),
@@ -352,7 +356,7 @@ mod tests {
         );
         assert_eq!(
             PathPattern::parse("/a/*/**/*.rs"),
-            Err(GlobError::MisplacedDoubleStar)
+            Err(GlobError::AfterStarSubtree)
         );
         assert_eq!(
             PathPattern::parse("/a/?"),
