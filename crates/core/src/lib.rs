@@ -5,6 +5,7 @@
 //! The crate needs no async runtime and touches the file system only to read a policy and to
 //! resolve the inodes of pinned executables.
 
+pub mod attenuate;
 pub mod compiled;
 pub mod glob;
 pub mod net;
