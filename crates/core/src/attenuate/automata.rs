@@ -1,8 +1,10 @@
 //! Path patterns as regular languages over bytes, and language inclusion decided on DFAs.
 //!
 //! Each [`PathPattern`] is translated to a regex over the path as bytes (every literal byte
-//! escaped), compiled with `regex-automata` into an anchored dense DFA, and intersected with
-//! the language of valid normalised paths. Inclusion `child ∩ valid ⊆ ∪ parents` is decided
+//! escaped) and compiled with `regex-automata` into an anchored lazy DFA (states are
+//! determinised only when the search reaches them, so a union of many parent rules costs
+//! only what the search visits); it is intersected with the language of valid normalised
+//! paths (a dense DFA built once). Inclusion `child ∩ valid ⊆ ∪ parents` is decided
 //! by a breadth-first search of the product automaton for a state where the child and the
 //! validity automaton accept and the parent union does not; the search path is the shortest
 //! counterexample.
@@ -12,6 +14,7 @@ use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 use regex_automata::dfa::{Automaton, StartKind, dense};
+use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::nfa::thompson::{self, WhichCaptures};
 use regex_automata::util::primitives::StateID;
 use regex_automata::util::{start, syntax};
@@ -19,11 +22,11 @@ use regex_automata::{Anchored, MatchKind};
 
 use crate::glob::PathPattern;
 
-/// The DFA type used for every language here.
+/// The dense DFA type (validity language).
 pub(crate) type Dfa = dense::DFA<Vec<u32>>;
 
-/// Upper bound on the memory one DFA may take while built; a larger one is refused (and
-/// the inclusion is then reported as unproven, never as proven).
+/// Upper bound on the memory one automaton may take; a larger one is refused (and the
+/// inclusion is then reported as unproven, never as proven).
 const SIZE_LIMIT: usize = 64 << 20;
 
 /// One path segment that is not empty, `.` or `..`, and has no `/` or NUL byte.
@@ -32,7 +35,74 @@ const VALID_SEGMENT: &str = r"(?:[^/\x00.][^/\x00]*|\.[^/\x00.][^/\x00]*|\.\.[^/
 /// Why an automaton could not be built.
 pub(crate) type BuildError = String;
 
-/// Compiles `regexes` (full-string, byte-oriented) into one anchored DFA accepting their union.
+fn syntax_config() -> syntax::Config {
+    syntax::Config::new()
+        .unicode(false)
+        .utf8(false)
+        .dot_matches_new_line(true)
+}
+
+fn thompson_config() -> thompson::Config {
+    thompson::Config::new()
+        .utf8(false)
+        .shrink(false)
+        .which_captures(WhichCaptures::None)
+        .nfa_size_limit(Some(SIZE_LIMIT))
+}
+
+/// A lazy DFA with its state cache. The cache is never cleared (a full cache is an error),
+/// so state ids stay valid for the whole search.
+#[derive(Debug)]
+pub(crate) struct Lazy {
+    dfa: hybrid::dfa::DFA,
+    cache: hybrid::dfa::Cache,
+}
+
+impl Lazy {
+    /// Compiles `regexes` (full-string, byte-oriented) into one anchored lazy DFA accepting
+    /// their union.
+    pub(crate) fn new(regexes: &[String]) -> Result<Self, BuildError> {
+        let dfa = hybrid::dfa::Builder::new()
+            .configure(
+                hybrid::dfa::Config::new()
+                    .match_kind(MatchKind::All)
+                    .cache_capacity(SIZE_LIMIT)
+                    .minimum_cache_clear_count(Some(0))
+                    .minimum_bytes_per_state(None),
+            )
+            .syntax(syntax_config())
+            .thompson(thompson_config())
+            .build_many(regexes)
+            .map_err(|e| e.to_string())?;
+        let cache = dfa.create_cache();
+        Ok(Self { dfa, cache })
+    }
+
+    fn start(&mut self) -> Result<LazyStateID, BuildError> {
+        self.dfa
+            .start_state(
+                &mut self.cache,
+                &start::Config::new().anchored(Anchored::Yes),
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    fn next(&mut self, s: LazyStateID, b: u8) -> Result<LazyStateID, BuildError> {
+        self.dfa
+            .next_state(&mut self.cache, s, b)
+            .map_err(|e| e.to_string())
+    }
+
+    fn accepts(&mut self, s: LazyStateID) -> Result<bool, BuildError> {
+        self.dfa
+            .next_eoi_state(&mut self.cache, s)
+            .map(|e| e.is_match())
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Compiles `regexes` (full-string, byte-oriented) into one anchored dense DFA accepting
+/// their union.
 pub(crate) fn build(regexes: &[String]) -> Result<Dfa, BuildError> {
     dense::Builder::new()
         .configure(
@@ -44,18 +114,8 @@ pub(crate) fn build(regexes: &[String]) -> Result<Dfa, BuildError> {
                 .dfa_size_limit(Some(SIZE_LIMIT))
                 .determinize_size_limit(Some(SIZE_LIMIT)),
         )
-        .syntax(
-            syntax::Config::new()
-                .unicode(false)
-                .utf8(false)
-                .dot_matches_new_line(true),
-        )
-        .thompson(
-            thompson::Config::new()
-                .utf8(false)
-                .shrink(false)
-                .which_captures(WhichCaptures::None),
-        )
+        .syntax(syntax_config())
+        .thompson(thompson_config())
         .build_many(regexes)
         .map_err(|e| e.to_string())
 }
@@ -195,25 +255,31 @@ fn accepts(dfa: &Dfa, s: StateID) -> bool {
 /// `parent` (`None` meaning the empty language). Returns `Ok(None)` when there is none,
 /// i.e. the child's valid paths are all included in the parent's.
 pub(crate) fn counterexample(
-    child: &Dfa,
-    parent: Option<&Dfa>,
+    child: &mut Lazy,
+    mut parent: Option<&mut Lazy>,
     valid: &Dfa,
     alphabet: &[u8],
 ) -> Result<Option<Vec<u8>>, BuildError> {
     let start = (
-        start_of(child)?,
-        parent.map(start_of).transpose()?,
+        child.start()?,
+        match parent.as_deref_mut() {
+            Some(p) => Some(p.start()?),
+            None => None,
+        },
         start_of(valid)?,
     );
-    type Key = (StateID, Option<StateID>, StateID);
+    type Key = (LazyStateID, Option<LazyStateID>, StateID);
     let mut seen: HashMap<Key, usize> = HashMap::new();
     // For each discovered state: (predecessor index, byte taken), to rebuild the witness.
     let mut trail: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
     seen.insert(start, 0);
     let mut queue = VecDeque::from([(start, 0usize)]);
     while let Some(((c, p, v), at)) = queue.pop_front() {
-        let parent_accepts = p.is_some_and(|p| parent.is_some_and(|d| accepts(d, p)));
-        if accepts(child, c) && accepts(valid, v) && !parent_accepts {
+        let parent_accepts = match (parent.as_deref_mut(), p) {
+            (Some(d), Some(p)) => d.accepts(p)?,
+            _ => false,
+        };
+        if !parent_accepts && accepts(valid, v) && child.accepts(c)? {
             let mut bytes = Vec::new();
             let mut i = at;
             while let Some(&(prev, b)) = trail.get(i) {
@@ -227,16 +293,16 @@ pub(crate) fn counterexample(
             return Ok(Some(bytes));
         }
         for &b in alphabet {
-            let nc = child.next_state(c, b);
             let nv = valid.next_state(v, b);
-            if child.is_dead_state(nc) || valid.is_dead_state(nv) {
+            if valid.is_dead_state(nv) {
                 continue;
             }
-            let np = match (parent, p) {
-                (Some(d), Some(p)) => {
-                    let n = d.next_state(p, b);
-                    (!d.is_dead_state(n)).then_some(n)
-                }
+            let nc = child.next(c, b)?;
+            if nc.is_dead() {
+                continue;
+            }
+            let np = match (parent.as_deref_mut(), p) {
+                (Some(d), Some(p)) => Some(d.next(p, b)?).filter(|n| !n.is_dead()),
                 _ => None,
             };
             let key = (nc, np, nv);
@@ -266,6 +332,24 @@ mod tests {
             Ok(d) => d,
             Err(e) => unreachable!("{p}: {e}"),
         }
+    }
+
+    fn lazy(p: &str) -> Lazy {
+        match Lazy::new(&[regex(&pat(p))]) {
+            Ok(d) => d,
+            Err(e) => unreachable!("{p}: {e}"),
+        }
+    }
+
+    fn run_lazy(d: &mut Lazy, s: &str) -> bool {
+        let Ok(mut st) = d.start() else {
+            unreachable!()
+        };
+        for &b in s.as_bytes() {
+            let Ok(n) = d.next(st, b) else { unreachable!() };
+            st = n;
+        }
+        d.accepts(st).unwrap_or_else(|e| unreachable!("{e}"))
     }
 
     fn run(d: &Dfa, s: &str) -> bool {
@@ -312,8 +396,14 @@ mod tests {
             "/*b/**",
         ] {
             let d = dfa(p);
+            let mut l = lazy(p);
             for path in paths {
                 assert_eq!(run(&d, path), pat(p).matches(path), "{p} on {path}");
+                assert_eq!(
+                    run_lazy(&mut l, path),
+                    pat(p).matches(path),
+                    "{p} on {path}"
+                );
             }
         }
     }

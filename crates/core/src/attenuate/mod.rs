@@ -30,6 +30,7 @@
 
 mod automata;
 mod exec;
+mod fxhash;
 mod net;
 mod paths;
 

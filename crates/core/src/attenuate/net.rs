@@ -6,9 +6,9 @@
 //! a child block are the ones containing it (found by one lookup per prefix length) and the
 //! ones inside it (a range of the blocks sorted by first address).
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 
+use super::fxhash::FxHashMap;
 use super::{Capability, Excess, RuleRef, Witness};
 use crate::compiled::NetRule;
 use crate::net::{IpNet, Protocol};
@@ -33,6 +33,11 @@ fn block(r: &NetRule) -> Option<(u128, u128)> {
         (1u128 << host) - 1
     };
     (base & span == 0).then_some((base, base | span))
+}
+
+/// The number of host bits of an aligned block `[lo, hi]` (0 for one address).
+fn host_bits(lo: u128, hi: u128) -> u32 {
+    128 - (hi - lo).leading_zeros()
 }
 
 fn rule_ref(r: &NetRule) -> RuleRef {
@@ -74,34 +79,41 @@ fn subtract(from: &[Ports], minus: &mut [Ports]) -> Vec<Ports> {
 struct Parents<'a> {
     rules: &'a [NetRule],
     /// Well-formed rules by exact block.
-    by_block: HashMap<(u128, u128), Vec<usize>>,
+    by_block: FxHashMap<(u128, u128), Vec<usize>>,
+    /// The block sizes present, as numbers of host bits in the 128-bit space, ascending.
+    sizes: Vec<u32>,
     /// Well-formed rules' (first address, last address, index), sorted.
     sorted: Vec<(u128, u128, usize)>,
 }
 
 impl<'a> Parents<'a> {
     fn new(rules: &'a [NetRule]) -> Self {
-        let mut by_block: HashMap<(u128, u128), Vec<usize>> = HashMap::new();
+        let mut by_block: FxHashMap<(u128, u128), Vec<usize>> = FxHashMap::default();
         let mut sorted = Vec::new();
+        let mut sizes = Vec::new();
         for (i, r) in rules.iter().enumerate() {
             if let Some(b) = block(r) {
                 by_block.entry(b).or_default().push(i);
                 sorted.push((b.0, b.1, i));
+                sizes.push(host_bits(b.0, b.1));
             }
         }
         sorted.sort_unstable();
+        sizes.sort_unstable();
+        sizes.dedup();
         Self {
             rules,
             by_block,
+            sizes,
             sorted,
         }
     }
 
     /// Rules whose block contains `[lo, hi]` (an aligned block), smallest block first.
     fn containing(&self, lo: u128, hi: u128) -> Vec<usize> {
-        let from = 128 - (hi - lo).leading_zeros();
+        let from = host_bits(lo, hi);
         let mut out = Vec::new();
-        for k in from..=128 {
+        for &k in self.sizes.iter().filter(|&&k| k >= from) {
             let mask = if k >= 128 {
                 u128::MAX
             } else {

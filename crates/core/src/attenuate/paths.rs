@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::automata::{self, Dfa};
+use super::automata::{self, Lazy};
+use super::fxhash::FxHashMap;
 use super::{Capability, Excess, RuleRef, Witness, pattern_text};
 use crate::compiled::PathRule;
 use crate::glob::{PathPattern, segment_matches, split_segments};
@@ -197,7 +198,7 @@ fn covers(p: &PathPattern, c: &PathPattern) -> bool {
 
 #[derive(Debug, Default)]
 struct Node<'a> {
-    children: HashMap<&'a str, usize>,
+    children: FxHashMap<&'a str, usize>,
     /// Rules whose literal prefix ends here.
     here: Vec<usize>,
     /// Whether a subtree rule is rooted here.
@@ -224,8 +225,8 @@ pub(crate) struct PathSet<'a> {
     patterns: Vec<&'a PathPattern>,
     nodes: Vec<Node<'a>>,
     /// Parent-union DFAs by the sorted set of rules they unite.
-    unions: HashMap<Vec<usize>, Result<Dfa, String>>,
-    /// Outcomes by child pattern.
+    unions: FxHashMap<Vec<usize>, Result<Lazy, String>>,
+    /// Outcomes of the automaton check by child pattern.
     outcomes: HashMap<&'a PathPattern, Outcome>,
 }
 
@@ -255,7 +256,7 @@ impl<'a> PathSet<'a> {
         Self {
             patterns,
             nodes,
-            unions: HashMap::new(),
+            unions: FxHashMap::default(),
             outcomes: HashMap::new(),
         }
     }
@@ -303,15 +304,6 @@ impl<'a> PathSet<'a> {
 
     /// Decides whether every valid path `child` matches is matched by the set.
     pub(crate) fn check(&mut self, child: &'a PathPattern) -> Outcome {
-        if let Some(o) = self.outcomes.get(child) {
-            return o.clone();
-        }
-        let o = self.decide(child);
-        self.outcomes.insert(child, o.clone());
-        o
-    }
-
-    fn decide(&mut self, child: &PathPattern) -> Outcome {
         if !well_formed(child) {
             return Outcome::Unproven(format!("`{child}` is not a normalised pattern"));
         }
@@ -338,9 +330,14 @@ impl<'a> PathSet<'a> {
         if relevant.iter().any(|&i| covers(self.patterns[i], child)) {
             return Outcome::Covered;
         }
+        if let Some(o) = self.outcomes.get(child) {
+            return o.clone();
+        }
         relevant.retain(|&i| !disjoint(self.patterns[i], child));
         relevant.sort_unstable();
-        self.decide_by_automata(child, relevant)
+        let o = self.decide_by_automata(child, relevant);
+        self.outcomes.insert(child, o.clone());
+        o
     }
 
     fn decide_by_automata(&mut self, child: &PathPattern, relevant: Vec<usize>) -> Outcome {
@@ -349,7 +346,7 @@ impl<'a> PathSet<'a> {
             Ok(v) => v,
             Err(e) => return unproven(e),
         };
-        let child_dfa = match automata::build(&[automata::regex(child)]) {
+        let mut child_dfa = match Lazy::new(&[automata::regex(child)]) {
             Ok(d) => d,
             Err(e) => return unproven(e),
         };
@@ -366,14 +363,14 @@ impl<'a> PathSet<'a> {
             let union = self.unions.entry(relevant).or_insert_with_key(|rel| {
                 let regexes: Vec<String> =
                     rel.iter().map(|&i| automata::regex(patterns[i])).collect();
-                automata::build(&regexes)
+                Lazy::new(&regexes)
             });
             match union {
-                Ok(d) => Some(&*d),
+                Ok(d) => Some(d),
                 Err(e) => return unproven(e.clone()),
             }
         };
-        match automata::counterexample(&child_dfa, parent, valid, &alphabet) {
+        match automata::counterexample(&mut child_dfa, parent, valid, &alphabet) {
             Ok(None) => Outcome::Covered,
             Ok(Some(bytes)) => {
                 Outcome::Counterexample(String::from_utf8_lossy(&bytes).into_owned())
