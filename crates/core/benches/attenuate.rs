@@ -207,6 +207,21 @@ fn bench(cr: &mut Criterion) {
     cr.bench_function("attenuate 10k parent vs itself", |b| {
         b.iter(|| attenuate(black_box(&parent), black_box(&parent)));
     });
+    // Broad child rules that no single parent rule covers: each is decided by automata
+    // over the union of every parent rule below it (1,000 or more).
+    let broad = compile(&Rules {
+        read: vec![
+            "/home/**".to_owned(),
+            "/srv/**/*.log".to_owned(),
+            "/opt/*/lib64/**".to_owned(),
+        ],
+        write: vec!["/data/**/*.csv".to_owned()],
+        ..Rules::default()
+    });
+    eprintln!("broad child: {}", attenuate(&broad, &parent));
+    cr.bench_function("attenuate 4 broad child rules vs 10k parent", |b| {
+        b.iter(|| attenuate(black_box(&broad), black_box(&parent)));
+    });
 }
 
 fn count(p: &CompiledPolicy) -> usize {

@@ -5,7 +5,8 @@ use std::net::Ipv4Addr;
 
 use bee_core::attenuate::{AttenuationReport, Witness, attenuate};
 use bee_core::compiled::{
-    COMPILED_FORMAT, CompiledPolicy, FsGrants, NetGrants, NetRule, Origin, PathRule,
+    COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, NetGrants, NetRule, Origin,
+    PathRule,
 };
 use bee_core::glob::PathPattern;
 use bee_core::net::{IpNet, PortRange, Protocol};
@@ -237,6 +238,94 @@ proptest! {
                                     "{c:?} grants {p} 10.0.0.{host}:{port}"
                                 );
                             }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An exec rule: a pattern, or (with an inode) a pin of an exact path.
+fn exec_rule() -> impl Strategy<Value = (String, Option<u64>)> {
+    prop_oneof![
+        pattern_text().prop_map(|t| (t, None)),
+        (prop::collection::vec(literal(), 0..=3), 1..=2u64).prop_map(|(s, ino)| {
+            (
+                if s.is_empty() {
+                    "/".to_owned()
+                } else {
+                    dir(&s)
+                },
+                Some(ino),
+            )
+        }),
+    ]
+}
+
+fn exec_rules(rules: &[(String, Option<u64>)]) -> Vec<ExecRule> {
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, (t, pin))| ExecRule {
+            pattern: parse(t),
+            pin: pin.map(|ino| FileId { dev: 1, ino }),
+            origin: origin("exec", i),
+        })
+        .collect()
+}
+
+/// Whether `rule` admits executing the file with inode `ino` at `path`.
+fn admits(rule: &ExecRule, path: &str, ino: u64) -> bool {
+    rule.pattern.matches(path) && rule.pin.is_none_or(|id| id.ino == ino)
+}
+
+/// An inode no generated rule pins.
+const OTHER_INODE: u64 = 99;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn exec_inclusion_matches_brute_force(
+        child in prop::collection::vec(exec_rule(), 1..=3),
+        parent in prop::collection::vec(exec_rule(), 0..=4),
+    ) {
+        let (child, parent) = (exec_rules(&child), exec_rules(&parent));
+        let mut c = policy(&[], vec![]);
+        c.exec = child.clone();
+        let mut p = policy(&[], vec![]);
+        p.exec = parent.clone();
+        let report = attenuate(&c, &p);
+        let granted = |path: &str, ino| parent.iter().any(|r| admits(r, path, ino));
+        let paths = universe();
+        for (i, rule) in child.iter().enumerate() {
+            let file = match excess_of(&report, &format!("exec[{i}]")) {
+                Some(Witness::Path { path }) => Some((path.clone(), OTHER_INODE)),
+                Some(Witness::PinnedFile { path, file }) => Some((path.clone(), file.ino)),
+                Some(Witness::FileOtherThan { path, pinned }) => {
+                    prop_assert!(pinned.iter().all(|id| id.ino != OTHER_INODE));
+                    Some((path.clone(), OTHER_INODE))
+                }
+                Some(other) => {
+                    prop_assert!(false, "unexpected witness {other:?}");
+                    None
+                }
+                None => None,
+            };
+            match file {
+                Some((path, ino)) => {
+                    prop_assert!(is_valid_path(&path), "{path:?} is not a valid path");
+                    prop_assert!(admits(rule, &path, ino), "{rule:?} does not admit {path}");
+                    prop_assert!(!granted(&path, ino), "the parent admits {path} inode {ino}");
+                }
+                None => {
+                    for path in &paths {
+                        for ino in [1, 2, OTHER_INODE] {
+                            prop_assert!(
+                                !admits(rule, path, ino) || granted(path, ino),
+                                "{rule:?} admits {path} inode {ino}, the parent does not"
+                            );
                         }
                     }
                 }

@@ -285,6 +285,11 @@ impl<'a> PathSet<'a> {
         rules.iter().any(|&i| self.patterns[i].matches(path))
     }
 
+    /// Whether one of the rules numbered `rules` matches `path`.
+    fn matches_in(&self, rules: &[usize], path: &str) -> bool {
+        rules.iter().any(|&i| self.patterns[i].matches(path))
+    }
+
     /// The rule nearest to `path`: the first rule whose literal prefix shares the most
     /// leading segments with it (at least one, or the rule's prefix is `/`).
     pub(crate) fn nearest(&self, path: &str) -> Option<usize> {
@@ -356,6 +361,18 @@ impl<'a> PathSet<'a> {
             automata::literal_bytes(self.patterns[i], &mut literal);
         }
         let alphabet = automata::alphabet(literal);
+        // The child's shortest valid path is often already a witness: then the union of
+        // the parent rules need not be built.
+        match automata::counterexample(&mut child_dfa, None, valid, &alphabet) {
+            Ok(None) => return Outcome::Covered,
+            Ok(Some(bytes)) => {
+                let path = String::from_utf8_lossy(&bytes);
+                if !self.matches_in(&relevant, &path) {
+                    return Outcome::Counterexample(path.into_owned());
+                }
+            }
+            Err(e) => return unproven(e),
+        }
         let parent = if relevant.is_empty() {
             None
         } else {

@@ -489,3 +489,20 @@ fn malformed_rules_never_panic_and_fail_closed() {
     };
     assert_eq!(attenuate(&wide, &wide).excess.len(), 1);
 }
+
+#[test]
+fn non_ascii_literals() {
+    let r = reads(&["/é/**"], &["/é/*/**"]);
+    assert_eq!(witness(&r, "/é/**", &["/é/*/**"]), "/é");
+    let r = reads(&["/*é"], &["/é"]);
+    assert_eq!(witness(&r, "/*é", &["/é"]), "/xé");
+    assert!(reads(&["/données/a.txt"], &["/donn*/**"]).is_subset());
+}
+
+#[test]
+fn the_representative_byte_avoids_literals() {
+    // `x` is a literal here, so the witness uses another byte.
+    let r = reads(&["/*"], &["/x", "/.*"]);
+    let w = witness(&r, "/*", &["/x", "/.*"]);
+    assert_eq!(w, "/y");
+}
