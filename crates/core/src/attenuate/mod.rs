@@ -95,7 +95,9 @@ impl fmt::Display for RuleRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Witness {
-    /// A valid normalised path (shown lossily if it is not UTF-8).
+    /// A valid normalised path. Witnesses are built from the bytes the patterns name plus
+    /// one other letter, so they are UTF-8 unless a pattern's non-ASCII literal has to be
+    /// cut; such bytes are shown as U+FFFD.
     Path {
         /// The path.
         path: String,
@@ -194,14 +196,34 @@ impl fmt::Display for Excess {
             Capability::NetIp => "connecting to ",
             Capability::NetUnix => "connecting to the unix socket ",
         };
-        write!(f, "{} grants {what}{}", self.child, self.witness)?;
-        if !matches!(self.witness, Witness::Unproven { .. }) {
-            write!(f, ", which the parent does not grant")?;
+        match &self.witness {
+            Witness::Unproven { reason } => write!(
+                f,
+                "{} cannot be proven to grant only what the parent grants ({reason})",
+                self.child
+            )?,
+            w => write!(
+                f,
+                "{} grants {what}{w}, which the parent does not grant",
+                self.child
+            )?,
         }
         match &self.nearest_parent {
             Some(p) => write!(f, "; nearest parent rule {p}"),
             None => write!(f, "; the parent has no rule near it"),
         }
+    }
+}
+
+/// Prints excess grants one per line.
+struct Lines<'a>(&'a [Excess]);
+
+impl fmt::Display for Lines<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in self.0 {
+            writeln!(f, "{e}")?;
+        }
+        Ok(())
     }
 }
 
@@ -237,16 +259,17 @@ impl AttenuationReport {
 impl fmt::Display for AttenuationReport {
     /// One line per excess grant.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in &self.excess {
-            writeln!(f, "{e}")?;
-        }
-        Ok(())
+        Lines(&self.excess).fmt(f)
     }
 }
 
 /// A child policy that grants more than its parent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
-#[error("the policy grants {} thing(s) its parent does not:\n{}", excess.len(), AttenuationReport { excess: excess.clone() })]
+#[error(
+    "the policy has {} grant(s) its parent does not have:\n{}",
+    excess.len(),
+    Lines(excess)
+)]
 pub struct AttenuationError {
     /// Every excess grant (never empty).
     pub excess: Vec<Excess>,

@@ -120,12 +120,12 @@ fn disjoint(p: &PathPattern, c: &PathPattern) -> bool {
         .any(|(x, y)| !segments_may_meet(x, y))
 }
 
-/// Sound syntactic cover: `true` only if every path `c` matches is matched by `p`.
-fn covers(p: &PathPattern, c: &PathPattern) -> bool {
+/// Sound syntactic cover: `true` only if every path `c` matches is matched by `p`. `clp` is
+/// `c`'s literal prefix.
+fn covers(p: &PathPattern, c: &PathPattern, clp: &[&str]) -> bool {
     if p == c {
         return true;
     }
-    let clp = c.literal_prefix();
     let last_tail = |segments: &[String]| {
         segments
             .last()
@@ -133,7 +133,7 @@ fn covers(p: &PathPattern, c: &PathPattern) -> bool {
             .map(str::to_owned)
     };
     match p {
-        PathPattern::Subtree { root } => seg_prefix(&split_segments(root), &clp),
+        PathPattern::Subtree { root } => seg_prefix(&split_segments(root), clp),
         PathPattern::Postfix { root, suffix } => {
             let r = split_segments(root);
             match c {
@@ -149,7 +149,7 @@ fn covers(p: &PathPattern, c: &PathPattern) -> bool {
                     subtree: false,
                 } => {
                     segments.len() > r.len()
-                        && seg_prefix(&r, &clp)
+                        && seg_prefix(&r, clp)
                         && last_tail(segments).is_some_and(|t| t.ends_with(suffix.as_str()))
                 }
                 _ => false,
@@ -166,7 +166,7 @@ fn covers(p: &PathPattern, c: &PathPattern) -> bool {
                     subtree: false,
                 } => {
                     segments.len() > r.len()
-                        && seg_prefix(&r, &clp)
+                        && seg_prefix(&r, clp)
                         && segments
                             .last()
                             .is_some_and(|l| l == name && !l.contains('*'))
@@ -324,16 +324,22 @@ impl<'a> PathSet<'a> {
         if subtree {
             return Outcome::Covered;
         }
+        // Only a rule whose literal prefix is a segment-prefix of the child's can cover it
+        // alone: a rule with a deeper prefix misses the child's paths that differ in the
+        // first wildcard segment (or, for `**` kinds, the paths at the child's prefix).
+        if relevant
+            .iter()
+            .any(|&i| covers(self.patterns[i], child, &lp))
+        {
+            return Outcome::Covered;
+        }
         if let Some(node) = node {
-            // Rules strictly below the child's literal prefix.
+            // Rules strictly below the child's literal prefix can still help a union.
             let mut stack: Vec<usize> = self.nodes[node].children.values().copied().collect();
             while let Some(n) = stack.pop() {
                 relevant.extend_from_slice(&self.nodes[n].here);
                 stack.extend(self.nodes[n].children.values().copied());
             }
-        }
-        if relevant.iter().any(|&i| covers(self.patterns[i], child)) {
-            return Outcome::Covered;
         }
         if let Some(o) = self.outcomes.get(child) {
             return o.clone();
@@ -366,9 +372,10 @@ impl<'a> PathSet<'a> {
         match automata::counterexample(&mut child_dfa, None, valid, &alphabet) {
             Ok(None) => return Outcome::Covered,
             Ok(Some(bytes)) => {
-                let path = String::from_utf8_lossy(&bytes);
-                if !self.matches_in(&relevant, &path) {
-                    return Outcome::Counterexample(path.into_owned());
+                if let Ok(path) = String::from_utf8(bytes) {
+                    if !self.matches_in(&relevant, &path) {
+                        return Outcome::Counterexample(path);
+                    }
                 }
             }
             Err(e) => return unproven(e),
