@@ -15,18 +15,38 @@
 //! # Sound and complete
 //! Path grants are regular languages over the path's bytes. The check decides inclusion
 //! exactly over the universe of *valid normalised paths* (absolute, no empty, `.` or `..`
-//! segment, no trailing `/`, no NUL byte), for all five [`PathPattern`] kinds:
+//! segment, no trailing `/`, no NUL byte), for all five [`PathPattern`] kinds; IP grants are
+//! decided exactly over protocol × 128-bit address × port:
 //!
-//! * **sound**: when the report is empty, every valid path (every address and port) the
-//!   child grants is granted by the parent;
-//! * **complete**: when a child rule grants something the parent does not, it is reported,
-//!   with a witness that the child grants and the parent does not (a valid path, checked
-//!   against [`PathPattern::matches`] by the property tests).
+//! * **sound**: when the report is empty, every valid path (every peer) the child grants is
+//!   granted by the parent;
+//! * **complete**: when a child rule grants something the parent does not, that rule is
+//!   reported with a witness the child grants and the parent does not (a valid path, checked
+//!   against [`PathPattern::matches`] by the property tests, or a peer).
 //!
-//! Cheap syntactic covers are tried first (each one sound); the rest goes to automata.
 //! When an automaton would exceed its size limit, or a rule is malformed (it cannot come from
 //! the policy compiler), the child rule is reported as unproven ([`Witness::Unproven`]), never
 //! as covered; a malformed *parent* rule is taken to grant nothing.
+//!
+//! # How
+//! Parent path rules are indexed in a trie by literal prefix (the segments before any
+//! wildcard). For each child rule:
+//!
+//! 1. an exact child path is looked up directly (its parent candidates are the rules on the
+//!    trie path to it, tested with [`PathPattern::matches`]);
+//! 2. a parent rule on the trie path to the child's literal prefix may cover it on its own
+//!    by a syntactic rule (a subtree at or above the prefix, a wider suffix, a star segment
+//!    over a literal one, …), each rule sound;
+//! 3. otherwise the parent rules that can meet the child (on the trie path or below it, and
+//!    not syntactically disjoint from it) are united in one lazy DFA, and the product
+//!    child × parents × valid-paths is searched breadth-first for a state where the child
+//!    accepts and the parent does not, over a reduced alphabet: every byte the patterns name,
+//!    `/`, `.`, and one stand-in for all other bytes (they behave identically everywhere).
+//!    The search path is the shortest witness.
+//!
+//! IP rules are boxes; parent blocks meeting a child block either contain it (one lookup per
+//! prefix length in use) or lie inside it (a range of the blocks sorted by address), and a
+//! sweep over the child's address range finds any point no parent box covers.
 
 mod automata;
 mod exec;
