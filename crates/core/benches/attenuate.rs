@@ -222,6 +222,30 @@ fn bench(cr: &mut Criterion) {
     cr.bench_function("attenuate 4 broad child rules vs 10k parent", |b| {
         b.iter(|| attenuate(black_box(&broad), black_box(&parent)));
     });
+    // A broad child rule covered only by a union that includes 1,000 rules below it.
+    let mut wide = parent.clone();
+    for (i, text) in ["/home", "/home/*/**"].into_iter().enumerate() {
+        if let Ok(pattern) = PathPattern::parse(text) {
+            wide.fs.read.push(PathRule {
+                pattern,
+                origin: origin("fs.read", 10_000 + i, text),
+            });
+        }
+    }
+    let home = compile(&Rules {
+        read: vec!["/home/**".to_owned()],
+        ..Rules::default()
+    });
+    eprintln!(
+        "covered broad child: {} excess",
+        attenuate(&home, &wide).excess.len()
+    );
+    cr.bench_function(
+        "attenuate a broad child rule covered by a 1k-rule union",
+        |b| {
+            b.iter(|| attenuate(black_box(&home), black_box(&wide)));
+        },
+    );
 }
 
 fn count(p: &CompiledPolicy) -> usize {

@@ -333,18 +333,32 @@ impl<'a> PathSet<'a> {
         {
             return Outcome::Covered;
         }
+        relevant.retain(|&i| !disjoint(self.patterns[i], child));
         if let Some(node) = node {
-            // Rules strictly below the child's literal prefix can still help a union.
+            // Rules strictly below the child's literal prefix can still help a union, unless
+            // a rule above them already covers them.
+            let ancestors = relevant.len();
             let mut stack: Vec<usize> = self.nodes[node].children.values().copied().collect();
             while let Some(n) = stack.pop() {
-                relevant.extend_from_slice(&self.nodes[n].here);
+                for &i in &self.nodes[n].here {
+                    let p = self.patterns[i];
+                    if disjoint(p, child) {
+                        continue;
+                    }
+                    let plp = p.literal_prefix();
+                    let redundant = relevant[..ancestors]
+                        .iter()
+                        .any(|&a| covers(self.patterns[a], p, &plp));
+                    if !redundant {
+                        relevant.push(i);
+                    }
+                }
                 stack.extend(self.nodes[n].children.values().copied());
             }
         }
         if let Some(o) = self.outcomes.get(child) {
             return o.clone();
         }
-        relevant.retain(|&i| !disjoint(self.patterns[i], child));
         relevant.sort_unstable();
         let o = self.decide_by_automata(child, relevant);
         self.outcomes.insert(child, o.clone());
