@@ -257,6 +257,7 @@ pub struct AttenuationReport {
 
 impl AttenuationReport {
     /// Whether the child grants nothing beyond the parent.
+    #[must_use]
     pub fn is_subset(&self) -> bool {
         self.excess.is_empty()
     }
@@ -298,6 +299,7 @@ pub struct AttenuationError {
 /// Proves `child ⊆ parent` for every capability, or lists every child rule that grants
 /// more than the parent, each with a counterexample. See the [module docs](self) for what
 /// is checked and in what sense it is exact. Never panics, whatever the input.
+#[must_use]
 pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> AttenuationReport {
     let mut excess = Vec::new();
     excess.extend(paths::check_rules(

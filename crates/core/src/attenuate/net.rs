@@ -17,7 +17,9 @@ use crate::net::{IpNet, Protocol};
 type Ports = (u32, u32);
 
 /// A well-formed rule's address block as an inclusive range in the 128-bit space, or
-/// `None` for a malformed one (prefix out of range, host bits set, ports descending).
+/// `None` for a malformed one (prefix out of range, host bits set, ports descending). A
+/// malformed parent rule grants nothing; a malformed child rule (or one without protocols,
+/// whose meaning to a backend is unclear) is refused.
 fn block(r: &NetRule) -> Option<(u128, u128)> {
     let (base, len, bits) = match r.net {
         IpNet::V4 { addr, prefix_len } => (u128::from(addr.to_ipv6_mapped()), prefix_len, 32),
@@ -211,12 +213,17 @@ pub(crate) fn check(child: &[NetRule], parent: &[NetRule]) -> Vec<Excess> {
     let parents = Parents::new(parent);
     let mut out = Vec::new();
     for c in child {
-        let Some((lo, hi)) = block(c) else {
+        let Some((lo, hi)) = block(c).filter(|_| !c.protocols.is_empty()) else {
             out.push(Excess {
                 capability: Capability::NetIp,
                 child: rule_ref(c),
                 witness: Witness::Unproven {
-                    reason: format!("`{}` port `{}` is not a well-formed block", c.net, c.ports),
+                    reason: format!(
+                        "`{}` port `{}` over {} protocol(s) is not a well-formed rule",
+                        c.net,
+                        c.ports,
+                        c.protocols.len()
+                    ),
                 },
                 nearest_parent: None,
             });

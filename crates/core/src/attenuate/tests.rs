@@ -488,6 +488,10 @@ fn malformed_rules_never_panic_and_fail_closed() {
         prefix_len: 8,
     };
     assert_eq!(attenuate(&wide, &wide).excess.len(), 1);
+    let mut none = P::default().net("10.0.0.0/8", "1", &[]).build();
+    assert_eq!(attenuate(&none, &none).excess.len(), 1);
+    none.net.allow[0].ports = PortRange { first: 9, last: 1 };
+    assert_eq!(attenuate(&none, &none).excess.len(), 1);
 }
 
 #[test]
