@@ -333,3 +333,53 @@ proptest! {
         }
     }
 }
+
+/// Any string over bytes that matter to paths and patterns (`/`, `.`, `*`, NUL, non-ASCII).
+fn raw_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!["/", ".", "*", "\0", "a", "é", ""]),
+        0..6,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+/// Patterns with arbitrary fields, well-formed or not (fields are public).
+fn raw_pattern() -> impl Strategy<Value = PathPattern> {
+    prop_oneof![
+        raw_text().prop_map(|path| PathPattern::Exact { path }),
+        raw_text().prop_map(|root| PathPattern::Subtree { root }),
+        (raw_text(), raw_text()).prop_map(|(root, suffix)| PathPattern::Postfix { root, suffix }),
+        (raw_text(), raw_text()).prop_map(|(root, name)| PathPattern::Segment { root, name }),
+        (prop::collection::vec(raw_text(), 0..3), any::<bool>())
+            .prop_map(|(segments, subtree)| PathPattern::BoundedStar { segments, subtree }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Malformed rules never panic; a path witness is still a real one.
+    #[test]
+    fn arbitrary_patterns_never_panic(
+        child in prop::collection::vec(raw_pattern(), 1..=3),
+        parent in prop::collection::vec(raw_pattern(), 0..=3),
+    ) {
+        let rules = |ps: &[PathPattern]| -> Vec<PathRule> {
+            ps.iter()
+                .enumerate()
+                .map(|(i, pattern)| PathRule { pattern: pattern.clone(), origin: origin("fs.read", i) })
+                .collect()
+        };
+        let mut c = policy(&[], vec![]);
+        c.fs.read = rules(&child);
+        let mut p = policy(&[], vec![]);
+        p.fs.read = rules(&parent);
+        let report = attenuate(&c, &p);
+        for (i, pattern) in child.iter().enumerate() {
+            if let Some(Witness::Path { path }) = excess_of(&report, &format!("fs.read[{i}]")) {
+                prop_assert!(is_valid_path(path), "{path:?}");
+                prop_assert!(pattern.matches(path), "{pattern:?} !~ {path:?}");
+            }
+        }
+    }
+}
