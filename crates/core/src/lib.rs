@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod attenuate;
 pub mod compile;
 pub mod compiled;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod net;
 pub mod path;
 mod raw;
 
+pub use attenuate::{AttenuationReport, attenuate};
 pub use compile::{CompileOptions, Compiled, compile_file, compile_str};
 pub use compiled::CompiledPolicy;
 pub use error::{PolicyDiagnostic, PolicyDiagnostics, PolicyError, PolicyWarning};

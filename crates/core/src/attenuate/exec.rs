@@ -1,0 +1,102 @@
+//! Exec grants: unpinned patterns against the parent's unpinned patterns, and pinned files
+//! against the parent's unpinned patterns or its pins of the same path and inode.
+
+use std::collections::HashMap;
+
+use super::paths::{Outcome, PathSet, is_valid_path};
+use super::{Capability, Excess, RuleRef, Witness, pattern_text};
+use crate::compiled::{ExecRule, FileId};
+use crate::glob::PathPattern;
+
+fn rule_ref(r: &ExecRule) -> RuleRef {
+    let rule = match r.pin {
+        Some(id) => format!(
+            "!{} (dev {} inode {})",
+            pattern_text(&r.pattern),
+            id.dev,
+            id.ino
+        ),
+        None => pattern_text(&r.pattern),
+    };
+    RuleRef {
+        origin: r.origin.clone(),
+        rule,
+    }
+}
+
+/// Checks every child exec rule against the parent's.
+///
+/// A child pin `(p, id)` admits one file; the parent admits it through an unpinned rule
+/// matching `p` or a pin of `p` with the same `id`. An unpinned child rule admits every file
+/// at its paths, which a parent pin never covers, so it must be covered by the parent's
+/// unpinned rules alone. A pinned rule that is not an exact path is malformed: a child one
+/// is refused, a parent one grants nothing.
+pub(crate) fn check(child: &[ExecRule], parent: &[ExecRule]) -> Vec<Excess> {
+    let unpinned: Vec<&ExecRule> = parent.iter().filter(|r| r.pin.is_none()).collect();
+    let mut set = PathSet::new(unpinned.iter().map(|r| &r.pattern).collect());
+    let mut pins: HashMap<&str, Vec<&ExecRule>> = HashMap::new();
+    for r in parent {
+        if let (Some(_), PathPattern::Exact { path }) = (r.pin, &r.pattern) {
+            pins.entry(path.as_str()).or_default().push(r);
+        }
+    }
+    let pinned_ids =
+        |rules: &[&ExecRule]| -> Vec<FileId> { rules.iter().filter_map(|r| r.pin).collect() };
+    let mut out = Vec::new();
+    for c in child {
+        let (witness, nearest): (Witness, Option<&ExecRule>) = match (c.pin, &c.pattern) {
+            (Some(id), PathPattern::Exact { path }) if is_valid_path(path) => {
+                let parent_pins = pins
+                    .get(path.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                if set.matches(path) || parent_pins.iter().any(|r| r.pin == Some(id)) {
+                    continue;
+                }
+                let nearest = parent_pins
+                    .first()
+                    .copied()
+                    .or_else(|| set.nearest(path).and_then(|i| unpinned.get(i).copied()));
+                (
+                    Witness::PinnedFile {
+                        path: path.clone(),
+                        file: id,
+                    },
+                    nearest,
+                )
+            }
+            (Some(_), pattern) => (
+                Witness::Unproven {
+                    reason: format!(
+                        "a pinned rule must be an exact normalised path, not `{pattern}`"
+                    ),
+                },
+                None,
+            ),
+            (None, pattern) => match set.check(pattern) {
+                Outcome::Covered => continue,
+                Outcome::Counterexample(path) => match pins.get(path.as_str()) {
+                    Some(rules) => (
+                        Witness::FileOtherThan {
+                            pinned: pinned_ids(rules),
+                            path,
+                        },
+                        rules.first().copied(),
+                    ),
+                    None => {
+                        let nearest = set.nearest(&path).and_then(|i| unpinned.get(i).copied());
+                        (Witness::Path { path }, nearest)
+                    }
+                },
+                Outcome::Unproven(reason) => (Witness::Unproven { reason }, None),
+            },
+        };
+        out.push(Excess {
+            capability: Capability::Exec,
+            child: rule_ref(c),
+            witness,
+            nearest_parent: nearest.map(rule_ref),
+        });
+    }
+    out
+}
