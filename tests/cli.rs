@@ -135,3 +135,54 @@ fn json_report_counts_rules() {
     assert_eq!(v["rules"]["net.allow"], 2);
     assert_eq!(v["rules"]["net.unix"], 1);
 }
+
+#[test]
+fn the_subagent_example_attenuates_its_parent() {
+    let o = bee(&[
+        "validate",
+        "--policy",
+        "policies/subagent.toml",
+        "--parent",
+        "policies/parent.toml",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("attenuation: every grant"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_widened_subagent_is_refused_with_counterexamples() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("policies/subagent.toml")).unwrap();
+    let widened = text.replace(
+        "write = [\"/dev/null\"]",
+        "write = [\"/dev/null\", \"./**\", \"/etc/passwd\"]",
+    ) + "\n[[net.allow]]\naddr = \"10.0.0.0/8\"\nports = 443\nproto = \"tcp\"\n";
+    assert_ne!(widened, text);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("widened.toml");
+    std::fs::write(&f, widened).unwrap();
+    let f = f.display().to_string();
+    let parent = root.join("policies/parent.toml").display().to_string();
+    let o = bee(&["validate", "--policy", &f, "--parent", &parent]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("grants 2 capabilities"), "{err}");
+    assert!(err.contains("`/etc/passwd`"), "{err}");
+    assert!(err.contains("tcp 10.0.0.0:443"), "{err}");
+    // The workspace write is within the parent's grants, so it is not reported.
+    assert!(!err.contains("./**"), "{err}");
+
+    let o = bee(&["validate", "--policy", &f, "--parent", &parent, "--json"]);
+    assert_eq!(code(&o), 65);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["attenuation"]["subset"], false);
+    let excess = v["attenuation"]["excess"].as_array().unwrap();
+    assert_eq!(excess.len(), 2);
+    assert_eq!(excess[0]["witness"]["kind"], "path");
+    assert_eq!(excess[0]["witness"]["path"], "/etc/passwd");
+    assert_eq!(excess[0]["child"]["origin"]["key"], "fs.write[2]");
+}

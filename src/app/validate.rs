@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bee_core::{CompileOptions, Compiled, PolicyError, compile_file};
+use bee_core::{CompileOptions, Compiled, PolicyError, attenuate, compile_file};
 use bee_userspace::plan::{EnforcementPlan, PlanStats};
 use serde_json::{Value, json};
 
@@ -63,7 +63,30 @@ pub fn run(args: &Args) -> Exit {
             Ok(p) => p,
             Err(exit) => return exit,
         };
-        let _ = parent;
+        let proof = attenuate(&child.policy, &parent.policy);
+        report["attenuation"] = json!({
+            "parent": parent_path.display().to_string(),
+            "subset": proof.is_subset(),
+            "excess": proof.excess,
+        });
+        if !proof.is_subset() {
+            report["ok"] = json!(false);
+            if args.json {
+                println!("{report}");
+            } else {
+                eprintln!(
+                    "refused: {} grants {} capabilit{} that {} does not:",
+                    args.policy.display(),
+                    proof.excess.len(),
+                    if proof.excess.len() == 1 { "y" } else { "ies" },
+                    parent_path.display()
+                );
+                for excess in &proof.excess {
+                    eprintln!("  {excess}");
+                }
+            }
+            return Exit::DataErr;
+        }
     }
     if let Some(Emit::Compiled) = args.emit {
         match child.policy.to_json() {
@@ -98,6 +121,12 @@ pub fn run(args: &Args) -> Exit {
             stats.exec_pins,
             stats.net_v4_prefixes + stats.net_v6_prefixes,
         );
+        if let Some(parent) = &args.parent {
+            eprintln!(
+                "   attenuation: every grant is also granted by {}",
+                parent.display()
+            );
+        }
     }
     Exit::Ok
 }
