@@ -627,6 +627,11 @@ fn pin(path: &Path) -> Result<(String, FileId), String> {
             )
         })?
         .to_owned();
+    if text.contains('*') {
+        return Err(format!(
+            "cannot pin {text}: a path containing `*` would read as a wildcard"
+        ));
+    }
     Ok((
         text,
         FileId {

@@ -177,5 +177,15 @@ mod tests {
             },
         );
         assert_eq!(rel_base, Err(PathError::RelativeBase("rel".to_owned())));
+        use std::os::unix::ffi::OsStrExt;
+        let bad = std::ffi::OsStr::from_bytes(b"/work/\xff");
+        let not_utf8 = normalize(
+            "x",
+            Anchors {
+                base: Path::new(bad),
+                home: None,
+            },
+        );
+        assert!(matches!(not_utf8, Err(PathError::NotUtf8(_))));
     }
 }
