@@ -97,6 +97,21 @@ impl PathPattern {
         {
             return Err(GlobError::UnsupportedWildcard(c));
         }
+        // Fast paths for the two shapes most rules have.
+        match normalised.find('*') {
+            None => {
+                return Ok(Self::Exact {
+                    path: normalised.to_owned(),
+                });
+            }
+            Some(i) if i + 2 == normalised.len() && normalised.ends_with("/**") => {
+                let root = &normalised[..normalised.len() - 3];
+                return Ok(Self::Subtree {
+                    root: if root.is_empty() { "/" } else { root }.to_owned(),
+                });
+            }
+            Some(_) => {}
+        }
         let segments = split_segments(normalised);
         let mut double = None;
         for (i, seg) in segments.iter().enumerate() {

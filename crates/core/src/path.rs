@@ -76,32 +76,42 @@ pub fn normalize(raw: &str, anchors: Anchors<'_>) -> Result<String, PathError> {
     if raw.contains('\0') {
         return Err(PathError::Nul);
     }
-    let joined: String = if raw == "~" || raw.starts_with("~/") {
+    // The directory the path is relative to, if any, and the part to append to it.
+    let (prefix, rest) = if raw == "~" || raw.starts_with("~/") {
         let home = anchors.home.ok_or(PathError::NoHome)?;
-        format!("{}/{}", absolute_utf8(home)?, &raw[1..])
+        (absolute_utf8(home)?, &raw[1..])
     } else if let Some(rest) = raw.strip_prefix('~') {
         let user = rest.split('/').next().unwrap_or_default();
         return Err(PathError::OtherUsersHome(user.to_owned()));
     } else if raw.starts_with('/') {
-        raw.to_owned()
+        ("", raw)
     } else {
-        format!("{}/{raw}", absolute_utf8(anchors.base)?)
+        (absolute_utf8(anchors.base)?, raw)
     };
-    let mut segments: Vec<&str> = Vec::new();
-    for seg in joined.split('/') {
+    // One output buffer; `..` truncates it back to the previous segment's start.
+    let mut path = String::with_capacity(prefix.len() + rest.len() + 1);
+    let mut starts: Vec<usize> = Vec::new();
+    for seg in prefix.split('/').chain(rest.split('/')) {
         match seg {
             "" | "." => {}
             ".." => {
-                let popped = segments.pop().ok_or(PathError::AboveRoot)?;
-                if popped.contains('*') {
+                let start = starts.pop().ok_or(PathError::AboveRoot)?;
+                if path[start..].contains('*') {
                     return Err(PathError::DotDotAfterWildcard);
                 }
+                path.truncate(start);
             }
             s if s.len() > NAME_MAX => return Err(PathError::SegmentTooLong(s.len())),
-            s => segments.push(s),
+            s => {
+                starts.push(path.len());
+                path.push('/');
+                path.push_str(s);
+            }
         }
     }
-    let path = crate::glob::join_segments(&segments);
+    if path.is_empty() {
+        path.push('/');
+    }
     if path.len() >= PATH_MAX {
         return Err(PathError::TooLong(path.len()));
     }
