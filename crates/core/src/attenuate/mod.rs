@@ -50,7 +50,6 @@
 
 mod automata;
 mod exec;
-mod fxhash;
 mod net;
 mod paths;
 

@@ -8,7 +8,7 @@
 
 use std::net::IpAddr;
 
-use super::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use super::{Capability, Excess, RuleRef, Witness};
 use crate::compiled::NetRule;
 use crate::net::{IpNet, Protocol};

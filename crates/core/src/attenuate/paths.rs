@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::automata::{self, Lazy};
-use super::fxhash::FxHashMap;
+use rustc_hash::FxHashMap;
 use super::{Capability, Excess, RuleRef, Witness, pattern_text};
 use crate::compiled::PathRule;
 use crate::glob::{PathPattern, segment_matches, split_segments};
