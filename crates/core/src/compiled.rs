@@ -3,8 +3,8 @@
 //! A [`CompiledPolicy`] is what the policy *means*: every path absolute and normalised, every
 //! glob lowered to one of the five [`PathPattern`] kinds, every pinned executable resolved to
 //! its inode, every network grant split into one rule per protocol set and port range. It is
-//! deterministic (rules sorted, duplicates merged) so that the same input gives byte-identical
-//! JSON, and it keeps each rule's [`Origin`] so that diagnostics and audit explanations can name
+//! deterministic (rules in source order, duplicates merged) so that the same input gives
+//! byte-identical JSON, and it keeps each rule's [`Origin`] so that diagnostics and audit explanations can name
 //! the line a grant came from.
 
 use serde::{Deserialize, Serialize};
@@ -137,7 +137,8 @@ pub struct NetRule {
 }
 
 impl CompiledPolicy {
-    /// The canonical JSON form: pretty-printed, fields in declaration order, rules sorted.
+    /// The canonical JSON form: pretty-printed, fields in declaration order, rules in source
+    /// order.
     /// Two compilations of the same source on the same machine give identical bytes.
     ///
     /// # Errors

@@ -108,9 +108,9 @@ fn paths_are_normalised_against_base_and_home() {
         patterns(&c.policy.fs.read),
         [
             "/usr/lib/x",
-            "/work/repo",
             "/work/repo/Cargo.toml",
-            "/home/u/.cargo/**"
+            "/home/u/.cargo/**",
+            "/work/repo"
         ]
     );
     assert_eq!(c.policy.base, "/work/repo");
@@ -160,7 +160,7 @@ fn unsupported_globs_are_refused_with_the_shapes() {
 #[test]
 fn duplicates_merge_with_a_warning() {
     let c = ok("version = 1\n[fs]\nread = [\"/usr/**\", \"/etc\", \"/usr//**/\"]\n");
-    assert_eq!(patterns(&c.policy.fs.read), ["/etc", "/usr/**"]);
+    assert_eq!(patterns(&c.policy.fs.read), ["/usr/**", "/etc"]);
     assert_eq!(c.warnings.len(), 1);
     assert_eq!(c.warnings[0].key, "fs.read[2]");
     assert!(c.warnings[0].message.contains("fs.read[0]"));

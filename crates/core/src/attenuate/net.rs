@@ -8,10 +8,10 @@
 
 use std::net::IpAddr;
 
-use rustc_hash::FxHashMap;
 use super::{Capability, Excess, RuleRef, Witness};
 use crate::compiled::NetRule;
 use crate::net::{IpNet, Protocol};
+use rustc_hash::FxHashMap;
 
 /// Inclusive port interval, widened so that `last + 1` cannot overflow.
 type Ports = (u32, u32);

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 
 use super::automata::{self, Lazy};
-use rustc_hash::FxHashMap;
 use super::{Capability, Excess, RuleRef, Witness, pattern_text};
 use crate::compiled::PathRule;
 use crate::glob::{PathPattern, segment_matches, split_segments};
+use rustc_hash::FxHashMap;
 
 /// Whether `p` is a valid normalised absolute path: `/`, or `/`-separated segments that are
 /// not empty, `.` or `..` and have no NUL byte.

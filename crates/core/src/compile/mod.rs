@@ -5,18 +5,20 @@
 //! problem is collected (not only the first) and reported with file, line, column and key.
 //!
 //! Documented normalisations, which change no meaning:
-//! * rules are sorted, and a rule that repeats another in the same list is merged into it
-//!   (a warning names it);
+//! * a rule that repeats another in the same list is merged into the first one written (a
+//!   warning names it); rules otherwise keep their source order;
 //! * a `net.allow` table with several addresses or port ranges becomes one rule per pair;
 //! * an IPv4-mapped IPv6 block becomes the IPv4 block ([`crate::net`]).
 
-use std::cmp::Ordering;
+use std::collections::hash_map::Entry;
+use std::hash::Hash;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 mod net;
 
+use rustc_hash::FxHashMap;
 use toml::{Spanned, Value};
 
 use crate::compiled::{
@@ -209,12 +211,12 @@ impl Compiler<'_> {
         let exec = self.exec_rules(&raw.exec.allow);
         let mut allow = Vec::new();
         for (i, rule) in raw.net.allow.iter().enumerate() {
-            self.net_rule(&format!("net.allow[{i}]"), rule, &mut allow);
+            self.net_rule(&indexed_key("net.allow", i), rule, &mut allow);
         }
         let allow = self.dedup(
             "net.allow",
             allow,
-            |a, b| (a.net, a.ports, &a.protocols).cmp(&(b.net, b.ports, &b.protocols)),
+            |r| (r.net, r.ports, r.protocols.clone()),
             |r| &r.origin,
         );
         let net = NetGrants {
@@ -313,7 +315,7 @@ impl Compiler<'_> {
     fn path_rules(&mut self, list: &str, raws: &[Spanned<String>]) -> Vec<PathRule> {
         let mut rules = Vec::new();
         for (i, raw) in raws.iter().enumerate() {
-            let key = format!("{list}[{i}]");
+            let key = indexed_key(list, i);
             if let Some(pattern) = self.pattern(&key, raw, raw.get_ref()) {
                 rules.push(PathRule {
                     pattern,
@@ -321,13 +323,13 @@ impl Compiler<'_> {
                 });
             }
         }
-        self.dedup(list, rules, |a, b| a.pattern.cmp(&b.pattern), |r| &r.origin)
+        self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
     }
 
     fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
         let mut rules = Vec::new();
         for (i, raw) in raws.iter().enumerate() {
-            let key = format!("exec.allow[{i}]");
+            let key = indexed_key("exec.allow", i);
             let (text, pinned) = match raw.get_ref().strip_prefix('!') {
                 Some(rest) => (rest, true),
                 None => (raw.get_ref().as_str(), false),
@@ -368,7 +370,7 @@ impl Compiler<'_> {
         let rules = self.dedup(
             "exec.allow",
             rules,
-            |a, b| (&a.pattern, a.pin).cmp(&(&b.pattern, b.pin)),
+            |r| (r.pattern.clone(), r.pin),
             |r| &r.origin,
         );
         self.check_shadowed_pins(&rules);
@@ -405,24 +407,26 @@ impl Compiler<'_> {
         start..start + origin.text.len()
     }
 
-    /// Sorts rules by identity and merges repeats (keeping the first written), warning about
-    /// each merged one.
-    fn dedup<T>(
+    /// Merges repeats into the first rule written (rules keep their source order), warning
+    /// about each merged one.
+    fn dedup<T, K: Hash + Eq>(
         &mut self,
         list: &str,
-        mut rules: Vec<T>,
-        identity: impl Fn(&T, &T) -> Ordering,
+        rules: Vec<T>,
+        identity: impl Fn(&T) -> K,
         origin: impl Fn(&T) -> &Origin,
     ) -> Vec<T> {
-        let position = |o: &Origin| (o.line, o.column);
-        rules.sort_by(|a, b| {
-            identity(a, b).then_with(|| position(origin(a)).cmp(&position(origin(b))))
-        });
-        let mut kept: Vec<T> = Vec::with_capacity(rules.len());
-        for rule in rules {
-            match kept.last() {
-                Some(last) if identity(last, &rule) == Ordering::Equal => {
-                    let (first, dup) = (origin(last), origin(&rule));
+        let mut first: FxHashMap<K, usize> = FxHashMap::default();
+        first.reserve(rules.len());
+        let mut keep = vec![true; rules.len()];
+        for (i, rule) in rules.iter().enumerate() {
+            match first.entry(identity(rule)) {
+                Entry::Vacant(slot) => {
+                    slot.insert(i);
+                }
+                Entry::Occupied(slot) => {
+                    keep[i] = false;
+                    let (kept, dup) = (origin(&rules[*slot.get()]), origin(rule));
                     self.warnings.push(PolicyWarning {
                         file: self.source.name.clone(),
                         line: dup.line,
@@ -430,16 +434,31 @@ impl Compiler<'_> {
                         key: dup.key.clone(),
                         message: format!(
                             "repeats {} (line {}) in {list}; merged",
-                            first.key, first.line
+                            kept.key, kept.line
                         ),
                     });
                 }
-                _ => kept.push(rule),
             }
         }
-        self.warnings.sort_by_key(|w| (w.line, w.column));
-        kept
+        drop(first);
+        rules
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(rule, keep)| keep.then_some(rule))
+            .collect()
     }
+}
+
+/// `LIST[INDEX]`, the key path of one list element.
+fn indexed_key(list: &str, index: usize) -> String {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(index);
+    let mut key = String::with_capacity(list.len() + digits.len() + 2);
+    key.push_str(list);
+    key.push('[');
+    key.push_str(digits);
+    key.push(']');
+    key
 }
 
 /// Resolves a pinned executable: the canonical path (symbolic links followed, as `execve`
