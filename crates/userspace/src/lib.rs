@@ -2,3 +2,4 @@
 
 pub mod support;
 pub mod plan;
+pub mod cgroup;
