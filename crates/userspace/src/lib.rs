@@ -3,3 +3,4 @@
 pub mod support;
 pub mod plan;
 pub mod cgroup;
+pub mod audit;
