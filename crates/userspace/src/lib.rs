@@ -1,6 +1,7 @@
 //! bee's enforcement backend.
 
-pub mod support;
-pub mod plan;
-pub mod cgroup;
 pub mod audit;
+pub mod cgroup;
+pub mod launch;
+pub mod plan;
+pub mod support;
