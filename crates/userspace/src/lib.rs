@@ -4,4 +4,5 @@ pub mod audit;
 pub mod cgroup;
 pub mod launch;
 pub mod plan;
+pub mod scope;
 pub mod support;
