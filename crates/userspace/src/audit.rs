@@ -85,7 +85,7 @@ pub enum Reason {
     /// The kernel could not resolve the path, and denies unresolved paths.
     Unresolved,
     /// The operation is never granted inside a scope (`bpf(2)`, mounting, signalling or tracing
-    /// processes outside the scope).
+    /// processes outside the scope, abstract unix sockets).
     NeverGranted,
 }
 
@@ -254,6 +254,9 @@ impl AuditRecord {
                 }
                 _ => path_grant(hook, event.access).map(str::to_owned),
             };
+        } else if event.family == AF_UNIX {
+            // An abstract (or unnamed) unix socket: it has no path, and none is ever granted.
+            record.grant = Some("net.unix".to_owned());
         } else {
             record.grant = path_grant(hook, event.access).map(str::to_owned);
         }
@@ -272,6 +275,9 @@ impl AuditRecord {
         }
         if event.flags & EVENT_PATH_UNRESOLVED != 0 {
             return Reason::Unresolved;
+        }
+        if event.family == AF_UNIX && self.path.is_none() {
+            return Reason::NeverGranted;
         }
         let Some(path) = self.path.as_deref().filter(|_| !self.path_truncated) else {
             return Reason::NoGrant;
@@ -308,6 +314,9 @@ impl AuditRecord {
         match &self.path {
             Some(p) if self.path_truncated => format!("{p}…"),
             Some(p) => p.clone(),
+            None if self.grant.as_deref() == Some("net.unix") => {
+                "an abstract unix socket".to_owned()
+            }
             None => String::new(),
         }
     }

@@ -400,3 +400,28 @@ fn the_environment_is_the_pass_list_plus_extras() {
         [("PATH".into(), "/bin".into()), ("A".into(), "2".into())]
     );
 }
+
+#[test]
+fn the_command_dies_with_the_thread_that_launched_it() {
+    let cg = scope();
+    // PR_SET_PDEATHSIG fires when the launching thread exits.
+    let launched = std::thread::scope(|s| {
+        s.spawn(|| {
+            spawn(
+                &LaunchSpec::new("sleep").arg("300").stdin(StdioMode::Null),
+                &cg,
+            )
+        })
+        .join()
+    });
+    let Ok(mut launched) = launched else {
+        unreachable!("the launching thread panicked")
+    };
+    let status = launched.wait_timeout(Some(Duration::from_secs(10)));
+    let status = match status {
+        Ok(Some(s)) => s,
+        Ok(None) => unreachable!("the command outlived its launching thread"),
+        Err(e) => unreachable!("{e}"),
+    };
+    assert_eq!(exit_code(status), 128 + 9);
+}

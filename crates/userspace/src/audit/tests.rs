@@ -170,6 +170,18 @@ fn unix_sockets_need_net_unix() {
 }
 
 #[test]
+fn abstract_unix_sockets_are_never_granted() {
+    let mut e = event(Hook::SocketConnect, ACCESS_UNIX, "");
+    e.family = AF_UNIX;
+    let r = record(&e);
+    assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(
+        r.explanation(),
+        "connect an abstract unix socket: never allowed inside a scope"
+    );
+}
+
+#[test]
 fn every_hook_explains_itself() {
     for hook in Hook::ALL {
         let (access, path) = match hook {
