@@ -5,7 +5,8 @@
 //! is never started), obtain the enforcement engine (69 if it cannot be loaded), and only then
 //! create the scope and run the command in it. Each denial is printed on stderr as it is
 //! collected; with `--audit FILE` every record is also written to FILE as JSON lines. The exit
-//! status is the command's own (128 + the signal number when a signal ended it).
+//! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
+//! not found and 126 when it could not be executed, as with env(1)).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -17,9 +18,9 @@ use std::time::Duration;
 use bee_core::{CompileOptions, PolicyError, compile_file};
 use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
 use bee_userspace::cgroup::CgroupParent;
-use bee_userspace::launch::{Credentials, LaunchSpec};
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
 use bee_userspace::plan::EnforcementPlan;
-use bee_userspace::scope::{EnforceError, Enforcer, Scope, ScopeOptions};
+use bee_userspace::scope::{EnforceError, Enforcer, Scope, ScopeError, ScopeOptions};
 use bee_userspace::support::SupportReport;
 
 use super::Exit;
@@ -151,7 +152,23 @@ fn exec(args: &Args) -> Result<i32, Exit> {
             audit_error.get_or_insert(e);
         }
     }
-    let report = result.map_err(|e| fail(Exit::Software, &e.to_string()))?;
+    let report = match result {
+        Ok(report) => report,
+        // As env(1) and the shells: 127 for a command not found, 126 for one not executable.
+        Err(ScopeError::Launch(e @ LaunchError::Spawn { .. })) => {
+            let code = match &e {
+                LaunchError::Spawn { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    127
+                }
+                _ => 126,
+            };
+            eprintln!("bee: {e}");
+            return Ok(code);
+        }
+        Err(e) => return Err(fail(Exit::Software, &e.to_string())),
+    };
     if let Some(e) = audit_error {
         return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
     }

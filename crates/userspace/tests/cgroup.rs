@@ -11,11 +11,16 @@ use bee_userspace::cgroup::{CgroupError, CgroupParent, KillMethod, ScopeCgroup, 
 use bee_userspace::support::parse_cgroup2_mount;
 
 fn parent() -> CgroupParent {
+    parent_at("bee-tests")
+}
+
+/// A parent of its own below the test parent, for tests that count its scopes.
+fn parent_at(relative: &str) -> CgroupParent {
     let mountinfo = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let Some(mount) = parse_cgroup2_mount(&mountinfo) else {
         unreachable!("these tests need a cgroup2 mount")
     };
-    match CgroupParent::open(mount.join("bee-tests")) {
+    match CgroupParent::open(mount.join(relative)) {
         Ok(p) => p,
         Err(e) => unreachable!("cannot open the test parent cgroup (root needed): {e}"),
     }
@@ -66,7 +71,7 @@ fn scope_id_is_the_directory_inode_and_remove_deletes_it() {
 
 #[test]
 fn controllers_are_reported_and_limits_never_pretended() {
-    let parent = parent();
+    let parent = parent_at("bee-tests/controllers");
     assert_eq!(parent.controllers().len(), 2);
     for c in parent.controllers() {
         assert!(!c.reason.is_empty(), "{c:?}");
