@@ -4,7 +4,7 @@
 //! invalid or unenforceable policy), prove the kernel can enforce (69 otherwise — the command
 //! is never started), obtain the enforcement engine (69 if it cannot be loaded), and only then
 //! create the scope and run the command in it. Each denial is printed on stderr as it is
-//! collected; with `--audit FILE` every record is also written to FILE as JSON lines. The exit
+//! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
 //! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
 //! not found and 126 when it could not be executed, as with env(1)).
 
@@ -32,7 +32,7 @@ pub struct Args {
     /// The policy that confines the command.
     #[arg(long, value_name = "FILE")]
     policy: PathBuf,
-    /// Also write every audit record to FILE, one JSON object per line.
+    /// Also append every audit record to FILE, one JSON object per line.
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
     /// Directory relative policy paths resolve against [default: the current directory].
@@ -187,16 +187,22 @@ fn engine() -> Result<Box<dyn Enforcer>, EnforceError> {
 }
 
 fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
-    File::create(path).map(BufWriter::new).map_err(|e| {
-        let exit = match e.kind() {
-            std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
-            _ => Exit::NoInput,
-        };
-        fail(
-            exit,
-            &format!("cannot create the audit file {}: {e}", path.display()),
-        )
-    })
+    // Appended to, never truncated: an audit trail keeps what earlier runs wrote.
+    File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(BufWriter::new)
+        .map_err(|e| {
+            let exit = match e.kind() {
+                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
+                _ => Exit::NoInput,
+            };
+            fail(
+                exit,
+                &format!("cannot open the audit file {}: {e}", path.display()),
+            )
+        })
 }
 
 fn fail(exit: Exit, message: &str) -> Exit {
