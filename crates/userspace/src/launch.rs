@@ -517,8 +517,8 @@ struct ChildPlan {
     procs_fd: RawFd,
     report_fd: RawFd,
     parent_pid: libc::pid_t,
-    /// `(step, resource, value)`; `RLIMIT_CORE` first.
-    rlimits: [(Step, libc::__rlimit_resource_t, Option<u64>); 5],
+    /// `(step, value)`; `RLIMIT_CORE` first. The step names the resource ([`set_rlimit`]).
+    rlimits: [(Step, Option<u64>); 5],
     setpcap: bool,
     last_cap: u32,
     credentials: Option<(u32, u32)>,
@@ -551,11 +551,11 @@ impl ChildPlan {
             report_fd,
             parent_pid,
             rlimits: [
-                (Step::RlimitCore, libc::RLIMIT_CORE, Some(0)),
-                (Step::RlimitNofile, libc::RLIMIT_NOFILE, r.nofile),
-                (Step::RlimitNproc, libc::RLIMIT_NPROC, r.nproc),
-                (Step::RlimitCpu, libc::RLIMIT_CPU, r.cpu_seconds),
-                (Step::RlimitAs, libc::RLIMIT_AS, r.address_space),
+                (Step::RlimitCore, Some(0)),
+                (Step::RlimitNofile, r.nofile),
+                (Step::RlimitNproc, r.nproc),
+                (Step::RlimitCpu, r.cpu_seconds),
+                (Step::RlimitAs, r.address_space),
             ],
             setpcap: cap_eff.has(CAP_SETPCAP),
             last_cap: last_cap.min(63),
@@ -589,13 +589,9 @@ impl ChildPlan {
             // 2. New session.
             check(libc::setsid() as libc::c_long, Step::Setsid)?;
             // 3. Resource limits.
-            for (step, resource, value) in self.rlimits {
+            for (step, value) in self.rlimits {
                 if let Some(v) = value {
-                    let lim = libc::rlimit {
-                        rlim_cur: v,
-                        rlim_max: v,
-                    };
-                    check(libc::setrlimit(resource, &lim) as libc::c_long, step)?;
+                    check(set_rlimit(step, v), step)?;
                 }
             }
             // 4. Inherited fds.
@@ -689,6 +685,27 @@ impl ChildPlan {
         // (the parent then reports a spawn error without the step).
         unsafe { libc::write(self.report_fd, byte.as_ptr().cast(), 1) };
     }
+}
+
+/// `setrlimit(2)` of the resource `step` names, soft and hard limit both `value`. Returns the
+/// call's result (negative on failure, with `errno` set). Async-signal-safe.
+fn set_rlimit(step: Step, value: u64) -> libc::c_long {
+    let lim = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: `lim` is a valid rlimit on the stack.
+    let rc = unsafe {
+        match step {
+            Step::RlimitCore => libc::setrlimit(libc::RLIMIT_CORE, &lim),
+            Step::RlimitNofile => libc::setrlimit(libc::RLIMIT_NOFILE, &lim),
+            Step::RlimitNproc => libc::setrlimit(libc::RLIMIT_NPROC, &lim),
+            Step::RlimitCpu => libc::setrlimit(libc::RLIMIT_CPU, &lim),
+            Step::RlimitAs => libc::setrlimit(libc::RLIMIT_AS, &lim),
+            _ => return -1,
+        }
+    };
+    libc::c_long::from(rc)
 }
 
 /// `struct __user_cap_header_struct` (`include/uapi/linux/capability.h`).
