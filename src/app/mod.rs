@@ -2,6 +2,8 @@
 //!
 //! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
 
+mod check;
+mod exec;
 mod exit;
 mod user;
 mod validate;
@@ -25,6 +27,10 @@ struct Cli {
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
     Validate(validate::Args),
+    /// Check whether this kernel can enforce policies, gate by gate (0: yes, 65: no).
+    Check(check::Args),
+    /// Run one command in a fresh scope confined by a policy; exits with its status.
+    Exec(exec::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -50,6 +56,8 @@ pub fn main() -> ExitCode {
             Exit::Ok
         }
         Some(Command::Validate(args)) => validate::run(&args),
+        Some(Command::Check(args)) => check::run(&args),
+        Some(Command::Exec(args)) => return exec::run(&args),
     };
     exit.into()
 }

@@ -1,4 +1,18 @@
-//! bee's enforcement backend.
+//! bee's enforcement backend: everything between a [`bee_core::CompiledPolicy`] and a
+//! confined process.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`support`] | can this kernel enforce? (a typed report, proven by loading a program) |
+//! | [`plan`] | stage two: the exact kernel map contents for a policy |
+//! | [`cgroup`] | scope cgroups: create, limit, kill, remove |
+//! | [`launch`] | the hardened launcher that starts a child inside its scope |
+//! | [`scope`] | the scope lifecycle tying plan, cgroup, launcher and enforcer together |
+//! | [`audit`] | kernel audit events as records and one-line explanations |
 
+pub mod audit;
+pub mod cgroup;
+pub mod launch;
 pub mod plan;
+pub mod scope;
 pub mod support;

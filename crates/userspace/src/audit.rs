@@ -1,0 +1,433 @@
+//! Audit records: what the kernel reported about a scope, in words and as JSON lines.
+//!
+//! The kernel programs send a [`bee_common::AuditEvent`] for each denied access (and, with
+//! `SCOPE_AUDIT_ALLOWS`, each allowed one). [`AuditRecord::from_event`] reads it against the
+//! scope's [`CompiledPolicy`] to say which kind of grant was missing, or which rule was involved
+//! (an inode pin that no longer matches, a read grant where a write was attempted), and
+//! [`AuditRecord::explanation`] says it in one line:
+//!
+//! ```text
+//! open /home/u/.ssh/id_rsa for read: no fs.read grant covers it
+//! exec /usr/bin/git: the pinned inode no longer matches (exec.allow[0], line 7)
+//! connect tcp 1.2.3.4:443: no net.allow rule covers it
+//! ```
+//!
+//! [`write_jsonl`] writes records one JSON object per line.
+
+use std::io::{self, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bee_common::event::{EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED};
+use bee_common::{
+    ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_NET, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
+    AuditEvent, Hook, PROTO_TCP, PROTO_UDP,
+};
+use bee_core::CompiledPolicy;
+use bee_core::compiled::{Origin, PathRule};
+use bee_core::glob::PathPattern;
+use serde::{Deserialize, Serialize};
+
+/// `AF_UNIX` (`include/linux/socket.h`).
+const AF_UNIX: u16 = 1;
+/// `AF_INET`.
+const AF_INET: u16 = 2;
+/// `AF_INET6`.
+const AF_INET6: u16 = 10;
+
+/// The kernel's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The access was allowed (reported only when the scope audits allows).
+    Allow,
+    /// The access was refused.
+    Deny,
+}
+
+/// A rule of the policy named by a record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleRef {
+    /// Its key, e.g. `exec.allow[0]`.
+    pub key: String,
+    /// Its 1-based line in the policy file.
+    pub line: u32,
+    /// The rule as written.
+    pub text: String,
+}
+
+impl From<&Origin> for RuleRef {
+    fn from(o: &Origin) -> Self {
+        Self {
+            key: o.key.clone(),
+            line: o.line,
+            text: o.text.clone(),
+        }
+    }
+}
+
+/// Why an access was denied, as far as the policy tells.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Reason {
+    /// No rule of the `grant` kind covers the path or peer.
+    NoGrant,
+    /// The path is granted for read only, and a write was attempted.
+    ReadOnly {
+        /// The read rule that covers the path.
+        rule: RuleRef,
+    },
+    /// A pinned executable's file is no longer the pinned inode.
+    PinMismatch {
+        /// The pinned rule.
+        rule: RuleRef,
+    },
+    /// The kernel could not resolve the path, and denies unresolved paths.
+    Unresolved,
+    /// The operation is never granted inside a scope (`bpf(2)`, mounting, signalling or tracing
+    /// processes outside the scope, abstract unix sockets).
+    NeverGranted,
+}
+
+/// One audited access, ready for JSON and for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// When bee received the event, RFC 3339 in UTC with milliseconds.
+    pub time: String,
+    /// The scope's cgroup id.
+    pub scope: u64,
+    /// The process id (the kernel's tgid).
+    pub pid: u32,
+    /// The thread id (the kernel's pid).
+    pub tid: u32,
+    /// The task's `comm` (at most 15 bytes, lossily decoded).
+    pub comm: String,
+    /// The LSM hook, e.g. `file_open` (`unknown:N` for an id this build does not know).
+    pub hook: String,
+    /// The decision.
+    pub verdict: Verdict,
+    /// The positive errno returned to the process (`EACCES` 13, `EPERM` 1); absent if allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errno: Option<i32>,
+    /// The attempted access, by name: `read`, `write`, `exec`, `unix`, `net`.
+    pub access: Vec<String>,
+    /// The path (file, executable or unix socket), lossily decoded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// True when the kernel cut the path to fit the event.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub path_truncated: bool,
+    /// `tcp` or `udp` for IP socket hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proto: Option<String>,
+    /// The peer address for IP socket hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addr: Option<IpAddr>,
+    /// The peer port for IP socket hooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// The kind of grant that would allow the access: `fs.read`, `fs.write`, `exec.allow`,
+    /// `net.allow` or `net.unix`; absent for operations no grant allows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+    /// Why it was denied; absent if allowed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    /// The policy file of the scope.
+    pub policy: String,
+}
+
+/// What a hook does, for the explanation.
+fn verb(hook: Hook) -> &'static str {
+    match hook {
+        Hook::FileOpen => "open",
+        Hook::BprmCheckSecurity => "exec",
+        Hook::MmapFile => "map executable",
+        Hook::FileMprotect => "make executable",
+        Hook::PathUnlink => "unlink",
+        Hook::PathRmdir => "rmdir",
+        Hook::PathMkdir => "mkdir",
+        Hook::PathMknod => "create",
+        Hook::PathRename => "rename",
+        Hook::PathLink => "link",
+        Hook::PathSymlink => "symlink",
+        Hook::PathTruncate | Hook::FileTruncate => "truncate",
+        Hook::PathChmod => "chmod",
+        Hook::PathChown => "chown",
+        Hook::SocketConnect | Hook::UnixStreamConnect => "connect",
+        Hook::SocketSendmsg | Hook::UnixMaySend => "send",
+        Hook::Bpf => "bpf()",
+        Hook::PtraceAccessCheck => "ptrace",
+        Hook::TaskKill => "signal",
+        Hook::SbMount => "mount",
+        Hook::PathNotify => "watch",
+    }
+}
+
+fn access_names(access: u32) -> Vec<String> {
+    [
+        (ACCESS_READ, "read"),
+        (ACCESS_WRITE, "write"),
+        (ACCESS_EXEC | ACCESS_EXEC_PINNED, "exec"),
+        (ACCESS_UNIX, "unix"),
+        (ACCESS_NET, "net"),
+    ]
+    .iter()
+    .filter(|(bit, _)| access & bit != 0)
+    .map(|(_, name)| (*name).to_owned())
+    .collect()
+}
+
+fn cstr_lossy(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(bytes.get(..end).unwrap_or(bytes)).into_owned()
+}
+
+/// The grant kind a hook's access needs, for path hooks.
+fn path_grant(hook: Hook, access: u32) -> Option<&'static str> {
+    match hook {
+        Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
+        Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
+        Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => None,
+        Hook::SocketConnect | Hook::SocketSendmsg => None,
+        Hook::FileOpen | Hook::PathNotify if access & ACCESS_WRITE == 0 => Some("fs.read"),
+        _ => Some("fs.write"),
+    }
+}
+
+impl AuditRecord {
+    /// Reads `event` against the scope's `policy`; `time` is when bee received it.
+    pub fn from_event(event: &AuditEvent, policy: &CompiledPolicy, time: SystemTime) -> Self {
+        let hook = Hook::from_raw(event.hook);
+        let allowed = event.flags & EVENT_ALLOWED != 0;
+        let mut record = Self {
+            time: rfc3339(time),
+            scope: event.cgroup_id,
+            pid: event.tgid,
+            tid: event.pid,
+            comm: cstr_lossy(&event.comm),
+            hook: hook.map_or_else(
+                || format!("unknown:{}", event.hook),
+                |h| h.name().to_owned(),
+            ),
+            verdict: if allowed {
+                Verdict::Allow
+            } else {
+                Verdict::Deny
+            },
+            errno: (!allowed).then_some(event.error.saturating_neg()),
+            access: access_names(event.access),
+            path: None,
+            path_truncated: event.flags & EVENT_PATH_TRUNCATED != 0,
+            proto: None,
+            addr: None,
+            port: None,
+            grant: None,
+            reason: None,
+            policy: policy.source.clone(),
+        };
+        let Some(hook) = hook else {
+            return record;
+        };
+        let is_ip = matches!(hook, Hook::SocketConnect | Hook::SocketSendmsg)
+            && matches!(event.family, AF_INET | AF_INET6);
+        if is_ip {
+            record.proto = match event.protocol {
+                PROTO_TCP => Some("tcp".to_owned()),
+                PROTO_UDP => Some("udp".to_owned()),
+                _ => None,
+            };
+            record.addr = Some(if event.family == AF_INET {
+                let mut v4 = [0u8; 4];
+                v4.copy_from_slice(event.addr.get(..4).unwrap_or(&[0; 4]));
+                IpAddr::V4(Ipv4Addr::from(v4))
+            } else {
+                IpAddr::V6(Ipv6Addr::from(event.addr))
+            });
+            record.port = Some(event.port);
+            record.grant = Some("net.allow".to_owned());
+        } else if event.path_len > 0 {
+            record.path = Some(String::from_utf8_lossy(event.path()).into_owned());
+            record.grant = match hook {
+                Hook::SocketConnect | Hook::SocketSendmsg if event.family == AF_UNIX => {
+                    Some("net.unix".to_owned())
+                }
+                _ => path_grant(hook, event.access).map(str::to_owned),
+            };
+        } else if event.family == AF_UNIX {
+            // An abstract (or unnamed) unix socket: it has no path, and none is ever granted.
+            record.grant = Some("net.unix".to_owned());
+        } else {
+            record.grant = path_grant(hook, event.access).map(str::to_owned);
+        }
+        if !allowed {
+            record.reason = Some(record.reason_for(hook, event, policy));
+        }
+        record
+    }
+
+    fn reason_for(&self, hook: Hook, event: &AuditEvent, policy: &CompiledPolicy) -> Reason {
+        if matches!(
+            hook,
+            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount
+        ) {
+            return Reason::NeverGranted;
+        }
+        if event.flags & EVENT_PATH_UNRESOLVED != 0 {
+            return Reason::Unresolved;
+        }
+        if event.family == AF_UNIX && self.path.is_none() {
+            return Reason::NeverGranted;
+        }
+        let Some(path) = self.path.as_deref().filter(|_| !self.path_truncated) else {
+            return Reason::NoGrant;
+        };
+        match self.grant.as_deref() {
+            Some("exec.allow") => policy
+                .exec
+                .iter()
+                .find(|r| {
+                    r.pin.is_some()
+                        && matches!(&r.pattern, PathPattern::Exact { path: p } if p == path)
+                })
+                .map_or(Reason::NoGrant, |r| Reason::PinMismatch {
+                    rule: (&r.origin).into(),
+                }),
+            Some("fs.write") => {
+                first_match(&policy.fs.read, path).map_or(Reason::NoGrant, |r| Reason::ReadOnly {
+                    rule: (&r.origin).into(),
+                })
+            }
+            _ => Reason::NoGrant,
+        }
+    }
+
+    /// The object of the access as people write it: the path, `tcp 1.2.3.4:443`, or empty.
+    fn object(&self) -> String {
+        if let (Some(addr), Some(port)) = (self.addr, self.port) {
+            let proto = self.proto.as_deref().unwrap_or("ip");
+            return match addr {
+                IpAddr::V4(a) => format!("{proto} {a}:{port}"),
+                IpAddr::V6(a) => format!("{proto} [{a}]:{port}"),
+            };
+        }
+        match &self.path {
+            Some(p) if self.path_truncated => format!("{p}…"),
+            Some(p) => p.clone(),
+            None if self.grant.as_deref() == Some("net.unix") => {
+                "an abstract unix socket".to_owned()
+            }
+            None => String::new(),
+        }
+    }
+
+    /// One line for people: what was attempted, and why it was (not) allowed.
+    pub fn explanation(&self) -> String {
+        let hook = self.hook.parse::<HookName>().ok().map(|h| h.0);
+        let mut what = match hook {
+            Some(h) => verb(h).to_owned(),
+            None => self.hook.clone(),
+        };
+        let object = self.object();
+        if !object.is_empty() {
+            what.push(' ');
+            what.push_str(&object);
+        }
+        if hook == Some(Hook::FileOpen) {
+            let mode = match (
+                self.access.iter().any(|a| a == "read"),
+                self.access.iter().any(|a| a == "write"),
+            ) {
+                (true, true) => " for read and write",
+                (false, true) => " for write",
+                _ => " for read",
+            };
+            what.push_str(mode);
+        }
+        let grant = self.grant.as_deref().unwrap_or("matching");
+        let rule_word = if grant.starts_with("fs.") {
+            "grant"
+        } else {
+            "rule"
+        };
+        let why = match &self.reason {
+            None => "allowed".to_owned(),
+            Some(Reason::NoGrant) => format!("no {grant} {rule_word} covers it"),
+            Some(Reason::ReadOnly { rule }) => format!(
+                "{} (line {}) grants read only, and no fs.write grant covers it",
+                rule.key, rule.line
+            ),
+            Some(Reason::PinMismatch { rule }) => format!(
+                "the pinned inode no longer matches ({}, line {})",
+                rule.key, rule.line
+            ),
+            Some(Reason::Unresolved) => {
+                "the kernel could not resolve the path, and unresolved paths are denied".to_owned()
+            }
+            Some(Reason::NeverGranted) => "never allowed inside a scope".to_owned(),
+        };
+        format!("{what}: {why}")
+    }
+}
+
+/// Parses a hook's name back to the hook.
+struct HookName(Hook);
+
+impl std::str::FromStr for HookName {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        Hook::ALL
+            .iter()
+            .find(|h| h.name() == s)
+            .map(|&h| HookName(h))
+            .ok_or(())
+    }
+}
+
+fn first_match<'a>(rules: &'a [PathRule], path: &str) -> Option<&'a PathRule> {
+    rules.iter().find(|r| r.pattern.matches(path))
+}
+
+/// Writes `record` as one line of JSON (JSON Lines: one object, then `\n`).
+///
+/// # Errors
+/// The writer's error, or a serialisation error as [`io::Error`].
+pub fn write_jsonl<W: Write + ?Sized>(out: &mut W, record: &AuditRecord) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, record).map_err(io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+/// `time` as RFC 3339 in UTC with milliseconds, e.g. `2026-11-30T06:05:01.123Z`. Times before
+/// 1970 print as the epoch.
+pub fn rfc3339(time: SystemTime) -> String {
+    let d = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, day) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms", `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests;

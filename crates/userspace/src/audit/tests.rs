@@ -1,0 +1,307 @@
+use std::time::{Duration, UNIX_EPOCH};
+
+use bee_common::PATH_MAX;
+use bee_core::compile::{CompileOptions, compile_str};
+
+use super::*;
+
+const POLICY: &str = r#"version = 1
+[fs]
+read = ["/home/u/src/**"]
+write = ["/tmp/**"]
+
+[exec]
+allow = [
+  "!/bin/sh",
+  "/opt/tools/*",
+]
+
+[net]
+unix = ["/run/bee.sock"]
+
+[[net.allow]]
+addr = "127.0.0.1"
+ports = 8080
+proto = "tcp"
+"#;
+
+fn policy() -> CompiledPolicy {
+    let options = CompileOptions {
+        base: "/home/u/src".into(),
+        home: Some("/home/u".into()),
+    };
+    match compile_str("policy.toml", POLICY, &options) {
+        Ok(c) => c.policy,
+        Err(e) => unreachable!("{e:?}"),
+    }
+}
+
+fn event(hook: Hook, access: u32, path: &str) -> AuditEvent {
+    let mut e = AuditEvent::zeroed();
+    e.cgroup_id = 4242;
+    e.pid = 101;
+    e.tgid = 100;
+    e.hook = hook as u32;
+    e.error = -13;
+    e.access = access;
+    e.comm[..4].copy_from_slice(b"cat\0");
+    e.path[..path.len()].copy_from_slice(path.as_bytes());
+    e.path_len = path.len() as u32;
+    e
+}
+
+fn net_event(hook: Hook, family: u16, addr: &[u8], port: u16, proto: u8) -> AuditEvent {
+    let mut e = event(hook, ACCESS_NET, "");
+    e.family = family;
+    e.addr[..addr.len()].copy_from_slice(addr);
+    e.port = port;
+    e.protocol = proto;
+    e
+}
+
+fn record(e: &AuditEvent) -> AuditRecord {
+    AuditRecord::from_event(
+        e,
+        &policy(),
+        UNIX_EPOCH + Duration::from_millis(1_764_483_901_123),
+    )
+}
+
+#[test]
+fn open_for_read_names_the_missing_read_grant() {
+    let r = record(&event(Hook::FileOpen, ACCESS_READ, "/home/u/.ssh/id_rsa"));
+    assert_eq!(r.verdict, Verdict::Deny);
+    assert_eq!(r.errno, Some(13));
+    assert_eq!(r.grant.as_deref(), Some("fs.read"));
+    assert_eq!(r.reason, Some(Reason::NoGrant));
+    assert_eq!(r.comm, "cat");
+    assert_eq!((r.pid, r.tid, r.scope), (100, 101, 4242));
+    assert_eq!(r.policy, "policy.toml");
+    assert_eq!(
+        r.explanation(),
+        "open /home/u/.ssh/id_rsa for read: no fs.read grant covers it"
+    );
+}
+
+#[test]
+fn write_under_a_read_grant_names_the_read_rule() {
+    let r = record(&event(
+        Hook::FileOpen,
+        ACCESS_READ | ACCESS_WRITE,
+        "/home/u/src/main.rs",
+    ));
+    assert_eq!(r.grant.as_deref(), Some("fs.write"));
+    assert!(matches!(&r.reason, Some(Reason::ReadOnly { rule }) if rule.key == "fs.read[0]"));
+    assert_eq!(
+        r.explanation(),
+        "open /home/u/src/main.rs for read and write: fs.read[0] (line 3) grants read only, and \
+         no fs.write grant covers it"
+    );
+    let r = record(&event(Hook::PathUnlink, ACCESS_WRITE, "/etc/passwd"));
+    assert_eq!(
+        r.explanation(),
+        "unlink /etc/passwd: no fs.write grant covers it"
+    );
+}
+
+#[test]
+fn exec_without_rule_and_with_a_stale_pin() {
+    let r = record(&event(Hook::BprmCheckSecurity, ACCESS_EXEC, "/tmp/x"));
+    assert_eq!(r.explanation(), "exec /tmp/x: no exec.allow rule covers it");
+
+    let p = policy();
+    let pinned = p.exec.iter().find(|r| r.pin.is_some());
+    let Some(PathPattern::Exact { path }) = pinned.map(|r| &r.pattern) else {
+        unreachable!("the policy pins /bin/sh")
+    };
+    let r = record(&event(Hook::BprmCheckSecurity, ACCESS_EXEC, path));
+    assert!(matches!(r.reason, Some(Reason::PinMismatch { .. })));
+    let key = pinned.map(|r| r.origin.key.clone()).unwrap_or_default();
+    assert_eq!(
+        r.explanation(),
+        format!("exec {path}: the pinned inode no longer matches ({key}, line 8)")
+    );
+}
+
+#[test]
+fn ip_connects_and_sends() {
+    let r = record(&net_event(
+        Hook::SocketConnect,
+        AF_INET,
+        &[1, 2, 3, 4],
+        443,
+        PROTO_TCP,
+    ));
+    assert_eq!(r.addr, Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))));
+    assert_eq!((r.port, r.proto.as_deref()), (Some(443), Some("tcp")));
+    assert_eq!(r.path, None);
+    assert_eq!(
+        r.explanation(),
+        "connect tcp 1.2.3.4:443: no net.allow rule covers it"
+    );
+    let mut v6 = [0u8; 16];
+    v6[15] = 1;
+    let r = record(&net_event(
+        Hook::SocketSendmsg,
+        AF_INET6,
+        &v6,
+        53,
+        PROTO_UDP,
+    ));
+    assert_eq!(
+        r.explanation(),
+        "send udp [::1]:53: no net.allow rule covers it"
+    );
+}
+
+#[test]
+fn unix_sockets_need_net_unix() {
+    for hook in [Hook::UnixStreamConnect, Hook::UnixMaySend] {
+        let r = record(&event(hook, ACCESS_UNIX, "/run/docker.sock"));
+        assert_eq!(r.grant.as_deref(), Some("net.unix"), "{hook:?}");
+    }
+    let mut e = event(Hook::SocketConnect, ACCESS_UNIX, "/run/docker.sock");
+    e.family = AF_UNIX;
+    let r = record(&e);
+    assert_eq!(
+        r.explanation(),
+        "connect /run/docker.sock: no net.unix rule covers it"
+    );
+}
+
+#[test]
+fn abstract_unix_sockets_are_never_granted() {
+    let mut e = event(Hook::SocketConnect, ACCESS_UNIX, "");
+    e.family = AF_UNIX;
+    let r = record(&e);
+    assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(
+        r.explanation(),
+        "connect an abstract unix socket: never allowed inside a scope"
+    );
+}
+
+#[test]
+fn every_hook_explains_itself() {
+    for hook in Hook::ALL {
+        let (access, path) = match hook {
+            Hook::FileOpen | Hook::PathNotify => (ACCESS_READ, "/secret"),
+            Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => {
+                (ACCESS_EXEC, "/tmp/x")
+            }
+            Hook::UnixStreamConnect | Hook::UnixMaySend => (ACCESS_UNIX, "/run/s"),
+            Hook::SocketConnect | Hook::SocketSendmsg => (ACCESS_NET, ""),
+            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => (0, ""),
+            _ => (ACCESS_WRITE, "/etc/x"),
+        };
+        let mut e = event(hook, access, path);
+        if access == ACCESS_NET {
+            e.family = AF_INET;
+            e.addr[..4].copy_from_slice(&[10, 0, 0, 1]);
+            e.port = 22;
+            e.protocol = PROTO_TCP;
+        }
+        let r = record(&e);
+        assert_eq!(r.hook, hook.name());
+        let text = r.explanation();
+        let expected = match hook {
+            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => {
+                "never allowed inside a scope".to_owned()
+            }
+            _ => format!(
+                "no {} {} covers it",
+                r.grant.as_deref().unwrap_or("?"),
+                if r.grant.as_deref().is_some_and(|g| g.starts_with("fs.")) {
+                    "grant"
+                } else {
+                    "rule"
+                }
+            ),
+        };
+        assert!(text.ends_with(&expected), "{hook:?}: {text}");
+        assert!(!text.starts_with(':'), "{hook:?}: {text}");
+        let want_grant = match hook {
+            Hook::FileOpen | Hook::PathNotify => Some("fs.read"),
+            Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
+            Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
+            Hook::SocketConnect | Hook::SocketSendmsg => Some("net.allow"),
+            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => None,
+            _ => Some("fs.write"),
+        };
+        assert_eq!(r.grant.as_deref(), want_grant, "{hook:?}");
+    }
+}
+
+#[test]
+fn allowed_unresolved_truncated_and_unknown_events() {
+    let mut e = event(Hook::FileOpen, ACCESS_READ, "/home/u/src/a");
+    e.flags = EVENT_ALLOWED;
+    e.error = 0;
+    let r = record(&e);
+    assert_eq!(
+        (r.verdict, r.errno, &r.reason),
+        (Verdict::Allow, None, &None)
+    );
+    assert_eq!(r.explanation(), "open /home/u/src/a for read: allowed");
+
+    let mut e = event(Hook::FileOpen, ACCESS_READ, "");
+    e.flags = EVENT_PATH_UNRESOLVED;
+    assert_eq!(record(&e).reason, Some(Reason::Unresolved));
+
+    let long = "/a".repeat(PATH_MAX / 2);
+    let mut e = event(Hook::FileOpen, ACCESS_READ, &long[..PATH_MAX]);
+    e.flags = EVENT_PATH_TRUNCATED;
+    let r = record(&e);
+    assert!(r.path_truncated);
+    assert!(r.explanation().contains("… for read: no fs.read grant"));
+
+    let mut e = event(Hook::FileOpen, ACCESS_READ, "/x");
+    e.hook = 999;
+    let r = record(&e);
+    assert_eq!(r.hook, "unknown:999");
+    assert_eq!(r.grant, None);
+}
+
+#[test]
+fn jsonl_is_one_object_per_line_and_round_trips() {
+    let a = record(&event(Hook::FileOpen, ACCESS_READ, "/home/u/.ssh/id_rsa"));
+    let b = record(&net_event(
+        Hook::SocketConnect,
+        AF_INET,
+        &[1, 2, 3, 4],
+        443,
+        PROTO_TCP,
+    ));
+    let mut out = Vec::new();
+    for r in [&a, &b] {
+        if let Err(e) = write_jsonl(&mut out, r) {
+            unreachable!("{e}");
+        }
+    }
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(text.ends_with('\n'));
+    let back: AuditRecord = match serde_json::from_str(lines[0]) {
+        Ok(r) => r,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert_eq!(back, a);
+    let v: serde_json::Value = serde_json::from_str(lines[1]).unwrap_or_default();
+    assert_eq!(v["addr"], "1.2.3.4");
+    assert_eq!(v["port"], 443);
+    assert_eq!(v["hook"], "socket_connect");
+    assert_eq!(v["verdict"], "deny");
+    assert_eq!(v["reason"]["kind"], "no_grant");
+    assert_eq!(v["time"], "2025-11-30T06:25:01.123Z");
+    assert!(v.get("path").is_none());
+}
+
+#[test]
+fn rfc3339_dates() {
+    assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+    assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    let y2038 = UNIX_EPOCH + Duration::from_secs(2_147_483_647);
+    assert_eq!(rfc3339(y2038), "2038-01-19T03:14:07.000Z");
+}

@@ -1,0 +1,868 @@
+//! The hardened launcher: starts a command inside a scope cgroup, stripped of everything it
+//! does not need, before its first instruction runs.
+//!
+//! [`LaunchSpec::spawn`] uses [`std::process::Command`] with a `pre_exec` hook. Between `fork`
+//! and `execve` the child runs only raw, async-signal-safe system calls on memory prepared by
+//! the parent (no allocation, no locks), in this order:
+//!
+//! 1. join the scope: write `0` to the scope's `cgroup.procs`, opened by the parent
+//!    (`cgroup-v2.rst`), so that the `execve` itself is already checked by the scope's programs;
+//! 2. `setsid(2)`: a session and process group of its own, detached from bee's terminal;
+//! 3. `setrlimit(2)`: `RLIMIT_CORE` 0 always, and the configured [`Rlimits`];
+//! 4. `close_range(2)` with `CLOSE_RANGE_CLOEXEC` on every fd above 2, so that nothing
+//!    inherited survives `execve` (marking instead of closing keeps the pipe through which the
+//!    child reports a failed step until `execve` succeeds); kernels before 5.11 get `fcntl`
+//!    on each fd below the `RLIMIT_NOFILE` hard limit;
+//! 5. when the process holds `CAP_SETPCAP`: lock the securebits (`SECBIT_NOROOT`,
+//!    `SECBIT_NO_SETUID_FIXUP`, `SECBIT_KEEP_CAPS_LOCKED`, `SECBIT_NO_CAP_AMBIENT_RAISE`, each
+//!    locked; `capabilities(7)`) and empty the bounding set (`PR_CAPBSET_DROP`);
+//! 6. clear the ambient set (`PR_CAP_AMBIENT_CLEAR_ALL`);
+//! 7. with [`Credentials`]: `setgroups(2)`, `setresgid(2)`, `setresuid(2)` — as raw system calls,
+//!    which change only the calling thread, the only thread of the child;
+//! 8. `capset(2)`: effective, permitted and inheritable sets empty;
+//! 9. `PR_SET_NO_NEW_PRIVS`: no set-uid bit or file capability can grant anything afterwards;
+//! 10. `PR_SET_PDEATHSIG(SIGKILL)` (after the credential change, which would clear it), then a
+//!     check that the parent has not already exited.
+//!
+//! The environment is rebuilt from a pass-list of names and explicit extras ([`LaunchSpec`]).
+//!
+//! Each failed step makes [`LaunchSpec::spawn`] return [`LaunchError::Step`] naming it: the
+//! child writes the step's number to a close-on-exec pipe before failing, and never runs the
+//! command. Without `CAP_SETPCAP` (bee not run as root), step 5 is skipped and the bounding set
+//! kept: the empty permitted set and `no_new_privs` then leave no way to regain a capability,
+//! but the launch refuses if it would run as uid 0 that way ([`Step::BoundingSet`]).
+//!
+//! `PR_SET_PDEATHSIG` fires when the *thread* that spawned the child exits: spawn from a thread
+//! that outlives the command (the one that waits for it).
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io::{self, Read as _};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::cgroup::{CgroupError, ScopeCgroup};
+
+/// Environment variables passed through by default, when set in bee's environment.
+pub const DEFAULT_ENV_PASS: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+];
+
+/// Capability number of `CAP_SETPCAP` (`include/uapi/linux/capability.h`).
+const CAP_SETPCAP: u32 = 8;
+/// `_LINUX_CAPABILITY_VERSION_3` (`include/uapi/linux/capability.h`).
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+/// Securebits set before the capabilities are dropped (`include/uapi/linux/securebits.h`):
+/// NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE and their locks, and KEEP_CAPS_LOCKED
+/// (with KEEP_CAPS itself off).
+const SECUREBITS: libc::c_ulong = (1 << 0) // SECBIT_NOROOT
+    | (1 << 1) // SECBIT_NOROOT_LOCKED
+    | (1 << 2) // SECBIT_NO_SETUID_FIXUP
+    | (1 << 3) // SECBIT_NO_SETUID_FIXUP_LOCKED
+    | (1 << 5) // SECBIT_KEEP_CAPS_LOCKED
+    | (1 << 6) // SECBIT_NO_CAP_AMBIENT_RAISE
+    | (1 << 7); // SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
+
+/// A hardening step of the child, named in [`LaunchError::Step`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Step {
+    /// Writing `0` to the scope's `cgroup.procs`.
+    JoinCgroup = 1,
+    /// `setsid(2)`.
+    Setsid,
+    /// `setrlimit(RLIMIT_CORE, 0)`.
+    RlimitCore,
+    /// `setrlimit(RLIMIT_NOFILE)`.
+    RlimitNofile,
+    /// `setrlimit(RLIMIT_NPROC)`.
+    RlimitNproc,
+    /// `setrlimit(RLIMIT_CPU)`.
+    RlimitCpu,
+    /// `setrlimit(RLIMIT_AS)`.
+    RlimitAs,
+    /// Marking inherited fds close-on-exec.
+    CloseFds,
+    /// `PR_SET_SECUREBITS`.
+    Securebits,
+    /// `PR_CAPBSET_DROP` of every capability (or: uid 0 without `CAP_SETPCAP`).
+    BoundingSet,
+    /// `PR_CAP_AMBIENT_CLEAR_ALL`.
+    AmbientCaps,
+    /// `setgroups(2)`.
+    Setgroups,
+    /// `setresgid(2)`.
+    Setgid,
+    /// `setresuid(2)`.
+    Setuid,
+    /// `capset(2)` to empty sets.
+    DropCaps,
+    /// `PR_SET_NO_NEW_PRIVS`.
+    NoNewPrivs,
+    /// `PR_SET_PDEATHSIG(SIGKILL)`.
+    ParentDeathSignal,
+    /// The parent exited before the command could start.
+    ParentGone,
+}
+
+impl Step {
+    const ALL: [Step; 18] = [
+        Step::JoinCgroup,
+        Step::Setsid,
+        Step::RlimitCore,
+        Step::RlimitNofile,
+        Step::RlimitNproc,
+        Step::RlimitCpu,
+        Step::RlimitAs,
+        Step::CloseFds,
+        Step::Securebits,
+        Step::BoundingSet,
+        Step::AmbientCaps,
+        Step::Setgroups,
+        Step::Setgid,
+        Step::Setuid,
+        Step::DropCaps,
+        Step::NoNewPrivs,
+        Step::ParentDeathSignal,
+        Step::ParentGone,
+    ];
+
+    fn from_raw(raw: u8) -> Option<Self> {
+        Self::ALL.iter().copied().find(|s| *s as u8 == raw)
+    }
+
+    /// The step as the system call that carries it out.
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::JoinCgroup => "join the scope cgroup (write cgroup.procs)",
+            Step::Setsid => "setsid",
+            Step::RlimitCore => "setrlimit(RLIMIT_CORE)",
+            Step::RlimitNofile => "setrlimit(RLIMIT_NOFILE)",
+            Step::RlimitNproc => "setrlimit(RLIMIT_NPROC)",
+            Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
+            Step::RlimitAs => "setrlimit(RLIMIT_AS)",
+            Step::CloseFds => "close inherited fds (close_range)",
+            Step::Securebits => "prctl(PR_SET_SECUREBITS)",
+            Step::BoundingSet => "empty the capability bounding set (PR_CAPBSET_DROP)",
+            Step::AmbientCaps => "prctl(PR_CAP_AMBIENT_CLEAR_ALL)",
+            Step::Setgroups => "setgroups",
+            Step::Setgid => "setresgid",
+            Step::Setuid => "setresuid",
+            Step::DropCaps => "capset (drop all capabilities)",
+            Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
+            Step::ParentDeathSignal => "prctl(PR_SET_PDEATHSIG)",
+            Step::ParentGone => "parent still alive",
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a launch failed. A failed launch never runs the command.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// A hardening step failed in the child, before `execve`.
+    #[error("launching `{program}`: step `{step}` failed: {source}")]
+    Step {
+        /// The command.
+        program: String,
+        /// The step.
+        step: Step,
+        /// The OS error of the step.
+        #[source]
+        source: io::Error,
+    },
+    /// `fork` or `execve` failed (e.g. the program does not exist).
+    #[error("launching `{program}` failed: {source}")]
+    Spawn {
+        /// The command.
+        program: String,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// Preparing the launch in the parent failed.
+    #[error("preparing the launch: {what}: {source}")]
+    Prepare {
+        /// What was being prepared.
+        what: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// `SUDO_UID` or `SUDO_GID` is set but not a number.
+    #[error("`{var}` is `{value}`, not a numeric id")]
+    BadSudoId {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// Waiting for the command failed.
+    #[error("waiting for pid {pid}: {source}")]
+    Wait {
+        /// The child.
+        pid: u32,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The scope cgroup could not be used.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+}
+
+/// Resource limits of the command (`setrlimit(2)`); each set as both soft and hard limit.
+/// `RLIMIT_CORE` is always 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rlimits {
+    /// `RLIMIT_NOFILE`: one more than the highest fd number it may open.
+    pub nofile: Option<u64>,
+    /// `RLIMIT_NPROC`: most processes (threads) of its real uid.
+    pub nproc: Option<u64>,
+    /// `RLIMIT_CPU`: CPU time in seconds (SIGXCPU at the limit, SIGKILL past it).
+    pub cpu_seconds: Option<u64>,
+    /// `RLIMIT_AS`: the size of its virtual address space in bytes.
+    pub address_space: Option<u64>,
+}
+
+/// The user and groups the command runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// Real, effective and saved uid.
+    pub uid: u32,
+    /// Real, effective and saved gid.
+    pub gid: u32,
+    /// Supplementary groups (empty: none).
+    pub groups: Vec<u32>,
+}
+
+impl Credentials {
+    /// The invoking user when bee runs as root through `sudo`: `SUDO_UID` and `SUDO_GID` from
+    /// the environment, with no supplementary groups. `None` when not running as root or when
+    /// `SUDO_UID` is unset.
+    ///
+    /// # Errors
+    /// [`LaunchError::BadSudoId`] when a variable is set but not a number.
+    pub fn from_sudo_env() -> Result<Option<Self>, LaunchError> {
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        if euid != 0 {
+            return Ok(None);
+        }
+        let uid = std::env::var("SUDO_UID").ok();
+        let gid = std::env::var("SUDO_GID").ok();
+        Self::from_sudo_vars(uid.as_deref(), gid.as_deref())
+    }
+
+    /// [`Credentials::from_sudo_env`] on given values of `SUDO_UID` and `SUDO_GID`. Without
+    /// `SUDO_GID` the gid is the uid's number, as `sudo` always sets both.
+    ///
+    /// # Errors
+    /// [`LaunchError::BadSudoId`].
+    pub fn from_sudo_vars(
+        uid: Option<&str>,
+        gid: Option<&str>,
+    ) -> Result<Option<Self>, LaunchError> {
+        let parse = |var: &'static str, v: &str| {
+            v.trim().parse::<u32>().map_err(|_| LaunchError::BadSudoId {
+                var,
+                value: v.to_owned(),
+            })
+        };
+        let Some(uid) = uid else { return Ok(None) };
+        let uid = parse("SUDO_UID", uid)?;
+        let gid = match gid {
+            Some(g) => parse("SUDO_GID", g)?,
+            None => uid,
+        };
+        Ok(Some(Self {
+            uid,
+            gid,
+            groups: Vec::new(),
+        }))
+    }
+}
+
+/// What a standard stream of the command is connected to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StdioMode {
+    /// bee's own stream.
+    #[default]
+    Inherit,
+    /// `/dev/null`.
+    Null,
+    /// A pipe to bee ([`Launched::take_stdout`] and friends).
+    Piped,
+}
+
+impl StdioMode {
+    fn to_std(self) -> std::process::Stdio {
+        match self {
+            StdioMode::Inherit => std::process::Stdio::inherit(),
+            StdioMode::Null => std::process::Stdio::null(),
+            StdioMode::Piped => std::process::Stdio::piped(),
+        }
+    }
+}
+
+/// A command to launch hardened, built step by step.
+#[derive(Debug, Clone)]
+pub struct LaunchSpec {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    env_pass: Vec<OsString>,
+    env_extra: Vec<(OsString, OsString)>,
+    rlimits: Rlimits,
+    credentials: Option<Credentials>,
+    stdin: StdioMode,
+    stdout: StdioMode,
+    stderr: StdioMode,
+}
+
+impl LaunchSpec {
+    /// A launch of `program` (looked up in the passed `PATH` when it has no `/`), with the
+    /// [`DEFAULT_ENV_PASS`] pass-list, no extra limits, bee's credentials and inherited stdio.
+    pub fn new(program: impl Into<OsString>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: None,
+            env_pass: DEFAULT_ENV_PASS.iter().map(OsString::from).collect(),
+            env_extra: Vec::new(),
+            rlimits: Rlimits::default(),
+            credentials: None,
+            stdin: StdioMode::Inherit,
+            stdout: StdioMode::Inherit,
+            stderr: StdioMode::Inherit,
+        }
+    }
+
+    /// Appends an argument.
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Appends arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// The working directory of the command (default: bee's).
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Replaces the pass-list: the names of bee's environment variables the command sees.
+    pub fn env_pass<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, names: I) -> Self {
+        self.env_pass = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets a variable for the command, overriding a passed one of the same name.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env_extra.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the resource limits.
+    pub fn rlimits(mut self, limits: Rlimits) -> Self {
+        self.rlimits = limits;
+        self
+    }
+
+    /// Runs the command as `credentials` instead of bee's own user.
+    pub fn credentials(mut self, credentials: Option<Credentials>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    /// Connects standard input.
+    pub fn stdin(mut self, mode: StdioMode) -> Self {
+        self.stdin = mode;
+        self
+    }
+
+    /// Connects standard output.
+    pub fn stdout(mut self, mode: StdioMode) -> Self {
+        self.stdout = mode;
+        self
+    }
+
+    /// Connects standard error.
+    pub fn stderr(mut self, mode: StdioMode) -> Self {
+        self.stderr = mode;
+        self
+    }
+
+    /// The program.
+    pub fn program(&self) -> &OsStr {
+        &self.program
+    }
+
+    /// The environment the command will get, in order: passed variables that are set, then
+    /// the extras (a later entry replaces an earlier one of the same name).
+    pub fn environment(&self) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = Vec::new();
+        let mut put = |k: &OsStr, v: OsString| {
+            if let Some(slot) = env.iter_mut().find(|(key, _)| key == k) {
+                slot.1 = v;
+            } else {
+                env.push((k.to_owned(), v));
+            }
+        };
+        for name in &self.env_pass {
+            if let Some(v) = std::env::var_os(name) {
+                put(name, v);
+            }
+        }
+        for (k, v) in &self.env_extra {
+            put(k, v.clone());
+        }
+        env
+    }
+
+    /// Starts the command inside `cgroup`, hardened as the module describes.
+    ///
+    /// # Errors
+    /// [`LaunchError::Step`] naming the hardening step that failed, [`LaunchError::Spawn`]
+    /// when `fork`/`execve` failed, [`LaunchError::Prepare`] or [`LaunchError::Cgroup`] for
+    /// the parent's preparations. In every case the command has not run.
+    pub fn spawn(&self, cgroup: &ScopeCgroup) -> Result<Launched, LaunchError> {
+        let program = self.program.to_string_lossy().into_owned();
+        let procs = cgroup.open_procs()?;
+        let (report_read, report_write) = cloexec_pipe()?;
+        let child_plan = ChildPlan::prepare(self, procs.as_raw_fd(), report_write.as_raw_fd())?;
+
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .env_clear()
+            .envs(self.environment())
+            .stdin(self.stdin.to_std())
+            .stdout(self.stdout.to_std())
+            .stderr(self.stderr.to_std());
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        // SAFETY: the hook only makes raw system calls on values owned by the closure
+        // (integers and a vector allocated before fork); it allocates nothing, takes no lock
+        // and touches no state shared with other threads, so it is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(move || child_plan.run());
+        }
+        let spawned = cmd.spawn();
+        // Close the parent's write end so the read below ends at the child's exec or exit.
+        drop(report_write);
+        drop(procs);
+        match spawned {
+            Ok(child) => Ok(Launched::new(child)),
+            Err(source) => {
+                let mut byte = [0u8; 1];
+                let mut reader = std::fs::File::from(report_read);
+                let step = match reader.read(&mut byte) {
+                    Ok(1) => Step::from_raw(byte[0]),
+                    _ => None,
+                };
+                Err(match step {
+                    Some(step) => LaunchError::Step {
+                        program,
+                        step,
+                        source,
+                    },
+                    None => LaunchError::Spawn { program, source },
+                })
+            }
+        }
+    }
+}
+
+fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd), LaunchError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` is a writable array of two ints, as pipe2(2) requires.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(LaunchError::Prepare {
+            what: "pipe2",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Everything the child needs, prepared in the parent as plain values.
+#[derive(Debug)]
+struct ChildPlan {
+    procs_fd: RawFd,
+    report_fd: RawFd,
+    parent_pid: libc::pid_t,
+    /// `(step, value)`; `RLIMIT_CORE` first. The step names the resource ([`set_rlimit`]).
+    rlimits: [(Step, Option<u64>); 5],
+    setpcap: bool,
+    last_cap: u32,
+    credentials: Option<(u32, u32)>,
+    groups: Vec<libc::gid_t>,
+    becomes_root: bool,
+}
+
+impl ChildPlan {
+    fn prepare(spec: &LaunchSpec, procs_fd: RawFd, report_fd: RawFd) -> Result<Self, LaunchError> {
+        let status = std::fs::read_to_string("/proc/self/status").map_err(|source| {
+            LaunchError::Prepare {
+                what: "read /proc/self/status",
+                source,
+            }
+        })?;
+        let cap_eff =
+            crate::support::parse_cap_eff(&status).ok_or_else(|| LaunchError::Prepare {
+                what: "parse CapEff in /proc/self/status",
+                source: io::Error::from(io::ErrorKind::InvalidData),
+            })?;
+        let last_cap = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(63);
+        // SAFETY: getpid(2) and geteuid(2) have no preconditions and cannot fail.
+        let (parent_pid, euid) = unsafe { (libc::getpid(), libc::geteuid()) };
+        let r = &spec.rlimits;
+        Ok(Self {
+            procs_fd,
+            report_fd,
+            parent_pid,
+            rlimits: [
+                (Step::RlimitCore, Some(0)),
+                (Step::RlimitNofile, r.nofile),
+                (Step::RlimitNproc, r.nproc),
+                (Step::RlimitCpu, r.cpu_seconds),
+                (Step::RlimitAs, r.address_space),
+            ],
+            setpcap: cap_eff.has(CAP_SETPCAP),
+            last_cap: last_cap.min(63),
+            credentials: spec.credentials.as_ref().map(|c| (c.uid, c.gid)),
+            groups: spec
+                .credentials
+                .as_ref()
+                .map(|c| c.groups.clone())
+                .unwrap_or_default(),
+            becomes_root: spec.credentials.as_ref().map_or(euid == 0, |c| c.uid == 0),
+        })
+    }
+
+    /// Runs in the child between `fork` and `execve`: raw system calls only.
+    fn run(&self) -> io::Result<()> {
+        let fail = |step: Step| -> io::Error {
+            let err = io::Error::last_os_error();
+            self.report(step);
+            err
+        };
+        let check = |rc: libc::c_long, step: Step| -> io::Result<()> {
+            if rc < 0 { Err(fail(step)) } else { Ok(()) }
+        };
+        // SAFETY (whole function): each call is a plain system call on integers, on stack
+        // memory of this frame or on `self.groups`, allocated before fork and not mutated.
+        unsafe {
+            // 1. Join the scope.
+            let zero = b"0";
+            let rc = libc::write(self.procs_fd, zero.as_ptr().cast(), zero.len());
+            check(rc as libc::c_long, Step::JoinCgroup)?;
+            // 2. New session.
+            check(libc::setsid() as libc::c_long, Step::Setsid)?;
+            // 3. Resource limits.
+            for (step, value) in self.rlimits {
+                if let Some(v) = value {
+                    check(set_rlimit(step, v), step)?;
+                }
+            }
+            // 4. Inherited fds.
+            let rc = libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            if rc < 0 {
+                let mut lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                check(
+                    libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) as libc::c_long,
+                    Step::CloseFds,
+                )?;
+                let top = lim.rlim_max.min(1 << 20) as libc::c_int;
+                for fd in 3..top {
+                    // EBADF for fds that are not open is expected.
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            // 5. Securebits and the bounding set.
+            if self.setpcap {
+                check(
+                    libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS, 0, 0, 0) as libc::c_long,
+                    Step::Securebits,
+                )?;
+                for cap in 0..=self.last_cap {
+                    let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0);
+                    check(rc as libc::c_long, Step::BoundingSet)?;
+                }
+            } else if self.becomes_root {
+                // uid 0 with a non-empty bounding set cannot be made capability-free for good.
+                self.report(Step::BoundingSet);
+                return Err(io::Error::from_raw_os_error(libc::EPERM));
+            }
+            // 6. Ambient capabilities.
+            let rc = libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            );
+            check(rc as libc::c_long, Step::AmbientCaps)?;
+            // 7. Credentials.
+            if let Some((uid, gid)) = self.credentials {
+                let rc = libc::syscall(
+                    libc::SYS_setgroups,
+                    self.groups.len() as libc::size_t,
+                    self.groups.as_ptr(),
+                );
+                check(rc, Step::Setgroups)?;
+                let rc = libc::syscall(libc::SYS_setresgid, gid, gid, gid);
+                check(rc, Step::Setgid)?;
+                let rc = libc::syscall(libc::SYS_setresuid, uid, uid, uid);
+                check(rc, Step::Setuid)?;
+            }
+            // 8. Empty effective, permitted and inheritable sets.
+            let mut header = CapHeader {
+                version: CAPABILITY_VERSION_3,
+                pid: 0,
+            };
+            let data = [CapData::default(); 2];
+            let rc = libc::syscall(
+                libc::SYS_capset,
+                &mut header as *mut CapHeader,
+                data.as_ptr(),
+            );
+            check(rc, Step::DropCaps)?;
+            // 9. No new privileges.
+            let rc = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            check(rc as libc::c_long, Step::NoNewPrivs)?;
+            // 10. Die with the parent, and make sure it is still there.
+            let rc = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            check(rc as libc::c_long, Step::ParentDeathSignal)?;
+            if libc::getppid() != self.parent_pid {
+                self.report(Step::ParentGone);
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self, step: Step) {
+        let byte = [step as u8];
+        // SAFETY: writes one byte from the stack to the report pipe; errors are ignored
+        // (the parent then reports a spawn error without the step).
+        unsafe { libc::write(self.report_fd, byte.as_ptr().cast(), 1) };
+    }
+}
+
+/// `setrlimit(2)` of the resource `step` names, soft and hard limit both `value`. Returns the
+/// call's result (negative on failure, with `errno` set). Async-signal-safe.
+fn set_rlimit(step: Step, value: u64) -> libc::c_long {
+    let lim = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: value,
+    };
+    // SAFETY: `lim` is a valid rlimit on the stack.
+    let rc = unsafe {
+        match step {
+            Step::RlimitCore => libc::setrlimit(libc::RLIMIT_CORE, &lim),
+            Step::RlimitNofile => libc::setrlimit(libc::RLIMIT_NOFILE, &lim),
+            Step::RlimitNproc => libc::setrlimit(libc::RLIMIT_NPROC, &lim),
+            Step::RlimitCpu => libc::setrlimit(libc::RLIMIT_CPU, &lim),
+            Step::RlimitAs => libc::setrlimit(libc::RLIMIT_AS, &lim),
+            _ => return -1,
+        }
+    };
+    libc::c_long::from(rc)
+}
+
+/// `struct __user_cap_header_struct` (`include/uapi/linux/capability.h`).
+#[repr(C)]
+#[derive(Debug)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// `struct __user_cap_data_struct`; version 3 takes two of them (capabilities 0–31, 32–63).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// A launched command.
+#[derive(Debug)]
+pub struct Launched {
+    child: Child,
+    pidfd: Option<OwnedFd>,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// Its wait status.
+    pub status: ExitStatus,
+    /// True when it ran out of time and its scope was killed.
+    pub timed_out: bool,
+}
+
+impl Outcome {
+    /// The shell's convention: the exit code, or 128 + the signal number.
+    pub fn exit_code(&self) -> i32 {
+        exit_code(self.status)
+    }
+}
+
+/// The shell's convention for a wait status: the exit code, or 128 + the signal number.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 128,
+    }
+}
+
+impl Launched {
+    fn new(child: Child) -> Self {
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: pidfd_open(2) takes a pid and flags; the result is a new fd or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        let pidfd = (fd >= 0).then(|| {
+            // SAFETY: pidfd_open returned a new fd that nothing else owns.
+            unsafe { OwnedFd::from_raw_fd(fd as RawFd) }
+        });
+        Self { child, pidfd }
+    }
+
+    /// The command's pid (also its session and process group id).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Takes the write end of a piped stdin.
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// Takes the read end of a piped stdout.
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Takes the read end of a piped stderr.
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.child.stderr.take()
+    }
+
+    /// Waits up to `timeout` (forever with `None`) for the command to exit; `None` if it is
+    /// still running then. Uses a pidfd (Linux 5.3) and falls back to polling.
+    ///
+    /// # Errors
+    /// [`LaunchError::Wait`].
+    pub fn wait_timeout(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<ExitStatus>, LaunchError> {
+        let pid = self.child.id();
+        let werr = |source| LaunchError::Wait { pid, source };
+        let Some(timeout) = timeout else {
+            return self.child.wait().map(Some).map_err(werr);
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().map_err(werr)? {
+                return Ok(Some(status));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            match &self.pidfd {
+                Some(fd) => {
+                    let mut pfd = libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+                    // SAFETY: one valid pollfd on the stack.
+                    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+                    if rc < 0 {
+                        let e = io::Error::last_os_error();
+                        if e.kind() != io::ErrorKind::Interrupted {
+                            return Err(werr(e));
+                        }
+                    }
+                }
+                None => std::thread::sleep(left.min(Duration::from_millis(10))),
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the command; on timeout kills every process of `cgroup`
+    /// and reaps the command.
+    ///
+    /// # Errors
+    /// [`LaunchError::Wait`] or [`LaunchError::Cgroup`] (when killing failed).
+    pub fn wait_or_kill(
+        &mut self,
+        cgroup: &ScopeCgroup,
+        timeout: Option<Duration>,
+    ) -> Result<Outcome, LaunchError> {
+        if let Some(status) = self.wait_timeout(timeout)? {
+            return Ok(Outcome {
+                status,
+                timed_out: false,
+            });
+        }
+        cgroup.kill()?;
+        let status = self.wait_timeout(None)?.ok_or_else(|| LaunchError::Wait {
+            pid: self.child.id(),
+            source: io::Error::from(io::ErrorKind::TimedOut),
+        })?;
+        Ok(Outcome {
+            status,
+            timed_out: true,
+        })
+    }
+
+    /// The underlying [`Child`].
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}

@@ -1,0 +1,342 @@
+//! Scopes: one command, confined by one policy, from cgroup creation to teardown.
+//!
+//! A scope ties the pieces together in a fixed order:
+//!
+//! 1. create the scope cgroup ([`CgroupParent::create_scope`]);
+//! 2. install the [`EnforcementPlan`] for the cgroup's id ([`Enforcer::install`]) — before any
+//!    process is in the cgroup, so the command's very first `execve` is checked;
+//! 3. launch the command inside the cgroup ([`LaunchSpec::spawn`]);
+//! 4. wait for it (with a timeout that kills the whole scope);
+//! 5. kill whatever is left in the cgroup and wait until it is empty;
+//! 6. collect the audit events of the scope ([`Enforcer::drain_events`]);
+//! 7. uninstall the plan ([`Enforcer::uninstall`]) — only once the cgroup is empty: entries
+//!    removed while a process still runs in the scope would leave it unconfined, so when the
+//!    cgroup cannot be emptied the entries stay installed (and the cgroup stays) and the
+//!    teardown reports [`ScopeError::Teardown`];
+//! 8. remove the cgroup.
+//!
+//! Steps 5–8 run on every path: after a normal exit, after a failed launch or a failed wait,
+//! and when a [`Scope`] is dropped without being finished.
+//!
+//! The kernel side is behind the [`Enforcer`] trait, so the lifecycle is tested on any host
+//! with a fake, and the BPF engine plugs in where the kernel can enforce.
+
+use std::time::{Duration, SystemTime};
+
+use bee_common::AuditEvent;
+use bee_core::CompiledPolicy;
+
+use crate::audit::AuditRecord;
+use crate::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
+use crate::launch::{LaunchError, LaunchSpec, Launched, Outcome};
+use crate::plan::EnforcementPlan;
+
+/// The handle of an installed plan, returned by [`Enforcer::install`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InstallId(pub u64);
+
+/// Why the enforcer could not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EnforceError {
+    /// The kernel cannot enforce here (no BPF LSM, programs not loaded, no engine built in).
+    #[error("enforcement is unavailable: {reason}")]
+    Unavailable {
+        /// Why.
+        reason: String,
+    },
+    /// Writing the plan's entries into the kernel maps failed.
+    #[error("installing the enforcement plan failed: {detail}")]
+    Install {
+        /// What failed.
+        detail: String,
+    },
+    /// Removing an installed plan's entries failed.
+    #[error("removing the enforcement plan failed: {detail}")]
+    Uninstall {
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// The kernel side of a scope: whatever loads the programs and owns the maps.
+///
+/// An implementation must make [`Enforcer::install`] effective before it returns (a process
+/// that joins the cgroup afterwards is confined), and must keep enforcing until
+/// [`Enforcer::uninstall`].
+pub trait Enforcer {
+    /// Installs `plan` for the cgroup with id `cgroup_id` (the scope map entry plus the plan's
+    /// own entries), with `SCOPE_*` `flags`.
+    ///
+    /// # Errors
+    /// [`EnforceError`]; nothing stays installed then.
+    fn install(
+        &self,
+        plan: &EnforcementPlan,
+        cgroup_id: u64,
+        flags: u32,
+    ) -> Result<InstallId, EnforceError>;
+
+    /// Removes everything `install` added for `id`, the scope map entry first.
+    ///
+    /// # Errors
+    /// [`EnforceError::Uninstall`].
+    fn uninstall(&self, id: InstallId) -> Result<(), EnforceError>;
+
+    /// Takes the audit events received so far for `cgroup_id`, oldest first.
+    fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent>;
+}
+
+/// Why a scope failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScopeError {
+    /// Creating or managing the cgroup failed.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    /// The enforcer refused the plan; the command was not started.
+    #[error(transparent)]
+    Enforce(#[from] EnforceError),
+    /// The command could not be launched (it did not run).
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// Tearing the scope down failed. When `still_populated`, processes survived the kill and
+    /// the plan was left installed so that they stay confined.
+    #[error("tearing down the scope failed{}: {detail}", if *.still_populated { " (processes survive; the plan stays installed)" } else { "" })]
+    Teardown {
+        /// True when the cgroup could not be emptied.
+        still_populated: bool,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// How a scope runs its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScopeOptions {
+    /// `SCOPE_*` flags for the scope map entry (e.g. `SCOPE_AUDIT_ALLOWS`).
+    pub flags: u32,
+    /// Limits of the scope cgroup.
+    pub limits: ScopeLimits,
+    /// How long the command may run; then the whole scope is killed. `None`: no limit.
+    pub timeout: Option<Duration>,
+    /// How long to wait for the cgroup to empty after killing it.
+    pub kill_wait: Duration,
+    /// How often audit events are collected while the command runs.
+    pub poll: Duration,
+}
+
+impl Default for ScopeOptions {
+    /// No flags, no limits, no timeout; 5 s for the kill, events every 50 ms.
+    fn default() -> Self {
+        Self {
+            flags: 0,
+            limits: ScopeLimits::default(),
+            timeout: None,
+            kill_wait: Duration::from_secs(5),
+            poll: Duration::from_millis(50),
+        }
+    }
+}
+
+/// How a scope ended.
+#[derive(Debug)]
+pub struct ScopeReport {
+    /// The scope's cgroup id.
+    pub cgroup_id: u64,
+    /// How the command ended.
+    pub outcome: Outcome,
+    /// The audit records of the scope, oldest first.
+    pub records: Vec<AuditRecord>,
+}
+
+/// A scope with its plan installed, ready to run a command. Dropping it tears it down.
+#[derive(Debug)]
+pub struct Scope<'a, E: Enforcer + ?Sized> {
+    enforcer: &'a E,
+    policy: &'a CompiledPolicy,
+    options: ScopeOptions,
+    cgroup: Option<ScopeCgroup>,
+    install: Option<InstallId>,
+    records: Vec<AuditRecord>,
+}
+
+impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
+    /// Creates the cgroup below `parent` and installs `plan` (compiled from `policy`) for it.
+    ///
+    /// # Errors
+    /// [`ScopeError::Cgroup`] or [`ScopeError::Enforce`]; the cgroup is removed again.
+    pub fn create(
+        enforcer: &'a E,
+        parent: &CgroupParent,
+        policy: &'a CompiledPolicy,
+        plan: &EnforcementPlan,
+        options: ScopeOptions,
+    ) -> Result<Self, ScopeError> {
+        let cgroup = parent.create_scope(&options.limits)?;
+        let install = enforcer.install(plan, cgroup.id(), options.flags)?;
+        Ok(Self {
+            enforcer,
+            policy,
+            options,
+            cgroup: Some(cgroup),
+            install: Some(install),
+            records: Vec::new(),
+        })
+    }
+
+    /// The scope's cgroup id.
+    pub fn cgroup_id(&self) -> u64 {
+        self.cgroup.as_ref().map_or(0, ScopeCgroup::id)
+    }
+
+    /// The scope's cgroup.
+    pub fn cgroup(&self) -> Option<&ScopeCgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// Launches `spec` inside the scope. Several commands may be launched into one scope.
+    ///
+    /// # Errors
+    /// [`ScopeError::Launch`] (the command did not run).
+    pub fn spawn(&self, spec: &LaunchSpec) -> Result<Launched, ScopeError> {
+        let cgroup = self.cgroup.as_ref().ok_or_else(|| ScopeError::Teardown {
+            still_populated: false,
+            detail: "the scope was already torn down".to_owned(),
+        })?;
+        Ok(spec.spawn(cgroup)?)
+    }
+
+    /// Launches `spec`, waits for it and tears the scope down; `on_record` sees each audit
+    /// record as it is collected.
+    ///
+    /// # Errors
+    /// As [`Scope::spawn`] and [`Scope::finish`]; the scope is torn down in every case.
+    pub fn run(
+        self,
+        spec: &LaunchSpec,
+        on_record: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<ScopeReport, ScopeError> {
+        let mut launched = self.spawn(spec)?;
+        self.finish(&mut launched, on_record)
+    }
+
+    /// Waits for `launched` (killing the scope at the timeout), then tears the scope down and
+    /// returns how the command ended with the scope's audit records.
+    ///
+    /// # Errors
+    /// A wait or teardown error; the scope is torn down (as far as it safely can be) anyway.
+    pub fn finish(
+        mut self,
+        launched: &mut Launched,
+        on_record: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<ScopeReport, ScopeError> {
+        let cgroup_id = self.cgroup_id();
+        let waited = self.wait(launched, on_record);
+        let torn = self.teardown(on_record);
+        let outcome = waited?;
+        torn?;
+        Ok(ScopeReport {
+            cgroup_id,
+            outcome,
+            records: std::mem::take(&mut self.records),
+        })
+    }
+
+    fn wait(
+        &mut self,
+        launched: &mut Launched,
+        on_record: &mut dyn FnMut(&AuditRecord),
+    ) -> Result<Outcome, ScopeError> {
+        let start = std::time::Instant::now();
+        loop {
+            let slice = match self.options.timeout {
+                Some(t) => t.saturating_sub(start.elapsed()).min(self.options.poll),
+                None => self.options.poll,
+            };
+            let status = launched.wait_timeout(Some(slice))?;
+            self.collect(on_record);
+            if let Some(status) = status {
+                return Ok(Outcome {
+                    status,
+                    timed_out: false,
+                });
+            }
+            if self.options.timeout.is_some_and(|t| start.elapsed() >= t) {
+                if let Some(cgroup) = &self.cgroup {
+                    cgroup.kill()?;
+                }
+                let status = launched.wait_timeout(None)?;
+                return match status {
+                    Some(status) => Ok(Outcome {
+                        status,
+                        timed_out: true,
+                    }),
+                    None => Err(ScopeError::Teardown {
+                        still_populated: true,
+                        detail: "the command survived the kill".to_owned(),
+                    }),
+                };
+            }
+        }
+    }
+
+    fn collect(&mut self, on_record: &mut dyn FnMut(&AuditRecord)) {
+        let id = self.cgroup_id();
+        if id == 0 {
+            return;
+        }
+        let now = SystemTime::now();
+        for event in self.enforcer.drain_events(id) {
+            let record = AuditRecord::from_event(&event, self.policy, now);
+            on_record(&record);
+            self.records.push(record);
+        }
+    }
+
+    /// Steps 5–8 of the module's order. Idempotent.
+    fn teardown(&mut self, on_record: &mut dyn FnMut(&AuditRecord)) -> Result<(), ScopeError> {
+        let Some(cgroup) = self.cgroup.as_ref() else {
+            return Ok(());
+        };
+        let emptied = match cgroup.is_populated() {
+            Ok(false) => Ok(()),
+            Ok(true) => cgroup
+                .kill()
+                .and_then(|_| cgroup.wait_empty(self.options.kill_wait)),
+            Err(e) => Err(e),
+        };
+        self.collect(on_record);
+        if let Err(e) = emptied {
+            // Keep the plan installed and the cgroup in place: survivors stay confined.
+            self.install = None;
+            if let Some(cg) = self.cgroup.take() {
+                std::mem::forget(cg);
+            }
+            return Err(ScopeError::Teardown {
+                still_populated: true,
+                detail: e.to_string(),
+            });
+        }
+        let uninstalled = match self.install.take() {
+            Some(id) => self.enforcer.uninstall(id),
+            None => Ok(()),
+        };
+        let removed = match self.cgroup.take() {
+            Some(cg) => cg.remove(),
+            None => Ok(()),
+        };
+        uninstalled?;
+        removed?;
+        Ok(())
+    }
+}
+
+impl<E: Enforcer + ?Sized> Drop for Scope<'_, E> {
+    fn drop(&mut self) {
+        let _ = self.teardown(&mut |_| {});
+    }
+}
+
+#[cfg(test)]
+mod tests;

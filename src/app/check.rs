@@ -1,0 +1,46 @@
+//! `bee check`: can this kernel, and this process, enforce bee policies?
+//!
+//! Runs every gate of [`SupportReport::detect`] — the last one loads and attaches a real LSM
+//! program — and prints each with its verdict, what was found and, for a failure, the fix.
+
+use bee_userspace::support::SupportReport;
+use serde_json::json;
+
+use super::Exit;
+
+/// Arguments of `bee check`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON object on stdout instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `bee check`: 0 when enforcement works here, 65 when it does not.
+pub fn run(args: &Args) -> Exit {
+    let report = SupportReport::detect();
+    if args.json {
+        println!("{}", to_json(&report));
+    } else {
+        println!("{report}");
+    }
+    if report.is_supported() {
+        Exit::Ok
+    } else {
+        Exit::DataErr
+    }
+}
+
+/// The report as JSON: `supported`, `kernel`, and one object per gate.
+pub fn to_json(report: &SupportReport) -> serde_json::Value {
+    json!({
+        "supported": report.is_supported(),
+        "kernel": report.kernel_release,
+        "gates": report.gates.iter().map(|g| json!({
+            "gate": g.id.name(),
+            "passed": g.passed,
+            "reason": g.reason,
+            "fix": g.fix,
+        })).collect::<Vec<_>>(),
+    })
+}

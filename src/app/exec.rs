@@ -1,0 +1,211 @@
+//! `bee exec`: run one host command inside a fresh scope, confined by a policy.
+//!
+//! The order is fixed and fails closed: compile the policy and plan its enforcement (65 on an
+//! invalid or unenforceable policy), prove the kernel can enforce (69 otherwise — the command
+//! is never started), obtain the enforcement engine (69 if it cannot be loaded), and only then
+//! create the scope and run the command in it. Each denial is printed on stderr as it is
+//! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
+//! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
+//! not found and 126 when it could not be executed, as with env(1)).
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use bee_core::{CompileOptions, PolicyError, compile_file};
+use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
+use bee_userspace::cgroup::CgroupParent;
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
+use bee_userspace::plan::EnforcementPlan;
+use bee_userspace::scope::{EnforceError, Enforcer, Scope, ScopeError, ScopeOptions};
+use bee_userspace::support::SupportReport;
+
+use super::Exit;
+use super::user::invoking_home;
+
+/// Arguments of `bee exec`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The policy that confines the command.
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+    /// Also append every audit record to FILE, one JSON object per line.
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Directory relative policy paths resolve against [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    base: Option<PathBuf>,
+    /// Kill the whole scope after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<u64>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+/// Runs `bee exec` and returns the command's exit status, or bee's own on refusal.
+pub fn run(args: &Args) -> ExitCode {
+    match exec(args) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)),
+        Err(exit) => exit.into(),
+    }
+}
+
+fn exec(args: &Args) -> Result<i32, Exit> {
+    let base = match &args.base {
+        Some(b) => std::path::absolute(b),
+        None => std::env::current_dir(),
+    }
+    .map_err(|e| {
+        fail(
+            Exit::NoInput,
+            &format!("cannot resolve the base directory: {e}"),
+        )
+    })?;
+    let options = CompileOptions {
+        base,
+        home: invoking_home(),
+    };
+    let compiled = compile_file(&args.policy, &options).map_err(|e| match e {
+        PolicyError::Read { ref source, .. } => {
+            let exit = match source.kind() {
+                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
+                _ => Exit::NoInput,
+            };
+            fail(exit, &e.to_string())
+        }
+        PolicyError::Invalid(diagnostics) => {
+            for problem in diagnostics.problems {
+                eprintln!("{:?}", miette::Report::new(problem));
+            }
+            Exit::DataErr
+        }
+    })?;
+    for w in &compiled.warnings {
+        eprintln!("warning: {w}");
+    }
+    let policy = compiled.policy;
+    let plan = EnforcementPlan::new(&policy).map_err(|e| {
+        fail(
+            Exit::DataErr,
+            &format!("{}: cannot be enforced: {e}", args.policy.display()),
+        )
+    })?;
+
+    let program = args
+        .command
+        .first()
+        .map_or_else(String::new, |p| p.to_string_lossy().into_owned());
+    let report = SupportReport::detect();
+    if !report.is_supported() {
+        eprintln!("bee: this kernel cannot enforce the policy; `{program}` was not run");
+        for gate in report.failures() {
+            eprintln!("bee: {} failed: {}", gate.id.name(), gate.reason);
+            if let Some(fix) = &gate.fix {
+                eprintln!("     fix: {fix}");
+            }
+        }
+        return Err(Exit::Unavailable);
+    }
+    let enforcer =
+        engine().map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
+
+    let mut audit = match &args.audit {
+        Some(path) => Some(open_audit(path)?),
+        None => None,
+    };
+    let parent = CgroupParent::open_default()
+        .map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
+    let credentials =
+        Credentials::from_sudo_env().map_err(|e| fail(Exit::Usage, &e.to_string()))?;
+    let Some((command, command_args)) = args.command.split_first() else {
+        return Err(fail(Exit::Usage, "no command given after `--`"));
+    };
+    let mut spec = LaunchSpec::new(command).args(command_args);
+    if let (Some(_), Some(home)) = (&credentials, invoking_home()) {
+        spec = spec.env("HOME", home);
+    }
+    let spec = spec.credentials(credentials);
+    let scope_options = ScopeOptions {
+        timeout: args.timeout.map(Duration::from_secs),
+        ..ScopeOptions::default()
+    };
+    let scope = Scope::create(enforcer.as_ref(), &parent, &policy, &plan, scope_options)
+        .map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
+    let mut audit_error = None;
+    let mut on_record = |record: &AuditRecord| {
+        if record.verdict == Verdict::Deny {
+            eprintln!("bee: denied: {}", record.explanation());
+        }
+        if let Some(out) = audit.as_mut() {
+            if let Err(e) = write_jsonl(out, record) {
+                audit_error.get_or_insert(e);
+            }
+        }
+    };
+    let result = scope.run(&spec, &mut on_record);
+    if let Some(out) = audit.as_mut() {
+        if let Err(e) = out.flush() {
+            audit_error.get_or_insert(e);
+        }
+    }
+    let report = match result {
+        Ok(report) => report,
+        // As env(1) and the shells: 127 for a command not found, 126 for one not executable.
+        Err(ScopeError::Launch(e @ LaunchError::Spawn { .. })) => {
+            let code = match &e {
+                LaunchError::Spawn { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    127
+                }
+                _ => 126,
+            };
+            eprintln!("bee: {e}");
+            return Ok(code);
+        }
+        Err(e) => return Err(fail(Exit::Software, &e.to_string())),
+    };
+    if let Some(e) = audit_error {
+        return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
+    }
+    if report.outcome.timed_out {
+        eprintln!("bee: `{program}` timed out; its scope was killed");
+    }
+    Ok(report.outcome.exit_code())
+}
+
+/// The BPF enforcement engine. This build has none: every scope is refused, so `bee exec`
+/// fails closed with 69 even where the kernel passes every check.
+fn engine() -> Result<Box<dyn Enforcer>, EnforceError> {
+    Err(EnforceError::Unavailable {
+        reason: "this build of bee has no BPF enforcement engine".to_owned(),
+    })
+}
+
+fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
+    // Appended to, never truncated: an audit trail keeps what earlier runs wrote.
+    File::options()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(BufWriter::new)
+        .map_err(|e| {
+            let exit = match e.kind() {
+                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
+                _ => Exit::NoInput,
+            };
+            fail(
+                exit,
+                &format!("cannot open the audit file {}: {e}", path.display()),
+            )
+        })
+}
+
+fn fail(exit: Exit, message: &str) -> Exit {
+    eprintln!("bee: {message}");
+    exit
+}
