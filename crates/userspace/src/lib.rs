@@ -1,4 +1,4 @@
 //! bee's enforcement backend.
 
-pub mod support;
 pub mod plan;
+pub mod support;
