@@ -1,6 +1,11 @@
 //! Configuration resolution: every layer's precedence, origins, relative paths, bad files,
 //! and the refusal to run with neither a policy nor an explicit host mode.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::{Path, PathBuf};
 
 use bee::config::{Config, Enforcement, Env, FileError, Flags, Origin, Refusal};

@@ -1,6 +1,12 @@
 //! Provider files and replay recordings: resolution, defaults, errors with file:line:column
 //! and key, the key never echoed, and replay playing turns in order.
 
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -3,6 +3,11 @@
 //!
 //! The server handles a fixed list of connections and stops by itself after a deadline.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;

@@ -2,6 +2,7 @@
 //!
 //! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
 
+mod config_cmd;
 mod exit;
 mod user;
 mod validate;
@@ -25,6 +26,8 @@ struct Cli {
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
     Validate(validate::Args),
+    /// Show the effective configuration and where each value came from.
+    Config(config_cmd::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -50,6 +53,7 @@ pub fn main() -> ExitCode {
             Exit::Ok
         }
         Some(Command::Validate(args)) => validate::run(&args),
+        Some(Command::Config(args)) => config_cmd::run(&args),
     };
     exit.into()
 }
