@@ -311,3 +311,29 @@ fn a_price_override_wins_and_an_unknown_model_has_no_cost() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_example_provider_files_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers");
+    let mut kinds = Vec::new();
+    for name in [
+        "openai.toml",
+        "openai-compatible-ollama.toml",
+        "anthropic.toml",
+        "replay.toml",
+    ] {
+        let spec = ProviderSpec::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        kinds.push(spec.kind);
+    }
+    assert_eq!(
+        kinds,
+        vec![Kind::OpenAiResponses, Kind::OpenAiChat, Kind::Anthropic, Kind::Replay]
+    );
+    let replay = ProviderSpec::load(&dir.join("replay.toml")).unwrap();
+    assert_eq!(replay.recording.as_ref().unwrap().turns.len(), 3);
+    let shipped = PriceTable::shipped().unwrap();
+    for name in ["openai.toml", "anthropic.toml"] {
+        let spec = ProviderSpec::load(&dir.join(name)).unwrap();
+        assert!(shipped.lookup(&spec.model).is_some(), "{name}: no shipped price");
+    }
+}
