@@ -327,13 +327,21 @@ fn the_example_provider_files_are_valid() {
     }
     assert_eq!(
         kinds,
-        vec![Kind::OpenAiResponses, Kind::OpenAiChat, Kind::Anthropic, Kind::Replay]
+        vec![
+            Kind::OpenAiResponses,
+            Kind::OpenAiChat,
+            Kind::Anthropic,
+            Kind::Replay
+        ]
     );
     let replay = ProviderSpec::load(&dir.join("replay.toml")).unwrap();
     assert_eq!(replay.recording.as_ref().unwrap().turns.len(), 3);
     let shipped = PriceTable::shipped().unwrap();
     for name in ["openai.toml", "anthropic.toml"] {
         let spec = ProviderSpec::load(&dir.join(name)).unwrap();
-        assert!(shipped.lookup(&spec.model).is_some(), "{name}: no shipped price");
+        assert!(
+            shipped.lookup(&spec.model).is_some(),
+            "{name}: no shipped price"
+        );
     }
 }

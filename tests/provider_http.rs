@@ -656,3 +656,22 @@ fn a_silent_server_hits_the_read_timeout() {
     );
     handle.join().unwrap();
 }
+
+#[test]
+fn a_chunked_body_cut_before_its_last_chunk_is_a_stream_cut() {
+    let first = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":3}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"partial\"}}\n\n";
+    let mut answer = sse(&format!("{:x}\r\n{first}\r\n", first.len()));
+    answer.headers.push(("transfer-encoding", "chunked".into()));
+    let (url, _rx) = serve(vec![answer]);
+    let p = provider("anthropic", &url, "");
+    match run(p.as_ref()).0.unwrap_err() {
+        ProviderError::StreamCut {
+            received, events, ..
+        } => {
+            assert_eq!(received.text(), "partial");
+            assert_eq!(received.usage.input_tokens, 3);
+            assert_eq!(events, 2);
+        }
+        other => panic!("expected StreamCut, got {other:?}"),
+    }
+}
