@@ -10,7 +10,7 @@
 //! Each key is taken from the highest layer that sets it; every value remembers its
 //! [`Origin`] (a flag, a file and line, or the default), so `bee config show` can say where
 //! it came from. A file is read into a raw type that refuses unknown keys and keeps spans
-//! ([`raw`]), then resolved: relative paths resolve against the directory of the file that
+//! (`src/config/raw.rs`), then resolved: relative paths resolve against the directory of the file that
 //! holds them (a flag's against the current directory), `~/` against the home directory.
 //!
 //! Errors name file, line, column and key ([`FileDiagnostic`]).

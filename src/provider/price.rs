@@ -77,6 +77,26 @@ pub enum Cost {
     },
 }
 
+impl Cost {
+    /// The sum of two costs; unknown if either is (naming the first model without a price).
+    #[must_use]
+    pub fn plus(&self, other: &Cost) -> Cost {
+        match (self, other) {
+            (Self::Usd { usd: a }, Self::Usd { usd: b }) => Self::Usd { usd: a + b },
+            (Self::Unknown { .. }, _) => self.clone(),
+            (_, Self::Unknown { .. }) => other.clone(),
+        }
+    }
+
+    /// The amount, when known.
+    pub fn usd(&self) -> Option<f64> {
+        match self {
+            Self::Usd { usd } => Some(*usd),
+            Self::Unknown { .. } => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Cost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -203,6 +223,15 @@ mod tests {
         let usd = p.cost(&u);
         // 0.6M×2 + 0.4M×0.5 + 0.05M×8 + 0.05M×16
         assert!((usd - (1.2 + 0.2 + 0.4 + 0.8)).abs() < 1e-9, "{usd}");
+    }
+
+    #[test]
+    fn an_unknown_cost_absorbs_known_ones() {
+        let known = Cost::Usd { usd: 1.5 };
+        let unknown = Cost::Unknown { model: "m".into() };
+        assert_eq!(known.plus(&known).usd(), Some(3.0));
+        assert_eq!(known.plus(&unknown), unknown);
+        assert_eq!(unknown.plus(&known), unknown);
     }
 
     #[test]
