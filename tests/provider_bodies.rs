@@ -42,12 +42,20 @@ fn conversation() -> Request {
 #[test]
 fn chat_merges_an_assistant_turn_into_one_message() {
     let body = openai_chat::body("m", &conversation());
-    let messages = body["messages"].as_array().unwrap_or_else(|| unreachable!());
+    let messages = body["messages"]
+        .as_array()
+        .unwrap_or_else(|| unreachable!());
     assert_eq!(messages.len(), 6, "{body:#}");
     assert_eq!(messages[3]["content"], "two calls");
     assert_eq!(messages[3]["tool_calls"].as_array().map(Vec::len), Some(2));
-    assert_eq!(messages[3]["tool_calls"][1]["function"]["arguments"], "not json");
-    assert_eq!(messages[4], json!({"role": "tool", "tool_call_id": "c1", "content": "out c1"}));
+    assert_eq!(
+        messages[3]["tool_calls"][1]["function"]["arguments"],
+        "not json"
+    );
+    assert_eq!(
+        messages[4],
+        json!({"role": "tool", "tool_call_id": "c1", "content": "out c1"})
+    );
     assert!(body.get("max_tokens").is_none());
     assert!(body.get("tools").is_none());
 }
@@ -57,12 +65,17 @@ fn anthropic_alternates_roles_and_requires_objects() {
     let body = anthropic::body("m", &conversation(), 777);
     assert_eq!(body["system"], "a\n\nb");
     assert_eq!(body["max_tokens"], 777);
-    let messages = body["messages"].as_array().unwrap_or_else(|| unreachable!());
+    let messages = body["messages"]
+        .as_array()
+        .unwrap_or_else(|| unreachable!());
     assert_eq!(messages.len(), 3, "{body:#}");
     assert_eq!(messages[1]["role"], "assistant");
     assert_eq!(messages[1]["content"].as_array().map(Vec::len), Some(3));
     assert_eq!(messages[1]["content"][1]["input"], json!({"cmd": "ls"}));
-    assert_eq!(messages[1]["content"][2]["input"], json!({"_raw": "not json"}));
+    assert_eq!(
+        messages[1]["content"][2]["input"],
+        json!({"_raw": "not json"})
+    );
     assert_eq!(messages[2]["role"], "user");
     assert_eq!(messages[2]["content"][1]["is_error"], true);
 }
@@ -82,7 +95,10 @@ fn responses_sends_items_one_to_one() {
 fn items_round_trip_through_json() {
     let items = conversation().items;
     let text = serde_json::to_string(&items).unwrap_or_else(|e| unreachable!("{e}"));
-    assert!(text.contains(r#"{"type":"tool_call","id":"c1","name":"shell""#), "{text}");
+    assert!(
+        text.contains(r#"{"type":"tool_call","id":"c1","name":"shell""#),
+        "{text}"
+    );
     let back: Vec<Item> = serde_json::from_str(&text).unwrap_or_else(|e| unreachable!("{e}"));
     assert_eq!(back, items);
 }

@@ -675,3 +675,21 @@ fn a_chunked_body_cut_before_its_last_chunk_is_a_stream_cut() {
         other => panic!("expected StreamCut, got {other:?}"),
     }
 }
+
+#[test]
+fn a_json_answer_instead_of_a_stream_is_a_protocol_error() {
+    let (url, _rx) = serve(vec![status(200, r#"{"id":"x","choices":[]}"#)]);
+    let p = provider("openai-chat", &url, "");
+    let e = run(p.as_ref()).0.unwrap_err();
+    assert_eq!(e.category(), ErrorCategory::Protocol);
+    assert!(e.to_string().contains("not an event stream"), "{e}");
+}
+
+#[test]
+fn a_408_is_retried_like_a_server_error() {
+    let (url, rx) = serve(vec![status(408, ""), sse(CHAT_STREAM)]);
+    let p = provider("openai-chat", &url, "");
+    assert_eq!(run(p.as_ref()).0.unwrap().text(), "Sure");
+    recv(&rx);
+    recv(&rx);
+}

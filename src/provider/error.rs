@@ -15,7 +15,7 @@ pub enum ErrorCategory {
     NotFound,
     /// The provider kept answering 429.
     RateLimit,
-    /// The provider kept failing with 5xx.
+    /// The provider kept failing with 5xx or 408.
     Server,
     /// No answer: connection refused, DNS, timeouts, a stream cut off.
     Network,
@@ -70,7 +70,7 @@ pub enum ProviderError {
         /// The provider's message, redacted and shortened.
         detail: String,
     },
-    /// 5xx on every attempt.
+    /// 5xx (or 408, a server-side timeout) on every attempt.
     #[error("server error ({status}) after {attempts} attempt(s){}", detail_suffix(.detail))]
     Server {
         /// The last HTTP status.

@@ -102,6 +102,21 @@ impl Http {
                 Ok(mut resp) => {
                     let status = resp.status().as_u16();
                     if (200..300).contains(&status) {
+                        let json = resp
+                            .headers()
+                            .get("content-type")
+                            .and_then(|v| v.to_str().ok())
+                            .is_some_and(|v| v.starts_with("application/json"));
+                        if json {
+                            // A server that ignored `stream: true` (or answers errors with 200).
+                            let body = resp.body_mut().read_to_string().unwrap_or_default();
+                            return Err(ProviderError::StreamError {
+                                message: format!(
+                                    "{url} answered with JSON, not an event stream: {}",
+                                    self.detail(&body)
+                                ),
+                            });
+                        }
                         return Ok(resp.into_body().into_reader());
                     }
                     let retry_after = resp
@@ -131,7 +146,7 @@ impl Http {
                             retry_after,
                             detail,
                         },
-                        500..=599 => ProviderError::Server {
+                        408 | 500..=599 => ProviderError::Server {
                             status,
                             attempts: attempt,
                             detail,
