@@ -141,6 +141,15 @@ fn a_key_pasted_into_api_key_env_is_refused_and_never_shown() {
     assert!(!rendered.contains(key), "{rendered}");
     assert!(!rendered.contains("AbC123"), "{rendered}");
 
+    // Also in the excerpts of other problems found with it.
+    let text = format!("kind = \"gemini\"\napi_key_env = \"{key}\"\nmodel = \"m\"\n");
+    let e = parse(&text).unwrap_err();
+    assert_eq!(e.diagnostics().unwrap().problems.len(), 2);
+    for d in &e.diagnostics().unwrap().problems {
+        let rendered = format!("{:?}", miette::Report::new(d.clone()));
+        assert!(!rendered.contains("AbC123"), "{rendered}");
+    }
+
     // Also when an unrelated error is what gets reported.
     let text =
         format!("kind = \"openai-chat\"\nmodel = \"m\"\napi_key_env = \"{key}\"\nbogus = 1\n");

@@ -170,6 +170,17 @@ impl ProviderSpec {
             // name belongs, show the line with it masked.
             FileError::one(mask_key_line(*d, name, text))
         })?;
+        // A key pasted where the variable name belongs must not reach a terminal through
+        // any diagnostic's source excerpt: every diagnostic then shows a masked copy.
+        let masked = raw
+            .api_key_env
+            .as_ref()
+            .filter(|v| !is_env_name(v.get_ref()))
+            .map(Spanned::span);
+        let source = match &masked {
+            Some(span) => Source::new(name, &mask(text, span.clone())),
+            None => source,
+        };
         let mut problems = Vec::new();
         let mut problem = |span: std::ops::Range<usize>, key: &str, msg: String, help: &str| {
             problems.push(FileDiagnostic::at(
@@ -181,8 +192,12 @@ impl ProviderSpec {
             ));
         };
 
-        let kind = match Kind::ALL.iter().find(|(s, _)| s == raw.kind.get_ref()) {
-            Some((_, k)) => *k,
+        let known = Kind::ALL
+            .iter()
+            .find(|(s, _)| s == raw.kind.get_ref())
+            .map(|(_, k)| *k);
+        let kind = match known {
+            Some(k) => k,
             None => {
                 problem(
                     raw.kind.span(),
@@ -190,7 +205,8 @@ impl ProviderSpec {
                     format!("unknown provider kind {:?}", raw.kind.get_ref()),
                     "known kinds: openai-responses, openai-chat, anthropic, replay",
                 );
-                Kind::Replay
+                // Checked as an HTTP kind from here on; the error above already refuses it.
+                Kind::OpenAiChat
             }
         };
 
@@ -227,13 +243,7 @@ impl ProviderSpec {
             }
         };
 
-        let mut masked = None;
-        let api_key_env = raw.api_key_env.as_ref().map(|v| {
-            if !is_env_name(v.get_ref()) {
-                masked = Some(v.span());
-            }
-            v.get_ref().clone()
-        });
+        let api_key_env = raw.api_key_env.as_ref().map(|v| v.get_ref().clone());
 
         let mut timeouts = Timeouts::default();
         if let Some(t) = &raw.timeouts {
@@ -303,28 +313,28 @@ impl ProviderSpec {
         };
 
         let mut recording_path = None;
-        match (&raw.file, kind) {
-            (Some(f), Kind::Replay) => recording_path = Some((dir.join(f.get_ref()), f.span())),
-            (None, Kind::Replay) => problem(
+        match (&raw.file, known) {
+            (Some(f), Some(Kind::Replay)) => {
+                recording_path = Some((dir.join(f.get_ref()), f.span()))
+            }
+            (None, Some(Kind::Replay)) => problem(
                 raw.kind.span(),
                 "file",
                 "a replay provider needs `file`, the recording to play".into(),
                 "file = \"turns.jsonl\" (relative to this provider file)",
             ),
-            (Some(f), _) => problem(
+            (Some(f), Some(_)) => problem(
                 f.span(),
                 "file",
                 "`file` is only for kind = \"replay\"".into(),
                 "remove it",
             ),
-            (None, _) => {}
+            _ => {}
         }
 
         if let Some(span) = masked {
-            let masked_text = mask(text, span.clone());
-            let masked_source = Source::new(name, &masked_text);
             problems.push(FileDiagnostic::at(
-                &masked_source,
+                &source,
                 span,
                 Some("api_key_env".to_owned()),
                 "api_key_env must be the NAME of an environment variable (letters, digits, _), not the key",
