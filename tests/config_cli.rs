@@ -75,3 +75,14 @@ fn bad_files_exit_65_with_a_position_and_missing_ones_66() {
     let out = bee_in(root, &["config", "show", "--config", "missing.toml"]);
     assert_eq!(out.status.code(), Some(66));
 }
+
+#[test]
+fn flag_limits_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [["--max-turns", "0"], ["--max-cost-usd", "NaN"]] {
+        let mut all = vec!["config", "show"];
+        all.extend(args);
+        let out = bee_in(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+    }
+}

@@ -298,7 +298,7 @@ fn a_price_override_wins_and_an_unknown_model_has_no_cost() {
         "kind = \"openai-chat\"\nbase_url = \"http://localhost:11434/v1\"\nmodel = \"llama3.1:8b\"\n",
     )
     .unwrap();
-    let mut table = PriceTable::shipped().unwrap();
+    let table = PriceTable::shipped().unwrap();
     let usage = Usage {
         input_tokens: 1000,
         cached_input_tokens: 0,
@@ -314,7 +314,7 @@ fn a_price_override_wins_and_an_unknown_model_has_no_cost() {
     let spec =
         parse("kind = \"openai-chat\"\nmodel = \"gpt-5\"\n[prices]\ninput = 10.0\noutput = 20.0\n")
             .unwrap();
-    table.set(&spec.model, spec.prices.unwrap());
+    let table = spec.price_table().unwrap();
     match table.cost("gpt-5", &usage) {
         Cost::Usd { usd } => assert!((usd - 0.03).abs() < 1e-12, "{usd}"),
         other => panic!("{other:?}"),

@@ -148,7 +148,7 @@ pub struct Flags {
     #[arg(long, value_name = "DIR")]
     pub records_dir: Option<PathBuf>,
     /// Stop after N model turns.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
     /// Stop after N tokens (input + output).
     #[arg(long, value_name = "N")]
@@ -157,8 +157,16 @@ pub struct Flags {
     #[arg(long, value_name = "N")]
     pub max_wall_seconds: Option<u64>,
     /// Stop once the cost reaches USD (an unknown cost counts as reached).
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+}
+
+/// A finite amount of USD ≥ 0.
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not an amount of USD ≥ 0")),
+    }
 }
 
 /// What resolution needs from the process: the current directory and where the user's

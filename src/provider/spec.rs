@@ -13,7 +13,7 @@ use super::anthropic::Anthropic;
 use super::http::Http;
 use super::openai_chat::OpenAiChat;
 use super::openai_responses::OpenAiResponses;
-use super::price::Price;
+use super::price::{Price, PriceTable};
 use super::replay::{Recording, Replay};
 use super::retry::RetryPolicy;
 use super::{Provider, ProviderError};
@@ -370,6 +370,18 @@ impl ProviderSpec {
             prices: raw.prices.map(Spanned::into_inner),
             recording,
         })
+    }
+
+    /// The shipped price table with this file's `[prices]` applied to its model.
+    ///
+    /// # Errors
+    /// The TOML error if the shipped table is malformed (a test keeps it well-formed).
+    pub fn price_table(&self) -> Result<PriceTable, toml::de::Error> {
+        let mut table = PriceTable::shipped()?;
+        if let Some(p) = self.prices {
+            table.set(&self.model, p);
+        }
+        Ok(table)
     }
 
     /// Builds the provider, reading the API key from the process environment.
