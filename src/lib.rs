@@ -5,3 +5,5 @@
 //! in `bee-common` and the kernel programs in `bee-ebpf`.
 
 pub mod app;
+pub mod config;
+pub mod provider;

@@ -3,6 +3,7 @@
 //! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
 
 mod check;
+mod config_cmd;
 mod exec;
 mod exit;
 mod user;
@@ -31,6 +32,8 @@ enum Command {
     Check(check::Args),
     /// Run one command in a fresh scope confined by a policy; exits with its status.
     Exec(exec::Args),
+    /// Show the effective configuration and where each value came from.
+    Config(config_cmd::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -58,6 +61,7 @@ pub fn main() -> ExitCode {
         Some(Command::Validate(args)) => validate::run(&args),
         Some(Command::Check(args)) => check::run(&args),
         Some(Command::Exec(args)) => return exec::run(&args),
+        Some(Command::Config(args)) => config_cmd::run(&args),
     };
     exit.into()
 }

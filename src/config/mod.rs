@@ -1,0 +1,421 @@
+//! The effective configuration of a session, and where each value came from.
+//!
+//! Four layers, highest precedence first:
+//!
+//! 1. explicit command-line flags ([`Flags`]),
+//! 2. the file given with `--config FILE`,
+//! 3. `.bee/config.toml` in the current directory (the project),
+//! 4. `$XDG_CONFIG_HOME/bee/config.toml`, by default `~/.config/bee/config.toml` (the user).
+//!
+//! Each key is taken from the highest layer that sets it; every value remembers its
+//! [`Origin`] (a flag, a file and line, or the default), so `bee config show` can say where
+//! it came from. A file is read into a raw type that refuses unknown keys and keeps spans
+//! (`src/config/raw.rs`), then resolved: relative paths resolve against the directory of the file that
+//! holds them (a flag's against the current directory), `~/` against the home directory.
+//!
+//! Errors name file, line, column and key ([`FileDiagnostic`]).
+
+mod diag;
+mod raw;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use diag::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Origin {
+    /// A command-line flag, e.g. `--policy`.
+    Flag {
+        /// The flag as spelled.
+        flag: String,
+    },
+    /// A configuration file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the key.
+        line: u32,
+    },
+    /// Nothing set it.
+    Default,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flag { flag } => write!(f, "flag {flag}"),
+            Self::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Self::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// A value and its origin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sourced<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub origin: Origin,
+}
+
+impl<T> Sourced<T> {
+    fn flag(value: T, flag: &str) -> Self {
+        Self {
+            value,
+            origin: Origin::Flag {
+                flag: flag.to_owned(),
+            },
+        }
+    }
+
+    fn default(value: T) -> Self {
+        Self {
+            value,
+            origin: Origin::Default,
+        }
+    }
+}
+
+/// Budgets of one episode; `None` is unlimited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Limits {
+    /// Model turns (`limits.turns`, `--max-turns`).
+    pub turns: Option<Sourced<u32>>,
+    /// Tokens, input plus output over all turns (`limits.tokens`, `--max-tokens`).
+    pub tokens: Option<Sourced<u64>>,
+    /// Wall-clock seconds (`limits.wall_seconds`, `--max-wall-seconds`).
+    pub wall_seconds: Option<Sourced<u64>>,
+    /// Cost in USD (`limits.cost_usd`, `--max-cost-usd`); an unknown cost counts as over.
+    pub cost_usd: Option<Sourced<f64>>,
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// The policy file for tool scopes (`policy`, `--policy`).
+    pub policy: Option<Sourced<PathBuf>>,
+    /// The provider file (`provider`, `--provider`).
+    pub provider: Option<Sourced<PathBuf>>,
+    /// The directory the agent works in (`workspace`, `--workspace`; default: the current
+    /// directory).
+    pub workspace: Sourced<PathBuf>,
+    /// Run tools as hardened host processes with no kernel scope (`host`, `--host`; default
+    /// false). Never implied: see [`Config::require_policy_or_host`].
+    pub host: Sourced<bool>,
+    /// Where to write the audit log (`audit`, `--audit`); `None`: no audit file.
+    pub audit: Option<Sourced<PathBuf>>,
+    /// Where usage, cost and latency records go (`records_dir`, `--records-dir`; default
+    /// `.bee/records` in the current directory).
+    pub records_dir: Sourced<PathBuf>,
+    /// Episode budgets.
+    pub limits: Limits,
+    /// `[security.scanners.NAME]` tables, kept as data for the scanner tools.
+    pub scanners: BTreeMap<String, Sourced<toml::Table>>,
+    /// The files that were read, highest precedence first.
+    pub files: Vec<PathBuf>,
+}
+
+/// The command-line layer. Flatten it into a command's arguments with `#[command(flatten)]`.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct Flags {
+    /// A configuration file, above .bee/config.toml and ~/.config/bee/config.toml.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The policy file that confines every tool call.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// The provider file (see docs/providers.md).
+    #[arg(long, value_name = "FILE")]
+    pub provider: Option<PathBuf>,
+    /// The directory the agent works in.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Run tools as hardened host processes with NO kernel scope (needed when there is no
+    /// policy).
+    #[arg(long)]
+    pub host: bool,
+    /// Write an audit log to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// Where usage, cost and latency records go.
+    #[arg(long, value_name = "DIR")]
+    pub records_dir: Option<PathBuf>,
+    /// Stop after N model turns.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// Stop after N tokens (input + output).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Stop after N seconds of wall-clock time.
+    #[arg(long, value_name = "N")]
+    pub max_wall_seconds: Option<u64>,
+    /// Stop once the cost reaches USD (an unknown cost counts as reached).
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
+}
+
+/// A finite amount of USD ≥ 0.
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not an amount of USD ≥ 0")),
+    }
+}
+
+/// What resolution needs from the process: the current directory and where the user's
+/// configuration lives. Tests build one by hand.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Env {
+    /// The current directory (absolute).
+    pub cwd: PathBuf,
+    /// The home directory, for `~/` and the default user configuration.
+    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME`, when set to an absolute path.
+    pub xdg_config_home: Option<PathBuf>,
+}
+
+impl Env {
+    /// The running process's environment (`$HOME`, `$XDG_CONFIG_HOME`, the current
+    /// directory).
+    ///
+    /// # Errors
+    /// When the current directory cannot be determined.
+    pub fn from_process() -> std::io::Result<Self> {
+        let abs = |name: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute())
+        };
+        Ok(Self {
+            cwd: std::env::current_dir()?,
+            home: abs("HOME"),
+            xdg_config_home: abs("XDG_CONFIG_HOME"),
+        })
+    }
+
+    /// The user configuration file (XDG Base Directory specification): under
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    pub fn user_config(&self) -> Option<PathBuf> {
+        self.xdg_config_home
+            .clone()
+            .or_else(|| self.home.as_ref().map(|h| h.join(".config")))
+            .map(|d| d.join("bee").join("config.toml"))
+    }
+
+    /// The project configuration file.
+    pub fn project_config(&self) -> PathBuf {
+        self.cwd.join(".bee").join("config.toml")
+    }
+
+    fn absolute(&self, base: &Path, p: &Path) -> PathBuf {
+        if let (Ok(rest), Some(home)) = (p.strip_prefix("~"), &self.home) {
+            return home.join(rest);
+        }
+        base.join(p)
+    }
+}
+
+/// How tools will be confined, as [`Config::require_policy_or_host`] decided.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Enforcement<'a> {
+    /// Each tool call runs in a kernel scope under this policy.
+    Policy(&'a Sourced<PathBuf>),
+    /// Tools run as hardened host processes with no kernel scope, because `host` was set
+    /// explicitly (here).
+    Host(&'a Origin),
+}
+
+/// Why a session may not start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Refusal {
+    /// Neither a policy nor `host`.
+    #[error(
+        "refusing to run tools unconfined: no policy is configured. Pass --policy FILE (or set \
+         `policy` in a configuration file), or pass --host to run tools as hardened host \
+         processes with no kernel scope"
+    )]
+    NoPolicy,
+    /// Both, which would leave it unclear whether tools are confined.
+    #[error(
+        "both a policy ({policy}) and host mode ({host}) are set; they exclude each other: \
+         drop one"
+    )]
+    Both {
+        /// Where the policy came from.
+        policy: Origin,
+        /// Where `host` came from.
+        host: Origin,
+    },
+}
+
+impl Config {
+    /// Resolves the four layers for the running process.
+    ///
+    /// # Errors
+    /// A [`FileError`] for an unreadable `--config` file or any invalid file.
+    pub fn resolve(flags: &Flags) -> Result<Self, FileError> {
+        let env = Env::from_process().map_err(|source| FileError::Read {
+            what: "current directory",
+            path: PathBuf::from("."),
+            source,
+        })?;
+        Self::resolve_in(flags, &env)
+    }
+
+    /// Resolves the four layers against `env`. A missing `.bee/config.toml` or user file is
+    /// skipped; a missing `--config` file is an error.
+    ///
+    /// # Errors
+    /// A [`FileError`] for an unreadable `--config` file or any invalid file.
+    pub fn resolve_in(flags: &Flags, env: &Env) -> Result<Self, FileError> {
+        let mut config = Config {
+            policy: None,
+            provider: None,
+            workspace: Sourced::default(env.cwd.clone()),
+            host: Sourced::default(false),
+            audit: None,
+            records_dir: Sourced::default(env.cwd.join(".bee").join("records")),
+            limits: Limits::default(),
+            scanners: BTreeMap::new(),
+            files: Vec::new(),
+        };
+        // Lowest precedence first; each layer overwrites what it sets.
+        let mut layers: Vec<(PathBuf, bool)> = Vec::new();
+        if let Some(user) = env.user_config() {
+            layers.push((user, false));
+        }
+        layers.push((env.project_config(), false));
+        if let Some(explicit) = &flags.config {
+            layers.push((env.absolute(&env.cwd, explicit), true));
+        }
+        for (path, required) in layers {
+            let text = match read_text(&path, "configuration") {
+                Ok(t) => t,
+                Err(FileError::Read { source, .. })
+                    if !required && source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            raw::apply(&mut config, &path, &text, env)?;
+            config.files.insert(0, path);
+        }
+        config.apply_flags(flags, env);
+        Ok(config)
+    }
+
+    fn apply_flags(&mut self, f: &Flags, env: &Env) {
+        let path = |p: &Path| env.absolute(&env.cwd, p);
+        if let Some(p) = &f.policy {
+            self.policy = Some(Sourced::flag(path(p), "--policy"));
+        }
+        if let Some(p) = &f.provider {
+            self.provider = Some(Sourced::flag(path(p), "--provider"));
+        }
+        if let Some(p) = &f.workspace {
+            self.workspace = Sourced::flag(path(p), "--workspace");
+        }
+        if f.host {
+            self.host = Sourced::flag(true, "--host");
+        }
+        if let Some(p) = &f.audit {
+            self.audit = Some(Sourced::flag(path(p), "--audit"));
+        }
+        if let Some(p) = &f.records_dir {
+            self.records_dir = Sourced::flag(path(p), "--records-dir");
+        }
+        if let Some(n) = f.max_turns {
+            self.limits.turns = Some(Sourced::flag(n, "--max-turns"));
+        }
+        if let Some(n) = f.max_tokens {
+            self.limits.tokens = Some(Sourced::flag(n, "--max-tokens"));
+        }
+        if let Some(n) = f.max_wall_seconds {
+            self.limits.wall_seconds = Some(Sourced::flag(n, "--max-wall-seconds"));
+        }
+        if let Some(n) = f.max_cost_usd {
+            self.limits.cost_usd = Some(Sourced::flag(n, "--max-cost-usd"));
+        }
+    }
+
+    /// Decides how tools are confined: a policy, or host mode set explicitly. Neither is a
+    /// refusal (bee never runs tools unconfined by accident), and so is both.
+    ///
+    /// # Errors
+    /// [`Refusal`].
+    pub fn require_policy_or_host(&self) -> Result<Enforcement<'_>, Refusal> {
+        match (&self.policy, self.host.value) {
+            (Some(p), false) => Ok(Enforcement::Policy(p)),
+            (None, true) => Ok(Enforcement::Host(&self.host.origin)),
+            (None, false) => Err(Refusal::NoPolicy),
+            (Some(p), true) => Err(Refusal::Both {
+                policy: p.origin.clone(),
+                host: self.host.origin.clone(),
+            }),
+        }
+    }
+
+    /// Every effective value as `(key, value, origin)`, in a fixed order, for display.
+    /// Unset optional keys appear with the value `(unset)` and origin [`Origin::Default`].
+    pub fn entries(&self) -> Vec<(String, String, Origin)> {
+        fn path(v: &Option<Sourced<PathBuf>>) -> (String, Origin) {
+            match v {
+                Some(s) => (s.value.display().to_string(), s.origin.clone()),
+                None => ("(unset)".to_owned(), Origin::Default),
+            }
+        }
+        fn num<T: ToString>(v: &Option<Sourced<T>>) -> (String, Origin) {
+            match v {
+                Some(s) => (s.value.to_string(), s.origin.clone()),
+                None => ("(unlimited)".to_owned(), Origin::Default),
+            }
+        }
+        let mut out = Vec::new();
+        let mut push = |key: &str, (value, origin): (String, Origin)| {
+            out.push((key.to_owned(), value, origin));
+        };
+        push("policy", path(&self.policy));
+        push("provider", path(&self.provider));
+        push(
+            "workspace",
+            (
+                self.workspace.value.display().to_string(),
+                self.workspace.origin.clone(),
+            ),
+        );
+        push(
+            "host",
+            (self.host.value.to_string(), self.host.origin.clone()),
+        );
+        push("audit", path(&self.audit));
+        push(
+            "records_dir",
+            (
+                self.records_dir.value.display().to_string(),
+                self.records_dir.origin.clone(),
+            ),
+        );
+        push("limits.turns", num(&self.limits.turns));
+        push("limits.tokens", num(&self.limits.tokens));
+        push("limits.wall_seconds", num(&self.limits.wall_seconds));
+        push("limits.cost_usd", num(&self.limits.cost_usd));
+        for (name, table) in &self.scanners {
+            push(
+                &format!("security.scanners.{name}"),
+                (
+                    toml::Value::Table(table.value.clone()).to_string(),
+                    table.origin.clone(),
+                ),
+            );
+        }
+        out
+    }
+}

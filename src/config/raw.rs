@@ -1,0 +1,171 @@
+//! The configuration file as written: unknown keys refused, spans kept for origins and
+//! errors. [`apply`] resolves one file onto the [`Config`] built so far.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use bee_core::error::Source;
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{Config, Env, FileDiagnostic, FileDiagnostics, FileError, Origin, Sourced, parse_toml};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    policy: Option<Spanned<String>>,
+    provider: Option<Spanned<String>>,
+    workspace: Option<Spanned<String>>,
+    host: Option<Spanned<bool>>,
+    audit: Option<Spanned<String>>,
+    records_dir: Option<Spanned<String>>,
+    limits: Option<RawLimits>,
+    security: Option<RawSecurity>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    turns: Option<Spanned<u32>>,
+    tokens: Option<Spanned<u64>>,
+    wall_seconds: Option<Spanned<u64>>,
+    cost_usd: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSecurity {
+    #[serde(default)]
+    scanners: BTreeMap<String, Spanned<toml::Table>>,
+}
+
+struct Resolver<'a> {
+    path: &'a Path,
+    dir: PathBuf,
+    source: Source,
+    env: &'a Env,
+    problems: Vec<FileDiagnostic>,
+}
+
+impl Resolver<'_> {
+    fn origin(&self, span: &Range<usize>) -> Origin {
+        Origin::File {
+            path: self.path.to_owned(),
+            line: self.source.line_column(span.start).0,
+        }
+    }
+
+    fn sourced<T: Clone>(&self, v: &Spanned<T>) -> Sourced<T> {
+        Sourced {
+            value: v.get_ref().clone(),
+            origin: self.origin(&v.span()),
+        }
+    }
+
+    fn problem(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
+        self.problems.push(FileDiagnostic::at(
+            &self.source,
+            span,
+            Some(key.to_owned()),
+            message,
+            (!help.is_empty()).then(|| help.to_owned()),
+        ));
+    }
+
+    fn path(&mut self, v: &Option<Spanned<String>>, key: &str) -> Option<Sourced<PathBuf>> {
+        let v = v.as_ref()?;
+        if v.get_ref().trim().is_empty() {
+            self.problem(v.span(), key, "the path is empty", "");
+            return None;
+        }
+        Some(Sourced {
+            value: self.env.absolute(&self.dir, Path::new(v.get_ref())),
+            origin: self.origin(&v.span()),
+        })
+    }
+}
+
+/// Reads one configuration file's text and overwrites in `config` every key it sets.
+pub(super) fn apply(
+    config: &mut Config,
+    path: &Path,
+    text: &str,
+    env: &Env,
+) -> Result<(), FileError> {
+    let source = Source::new(path.display().to_string(), text);
+    let raw: RawConfig = parse_toml(&source).map_err(|d| FileError::one(*d))?;
+    let dir = path
+        .parent()
+        .map_or_else(|| env.cwd.clone(), Path::to_owned);
+    let mut r = Resolver {
+        path,
+        dir,
+        source,
+        env,
+        problems: Vec::new(),
+    };
+
+    if let Some(p) = r.path(&raw.policy, "policy") {
+        config.policy = Some(p);
+    }
+    if let Some(p) = r.path(&raw.provider, "provider") {
+        config.provider = Some(p);
+    }
+    if let Some(p) = r.path(&raw.workspace, "workspace") {
+        config.workspace = p;
+    }
+    if let Some(h) = &raw.host {
+        config.host = r.sourced(h);
+    }
+    if let Some(p) = r.path(&raw.audit, "audit") {
+        config.audit = Some(p);
+    }
+    if let Some(p) = r.path(&raw.records_dir, "records_dir") {
+        config.records_dir = p;
+    }
+    if let Some(l) = &raw.limits {
+        if let Some(n) = &l.turns {
+            if *n.get_ref() == 0 {
+                r.problem(
+                    n.span(),
+                    "limits.turns",
+                    "a limit of 0 turns allows nothing",
+                    "remove the key for no limit",
+                );
+            }
+            config.limits.turns = Some(r.sourced(n));
+        }
+        if let Some(n) = &l.tokens {
+            config.limits.tokens = Some(r.sourced(n));
+        }
+        if let Some(n) = &l.wall_seconds {
+            config.limits.wall_seconds = Some(r.sourced(n));
+        }
+        if let Some(n) = &l.cost_usd {
+            if !n.get_ref().is_finite() || *n.get_ref() < 0.0 {
+                r.problem(
+                    n.span(),
+                    "limits.cost_usd",
+                    "not an amount of USD ≥ 0",
+                    "e.g. cost_usd = 2.5",
+                );
+            }
+            config.limits.cost_usd = Some(r.sourced(n));
+        }
+    }
+    if let Some(s) = &raw.security {
+        for (name, table) in &s.scanners {
+            config.scanners.insert(name.clone(), r.sourced(table));
+        }
+    }
+
+    if r.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(FileError::Invalid(FileDiagnostics {
+            file: path.display().to_string(),
+            problems: r.problems,
+        }))
+    }
+}

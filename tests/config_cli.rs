@@ -1,0 +1,88 @@
+//! `bee config show` end to end: origins on stdout, errors with positions, exit statuses.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bee_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir.join("home"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn show_prints_values_with_origins() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".bee")).unwrap();
+    std::fs::write(
+        root.join(".bee/config.toml"),
+        "provider = \"p.toml\"\n[limits]\nturns = 7\n",
+    )
+    .unwrap();
+    let out = bee_in(&root, &["config", "show", "--host", "--max-tokens", "5000"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} in\n{stdout}"))
+            .to_owned()
+    };
+    assert!(
+        line("provider").ends_with(&format!("# {}:1", root.join(".bee/config.toml").display()))
+    );
+    assert!(line("limits.turns").contains(" 7 "));
+    assert!(line("limits.tokens").ends_with("# flag --max-tokens"));
+    assert!(line("host").ends_with("# flag --host"));
+    assert!(stdout.contains("NO kernel scope"));
+
+    let out = bee_in(&root, &["config", "show", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["enforcement"].as_str().unwrap().contains("refuse"));
+}
+
+#[test]
+fn bad_files_exit_65_with_a_position_and_missing_ones_66() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".bee")).unwrap();
+    std::fs::write(root.join(".bee/config.toml"), "policy = \"p\"\nturns = 3\n").unwrap();
+    let out = bee_in(root, &["config", "show"]);
+    assert_eq!(out.status.code(), Some(65));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("config.toml:2:1: turns: unknown field"),
+        "{stderr}"
+    );
+
+    let out = bee_in(root, &["config", "show", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors"][0]["line"], 2);
+    assert_eq!(v["errors"][0]["key"], "turns");
+
+    std::fs::remove_file(root.join(".bee/config.toml")).unwrap();
+    let out = bee_in(root, &["config", "show", "--config", "missing.toml"]);
+    assert_eq!(out.status.code(), Some(66));
+}
+
+#[test]
+fn flag_limits_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [["--max-turns", "0"], ["--max-cost-usd", "NaN"]] {
+        let mut all = vec!["config", "show"];
+        all.extend(args);
+        let out = bee_in(dir.path(), &all);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+    }
+}
