@@ -5,3 +5,4 @@
 //! in `bee-common` and the kernel programs in `bee-ebpf`.
 
 pub mod app;
+pub mod records;

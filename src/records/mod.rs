@@ -1,0 +1,34 @@
+//! Episode records: transcripts and run summaries.
+//!
+//! A records directory holds one directory per run and, beside them, the metrics store:
+//!
+//! ```text
+//! <records_dir>/
+//!   metrics.sqlite            the metrics store (rebuildable from the transcripts)
+//!   <run id>/
+//!     <episode id>.jsonl      the episode's transcript, one event a line
+//!     summary.json            the run's summary, replaced atomically
+//! ```
+//!
+//! The transcripts are the record; the store is an index over them for `bee metrics`. See
+//! `docs/records.md` for the event and SQL schemas.
+
+mod event;
+mod summary;
+mod time;
+mod transcript;
+
+pub use event::{
+    Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted, Event,
+    EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message, ModelLatency, Outcome,
+    PolicyRecord, PriceSource, Role, SuccessCheck, ToolCall, ToolResult, ToolState, Totals,
+    Truncation, Usage,
+};
+pub use summary::{EpisodeSummary, RunSummary, SUMMARY_FILE, transcripts_in};
+pub use time::Timestamp;
+pub use transcript::{
+    Transcript, TranscriptError, TranscriptWriter, TruncatedTail, read_transcript,
+};
+
+/// Where records go when nothing says otherwise, relative to the current directory.
+pub const DEFAULT_RECORDS_DIR: &str = ".bee/records";
