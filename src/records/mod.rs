@@ -1,4 +1,4 @@
-//! Episode records: transcripts and run summaries.
+//! Episode records: transcripts, run summaries and the metrics store.
 //!
 //! A records directory holds one directory per run and, beside them, the metrics store:
 //!
@@ -14,6 +14,9 @@
 //! `docs/records.md` for the event and SQL schemas.
 
 mod event;
+mod query;
+mod recorder;
+mod store;
 mod summary;
 mod time;
 mod transcript;
@@ -24,6 +27,11 @@ pub use event::{
     PolicyRecord, PriceSource, Role, SuccessCheck, ToolCall, ToolResult, ToolState, Totals,
     Truncation, Usage,
 };
+pub use query::{
+    Group, GroupBy, ModelStats, Percentiles, Report, Stats, Tokens, ToolStats, nearest_rank,
+};
+pub use recorder::{EpisodeRecorder, RecordError, check_id, transcript_path};
+pub use store::{BUSY_TIMEOUT, RebuildReport, SCHEMA_VERSION, STORE_FILE, Store, StoreError};
 pub use summary::{EpisodeSummary, RunSummary, SUMMARY_FILE, transcripts_in};
 pub use time::Timestamp;
 pub use transcript::{
