@@ -3,6 +3,7 @@
 //! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
 
 mod exit;
+mod metrics;
 mod user;
 mod validate;
 
@@ -25,6 +26,8 @@ struct Cli {
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
     Validate(validate::Args),
+    /// Report tokens, cost, latency and denials from recorded episodes.
+    Metrics(metrics::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -50,6 +53,7 @@ pub fn main() -> ExitCode {
             Exit::Ok
         }
         Some(Command::Validate(args)) => validate::run(&args),
+        Some(Command::Metrics(args)) => metrics::run(&args),
     };
     exit.into()
 }
