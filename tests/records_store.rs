@@ -12,6 +12,8 @@ use bee::records::{
 };
 use serde_json::json;
 
+type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
+
 fn started(run: &str, episode: &str, model: &str) -> EpisodeStarted {
     EpisodeStarted {
         run_id: run.into(),
@@ -46,7 +48,7 @@ fn model_call(
     tokens: [u64; 4],
     cost: Cost,
     ms: u64,
-) {
+) -> TestResult {
     rec.record(EventBody::Usage(Usage {
         model_call: n,
         model: model.into(),
@@ -55,23 +57,28 @@ fn model_call(
         output_tokens: tokens[2],
         reasoning_tokens: tokens[3],
         cost,
-    }))
-    .unwrap();
+    }))?;
     rec.record(EventBody::ModelLatency(ModelLatency {
         model_call: n,
         first_token_ms: Some(ms / 5),
         total_ms: ms,
-    }))
-    .unwrap();
+    }))?;
+    Ok(())
 }
 
-fn tool(rec: &mut EpisodeRecorder, id: &str, name: &str, state: ToolState, ms: u64, denials: u32) {
+fn tool(
+    rec: &mut EpisodeRecorder,
+    id: &str,
+    name: &str,
+    state: ToolState,
+    ms: u64,
+    denials: u32,
+) -> TestResult {
     rec.record(EventBody::ToolCall(ToolCall {
         call_id: id.into(),
         tool: name.into(),
         arguments: json!({"cmd": "cargo test"}),
-    }))
-    .unwrap();
+    }))?;
     for i in 0..denials {
         rec.record(EventBody::Denial(Denial {
             call_id: id.into(),
@@ -79,8 +86,7 @@ fn tool(rec: &mut EpisodeRecorder, id: &str, name: &str, state: ToolState, ms: u
             explanation: format!("write to /etc/x{i} refused: no fs.write grant covers it"),
             target: DenialTarget::Path(format!("/etc/x{i}")),
             missing: GrantKind::FsWrite,
-        }))
-        .unwrap();
+        }))?;
     }
     rec.record(EventBody::ToolResult(ToolResult {
         call_id: id.into(),
@@ -89,20 +95,18 @@ fn tool(rec: &mut EpisodeRecorder, id: &str, name: &str, state: ToolState, ms: u
         truncated: None,
         exit: (state == ToolState::Completed).then_some(ExitStatus::Code(0)),
         duration_ms: ms,
-    }))
-    .unwrap();
+    }))?;
+    Ok(())
 }
 
 /// Two runs, three episodes, known latencies and costs (see the assertions).
-fn fixture(records: &Path, store: Option<Arc<Store>>) {
+fn fixture(records: &Path, store: Option<Arc<Store>>) -> TestResult {
     // r1/e1: m-known, two priced calls, three tool calls, two denials; passed.
-    let mut rec =
-        EpisodeRecorder::start(records, started("r1", "e1", "m-known"), store.clone()).unwrap();
+    let mut rec = EpisodeRecorder::start(records, started("r1", "e1", "m-known"), store.clone())?;
     rec.record(EventBody::Message(Message {
         role: Role::User,
         text: "make the tests pass".into(),
-    }))
-    .unwrap();
+    }))?;
     model_call(
         &mut rec,
         1,
@@ -110,10 +114,10 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) {
         [100, 20, 50, 10],
         table("2026-11", 0.01),
         100,
-    );
-    tool(&mut rec, "c1", "shell", ToolState::Completed, 10, 0);
-    tool(&mut rec, "c2", "read_file", ToolState::CouldNotRun, 5, 0);
-    tool(&mut rec, "c3", "shell", ToolState::Failed, 30, 2);
+    )?;
+    tool(&mut rec, "c1", "shell", ToolState::Completed, 10, 0)?;
+    tool(&mut rec, "c2", "read_file", ToolState::CouldNotRun, 5, 0)?;
+    tool(&mut rec, "c3", "shell", ToolState::Failed, 30, 2)?;
     model_call(
         &mut rec,
         2,
@@ -124,19 +128,17 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) {
             source: PriceSource::Override,
         },
         300,
-    );
+    )?;
     rec.finish(
         Outcome::Passed,
         Some(SuccessCheck {
             passed: true,
             detail: "cargo test exited 0".into(),
         }),
-    )
-    .unwrap();
+    )?;
 
     // r1/e2: m-local, no price; one tool call; a turn limit.
-    let mut rec =
-        EpisodeRecorder::start(records, started("r1", "e2", "m-local"), store.clone()).unwrap();
+    let mut rec = EpisodeRecorder::start(records, started("r1", "e2", "m-local"), store.clone())?;
     model_call(
         &mut rec,
         1,
@@ -146,17 +148,16 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) {
             model: "m-local".into(),
         },
         200,
-    );
-    tool(&mut rec, "c1", "shell", ToolState::Completed, 20, 0);
+    )?;
+    tool(&mut rec, "c1", "shell", ToolState::Completed, 20, 0)?;
     rec.record(EventBody::LimitHit(LimitHit {
         limit: LimitKind::Turns,
         detail: "1 turn of 1".into(),
-    }))
-    .unwrap();
-    rec.finish(Outcome::Limit, None).unwrap();
+    }))?;
+    rec.finish(Outcome::Limit, None)?;
 
     // r2/e1: m-known, one priced call, then bee dies: no episode_finished.
-    let mut rec = EpisodeRecorder::start(records, started("r2", "e1", "m-known"), store).unwrap();
+    let mut rec = EpisodeRecorder::start(records, started("r2", "e1", "m-known"), store)?;
     model_call(
         &mut rec,
         1,
@@ -164,15 +165,13 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) {
         [10, 0, 5, 0],
         table("2026-11", 0.03),
         500,
-    );
+    )?;
     drop(rec);
+    Ok(())
 }
 
-fn group<'a>(r: &'a Report, key: &str) -> &'a Stats {
-    match r.groups.iter().find(|g| g.key == key) {
-        Some(g) => &g.stats,
-        None => panic!("no group {key} in {:?}", r.groups),
-    }
+fn group<'a>(r: &'a Report, key: &str) -> Option<&'a Stats> {
+    r.groups.iter().find(|g| g.key == key).map(|g| &g.stats)
 }
 
 fn keys(r: &Report) -> Vec<&str> {
@@ -183,20 +182,20 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
-fn live_store(dir: &Path) -> Arc<Store> {
-    let store = Arc::new(Store::open(&dir.join(STORE_FILE)).unwrap());
-    fixture(dir, Some(store.clone()));
-    store
+fn live_store(dir: &Path) -> TestResult<Arc<Store>> {
+    let store = Arc::new(Store::open(&dir.join(STORE_FILE))?);
+    fixture(dir, Some(store.clone()))?;
+    Ok(store)
 }
 
 #[test]
 fn report_by_run() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     let r = store.report(GroupBy::Run, None).unwrap();
     assert_eq!(keys(&r), ["r1", "r2"]);
 
-    let r1 = group(&r, "r1");
+    let r1 = group(&r, "r1").unwrap();
     assert_eq!(r1.episodes, 2);
     let m = r1.model.as_ref().unwrap();
     assert_eq!(m.calls, 3);
@@ -232,7 +231,7 @@ fn report_by_run() {
     assert_eq!((t.duration_ms.p50, t.duration_ms.p95), (Some(10), Some(30)));
     assert_eq!(t.denials, 2);
 
-    let r2 = group(&r, "r2");
+    let r2 = group(&r, "r2").unwrap();
     let m = r2.model.as_ref().unwrap();
     assert_eq!(m.cost.usd().map(|u| close(u, 0.03)), Some(true));
     assert_eq!((m.latency_ms.p50, m.latency_ms.p95), (Some(500), Some(500)));
@@ -256,10 +255,10 @@ fn report_by_run() {
 #[test]
 fn report_by_episode() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     let r = store.report(GroupBy::Episode, None).unwrap();
     assert_eq!(keys(&r), ["r1/e1", "r1/e2", "r2/e1"]);
-    let e1 = group(&r, "r1/e1");
+    let e1 = group(&r, "r1/e1").unwrap();
     assert_eq!(e1.episodes, 1);
     let m = e1.model.as_ref().unwrap();
     assert_eq!(m.calls, 2);
@@ -267,7 +266,7 @@ fn report_by_episode() {
     // Two samples: p50 is the smaller, p95 the larger.
     assert_eq!((m.latency_ms.p50, m.latency_ms.p95), (Some(100), Some(300)));
     assert_eq!(e1.tools.denials, 2);
-    let e2 = group(&r, "r1/e2");
+    let e2 = group(&r, "r1/e2").unwrap();
     assert_eq!(e2.model.as_ref().unwrap().cost.usd(), None);
     assert_eq!(e2.tools.duration_ms.p50, Some(20));
 }
@@ -275,10 +274,10 @@ fn report_by_episode() {
 #[test]
 fn report_by_model() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     let r = store.report(GroupBy::Model, None).unwrap();
     assert_eq!(keys(&r), ["m-known", "m-local"]);
-    let known = group(&r, "m-known");
+    let known = group(&r, "m-known").unwrap();
     assert_eq!(known.episodes, 2);
     let m = known.model.as_ref().unwrap();
     assert_eq!(m.calls, 3);
@@ -290,7 +289,7 @@ fn report_by_model() {
         (known.tools.duration_ms.p50, known.tools.duration_ms.p95),
         (Some(10), Some(30))
     );
-    let local = group(&r, "m-local");
+    let local = group(&r, "m-local").unwrap();
     let m = local.model.as_ref().unwrap();
     assert_eq!(m.cost.usd(), None);
     assert_eq!(m.cost.known_usd, 0.0);
@@ -301,10 +300,10 @@ fn report_by_model() {
 #[test]
 fn report_by_tool() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     let r = store.report(GroupBy::Tool, None).unwrap();
     assert_eq!(keys(&r), ["read_file", "shell"]);
-    let shell = group(&r, "shell");
+    let shell = group(&r, "shell").unwrap();
     assert!(shell.model.is_none(), "model calls have no tool");
     assert_eq!(
         (shell.tools.calls, shell.tools.completed, shell.tools.failed),
@@ -316,7 +315,7 @@ fn report_by_tool() {
         (Some(20), Some(30))
     );
     assert_eq!(shell.tools.denials, 2);
-    let read = group(&r, "read_file");
+    let read = group(&r, "read_file").unwrap();
     assert_eq!(read.tools.could_not_run, 1);
     assert_eq!(read.tools.duration_ms.p95, Some(5));
     assert!(r.total.model.is_some());
@@ -325,7 +324,7 @@ fn report_by_tool() {
 #[test]
 fn report_of_one_run() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     let r = store.report(GroupBy::Episode, Some("r2")).unwrap();
     assert_eq!(keys(&r), ["r2/e1"]);
     assert_eq!(r.run.as_deref(), Some("r2"));
@@ -339,7 +338,7 @@ fn report_of_one_run() {
 #[test]
 fn rebuild_from_transcripts_matches_the_live_store() {
     let dir = tempfile::tempdir().unwrap();
-    let live = live_store(dir.path());
+    let live = live_store(dir.path()).unwrap();
     let rebuilt_path = dir.path().join("rebuilt.sqlite");
     let report = Store::rebuild(dir.path(), &rebuilt_path).unwrap();
     assert_eq!((report.runs, report.episodes), (2, 3));
@@ -372,7 +371,7 @@ fn rebuild_from_transcripts_matches_the_live_store() {
 #[test]
 fn rebuild_reports_a_truncated_tail_and_keeps_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    fixture(dir.path(), None);
+    fixture(dir.path(), None).unwrap();
     let path = dir.path().join("r2").join("e1.jsonl");
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(br#"{"seq":99,"at":"2026-11-30T06:"#);
@@ -396,7 +395,7 @@ fn rebuild_of_an_empty_directory_finds_nothing() {
 #[test]
 fn ingest_is_idempotent() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     let before = store.report(GroupBy::Episode, None).unwrap();
     let t = read_transcript(&dir.path().join("r1").join("e1.jsonl")).unwrap();
     assert_eq!(store.ingest_all("r1", "e1", &t.events).unwrap(), 0);
@@ -425,7 +424,8 @@ fn concurrent_episodes_share_one_store() {
                         [10, 0, 1, 0],
                         table("2026-11", 0.5),
                         10 * u64::from(n),
-                    );
+                    )
+                    .unwrap();
                     tool(
                         &mut rec,
                         &format!("c{n}"),
@@ -433,7 +433,8 @@ fn concurrent_episodes_share_one_store() {
                         ToolState::Completed,
                         1,
                         0,
-                    );
+                    )
+                    .unwrap();
                 }
                 rec.finish(Outcome::Failed, None).unwrap();
             })
@@ -443,7 +444,7 @@ fn concurrent_episodes_share_one_store() {
         h.join().unwrap();
     }
     let r = store.report(GroupBy::Run, None).unwrap();
-    let s = group(&r, "r");
+    let s = group(&r, "r").unwrap();
     assert_eq!(s.episodes, 4);
     let m = s.model.as_ref().unwrap();
     assert_eq!(m.calls, 40);
@@ -481,7 +482,7 @@ fn a_foreign_sqlite_database_is_refused() {
 #[test]
 fn unknown_price_is_stored_as_null_not_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let store = live_store(dir.path());
+    let store = live_store(dir.path()).unwrap();
     drop(store);
     let conn = rusqlite::Connection::open(dir.path().join(STORE_FILE)).unwrap();
     let (usd, source): (Option<f64>, String) = conn

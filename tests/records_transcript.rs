@@ -150,18 +150,19 @@ fn an_existing_transcript_is_never_overwritten() {
     assert_eq!(std::fs::read(&path).unwrap(), b"keep");
 }
 
-fn write_events(path: &Path, n: usize) {
-    let mut w = TranscriptWriter::create(path).unwrap();
+fn write_events(path: &Path, n: usize) -> Result<(), TranscriptError> {
+    let mut w = TranscriptWriter::create(path)?;
     for b in every_kind().into_iter().take(n) {
-        w.append(b).unwrap();
+        w.append(b)?;
     }
+    Ok(())
 }
 
 #[test]
 fn a_crash_mid_line_is_tolerated_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e.jsonl");
-    write_events(&path, 4);
+    write_events(&path, 4).unwrap();
     let whole = std::fs::read(&path).unwrap();
     // The fifth line, cut off in the middle as a crash during write(2) would leave it.
     let mut f = std::fs::OpenOptions::new()
@@ -186,7 +187,7 @@ fn a_crash_mid_line_is_tolerated_and_reported() {
 fn a_damaged_complete_line_is_an_error_with_its_line_number() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e.jsonl");
-    write_events(&path, 3);
+    write_events(&path, 3).unwrap();
     let mut text = std::fs::read_to_string(&path).unwrap();
     text = text.replacen("\"event\":\"message\"", "\"event\":\"mesage\"", 1);
     std::fs::write(&path, &text).unwrap();
@@ -200,7 +201,7 @@ fn a_damaged_complete_line_is_an_error_with_its_line_number() {
 fn a_sequence_gap_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("e.jsonl");
-    write_events(&path, 3);
+    write_events(&path, 3).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let without_second: Vec<&str> = text
         .lines()
