@@ -494,3 +494,21 @@ fn unknown_price_is_stored_as_null_not_zero() {
         .unwrap();
     assert_eq!((usd, source.as_str()), (None, "unknown"));
 }
+
+#[test]
+fn rebuild_refuses_a_transcript_filed_under_another_name() {
+    let dir = tempfile::tempdir().unwrap();
+    fixture(dir.path(), None).unwrap();
+    std::fs::rename(
+        dir.path().join("r1").join("e2.jsonl"),
+        dir.path().join("r1").join("e9.jsonl"),
+    )
+    .unwrap();
+    let err = Store::rebuild(dir.path(), &dir.path().join(STORE_FILE)).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("names r1/e2, but the file is r1/e9.jsonl"),
+        "{err}"
+    );
+    assert!(!dir.path().join(STORE_FILE).exists());
+}
