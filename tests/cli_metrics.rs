@@ -342,3 +342,13 @@ fn usage_errors_exit_64() {
     let o = bee(&["metrics", "--db", "a", "--records", "b"]);
     assert_eq!(code(&o), 64);
 }
+
+#[test]
+fn table_snapshots() {
+    let dir = fixture().unwrap();
+    for by in ["run", "episode", "model", "tool"] {
+        let o = bee(&["metrics", "--records", arg(dir.path()), "--by", by]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        insta::assert_snapshot!(format!("table_by_{by}"), stdout(&o));
+    }
+}
