@@ -355,3 +355,32 @@ fn summary_rewrites_are_atomic() {
         "no temporary file left behind"
     );
 }
+
+#[test]
+fn an_event_that_cannot_be_encoded_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.jsonl");
+    let mut w = TranscriptWriter::create(&path).unwrap();
+    w.append(EventBody::EpisodeStarted(started("r", "e")))
+        .unwrap();
+    let nan = EventBody::Usage(Usage {
+        model_call: 1,
+        model: "m".into(),
+        input_tokens: 1,
+        cached_input_tokens: 0,
+        output_tokens: 1,
+        reasoning_tokens: 0,
+        cost: Cost::Known {
+            usd: f64::NAN,
+            source: PriceSource::Override,
+        },
+    });
+    assert!(matches!(
+        w.append(nan),
+        Err(TranscriptError::Encode { seq: 2, .. })
+    ));
+    assert_eq!(w.next_seq(), 2);
+    let t = read_transcript(&path).unwrap();
+    assert_eq!(t.events.len(), 1);
+    assert!(t.truncated_tail.is_none());
+}

@@ -361,8 +361,15 @@ struct UnknownRepr {
 }
 
 impl Serialize for Cost {
+    /// Refuses a non-finite `usd`: JSON would write it as `null`, which reads back as
+    /// neither a known nor an unknown cost.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
+            Self::Known { usd, .. } if !usd.is_finite() => {
+                return Err(serde::ser::Error::custom(format!(
+                    "cost {usd} USD is not a finite number"
+                )));
+            }
             Self::Known { usd, source } => CostRepr::Known {
                 usd: *usd,
                 source: source.clone(),
@@ -750,6 +757,17 @@ mod tests {
             assert_eq!(back, c);
         }
         assert!(serde_json::from_value::<Cost>(json!({"usd": 1.0, "source": "guess"})).is_err());
+    }
+
+    #[test]
+    fn a_non_finite_cost_is_not_written() {
+        for usd in [f64::NAN, f64::INFINITY] {
+            let c = Cost::Known {
+                usd,
+                source: PriceSource::Override,
+            };
+            assert!(serde_json::to_string(&c).is_err());
+        }
     }
 
     #[test]
