@@ -512,3 +512,21 @@ fn rebuild_refuses_a_transcript_filed_under_another_name() {
     );
     assert!(!dir.path().join(STORE_FILE).exists());
 }
+
+#[test]
+fn a_reader_sees_what_an_open_writer_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = live_store(dir.path()).unwrap();
+    let mut wal = dir.path().join(STORE_FILE).into_os_string();
+    wal.push("-wal");
+    assert!(Path::new(&wal).exists(), "the store is in WAL mode");
+    let reader = Store::open_read_only(&dir.path().join(STORE_FILE)).unwrap();
+    assert_eq!(
+        reader.report(GroupBy::Episode, None).unwrap(),
+        writer.report(GroupBy::Episode, None).unwrap()
+    );
+    let mut rec =
+        EpisodeRecorder::start(dir.path(), started("r3", "e1", "m"), Some(writer.clone())).unwrap();
+    tool(&mut rec, "c1", "shell", ToolState::Completed, 7, 0).unwrap();
+    assert_eq!(reader.episode_count(Some("r3")).unwrap(), 1);
+}
