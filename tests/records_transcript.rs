@@ -6,9 +6,9 @@ use std::path::Path;
 use bee::records::{
     Cost, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeRecorder, EpisodeStarted,
     EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message, ModelLatency, Outcome,
-    PolicyRecord, PriceSource, Role, RunSummary, SUMMARY_FILE, SuccessCheck, Timestamp, ToolCall,
-    ToolResult, ToolState, Totals, TranscriptError, TranscriptWriter, Truncation, Usage,
-    read_transcript, transcript_path,
+    PolicyRecord, PriceSource, RecordError, Role, RunSummary, SUMMARY_FILE, SuccessCheck,
+    Timestamp, ToolCall, ToolResult, ToolState, Totals, TranscriptError, TranscriptWriter,
+    Truncation, Usage, read_transcript, transcript_path,
 };
 use serde_json::json;
 
@@ -383,4 +383,21 @@ fn an_event_that_cannot_be_encoded_writes_nothing() {
     let t = read_transcript(&path).unwrap();
     assert_eq!(t.events.len(), 1);
     assert!(t.truncated_tail.is_none());
+}
+
+#[test]
+fn start_and_finish_events_go_through_start_and_finish_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rec = EpisodeRecorder::start(dir.path(), started("r", "e"), None).unwrap();
+    let kinds = every_kind();
+    for body in [kinds[0].clone(), kinds[kinds.len() - 1].clone()] {
+        assert!(matches!(
+            rec.record(body),
+            Err(RecordError::OutOfPlace { .. })
+        ));
+    }
+    rec.finish(Outcome::Interrupted, None).unwrap();
+    let t = read_transcript(&transcript_path(dir.path(), "r", "e")).unwrap();
+    assert_eq!(t.events.len(), 2);
+    assert!(t.is_finished());
 }

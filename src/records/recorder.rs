@@ -20,6 +20,13 @@ pub enum RecordError {
         /// Why not.
         reason: &'static str,
     },
+    /// `episode_started` or `episode_finished` given to [`EpisodeRecorder::record`]: they are
+    /// recorded by [`EpisodeRecorder::start`] and [`EpisodeRecorder::finish`] only.
+    #[error("{event} is recorded by the recorder's start and finish, not by record")]
+    OutOfPlace {
+        /// The event's kind.
+        event: &'static str,
+    },
     /// The transcript could not be written; the event is not recorded.
     #[error(transparent)]
     Transcript(#[from] TranscriptError),
@@ -96,7 +103,7 @@ impl EpisodeRecorder {
             totals: Totals::default(),
             started_at_ms: None,
         };
-        recorder.record(EventBody::EpisodeStarted(started))?;
+        recorder.write(EventBody::EpisodeStarted(started))?;
         Ok(recorder)
     }
 
@@ -116,9 +123,19 @@ impl EpisodeRecorder {
     /// [`start`](Self::start) and [`finish`](Self::finish).
     ///
     /// # Errors
+    /// [`RecordError::OutOfPlace`] for `episode_started` and `episode_finished`;
     /// [`RecordError::Transcript`] when the event is not recorded;
     /// [`RecordError::Store`] when it is in the transcript but not in the store.
     pub fn record(&mut self, body: EventBody) -> Result<Event, RecordError> {
+        match body {
+            EventBody::EpisodeStarted(_) | EventBody::EpisodeFinished(_) => {
+                Err(RecordError::OutOfPlace { event: body.kind() })
+            }
+            body => self.write(body),
+        }
+    }
+
+    fn write(&mut self, body: EventBody) -> Result<Event, RecordError> {
         let event = self.writer.append(body)?;
         let at = event.at.as_unix_millis();
         let start = *self.started_at_ms.get_or_insert(at);
@@ -145,7 +162,7 @@ impl EpisodeRecorder {
         if let Some(start) = self.started_at_ms {
             totals.wall_ms = u64::try_from(now - start).unwrap_or(0);
         }
-        let event = self.record(EventBody::EpisodeFinished(EpisodeFinished {
+        let event = self.write(EventBody::EpisodeFinished(EpisodeFinished {
             outcome,
             success_check,
             totals,
