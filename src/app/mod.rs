@@ -6,6 +6,7 @@ mod check;
 mod config_cmd;
 mod exec;
 mod exit;
+mod metrics;
 mod user;
 mod validate;
 
@@ -34,6 +35,8 @@ enum Command {
     Exec(exec::Args),
     /// Show the effective configuration and where each value came from.
     Config(config_cmd::Args),
+    /// Report tokens, cost, latency and denials from recorded episodes.
+    Metrics(metrics::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -62,6 +65,7 @@ pub fn main() -> ExitCode {
         Some(Command::Check(args)) => check::run(&args),
         Some(Command::Exec(args)) => return exec::run(&args),
         Some(Command::Config(args)) => config_cmd::run(&args),
+        Some(Command::Metrics(args)) => metrics::run(&args),
     };
     exit.into()
 }

@@ -1,0 +1,822 @@
+//! The transcript event model: everything an episode records, one [`Event`] at a time.
+//!
+//! An event is written as one JSON object: its sequence number, its timestamp and an
+//! `event` tag naming the kind, followed by that kind's fields:
+//!
+//! ```json
+//! {"seq":3,"at":"2026-11-30T06:15:02.118Z","event":"tool_call","call_id":"c1","tool":"shell","arguments":{"cmd":"cargo test"}}
+//! ```
+//!
+//! Units are in the field names' documentation: token counts are tokens, money is US dollars,
+//! durations are milliseconds.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::time::Timestamp;
+
+/// One transcript line: a sequence number, when it happened, and what happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the episode's transcript: 1 for the first event, then consecutive.
+    pub seq: u64,
+    /// When the event was recorded.
+    pub at: Timestamp,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// The kinds of event, tagged by `event` in JSON (`"event": "tool_result"`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventBody {
+    /// The episode began; always the first event of a transcript.
+    EpisodeStarted(EpisodeStarted),
+    /// A message in the conversation.
+    Message(Message),
+    /// The model asked for a tool to run.
+    ToolCall(ToolCall),
+    /// A tool call ended (or could not start).
+    ToolResult(ToolResult),
+    /// The kernel refused an operation of a tool call.
+    Denial(Denial),
+    /// Token usage and cost of one model call.
+    Usage(Usage),
+    /// Latency of one model call.
+    ModelLatency(ModelLatency),
+    /// A limit of the episode was reached; the episode ends.
+    LimitHit(LimitHit),
+    /// The episode ended; always the last event of a complete transcript.
+    EpisodeFinished(EpisodeFinished),
+}
+
+impl EventBody {
+    /// The `event` tag of this kind, as written in JSON.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::EpisodeStarted(_) => "episode_started",
+            Self::Message(_) => "message",
+            Self::ToolCall(_) => "tool_call",
+            Self::ToolResult(_) => "tool_result",
+            Self::Denial(_) => "denial",
+            Self::Usage(_) => "usage",
+            Self::ModelLatency(_) => "model_latency",
+            Self::LimitHit(_) => "limit_hit",
+            Self::EpisodeFinished(_) => "episode_finished",
+        }
+    }
+}
+
+/// How an episode was set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeStarted {
+    /// The run this episode belongs to (the transcript's directory name).
+    pub run_id: String,
+    /// The episode, unique within its run (the transcript's file stem).
+    pub episode_id: String,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The model, as the provider names it.
+    pub model: String,
+    /// The provider kind (for example `anthropic`, `openai-compatible`).
+    pub provider: String,
+    /// Which policy confined the tools and how.
+    pub policy: PolicyRecord,
+    /// The episode's workspace directory.
+    pub workspace: String,
+    /// The limits the episode ran under.
+    pub limits: Limits,
+    /// When the run this episode belongs to started.
+    pub run_started_at: Timestamp,
+}
+
+/// The policy of an episode and how it was enforced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRecord {
+    /// Where the policy came from (a file path), or `None` when the episode ran without one.
+    pub source: Option<String>,
+    /// Whether a kernel scope enforced it.
+    pub enforcement: Enforcement,
+}
+
+/// How the tools of an episode were confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Enforcement {
+    /// Each tool call ran in a cgroup scope whose policy the eBPF LSM programs enforced.
+    Kernel,
+    /// Tools ran as hardened host processes with no kernel scope (`--host`).
+    Host,
+}
+
+impl Enforcement {
+    /// `kernel` or `host`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel",
+            Self::Host => "host",
+        }
+    }
+}
+
+/// The limits of an episode; `None` means no limit of that kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Most model turns (model calls).
+    pub turns: Option<u32>,
+    /// Most tokens, input plus output, over all model calls.
+    pub tokens: Option<u64>,
+    /// Most wall-clock time, milliseconds.
+    pub wall_ms: Option<u64>,
+    /// Most cost, US dollars.
+    pub cost_usd: Option<f64>,
+}
+
+/// A conversation message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// Its text.
+    pub text: String,
+}
+
+/// The author of a [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions from bee or the scenario.
+    System,
+    /// The user (or the scenario's task).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call's id, unique within the episode; results and denials refer to it.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments as the model gave them.
+    pub arguments: serde_json::Value,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The [`ToolCall::call_id`] this answers.
+    pub call_id: String,
+    /// Which of the three states the tool ended in.
+    pub state: ToolState,
+    /// What the tool returned to the model, possibly cut short (see `truncated`).
+    pub output: String,
+    /// Present when `output` was cut short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+    /// How the tool's process exited, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitStatus>,
+    /// From the start of the call to its end, milliseconds.
+    pub duration_ms: u64,
+}
+
+/// The three states every tool answers in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolState {
+    /// The tool ran and did what it does (a command exiting non-zero still completed).
+    Completed,
+    /// The tool did not run: not granted, missing binary, bad arguments, timeout before start.
+    CouldNotRun,
+    /// The tool started and broke: a crash, a timeout, an unreadable result.
+    Failed,
+}
+
+impl ToolState {
+    /// `completed`, `could_not_run` or `failed`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::CouldNotRun => "could_not_run",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// How a tool's output was shortened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Truncation {
+    /// The length of the whole output, bytes.
+    pub total_bytes: u64,
+    /// What was kept and where the rest is, in words (for example "kept the last 16 KiB").
+    pub note: String,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    /// It exited with this status (`{"code": 0}`).
+    Code(i32),
+    /// A signal with this number ended it (`{"signal": 9}`).
+    Signal(i32),
+}
+
+/// An operation the kernel refused to a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denial {
+    /// The [`ToolCall::call_id`] whose scope the refusal happened in.
+    pub call_id: String,
+    /// The LSM hook that refused (for example `file_open`, `bprm_check_security`).
+    pub hook: String,
+    /// One line saying what was refused and why.
+    pub explanation: String,
+    /// The file or peer the operation was aimed at.
+    pub target: DenialTarget,
+    /// The kind of grant that would have allowed it.
+    pub missing: GrantKind,
+}
+
+/// What a refused operation was aimed at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenialTarget {
+    /// A file path (`{"path": "/etc/shadow"}`).
+    Path(String),
+    /// A network peer: `address:port`, or a unix socket path (`{"peer": "1.1.1.1:443"}`).
+    Peer(String),
+}
+
+impl DenialTarget {
+    /// `path` or `peer`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Path(_) => "path",
+            Self::Peer(_) => "peer",
+        }
+    }
+
+    /// The path or the peer.
+    #[must_use]
+    pub fn value(&self) -> &str {
+        match self {
+            Self::Path(v) | Self::Peer(v) => v,
+        }
+    }
+}
+
+/// A kind of grant, named by the policy key that grants it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum GrantKind {
+    /// `fs.read`
+    #[serde(rename = "fs.read")]
+    FsRead,
+    /// `fs.write`
+    #[serde(rename = "fs.write")]
+    FsWrite,
+    /// `exec.allow`
+    #[serde(rename = "exec.allow")]
+    Exec,
+    /// `net.allow`
+    #[serde(rename = "net.allow")]
+    Net,
+    /// `net.unix`
+    #[serde(rename = "net.unix")]
+    NetUnix,
+}
+
+impl GrantKind {
+    /// The policy key, for example `fs.write`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FsRead => "fs.read",
+            Self::FsWrite => "fs.write",
+            Self::Exec => "exec.allow",
+            Self::Net => "net.allow",
+            Self::NetUnix => "net.unix",
+        }
+    }
+}
+
+/// Tokens and cost of one model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// The model call this is for: 1 for the episode's first call, then consecutive.
+    pub model_call: u32,
+    /// The model that answered.
+    pub model: String,
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Of `input_tokens`, those served from the provider's cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens, reasoning ones included.
+    pub output_tokens: u64,
+    /// Of `output_tokens`, those spent on reasoning.
+    pub reasoning_tokens: u64,
+    /// What the call cost, or that its price is unknown.
+    pub cost: Cost,
+}
+
+/// The cost of a model call. An unknown price stays unknown: it is never written as $0.
+///
+/// In JSON: `{"usd": 0.0123, "source": "shipped table 2026-11"}` or
+/// `{"unknown": {"model": "local-llama"}}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cost {
+    /// The price was known.
+    Known {
+        /// US dollars.
+        usd: f64,
+        /// Where the price came from.
+        source: PriceSource,
+    },
+    /// No price is known for this model.
+    Unknown {
+        /// The model without a price.
+        model: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum CostRepr {
+    Known { usd: f64, source: PriceSource },
+    Unknown { unknown: UnknownRepr },
+}
+
+#[derive(Serialize, Deserialize)]
+struct UnknownRepr {
+    model: String,
+}
+
+impl Serialize for Cost {
+    /// Refuses a non-finite `usd`: JSON would write it as `null`, which reads back as
+    /// neither a known nor an unknown cost.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Known { usd, .. } if !usd.is_finite() => {
+                return Err(serde::ser::Error::custom(format!(
+                    "cost {usd} USD is not a finite number"
+                )));
+            }
+            Self::Known { usd, source } => CostRepr::Known {
+                usd: *usd,
+                source: source.clone(),
+            },
+            Self::Unknown { model } => CostRepr::Unknown {
+                unknown: UnknownRepr {
+                    model: model.clone(),
+                },
+            },
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Cost {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match CostRepr::deserialize(d)? {
+            CostRepr::Known { usd, source } => Self::Known { usd, source },
+            CostRepr::Unknown { unknown } => Self::Unknown {
+                model: unknown.model,
+            },
+        })
+    }
+}
+
+/// Where a price came from.
+///
+/// Written as `shipped table <edition>` (the price table shipped with bee, for example
+/// `shipped table 2026-11`) or `override` (a price the operator configured).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PriceSource {
+    /// The price table shipped with bee, by edition (`2026-11`).
+    ShippedTable(String),
+    /// A price from the operator's configuration.
+    Override,
+}
+
+impl fmt::Display for PriceSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ShippedTable(edition) => write!(f, "shipped table {edition}"),
+            Self::Override => f.write_str("override"),
+        }
+    }
+}
+
+impl FromStr for PriceSource {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "override" {
+            return Ok(Self::Override);
+        }
+        match s.strip_prefix("shipped table ") {
+            Some(edition) if !edition.is_empty() => Ok(Self::ShippedTable(edition.to_owned())),
+            _ => Err(format!(
+                "`{s}` is not a price source (`shipped table <edition>` or `override`)"
+            )),
+        }
+    }
+}
+
+impl Serialize for PriceSource {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PriceSource {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// How long one model call took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelLatency {
+    /// The model call this is for (as in [`Usage::model_call`]).
+    pub model_call: u32,
+    /// From sending the request to the first streamed token, milliseconds; `None` when
+    /// nothing was streamed.
+    pub first_token_ms: Option<u64>,
+    /// From sending the request to the end of the response, milliseconds.
+    pub total_ms: u64,
+}
+
+/// A limit that ended the episode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitHit {
+    /// Which limit.
+    pub limit: LimitKind,
+    /// What was reached, in words (for example "40 turns of 40").
+    pub detail: String,
+}
+
+/// The kinds of episode limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// Model turns.
+    Turns,
+    /// Tokens.
+    Tokens,
+    /// Wall-clock time.
+    Wall,
+    /// Cost.
+    Cost,
+}
+
+impl LimitKind {
+    /// `turns`, `tokens`, `wall` or `cost`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Turns => "turns",
+            Self::Tokens => "tokens",
+            Self::Wall => "wall",
+            Self::Cost => "cost",
+        }
+    }
+}
+
+/// How an episode ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeFinished {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The scenario's success check, when it ran.
+    pub success_check: Option<SuccessCheck>,
+    /// What the episode used.
+    pub totals: Totals,
+}
+
+/// The outcomes of an episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The success check passed.
+    Passed,
+    /// The success check failed.
+    Failed,
+    /// A limit ended the episode.
+    Limit,
+    /// The provider failed and the episode could not go on.
+    ProviderError,
+    /// bee was interrupted.
+    Interrupted,
+    /// The kernel could not enforce the policy, so no tool ran.
+    EnforcementUnavailable,
+}
+
+impl Outcome {
+    /// The outcome as written: `passed`, `failed`, `limit`, `provider-error`, `interrupted`
+    /// or `enforcement-unavailable`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Limit => "limit",
+            Self::ProviderError => "provider-error",
+            Self::Interrupted => "interrupted",
+            Self::EnforcementUnavailable => "enforcement-unavailable",
+        }
+    }
+}
+
+/// The result of a scenario's success check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuccessCheck {
+    /// Whether it passed.
+    pub passed: bool,
+    /// What it found, in words.
+    pub detail: String,
+}
+
+/// What an episode (or a run) used. Build one from events with [`Totals::add`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Model calls made.
+    pub model_calls: u64,
+    /// Tool calls asked for.
+    pub tool_calls: u64,
+    /// Operations the kernel refused.
+    pub denials: u64,
+    /// Input tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Cached input tokens.
+    pub cached_input_tokens: u64,
+    /// Output tokens, reasoning ones included.
+    pub output_tokens: u64,
+    /// Reasoning tokens.
+    pub reasoning_tokens: u64,
+    /// The cost, which is unknown as a whole when any part of it is.
+    pub cost: CostTotal,
+    /// From the first event to the last, milliseconds.
+    pub wall_ms: u64,
+}
+
+impl Totals {
+    /// Counts one event in (model calls by their [`Usage`], tool calls, denials, tokens,
+    /// cost). Wall time is not derived from events; set `wall_ms` yourself.
+    pub fn add(&mut self, body: &EventBody) {
+        match body {
+            EventBody::ToolCall(_) => self.tool_calls += 1,
+            EventBody::Denial(_) => self.denials += 1,
+            EventBody::Usage(u) => {
+                self.model_calls += 1;
+                self.input_tokens += u.input_tokens;
+                self.cached_input_tokens += u.cached_input_tokens;
+                self.output_tokens += u.output_tokens;
+                self.reasoning_tokens += u.reasoning_tokens;
+                self.cost.add(&u.cost);
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds another total (an episode's, into a run's).
+    pub fn merge(&mut self, other: &Totals) {
+        self.model_calls += other.model_calls;
+        self.tool_calls += other.tool_calls;
+        self.denials += other.denials;
+        self.input_tokens += other.input_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.cost.merge(&other.cost);
+        self.wall_ms += other.wall_ms;
+    }
+}
+
+/// A sum of costs that stays honest about unknown prices.
+///
+/// In JSON: `{"usd": 0.42, "known_usd": 0.42, "unknown_models": [], "sources": ["shipped table
+/// 2026-11"]}`; `usd` is `null` whenever `unknown_models` is not empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CostTotal {
+    /// The sum of the known costs, US dollars.
+    pub known_usd: f64,
+    /// The models of the calls whose price is unknown, sorted, without repeats. When not
+    /// empty, the total is unknown and `known_usd` is only a lower bound.
+    pub unknown_models: Vec<String>,
+    /// The price sources of the known costs, sorted, without repeats.
+    pub sources: Vec<PriceSource>,
+}
+
+impl CostTotal {
+    /// The total in US dollars, or `None` when a part of it is unknown.
+    #[must_use]
+    pub fn usd(&self) -> Option<f64> {
+        self.unknown_models.is_empty().then_some(self.known_usd)
+    }
+
+    /// Adds one cost.
+    pub fn add(&mut self, cost: &Cost) {
+        match cost {
+            Cost::Known { usd, source } => {
+                self.known_usd += usd;
+                insert_sorted(&mut self.sources, source.clone());
+            }
+            Cost::Unknown { model } => insert_sorted(&mut self.unknown_models, model.clone()),
+        }
+    }
+
+    /// Adds another total.
+    pub fn merge(&mut self, other: &CostTotal) {
+        self.known_usd += other.known_usd;
+        for m in &other.unknown_models {
+            insert_sorted(&mut self.unknown_models, m.clone());
+        }
+        for s in &other.sources {
+            insert_sorted(&mut self.sources, s.clone());
+        }
+    }
+}
+
+impl fmt::Display for CostTotal {
+    /// `$0.4200`, or `unknown (no price for m; $0.4200 known)` when part of it is unknown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.usd() {
+            Some(usd) => write!(f, "${usd:.4}"),
+            None => {
+                write!(
+                    f,
+                    "unknown (no price for {}",
+                    self.unknown_models.join(", ")
+                )?;
+                if self.sources.is_empty() {
+                    f.write_str(")")
+                } else {
+                    write!(f, "; ${:.4} known)", self.known_usd)
+                }
+            }
+        }
+    }
+}
+
+fn insert_sorted<T: Ord>(v: &mut Vec<T>, item: T) {
+    if let Err(at) = v.binary_search(&item) {
+        v.insert(at, item);
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct CostTotalRepr {
+    #[serde(default)]
+    usd: Option<f64>,
+    known_usd: f64,
+    unknown_models: Vec<String>,
+    sources: Vec<PriceSource>,
+}
+
+impl Serialize for CostTotal {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        CostTotalRepr {
+            usd: self.usd(),
+            known_usd: self.known_usd,
+            unknown_models: self.unknown_models.clone(),
+            sources: self.sources.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CostTotal {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let r = CostTotalRepr::deserialize(d)?;
+        Ok(Self {
+            known_usd: r.known_usd,
+            unknown_models: r.unknown_models,
+            sources: r.sources,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn event_json_is_flat_and_tagged() {
+        let e = Event {
+            seq: 3,
+            at: Timestamp::from_unix_millis(0).unwrap(),
+            body: EventBody::ToolCall(ToolCall {
+                call_id: "c1".into(),
+                tool: "shell".into(),
+                arguments: json!({"cmd": "cargo test"}),
+            }),
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            json!({"seq": 3, "at": "1970-01-01T00:00:00.000Z", "event": "tool_call",
+                   "call_id": "c1", "tool": "shell", "arguments": {"cmd": "cargo test"}})
+        );
+        let back: Event = serde_json::from_value(v).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn cost_shapes() {
+        let known = Cost::Known {
+            usd: 0.5,
+            source: PriceSource::ShippedTable("2026-11".into()),
+        };
+        assert_eq!(
+            serde_json::to_value(&known).unwrap(),
+            json!({"usd": 0.5, "source": "shipped table 2026-11"})
+        );
+        let unknown = Cost::Unknown {
+            model: "local".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&unknown).unwrap(),
+            json!({"unknown": {"model": "local"}})
+        );
+        for c in [known, unknown] {
+            let back: Cost = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+            assert_eq!(back, c);
+        }
+        assert!(serde_json::from_value::<Cost>(json!({"usd": 1.0, "source": "guess"})).is_err());
+    }
+
+    #[test]
+    fn a_non_finite_cost_is_not_written() {
+        for usd in [f64::NAN, f64::INFINITY] {
+            let c = Cost::Known {
+                usd,
+                source: PriceSource::Override,
+            };
+            assert!(serde_json::to_string(&c).is_err());
+        }
+    }
+
+    #[test]
+    fn unknown_cost_makes_the_total_unknown() {
+        let mut t = CostTotal::default();
+        t.add(&Cost::Known {
+            usd: 0.25,
+            source: PriceSource::Override,
+        });
+        assert_eq!(t.usd(), Some(0.25));
+        t.add(&Cost::Unknown { model: "m".into() });
+        assert_eq!(t.usd(), None);
+        assert_eq!(t.to_string(), "unknown (no price for m; $0.2500 known)");
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["usd"], serde_json::Value::Null);
+        assert_eq!(v["known_usd"], json!(0.25));
+    }
+
+    #[test]
+    fn enum_spellings() {
+        assert_eq!(
+            serde_json::to_value(Outcome::EnforcementUnavailable).unwrap(),
+            json!("enforcement-unavailable")
+        );
+        assert_eq!(
+            serde_json::to_value(ToolState::CouldNotRun).unwrap(),
+            json!("could_not_run")
+        );
+        assert_eq!(
+            serde_json::to_value(GrantKind::NetUnix).unwrap(),
+            json!("net.unix")
+        );
+        assert_eq!(
+            serde_json::to_value(DenialTarget::Peer("1.1.1.1:443".into())).unwrap(),
+            json!({"peer": "1.1.1.1:443"})
+        );
+        assert_eq!(
+            serde_json::to_value(ExitStatus::Signal(9)).unwrap(),
+            json!({"signal": 9})
+        );
+        for o in [
+            Outcome::Passed,
+            Outcome::Failed,
+            Outcome::Limit,
+            Outcome::ProviderError,
+            Outcome::Interrupted,
+            Outcome::EnforcementUnavailable,
+        ] {
+            assert_eq!(serde_json::to_value(o).unwrap(), json!(o.as_str()));
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Episode records: transcripts, run summaries and the metrics store.
+//!
+//! A records directory holds one directory per run and, beside them, the metrics store:
+//!
+//! ```text
+//! <records_dir>/
+//!   metrics.sqlite            the metrics store (rebuildable from the transcripts)
+//!   <run id>/
+//!     <episode id>.jsonl      the episode's transcript, one event a line
+//!     summary.json            the run's summary, replaced atomically
+//! ```
+//!
+//! The transcripts are the record; the store is an index over them for `bee metrics`. See
+//! `docs/records.md` for the event and SQL schemas.
+
+mod event;
+mod query;
+mod recorder;
+mod store;
+mod summary;
+mod time;
+mod transcript;
+
+pub use event::{
+    Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted, Event,
+    EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message, ModelLatency, Outcome,
+    PolicyRecord, PriceSource, Role, SuccessCheck, ToolCall, ToolResult, ToolState, Totals,
+    Truncation, Usage,
+};
+pub use query::{
+    Group, GroupBy, ModelStats, Percentiles, Report, Stats, Tokens, ToolStats, nearest_rank,
+};
+pub use recorder::{EpisodeRecorder, RecordError, check_id, transcript_path};
+pub use store::{BUSY_TIMEOUT, RebuildReport, SCHEMA_VERSION, STORE_FILE, Store, StoreError};
+pub use summary::{EpisodeSummary, RunSummary, SUMMARY_FILE, transcripts_in};
+pub use time::Timestamp;
+pub use transcript::{
+    Transcript, TranscriptError, TranscriptWriter, TruncatedTail, read_transcript,
+};
+
+/// Where records go when nothing says otherwise, relative to the current directory.
+pub const DEFAULT_RECORDS_DIR: &str = ".bee/records";
