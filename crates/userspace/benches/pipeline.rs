@@ -1,11 +1,17 @@
-//! Stage one on a large policy: parse, normalise and lower 10,000 rules.
+//! Both stages on one large policy: compile 10,000 rules from TOML (stage one), plan their
+//! kernel maps (stage two), and the two together, as `bee validate` runs them.
 //!
-//! Run with `cargo bench -p bee-core --bench compile`; results go in docs/benchmarks.md.
+//! Run with `cargo bench -p bee-userspace --bench pipeline`; results go in docs/benchmarks.md.
+#![expect(
+    clippy::panic,
+    reason = "a benchmark whose input does not compile would measure nothing"
+)]
 
 use std::hint::black_box;
 use std::path::PathBuf;
 
 use bee_core::compile::{CompileOptions, compile_str};
+use bee_userspace::plan::EnforcementPlan;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// A policy of `n` rules in the proportions a large real policy might have: mostly exact
@@ -49,10 +55,25 @@ fn bench(c: &mut Criterion) {
         base: PathBuf::from("/srv"),
         home: Some(PathBuf::from("/home/u")),
     };
-    let compiled = compile_str("large.toml", &text, &options);
-    assert!(compiled.is_ok(), "the generated policy must compile");
+    let compiled = match compile_str("large.toml", &text, &options) {
+        Ok(c) => c.policy,
+        Err(e) => panic!("the generated policy must compile: {e}"),
+    };
+    if let Err(e) = EnforcementPlan::new(&compiled) {
+        panic!("the generated policy must plan: {e}");
+    }
     c.bench_function("compile 10k rules", |b| {
         b.iter(|| compile_str("large.toml", black_box(&text), &options))
+    });
+    c.bench_function("plan 10k rules", |b| {
+        b.iter(|| EnforcementPlan::new(black_box(&compiled)))
+    });
+    c.bench_function("compile+plan 10k rules", |b| {
+        b.iter(|| {
+            let compiled = compile_str("large.toml", black_box(&text), &options)?;
+            EnforcementPlan::new(&compiled.policy).map_err(|e| e.to_string())?;
+            Ok::<_, Box<dyn std::error::Error>>(())
+        })
     });
 }
 
