@@ -7,3 +7,5 @@
 pub mod app;
 pub mod config;
 pub mod provider;
+pub mod sandbox;
+pub mod tools;

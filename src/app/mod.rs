@@ -6,6 +6,7 @@ mod check;
 mod config_cmd;
 mod exec;
 mod exit;
+mod tool_runner;
 mod user;
 mod validate;
 
@@ -34,6 +35,9 @@ enum Command {
     Exec(exec::Args),
     /// Show the effective configuration and where each value came from.
     Config(config_cmd::Args),
+    /// Run one file tool inside a sandbox (started by bee itself).
+    #[command(name = "__tool", hide = true)]
+    Tool(tool_runner::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -62,6 +66,7 @@ pub fn main() -> ExitCode {
         Some(Command::Check(args)) => check::run(&args),
         Some(Command::Exec(args)) => return exec::run(&args),
         Some(Command::Config(args)) => config_cmd::run(&args),
+        Some(Command::Tool(args)) => tool_runner::run(&args),
     };
     exit.into()
 }
