@@ -41,6 +41,10 @@ pub use capture::Captured;
 pub use runner_grant::{RUNNER_ORIGIN_KEY, RunnerGrant, RunnerGrantError};
 
 /// How an episode's tool calls are isolated.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per episode and moved into the sandbox at once"
+)]
 pub enum SandboxMode {
     /// One kernel scope for the episode, confined by `policy` (plus the [`RunnerGrant`]).
     Enforced {

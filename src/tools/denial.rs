@@ -51,6 +51,9 @@ pub(crate) fn render(state: ToolState, body: &str, denials: &[AuditRecord], lead
     } else {
         let n = denials.len();
         let noun = if n == 1 { "access" } else { "accesses" };
-        format!("{main}\n\nnote: the policy denied {n} {noun} during this call:\n{lines}")
+        format!(
+            "{}\n\nnote: the policy denied {n} {noun} during this call:\n{lines}",
+            main.trim_end()
+        )
     }
 }
