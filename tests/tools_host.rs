@@ -546,3 +546,31 @@ fn drop_removes_the_cgroup() {
     drop(sb);
     assert!(cgroup_dir(id).is_none());
 }
+
+#[test]
+fn calls_get_the_configured_limits_and_variables() {
+    let ws = workspace();
+    let mut config = SandboxConfig::new(SandboxMode::Host, ws.path());
+    config.runner = Some(PathBuf::from(env!("CARGO_BIN_EXE_bee")));
+    config.rlimits.nofile = Some(64);
+    config.env.push(("BEE_TOOL_TEST".into(), "set".into()));
+    let sb = Sandbox::new(config).unwrap();
+    let o = call(
+        &sb,
+        "shell",
+        json!({"command": "echo $BEE_TOOL_TEST; ulimit -n; pwd"}),
+    );
+    assert_state(&o, ToolState::Completed);
+    let cwd = fs::canonicalize(ws.path()).unwrap();
+    assert_eq!(
+        o.content,
+        format!("exit status 0\n[stdout]\nset\n64\n{}", cwd.display())
+    );
+}
+
+#[test]
+fn a_sandbox_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Sandbox>();
+    shared::<ToolSet>();
+}

@@ -8,7 +8,7 @@
 //!   file accesses, executions and connections.
 //! * [`SandboxMode::Host`]: only when the user asked for it (`--host`). Tools run as hardened
 //!   host processes in a plain cgroup, with **no** kernel scope. The mode is on the sandbox
-//!   ([`Sandbox::mode`]) and on every [`RunOutput`], so callers can say so up front and in
+//!   ([`Sandbox::isolation`]) and on every [`RunOutput`], so callers can say so up front and in
 //!   their records.
 //!
 //! Calls run one at a time. A call's processes never outlive it: when its command exits or
@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime};
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
-use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, StdioMode};
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode};
 use bee_userspace::plan::{EnforcementPlan, PlanError};
 use bee_userspace::scope::{EnforceError, Enforcer, InstallId};
 use serde::{Deserialize, Serialize};
@@ -119,6 +119,11 @@ pub struct SandboxConfig {
     pub scope_flags: u32,
     /// The user tool calls run as; `None`: bee's own.
     pub credentials: Option<Credentials>,
+    /// Resource limits of every call's command.
+    pub rlimits: Rlimits,
+    /// Variables set for every call, over the passed ones (e.g. the invoking user's `HOME`
+    /// when bee runs through `sudo`).
+    pub env: Vec<(OsString, OsString)>,
     /// How long to wait for killed processes to be gone.
     pub kill_wait: Duration,
 }
@@ -135,6 +140,8 @@ impl SandboxConfig {
             limits: ScopeLimits::default(),
             scope_flags: 0,
             credentials: None,
+            rlimits: Rlimits::default(),
+            env: Vec::new(),
             kill_wait: Duration::from_secs(5),
         }
     }
@@ -230,6 +237,8 @@ pub struct Sandbox {
     workspace: PathBuf,
     runner: PathBuf,
     credentials: Option<Credentials>,
+    rlimits: Rlimits,
+    env: Vec<(OsString, OsString)>,
     kill_wait: Duration,
     cgroup_id: u64,
     state: Mutex<State>,
@@ -307,6 +316,8 @@ impl Sandbox {
             workspace,
             runner,
             credentials: config.credentials,
+            rlimits: config.rlimits,
+            env: config.env,
             kill_wait: config.kill_wait,
             cgroup_id: cgroup.id(),
             state: Mutex::new(State {
@@ -352,11 +363,16 @@ impl Sandbox {
     }
 
     /// A launch of `program` as tool calls get it: in the workspace, as the sandbox's user,
-    /// with the default environment pass-list.
+    /// with its resource limits, the default environment pass-list and its variables.
     pub fn command(&self, program: impl Into<OsString>) -> LaunchSpec {
-        LaunchSpec::new(program)
+        let mut spec = LaunchSpec::new(program)
             .current_dir(&self.workspace)
             .credentials(self.credentials.clone())
+            .rlimits(self.rlimits);
+        for (k, v) in &self.env {
+            spec = spec.env(k, v);
+        }
+        spec
     }
 
     /// Runs `spec` in the sandbox with standard input from `/dev/null`. See
