@@ -348,6 +348,21 @@ fn grep_prints_matches_with_context_and_filters_by_glob() {
 }
 
 #[test]
+fn grep_separates_groups_that_do_not_touch() {
+    let ws = workspace();
+    fs::write(ws.path().join("t.txt"), "a\nx\nb\nx\nc\nd\ne\nf\nx\n").unwrap();
+    let sb = sandbox(ws.path());
+    let o = call(&sb, "grep", json!({"pattern": "^x$", "context": 1}));
+    assert_state(&o, ToolState::Completed);
+    assert_eq!(
+        o.content,
+        "t.txt-1-a\nt.txt:2:x\nt.txt-3-b\nt.txt:4:x\nt.txt-5-c\n--\nt.txt-8-f\nt.txt:9:x\n"
+    );
+    let o = call(&sb, "grep", json!({"pattern": "^x$"}));
+    assert_eq!(o.content, "t.txt:2:x\nt.txt:4:x\nt.txt:9:x\n");
+}
+
+#[test]
 fn grep_output_cap_cuts_with_a_note() {
     let ws = workspace();
     let text: String = (1..=400).map(|i| format!("match {i}\n")).collect();
@@ -573,4 +588,21 @@ fn a_sandbox_can_be_shared_between_threads() {
     fn shared<T: Send + Sync>() {}
     shared::<Sandbox>();
     shared::<ToolSet>();
+}
+
+#[test]
+fn a_file_tool_that_runs_out_of_time_could_not_run() {
+    let ws = workspace();
+    let sb = sandbox(ws.path());
+    // No time at all: the runner is killed before it can answer.
+    let tools = ToolSet::new(ToolLimits {
+        file_timeout: Duration::ZERO,
+        ..ToolLimits::default()
+    });
+    let o = call_with(&tools, &sb, "list_dir", &json!({}));
+    assert_state(&o, ToolState::CouldNotRun);
+    assert_eq!(
+        o.content,
+        "could not run: `list_dir` timed out after 0 ms and was killed"
+    );
 }

@@ -196,8 +196,8 @@ impl ToolSet {
             return Answer {
                 state: ToolState::CouldNotRun,
                 body: format!(
-                    "`{name}` timed out after {} s and was killed",
-                    self.limits.file_timeout.as_secs()
+                    "`{name}` timed out after {} and was killed",
+                    seconds(self.limits.file_timeout)
                 ),
                 denials,
                 permission_error: false,
@@ -233,6 +233,15 @@ impl ToolSet {
                 }
             }
         }
+    }
+}
+
+/// A timeout as people write it: `60 s`, or `250 ms` below a second.
+pub(crate) fn seconds(d: Duration) -> String {
+    if d.subsec_nanos() == 0 || d.as_secs() >= 10 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
     }
 }
 

@@ -290,13 +290,14 @@ fn search_file(
     for &m in &matching {
         let from = m.saturating_sub(context);
         let to = (m + context).min(lines.len().saturating_sub(1));
+        // With context, `--` separates groups that do not touch, in a file and between files.
         let from = match last_printed {
-            Some(l) if l >= from => l + 1,
+            Some(l) if l + 1 >= from => l + 1,
             Some(_) if context > 0 => {
                 hits.out.push_str("--\n");
                 from
             }
-            _ if context > 0 && hits.files_matched > 1 && last_printed.is_none() => {
+            None if context > 0 && hits.files_matched > 1 => {
                 hits.out.push_str("--\n");
                 from
             }
