@@ -603,6 +603,6 @@ fn a_file_tool_that_runs_out_of_time_could_not_run() {
     assert_state(&o, ToolState::CouldNotRun);
     assert_eq!(
         o.content,
-        "could not run: `list_dir` timed out after 0 ms and was killed"
+        "could not run: `list_dir` timed out after 0 s and was killed"
     );
 }
