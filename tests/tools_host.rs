@@ -606,3 +606,24 @@ fn a_file_tool_that_runs_out_of_time_could_not_run() {
         "could not run: `list_dir` timed out after 0 s and was killed"
     );
 }
+
+#[test]
+fn a_failure_outside_the_workspace_is_noted_after_the_error() {
+    let ws = workspace();
+    let other = workspace();
+    let sb = sandbox(ws.path());
+    let path = other.path().join("missing.txt");
+    let o = call(&sb, "read_file", json!({"path": path}));
+    assert_state(&o, ToolState::Failed);
+    let mut lines = o.content.lines();
+    assert!(
+        lines.next().unwrap().starts_with("failed: read `"),
+        "{}",
+        o.content
+    );
+    assert!(
+        lines.next().unwrap().starts_with("note: `"),
+        "{}",
+        o.content
+    );
+}

@@ -78,10 +78,14 @@ impl RunnerResponse {
         }
     }
 
-    /// Puts the outside-the-workspace note of `target`, if any, before the content.
+    /// Adds the outside-the-workspace note of `target`, if any: before the output of a
+    /// completed call, after the error of one that was not.
     pub(crate) fn noted(mut self, target: &Target) -> Self {
         if let Some(note) = target.note() {
-            self.content = format!("{note}\n{}", self.content);
+            self.content = match self.state {
+                ToolState::Completed => format!("{note}\n{}", self.content),
+                _ => format!("{}\n{note}", self.content.trim_end()),
+            };
         }
         self
     }
