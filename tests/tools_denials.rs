@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use bee::provider::ToolCall;
 use bee::sandbox::{Isolation, RUNNER_ORIGIN_KEY, Sandbox, SandboxConfig, SandboxMode};
 use bee::tools::{ToolOutcome, ToolSet, ToolState};
+use bee_common::event::EVENT_ALLOWED;
 use bee_common::{ACCESS_EXEC, ACCESS_READ, AuditEvent, Hook};
 use bee_core::glob::PathPattern;
 use bee_core::{CompileOptions, CompiledPolicy, compile_str};
@@ -301,4 +302,28 @@ fn teardown_uninstalls_the_plan_on_finish_and_on_drop() {
         *fake.uninstalled.lock().unwrap(),
         vec![InstallId(id), InstallId(id2)]
     );
+}
+
+#[test]
+fn audited_allows_are_kept_apart_from_denials() {
+    let ws = tempfile::tempdir().unwrap();
+    let fake = Arc::new(Fake::default());
+    let sb = enforced(ws.path(), &fake, &bee());
+    fake.push(Hook::FileOpen, ACCESS_READ, "/denied", 5);
+    fake.push(Hook::FileOpen, ACCESS_READ, "/allowed", 5);
+    {
+        let mut pending = fake.pending.lock().unwrap();
+        let allowed = pending.last_mut().unwrap();
+        allowed.flags = EVENT_ALLOWED;
+        allowed.error = 0;
+    }
+    let spec = sb.command("/bin/true");
+    let out = sb
+        .run(&spec, std::time::Duration::from_secs(5), 1024)
+        .unwrap();
+    assert_eq!(out.isolation, Isolation::Enforced);
+    assert_eq!(out.denials.len(), 1);
+    assert_eq!(out.denials[0].path.as_deref(), Some("/denied"));
+    assert_eq!(out.allowed.len(), 1);
+    assert_eq!(out.allowed[0].path.as_deref(), Some("/allowed"));
 }

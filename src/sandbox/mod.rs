@@ -212,6 +212,9 @@ pub struct RunOutput {
     /// The denials the kernel reported for the scope during the call, oldest first (always
     /// empty in host mode).
     pub denials: Vec<AuditRecord>,
+    /// Allowed accesses the kernel reported during the call, when the scope audits allows
+    /// (`SCOPE_AUDIT_ALLOWS` in [`SandboxConfig::scope_flags`]); else empty.
+    pub allowed: Vec<AuditRecord>,
 }
 
 impl RunOutput {
@@ -438,7 +441,7 @@ impl Sandbox {
             Err(source) => {
                 return Err(SandboxError::Launch {
                     source,
-                    denials: self.drain(),
+                    denials: self.drain().0,
                 });
             }
         };
@@ -480,7 +483,7 @@ impl Sandbox {
         };
         // A call's processes never outlive it.
         let emptied = empty(cgroup, self.kill_wait);
-        let denials = self.drain();
+        let (denials, allowed) = self.drain();
         if let Err(e) = emptied {
             // Readers could block on pipes the survivors hold: leave them.
             return Err(SandboxError::Survivors(e.to_string()));
@@ -499,25 +502,25 @@ impl Sandbox {
             stderr,
             duration: start.elapsed(),
             denials,
+            allowed,
         })
     }
 
-    /// The denials reported for the scope since the last drain.
-    fn drain(&self) -> Vec<AuditRecord> {
+    /// The records reported for the scope since the last drain: denials, then allows.
+    fn drain(&self) -> (Vec<AuditRecord>, Vec<AuditRecord>) {
         let (Some(enforcer), Some(policy)) = (&self.enforcer, &self.policy) else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         let now = SystemTime::now();
         enforcer
             .drain_events(self.cgroup_id)
             .iter()
             .map(|e| AuditRecord::from_event(e, policy, now))
-            .filter(|r| r.verdict == Verdict::Deny)
-            .collect()
+            .partition(|r| r.verdict == Verdict::Deny)
     }
 
     /// Tears the sandbox down: kills what remains, uninstalls the plan, removes the cgroup.
-    /// Returns the denials that came in after the last call.
+    /// Returns the denials that came in after the last call (allows are not kept).
     ///
     /// # Errors
     /// [`SandboxError::Survivors`] when processes survived the kill (the plan then stays
@@ -533,7 +536,7 @@ impl Sandbox {
             return Ok(Vec::new());
         };
         let emptied = empty(cgroup, self.kill_wait);
-        let late = self.drain();
+        let late = self.drain().0;
         if let Err(e) = emptied {
             // Keep the plan installed and the cgroup in place: survivors stay confined.
             state.install = None;
