@@ -8,3 +8,5 @@ pub mod app;
 pub mod config;
 pub mod provider;
 pub mod records;
+pub mod sandbox;
+pub mod tools;

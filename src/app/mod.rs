@@ -7,6 +7,7 @@ mod config_cmd;
 mod exec;
 mod exit;
 mod metrics;
+mod tool_runner;
 mod user;
 mod validate;
 
@@ -37,6 +38,9 @@ enum Command {
     Config(config_cmd::Args),
     /// Report tokens, cost, latency and denials from recorded episodes.
     Metrics(metrics::Args),
+    /// Run one file tool inside a sandbox (started by bee itself).
+    #[command(name = "__tool", hide = true)]
+    Tool(tool_runner::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -66,6 +70,7 @@ pub fn main() -> ExitCode {
         Some(Command::Exec(args)) => return exec::run(&args),
         Some(Command::Config(args)) => config_cmd::run(&args),
         Some(Command::Metrics(args)) => metrics::run(&args),
+        Some(Command::Tool(args)) => tool_runner::run(&args),
     };
     exit.into()
 }

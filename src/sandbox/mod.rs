@@ -1,0 +1,592 @@
+//! The sandbox: where an episode's tool calls run.
+//!
+//! A [`Sandbox`] is made once per episode from an explicit [`SandboxMode`]:
+//!
+//! * [`SandboxMode::Enforced`]: the policy is widened by the [`RunnerGrant`] (and nothing
+//!   else), planned, and installed for one fresh scope cgroup. Every tool call is a new child
+//!   spawned into that cgroup through the hardened launcher, so the kernel decides each of its
+//!   file accesses, executions and connections.
+//! * [`SandboxMode::Host`]: only when the user asked for it (`--host`). Tools run as hardened
+//!   host processes in a plain cgroup, with **no** kernel scope. The mode is on the sandbox
+//!   ([`Sandbox::isolation`]) and on every [`RunOutput`], so callers can say so up front and in
+//!   their records.
+//!
+//! Calls run one at a time. A call's processes never outlive it: when its command exits or
+//! times out, whatever it left in the cgroup is killed before [`Sandbox::run`] returns, and the
+//! audit events drained then are the call's own. The scope is torn down by
+//! [`Sandbox::finish`], or on drop: kill what remains, uninstall the plan (only once the cgroup
+//! is empty, so that survivors stay confined), remove the cgroup.
+
+mod capture;
+pub mod runner_grant;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use bee_core::CompiledPolicy;
+use bee_userspace::audit::{AuditRecord, Verdict};
+use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode};
+use bee_userspace::plan::{EnforcementPlan, PlanError};
+use bee_userspace::scope::{EnforceError, Enforcer, InstallId};
+use serde::{Deserialize, Serialize};
+
+pub use capture::Captured;
+pub use runner_grant::{RUNNER_ORIGIN_KEY, RunnerGrant, RunnerGrantError};
+
+/// How an episode's tool calls are isolated.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per episode and moved into the sandbox at once"
+)]
+pub enum SandboxMode {
+    /// One kernel scope for the episode, confined by `policy` (plus the [`RunnerGrant`]).
+    Enforced {
+        /// The kernel side: installs the plan and reports audit events.
+        enforcer: Arc<dyn Enforcer + Send + Sync>,
+        /// The episode's compiled policy, before the runner grant is added.
+        policy: CompiledPolicy,
+    },
+    /// Hardened host processes in a plain cgroup, with no kernel enforcement. Only for an
+    /// explicit `--host`.
+    Host,
+}
+
+impl fmt::Debug for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SandboxMode::Enforced { policy, .. } => f
+                .debug_struct("Enforced")
+                .field("policy", &policy.source)
+                .finish_non_exhaustive(),
+            SandboxMode::Host => f.write_str("Host"),
+        }
+    }
+}
+
+/// The isolation a result was produced under; on the sandbox and on every result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// Inside a kernel scope: the policy was enforced.
+    Enforced,
+    /// A hardened host process with no kernel scope (`--host`): nothing was enforced.
+    Host,
+}
+
+impl Isolation {
+    /// One line for people, e.g. for the start of an episode.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Isolation::Enforced => "enforced: every tool call runs in a kernel scope",
+            Isolation::Host => {
+                "host (--host): tools run as hardened host processes with NO kernel enforcement"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Isolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Isolation::Enforced => "enforced",
+            Isolation::Host => "host",
+        })
+    }
+}
+
+/// Everything a sandbox is made from.
+#[derive(Debug)]
+pub struct SandboxConfig {
+    /// The isolation mode.
+    pub mode: SandboxMode,
+    /// The workspace: the working directory of every call, which relative tool paths name.
+    pub workspace: PathBuf,
+    /// The bee executable that runs file tools (`bee __tool`); `None`: this process's own
+    /// executable (`/proc/self/exe`).
+    pub runner: Option<PathBuf>,
+    /// The cgroup below which the episode's cgroup is made; `None`: bee's default parent.
+    pub cgroup_parent: Option<PathBuf>,
+    /// Limits of the episode's cgroup.
+    pub limits: ScopeLimits,
+    /// `SCOPE_*` flags of the scope (enforced mode).
+    pub scope_flags: u32,
+    /// The user tool calls run as; `None`: bee's own.
+    pub credentials: Option<Credentials>,
+    /// Resource limits of every call's command.
+    pub rlimits: Rlimits,
+    /// Variables set for every call, over the passed ones (e.g. the invoking user's `HOME`
+    /// when bee runs through `sudo`).
+    pub env: Vec<(OsString, OsString)>,
+    /// How long to wait for killed processes to be gone.
+    pub kill_wait: Duration,
+}
+
+impl SandboxConfig {
+    /// A configuration with defaults: bee's own executable as runner, the default cgroup
+    /// parent, no limits or flags, bee's credentials, 5 s for kills.
+    pub fn new(mode: SandboxMode, workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            mode,
+            workspace: workspace.into(),
+            runner: None,
+            cgroup_parent: None,
+            limits: ScopeLimits::default(),
+            scope_flags: 0,
+            credentials: None,
+            rlimits: Rlimits::default(),
+            env: Vec::new(),
+            kill_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Why the sandbox could not be made or could not run a call.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The workspace is not an absolute path to a directory.
+    #[error("the workspace `{path}` {why}")]
+    Workspace {
+        /// The workspace as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The runner grant could not be worked out.
+    #[error(transparent)]
+    RunnerGrant(#[from] RunnerGrantError),
+    /// The widened policy cannot be enforced.
+    #[error("the policy with the tool runner grant cannot be enforced: {0}")]
+    Plan(#[from] PlanError),
+    /// Creating, killing or removing the cgroup failed.
+    #[error(transparent)]
+    Cgroup(#[from] CgroupError),
+    /// The enforcer refused the plan.
+    #[error(transparent)]
+    Enforce(#[from] EnforceError),
+    /// The command could not be launched (it did not run). `denials` are the scope's denials
+    /// meanwhile (e.g. its `execve`).
+    #[error("{source}")]
+    Launch {
+        /// The launcher's error.
+        #[source]
+        source: LaunchError,
+        /// Denials recorded for the attempt.
+        denials: Vec<AuditRecord>,
+    },
+    /// Waiting for the command failed.
+    #[error("{0}")]
+    Wait(#[source] LaunchError),
+    /// The sandbox was already torn down.
+    #[error("the sandbox was already torn down")]
+    Finished,
+    /// Processes of the sandbox survived a kill. The plan stays installed and the cgroup stays,
+    /// so that they stay confined.
+    #[error("tearing down the sandbox failed (processes survive; the plan stays installed): {0}")]
+    Survivors(String),
+}
+
+/// How one command ended in the sandbox.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// The isolation it ran under.
+    pub isolation: Isolation,
+    /// Its wait status.
+    pub status: ExitStatus,
+    /// True when it ran out of time and was killed with its process group (and everything
+    /// else it left in the cgroup).
+    pub timed_out: bool,
+    /// Its standard output, capped.
+    pub stdout: Captured,
+    /// Its standard error, capped.
+    pub stderr: Captured,
+    /// From launch to the last of its processes gone.
+    pub duration: Duration,
+    /// The denials the kernel reported for the scope during the call, oldest first (always
+    /// empty in host mode).
+    pub denials: Vec<AuditRecord>,
+    /// Allowed accesses the kernel reported during the call, when the scope audits allows
+    /// (`SCOPE_AUDIT_ALLOWS` in [`SandboxConfig::scope_flags`]); else empty.
+    pub allowed: Vec<AuditRecord>,
+}
+
+impl RunOutput {
+    /// The exit code in the shell's convention (128 + signal for a signal).
+    pub fn exit_code(&self) -> i32 {
+        bee_userspace::launch::exit_code(self.status)
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    cgroup: Option<ScopeCgroup>,
+    install: Option<InstallId>,
+}
+
+/// The place where an episode's tool calls run. See the module documentation.
+pub struct Sandbox {
+    isolation: Isolation,
+    enforcer: Option<Arc<dyn Enforcer + Send + Sync>>,
+    policy: Option<CompiledPolicy>,
+    plan: Option<EnforcementPlan>,
+    grant: Option<RunnerGrant>,
+    workspace: PathBuf,
+    runner: PathBuf,
+    credentials: Option<Credentials>,
+    rlimits: Rlimits,
+    env: Vec<(OsString, OsString)>,
+    kill_wait: Duration,
+    cgroup_id: u64,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("isolation", &self.isolation)
+            .field("workspace", &self.workspace)
+            .field("runner", &self.runner)
+            .field("cgroup_id", &self.cgroup_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Makes the episode's sandbox: in enforced mode, widens the policy by the
+    /// [`RunnerGrant`], plans it, creates the scope cgroup and installs the plan; in host mode,
+    /// creates a plain cgroup.
+    ///
+    /// # Errors
+    /// [`SandboxError`]; nothing is left behind then.
+    pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
+        let workspace = config.workspace;
+        if !workspace.is_absolute() || !workspace.is_dir() {
+            return Err(SandboxError::Workspace {
+                why: "is not an absolute path to a directory".to_owned(),
+                path: workspace,
+            });
+        }
+        let runner = match config.runner {
+            Some(r) => r,
+            None => {
+                std::fs::canonicalize("/proc/self/exe").map_err(|source| RunnerGrantError::Io {
+                    op: "canonicalize",
+                    path: PathBuf::from("/proc/self/exe"),
+                    source,
+                })?
+            }
+        };
+        let parent = match &config.cgroup_parent {
+            Some(p) => CgroupParent::open(p)?,
+            None => CgroupParent::open_default()?,
+        };
+        let (isolation, enforcer, policy, plan, grant) = match config.mode {
+            SandboxMode::Enforced {
+                enforcer,
+                mut policy,
+            } => {
+                let grant = RunnerGrant::detect(&runner)?;
+                grant.apply(&mut policy);
+                let plan = EnforcementPlan::new(&policy)?;
+                (
+                    Isolation::Enforced,
+                    Some(enforcer),
+                    Some(policy),
+                    Some(plan),
+                    Some(grant),
+                )
+            }
+            SandboxMode::Host => (Isolation::Host, None, None, None, None),
+        };
+        let cgroup = parent.create_scope(&config.limits)?;
+        let install = match (&enforcer, &plan) {
+            (Some(e), Some(p)) => Some(e.install(p, cgroup.id(), config.scope_flags)?),
+            _ => None,
+        };
+        Ok(Self {
+            isolation,
+            enforcer,
+            policy,
+            plan,
+            grant,
+            workspace,
+            runner,
+            credentials: config.credentials,
+            rlimits: config.rlimits,
+            env: config.env,
+            kill_wait: config.kill_wait,
+            cgroup_id: cgroup.id(),
+            state: Mutex::new(State {
+                cgroup: Some(cgroup),
+                install,
+            }),
+        })
+    }
+
+    /// The isolation of every call in this sandbox.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The bee executable that runs file tools.
+    pub fn runner(&self) -> &Path {
+        &self.runner
+    }
+
+    /// The episode cgroup's id (the scope's id in audit records).
+    pub fn cgroup_id(&self) -> u64 {
+        self.cgroup_id
+    }
+
+    /// The policy in force, runner grant included (enforced mode).
+    pub fn policy(&self) -> Option<&CompiledPolicy> {
+        self.policy.as_ref()
+    }
+
+    /// The installed plan (enforced mode).
+    pub fn plan(&self) -> Option<&EnforcementPlan> {
+        self.plan.as_ref()
+    }
+
+    /// The runner grant added to the policy (enforced mode).
+    pub fn runner_grant(&self) -> Option<&RunnerGrant> {
+        self.grant.as_ref()
+    }
+
+    /// A launch of `program` as tool calls get it: in the workspace, as the sandbox's user,
+    /// with its resource limits, the default environment pass-list and its variables.
+    pub fn command(&self, program: impl Into<OsString>) -> LaunchSpec {
+        let mut spec = LaunchSpec::new(program)
+            .current_dir(&self.workspace)
+            .credentials(self.credentials.clone())
+            .rlimits(self.rlimits);
+        for (k, v) in &self.env {
+            spec = spec.env(k, v);
+        }
+        spec
+    }
+
+    /// Runs `spec` in the sandbox with standard input from `/dev/null`. See
+    /// [`Sandbox::run_with_input`].
+    ///
+    /// # Errors
+    /// As [`Sandbox::run_with_input`].
+    pub fn run(
+        &self,
+        spec: &LaunchSpec,
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Result<RunOutput, SandboxError> {
+        self.run_inner(spec, None, timeout, output_cap)
+    }
+
+    /// Runs `spec` in the sandbox's cgroup, writes `input` to its standard input, and captures
+    /// up to `output_cap` bytes of each of its standard output and error. At `timeout` its
+    /// process group is killed. When it has exited, whatever it left in the cgroup is killed
+    /// too, and the scope's audit events are drained into [`RunOutput::denials`].
+    ///
+    /// # Errors
+    /// [`SandboxError::Launch`] when it did not start (with the denials of the attempt),
+    /// [`SandboxError::Wait`], [`SandboxError::Survivors`] when its processes could not be
+    /// killed, [`SandboxError::Finished`] after teardown.
+    pub fn run_with_input(
+        &self,
+        spec: &LaunchSpec,
+        input: &[u8],
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Result<RunOutput, SandboxError> {
+        self.run_inner(spec, Some(input), timeout, output_cap)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves nothing half-done that matters here: the state
+        // is the cgroup and install handles, which stay valid.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn run_inner(
+        &self,
+        spec: &LaunchSpec,
+        input: Option<&[u8]>,
+        timeout: Duration,
+        output_cap: usize,
+    ) -> Result<RunOutput, SandboxError> {
+        let state = self.lock();
+        let cgroup = state.cgroup.as_ref().ok_or(SandboxError::Finished)?;
+        let spec = spec
+            .clone()
+            .stdin(if input.is_some() {
+                StdioMode::Piped
+            } else {
+                StdioMode::Null
+            })
+            .stdout(StdioMode::Piped)
+            .stderr(StdioMode::Piped);
+        let start = Instant::now();
+        let mut launched = match spec.spawn(cgroup) {
+            Ok(l) => l,
+            Err(source) => {
+                return Err(SandboxError::Launch {
+                    source,
+                    denials: self.drain().0,
+                });
+            }
+        };
+        let writer = launched.take_stdin().zip(input).map(|(mut w, data)| {
+            let data = data.to_vec();
+            // A command that does not read its input closes the pipe: EPIPE is fine.
+            std::thread::spawn(move || {
+                let _ = w.write_all(&data);
+            })
+        });
+        let out = launched
+            .take_stdout()
+            .map(|r| capture::spawn_reader(r, output_cap));
+        let err = launched
+            .take_stderr()
+            .map(|r| capture::spawn_reader(r, output_cap));
+        let pid = launched.id();
+        let waited = match launched.wait_timeout(Some(timeout)) {
+            Ok(Some(status)) => Ok((status, false)),
+            Ok(None) => {
+                kill_group(pid);
+                let _ = cgroup.kill();
+                launched
+                    .wait_timeout(None)
+                    .map(|s| s.map(|s| (s, true)))
+                    .and_then(|s| {
+                        s.ok_or_else(|| LaunchError::Wait {
+                            pid,
+                            source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+                        })
+                    })
+            }
+            Err(e) => {
+                kill_group(pid);
+                let _ = cgroup.kill();
+                let _ = launched.wait_timeout(Some(self.kill_wait));
+                Err(e)
+            }
+        };
+        // A call's processes never outlive it.
+        let emptied = empty(cgroup, self.kill_wait);
+        let (denials, allowed) = self.drain();
+        if let Err(e) = emptied {
+            // Readers could block on pipes the survivors hold: leave them.
+            return Err(SandboxError::Survivors(e.to_string()));
+        }
+        let stdout = join(out);
+        let stderr = join(err);
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
+        let (status, timed_out) = waited.map_err(SandboxError::Wait)?;
+        Ok(RunOutput {
+            isolation: self.isolation,
+            status,
+            timed_out,
+            stdout,
+            stderr,
+            duration: start.elapsed(),
+            denials,
+            allowed,
+        })
+    }
+
+    /// The records reported for the scope since the last drain: denials, then allows.
+    fn drain(&self) -> (Vec<AuditRecord>, Vec<AuditRecord>) {
+        let (Some(enforcer), Some(policy)) = (&self.enforcer, &self.policy) else {
+            return (Vec::new(), Vec::new());
+        };
+        let now = SystemTime::now();
+        enforcer
+            .drain_events(self.cgroup_id)
+            .iter()
+            .map(|e| AuditRecord::from_event(e, policy, now))
+            .partition(|r| r.verdict == Verdict::Deny)
+    }
+
+    /// Tears the sandbox down: kills what remains, uninstalls the plan, removes the cgroup.
+    /// Returns the denials that came in after the last call (allows are not kept).
+    ///
+    /// # Errors
+    /// [`SandboxError::Survivors`] when processes survived the kill (the plan then stays
+    /// installed and the cgroup stays); [`SandboxError::Enforce`] or
+    /// [`SandboxError::Cgroup`] when uninstalling or removing failed.
+    pub fn finish(self) -> Result<Vec<AuditRecord>, SandboxError> {
+        self.teardown()
+    }
+
+    fn teardown(&self) -> Result<Vec<AuditRecord>, SandboxError> {
+        let mut state = self.lock();
+        let Some(cgroup) = state.cgroup.as_ref() else {
+            return Ok(Vec::new());
+        };
+        let emptied = empty(cgroup, self.kill_wait);
+        let late = self.drain().0;
+        if let Err(e) = emptied {
+            // Keep the plan installed and the cgroup in place: survivors stay confined.
+            state.install = None;
+            if let Some(cg) = state.cgroup.take() {
+                std::mem::forget(cg);
+            }
+            return Err(SandboxError::Survivors(e.to_string()));
+        }
+        let uninstalled = match (state.install.take(), &self.enforcer) {
+            (Some(id), Some(e)) => e.uninstall(id),
+            _ => Ok(()),
+        };
+        let removed = match state.cgroup.take() {
+            Some(cg) => cg.remove(),
+            None => Ok(()),
+        };
+        uninstalled?;
+        removed?;
+        Ok(late)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+/// Kills what is left in `cgroup` and waits until it is empty.
+fn empty(cgroup: &ScopeCgroup, wait: Duration) -> Result<(), CgroupError> {
+    if cgroup.is_populated()? {
+        cgroup.kill()?;
+        cgroup.wait_empty(wait)?;
+    }
+    Ok(())
+}
+
+/// SIGKILL to the process group `pid` leads (the launcher makes every command a session and
+/// group leader).
+fn kill_group(pid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: killpg(2) takes two integers and has no memory-safety preconditions; ESRCH
+    // (the group is already gone) is fine.
+    unsafe { libc::killpg(pgid, libc::SIGKILL) };
+}
+
+fn join(handle: Option<JoinHandle<Captured>>) -> Captured {
+    handle
+        .and_then(|h| h.join().ok())
+        .unwrap_or_else(Captured::empty)
+}
