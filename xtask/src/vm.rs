@@ -536,7 +536,10 @@ fn split_by_binary(lines: &[String]) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
     for line in lines {
         if let Some(at) = line.find(BINARY_MARKER) {
-            out.push((line[at + BINARY_MARKER.len()..].trim().to_owned(), Vec::new()));
+            out.push((
+                line[at + BINARY_MARKER.len()..].trim().to_owned(),
+                Vec::new(),
+            ));
         } else if let Some((_, current)) = out.last_mut() {
             current.push(line.clone());
         }
@@ -578,7 +581,11 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
         script,
         "sh".to_owned(),
     ];
-    command.extend(binaries.iter().map(|(_, p)| p.to_string_lossy().into_owned()));
+    command.extend(
+        binaries
+            .iter()
+            .map(|(_, p)| p.to_string_lossy().into_owned()),
+    );
     let names: std::collections::BTreeMap<String, String> = binaries
         .iter()
         .map(|(n, p)| (p.to_string_lossy().into_owned(), n.clone()))

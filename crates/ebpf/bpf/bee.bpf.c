@@ -241,11 +241,6 @@ static long resolve_step(__u32 i, void *data)
 		return 0;
 	}
 	parent = BPF_CORE_READ(d, d_parent);
-	if (!parent || parent == d) {
-		/* A filesystem root that is not its mount's root: disconnected. */
-		c->flags |= BEE_EVENT_PATH_UNRESOLVED;
-		return 1;
-	}
 	len = BPF_CORE_READ(d, d_name.len);
 	name = BPF_CORE_READ(d, d_name.name);
 	if (len == 0 || len > BEE_NAME_MAX) {
@@ -271,6 +266,13 @@ static long resolve_step(__u32 i, void *data)
 	c->nsegs = k + 1;
 	c->pos = w;
 	c->dentry = (__u64)parent;
+	if (!parent || parent == d) {
+		/* A root that is not its mount's root: a disconnected or pseudo dentry
+		 * (a memfd, a deleted-and-detached file). Its name is kept for the
+		 * event; the access is denied. */
+		c->flags |= BEE_EVENT_PATH_UNRESOLVED;
+		return 1;
+	}
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 //! bee's enforcement backend.
 
 pub mod engine;
-pub mod support;
 pub mod plan;
+pub mod support;

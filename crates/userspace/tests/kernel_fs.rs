@@ -1,5 +1,11 @@
 //! Kernel tests: file access through the segment automaton (`file_open`, the `path_*`
 //! hooks), in the VM matrix via `cargo xtask vm test`. They fail, never skip, elsewhere.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "helpers of kernel tests: a step that fails fails the test"
+)]
 
 mod kernel_support;
 
@@ -80,10 +86,22 @@ fn writes_outside_grants_are_denied_per_hook() {
     assert_eperm(&run(cg, BUSYBOX, &["mkdir", &ro("d")]), "mkdir");
     assert_eperm(&run(cg, BUSYBOX, &["mkfifo", &ro("fifo")]), "mknod");
     assert_eperm(&run(cg, BUSYBOX, &["chmod", "600", &ro("a.txt")]), "chmod");
-    assert_eperm(&run(cg, BUSYBOX, &["ln", "-s", "/etc", &ro("sym")]), "symlink");
-    assert_eperm(&run(cg, BUSYBOX, &["mv", &ro("a.txt"), &rw("a.txt")]), "rename from ro");
-    assert_eperm(&run(cg, BUSYBOX, &["mv", &rw("b.txt"), &ro("b.txt")]), "rename into ro");
-    assert_eperm(&run(cg, BUSYBOX, &["truncate", "-s", "0", &ro("a.txt")]), "truncate");
+    assert_eperm(
+        &run(cg, BUSYBOX, &["ln", "-s", "/etc", &ro("sym")]),
+        "symlink",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &ro("a.txt"), &rw("a.txt")]),
+        "rename from ro",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &rw("b.txt"), &ro("b.txt")]),
+        "rename into ro",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["truncate", "-s", "0", &ro("a.txt")]),
+        "truncate",
+    );
 
     let evs = events(&scope.cg);
     denial(&evs, Hook::FileOpen, &ro("a.txt"), &scope);
@@ -115,7 +133,10 @@ rmdir d
 echo ok"#;
     let out = sh(cg, script, &[&ws.s("rw")]);
     assert_ok(&out, "work inside rw/");
-    assert!(events(&scope.cg).iter().all(|e| e.error == 0), "no denials for legitimate work");
+    assert!(
+        events(&scope.cg).iter().all(|e| e.error == 0),
+        "no denials for legitimate work"
+    );
 }
 
 #[test]
@@ -125,7 +146,11 @@ fn symlink_in_workspace_to_secret_is_denied() {
     std::os::unix::fs::symlink(secret.join("key"), &link).unwrap();
     let scope = Scope::new("symlink", &text, 0);
     assert_eperm(
-        &run(Some(&scope.cg), BUSYBOX, &["cat", &link.display().to_string()]),
+        &run(
+            Some(&scope.cg),
+            BUSYBOX,
+            &["cat", &link.display().to_string()],
+        ),
         "secret through a workspace symlink",
     );
     denial(&events(&scope.cg), Hook::FileOpen, &secret.s("key"), &scope);
@@ -192,7 +217,12 @@ allow = ["/bin/busybox"]
         "star/foo.so",
     ] {
         assert_eperm(&cat(denied), denied);
-        denial(&events(&scope.cg), Hook::FileOpen, &format!("{w}/{denied}"), &scope);
+        denial(
+            &events(&scope.cg),
+            Hook::FileOpen,
+            &format!("{w}/{denied}"),
+            &scope,
+        );
     }
 }
 
@@ -218,7 +248,12 @@ allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
     );
     let scope = Scope::new("long", &text, 0);
     let out = helper(Some(&scope.cg), "open-chain", &[&w, &seg, "20"]);
-    assert_eq!(errno_of(&out), EPERM, "path beyond the buffer: {}", show(&out));
+    assert_eq!(
+        errno_of(&out),
+        EPERM,
+        "path beyond the buffer: {}",
+        show(&out)
+    );
     let evs = events(&scope.cg);
     let ev = evs
         .iter()
@@ -227,7 +262,12 @@ allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
     assert_eq!(ev.error, -EPERM);
 
     let out = helper(Some(&scope.cg), "open-chain", &[&w, "d", "150"]);
-    assert_eq!(errno_of(&out), 0, "deep path inside the workspace: {}", show(&out));
+    assert_eq!(
+        errno_of(&out),
+        0,
+        "deep path inside the workspace: {}",
+        show(&out)
+    );
     let deep_cat = r#"cd "$1"; i=0; while [ $i -lt 150 ]; do cd d; i=$((i+1)); done; cat f"#;
     let out = sh(Some(&scope.cg), deep_cat, &[&w]);
     assert_ok(&out, "deep path inside the workspace, by busybox");
@@ -254,7 +294,10 @@ ls -ln build > /dev/null
 cat build/count | head -1"#;
     let out = sh(Some(&scope.cg), script, &[&w]);
     assert_ok(&out, "a build-like script");
-    let denied: Vec<_> = events(&scope.cg).into_iter().filter(|e| e.error != 0).collect();
+    let denied: Vec<_> = events(&scope.cg)
+        .into_iter()
+        .filter(|e| e.error != 0)
+        .collect();
     assert!(
         denied.is_empty(),
         "spurious denials: {:?}",

@@ -1,5 +1,11 @@
 //! Kernel tests: network egress (`socket_connect`, `socket_sendmsg`, `socket_create`, the
 //! unix hooks), in the VM matrix via `cargo xtask vm test`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "helpers of kernel tests: a step that fails fails the test"
+)]
 
 mod kernel_support;
 
@@ -107,19 +113,24 @@ fn raw_and_packet_sockets_and_unix_peers_are_denied() {
     use std::os::unix::net::{SocketAddr, UnixListener};
     let name = format!("bee-abstract-{}", std::process::id());
     let _abstract =
-        UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap())
-            .unwrap();
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
     let ws = Scratch::new("unix");
     let sock = ws.s("s.sock");
     let _named = UnixListener::bind(&sock).unwrap();
     let out = helper(cg, "unix-connect", &[&format!("@{name}")]);
     assert_eq!(errno_of(&out), EPERM, "abstract unix peer: {}", show(&out));
     let out = helper(cg, "unix-connect", &[&sock]);
-    assert_eq!(errno_of(&out), EPERM, "pathname peer without UNIX: {}", show(&out));
+    assert_eq!(
+        errno_of(&out),
+        EPERM,
+        "pathname peer without UNIX: {}",
+        show(&out)
+    );
     let evs = events(&scope.cg);
     denial(&evs, Hook::UnixStreamConnect, &sock, &scope);
     assert!(
-        evs.iter().any(|e| e.family == libc::AF_PACKET as u16 && e.error == -EPERM),
+        evs.iter()
+            .any(|e| e.family == libc::AF_PACKET as u16 && e.error == -EPERM),
         "socket denials are reported"
     );
 }
@@ -130,5 +141,10 @@ fn processes_outside_scopes_are_not_filtered() {
     let out = helper(None, "connect", &["127.0.0.1", "5001"]);
     assert_not_denied(&out, "outside any scope");
     let out = helper(None, "socket-raw", &[]);
-    assert_ne!(errno_of(&out), EPERM, "raw socket outside any scope: {}", show(&out));
+    assert_ne!(
+        errno_of(&out),
+        EPERM,
+        "raw socket outside any scope: {}",
+        show(&out)
+    );
 }

@@ -21,10 +21,10 @@ pub enum EngineError {
     },
     /// Reading the kernel BTF (`/sys/kernel/btf/vmlinux`) failed.
     #[error("reading the kernel BTF failed: {0}")]
-    Btf(#[source] aya::BtfError),
+    Btf(#[source] Box<aya::BtfError>),
     /// `EbpfLoader::load` (map creation, CO-RE relocation) failed.
     #[error("loading the BPF object failed: {0}")]
-    Load(#[source] aya::EbpfError),
+    Load(#[source] Box<aya::EbpfError>),
     /// Loading (verifying) or attaching one LSM program failed.
     #[error("{call} of program `{program}` on LSM hook `{hook}` failed: {source}")]
     Program {
@@ -36,7 +36,7 @@ pub enum EngineError {
         hook: &'static str,
         /// aya's error (with the verifier log when loading).
         #[source]
-        source: aya::programs::ProgramError,
+        source: Box<aya::programs::ProgramError>,
     },
     /// Pinning a map or link in bpffs failed.
     #[error("BPF_OBJ_PIN of `{}` failed: {source}", path.display())]
@@ -45,7 +45,7 @@ pub enum EngineError {
         path: PathBuf,
         /// aya's error.
         #[source]
-        source: aya::pin::PinError,
+        source: Box<aya::pin::PinError>,
     },
     /// A map operation failed.
     #[error("{call} on map `{map}` failed: {source}")]
@@ -56,7 +56,7 @@ pub enum EngineError {
         map: &'static str,
         /// aya's error.
         #[source]
-        source: aya::maps::MapError,
+        source: Box<aya::maps::MapError>,
     },
     /// A file-system call on the pin directory or on cgroupfs failed.
     #[error("{call} `{}` failed: {io_error}", path.display())]
@@ -71,7 +71,7 @@ pub enum EngineError {
     },
     /// Relocating the plan failed.
     #[error("placing the policy in the kernel maps failed: {0}")]
-    Plan(#[source] PlanError),
+    Plan(#[source] Box<PlanError>),
     /// The shared maps have no room for the plan.
     #[error("no room in the kernel maps: {what} needs {needed} entries, {free} free")]
     Full {

@@ -79,7 +79,11 @@ impl std::fmt::Debug for Maps {
 }
 
 fn map_err(call: &'static str, map: &'static str) -> impl FnOnce(MapError) -> EngineError {
-    move |source| EngineError::Map { call, map, source }
+    move |source| EngineError::Map {
+        call,
+        map,
+        source: Box::new(source),
+    }
 }
 
 /// Takes `name` out of the object and pins it in `dir`.
@@ -90,8 +94,10 @@ fn take(ebpf: &mut Ebpf, dir: &Path, name: &'static str) -> Result<Map, EngineEr
             reason: format!("no map `{name}`"),
         })?;
     let path = dir.join(name);
-    map.pin(&path)
-        .map_err(|source| EngineError::Pin { path, source })?;
+    map.pin(&path).map_err(|source| EngineError::Pin {
+        path,
+        source: Box::new(source),
+    })?;
     Ok(map)
 }
 
@@ -211,7 +217,7 @@ impl Maps {
             Err(source) => Err(EngineError::Map {
                 call: "BPF_MAP_DELETE_ELEM",
                 map: n::SCOPES,
-                source,
+                source: Box::new(source),
             }),
         }
     }
@@ -227,7 +233,7 @@ impl Maps {
                     first = Some(EngineError::Map {
                         call: DELETE,
                         map,
-                        source,
+                        source: Box::new(source),
                     });
                 }
             }

@@ -214,13 +214,15 @@ impl Engine {
     fn load_inner(options: &EngineOptions) -> Result<Self, EngineError> {
         check_object(bee_ebpf::BEE_OBJECT)?;
         let stale = pins::clean_stale(&options.pin_root)?;
-        let btf = Btf::from_sys_fs().map_err(EngineError::Btf)?;
+        let btf = Btf::from_sys_fs().map_err(|e| EngineError::Btf(Box::new(e)))?;
         let mut loader = EbpfLoader::new();
         loader.btf(Some(&btf));
         for (name, size) in maps::sizes(options) {
             loader.map_max_entries(name, size);
         }
-        let mut ebpf = loader.load(bee_ebpf::BEE_OBJECT).map_err(EngineError::Load)?;
+        let mut ebpf = loader
+            .load(bee_ebpf::BEE_OBJECT)
+            .map_err(|e| EngineError::Load(Box::new(e)))?;
         let instance_dir = pins::create_instance_dir(&options.pin_root)?;
         let built = Self::attach_and_pin(&mut ebpf, &btf, &instance_dir);
         let (links, maps) = match built {
@@ -263,32 +265,33 @@ impl Engine {
                     call: "BPF_PROG_LOAD",
                     program,
                     hook,
-                    source,
+                    source: Box::new(source),
                 })?;
             prog.load(hook, btf)
                 .map_err(|source| EngineError::Program {
                     call: "BPF_PROG_LOAD",
                     program,
                     hook,
-                    source,
+                    source: Box::new(source),
                 })?;
             let id = prog.attach().map_err(|source| EngineError::Program {
                 call: "BPF_LINK_CREATE",
                 program,
                 hook,
-                source,
+                source: Box::new(source),
             })?;
             let link = prog.take_link(id).map_err(|source| EngineError::Program {
                 call: "take_link",
                 program,
                 hook,
-                source,
+                source: Box::new(source),
             })?;
             let fd_link = FdLink::from(link);
             let path = links_dir.join(program);
-            let pinned = fd_link
-                .pin(&path)
-                .map_err(|source| EngineError::Pin { path, source })?;
+            let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
+                path,
+                source: Box::new(source),
+            })?;
             links.push(pinned);
         }
         Ok((links, maps))
@@ -337,7 +340,7 @@ impl Engine {
         };
         let installed = plan
             .relocated(placement)
-            .map_err(EngineError::Plan)
+            .map_err(|e| EngineError::Plan(Box::new(e)))
             .and_then(|relocated| {
                 self.maps.write_plan(&relocated)?;
                 self.maps.insert_scope(cgroup_id, &relocated, flags)?;

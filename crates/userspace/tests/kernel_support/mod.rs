@@ -5,6 +5,12 @@
 //! Tests run with `--test-threads=1` in the VM; every test makes its own cgroup, so events are
 //! told apart by cgroup id.
 #![allow(dead_code, reason = "each test binary uses part of the support module")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a step that fails fails the test"
+)]
 
 use std::error::Error;
 use std::ffi::CString;
@@ -224,7 +230,13 @@ pub fn helper(cg: Option<&Cgroup>, action: &str, args: &[&str]) -> Output {
     let mut spec = vec![action];
     spec.extend_from_slice(args);
     command_in(cg, exe.to_str().unwrap())
-        .args(["--exact", "helper_entry", "--test-threads=1", "--nocapture", "-q"])
+        .args([
+            "--exact",
+            "helper_entry",
+            "--test-threads=1",
+            "--nocapture",
+            "-q",
+        ])
         .env(HELPER_ENV, spec.join("\u{1f}"))
         .output()
         .unwrap()
@@ -246,7 +258,11 @@ pub fn show(out: &Output) -> String {
 
 /// Asserts a busybox command failed with EPERM.
 pub fn assert_eperm(out: &Output, what: &str) {
-    assert!(!out.status.success(), "{what}: expected a denial: {}", show(out));
+    assert!(
+        !out.status.success(),
+        "{what}: expected a denial: {}",
+        show(out)
+    );
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("Operation not permitted"),
         "{what}: expected EPERM: {}",
@@ -255,22 +271,30 @@ pub fn assert_eperm(out: &Output, what: &str) {
 }
 
 pub fn assert_ok(out: &Output, what: &str) {
-    assert!(out.status.success(), "{what}: expected success: {}", show(out));
+    assert!(
+        out.status.success(),
+        "{what}: expected success: {}",
+        show(out)
+    );
 }
 
-/// Drains the engine's events and returns those of `cg`.
+/// Drains the engine's events and returns those of `cg`; events of other cgroups are kept for
+/// their own callers.
 pub fn events(cg: &Cgroup) -> Vec<AuditEvent> {
+    static STASH: Mutex<Vec<AuditEvent>> = Mutex::new(Vec::new());
     let id = cg.id();
     let mut e = engine();
-    let mut out = Vec::new();
+    let mut stash = STASH.lock().unwrap_or_else(|p| p.into_inner());
     loop {
         let batch = e.read_events(1024);
         if batch.is_empty() {
             break;
         }
-        out.extend(batch.into_iter().filter(|ev| ev.cgroup_id == id));
+        stash.extend(batch);
     }
-    out
+    let (mine, rest): (Vec<_>, Vec<_>) = stash.drain(..).partition(|ev| ev.cgroup_id == id);
+    *stash = rest;
+    mine
 }
 
 pub fn path_of(ev: &AuditEvent) -> String {
@@ -285,7 +309,14 @@ pub fn denial<'a>(evs: &'a [AuditEvent], hook: Hook, path: &str, scope: &Scope) 
         .unwrap_or_else(|| {
             let seen: Vec<String> = evs
                 .iter()
-                .map(|e| format!("{:?} {} err {}", Hook::from_raw(e.hook), path_of(e), e.error))
+                .map(|e| {
+                    format!(
+                        "{:?} {} err {}",
+                        Hook::from_raw(e.hook),
+                        path_of(e),
+                        e.error
+                    )
+                })
                 .collect();
             panic!("no {hook:?} denial of {path}; events: {seen:#?}")
         });
@@ -399,10 +430,16 @@ fn net(action: &str, addr: &str, port: u16) -> i32 {
         }
         let (sa, len): (*const libc::sockaddr, u32) = if v6 {
             let b = Box::leak(Box::new(sockaddr_v6(addr, port)));
-            ((b as *const libc::sockaddr_in6).cast(), size_of::<libc::sockaddr_in6>() as u32)
+            (
+                (b as *const libc::sockaddr_in6).cast(),
+                size_of::<libc::sockaddr_in6>() as u32,
+            )
         } else {
             let b = Box::leak(Box::new(sockaddr_v4(addr, port)));
-            ((b as *const libc::sockaddr_in).cast(), size_of::<libc::sockaddr_in>() as u32)
+            (
+                (b as *const libc::sockaddr_in).cast(),
+                size_of::<libc::sockaddr_in>() as u32,
+            )
         };
         let r = if action == "connect" {
             // Non-blocking: the LSM decides before any packet is sent.
@@ -546,11 +583,19 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 }
                 e
             }
-            "socket-packet" => {
-                check(libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).into())
-            }
+            "socket-packet" => check(libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0).into()),
             "socket-raw" => check(libc::socket(libc::AF_INET, libc::SOCK_RAW, 1).into()),
-            "unshare-user" => check(libc::unshare(libc::CLONE_NEWUSER).into()),
+            "unshare-user" => {
+                // unshare(CLONE_NEWUSER) needs a single-threaded caller: do it in a child.
+                let pid = libc::fork();
+                if pid == 0 {
+                    let e = check(libc::unshare(libc::CLONE_NEWUSER).into());
+                    libc::_exit(e);
+                }
+                let mut status = 0;
+                libc::waitpid(pid, &mut status, 0);
+                libc::WEXITSTATUS(status)
+            }
             "mount-tmpfs" => check(
                 libc::mount(
                     cstr("none").as_ptr(),
@@ -568,7 +613,11 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 let path = arg(0).as_bytes();
                 let abstract_ = path.first() == Some(&b'@');
                 for (i, b) in path.iter().enumerate() {
-                    sa.sun_path[i] = if abstract_ && i == 0 { 0 } else { *b as libc::c_char };
+                    sa.sun_path[i] = if abstract_ && i == 0 {
+                        0
+                    } else {
+                        *b as libc::c_char
+                    };
                 }
                 let len = (size_of::<libc::sa_family_t>() + path.len()) as u32;
                 check(libc::connect(fd, (&raw const sa).cast(), len).into())
@@ -603,7 +652,12 @@ pub fn make_chain(base: &Path, seg: &str, n: u32) {
             fd = libc::openat(fd, s.as_ptr(), libc::O_PATH | libc::O_DIRECTORY);
             assert!(fd >= 0, "openat: {}", errno());
         }
-        let f = libc::openat(fd, cstr("f").as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644);
+        let f = libc::openat(
+            fd,
+            cstr("f").as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT,
+            0o644,
+        );
         assert!(f >= 0, "create f: {}", errno());
         assert_eq!(libc::write(f, b"x\n".as_ptr().cast(), 2), 2);
         libc::close(f);
