@@ -304,3 +304,35 @@ cat build/count | head -1"#;
         denied.iter().map(path_of).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn io_uring_openat_is_checked() {
+    let (ws, secret, text) = setup("uring");
+    let scope = Scope::new("uring", &text, 0);
+    let out = helper(Some(&scope.cg), "uring-openat", &[&ws.s("ro/a.txt")]);
+    assert_eq!(errno_of(&out), 0, "granted io_uring openat: {}", show(&out));
+    let key = secret.s("key");
+    let out = helper(Some(&scope.cg), "uring-openat", &[&key]);
+    assert_eq!(
+        errno_of(&out),
+        EPERM,
+        "io_uring openat of a secret: {}",
+        show(&out)
+    );
+    denial(&events(&scope.cg), Hook::FileOpen, &key, &scope);
+}
+
+#[test]
+fn descriptors_passed_over_scm_rights_are_checked() {
+    let (ws, secret, text) = setup("scm");
+    let scope = Scope::new("scm", &text, 0);
+    let key = secret.s("key");
+    // Opened outside the scope, then handed in over a unix socket.
+    let sock = socket_with_fd(&std::fs::File::open(&key).unwrap());
+    let out = helper_with_fd3(&scope.cg, "recv-fd", &sock);
+    assert_eq!(errno_of(&out), EPERM, "secret fd passed in: {}", show(&out));
+    denial(&events(&scope.cg), Hook::FileOpen, &key, &scope);
+    let sock = socket_with_fd(&std::fs::File::open(ws.join("ro/a.txt")).unwrap());
+    let out = helper_with_fd3(&scope.cg, "recv-fd", &sock);
+    assert_eq!(errno_of(&out), 0, "granted fd passed in: {}", show(&out));
+}

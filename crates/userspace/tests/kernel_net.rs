@@ -148,3 +148,16 @@ fn processes_outside_scopes_are_not_filtered() {
         show(&out)
     );
 }
+
+#[test]
+fn io_uring_connect_is_checked() {
+    let scope = net_scope("uring");
+    let cg = Some(&scope.cg);
+    assert_not_denied(
+        &helper(cg, "uring-connect", &["127.0.0.1", "5000"]),
+        "granted",
+    );
+    let out = helper(cg, "uring-connect", &["127.0.0.1", "5003"]);
+    assert_eq!(errno_of(&out), EPERM, "io_uring connect: {}", show(&out));
+    net_denial(&scope, Hook::SocketConnect, 5003);
+}

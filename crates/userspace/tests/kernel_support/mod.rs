@@ -458,6 +458,144 @@ fn net(action: &str, addr: &str, port: u16) -> i32 {
     }
 }
 
+/// Submits one io_uring operation and returns its errno (0 on success).
+fn uring_one(entry: &io_uring::squeue::Entry) -> i32 {
+    let mut ring = match io_uring::IoUring::new(4) {
+        Ok(r) => r,
+        Err(e) => return e.raw_os_error().unwrap_or(-1),
+    };
+    // SAFETY: the entry's buffers outlive the wait below.
+    unsafe {
+        if ring.submission().push(entry).is_err() {
+            return -1;
+        }
+    }
+    if let Err(e) = ring.submit_and_wait(1) {
+        return e.raw_os_error().unwrap_or(-1);
+    }
+    match ring.completion().next() {
+        Some(c) if c.result() < 0 => -c.result(),
+        Some(_) => 0,
+        None => -1,
+    }
+}
+
+/// `IORING_OP_OPENAT` of `path` for reading.
+fn uring_openat(path: &str) -> i32 {
+    let p = cstr(path);
+    let e = io_uring::opcode::OpenAt::new(io_uring::types::Fd(libc::AT_FDCWD), p.as_ptr())
+        .flags(libc::O_RDONLY)
+        .build();
+    uring_one(&e)
+}
+
+/// `IORING_OP_CONNECT` of a TCP socket to `addr:port` (IPv4).
+fn uring_connect(addr: &str, port: u16) -> i32 {
+    // SAFETY: a plain socket call.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+    if fd < 0 {
+        return errno();
+    }
+    let sa = sockaddr_v4(addr, port);
+    let e = io_uring::opcode::Connect::new(
+        io_uring::types::Fd(fd),
+        (&raw const sa).cast(),
+        size_of::<libc::sockaddr_in>() as u32,
+    )
+    .build();
+    uring_one(&e)
+}
+
+/// Receives one descriptor over fd 3 (SCM_RIGHTS): 0 if it arrived, EPERM if the kernel
+/// dropped it (`MSG_CTRUNC` without a descriptor).
+fn recv_fd() -> i32 {
+    let mut data = [0u8; 16];
+    let mut control = [0u8; 64];
+    // SAFETY: recvmsg into stack buffers described by the msghdr.
+    unsafe {
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: data.len(),
+        };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len();
+        if libc::recvmsg(3, &mut msg, 0) < 0 {
+            return errno();
+        }
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if !cmsg.is_null() && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+            return 0;
+        }
+        if msg.msg_flags & libc::MSG_CTRUNC != 0 {
+            return libc::EPERM;
+        }
+        -1
+    }
+}
+
+/// Sends `file` over a new socket pair and returns the receiving end, for a child's fd 3.
+pub fn socket_with_fd(file: &fs::File) -> std::os::fd::OwnedFd {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let mut sv = [0i32; 2];
+    // SAFETY: socketpair and sendmsg on owned descriptors with stack buffers.
+    unsafe {
+        assert_eq!(
+            libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()),
+            0
+        );
+        let mut data = *b"x";
+        let mut iov = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let space = libc::CMSG_SPACE(size_of::<i32>() as u32) as usize;
+        let mut control = vec![0u8; space];
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<i32>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<i32>(), file.as_raw_fd());
+        assert_eq!(libc::sendmsg(sv[0], &msg, 0), 1);
+        libc::close(sv[0]);
+        std::os::fd::OwnedFd::from_raw_fd(sv[1])
+    }
+}
+
+/// Runs the helper `action` in `cg` with `fd` as its descriptor 3.
+pub fn helper_with_fd3(cg: &Cgroup, action: &str, fd: &std::os::fd::OwnedFd) -> Output {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = command_in(Some(cg), exe.to_str().unwrap());
+    // SAFETY: dup2 is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(raw, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.args([
+        "--exact",
+        "helper_entry",
+        "--test-threads=1",
+        "--nocapture",
+        "-q",
+    ])
+    .env(HELPER_ENV, action)
+    .output()
+    .unwrap()
+}
+
 /// Runs one helper action; returns the errno (0 on success).
 fn act(action: &str, a: &[&str]) -> i32 {
     let arg = |i: usize| a.get(i).copied().unwrap_or("");
@@ -567,6 +705,9 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     std::thread::sleep(std::time::Duration::from_secs(60));
                 }
             }
+            "uring-openat" => uring_openat(arg(0)),
+            "uring-connect" => uring_connect(arg(0), arg(1).parse().unwrap()),
+            "recv-fd" => recv_fd(),
             "connect" | "sendto" => net(action, arg(0), arg(1).parse().unwrap()),
             "bpf" => {
                 // BPF_PROG_LOAD with an empty attr: refused by the LSM before any check.
