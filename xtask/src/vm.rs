@@ -715,4 +715,34 @@ mod tests {
         assert_eq!(c.failed, vec!["b".to_owned()]);
         assert_eq!(c.ignored, 0);
     }
+
+    #[test]
+    fn test_targets_are_selected_by_name_or_prefix() {
+        assert!(selects("kernel_*", "kernel_fs"));
+        assert!(selects("kernel_fs", "kernel_fs"));
+        assert!(!selects("kernel_fs", "kernel_fsx"));
+        assert!(!selects("kernel_*", "plan_paths"));
+    }
+
+    #[test]
+    fn output_is_split_per_binary() {
+        let lines: Vec<String> = [
+            "boot noise",
+            "bee-vm-test-binary: /t/kernel_a-1",
+            "test x ... ok",
+            "bee-vm-test-binary: end",
+            "\u{1b}[0mbee-vm-test-binary: /t/kernel_b-2",
+            "test y ... FAILED",
+            "bee-vm-test-binary: end",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let parts = split_by_binary(&lines);
+        let names: Vec<&str> = parts.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["/t/kernel_a-1", "end", "/t/kernel_b-2", "end"]);
+        assert_eq!(parse_libtest(&parts[0].1).passed, 1);
+        assert_eq!(parse_libtest(&parts[2].1).failed, vec!["y".to_owned()]);
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
 }
