@@ -336,3 +336,76 @@ fn descriptors_passed_over_scm_rights_are_checked() {
     let out = helper_with_fd3(&scope.cg, "recv-fd", &sock);
     assert_eq!(errno_of(&out), 0, "granted fd passed in: {}", show(&out));
 }
+
+#[test]
+fn kernel_verdicts_match_the_reference_walk() {
+    let ws = Scratch::new("diff");
+    let w = ws.path.display().to_string();
+    let long_a = "a".repeat(60);
+    let long_b = "b".repeat(120);
+    let files = [
+        "exact".to_owned(),
+        "exact2".to_owned(),
+        format!("lit/{long_a}"),
+        format!("lit/{long_a}x"),
+        format!("tree/{long_b}/deep/f.txt"),
+        "src/a/b/c/main.rs".to_owned(),
+        "src/a/main.rs.bak".to_owned(),
+        "src/lib.rs".to_owned(),
+        "multi/foo-1-bar.txt".to_owned(),
+        "multi/foo--bar.txt".to_owned(),
+        "multi/foobar.txt".to_owned(),
+        "multi/xfoo-1-bar.txt".to_owned(),
+        "v/pkg-1.2/lib/x.so".to_owned(),
+        "v/pkg/lib/x.so".to_owned(),
+        "git/a/.git".to_owned(),
+        "git/a/b/c/.git".to_owned(),
+        "git/a/b/c/.gitx".to_owned(),
+        "mix/*lit".to_owned(),
+        "mix/any".to_owned(),
+    ];
+    for f in &files {
+        ws.write(f, "x\n");
+    }
+    let exe = std::env::current_exe().unwrap();
+    let text = format!(
+        r#"version = 1
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{exe}",
+        "{w}/exact", "{w}/lit/{long_a}", "{w}/tree/**", "{w}/src/**/*.rs",
+        "{w}/multi/foo*-*bar.txt", "{w}/v/pkg-*/lib/*.so", "{w}/git/**/.git", "{w}/mix/*"]
+[exec]
+allow = ["/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
+"#,
+        exe = exe.display()
+    );
+    let scope = Scope::new("diff", &text, 0);
+    let plan = scope.installed.as_ref().unwrap().plan();
+    let paths: Vec<String> = files.iter().map(|f| format!("{w}/{f}")).collect();
+    let args: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let out = helper(Some(&scope.cg), "open-many", &args);
+    assert_eq!(errno_of(&out), 0, "{}", show(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut checked = 0;
+    for line in stdout.lines() {
+        let Some(rest) = line.strip_prefix("open-many ") else {
+            continue;
+        };
+        let (errno, path) = rest.split_once(' ').unwrap();
+        let expected = plan.path_access(path).unwrap() & bee_common::ACCESS_READ != 0;
+        let kernel = errno == "0";
+        assert_eq!(
+            kernel, expected,
+            "{path}: kernel errno {errno}, reference {expected}"
+        );
+        if !kernel {
+            assert_eq!(errno, EPERM.to_string(), "{path}");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, files.len(), "{stdout}");
+    assert!(
+        stdout.contains(" 0 ") && stdout.contains(&format!(" {EPERM} ")),
+        "both verdicts occur"
+    );
+}

@@ -705,6 +705,18 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     std::thread::sleep(std::time::Duration::from_secs(60));
                 }
             }
+            "open-many" => {
+                // Opens each argument for reading and prints `errno path` per line.
+                for path in a {
+                    let fd = libc::open(cstr(path).as_ptr(), libc::O_RDONLY);
+                    let e = if fd < 0 { errno() } else { 0 };
+                    if fd >= 0 {
+                        libc::close(fd);
+                    }
+                    println!("open-many {e} {path}");
+                }
+                0
+            }
             "uring-openat" => uring_openat(arg(0)),
             "uring-connect" => uring_connect(arg(0), arg(1).parse().unwrap()),
             "recv-fd" => recv_fd(),
