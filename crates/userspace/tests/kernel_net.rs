@@ -161,3 +161,34 @@ fn io_uring_connect_is_checked() {
     assert_eq!(errno_of(&out), EPERM, "io_uring connect: {}", show(&out));
     net_denial(&scope, Hook::SocketConnect, 5003);
 }
+
+#[test]
+fn unix_datagrams_need_a_granted_peer_path() {
+    let ws = Scratch::new("unix-dgram");
+    let denied = ws.s("denied.sock");
+    let granted = ws.s("granted.sock");
+    let _d = std::os::unix::net::UnixDatagram::bind(&denied).unwrap();
+    let _g = std::os::unix::net::UnixDatagram::bind(&granted).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let text = format!(
+        r#"version = 1
+[fs]
+read = ["/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{exe}"]
+[exec]
+allow = ["/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
+[net]
+unix = ["{granted}"]
+"#,
+        exe = exe.display()
+    );
+    let scope = Scope::new("unix-dgram", &text, 0);
+    let cg = Some(&scope.cg);
+    let out = helper(cg, "unix-sendto", &[&granted]);
+    assert_eq!(errno_of(&out), 0, "granted peer: {}", show(&out));
+    let out = helper(cg, "unix-sendto", &[&denied]);
+    assert_eq!(errno_of(&out), EPERM, "ungranted peer: {}", show(&out));
+    denial(&events(&scope.cg), Hook::UnixMaySend, &denied, &scope);
+    // A socketpair's peer has no address: it passes.
+    let out = helper(cg, "socketpair-dgram", &[]);
+    assert_eq!(errno_of(&out), 0, "socketpair: {}", show(&out));
+}

@@ -717,6 +717,23 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 }
                 0
             }
+            "unix-sendto" => {
+                // A datagram to the unix socket bound at PATH.
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
+                let mut sa: libc::sockaddr_un = std::mem::zeroed();
+                sa.sun_family = libc::AF_UNIX as u16;
+                for (i, b) in arg(0).as_bytes().iter().enumerate() {
+                    sa.sun_path[i] = *b as libc::c_char;
+                }
+                let len = size_of::<libc::sockaddr_un>() as u32;
+                let r = libc::sendto(fd, b"x".as_ptr().cast(), 1, 0, (&raw const sa).cast(), len);
+                check(r as i64)
+            }
+            "socketpair-dgram" => {
+                let mut sv = [0i32; 2];
+                libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, sv.as_mut_ptr());
+                check(libc::send(sv[0], b"x".as_ptr().cast(), 1, 0) as i64)
+            }
             "uring-openat" => uring_openat(arg(0)),
             "uring-connect" => uring_connect(arg(0), arg(1).parse().unwrap()),
             "recv-fd" => recv_fd(),
