@@ -72,6 +72,8 @@ fn compile(bpf_dir: &Path, source: &str, out: &Path) -> Result<()> {
                 &prefix_map,
                 "-fdebug-compilation-dir=.",
                 "-I.",
+                // bee_common.h: the map layouts shared with user space.
+                "-I../../common/include",
                 "-c",
                 source,
                 "-o",

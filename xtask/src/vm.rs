@@ -86,8 +86,9 @@ pub struct TestArgs {
     /// Package holding the test target.
     #[arg(short = 'p', long, default_value = "bee-userspace")]
     pub package: String,
-    /// Integration-test target to build (`--test NAME`).
-    #[arg(long, default_value = "kernel_probe")]
+    /// Integration-test targets to build and run: a name (`--test NAME`), or
+    /// a prefix ending in `*` for every test target starting with it.
+    #[arg(long, default_value = "kernel_*")]
     pub test: String,
     /// Cargo features to enable for the build.
     #[arg(long, default_value = "kernel-tests")]
@@ -470,8 +471,18 @@ fn parse_test_lines(lines: &[String]) -> TestCounts {
     counts
 }
 
-/// Builds the test binary with cargo and returns its path.
-fn build_test_binary(args: &TestArgs) -> Result<PathBuf> {
+/// Whether test target `name` is selected by `pattern` (a name, or a prefix
+/// ending in `*`).
+fn selects(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+/// Builds the selected test binaries with cargo and returns `(target, path)`
+/// pairs, sorted by target name.
+fn build_test_binaries(args: &TestArgs) -> Result<Vec<(String, PathBuf)>> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(repo_root()).args([
@@ -480,45 +491,105 @@ fn build_test_binary(args: &TestArgs) -> Result<PathBuf> {
         "--message-format=json-render-diagnostics",
         "--package",
         &args.package,
-        "--test",
-        &args.test,
     ]);
+    if args.test.ends_with('*') {
+        cmd.arg("--tests");
+    } else {
+        cmd.args(["--test", &args.test]);
+    }
     if !args.features.is_empty() {
         cmd.args(["--features", &args.features]);
     }
     eprintln!("xtask: {}", sh::describe(&cmd));
     let out = sh::stdout(&mut cmd)?;
-    let mut found = None;
+    let mut found = Vec::new();
     for line in out.lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
         if msg["reason"] == "compiler-artifact"
             && msg["profile"]["test"] == true
-            && msg["target"]["name"] == args.test.as_str()
+            && msg["target"]["kind"][0] == "test"
+            && let Some(name) = msg["target"]["name"].as_str()
+            && selects(&args.test, name)
             && let Some(exe) = msg["executable"].as_str()
         {
-            found = Some(PathBuf::from(exe));
+            found.push((name.to_owned(), PathBuf::from(exe)));
         }
     }
-    found.ok_or_else(|| Error::Parse {
-        program: "cargo test --no-run".into(),
-        detail: format!("no test executable for target `{}`", args.test),
-    })
+    found.sort();
+    found.dedup();
+    if found.is_empty() {
+        return Err(Error::Parse {
+            program: "cargo test --no-run".into(),
+            detail: format!("no test executable for target `{}`", args.test),
+        });
+    }
+    Ok(found)
+}
+
+/// Marker printed in the guest before each test binary runs.
+const BINARY_MARKER: &str = "bee-vm-test-binary: ";
+
+/// Splits guest output into the lines of each test binary, by marker.
+fn split_by_binary(lines: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in lines {
+        if let Some(at) = line.find(BINARY_MARKER) {
+            out.push((
+                line[at + BINARY_MARKER.len()..].trim().to_owned(),
+                Vec::new(),
+            ));
+        } else if let Some((_, current)) = out.last_mut() {
+            current.push(line.clone());
+        }
+    }
+    out
+}
+
+/// Quotes `s` for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// `cargo xtask vm test`: runs the test binary in each kernel; fails when a
 /// VM could not run it, a test failed, or no test ran.
 pub fn run_tests(args: &TestArgs) -> Result<()> {
-    let binary = match &args.binary {
-        Some(b) => fs::canonicalize(b).map_err(io_err("resolve", b))?,
-        None => build_test_binary(args)?,
+    let binaries = match &args.binary {
+        Some(b) => {
+            let path = fs::canonicalize(b).map_err(io_err("resolve", b))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            vec![(name, path)]
+        }
+        None => build_test_binaries(args)?,
     };
+    // One boot runs every binary in turn; each is announced by a marker so
+    // its results can be told apart, and the exit code is the first failure.
+    let extra: Vec<String> = args.args.iter().map(|a| shell_quote(a)).collect();
+    let script = format!(
+        "rc=0; for b in \"$@\"; do echo \"{BINARY_MARKER}$b\"; \"$b\" --test-threads=1 {}; r=$?; \
+         echo \"{BINARY_MARKER}end\"; [ $rc -eq 0 ] && rc=$r; done; exit $rc",
+        extra.join(" ")
+    );
     let mut command = vec![
-        binary.to_string_lossy().into_owned(),
-        "--test-threads=1".to_owned(),
+        "/bin/busybox".to_owned(),
+        "sh".to_owned(),
+        "-c".to_owned(),
+        script,
+        "sh".to_owned(),
     ];
-    command.extend(args.args.iter().cloned());
+    command.extend(
+        binaries
+            .iter()
+            .map(|(_, p)| p.to_string_lossy().into_owned()),
+    );
+    let names: std::collections::BTreeMap<String, String> = binaries
+        .iter()
+        .map(|(n, p)| (p.to_string_lossy().into_owned(), n.clone()))
+        .collect();
     let env = [("RUST_BACKTRACE".to_owned(), "1".to_owned())];
     let runs = run_in_kernels(&args.opts, &command, &env)?;
     let mut problems = Vec::new();
@@ -534,7 +605,28 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
                 continue;
             }
         };
-        let counts = parse_libtest(&outcome.lines);
+        let mut counts = TestCounts::default();
+        for (path, lines) in split_by_binary(&outcome.lines) {
+            if path == "end" {
+                continue;
+            }
+            let target = names.get(&path).cloned().unwrap_or(path);
+            let c = parse_libtest(&lines);
+            println!(
+                "kernel {name}: {target}: {} passed, {} failed, {} ignored",
+                c.passed,
+                c.failed.len(),
+                c.ignored
+            );
+            if c.passed + c.failed.len() == 0 {
+                problems.push(format!("no test of {target} ran on {name}"));
+            }
+            counts.passed += c.passed;
+            counts.ignored += c.ignored;
+            counts
+                .failed
+                .extend(c.failed.into_iter().map(|f| format!("{target}: {f}")));
+        }
         println!(
             "kernel {name} ({}): {} passed, {} failed, {} ignored; exit {}; boot {:.1} s, tests {:.1} s",
             outcome.release,
@@ -622,5 +714,35 @@ mod tests {
         assert_eq!(c.passed, 1);
         assert_eq!(c.failed, vec!["b".to_owned()]);
         assert_eq!(c.ignored, 0);
+    }
+
+    #[test]
+    fn test_targets_are_selected_by_name_or_prefix() {
+        assert!(selects("kernel_*", "kernel_fs"));
+        assert!(selects("kernel_fs", "kernel_fs"));
+        assert!(!selects("kernel_fs", "kernel_fsx"));
+        assert!(!selects("kernel_*", "plan_paths"));
+    }
+
+    #[test]
+    fn output_is_split_per_binary() {
+        let lines: Vec<String> = [
+            "boot noise",
+            "bee-vm-test-binary: /t/kernel_a-1",
+            "test x ... ok",
+            "bee-vm-test-binary: end",
+            "\u{1b}[0mbee-vm-test-binary: /t/kernel_b-2",
+            "test y ... FAILED",
+            "bee-vm-test-binary: end",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let parts = split_by_binary(&lines);
+        let names: Vec<&str> = parts.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["/t/kernel_a-1", "end", "/t/kernel_b-2", "end"]);
+        assert_eq!(parse_libtest(&parts[0].1).passed, 1);
+        assert_eq!(parse_libtest(&parts[2].1).failed, vec!["y".to_owned()]);
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 }

@@ -1,121 +1,1089 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
- * bee's LSM programs (proving skeleton).
+ * bee's LSM programs.
  *
- * A task is "scoped" when its cgroup v2 id is a key of `bee_scopes`. For
- * scoped tasks only, opening or executing a file is denied with -EPERM unless
- * the file's inode is in `bee_placeholder_allow`. That inode set is a
- * placeholder matcher: the compiled path matcher replaces it. Denials (and,
- * with BEE_SCOPE_AUDIT_ALLOWED, allowed operations) are reported on the
- * `bee_events` ring buffer with the file's path.
+ * A task is scoped when its cgroup v2 id is a key of bee_scopes; every other
+ * task is left alone. For scoped tasks everything these hooks cover is denied
+ * (-EPERM) unless the scope's policy grants it:
  *
- * CO-RE: field offsets come from vmlinux.h and are relocated by the loader
- * against the running kernel's BTF, so one object serves 6.1 and 6.12.
+ *   files    file_open, file_receive (READ/WRITE by f_mode; exec opens need
+ *            EXEC, a pinned EXEC or READ), bprm_check_security (EXEC or a
+ *            pinned EXEC), mmap_file and file_mprotect with PROT_EXEC on a
+ *            file (EXEC), the path_* hooks (WRITE on every path they change)
+ *   network  socket_create (only unix, netlink-route and TCP/UDP/MPTCP over
+ *            IPv4/IPv6), socket_connect and socket_sendmsg with an address
+ *            (LPM tries + port rules), unix_stream_connect and unix_may_send
+ *            (the peer's bound path needs UNIX)
+ *   escapes  bpf, sb_mount, sb_umount, sb_pivotroot, move_mount,
+ *            userns_create (always denied), ptrace_access_check and task_kill
+ *            (denied when the target is outside the caller's cgroup)
+ *
+ * Paths are built by walking the dentry chain (d_parent, d_name) and crossing
+ * mounts (struct mount: mnt_parent, mnt_mountpoint) with CO-RE reads, so every
+ * hook resolves paths the same way on every kernel; bpf_d_path is not used
+ * (6.1 refuses it in the path_* hooks and both kernels in file_mprotect).
+ * Paths are walked through the segment automaton exactly as
+ * bee_common::walk_state does. Every denial (and, with
+ * BEE_SCOPE_AUDIT_ALLOWS, every decision) is reported on bee_events.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "bee_common.h"
 #include "bee.h"
 
-/* LSM programs must be GPL-compatible to use bpf_d_path. */
+/* LSM programs must be GPL-compatible. */
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-/* cgroup v2 id → scope. */
+/* ---- Maps (layouts: bee_common.h). max_entries are defaults; the loader
+ * overrides them before load. Hash maps and tries allocate on insert. */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, 1024);
 	__type(key, __u64);
 	__type(value, struct bee_scope);
 } bee_scopes SEC(".maps");
 
-/* Placeholder matcher: inodes every scope may open and execute. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u32);
+	__type(value, struct bee_state);
+} bee_states SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct bee_inode_key);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 20);
+	__type(key, struct bee_edge_short);
 	__type(value, __u32);
-} bee_placeholder_allow SEC(".maps");
+} bee_edges_s SEC(".maps");
 
-/* Per-CPU scratch for building one event (too big for the 512-byte stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct bee_edge_long);
+	__type(value, __u32);
+} bee_edges_l SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u32);
+	__type(value, struct bee_glob);
+} bee_globs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 18);
+	__type(key, struct bee_combo);
+	__type(value, __u32);
+} bee_combos SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct bee_exec_pin);
+	__type(value, __u32);
+} bee_exec_pins SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct bee_lpm_v4);
+	__type(value, struct bee_net_value);
+} bee_net_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct bee_lpm_v6);
+	__type(value, struct bee_net_value);
+} bee_net_v6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} bee_events SEC(".maps");
+
+/* Per-CPU scratch: the path being resolved and the event being built. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bee_path);
+} bee_pathbuf SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct bee_event);
-} bee_event_buf SEC(".maps");
+} bee_evbuf SEC(".maps");
 
-/* Audit events for user space. */
+/* All zero, never written: the template every event starts from (an event is
+ * too large for an inline memset). */
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} bee_events SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bee_event);
+} bee_evzero SEC(".maps");
 
-/* Placeholder matcher: is the inode behind `file` in the allow set? */
-static __always_inline int placeholder_inode_allowed(struct file *file)
+/* ---- Verdicts --------------------------------------------------------- */
+
+/* Returns -EPERM if deny is set, else 0, in a form every verifier can bound
+ * to [-4095, 0]: the empty asm keeps clang from folding the branch into
+ * arithmetic. */
+static __always_inline int verdict(int deny)
 {
-	struct bee_inode_key key = {};
-
-	key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-	key.ino = BPF_CORE_READ(file, f_inode, i_ino);
-	return bpf_map_lookup_elem(&bee_placeholder_allow, &key) != NULL;
-}
-
-/* Reports one decision on `bee_events`; drops it if the buffer is full. */
-static __always_inline void emit_event(enum bee_hook hook, __u64 cgroup_id,
-				       const struct bee_scope *scope,
-				       struct file *file, __s32 err)
-{
-	__u32 zero = 0;
-	struct bee_event *ev = bpf_map_lookup_elem(&bee_event_buf, &zero);
-
-	if (!ev)
-		return;
-	/* Zeroed on every use: no bytes of an earlier path can leak out, and
-	 * the 6.1 verifier wants bpf_d_path's buffer initialised. */
-	__builtin_memset(ev, 0, sizeof(*ev));
-	ev->cgroup_id = cgroup_id;
-	ev->pid = bpf_get_current_pid_tgid() >> 32;
-	ev->hook = hook;
-	ev->err = err;
-	ev->policy_id = scope->policy_id;
-	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	/* f_path is const in newer kernels; bpf_d_path does not write it. */
-	if (bpf_d_path((struct path *)&file->f_path, ev->path, sizeof(ev->path)) < 0)
-		ev->flags |= BEE_EVENT_PATH_ERROR;
-	bpf_ringbuf_output(&bee_events, ev, sizeof(*ev), 0);
-}
-
-/* The decision shared by every file hook: 0 to allow, -EPERM to deny. */
-static __always_inline int check_file(enum bee_hook hook, struct file *file)
-{
-	__u64 cgroup_id = bpf_get_current_cgroup_id();
-	struct bee_scope *scope = bpf_map_lookup_elem(&bee_scopes, &cgroup_id);
-	int deny;
-
-	if (!scope)
-		return 0;
-	deny = !placeholder_inode_allowed(file);
-	if (deny || (scope->flags & BEE_SCOPE_AUDIT_ALLOWED))
-		emit_event(hook, cgroup_id, scope, file, deny ? BEE_EPERM : 0);
-	/* Keep `deny` an opaque register: without the barrier clang may fold the
-	 * branch below into arithmetic whose range the verifier cannot bound to
-	 * the [-4095, 0] an LSM program must return. */
 	asm volatile("" : "+r"(deny));
 	if (deny)
 		return -BEE_EPERM;
 	return 0;
 }
 
+/* The scope of the current task, or NULL. */
+static __always_inline struct bee_scope *current_scope(__u64 *cgid)
+{
+	*cgid = bpf_get_current_cgroup_id();
+	return bpf_map_lookup_elem(&bee_scopes, cgid);
+}
+
+/* A zeroed event with the task fields filled in, or NULL. */
+static __always_inline struct bee_event *event_start(__u32 hook, __u64 cgid,
+						     const struct bee_scope *scope,
+						     __u32 access, int deny)
+{
+	__u32 zero = 0;
+	struct bee_event *ev = bpf_map_lookup_elem(&bee_evbuf, &zero);
+	struct bee_event *blank = bpf_map_lookup_elem(&bee_evzero, &zero);
+	__u64 id;
+
+	if (!ev || !blank)
+		return NULL;
+	/* No bytes of an earlier event may leak into this one. */
+	bpf_probe_read_kernel(ev, sizeof(*ev), blank);
+	id = bpf_get_current_pid_tgid();
+	ev->cgroup_id = cgid;
+	ev->pid = (__u32)id;
+	ev->tgid = id >> 32;
+	ev->hook = hook;
+	ev->error = deny ? -BEE_EPERM : 0;
+	ev->policy_id = scope->policy_id;
+	ev->access = access;
+	if (!deny)
+		ev->flags |= BEE_EVENT_ALLOWED;
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+	return ev;
+}
+
+static __always_inline void event_send(struct bee_event *ev)
+{
+	bpf_ringbuf_output(&bee_events, ev, sizeof(*ev), 0);
+}
+
+static __always_inline int should_report(const struct bee_scope *scope, int deny)
+{
+	return deny || (scope->flags & BEE_SCOPE_AUDIT_ALLOWS);
+}
+
+/* A decision without a path or address (bpf, mount, ptrace, kill…). */
+static __always_inline int decide_plain(__u32 hook, __u64 cgid,
+					const struct bee_scope *scope, int deny)
+{
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(hook, cgid, scope, 0, deny);
+
+		if (ev)
+			event_send(ev);
+	}
+	return verdict(deny);
+}
+
+/* ---- Path resolution: dentry chain → segments ------------------------- */
+
+
+static long resolve_step(__u32 i, void *data)
+{
+	__u32 zero = 0;
+	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct resolve_ctx *c;
+	struct dentry *d, *parent;
+	struct mount *m;
+	const unsigned char *name;
+	__u32 len, w, k;
+
+	if (!p)
+		return 1;
+	c = &p->rc;
+	d = (struct dentry *)c->dentry;
+	m = (struct mount *)c->mnt;
+	if (d == BPF_CORE_READ(m, mnt.mnt_root)) {
+		struct mount *up = BPF_CORE_READ(m, mnt_parent);
+
+		if (up == m || !up) {
+			c->done = 1;
+			return 1;
+		}
+		c->dentry = (__u64)BPF_CORE_READ(m, mnt_mountpoint);
+		c->mnt = (__u64)up;
+		return 0;
+	}
+	parent = BPF_CORE_READ(d, d_parent);
+	len = BPF_CORE_READ(d, d_name.len);
+	name = BPF_CORE_READ(d, d_name.name);
+	if (len == 0 || len > BEE_NAME_MAX) {
+		c->flags |= BEE_EVENT_PATH_UNRESOLVED;
+		return 1;
+	}
+	k = c->nsegs;
+	w = c->pos;
+	/* The path would reach BEE_PATH_MAX bytes: the walk refuses such paths. */
+	if (k >= BEE_SEGS_MAX || w > BEE_PATH_END || w < len + 1 ||
+	    BEE_PATH_END - (w - len - 1) > BEE_PATH_MAX - 1) {
+		c->flags |= BEE_EVENT_PATH_TRUNCATED;
+		return 1;
+	}
+	w -= len + 1;
+	BEE_BOUND(w, BEE_PATH_MASK);
+	BEE_BOUND(len, BEE_NAME_MAX);
+	p->buf[w] = '/';
+	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
+	BEE_BOUND(k, BEE_SEGS_MAX - 1);
+	p->seg_off[k] = w + 1;
+	p->seg_len[k] = len;
+	c->nsegs = k + 1;
+	c->pos = w;
+	c->dentry = (__u64)parent;
+	if (!parent || parent == d) {
+		/* A root that is not its mount's root: a disconnected or pseudo dentry
+		 * (a memfd, a deleted-and-detached file). Its name is kept for the
+		 * event; the access is denied. */
+		c->flags |= BEE_EVENT_PATH_UNRESOLVED;
+		return 1;
+	}
+	return 0;
+}
+
+/* Resolves (vfsmount, dentry) into bee_pathbuf. Returns 0 and fills c, or a
+ * non-zero flag set (BEE_EVENT_PATH_*) when the path must be denied. */
+static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *dentry,
+				     struct resolve_ctx *c)
+{
+	__u32 zero = 0;
+	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+
+	c->pos = BEE_PATH_END;
+	c->nsegs = 0;
+	c->flags = BEE_EVENT_PATH_UNRESOLVED;
+	c->done = 0;
+	if (!p || !dentry || !vfsmnt)
+		return c->flags;
+	p->rc.dentry = (__u64)dentry;
+	p->rc.mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
+	p->rc.pos = BEE_PATH_END;
+	p->rc.nsegs = 0;
+	p->rc.flags = 0;
+	p->rc.done = 0;
+	bpf_loop(BEE_RESOLVE_STEPS, resolve_step, NULL, 0);
+	c->pos = p->rc.pos;
+	c->nsegs = p->rc.nsegs;
+	c->flags = p->rc.flags;
+	c->done = p->rc.done;
+	if (!c->done && !c->flags)
+		c->flags |= BEE_EVENT_PATH_TRUNCATED;
+	if (c->nsegs == 0 && c->done) {
+		/* The root itself. */
+		p->buf[BEE_PATH_END - 1] = '/';
+		c->pos = BEE_PATH_END - 1;
+	}
+	return c->flags;
+}
+
+/* Copies the resolved path (or what was resolved of it) into an event. */
+static __always_inline void event_path(struct bee_event *ev, const struct resolve_ctx *c)
+{
+	__u32 zero = 0;
+	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	__u32 len;
+
+	ev->flags |= c->flags;
+	if (!p || c->pos >= BEE_PATH_END)
+		return;
+	len = BEE_PATH_END - c->pos;
+	if (len > BEE_PATH_MAX - 1)
+		return;
+	BEE_BOUND(len, BEE_PATH_MAX - 1);
+	bpf_probe_read_kernel(ev->path, len, &p->buf[(BEE_PATH_END - len) & BEE_PATH_MASK]);
+	ev->path_len = len;
+}
+
+/* ---- The segment automaton (mirrors bee_common::walk_state) ----------- */
+
+
+/* One step of bee_common::glob_segment_matches. */
+static long glob_step(__u32 i, void *data)
+{
+	__u32 zero = 0;
+	struct bee_path *bp = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct glob_ctx *c;
+	struct bee_glob *g;
+	__u32 at, p;
+	int pc = -1;
+	__u8 ch;
+
+	if (!bp)
+		return 1;
+	c = &bp->gc;
+	g = bpf_map_lookup_elem(&bee_globs, &c->glob);
+	if (!g) {
+		c->result = 3;
+		return 1;
+	}
+	p = c->p;
+	if (p < c->plen && p < BEE_GLOB_MAX) {
+		BEE_BOUND(p, 63);
+		if (p < BEE_GLOB_MAX)
+			pc = g->pattern[p];
+		p = c->p;
+	}
+	if (c->n >= c->nlen) {
+		/* The name is consumed: only '*'s may remain. */
+		if (pc == '*') {
+			c->p = p + 1;
+			return 0;
+		}
+		c->result = p >= c->plen ? 1 : 2;
+		return 1;
+	}
+	at = c->off + c->n;
+	BEE_BOUND(at, BEE_PATH_MASK);
+	ch = bp->buf[at];
+	if (pc == '*') {
+		c->resume = 1;
+		c->sp = p;
+		c->sn = c->n;
+		c->p = p + 1;
+	} else if (pc == ch) {
+		c->p = p + 1;
+		c->n += 1;
+	} else if (c->resume) {
+		c->sn += 1;
+		c->p = c->sp + 1;
+		c->n = c->sn;
+	} else {
+		c->result = 2;
+		return 1;
+	}
+	return 0;
+}
+
+
+/* Tries glob first + i on the segment and sets bit i of the mask. */
+static long glob_one(__u32 i, void *data)
+{
+	__u32 zero = 0, idx;
+	struct bee_path *bp = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct globs_ctx *gc;
+	struct bee_glob *g;
+
+	if (!bp)
+		return 1;
+	gc = &bp->gsc;
+	if (i >= gc->count || i >= BEE_GLOBS_PER_STATE_MAX)
+		return 1;
+	idx = gc->first + i;
+	g = bpf_map_lookup_elem(&bee_globs, &idx);
+	if (!g || g->len == 0 || g->len > BEE_GLOB_MAX) {
+		gc->error = 1;
+		return 1;
+	}
+	bp->gc.glob = idx;
+	bp->gc.off = gc->off;
+	bp->gc.nlen = gc->len;
+	bp->gc.plen = g->len;
+	bp->gc.p = 0;
+	bp->gc.n = 0;
+	bp->gc.sp = 0;
+	bp->gc.sn = 0;
+	bp->gc.resume = 0;
+	bp->gc.result = 0;
+	bpf_loop(BEE_GLOB_STEPS, glob_step, NULL, 0);
+	if (bp->gc.result == 1)
+		gc->mask |= 1u << (i & 7);
+	else if (bp->gc.result != 2)
+		gc->error = 1;
+	if (gc->error)
+		return 1;
+	return 0;
+}
+
+
+static long walk_step(__u32 i, void *data)
+{
+	__u32 zero = 0;
+	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct walk_ctx *c;
+	struct bee_state *st;
+	__u32 k, off, len, *next;
+	__u32 default_next, glob_first, glob_count, mask;
+	struct bee_combo combo = {};
+
+	if (!p)
+		return 1;
+	c = &p->wc;
+	if (c->state == BEE_DEAD_STATE || i >= c->nsegs)
+		return 1;
+	/* Segments were collected leaf first; walk them root first. */
+	k = c->nsegs - 1 - i;
+	if (k >= BEE_SEGS_MAX) {
+		c->error = 1;
+		return 1;
+	}
+	BEE_BOUND(k, BEE_SEGS_MAX - 1);
+	off = p->seg_off[k];
+	len = p->seg_len[k];
+	if (len == 0 || len > BEE_NAME_MAX || off >= BEE_PATH_END) {
+		c->error = 1;
+		return 1;
+	}
+	BEE_BOUND(off, BEE_PATH_MASK);
+	st = bpf_map_lookup_elem(&bee_states, &c->state);
+	if (!st) {
+		c->error = 1;
+		return 1;
+	}
+	default_next = st->default_next;
+	glob_first = st->glob_first;
+	glob_count = st->glob_count;
+	if (len <= BEE_SHORT_SEGMENT_MAX) {
+		__builtin_memset(p->ks.name, 0, sizeof(p->ks.name));
+		p->ks.state = c->state;
+		p->ks.len = len;
+		BEE_BOUND(len, 63);
+		if (len > BEE_SHORT_SEGMENT_MAX) {
+			c->error = 1;
+			return 1;
+		}
+		bpf_probe_read_kernel(p->ks.name, len, &p->buf[off]);
+		next = bpf_map_lookup_elem(&bee_edges_s, &p->ks);
+	} else {
+		__builtin_memset(p->kl.name, 0, sizeof(p->kl.name));
+		p->kl.state = c->state;
+		p->kl.len = len;
+		BEE_BOUND(len, BEE_NAME_MAX);
+		bpf_probe_read_kernel(p->kl.name, len, &p->buf[off]);
+		next = bpf_map_lookup_elem(&bee_edges_l, &p->kl);
+	}
+	if (next) {
+		c->state = *next;
+		return 0;
+	}
+	if (glob_count == 0) {
+		c->state = default_next;
+		return 0;
+	}
+	if (glob_count > BEE_GLOBS_PER_STATE_MAX) {
+		c->error = 1;
+		return 1;
+	}
+	p->gsc.first = glob_first;
+	p->gsc.count = glob_count;
+	p->gsc.off = off;
+	p->gsc.len = len;
+	p->gsc.mask = 0;
+	p->gsc.error = 0;
+	bpf_loop(BEE_GLOBS_PER_STATE_MAX, glob_one, NULL, 0);
+	if (p->gsc.error) {
+		c->error = 1;
+		return 1;
+	}
+	mask = p->gsc.mask;
+	if (mask == 0) {
+		c->state = default_next;
+		return 0;
+	}
+	combo.group = glob_first;
+	combo.mask = mask;
+	next = bpf_map_lookup_elem(&bee_combos, &combo);
+	c->state = next ? *next : default_next;
+	return 0;
+}
+
+/* Walks the resolved path from start; returns the final state, or -1 when
+ * the automaton is inconsistent (deny). */
+static __always_inline long walk_path(__u32 start, const struct resolve_ctx *rc)
+{
+	__u32 zero = 0;
+	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+
+	if (!p)
+		return -1;
+	p->wc.state = start;
+	p->wc.nsegs = rc->nsegs;
+	p->wc.error = 0;
+	bpf_loop(BEE_SEGS_MAX, walk_step, NULL, 0);
+	if (p->wc.error)
+		return -1;
+	return p->wc.state;
+}
+
+static __always_inline __u32 state_accept(__u32 state)
+{
+	struct bee_state *st;
+
+	if (state == BEE_DEAD_STATE)
+		return 0;
+	st = bpf_map_lookup_elem(&bee_states, &state);
+	return st ? st->accept : 0;
+}
+
+static __always_inline int pinned(__u32 state, struct inode *inode)
+{
+	struct bee_exec_pin key = {};
+
+	if (!inode)
+		return 0;
+	key.state = state;
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	return bpf_map_lookup_elem(&bee_exec_pins, &key) != NULL;
+}
+
+/* What a path check asks for. */
+enum need {
+	NEED_ACCESS,       /* every bit of `access` */
+	NEED_EXEC,         /* EXEC, or EXEC_PINNED with a pin for the inode */
+	NEED_EXEC_OR_READ, /* as NEED_EXEC, or READ (opening a binary to run it) */
+};
+
+/* Resolves and walks one path; returns 1 to deny, 0 to allow, and reports. */
+static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_scope *scope,
+				      struct vfsmount *vfsmnt, struct dentry *dentry,
+				      struct inode *inode, __u32 access, enum need need)
+{
+	struct resolve_ctx rc;
+	__u32 accept = 0;
+	long state = BEE_DEAD_STATE;
+	int deny = 1;
+
+	if (resolve(vfsmnt, dentry, &rc) == 0) {
+		state = walk_path(scope->start_state, &rc);
+		if (state >= 0) {
+			accept = state_accept(state);
+			if (need == NEED_ACCESS) {
+				deny = (accept & access) != access;
+			} else {
+				int exec = (accept & BEE_ACCESS_EXEC) ||
+					   ((accept & BEE_ACCESS_EXEC_PINNED) &&
+					    pinned(state, inode));
+
+				deny = !(exec || (need == NEED_EXEC_OR_READ &&
+						  (accept & BEE_ACCESS_READ)));
+			}
+		}
+	}
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(hook, cgid, scope, access, deny);
+
+		if (ev) {
+			event_path(ev, &rc);
+			event_send(ev);
+		}
+	}
+	return deny;
+}
+
+/* Files of pipefs, sockfs and anon_inodefs have no path to name in a policy;
+ * they are reached only through descriptors the task already holds. */
+static __always_inline int pseudo_file(struct file *file)
+{
+	unsigned long magic = BPF_CORE_READ(file, f_inode, i_sb, s_magic);
+
+	return magic == BEE_PIPEFS_MAGIC || magic == BEE_SOCKFS_MAGIC ||
+	       magic == BEE_ANON_INODE_FS_MAGIC;
+}
+
+static __always_inline __u32 mode_access(struct file *file)
+{
+	__u32 mode = BPF_CORE_READ(file, f_mode);
+	__u32 access = 0;
+
+	if (mode & BEE_FMODE_READ)
+		access |= BEE_ACCESS_READ;
+	if (mode & BEE_FMODE_WRITE)
+		access |= BEE_ACCESS_WRITE;
+	/* Neither (open flags 3, ioctl-only): treat as a read. */
+	if (!access)
+		access = BEE_ACCESS_READ;
+	return access;
+}
+
+static __always_inline int check_file(__u32 hook, struct file *file, __u32 access,
+				      enum need need)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	if (!file)
+		return verdict(0);
+	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(file, f_path.mnt),
+				  BPF_CORE_READ(file, f_path.dentry),
+				  BPF_CORE_READ(file, f_inode), access, need));
+}
+
+/* ---- File hooks -------------------------------------------------------- */
+
 SEC("lsm/file_open")
 int BPF_PROG(bee_file_open, struct file *file)
 {
-	return check_file(BEE_HOOK_FILE_OPEN, file);
+	__u32 flags = BPF_CORE_READ(file, f_flags);
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope || pseudo_file(file))
+		return 0;
+	if (flags & BEE___FMODE_EXEC)
+		return check_file(BEE_HOOK_FILE_OPEN, file, BEE_ACCESS_EXEC, NEED_EXEC_OR_READ);
+	return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file), NEED_ACCESS);
+}
+
+SEC("lsm/file_receive")
+int BPF_PROG(bee_file_receive, struct file *file)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope || pseudo_file(file))
+		return 0;
+	return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file), NEED_ACCESS);
 }
 
 SEC("lsm/bprm_check_security")
 int BPF_PROG(bee_bprm_check, struct linux_binprm *bprm)
 {
-	return check_file(BEE_HOOK_BPRM_CHECK, bprm->file);
+	return check_file(BEE_HOOK_BPRM_CHECK_SECURITY, BPF_CORE_READ(bprm, file),
+			  BEE_ACCESS_EXEC, NEED_EXEC);
+}
+
+SEC("lsm/mmap_file")
+int BPF_PROG(bee_mmap_file, struct file *file, unsigned long reqprot, unsigned long prot,
+	     unsigned long flags)
+{
+	/* Anonymous executable memory (JITs) stays allowed. */
+	if (!file || !(prot & BEE_PROT_EXEC))
+		return 0;
+	return check_file(BEE_HOOK_MMAP_FILE, file, BEE_ACCESS_EXEC, NEED_EXEC);
+}
+
+SEC("lsm/file_mprotect")
+int BPF_PROG(bee_file_mprotect, struct vm_area_struct *vma, unsigned long reqprot,
+	     unsigned long prot)
+{
+	struct file *file;
+
+	if (!(prot & BEE_PROT_EXEC))
+		return 0;
+	file = BPF_CORE_READ(vma, vm_file);
+	if (!file)
+		return 0;
+	return check_file(BEE_HOOK_FILE_MPROTECT, file, BEE_ACCESS_EXEC, NEED_EXEC);
+}
+
+/* ---- Path hooks: WRITE on every path changed -------------------------- */
+
+static __always_inline int check_write(__u32 hook, const struct path *dir,
+				       struct dentry *dentry)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL,
+				  BEE_ACCESS_WRITE, NEED_ACCESS));
+}
+
+static __always_inline int check_write_path(__u32 hook, const struct path *path)
+{
+	return check_write(hook, path, BPF_CORE_READ(path, dentry));
+}
+
+SEC("lsm/path_unlink")
+int BPF_PROG(bee_path_unlink, const struct path *dir, struct dentry *dentry)
+{
+	return check_write(BEE_HOOK_PATH_UNLINK, dir, dentry);
+}
+
+SEC("lsm/path_rmdir")
+int BPF_PROG(bee_path_rmdir, const struct path *dir, struct dentry *dentry)
+{
+	return check_write(BEE_HOOK_PATH_RMDIR, dir, dentry);
+}
+
+SEC("lsm/path_mkdir")
+int BPF_PROG(bee_path_mkdir, const struct path *dir, struct dentry *dentry)
+{
+	return check_write(BEE_HOOK_PATH_MKDIR, dir, dentry);
+}
+
+SEC("lsm/path_mknod")
+int BPF_PROG(bee_path_mknod, const struct path *dir, struct dentry *dentry)
+{
+	return check_write(BEE_HOOK_PATH_MKNOD, dir, dentry);
+}
+
+SEC("lsm/path_symlink")
+int BPF_PROG(bee_path_symlink, const struct path *dir, struct dentry *dentry)
+{
+	return check_write(BEE_HOOK_PATH_SYMLINK, dir, dentry);
+}
+
+SEC("lsm/path_rename")
+int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_dentry,
+	     const struct path *new_dir, struct dentry *new_dentry)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	int deny;
+
+	if (!scope)
+		return 0;
+	deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
+			  old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS);
+	if (!deny)
+		deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope,
+				  BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
+				  BEE_ACCESS_WRITE, NEED_ACCESS);
+	return verdict(deny);
+}
+
+SEC("lsm/path_link")
+int BPF_PROG(bee_path_link, struct dentry *old_dentry, const struct path *new_dir,
+	     struct dentry *new_dentry)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	struct vfsmount *mnt;
+	int deny;
+
+	if (!scope)
+		return 0;
+	/* link(2) refuses to cross mounts, so the old dentry is on new_dir's mount. */
+	mnt = BPF_CORE_READ(new_dir, mnt);
+	deny = check_path(BEE_HOOK_PATH_LINK, cgid, scope, mnt, old_dentry, NULL,
+			  BEE_ACCESS_WRITE, NEED_ACCESS);
+	if (!deny)
+		deny = check_path(BEE_HOOK_PATH_LINK, cgid, scope, mnt, new_dentry, NULL,
+				  BEE_ACCESS_WRITE, NEED_ACCESS);
+	return verdict(deny);
+}
+
+SEC("lsm/path_truncate")
+int BPF_PROG(bee_path_truncate, const struct path *path)
+{
+	return check_write_path(BEE_HOOK_PATH_TRUNCATE, path);
+}
+
+SEC("lsm/path_chmod")
+int BPF_PROG(bee_path_chmod, const struct path *path)
+{
+	return check_write_path(BEE_HOOK_PATH_CHMOD, path);
+}
+
+SEC("lsm/path_chown")
+int BPF_PROG(bee_path_chown, const struct path *path)
+{
+	return check_write_path(BEE_HOOK_PATH_CHOWN, path);
+}
+
+/* ---- Network ----------------------------------------------------------- */
+
+static __always_inline __u8 sock_proto(struct sock *sk)
+{
+	__u16 proto = BPF_CORE_READ(sk, sk_protocol);
+
+	if (proto == BEE_IPPROTO_TCP || proto == BEE_IPPROTO_MPTCP)
+		return BEE_PROTO_TCP;
+	if (proto == BEE_IPPROTO_UDP)
+		return BEE_PROTO_UDP;
+	return 0;
+}
+
+static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 proto,
+					    __u16 port)
+{
+	__u32 i, count;
+
+	if (!v)
+		return 0;
+	count = v->count;
+	for (i = 0; i < BEE_NET_RULES_MAX; i++) {
+		if (i >= count)
+			break;
+		if ((v->rules[i].protocols & proto) && v->rules[i].first <= port &&
+		    port <= v->rules[i].last)
+			return 1;
+	}
+	return 0;
+}
+
+/* Checks an IP peer address (kernel memory) against the scope's tries.
+ * Returns 1 to deny. Non-IP families other than AF_UNSPEC and AF_UNIX
+ * (checked by the unix hooks) are denied. */
+static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct bee_scope *scope,
+					  struct socket *sock, struct sockaddr *addr)
+{
+	__u16 family = 0, port = 0;
+	__u8 proto = 0, a[16] = {};
+	int deny = 1, v4 = 0;
+
+	if (!addr)
+		return 0;
+	bpf_probe_read_kernel(&family, sizeof(family), &addr->sa_family);
+	if (family == BEE_AF_UNSPEC || family == BEE_AF_UNIX)
+		return 0;
+	proto = sock_proto(BPF_CORE_READ(sock, sk));
+	if (family == BEE_AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)addr;
+		struct bee_lpm_v4 key = {.prefixlen = 64, .policy_id = scope->policy_id};
+
+		port = bpf_ntohs(BPF_CORE_READ(in, sin_port));
+		bpf_probe_read_kernel(key.addr, 4, &in->sin_addr);
+		__builtin_memcpy(a, key.addr, 4);
+		v4 = 1;
+		deny = !(proto && net_value_allows(bpf_map_lookup_elem(&bee_net_v4, &key), proto,
+						   port));
+	} else if (family == BEE_AF_INET6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)addr;
+		struct bee_lpm_v6 key = {.prefixlen = 160, .policy_id = scope->policy_id};
+
+		port = bpf_ntohs(BPF_CORE_READ(in6, sin6_port));
+		bpf_probe_read_kernel(key.addr, 16, &in6->sin6_addr);
+		__builtin_memcpy(a, key.addr, 16);
+		if (!proto) {
+			deny = 1;
+		} else if (key.addr[0] == 0 && key.addr[1] == 0 && key.addr[2] == 0 &&
+			   key.addr[3] == 0 && key.addr[4] == 0 && key.addr[5] == 0 &&
+			   key.addr[6] == 0 && key.addr[7] == 0 && key.addr[8] == 0 &&
+			   key.addr[9] == 0 && key.addr[10] == 0xff && key.addr[11] == 0xff) {
+			/* ::ffff:a.b.c.d is an IPv4 peer. */
+			struct bee_lpm_v4 k4 = {.prefixlen = 64, .policy_id = scope->policy_id};
+
+			__builtin_memcpy(k4.addr, &key.addr[12], 4);
+			deny = !net_value_allows(bpf_map_lookup_elem(&bee_net_v4, &k4), proto, port);
+		} else {
+			deny = !net_value_allows(bpf_map_lookup_elem(&bee_net_v6, &key), proto,
+						 port);
+		}
+	}
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
+
+		if (ev) {
+			ev->family = family;
+			ev->port = port;
+			ev->protocol = proto;
+			__builtin_memcpy(ev->addr, a, 16);
+			if (v4)
+				__builtin_memset(&ev->addr[4], 0, 12);
+			event_send(ev);
+		}
+	}
+	return deny;
+}
+
+SEC("lsm/socket_connect")
+int BPF_PROG(bee_socket_connect, struct socket *sock, struct sockaddr *address, int addrlen)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return verdict(check_sockaddr(BEE_HOOK_SOCKET_CONNECT, cgid, scope, sock, address));
+}
+
+SEC("lsm/socket_sendmsg")
+int BPF_PROG(bee_socket_sendmsg, struct socket *sock, struct msghdr *msg, int size)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	struct sockaddr *name;
+
+	if (!scope)
+		return 0;
+	/* Without an explicit address the socket is connected (connect checked it). */
+	name = BPF_CORE_READ(msg, msg_name);
+	if (!name || BPF_CORE_READ(msg, msg_namelen) == 0)
+		return 0;
+	return verdict(check_sockaddr(BEE_HOOK_SOCKET_SENDMSG, cgid, scope, sock, name));
+}
+
+SEC("lsm/socket_create")
+int BPF_PROG(bee_socket_create, int family, int type, int protocol, int kern)
+{
+	__u64 cgid;
+	struct bee_scope *scope;
+	int t = type & BEE_SOCK_TYPE_MASK, deny = 1;
+
+	if (kern)
+		return 0;
+	scope = current_scope(&cgid);
+	if (!scope)
+		return 0;
+	if (family == BEE_AF_UNIX)
+		deny = 0;
+	else if (family == BEE_AF_NETLINK)
+		deny = protocol != BEE_NETLINK_ROUTE;
+	else if (family == BEE_AF_INET || family == BEE_AF_INET6)
+		deny = !(t == BEE_SOCK_STREAM || t == BEE_SOCK_DGRAM) ||
+		       !(protocol == 0 || protocol == BEE_IPPROTO_TCP ||
+			 protocol == BEE_IPPROTO_UDP || protocol == BEE_IPPROTO_MPTCP);
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(BEE_HOOK_SOCKET_CONNECT, cgid, scope,
+						   BEE_ACCESS_NET, deny);
+
+		if (ev) {
+			ev->family = family;
+			event_send(ev);
+		}
+	}
+	return verdict(deny);
+}
+
+/* The peer of a unix socket must be bound to a path the policy grants UNIX.
+ * Abstract peers are denied; unnamed ones (socketpair) only in `connect`. */
+static __always_inline int check_unix_peer(__u32 hook, struct sock *other, int unnamed_ok)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	struct unix_sock *u = (struct unix_sock *)other;
+	struct dentry *dentry;
+	struct unix_address *addr;
+	int deny;
+
+	if (!scope)
+		return 0;
+	if (!other)
+		return decide_plain(hook, cgid, scope, 1);
+	addr = BPF_CORE_READ(u, addr);
+	dentry = BPF_CORE_READ(u, path.dentry);
+	if (!dentry) {
+		deny = !(unnamed_ok && !addr);
+		if (should_report(scope, deny)) {
+			struct bee_event *ev =
+				event_start(hook, cgid, scope, BEE_ACCESS_UNIX, deny);
+
+			if (ev) {
+				ev->family = BEE_AF_UNIX;
+				event_send(ev);
+			}
+		}
+		return verdict(deny);
+	}
+	deny = check_path(hook, cgid, scope, BPF_CORE_READ(u, path.mnt), dentry, NULL,
+			  BEE_ACCESS_UNIX, NEED_ACCESS);
+	return verdict(deny);
+}
+
+SEC("lsm/unix_stream_connect")
+int BPF_PROG(bee_unix_stream_connect, struct sock *sock, struct sock *other, struct sock *newsk)
+{
+	return check_unix_peer(BEE_HOOK_UNIX_STREAM_CONNECT, other, 0);
+}
+
+SEC("lsm/unix_may_send")
+int BPF_PROG(bee_unix_may_send, struct socket *sock, struct socket *other)
+{
+	return check_unix_peer(BEE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk), 1);
+}
+
+/* ---- Scope escapes ----------------------------------------------------- */
+
+static __always_inline int deny_in_scope(__u32 hook)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return decide_plain(hook, cgid, scope, 1);
+}
+
+SEC("lsm/bpf")
+int BPF_PROG(bee_bpf, int cmd)
+{
+	return deny_in_scope(BEE_HOOK_BPF);
+}
+
+SEC("lsm/sb_mount")
+int BPF_PROG(bee_sb_mount)
+{
+	return deny_in_scope(BEE_HOOK_SB_MOUNT);
+}
+
+SEC("lsm/sb_umount")
+int BPF_PROG(bee_sb_umount)
+{
+	return deny_in_scope(BEE_HOOK_SB_MOUNT);
+}
+
+SEC("lsm/sb_pivotroot")
+int BPF_PROG(bee_sb_pivotroot)
+{
+	return deny_in_scope(BEE_HOOK_SB_MOUNT);
+}
+
+SEC("lsm/move_mount")
+int BPF_PROG(bee_move_mount)
+{
+	return deny_in_scope(BEE_HOOK_SB_MOUNT);
+}
+
+SEC("lsm/userns_create")
+int BPF_PROG(bee_userns_create)
+{
+	return deny_in_scope(BEE_HOOK_SB_MOUNT);
+}
+
+static __always_inline __u64 task_cgroup_id(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+}
+
+/* Denies acting on a task outside the caller's cgroup. */
+static __always_inline int check_target(__u32 hook, struct task_struct *target)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return decide_plain(hook, cgid, scope, !target || task_cgroup_id(target) != cgid);
+}
+
+SEC("lsm/ptrace_access_check")
+int BPF_PROG(bee_ptrace_access_check, struct task_struct *child, unsigned int mode)
+{
+	return check_target(BEE_HOOK_PTRACE_ACCESS_CHECK, child);
+}
+
+SEC("lsm/task_kill")
+int BPF_PROG(bee_task_kill, struct task_struct *p)
+{
+	return check_target(BEE_HOOK_TASK_KILL, p);
 }

@@ -1,59 +1,114 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
- * Map layouts shared by bee's BPF programs and user space. Every struct is
- * laid out without implicit padding (explicit `reserved` fields instead), so
- * the Rust `#[repr(C)]` mirrors have the same size on both sides.
+ * Kernel-side constants and per-CPU scratch layouts of bee.bpf.c. The map
+ * layouts shared with user space are in bee_common.h (crates/common/include).
  */
 #ifndef BEE_H
 #define BEE_H
 
-/* Returned by a hook to deny the operation (`-EPERM`). */
+/* Returned (negated) by a hook to deny the operation. */
 #define BEE_EPERM 1
 
-/* Size of `bee_event.path`, including the terminating NUL. */
-#define BEE_PATH_MAX 256
-/* Size of `bee_event.comm` (the kernel's TASK_COMM_LEN). */
-#define BEE_COMM_LEN 16
+/* uapi values vmlinux.h does not carry (they are #defines in the kernel). */
+#define BEE_FMODE_READ 0x1
+#define BEE_FMODE_WRITE 0x2
+#define BEE___FMODE_EXEC 0x20 /* include/linux/fs.h, in f_flags of an exec open */
+#define BEE_PROT_EXEC 0x4
+#define BEE_AF_UNSPEC 0
+#define BEE_AF_UNIX 1
+#define BEE_AF_INET 2
+#define BEE_AF_INET6 10
+#define BEE_AF_NETLINK 16
+#define BEE_SOCK_STREAM 1
+#define BEE_SOCK_DGRAM 2
+#define BEE_SOCK_TYPE_MASK 0xf
+#define BEE_NETLINK_ROUTE 0
+#define BEE_IPPROTO_TCP 6
+#define BEE_IPPROTO_UDP 17
+#define BEE_IPPROTO_MPTCP 262
 
-/* Value of `bee_scopes`, keyed by a cgroup v2 id (u64). */
-struct bee_scope {
-	__u32 policy_id; /* opaque id user space gave the scope's policy */
-	__u32 flags;     /* BEE_SCOPE_* */
-};
-
-/* Also report allowed operations of this scope, not only denials. */
-#define BEE_SCOPE_AUDIT_ALLOWED (1U << 0)
+/* Superblock magics of pseudo filesystems whose files have no path a policy
+ * could name (include/uapi/linux/magic.h). */
+#define BEE_PIPEFS_MAGIC 0x50495045
+#define BEE_SOCKFS_MAGIC 0x534F434B
+#define BEE_ANON_INODE_FS_MAGIC 0x09041934
 
 /*
- * Key of `bee_placeholder_allow`: an inode named by device and inode number.
- * `dev` is the kernel's encoding, (major << 20) | minor, which differs from
- * the st_dev that stat(2) returns.
+ * The path buffer. A path is assembled backwards from the dentry chain: the
+ * leaf's name ends at BEE_PATH_END and each parent is written in front of it,
+ * so the finished path is buf[pos .. BEE_PATH_END). At most BEE_PATH_MAX - 1
+ * bytes fit (the same limit as bee_common::walk_state); a longer path is
+ * denied as truncated. The slack after BEE_PATH_END keeps every bounded write
+ * provably inside the buffer.
  */
-struct bee_inode_key {
-	__u64 dev;
-	__u64 ino;
+#define BEE_PATH_END 4352
+#define BEE_PATH_MASK 8191 /* indices are masked with this for the verifier */
+#define BEE_PATH_BUF (BEE_PATH_MASK + 1 + 256)
+/* 4095 bytes hold at most 2047 one-byte segments. */
+#define BEE_SEGS_MAX 2048
+/* Dentries and mount crossings visited per resolution. */
+#define BEE_RESOLVE_STEPS 4096
+/* Steps of one glob match: (name + 1) * (pattern + name + 1) bounds the
+ * greedy matcher with one backtrack point. */
+#define BEE_GLOB_STEPS (256 * 320)
+
+/* Loop state of the bpf_loop callbacks. It lives in the per-CPU map value,
+ * not on the stack: the verifier tracks no values in map memory, so every
+ * iteration of a callback looks the same to it and verification converges at
+ * once (on the stack, precise counters make each iteration a new state). */
+struct resolve_ctx {
+	__u64 dentry; /* struct dentry * */
+	__u64 mnt;    /* struct mount * */
+	__u32 pos;    /* the path so far is buf[pos .. BEE_PATH_END) */
+	__u32 nsegs;
+	__u32 flags; /* BEE_EVENT_PATH_* */
+	__u32 done;
 };
 
-/* Which hook produced an event. */
-enum bee_hook {
-	BEE_HOOK_FILE_OPEN = 1,
-	BEE_HOOK_BPRM_CHECK = 2,
+struct glob_ctx {
+	__u32 glob;  /* glob array index */
+	__u32 off;   /* segment offset in buf */
+	__u32 nlen;  /* segment length */
+	__u32 plen;  /* pattern length */
+	__u32 p, n;  /* cursors */
+	__u32 sp, sn; /* backtrack point: the last '*' and the name offset it took */
+	__u32 resume;
+	__u32 result; /* 0 running, 1 match, 2 mismatch, 3 error */
 };
 
-/* bee_event.flags: bpf_d_path failed; `path` holds no (or a partial) path. */
-#define BEE_EVENT_PATH_ERROR (1U << 0)
-
-/* One audit record on the `bee_events` ring buffer (304 bytes). */
-struct bee_event {
-	__u64 cgroup_id;            /* cgroup v2 id of the acting task */
-	__u32 pid;                  /* thread-group id (user-space pid) */
-	__u32 hook;                 /* enum bee_hook */
-	__s32 err;                  /* errno returned: BEE_EPERM, or 0 if allowed */
-	__u32 policy_id;            /* bee_scope.policy_id of the scope */
-	__u32 flags;                /* BEE_EVENT_* */
-	__u32 reserved;             /* zero; keeps comm at offset 32 */
-	char comm[BEE_COMM_LEN];    /* task comm, NUL-terminated */
-	char path[BEE_PATH_MAX];    /* bpf_d_path of the file, NUL-terminated */
+struct globs_ctx {
+	__u32 first; /* the state's glob_first */
+	__u32 count;
+	__u32 off, len; /* the segment */
+	__u32 mask;
+	__u32 error;
 };
+
+struct walk_ctx {
+	__u32 state;
+	__u32 nsegs;
+	__u32 error;
+};
+
+struct bee_path {
+	__u8 buf[BEE_PATH_BUF];
+	/* Segment i (0 = the leaf) is buf[seg_off[i] .. seg_off[i] + seg_len[i]). */
+	__u16 seg_off[BEE_SEGS_MAX];
+	__u16 seg_len[BEE_SEGS_MAX];
+	struct bee_edge_short ks;
+	struct bee_edge_long kl;
+	struct resolve_ctx rc;
+	struct walk_ctx wc;
+	struct globs_ctx gsc;
+	struct glob_ctx gc;
+};
+
+/* Masks v with m in a way the compiler cannot drop as redundant, so the
+ * verifier sees the bound even where an earlier comparison implied it. */
+#define BEE_BOUND(v, m)                          \
+	do {                                     \
+		asm volatile("" : "+r"(v));      \
+		(v) &= (m);                      \
+	} while (0)
 
 #endif /* BEE_H */

@@ -22,26 +22,16 @@
 #[repr(C, align(8))]
 struct Aligned<T: ?Sized>(T);
 
-/// `bee.bpf.o`: the LSM programs, maps and event layout of `bpf/bee.h`.
+/// `bee.bpf.o`: bee's LSM programs and maps (`bpf/bee.bpf.c`, layouts in
+/// `crates/common/include/bee_common.h`).
 ///
-/// Programs (ELF section → aya program name):
-/// - `lsm/file_open` → `bee_file_open`, hook `file_open`;
-/// - `lsm/bprm_check_security` → `bee_bprm_check`, hook `bprm_check_security`.
-///
-/// Maps:
-/// - `bee_scopes`: hash, key `u64` cgroup v2 id → `{ policy_id: u32, flags: u32 }`
-///   (8 bytes), at most 4096 scopes; a task is enforced on only while its
-///   cgroup is a key;
-/// - `bee_placeholder_allow`: hash, key `{ dev: u64, ino: u64 }` (16 bytes,
-///   `dev` in the kernel's `major << 20 | minor` encoding) → `u32` (unused);
-///   the inodes scoped tasks may open and execute. A placeholder for the path
-///   matcher, not a policy mechanism;
-/// - `bee_events`: ring buffer (256 KiB) of 304-byte `bee_event` records
-///   (`bpf/bee.h`): cgroup id, pid, hook, errno, policy id, flags, comm[16],
-///   path[256];
-/// - `bee_event_buf`: per-CPU scratch used to build one event.
-///
-/// A scoped open or exec of an inode not in the allow map returns `-EPERM`.
+/// Programs are named `bee_<hook>` (`bee_bprm_check` for `bprm_check_security`); the list
+/// with hooks is `bee_userspace::engine::PROGRAMS`. Maps: `bee_scopes` (hash, cgroup id →
+/// `bee_scope`), `bee_states` and `bee_globs` (arrays), `bee_edges_s`, `bee_edges_l`,
+/// `bee_combos`, `bee_exec_pins` (hashes), `bee_net_v4`, `bee_net_v6` (LPM tries),
+/// `bee_events` (ring buffer of `bee_event`), plus per-CPU scratch (`bee_pathbuf`,
+/// `bee_evbuf`) and an all-zero event template (`bee_evzero`). `docs/enforcement.md` says
+/// what each hook enforces.
 pub static BEE_OBJECT: &[u8] = {
     static ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!("../bee.bpf.o"));
     &ALIGNED.0
@@ -55,32 +45,8 @@ pub static PROBE_OBJECT: &[u8] = {
     &ALIGNED.0
 };
 
-/// Program name of the `file_open` hook in [`BEE_OBJECT`].
-pub const PROG_FILE_OPEN: &str = "bee_file_open";
-/// Program name of the `bprm_check_security` hook in [`BEE_OBJECT`].
-pub const PROG_BPRM_CHECK: &str = "bee_bprm_check";
 /// Program name in [`PROBE_OBJECT`].
 pub const PROG_PROBE: &str = "bee_probe";
-/// Map name: cgroup id → scope.
-pub const MAP_SCOPES: &str = "bee_scopes";
-/// Map name: the placeholder inode allow set.
-pub const MAP_PLACEHOLDER_ALLOW: &str = "bee_placeholder_allow";
-/// Map name: the audit ring buffer.
-pub const MAP_EVENTS: &str = "bee_events";
-
-/// `bee_scope.flags` bit: also report allowed operations.
-pub const SCOPE_AUDIT_ALLOWED: u32 = 1;
-/// `bee_event.hook` of `file_open`.
-pub const HOOK_FILE_OPEN: u32 = 1;
-/// `bee_event.hook` of `bprm_check_security`.
-pub const HOOK_BPRM_CHECK: u32 = 2;
-/// `bee_event.flags` bit: `bpf_d_path` failed.
-pub const EVENT_PATH_ERROR: u32 = 1;
-/// Size of one `bee_event` record, in bytes.
-pub const EVENT_SIZE: usize = 304;
-/// Size of `bee_event.path`, NUL included, in bytes.
-pub const EVENT_PATH_MAX: usize = 256;
-
 #[cfg(test)]
 mod tests {
     use super::*;

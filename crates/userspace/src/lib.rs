@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`support`] | can this kernel enforce? (a typed report, proven by loading a program) |
 //! | [`plan`] | stage two: the exact kernel map contents for a policy |
+//! | [`engine`] | the loaded kernel programs and their maps: install and remove plans, read audit events |
 //! | [`cgroup`] | scope cgroups: create, limit, kill, remove |
 //! | [`launch`] | the hardened launcher that starts a child inside its scope |
 //! | [`scope`] | the scope lifecycle tying plan, cgroup, launcher and enforcer together |
@@ -12,6 +13,7 @@
 
 pub mod audit;
 pub mod cgroup;
+pub mod engine;
 pub mod launch;
 pub mod plan;
 pub mod scope;

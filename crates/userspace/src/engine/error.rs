@@ -1,0 +1,91 @@
+//! Errors of the enforcement engine. Each names the call or object that failed.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::plan::PlanError;
+
+/// Why the engine could not load, install, uninstall or read.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// An [`super::Engine`] is already loaded in this process; share it instead (the object is
+    /// loaded and verified once per process).
+    #[error("a bee enforcement engine is already loaded in this process")]
+    AlreadyLoaded,
+    /// The embedded object is not the enforcer (a stub or an object missing a program or
+    /// map): refusing, since it could not enforce.
+    #[error("the embedded BPF object cannot enforce: {reason}")]
+    NotEnforcer {
+        /// What is missing.
+        reason: String,
+    },
+    /// Reading the kernel BTF (`/sys/kernel/btf/vmlinux`) failed.
+    #[error("reading the kernel BTF failed: {0}")]
+    Btf(#[source] Box<aya::BtfError>),
+    /// `EbpfLoader::load` (map creation, CO-RE relocation) failed.
+    #[error("loading the BPF object failed: {0}")]
+    Load(#[source] Box<aya::EbpfError>),
+    /// Loading (verifying) or attaching one LSM program failed.
+    #[error("{call} of program `{program}` on LSM hook `{hook}` failed: {source}")]
+    Program {
+        /// `BPF_PROG_LOAD` or `BPF_LINK_CREATE`.
+        call: &'static str,
+        /// Program name.
+        program: &'static str,
+        /// LSM hook.
+        hook: &'static str,
+        /// aya's error (with the verifier log when loading).
+        #[source]
+        source: Box<aya::programs::ProgramError>,
+    },
+    /// Pinning a map or link in bpffs failed.
+    #[error("BPF_OBJ_PIN of `{}` failed: {source}", path.display())]
+    Pin {
+        /// The pin path.
+        path: PathBuf,
+        /// aya's error.
+        #[source]
+        source: Box<aya::pin::PinError>,
+    },
+    /// A map operation failed.
+    #[error("{call} on map `{map}` failed: {source}")]
+    Map {
+        /// What was done (`BPF_MAP_UPDATE_ELEM`, `BPF_MAP_DELETE_ELEM`, open).
+        call: &'static str,
+        /// Map name.
+        map: &'static str,
+        /// aya's error.
+        #[source]
+        source: Box<aya::maps::MapError>,
+    },
+    /// A file-system call on the pin directory or on cgroupfs failed.
+    #[error("{call} `{}` failed: {io_error}", path.display())]
+    Syscall {
+        /// The call (`mkdir`, `unlink`, `readdir`…).
+        call: &'static str,
+        /// Its path argument.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        io_error: io::Error,
+    },
+    /// Relocating the plan failed.
+    #[error("placing the policy in the kernel maps failed: {0}")]
+    Plan(#[source] Box<PlanError>),
+    /// The shared maps have no room for the plan.
+    #[error("no room in the kernel maps: {what} needs {needed} entries, {free} free")]
+    Full {
+        /// The map or id space.
+        what: &'static str,
+        /// Entries the plan needs.
+        needed: u64,
+        /// Entries free.
+        free: u64,
+    },
+    /// The cgroup already has a scope in this engine.
+    #[error("cgroup {cgroup_id} already has a scope")]
+    ScopeExists {
+        /// The cgroup v2 id.
+        cgroup_id: u64,
+    },
+}

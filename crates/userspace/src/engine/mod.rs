@@ -1,0 +1,494 @@
+//! The enforcement engine: loads bee's LSM programs once per process, pins them, and installs
+//! and removes per-cgroup policies in the shared kernel maps.
+//!
+//! ```text
+//! Engine::load(&EngineOptions)        load + verify bee.bpf.o (kernel BTF parsed once),
+//!                                     attach every LSM program, pin links and maps
+//! engine.install(&plan, cgroup, fl)   place the plan (policy id, state and glob ranges),
+//!                                     write every map entry, then the scope entry LAST
+//! engine.uninstall(installed)         remove the scope entry FIRST, then the rest
+//! engine.read_events(limit)           drain the audit ring buffer
+//! ```
+//!
+//! # Threads
+//! Every method that changes the maps takes `&mut self`; `Engine` is `Send`, so share it
+//! between threads as `Mutex<Engine>` (one writer at a time keeps the id allocators and the
+//! install order consistent). Only one `Engine` may be loaded per process
+//! ([`EngineError::AlreadyLoaded`]).
+//!
+//! # Pinning and SIGKILL
+//! Links and maps are pinned under `<pin_root>/<pid>-<starttime>/{links,maps}/` (bpffs,
+//! default `/sys/fs/bpf/bee`). If this process dies without uninstalling, the pins keep the
+//! programs attached and the maps alive, so the processes of a live scope stay confined (fail
+//! closed). The next [`Engine::load`] looks at every other instance directory: one whose owner
+//! still runs is left alone; one whose owner is gone is removed only when none of the cgroups
+//! in its scope map still has processes, and kept (still enforcing) otherwise.
+//! `docs/enforcement.md` explains the choice.
+//!
+//! # Kernel requirements
+//! As [`crate::support`]: BPF LSM active, kernel BTF, cgroup v2, CAP_BPF + CAP_PERFMON +
+//! CAP_MAC_ADMIN (or CAP_SYS_ADMIN), bpffs mounted at the pin root's parent. Tested on Linux
+//! 6.1 and 6.12.
+
+pub mod alloc;
+mod error;
+pub mod events;
+mod maps;
+mod pins;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use aya::programs::Lsm;
+use aya::programs::links::{FdLink, PinnedLink};
+use aya::{Btf, Ebpf, EbpfLoader};
+use bee_common::AuditEvent;
+
+use crate::plan::{EnforcementPlan, Placement};
+
+pub use alloc::RangeAlloc;
+pub use error::EngineError;
+pub use maps::map_names;
+
+/// Every program of `bee.bpf.o` with its LSM hook (`include/linux/lsm_hook_defs.h`).
+pub const PROGRAMS: &[(&str, &str)] = &[
+    ("bee_file_open", "file_open"),
+    ("bee_file_receive", "file_receive"),
+    ("bee_bprm_check", "bprm_check_security"),
+    ("bee_mmap_file", "mmap_file"),
+    ("bee_file_mprotect", "file_mprotect"),
+    ("bee_path_unlink", "path_unlink"),
+    ("bee_path_rmdir", "path_rmdir"),
+    ("bee_path_mkdir", "path_mkdir"),
+    ("bee_path_mknod", "path_mknod"),
+    ("bee_path_symlink", "path_symlink"),
+    ("bee_path_rename", "path_rename"),
+    ("bee_path_link", "path_link"),
+    ("bee_path_truncate", "path_truncate"),
+    ("bee_path_chmod", "path_chmod"),
+    ("bee_path_chown", "path_chown"),
+    ("bee_socket_connect", "socket_connect"),
+    ("bee_socket_sendmsg", "socket_sendmsg"),
+    ("bee_socket_create", "socket_create"),
+    ("bee_unix_stream_connect", "unix_stream_connect"),
+    ("bee_unix_may_send", "unix_may_send"),
+    ("bee_bpf", "bpf"),
+    ("bee_sb_mount", "sb_mount"),
+    ("bee_sb_umount", "sb_umount"),
+    ("bee_sb_pivotroot", "sb_pivotroot"),
+    ("bee_move_mount", "move_mount"),
+    ("bee_userns_create", "userns_create"),
+    ("bee_ptrace_access_check", "ptrace_access_check"),
+    ("bee_task_kill", "task_kill"),
+];
+
+/// Default bpffs directory for pins.
+pub const DEFAULT_PIN_ROOT: &str = "/sys/fs/bpf/bee";
+
+/// Sizes of the shared maps (entries) and where to pin. Every policy installed at the same time
+/// shares these maps; [`EnforcementPlan::stats`] tells what one policy takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// bpffs directory holding one subdirectory per engine instance.
+    pub pin_root: PathBuf,
+    /// Scopes (cgroups) at once.
+    pub max_scopes: u32,
+    /// State array entries (all policies together, plus the dead state 0).
+    pub max_states: u32,
+    /// Short literal edges.
+    pub max_edges_short: u32,
+    /// Long literal edges.
+    pub max_edges_long: u32,
+    /// Glob array entries.
+    pub max_globs: u32,
+    /// Combo entries.
+    pub max_combos: u32,
+    /// Exec-pin entries.
+    pub max_exec_pins: u32,
+    /// IPv4 LPM-trie entries.
+    pub max_net_v4: u32,
+    /// IPv6 LPM-trie entries.
+    pub max_net_v6: u32,
+    /// Ring buffer size in bytes (a power of two, a multiple of the page size); one event is
+    /// 4,176 bytes plus an 8-byte header.
+    pub ring_bytes: u32,
+}
+
+impl Default for EngineOptions {
+    /// 1,024 scopes; 262,144 states; 1,048,576 short and 65,536 long edges; 16,384 globs;
+    /// 262,144 combos; 65,536 exec pins and IPv4/IPv6 blocks each; a 4 MiB ring buffer. The
+    /// hash maps and tries allocate on insert (`BPF_F_NO_PREALLOC`); the arrays take
+    /// 4 MiB (states) and 1 MiB (globs) up front.
+    fn default() -> Self {
+        Self {
+            pin_root: PathBuf::from(DEFAULT_PIN_ROOT),
+            max_scopes: 1024,
+            max_states: 1 << 18,
+            max_edges_short: 1 << 20,
+            max_edges_long: 1 << 16,
+            max_globs: 1 << 14,
+            max_combos: 1 << 18,
+            max_exec_pins: 1 << 16,
+            max_net_v4: 1 << 16,
+            max_net_v6: 1 << 16,
+            ring_bytes: 4 << 20,
+        }
+    }
+}
+
+/// One policy in the kernel maps, governing one cgroup. Pass it back to
+/// [`Engine::uninstall`]; dropping it leaves the policy installed (and enforcing).
+#[derive(Debug)]
+pub struct InstalledPolicy {
+    cgroup_id: u64,
+    plan: EnforcementPlan,
+    states: u32,
+    globs: u32,
+}
+
+impl InstalledPolicy {
+    /// The governed cgroup (v2 id).
+    pub fn cgroup_id(&self) -> u64 {
+        self.cgroup_id
+    }
+
+    /// The policy id (first word of its LPM keys, `policy_id` of its audit events).
+    pub fn policy_id(&self) -> u32 {
+        self.plan.placement().policy_id
+    }
+
+    /// Where the plan was placed.
+    pub fn placement(&self) -> Placement {
+        self.plan.placement()
+    }
+
+    /// The relocated plan: exactly the entries written.
+    pub fn plan(&self) -> &EnforcementPlan {
+        &self.plan
+    }
+}
+
+/// Set while an [`Engine`] lives in this process.
+static LOADED: AtomicBool = AtomicBool::new(false);
+
+/// The loaded programs, their pinned links and the shared maps. See the module docs.
+#[derive(Debug)]
+pub struct Engine {
+    /// Keeps the programs (and the aya objects) alive.
+    _ebpf: Ebpf,
+    _links: Vec<PinnedLink>,
+    maps: maps::Maps,
+    instance_dir: PathBuf,
+    policy_ids: RangeAlloc,
+    states: RangeAlloc,
+    globs: RangeAlloc,
+    scopes: BTreeMap<u64, u32>,
+    stale: Vec<PathBuf>,
+}
+
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Engine>();
+};
+
+impl Engine {
+    /// Loads `bee.bpf.o` ([`bee_ebpf::BEE_OBJECT`]) with the kernel's BTF (parsed once, used
+    /// for relocation and attach), attaches every program of [`PROGRAMS`], pins links and maps
+    /// under `options.pin_root`, and cleans up stale pins of dead instances (see the module
+    /// docs).
+    ///
+    /// # Errors
+    /// [`EngineError`] naming the failing step. Nothing stays attached after an error.
+    pub fn load(options: &EngineOptions) -> Result<Self, EngineError> {
+        if LOADED.swap(true, Ordering::SeqCst) {
+            return Err(EngineError::AlreadyLoaded);
+        }
+        let result = Self::load_inner(options);
+        if result.is_err() {
+            LOADED.store(false, Ordering::SeqCst);
+        }
+        result
+    }
+
+    fn load_inner(options: &EngineOptions) -> Result<Self, EngineError> {
+        check_object(bee_ebpf::BEE_OBJECT)?;
+        let stale = pins::clean_stale(&options.pin_root)?;
+        let btf = Btf::from_sys_fs().map_err(|e| EngineError::Btf(Box::new(e)))?;
+        let mut loader = EbpfLoader::new();
+        loader.btf(Some(&btf));
+        for (name, size) in maps::sizes(options) {
+            loader.map_max_entries(name, size);
+        }
+        let mut ebpf = loader
+            .load(bee_ebpf::BEE_OBJECT)
+            .map_err(|e| EngineError::Load(Box::new(e)))?;
+        let instance_dir = pins::create_instance_dir(&options.pin_root)?;
+        let built = Self::attach_and_pin(&mut ebpf, &btf, &instance_dir);
+        let (links, maps) = match built {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = pins::remove_instance_dir(&instance_dir);
+                return Err(e);
+            }
+        };
+        Ok(Self {
+            _ebpf: ebpf,
+            _links: links,
+            maps,
+            instance_dir,
+            policy_ids: RangeAlloc::new(1, u32::MAX),
+            // State 0 is the dead state, never allocated.
+            states: RangeAlloc::new(1, options.max_states),
+            globs: RangeAlloc::new(0, options.max_globs),
+            scopes: BTreeMap::new(),
+            stale,
+        })
+    }
+
+    fn attach_and_pin(
+        ebpf: &mut Ebpf,
+        btf: &Btf,
+        dir: &Path,
+    ) -> Result<(Vec<PinnedLink>, maps::Maps), EngineError> {
+        let maps = maps::Maps::take(ebpf, &dir.join("maps"))?;
+        let links_dir = dir.join("links");
+        let mut links = Vec::with_capacity(PROGRAMS.len());
+        for &(program, hook) in PROGRAMS {
+            let prog: &mut Lsm = ebpf
+                .program_mut(program)
+                .ok_or_else(|| EngineError::NotEnforcer {
+                    reason: format!("no program `{program}`"),
+                })?
+                .try_into()
+                .map_err(|source| EngineError::Program {
+                    call: "BPF_PROG_LOAD",
+                    program,
+                    hook,
+                    source: Box::new(source),
+                })?;
+            prog.load(hook, btf)
+                .map_err(|source| EngineError::Program {
+                    call: "BPF_PROG_LOAD",
+                    program,
+                    hook,
+                    source: Box::new(source),
+                })?;
+            let id = prog.attach().map_err(|source| EngineError::Program {
+                call: "BPF_LINK_CREATE",
+                program,
+                hook,
+                source: Box::new(source),
+            })?;
+            let link = prog.take_link(id).map_err(|source| EngineError::Program {
+                call: "take_link",
+                program,
+                hook,
+                source: Box::new(source),
+            })?;
+            let fd_link = FdLink::from(link);
+            let path = links_dir.join(program);
+            let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
+                path,
+                source: Box::new(source),
+            })?;
+            links.push(pinned);
+        }
+        Ok((links, maps))
+    }
+
+    /// Installs `plan` for `cgroup_id` with scope `flags` (`bee_common::SCOPE_*`): allocates a
+    /// policy id and state/glob ranges, writes every entry, and writes the scope entry last, so
+    /// a task of the cgroup is governed only once the whole policy is in place.
+    ///
+    /// # Errors
+    /// [`EngineError::ScopeExists`], [`EngineError::Full`], or a map error; on error nothing of
+    /// the plan stays in the maps.
+    pub fn install(
+        &mut self,
+        plan: &EnforcementPlan,
+        cgroup_id: u64,
+        flags: u32,
+    ) -> Result<InstalledPolicy, EngineError> {
+        if self.scopes.contains_key(&cgroup_id) {
+            return Err(EngineError::ScopeExists { cgroup_id });
+        }
+        let stats = plan.stats();
+        let states = count("states", stats.states)?;
+        let globs = count("globs", stats.globs)?;
+        let policy_id = alloc(&mut self.policy_ids, "policy ids", 1)?;
+        let state_first = match alloc(&mut self.states, "states", states) {
+            Ok(s) => s,
+            Err(e) => {
+                self.policy_ids.release(policy_id, 1);
+                return Err(e);
+            }
+        };
+        let glob_first = match alloc(&mut self.globs, "globs", globs) {
+            Ok(g) => g,
+            Err(e) => {
+                self.policy_ids.release(policy_id, 1);
+                self.states.release(state_first, states);
+                return Err(e);
+            }
+        };
+        let placement = Placement {
+            policy_id,
+            // States are placed at state_base + 1 ..= state_base + states.
+            state_base: state_first.saturating_sub(1),
+            glob_base: glob_first,
+        };
+        let installed = plan
+            .relocated(placement)
+            .map_err(|e| EngineError::Plan(Box::new(e)))
+            .and_then(|relocated| {
+                self.maps.write_plan(&relocated)?;
+                self.maps.insert_scope(cgroup_id, &relocated, flags)?;
+                Ok(relocated)
+            });
+        match installed {
+            Ok(relocated) => {
+                self.scopes.insert(cgroup_id, policy_id);
+                Ok(InstalledPolicy {
+                    cgroup_id,
+                    plan: relocated,
+                    states,
+                    globs,
+                })
+            }
+            Err(e) => {
+                if let Ok(relocated) = plan.relocated(placement) {
+                    let _ = self.maps.remove_plan(&relocated);
+                }
+                self.release(policy_id, state_first, states, glob_first, globs);
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes a policy: the scope entry first (the cgroup's tasks are no longer governed and
+    /// can no longer reach the other entries), then every other entry, then frees its ids.
+    ///
+    /// # Errors
+    /// A map error. If removing the scope entry fails, the policy stays installed (and
+    /// enforcing); later failures leave unreachable entries behind but free nothing.
+    pub fn uninstall(&mut self, installed: InstalledPolicy) -> Result<(), EngineError> {
+        self.maps.remove_scope(installed.cgroup_id)?;
+        self.scopes.remove(&installed.cgroup_id);
+        self.maps.remove_plan(&installed.plan)?;
+        let p = installed.plan.placement();
+        self.release(
+            p.policy_id,
+            p.state_base + 1,
+            installed.states,
+            p.glob_base,
+            installed.globs,
+        );
+        Ok(())
+    }
+
+    fn release(&mut self, policy_id: u32, state_first: u32, states: u32, glob: u32, globs: u32) {
+        self.policy_ids.release(policy_id, 1);
+        self.states.release(state_first, states);
+        self.globs.release(glob, globs);
+    }
+
+    /// Drains up to `limit` audit events from the ring buffer, oldest first. Records that are
+    /// not a whole [`AuditEvent`] are skipped.
+    pub fn read_events(&mut self, limit: usize) -> Vec<AuditEvent> {
+        self.maps.read_events(limit)
+    }
+
+    /// The cgroups that currently have a scope in this engine.
+    pub fn scoped_cgroups(&self) -> impl Iterator<Item = u64> + '_ {
+        self.scopes.keys().copied()
+    }
+
+    /// This instance's pin directory.
+    pub fn instance_dir(&self) -> &Path {
+        &self.instance_dir
+    }
+
+    /// Pin directories of dead instances that [`Engine::load`] kept because their scopes still
+    /// had processes (they keep enforcing until a later load finds them empty).
+    pub fn stale_kept(&self) -> &[PathBuf] {
+        &self.stale
+    }
+}
+
+/// Removes the pin directories under `pin_root` left by dead engine instances whose scopes
+/// have no processes left, as [`Engine::load`] does; returns the dead instances kept because a
+/// scope still has processes.
+///
+/// # Errors
+/// [`EngineError::Syscall`] when the directory cannot be read or a pin cannot be removed.
+pub fn clean_stale_pins(pin_root: &Path) -> Result<Vec<PathBuf>, EngineError> {
+    pins::clean_stale(pin_root)
+}
+
+impl Drop for Engine {
+    /// With no scope installed, unpins everything (the programs detach once this process's
+    /// descriptors close). With scopes still installed, leaves the pins: their processes stay
+    /// confined until a later [`Engine::load`] finds their cgroups empty.
+    fn drop(&mut self) {
+        if self.scopes.is_empty() {
+            let _ = pins::remove_instance_dir(&self.instance_dir);
+        }
+        LOADED.store(false, Ordering::SeqCst);
+    }
+}
+
+fn count(what: &'static str, n: usize) -> Result<u32, EngineError> {
+    u32::try_from(n).map_err(|_| EngineError::Full {
+        what,
+        needed: n as u64,
+        free: 0,
+    })
+}
+
+fn alloc(a: &mut RangeAlloc, what: &'static str, n: u32) -> Result<u32, EngineError> {
+    a.alloc(n).ok_or(EngineError::Full {
+        what,
+        needed: u64::from(n),
+        free: a.free_count(),
+    })
+}
+
+/// Refuses objects that are not the enforcer: empty, not ELF, or missing a program.
+fn check_object(object: &[u8]) -> Result<(), EngineError> {
+    if !object.starts_with(b"\x7fELF") {
+        return Err(EngineError::NotEnforcer {
+            reason: "not an ELF object (a stub?)".into(),
+        });
+    }
+    for (program, _) in PROGRAMS {
+        let section_name = program.as_bytes();
+        if !object
+            .windows(section_name.len())
+            .any(|w| w == section_name)
+        {
+            return Err(EngineError::NotEnforcer {
+                reason: format!("no program `{program}`"),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stubs_are_refused() {
+        assert!(matches!(
+            check_object(&[]),
+            Err(EngineError::NotEnforcer { .. })
+        ));
+        assert!(matches!(
+            check_object(b"\x7fELF\x02\x01"),
+            Err(EngineError::NotEnforcer { .. })
+        ));
+        assert!(check_object(bee_ebpf::BEE_OBJECT).is_ok());
+    }
+}
