@@ -18,6 +18,7 @@ use std::time::Duration;
 use bee_core::{CompileOptions, PolicyError, compile_file};
 use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
 use bee_userspace::cgroup::CgroupParent;
+use bee_userspace::engine::{EngineOptions, SharedEngine};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{EnforceError, Enforcer, Scope, ScopeError, ScopeOptions};
@@ -178,12 +179,14 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     Ok(report.outcome.exit_code())
 }
 
-/// The BPF enforcement engine. This build has none: every scope is refused, so `bee exec`
-/// fails closed with 69 even where the kernel passes every check.
+/// The BPF enforcement engine, loaded for this process ([`SharedEngine`]); a load failure
+/// (the kernel refuses the programs, bpffs is missing) makes the scope unavailable.
 fn engine() -> Result<Box<dyn Enforcer>, EnforceError> {
-    Err(EnforceError::Unavailable {
-        reason: "this build of bee has no BPF enforcement engine".to_owned(),
-    })
+    SharedEngine::load(&EngineOptions::default())
+        .map(|engine| Box::new(engine) as Box<dyn Enforcer>)
+        .map_err(|e| EnforceError::Unavailable {
+            reason: format!("the enforcement engine could not be loaded: {e}"),
+        })
 }
 
 fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {

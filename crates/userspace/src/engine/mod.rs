@@ -35,6 +35,7 @@ mod error;
 pub mod events;
 mod maps;
 mod pins;
+mod shared;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,7 @@ use crate::plan::{EnforcementPlan, Placement};
 pub use alloc::RangeAlloc;
 pub use error::EngineError;
 pub use maps::map_names;
+pub use shared::SharedEngine;
 
 /// Every program of `bee.bpf.o` with its LSM hook (`include/linux/lsm_hook_defs.h`).
 pub const PROGRAMS: &[(&str, &str)] = &[
