@@ -6,5 +6,7 @@
 
 pub mod app;
 pub mod config;
+pub mod episode;
 pub mod provider;
 pub mod records;
+pub mod scenario;
