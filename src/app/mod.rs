@@ -7,6 +7,7 @@ mod config_cmd;
 mod exec;
 mod exit;
 mod metrics;
+pub mod run;
 mod user;
 mod validate;
 
@@ -37,6 +38,8 @@ enum Command {
     Config(config_cmd::Args),
     /// Report tokens, cost, latency and denials from recorded episodes.
     Metrics(metrics::Args),
+    /// Run a scenario's agent episodes, each tool call confined by the policy.
+    Run(run::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -66,6 +69,7 @@ pub fn main() -> ExitCode {
         Some(Command::Exec(args)) => return exec::run(&args),
         Some(Command::Config(args)) => config_cmd::run(&args),
         Some(Command::Metrics(args)) => metrics::run(&args),
+        Some(Command::Run(args)) => return run::run(&args),
     };
     exit.into()
 }
