@@ -295,8 +295,11 @@ fn file_refusal(e: &FileError) -> Refused {
         Some(d) => {
             let mut s = String::new();
             for p in &d.problems {
-                let report = miette::Report::new(p.clone());
-                s.push_str(&format!("{report:?}\n"));
+                s.push_str(&p.to_string());
+                if let Some(help) = &p.help {
+                    s.push_str(&format!("\n  help: {help}"));
+                }
+                s.push('\n');
             }
             s
         }
@@ -439,10 +442,7 @@ fn check_policy(policy: &Path, workspace: &Path) -> Result<(), Refused> {
     match compile_file(policy, &options) {
         Ok(_) => Ok(()),
         Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
-        Err(PolicyError::Invalid(d)) => Err(Refused(
-            RunStatus::DataErr,
-            format!("{:?}", miette::Report::new(d)),
-        )),
+        Err(e @ PolicyError::Invalid(_)) => Err(Refused(RunStatus::DataErr, e.to_string())),
     }
 }
 
