@@ -1,6 +1,11 @@
 //! The demo under `examples/demo`: its recording plays to the end against an executor that
 //! denies what the policy denies, and the recorded fix really fixes the crate.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;

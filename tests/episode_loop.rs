@@ -1,5 +1,10 @@
 //! The episode loop end to end: the replay provider, a scripted executor, real transcripts.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -470,7 +475,10 @@ fn an_exhausted_recording_is_a_provider_error_with_the_transcript_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let r = run(&spec(dir.path()), &replay(&[LS, CAT]), &exec(), dir.path());
     assert_eq!(r.outcome, Outcome::ProviderError);
-    assert_eq!(r.provider_error.as_ref().unwrap().category, ErrorCategory::Protocol);
+    assert_eq!(
+        r.provider_error.as_ref().unwrap().category,
+        ErrorCategory::Protocol
+    );
     let k = kinds(&r);
     assert_eq!(k.last(), Some(&"episode_finished"));
     assert_eq!(k[k.len() - 2], "tool_result");

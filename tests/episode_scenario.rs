@@ -1,6 +1,11 @@
 //! Scenario files: one episode, many with shared defaults, a directory of files, and errors
 //! that name file, line, column and key.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -2,6 +2,11 @@
 //! statuses. (In this build no sandbox is connected to `bee run`, so a well-formed run stops
 //! at 69; `tests/run_episodes.rs` covers the runs themselves with a scripted sandbox.)
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::Path;
 use std::process::{Command, Output};
 

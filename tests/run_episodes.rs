@@ -1,6 +1,11 @@
 //! `bee run` through `run_with`: exit statuses, concurrency and isolation, configuration
 //! precedence, host mode and progress output, with a scripted sandbox.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -601,10 +606,10 @@ fn recorded_turn_limit(p: &Project, args: &[&str]) -> Option<u32> {
         .find(|p| p.is_dir())
         .unwrap();
     let t = read_transcript(&run_dir.join("scenario.jsonl")).unwrap();
-    let EventBody::EpisodeStarted(st) = &t.events[0].body else {
-        panic!()
-    };
-    st.limits.turns
+    match &t.events[0].body {
+        EventBody::EpisodeStarted(st) => st.limits.turns,
+        other => unreachable!("{other:?}"),
+    }
 }
 
 #[test]
