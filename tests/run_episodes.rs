@@ -581,11 +581,14 @@ fn eight_concurrent_episodes_each_get_their_own_workspace_and_transcript() {
     for l in &lines[..lines.len() - 1] {
         let id = l["episode"].as_str().unwrap();
         assert!(id.starts_with("scenario-"));
-        assert!(l["event"]["event"].is_string());
+        assert!(
+            l["event"]["event"].is_string() || l["finished"]["outcome"] == "passed",
+            "{l}"
+        );
     }
     let per_episode = lines
         .iter()
-        .filter(|l| l["episode"] == "scenario-3")
+        .filter(|l| l["episode"] == "scenario-3" && l.get("event").is_some())
         .count();
     let on_disk = read_transcript(&run_dir.join("scenario-3.jsonl"))
         .unwrap()
@@ -717,4 +720,67 @@ fn the_run_status_of_mixed_episodes_follows_the_documented_order() {
     .map(|s| s.code())
     .collect();
     assert_eq!(codes, [0, 1, 3, 64, 65, 66, 69, 70, 75, 77, 130]);
+}
+
+#[test]
+fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
+    let p = Project::new(&format!("{SCENARIO}\nrepeat = 2\n"), &[TOOL_TURN, DONE]);
+    let args = parse_args([
+        "--scenario",
+        "scenario.toml",
+        "--provider",
+        "provider.toml",
+        "--concurrency",
+        "2",
+    ])
+    .unwrap();
+    let out = Buf::default();
+    let fake = Arc::new(Fake::default());
+    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, String> {
+        Ok(Box::new(FakeRef(Arc::clone(&fake))))
+    };
+    let temp = p.path().join("tmp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let status = run_with(
+        &args,
+        RunContext {
+            env: p.env(),
+            factory: &factory,
+            out: Box::new(out.clone()),
+            err: Box::new(Buf::default()),
+            terminal: true,
+            interrupt: Interrupt::new(),
+            temp_dir: temp,
+        },
+    );
+    assert_eq!(status, RunStatus::Passed);
+    let text = out.text();
+    // Two lines, moved up over and redrawn.
+    assert!(text.contains("\x1b[2A"), "{text:?}");
+    // The last frame shows both episodes finished.
+    let frames: Vec<&str> = text.split("\x1b[2A").collect();
+    let last = frames.last().unwrap();
+    assert!(last.contains("scenario-1  passed"), "{last:?}");
+    assert!(last.contains("scenario-2  passed"), "{last:?}");
+    assert!(text.trim_end().ends_with("(exit 0)"), "{text:?}");
+}
+
+#[test]
+fn json_lines_say_how_each_episode_finished() {
+    let p = Project::new(SCENARIO, &[TOOL_TURN]);
+    let r = go(&p, &["--json"]);
+    assert_eq!(r.status, RunStatus::Provider);
+    let finished: serde_json::Value = r
+        .out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v.get("finished").is_some())
+        .unwrap();
+    assert_eq!(finished["finished"]["outcome"], "provider-error");
+    assert!(
+        finished["finished"]["provider_error"]
+            .as_str()
+            .unwrap()
+            .contains("no turn left")
+    );
 }

@@ -834,7 +834,19 @@ impl Progress {
             Style::Lines => self.with(|s| {
                 let _ = writeln!(s.out, "{line}");
             }),
-            Style::Json => {}
+            Style::Json => self.with(|s| {
+                let v = serde_json::json!({
+                    "episode": id,
+                    "finished": {
+                        "outcome": report.outcome,
+                        "limit": report.limit,
+                        "provider_error": report.provider_error.as_ref().map(|p| &p.message),
+                        "success_check": report.success_check,
+                        "transcript": report.transcript.display().to_string(),
+                    },
+                });
+                let _ = writeln!(s.out, "{v}");
+            }),
         }
     }
 
@@ -873,9 +885,15 @@ fn redraw(s: &mut ProgressState) {
     if s.drawn > 0 {
         text.push_str(&format!("\x1b[{}A", s.drawn));
     }
+    // A line that wraps would throw off the cursor movement: cut each to the width.
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(100)
+        .max(20);
     for line in &s.lines {
         text.push_str("\r\x1b[2K");
-        text.push_str(line);
+        text.push_str(&shorten(line, width - 2));
         text.push('\n');
     }
     s.drawn = s.lines.len();
