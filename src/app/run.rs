@@ -442,7 +442,13 @@ fn check_policy(policy: &Path, workspace: &Path) -> Result<(), Refused> {
     match compile_file(policy, &options) {
         Ok(_) => Ok(()),
         Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
-        Err(e @ PolicyError::Invalid(_)) => Err(Refused(RunStatus::DataErr, e.to_string())),
+        Err(PolicyError::Invalid(diagnostics)) => {
+            let mut text = format!("{}: the policy is invalid\n", policy.display());
+            for problem in diagnostics.problems {
+                text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
+            }
+            Err(Refused(RunStatus::DataErr, text))
+        }
     }
 }
 
