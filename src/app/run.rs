@@ -611,10 +611,15 @@ struct Shared<'a> {
 
 impl Shared<'_> {
     fn error(&self, e: String) -> RunStatus {
+        self.warn(e);
+        RunStatus::Software
+    }
+
+    /// A message for stderr at the end of the run.
+    fn warn(&self, e: String) {
         if let Ok(mut v) = self.errors.lock() {
             v.push(e);
         }
-        RunStatus::Software
     }
 
     fn episode(&self, ep: &Planned) -> RunStatus {
@@ -692,6 +697,14 @@ impl Shared<'_> {
             &observer,
         ) {
             Ok(report) => {
+                if !report.store_errors.is_empty() {
+                    self.warn(format!(
+                        "episode {id}: the metrics store refused {} event(s) (they are in the \
+                         transcript; `bee metrics --rebuild` recovers the store); first: {}",
+                        report.store_errors.len(),
+                        report.store_errors[0]
+                    ));
+                }
                 self.progress.finished(&report);
                 RunStatus::of_episode(&report)
             }

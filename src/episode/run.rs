@@ -122,13 +122,18 @@ pub struct EpisodeReport {
     pub transcript: PathBuf,
     /// What the episode used.
     pub totals: Totals,
+    /// Events that are in the transcript but that the metrics store refused, in words
+    /// (`bee metrics --rebuild` recovers the store from the transcripts).
+    pub store_errors: Vec<String>,
 }
 
 /// Why an episode could not be recorded. The episode stops at the first event that cannot
-/// be written: an unrecorded step must not happen.
+/// be written to its transcript: an unrecorded step must not happen. (An event the metrics
+/// store refuses is still in the transcript; it is reported in
+/// [`EpisodeReport::store_errors`] and the episode goes on.)
 #[derive(Debug, thiserror::Error)]
 pub enum EpisodeError {
-    /// The transcript or the metrics store refused an event.
+    /// The transcript refused an event.
     #[error("episode {episode_id}: {source}")]
     Record {
         /// The episode.
@@ -144,19 +149,26 @@ struct Log<'a> {
     rec: EpisodeRecorder,
     observer: &'a (dyn Fn(&Event) + Sync),
     episode_id: &'a str,
+    store_errors: Vec<String>,
 }
 
 impl Log<'_> {
     fn record(&mut self, body: EventBody) -> Result<(), EpisodeError> {
-        let event = self
-            .rec
-            .record(body)
-            .map_err(|source| EpisodeError::Record {
+        let kind = body.kind();
+        match self.rec.record(body) {
+            Ok(event) => {
+                (self.observer)(&event);
+                Ok(())
+            }
+            Err(RecordError::Store(e)) => {
+                self.store_errors.push(format!("{kind}: {e}"));
+                Ok(())
+            }
+            Err(source) => Err(EpisodeError::Record {
                 episode_id: self.episode_id.to_owned(),
                 source: Box::new(source),
-            })?;
-        (self.observer)(&event);
-        Ok(())
+            }),
+        }
     }
 }
 
@@ -215,6 +227,7 @@ pub fn run_episode(
         rec,
         observer,
         episode_id: &spec.episode_id,
+        store_errors: Vec::new(),
     };
 
     let stop = converse(spec, model, executor, deadline, interrupt, &mut log)?;
@@ -240,11 +253,25 @@ pub fn run_episode(
         Stop::Provider(p) => (Outcome::ProviderError, None, Some(p), None),
         Stop::Interrupted => (Outcome::Interrupted, None, None, None),
     };
-    let finished = log.rec.finish(outcome, check.clone()).map_err(rec_err)?;
-    observer(&finished);
-    let totals = match finished.body {
-        EventBody::EpisodeFinished(f) => f.totals,
-        _ => Totals::default(),
+    let Log {
+        rec,
+        mut store_errors,
+        ..
+    } = log;
+    let counted = rec.totals().clone();
+    let totals = match rec.finish(outcome, check.clone()) {
+        Ok(finished) => {
+            observer(&finished);
+            match finished.body {
+                EventBody::EpisodeFinished(f) => f.totals,
+                _ => counted,
+            }
+        }
+        Err(RecordError::Store(e)) => {
+            store_errors.push(format!("episode_finished: {e}"));
+            counted
+        }
+        Err(e) => return Err(rec_err(e)),
     };
     Ok(EpisodeReport {
         episode_id: spec.episode_id.clone(),
@@ -254,6 +281,7 @@ pub fn run_episode(
         success_check: check,
         transcript,
         totals,
+        store_errors,
     })
 }
 
