@@ -28,6 +28,7 @@
 
 mod executor;
 mod fake;
+mod limits;
 mod run;
 mod workspace;
 

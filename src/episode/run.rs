@@ -6,6 +6,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use super::executor::{Bounds, Interrupt, ToolExecution, ToolExecutor};
+use super::limits::{Spent, after_call, before_call, output_budget};
 use crate::provider::price::{PriceSource as TablePriceSource, PriceTable};
 use crate::provider::{ErrorCategory, Item, Provider, ProviderError, Request, Response};
 use crate::records::{
@@ -285,112 +286,6 @@ pub fn run_episode(
     })
 }
 
-/// What the episode has spent, for the limit checks.
-#[derive(Debug, Default)]
-struct Spent {
-    turns: u32,
-    tokens: u64,
-    usd: f64,
-    /// The first model without a price.
-    unknown: Option<String>,
-}
-
-fn limit(limit: LimitKind, detail: String) -> Stop {
-    Stop::Limit(LimitHit { limit, detail })
-}
-
-/// The limit that forbids another model call, if any.
-fn before_call(
-    spec: &EpisodeSpec,
-    model: &Model,
-    spent: &Spent,
-    deadline: Option<Instant>,
-) -> Option<Stop> {
-    let l = &spec.limits;
-    if let Some(max) = l.turns.filter(|m| spent.turns >= *m) {
-        return Some(limit(
-            LimitKind::Turns,
-            format!("{} turns of {max}", spent.turns),
-        ));
-    }
-    if let Some(max) = l.tokens.filter(|m| spent.tokens >= *m) {
-        return Some(limit(
-            LimitKind::Tokens,
-            format!("{} tokens of {max}", spent.tokens),
-        ));
-    }
-    if let (Some(d), Some(wall)) = (deadline, l.wall) {
-        if Instant::now() >= d {
-            return Some(limit(
-                LimitKind::Wall,
-                format!("wall time of {} s reached", wall.as_secs_f64()),
-            ));
-        }
-    }
-    if let Some(max) = l.cost_usd {
-        let model_name = model.provider.model();
-        let unknown = spent.unknown.clone().or_else(|| {
-            model
-                .prices
-                .lookup(model_name)
-                .is_none()
-                .then(|| model_name.to_owned())
-        });
-        if let Some(m) = unknown {
-            return Some(limit(
-                LimitKind::Cost,
-                format!(
-                    "the price of model {m:?} is unknown, so the cost cannot be held under the \
-                     limit of ${max}: refusing to call the model (add [prices] to the provider \
-                     file, or drop the cost limit)"
-                ),
-            ));
-        }
-        if spent.usd >= max {
-            return Some(limit(
-                LimitKind::Cost,
-                format!("${:.4} of ${max}", spent.usd),
-            ));
-        }
-    }
-    None
-}
-
-/// The limit the last model call reached, which forbids running its tool calls.
-fn after_call(spec: &EpisodeSpec, spent: &Spent, pending: usize) -> Option<Stop> {
-    let l = &spec.limits;
-    let not_run = format!("; {pending} tool call(s) of the last turn not run");
-    if let Some(max) = l.turns.filter(|m| spent.turns >= *m) {
-        return Some(limit(
-            LimitKind::Turns,
-            format!("{} turns of {max}{not_run}", spent.turns),
-        ));
-    }
-    if let Some(max) = l.tokens.filter(|m| spent.tokens >= *m) {
-        return Some(limit(
-            LimitKind::Tokens,
-            format!("{} tokens of {max}{not_run}", spent.tokens),
-        ));
-    }
-    if let Some(max) = l.cost_usd {
-        if let Some(m) = &spent.unknown {
-            return Some(limit(
-                LimitKind::Cost,
-                format!(
-                    "the price of model {m:?} is unknown and a cost limit of ${max} is set{not_run}"
-                ),
-            ));
-        }
-        if spent.usd >= max {
-            return Some(limit(
-                LimitKind::Cost,
-                format!("${:.4} of ${max}{not_run}", spent.usd),
-            ));
-        }
-    }
-    None
-}
-
 fn converse(
     spec: &EpisodeSpec,
     model: &Model,
@@ -419,20 +314,20 @@ fn converse(
     let tools = executor.definitions();
     let mut spent = Spent::default();
     let wall_hit = |what: &str| {
-        limit(
-            LimitKind::Wall,
-            format!(
+        Stop::Limit(LimitHit {
+            limit: LimitKind::Wall,
+            detail: format!(
                 "wall time of {} s reached {what}",
                 spec.limits.wall.map_or(0.0, |w| w.as_secs_f64())
             ),
-        )
+        })
     };
     loop {
         if interrupt.is_raised() {
             return Ok(Stop::Interrupted);
         }
-        if let Some(stop) = before_call(spec, model, &spent, deadline) {
-            return Ok(stop);
+        if let Some(hit) = before_call(spec, model, &spent, deadline) {
+            return Ok(Stop::Limit(hit));
         }
         let budget = output_budget(spec, model, &spent);
         let request = Request {
@@ -474,8 +369,8 @@ fn converse(
         if calls.is_empty() {
             return Ok(Stop::Done);
         }
-        if let Some(stop) = after_call(spec, &spent, calls.len()) {
-            return Ok(stop);
+        if let Some(hit) = after_call(spec, &spent, calls.len()) {
+            return Ok(Stop::Limit(hit));
         }
         for call in &calls {
             if interrupt.is_raised() {
@@ -505,21 +400,6 @@ fn converse(
                 )));
             }
         }
-    }
-}
-
-/// Caps the output budget at the tokens left under the token limit.
-fn output_budget(spec: &EpisodeSpec, model: &Model, spent: &Spent) -> Option<u32> {
-    let Some(max) = spec.limits.tokens else {
-        return spec.max_output_tokens;
-    };
-    let left = max.saturating_sub(spent.tokens).max(1);
-    let asked = spec.max_output_tokens.unwrap_or(model.max_output_tokens);
-    let asked = u64::from(asked);
-    if left < asked {
-        Some(u32::try_from(left).unwrap_or(u32::MAX))
-    } else {
-        spec.max_output_tokens
     }
 }
 
