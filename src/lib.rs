@@ -6,7 +6,9 @@
 
 pub mod app;
 pub mod config;
+pub mod episode;
 pub mod provider;
 pub mod records;
 pub mod sandbox;
+pub mod scenario;
 pub mod tools;

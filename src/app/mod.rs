@@ -7,6 +7,7 @@ mod config_cmd;
 mod exec;
 mod exit;
 mod metrics;
+pub mod run;
 mod tool_runner;
 mod user;
 mod validate;
@@ -38,6 +39,8 @@ enum Command {
     Config(config_cmd::Args),
     /// Report tokens, cost, latency and denials from recorded episodes.
     Metrics(metrics::Args),
+    /// Run a scenario's agent episodes, each tool call confined by the policy.
+    Run(run::Args),
     /// Run one file tool inside a sandbox (started by bee itself).
     #[command(name = "__tool", hide = true)]
     Tool(tool_runner::Args),
@@ -70,6 +73,7 @@ pub fn main() -> ExitCode {
         Some(Command::Exec(args)) => return exec::run(&args),
         Some(Command::Config(args)) => config_cmd::run(&args),
         Some(Command::Metrics(args)) => metrics::run(&args),
+        Some(Command::Run(args)) => return run::run(&args),
         Some(Command::Tool(args)) => tool_runner::run(&args),
     };
     exit.into()

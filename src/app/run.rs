@@ -1,0 +1,741 @@
+//! `bee run`: run a scenario's episodes, headless, and exit with a status that says how
+//! they went.
+//!
+//! The order fails closed. Configuration, scenario, provider file and policies are read and
+//! checked first (64 usage, 65 invalid file, 66 missing file); neither a policy nor `--host`
+//! is a refusal (64). The sandbox is then obtained through [`sandbox_factory`] — when the
+//! kernel cannot enforce, bee exits 69 before any model call — and the provider is connected
+//! (77 for a missing or refused key). Only then do episodes run, `--concurrency N` at a time,
+//! each on a thread of its own with its own workspace copy and its own executor (scope).
+//!
+//! Exit statuses (see `docs/episodes.md`); when episodes end differently, the first line of
+//! this table that applies wins:
+//!
+//! | status | meaning |
+//! |---|---|
+//! | 130 | interrupted (Ctrl-C); every transcript ends with `episode_finished` |
+//! | 69 | enforcement unavailable (also before any episode ran) |
+//! | 77 | the provider refused the API key, or it is not set |
+//! | 75 | another provider error (network, server, rate limit, protocol) |
+//! | 70 | internal error: records could not be written |
+//! | 3 | a hard limit (turns, tokens, wall time, cost) ended an episode |
+//! | 1 | an episode's success check failed |
+//! | 0 | every episode passed |
+//! | 64 | usage: bad flags; no policy and no `--host`; both a policy and `--host` |
+//! | 65 | an invalid scenario, provider, configuration or policy file |
+//! | 66 | a file or directory that does not exist or cannot be read |
+
+mod progress;
+
+use std::collections::VecDeque;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bee_core::{CompileOptions, PolicyError, compile_file};
+use clap::Parser;
+
+use super::user::invoking_home;
+use crate::config::{Config, Env, FileError, Flags, Origin, Refusal, Sourced};
+use crate::episode::{
+    EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, copy_path,
+    copy_workspace, run_episode,
+};
+use crate::provider::{ErrorCategory, ProviderSpec};
+use crate::records::{
+    Enforcement, EpisodeRecorder, EpisodeStarted, Event, Limits, Outcome, PolicyRecord, RunSummary,
+    STORE_FILE, Store, Timestamp,
+};
+use crate::scenario::{EpisodeDef, Scenario, WorkspaceMode};
+use progress::{Progress, Style};
+
+/// Arguments of `bee run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The scenario file (or a directory of scenario files).
+    #[arg(long, value_name = "FILE")]
+    pub scenario: PathBuf,
+    /// Configuration: --policy, --provider, --host, --records-dir, limits, --config.
+    #[command(flatten)]
+    pub flags: Flags,
+    /// Where records go (the same as --records-dir).
+    #[arg(long, value_name = "DIR", conflicts_with = "records_dir")]
+    pub records: Option<PathBuf>,
+    /// Run up to N episodes at once, each with its own workspace copy and scope.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// Print progress and the result as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+    /// Keep each episode's workspace copy (they are removed at the end otherwise).
+    #[arg(long)]
+    pub keep_workspaces: bool,
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "bee run")]
+struct RunCli {
+    #[command(flatten)]
+    args: Args,
+}
+
+/// Parses `bee run` arguments (without the `bee run` words), as the command line would.
+///
+/// # Errors
+/// clap's error for bad arguments.
+pub fn parse_args<I, T>(args: I) -> Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let argv = std::iter::once(std::ffi::OsString::from("bee-run"))
+        .chain(args.into_iter().map(Into::into));
+    RunCli::try_parse_from(argv).map(|c| c.args)
+}
+
+/// How `bee run` ended; the discriminant is the exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum RunStatus {
+    /// Every episode passed.
+    Passed = 0,
+    /// An episode's success check failed.
+    Failed = 1,
+    /// A hard limit ended an episode.
+    Limit = 3,
+    /// Bad flags, no policy and no `--host`, or both.
+    Usage = 64,
+    /// An invalid scenario, provider, configuration or policy file.
+    DataErr = 65,
+    /// A missing or unreadable file.
+    NoInput = 66,
+    /// The kernel cannot enforce the policy (or the sandbox is not available).
+    EnforcementUnavailable = 69,
+    /// Records could not be written.
+    Software = 70,
+    /// A provider error other than authentication.
+    Provider = 75,
+    /// The provider's API key is missing or was refused.
+    Auth = 77,
+    /// Interrupted by Ctrl-C.
+    Interrupted = 130,
+}
+
+impl RunStatus {
+    /// The exit status.
+    #[must_use]
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// How bad it is, for choosing one status for several episodes (higher wins).
+    fn rank(self) -> u8 {
+        match self {
+            Self::Passed => 0,
+            Self::Failed => 1,
+            Self::Limit => 2,
+            Self::Software => 3,
+            Self::Provider => 4,
+            Self::Auth => 5,
+            Self::EnforcementUnavailable => 6,
+            Self::Interrupted => 7,
+            Self::Usage | Self::DataErr | Self::NoInput => 8,
+        }
+    }
+
+    /// The status of one episode.
+    #[must_use]
+    pub fn of_episode(report: &EpisodeReport) -> Self {
+        match report.outcome {
+            Outcome::Passed => Self::Passed,
+            Outcome::Failed => Self::Failed,
+            Outcome::Limit => Self::Limit,
+            Outcome::Interrupted => Self::Interrupted,
+            Outcome::EnforcementUnavailable => Self::EnforcementUnavailable,
+            Outcome::ProviderError => match report.provider_error.as_ref().map(|p| p.category) {
+                Some(ErrorCategory::Auth) => Self::Auth,
+                _ => Self::Provider,
+            },
+        }
+    }
+
+    /// The status of a run whose episodes ended as `statuses` (0 when there were none).
+    #[must_use]
+    pub fn of_run(statuses: impl IntoIterator<Item = Self>) -> Self {
+        statuses
+            .into_iter()
+            .max_by_key(|s| s.rank())
+            .unwrap_or(Self::Passed)
+    }
+}
+
+impl From<RunStatus> for ExitCode {
+    fn from(s: RunStatus) -> Self {
+        ExitCode::from(s.code())
+    }
+}
+
+/// Builds the executors of a run's episodes, one per episode.
+pub trait SandboxFactory: Send + Sync {
+    /// How the executors it builds confine tools.
+    fn enforcement(&self) -> Enforcement;
+
+    /// The executor of one episode, working in `workspace` under `policy` (`None` only in
+    /// host mode).
+    ///
+    /// # Errors
+    /// Why no executor could be built (the episode then ends as `enforcement-unavailable`).
+    fn executor(
+        &self,
+        workspace: &Path,
+        policy: Option<&Path>,
+    ) -> Result<Box<dyn ToolExecutor>, String>;
+}
+
+/// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
+///
+/// In this build neither the kernel engine nor the tool set is connected to `bee run`, so
+/// both modes report why they are unavailable and `bee run` exits 69 before any model call.
+/// Integration replaces the bodies: `Kernel` proves support (`SupportReport`), loads the
+/// engine and returns a factory whose executors run each call in a fresh scope; `Host`
+/// returns a factory whose executors run the tools as hardened host processes.
+///
+/// # Errors
+/// Why the sandbox is unavailable.
+pub fn sandbox_factory(enforcement: Enforcement) -> Result<Box<dyn SandboxFactory>, String> {
+    match enforcement {
+        Enforcement::Kernel => Err(
+            "kernel enforcement is not connected to `bee run` in this build: no tool call can \
+             run in a scope, so no episode is started"
+                .to_owned(),
+        ),
+        Enforcement::Host => Err(
+            "the tool set is not connected to `bee run` in this build, so no episode is started"
+                .to_owned(),
+        ),
+    }
+}
+
+/// What [`run_with`] needs from the process; tests build one by hand.
+pub struct RunContext<'a> {
+    /// Current directory and home, for configuration resolution.
+    pub env: Env,
+    /// Obtains the sandbox ([`sandbox_factory`] in the real command).
+    pub factory: &'a dyn Fn(Enforcement) -> Result<Box<dyn SandboxFactory>, String>,
+    /// Progress and the result.
+    pub out: Box<dyn Write + Send>,
+    /// Notes and errors.
+    pub err: Box<dyn Write + Send>,
+    /// Whether `out` is a terminal (live lines instead of one line per event).
+    pub terminal: bool,
+    /// Raised on Ctrl-C.
+    pub interrupt: Interrupt,
+    /// Where workspace copies go.
+    pub temp_dir: PathBuf,
+}
+
+impl std::fmt::Debug for RunContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunContext")
+            .field("env", &self.env)
+            .field("terminal", &self.terminal)
+            .field("temp_dir", &self.temp_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `bee run` for this process: resolves the environment, installs the Ctrl-C handler
+/// and calls [`run_with`].
+pub fn run(args: &Args) -> ExitCode {
+    let env = match Env::from_process() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("bee run: cannot determine the current directory: {e}");
+            return RunStatus::NoInput.into();
+        }
+    };
+    let interrupt = Interrupt::new();
+    let handler = interrupt.clone();
+    let installed = ctrlc::set_handler(move || {
+        if handler.is_raised() {
+            // A second Ctrl-C: the first one's orderly stop is taking too long.
+            std::process::exit(i32::from(RunStatus::Interrupted.code()));
+        }
+        handler.raise();
+    });
+    if let Err(e) = installed {
+        eprintln!("bee run: cannot install the Ctrl-C handler: {e}");
+        return RunStatus::Software.into();
+    }
+    let ctx = RunContext {
+        env,
+        factory: &sandbox_factory,
+        out: Box::new(std::io::stdout()),
+        err: Box::new(std::io::stderr()),
+        terminal: std::io::stdout().is_terminal() && !args.json,
+        interrupt,
+        temp_dir: std::env::temp_dir(),
+    };
+    run_with(args, ctx).into()
+}
+
+/// A refusal before any episode ran.
+struct Refused(RunStatus, String);
+
+fn file_status(e: &FileError) -> RunStatus {
+    match e {
+        FileError::Read { .. } => RunStatus::NoInput,
+        FileError::Invalid(_) => RunStatus::DataErr,
+    }
+}
+
+fn file_refusal(e: &FileError) -> Refused {
+    let text = match e.diagnostics() {
+        Some(d) => {
+            let mut s = String::new();
+            for p in &d.problems {
+                s.push_str(&p.to_string());
+                if let Some(help) = &p.help {
+                    s.push_str(&format!("\n  help: {help}"));
+                }
+                s.push('\n');
+            }
+            s
+        }
+        None => e.to_string(),
+    };
+    Refused(file_status(e), text)
+}
+
+/// One episode, ready to run.
+struct Planned {
+    def: EpisodeDef,
+    policy: Option<PathBuf>,
+    limits: EpisodeLimits,
+}
+
+/// Everything checked before the first model call.
+struct Plan {
+    episodes: Vec<Planned>,
+    enforcement: Enforcement,
+    provider: ProviderSpec,
+    records_dir: PathBuf,
+}
+
+fn is_flag(origin: &Origin) -> bool {
+    matches!(origin, Origin::Flag { .. })
+}
+
+/// A flag wins over the scenario, which wins over configuration files.
+fn layered<T: Copy>(config: &Option<Sourced<T>>, scenario: Option<T>) -> Option<T> {
+    match config {
+        Some(s) if is_flag(&s.origin) => Some(s.value),
+        _ => scenario.or(config.as_ref().map(|s| s.value)),
+    }
+}
+
+fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
+    let mut flags = args.flags.clone();
+    if let Some(r) = &args.records {
+        flags.records_dir = Some(r.clone());
+    }
+    let config = Config::resolve_in(&flags, env).map_err(|e| file_refusal(&e))?;
+    let scenario_path = env.cwd.join(&args.scenario);
+    if !scenario_path.exists() {
+        return Err(Refused(
+            RunStatus::NoInput,
+            format!("the scenario {} does not exist", scenario_path.display()),
+        ));
+    }
+    let scenario = Scenario::load(&scenario_path).map_err(|e| file_refusal(&e))?;
+    if scenario.episodes.is_empty() {
+        return Err(Refused(
+            RunStatus::DataErr,
+            format!("the scenario {} holds no episodes", scenario_path.display()),
+        ));
+    }
+    let Some(provider) = &config.provider else {
+        return Err(Refused(
+            RunStatus::Usage,
+            "no provider: pass --provider FILE (or set `provider` in a configuration file)"
+                .to_owned(),
+        ));
+    };
+    let provider = ProviderSpec::load(&provider.value).map_err(|e| file_refusal(&e))?;
+
+    let host = config.host.value;
+    let mut episodes = Vec::new();
+    for mut def in scenario.episodes {
+        let policy = match &config.policy {
+            Some(p) if is_flag(&p.origin) => Some(p.value.clone()),
+            p => def.policy.clone().or(p.as_ref().map(|p| p.value.clone())),
+        };
+        match (&policy, host) {
+            (None, false) => {
+                return Err(Refused(
+                    RunStatus::Usage,
+                    format!("episode {}: {}", def.id, Refusal::NoPolicy),
+                ));
+            }
+            (Some(p), true) => {
+                return Err(Refused(
+                    RunStatus::Usage,
+                    format!(
+                        "episode {}: both a policy ({}) and host mode ({}) are set; they \
+                         exclude each other: drop one",
+                        def.id,
+                        p.display(),
+                        config.host.origin
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if is_flag(&config.workspace.origin) {
+            def.workspace = config.workspace.value.clone();
+        }
+        if !def.workspace.is_dir() {
+            return Err(Refused(
+                RunStatus::NoInput,
+                format!(
+                    "episode {}: the workspace {} is not a directory",
+                    def.id,
+                    def.workspace.display()
+                ),
+            ));
+        }
+        if let Some(p) = &policy {
+            check_policy(p, &def.workspace)?;
+        }
+        let l = &config.limits;
+        let limits = EpisodeLimits {
+            turns: layered(&l.turns, def.limits.turns),
+            tokens: layered(&l.tokens, def.limits.tokens),
+            wall: layered(&l.wall_seconds, def.limits.wall_seconds).map(Duration::from_secs),
+            cost_usd: layered(&l.cost_usd, def.limits.cost_usd),
+        };
+        episodes.push(Planned {
+            def,
+            policy,
+            limits,
+        });
+    }
+    Ok(Plan {
+        episodes,
+        enforcement: if host {
+            Enforcement::Host
+        } else {
+            Enforcement::Kernel
+        },
+        provider,
+        records_dir: config.records_dir.value,
+    })
+}
+
+/// Compiles a policy against the workspace it will confine (65 invalid, 66 missing).
+fn check_policy(policy: &Path, workspace: &Path) -> Result<(), Refused> {
+    let options = CompileOptions {
+        base: workspace.to_owned(),
+        home: invoking_home(),
+    };
+    match compile_file(policy, &options) {
+        Ok(_) => Ok(()),
+        Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
+        Err(PolicyError::Invalid(diagnostics)) => {
+            let mut text = format!("{}: the policy is invalid\n", policy.display());
+            for problem in diagnostics.problems {
+                text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
+            }
+            Err(Refused(RunStatus::DataErr, text))
+        }
+    }
+}
+
+/// A run id: UTC time and process id, e.g. `20261130T062501Z-4242`.
+fn run_id() -> String {
+    let ts = Timestamp::now().to_string();
+    let compact: String = ts
+        .chars()
+        .take_while(|c| *c != '.')
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    match RUNS.fetch_add(1, Ordering::SeqCst) {
+        0 => format!("{compact}Z-{}", std::process::id()),
+        n => format!("{compact}Z-{}-{n}", std::process::id()),
+    }
+}
+
+/// Runs `bee run` with an explicit context. Every refusal is explained on `ctx.err`.
+pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
+    let plan = match plan(args, &ctx.env) {
+        Ok(p) => p,
+        Err(Refused(status, msg)) => {
+            let _ = writeln!(ctx.err, "bee run: {}", msg.trim_end());
+            return status;
+        }
+    };
+    let factory = match (ctx.factory)(plan.enforcement) {
+        Ok(f) => f,
+        Err(why) => {
+            let _ = writeln!(
+                ctx.err,
+                "bee run: enforcement unavailable, no model was called: {why}"
+            );
+            return RunStatus::EnforcementUnavailable;
+        }
+    };
+    if plan.enforcement == Enforcement::Host {
+        let _ = writeln!(
+            ctx.err,
+            "bee run: --host: tools run as hardened host processes with NO kernel scope; no \
+             policy confines them (recorded as enforcement \"host\")"
+        );
+    }
+    // Connect once up front: a missing or refused key stops the run before any episode.
+    if let Err(e) = plan.provider.connect() {
+        let status = if e.category() == ErrorCategory::Auth {
+            RunStatus::Auth
+        } else {
+            RunStatus::Provider
+        };
+        let _ = writeln!(ctx.err, "bee run: provider: {e}");
+        return status;
+    }
+    let prices = match plan.provider.price_table() {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            let _ = writeln!(ctx.err, "bee run: the price table is malformed: {e}");
+            return RunStatus::Software;
+        }
+    };
+    let store = match Store::open(&plan.records_dir.join(STORE_FILE)) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            let _ = writeln!(ctx.err, "bee run: metrics store: {e}");
+            return RunStatus::Software;
+        }
+    };
+    let run_id = run_id();
+    let run_dir = plan.records_dir.join(&run_id);
+    if let Err(e) = std::fs::create_dir_all(&run_dir) {
+        let _ = writeln!(ctx.err, "bee run: {}: {e}", run_dir.display());
+        return RunStatus::Software;
+    }
+    let started_at = Timestamp::now();
+    let progress = Progress::new(
+        ctx.out,
+        if args.json {
+            Style::Json
+        } else if ctx.terminal {
+            Style::Live
+        } else {
+            Style::Lines
+        },
+        plan.episodes.iter().map(|e| e.def.id.clone()).collect(),
+    );
+    let shared = Shared {
+        run_id: run_id.clone(),
+        run_dir: run_dir.clone(),
+        records_dir: plan.records_dir.clone(),
+        started_at,
+        provider: &plan.provider,
+        prices,
+        store,
+        factory: factory.as_ref(),
+        interrupt: ctx.interrupt.clone(),
+        progress: &progress,
+        summary_lock: Mutex::new(()),
+        temp_dir: ctx.temp_dir.clone(),
+        keep: args.keep_workspaces,
+        errors: Mutex::new(Vec::new()),
+    };
+    let queue = Mutex::new(plan.episodes.into_iter().collect::<VecDeque<_>>());
+    let results = Mutex::new(Vec::new());
+    let workers = usize::from(args.concurrency).max(1);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                    let Some(ep) = next else { break };
+                    let status = shared.episode(&ep);
+                    if let Ok(mut r) = results.lock() {
+                        r.push(status);
+                    }
+                }
+            });
+        }
+    });
+    let statuses = results.into_inner().unwrap_or_default();
+    for e in shared.errors.into_inner().unwrap_or_default() {
+        let _ = writeln!(ctx.err, "bee run: {e}");
+    }
+    let summary = match RunSummary::from_run_dir(&run_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(ctx.err, "bee run: summary: {e}");
+            return RunStatus::Software;
+        }
+    };
+    if let Err(e) = summary.write_atomic(&run_dir) {
+        let _ = writeln!(ctx.err, "bee run: summary: {e}");
+        return RunStatus::Software;
+    }
+    let status = RunStatus::of_run(statuses);
+    progress.done(&summary, status, &run_dir);
+    status
+}
+
+/// What every episode thread shares.
+struct Shared<'a> {
+    run_id: String,
+    run_dir: PathBuf,
+    records_dir: PathBuf,
+    started_at: Timestamp,
+    provider: &'a ProviderSpec,
+    prices: Arc<crate::provider::price::PriceTable>,
+    store: Arc<Store>,
+    factory: &'a dyn SandboxFactory,
+    interrupt: Interrupt,
+    progress: &'a Progress,
+    summary_lock: Mutex<()>,
+    temp_dir: PathBuf,
+    keep: bool,
+    errors: Mutex<Vec<String>>,
+}
+
+impl Shared<'_> {
+    fn error(&self, e: String) -> RunStatus {
+        self.warn(e);
+        RunStatus::Software
+    }
+
+    /// A message for stderr at the end of the run.
+    fn warn(&self, e: String) {
+        if let Ok(mut v) = self.errors.lock() {
+            v.push(e);
+        }
+    }
+
+    fn episode(&self, ep: &Planned) -> RunStatus {
+        let id = &ep.def.id;
+        if self.interrupt.is_raised() {
+            return RunStatus::Interrupted;
+        }
+        let workspace = match ep.def.workspace_mode {
+            WorkspaceMode::InPlace => ep.def.workspace.clone(),
+            WorkspaceMode::Copy => {
+                let dst = copy_path(&self.temp_dir, &self.run_id, id);
+                if let Err(e) = copy_workspace(&ep.def.workspace, &dst) {
+                    return self.error(format!("episode {id}: copying the workspace: {e}"));
+                }
+                dst
+            }
+        };
+        let status = self.run_in(ep, &workspace);
+        if ep.def.workspace_mode == WorkspaceMode::Copy && !self.keep {
+            let _ = std::fs::remove_dir_all(&workspace);
+        }
+        {
+            let _guard = self.summary_lock.lock();
+            let written =
+                RunSummary::from_run_dir(&self.run_dir).and_then(|s| s.write_atomic(&self.run_dir));
+            if let Err(e) = written {
+                return self.error(format!("episode {id}: summary: {e}"));
+            }
+        }
+        status
+    }
+
+    fn run_in(&self, ep: &Planned, workspace: &Path) -> RunStatus {
+        let id = &ep.def.id;
+        let spec = EpisodeSpec {
+            run_id: self.run_id.clone(),
+            episode_id: id.clone(),
+            scenario: ep.def.scenario.clone(),
+            prompt: ep.def.prompt.clone(),
+            system_prompt: ep.def.system_prompt.clone(),
+            limits: ep.limits.clone(),
+            success_check: ep.def.success_check.clone(),
+            workspace: workspace.to_owned(),
+            policy: ep.policy.as_ref().map(|p| p.display().to_string()),
+            run_started_at: self.started_at,
+            max_output_tokens: ep.def.max_output_tokens,
+        };
+        let executor = match self.factory.executor(workspace, ep.policy.as_deref()) {
+            Ok(x) => x,
+            Err(why) => return self.unavailable(&spec, &why),
+        };
+        // A provider per episode: a replay recording's cursor is per episode, and so is a
+        // connection.
+        let provider = match self.provider.connect() {
+            Ok(p) => Arc::from(p),
+            Err(e) => {
+                return self.error(format!("episode {id}: provider: {e}"));
+            }
+        };
+        let model = Model {
+            provider,
+            kind: self.provider.kind.as_str().to_owned(),
+            prices: Arc::clone(&self.prices),
+            max_output_tokens: self.provider.max_output_tokens,
+        };
+        self.progress.started(id, workspace);
+        let observer = |e: &Event| self.progress.event(id, e);
+        match run_episode(
+            &spec,
+            &model,
+            executor.as_ref(),
+            &self.records_dir,
+            Some(Arc::clone(&self.store)),
+            &self.interrupt,
+            &observer,
+        ) {
+            Ok(report) => {
+                if !report.store_errors.is_empty() {
+                    self.warn(format!(
+                        "episode {id}: the metrics store refused {} event(s) (they are in the \
+                         transcript; `bee metrics --rebuild` recovers the store); first: {}",
+                        report.store_errors.len(),
+                        report.store_errors[0]
+                    ));
+                }
+                self.progress.finished(&report);
+                RunStatus::of_episode(&report)
+            }
+            Err(e) => self.error(e.to_string()),
+        }
+    }
+
+    /// Records an episode that could not get an executor.
+    fn unavailable(&self, spec: &EpisodeSpec, why: &str) -> RunStatus {
+        let started = EpisodeStarted {
+            run_id: spec.run_id.clone(),
+            episode_id: spec.episode_id.clone(),
+            scenario: spec.scenario.clone(),
+            model: self.provider.model.clone(),
+            provider: self.provider.kind.as_str().to_owned(),
+            policy: PolicyRecord {
+                source: spec.policy.clone(),
+                enforcement: self.factory.enforcement(),
+            },
+            workspace: spec.workspace.display().to_string(),
+            limits: Limits::default(),
+            run_started_at: spec.run_started_at,
+        };
+        let recorded =
+            EpisodeRecorder::start(&self.records_dir, started, Some(Arc::clone(&self.store)))
+                .and_then(|r| r.finish(Outcome::EnforcementUnavailable, None));
+        if let Err(e) = recorded {
+            return self.error(format!("episode {}: {e}", spec.episode_id));
+        }
+        self.progress
+            .note(&spec.episode_id, &format!("enforcement unavailable: {why}"));
+        RunStatus::EnforcementUnavailable
+    }
+}

@@ -1,0 +1,264 @@
+//! Progress of `bee run`: live lines on a terminal, one line per event on a pipe, or JSON
+//! lines.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::RunStatus;
+use crate::episode::EpisodeReport;
+use crate::records::{Cost, Event, EventBody, Outcome, Role, RunSummary};
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Style {
+    /// A terminal: one line per episode, redrawn in place.
+    Live,
+    /// A pipe: one line per event.
+    Lines,
+    /// `--json`: one JSON object per line.
+    Json,
+}
+
+struct ProgressState {
+    out: Box<dyn Write + Send>,
+    ids: Vec<String>,
+    lines: Vec<String>,
+    drawn: usize,
+}
+
+/// Progress output, shared by the episode threads.
+pub(super) struct Progress {
+    style: Style,
+    state: Mutex<ProgressState>,
+}
+
+impl Progress {
+    pub(super) fn new(out: Box<dyn Write + Send>, style: Style, ids: Vec<String>) -> Self {
+        let lines = ids.iter().map(|id| format!("{id}  waiting")).collect();
+        Self {
+            style,
+            state: Mutex::new(ProgressState {
+                out,
+                ids,
+                lines,
+                drawn: 0,
+            }),
+        }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut ProgressState)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+    }
+
+    fn set_line(&self, id: &str, line: String) {
+        self.with(|s| {
+            if let Some(i) = s.ids.iter().position(|x| x == id) {
+                s.lines[i] = line;
+            }
+            redraw(s);
+        });
+    }
+
+    pub(super) fn started(&self, id: &str, workspace: &Path) {
+        match self.style {
+            Style::Live => self.set_line(id, format!("{id}  started in {}", workspace.display())),
+            Style::Lines | Style::Json => {}
+        }
+    }
+
+    pub(super) fn note(&self, id: &str, note: &str) {
+        match self.style {
+            Style::Live => self.set_line(id, format!("{id}  {note}")),
+            Style::Lines => self.with(|s| {
+                let _ = writeln!(s.out, "{id} note {note}");
+            }),
+            Style::Json => self.with(|s| {
+                let v = serde_json::json!({"episode": id, "note": note});
+                let _ = writeln!(s.out, "{v}");
+            }),
+        }
+    }
+
+    pub(super) fn event(&self, id: &str, e: &Event) {
+        match self.style {
+            Style::Live => {
+                let totals_line = live_line(id, e);
+                if let Some(line) = totals_line {
+                    self.set_line(id, line);
+                }
+            }
+            Style::Lines => self.with(|s| {
+                let _ = writeln!(s.out, "{id} {:>3} {}", e.seq, describe(&e.body));
+            }),
+            Style::Json => self.with(|s| {
+                let v = serde_json::json!({"episode": id, "event": e});
+                let _ = writeln!(s.out, "{v}");
+            }),
+        }
+    }
+
+    pub(super) fn finished(&self, report: &EpisodeReport) {
+        let id = &report.episode_id;
+        let mut line = format!(
+            "{id}  {}  {} turn(s), {} tool call(s), {} denial(s), {} tokens, {}",
+            report.outcome.as_str(),
+            report.totals.model_calls,
+            report.totals.tool_calls,
+            report.totals.denials,
+            report.totals.input_tokens + report.totals.output_tokens,
+            report.totals.cost
+        );
+        if let Some(l) = &report.limit {
+            line.push_str(&format!("; limit {}: {}", l.limit.as_str(), l.detail));
+        }
+        if let Some(p) = &report.provider_error {
+            line.push_str(&format!("; provider: {}", p.message));
+        }
+        if let Some(c) = &report.success_check {
+            line.push_str(&format!("; check: {}", c.detail));
+        }
+        match self.style {
+            Style::Live => self.set_line(id, line),
+            Style::Lines => self.with(|s| {
+                let _ = writeln!(s.out, "{line}");
+            }),
+            Style::Json => self.with(|s| {
+                let v = serde_json::json!({
+                    "episode": id,
+                    "finished": {
+                        "outcome": report.outcome,
+                        "limit": report.limit,
+                        "provider_error": report.provider_error.as_ref().map(|p| &p.message),
+                        "success_check": report.success_check,
+                        "transcript": report.transcript.display().to_string(),
+                    },
+                });
+                let _ = writeln!(s.out, "{v}");
+            }),
+        }
+    }
+
+    pub(super) fn done(&self, summary: &RunSummary, status: RunStatus, run_dir: &Path) {
+        self.with(|s| match self.style {
+            Style::Json => {
+                let v = serde_json::json!({
+                    "summary": summary,
+                    "exit": status.code(),
+                    "run_dir": run_dir.display().to_string(),
+                });
+                let _ = writeln!(s.out, "{v}");
+            }
+            Style::Live | Style::Lines => {
+                let passed = summary
+                    .episodes
+                    .iter()
+                    .filter(|e| e.outcome == Some(Outcome::Passed))
+                    .count();
+                let _ = writeln!(
+                    s.out,
+                    "run {}: {passed} of {} episode(s) passed; cost {}; records in {} (exit {})",
+                    summary.run_id,
+                    summary.episodes.len(),
+                    summary.totals.cost,
+                    run_dir.display(),
+                    status.code()
+                );
+            }
+        });
+    }
+}
+
+fn redraw(s: &mut ProgressState) {
+    let mut text = String::new();
+    if s.drawn > 0 {
+        text.push_str(&format!("\x1b[{}A", s.drawn));
+    }
+    // A line that wraps would throw off the cursor movement: cut each to the width.
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(100)
+        .max(20);
+    for line in &s.lines {
+        text.push_str("\r\x1b[2K");
+        text.push_str(&shorten(line, width - 2));
+        text.push('\n');
+    }
+    s.drawn = s.lines.len();
+    let _ = s.out.write_all(text.as_bytes());
+    let _ = s.out.flush();
+}
+
+fn live_line(id: &str, e: &Event) -> Option<String> {
+    match &e.body {
+        EventBody::EpisodeStarted(_) | EventBody::EpisodeFinished(_) => None,
+        body => Some(format!(
+            "{id}  #{}  {}",
+            e.seq,
+            shorten(&describe(body), 100)
+        )),
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    let one_line = s.replace('\n', " ⏎ ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+/// One event in a few words.
+fn describe(body: &EventBody) -> String {
+    match body {
+        EventBody::EpisodeStarted(s) => format!(
+            "episode_started scenario={} model={} enforcement={} workspace={}",
+            s.scenario,
+            s.model,
+            s.policy.enforcement.as_str(),
+            s.workspace
+        ),
+        EventBody::Message(m) => format!(
+            "message {}: {}",
+            match m.role {
+                Role::System => "system",
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            },
+            shorten(&m.text, 120)
+        ),
+        EventBody::ToolCall(c) => format!(
+            "tool_call {} {} {}",
+            c.call_id,
+            c.tool,
+            shorten(&c.arguments.to_string(), 100)
+        ),
+        EventBody::ToolResult(r) => format!(
+            "tool_result {} {} {}ms: {}",
+            r.call_id,
+            r.state.as_str(),
+            r.duration_ms,
+            shorten(&r.output, 100)
+        ),
+        EventBody::Denial(d) => format!("denial {} {}: {}", d.call_id, d.hook, d.explanation),
+        EventBody::Usage(u) => format!(
+            "usage call {}: {} in, {} out tokens, {}",
+            u.model_call,
+            u.input_tokens,
+            u.output_tokens,
+            match &u.cost {
+                Cost::Known { usd, .. } => format!("${usd:.4}"),
+                Cost::Unknown { model } => format!("cost unknown ({model})"),
+            }
+        ),
+        EventBody::ModelLatency(l) => {
+            format!("model_latency call {}: {}ms", l.model_call, l.total_ms)
+        }
+        EventBody::LimitHit(l) => format!("limit_hit {}: {}", l.limit.as_str(), l.detail),
+        EventBody::EpisodeFinished(f) => format!("episode_finished {}", f.outcome.as_str()),
+    }
+}

@@ -1,0 +1,157 @@
+//! What the episode loop needs from the tools: their definitions, a way to run one call, and
+//! how they are confined. The real tool set (`src/tools/`, run in a `Sandbox`) is adapted to
+//! [`ToolExecutor`] where the application builds an episode; tests use
+//! [`ScriptedExecutor`](super::ScriptedExecutor).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bee_userspace::audit::{AuditRecord, Verdict};
+
+use crate::provider::{ToolCall, ToolDef};
+use crate::records::{DenialTarget, Enforcement, ExitStatus, GrantKind, ToolState};
+
+/// A flag set when the run is interrupted (Ctrl-C). Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    /// A flag that is not set.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the flag; every clone sees it.
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the flag is set.
+    #[must_use]
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// How long a tool call may run: it must stop (and report [`ToolState::Failed`] with a
+/// timeout) by `deadline`, and stop as soon as it can once `interrupt` is raised.
+#[derive(Debug, Clone)]
+pub struct Bounds {
+    /// The instant the call must be over by; `None` is no time limit.
+    pub deadline: Option<Instant>,
+    /// The run's interrupt flag.
+    pub interrupt: Interrupt,
+}
+
+impl Bounds {
+    /// Time left before the deadline (`None`: unbounded; zero once passed).
+    #[must_use]
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+}
+
+/// An operation the kernel refused to a tool call, as the episode records it (the call id
+/// is added by the loop).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDenial {
+    /// The LSM hook that refused (`file_open`, `bprm_check_security`, `socket_connect`, …).
+    pub hook: String,
+    /// One line for people: what was refused and why.
+    pub explanation: String,
+    /// The file or peer the operation was aimed at.
+    pub target: DenialTarget,
+    /// The kind of grant that would have allowed it.
+    pub missing: GrantKind,
+}
+
+impl ToolDenial {
+    /// The denial an audit record describes; `None` for an allowed access.
+    #[must_use]
+    pub fn from_audit(record: &AuditRecord) -> Option<Self> {
+        if record.verdict != Verdict::Deny {
+            return None;
+        }
+        let target = match (record.addr, record.port) {
+            (Some(addr), Some(port)) => {
+                DenialTarget::Peer(std::net::SocketAddr::new(addr, port).to_string())
+            }
+            _ if record.grant.as_deref() == Some("net.unix") => DenialTarget::Peer(
+                record
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| "@abstract".to_owned()),
+            ),
+            _ => DenialTarget::Path(record.path.clone().unwrap_or_default()),
+        };
+        let missing = match record.grant.as_deref() {
+            Some("fs.write") => GrantKind::FsWrite,
+            Some("exec.allow") => GrantKind::Exec,
+            Some("net.allow") => GrantKind::Net,
+            Some("net.unix") => GrantKind::NetUnix,
+            Some("fs.read") => GrantKind::FsRead,
+            _ if record.access.iter().any(|a| a == "exec") => GrantKind::Exec,
+            _ if record.access.iter().any(|a| a == "write") => GrantKind::FsWrite,
+            _ if record.access.iter().any(|a| a == "net") => GrantKind::Net,
+            _ => GrantKind::FsRead,
+        };
+        Some(Self {
+            hook: record.hook.clone(),
+            explanation: record.explanation(),
+            target,
+            missing,
+        })
+    }
+}
+
+/// How one tool call (or the success check) ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolExecution {
+    /// Which of the three states it ended in.
+    pub state: ToolState,
+    /// What goes back to the model. A denial must be explained here in words the model can
+    /// act on (the executor writes it; the loop passes it on unchanged).
+    pub content: String,
+    /// How the tool's process exited, when there was one.
+    pub exit: Option<ExitStatus>,
+    /// What the kernel refused during the call.
+    pub denials: Vec<ToolDenial>,
+    /// How long the call took.
+    pub duration: Duration,
+}
+
+impl ToolExecution {
+    /// A call that did not run, with the reason as its content.
+    #[must_use]
+    pub fn could_not_run(reason: impl Into<String>) -> Self {
+        Self {
+            state: ToolState::CouldNotRun,
+            content: reason.into(),
+            exit: None,
+            denials: Vec::new(),
+            duration: Duration::ZERO,
+        }
+    }
+}
+
+/// The tools of one episode, bound to its workspace and confinement (one per episode: its
+/// own workspace copy and its own scope).
+pub trait ToolExecutor: Send + Sync {
+    /// The tools the model may call.
+    fn definitions(&self) -> Vec<ToolDef>;
+
+    /// Runs one call within `bounds`. Never panics on bad input: invalid arguments and
+    /// unknown tools are [`ToolState::CouldNotRun`] with a reason.
+    fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution;
+
+    /// Runs the scenario's success check: `command` through `/bin/sh -c` in the workspace,
+    /// confined exactly like a tool call. It passed when it completed with exit code 0.
+    fn check(&self, command: &str, bounds: &Bounds) -> ToolExecution;
+
+    /// How calls are confined: [`Enforcement::Kernel`] (a scope per call) or
+    /// [`Enforcement::Host`] (explicit `--host`).
+    fn enforcement(&self) -> Enforcement;
+}

@@ -1,0 +1,127 @@
+//! The hard limits of an episode, checked before the step that would pass them.
+
+use std::time::Instant;
+
+use super::run::{EpisodeSpec, Model};
+use crate::records::{LimitHit, LimitKind};
+
+/// What the episode has spent, for the limit checks.
+#[derive(Debug, Default)]
+pub(super) struct Spent {
+    pub(super) turns: u32,
+    pub(super) tokens: u64,
+    pub(super) usd: f64,
+    /// The first model without a price.
+    pub(super) unknown: Option<String>,
+}
+
+fn limit(limit: LimitKind, detail: String) -> LimitHit {
+    LimitHit { limit, detail }
+}
+
+/// The limit that forbids another model call, if any.
+pub(super) fn before_call(
+    spec: &EpisodeSpec,
+    model: &Model,
+    spent: &Spent,
+    deadline: Option<Instant>,
+) -> Option<LimitHit> {
+    let l = &spec.limits;
+    if let Some(max) = l.turns.filter(|m| spent.turns >= *m) {
+        return Some(limit(
+            LimitKind::Turns,
+            format!("{} turns of {max}", spent.turns),
+        ));
+    }
+    if let Some(max) = l.tokens.filter(|m| spent.tokens >= *m) {
+        return Some(limit(
+            LimitKind::Tokens,
+            format!("{} tokens of {max}", spent.tokens),
+        ));
+    }
+    if let (Some(d), Some(wall)) = (deadline, l.wall) {
+        if Instant::now() >= d {
+            return Some(limit(
+                LimitKind::Wall,
+                format!("wall time of {} s reached", wall.as_secs_f64()),
+            ));
+        }
+    }
+    if let Some(max) = l.cost_usd {
+        let model_name = model.provider.model();
+        let unknown = spent.unknown.clone().or_else(|| {
+            model
+                .prices
+                .lookup(model_name)
+                .is_none()
+                .then(|| model_name.to_owned())
+        });
+        if let Some(m) = unknown {
+            return Some(limit(
+                LimitKind::Cost,
+                format!(
+                    "the price of model {m:?} is unknown, so the cost cannot be held under the \
+                     limit of ${max}: refusing to call the model (add [prices] to the provider \
+                     file, or drop the cost limit)"
+                ),
+            ));
+        }
+        if spent.usd >= max {
+            return Some(limit(
+                LimitKind::Cost,
+                format!("${:.4} of ${max}", spent.usd),
+            ));
+        }
+    }
+    None
+}
+
+/// The limit the last model call reached, which forbids running its tool calls.
+pub(super) fn after_call(spec: &EpisodeSpec, spent: &Spent, pending: usize) -> Option<LimitHit> {
+    let l = &spec.limits;
+    let not_run = format!("; {pending} tool call(s) of the last turn not run");
+    if let Some(max) = l.turns.filter(|m| spent.turns >= *m) {
+        return Some(limit(
+            LimitKind::Turns,
+            format!("{} turns of {max}{not_run}", spent.turns),
+        ));
+    }
+    if let Some(max) = l.tokens.filter(|m| spent.tokens >= *m) {
+        return Some(limit(
+            LimitKind::Tokens,
+            format!("{} tokens of {max}{not_run}", spent.tokens),
+        ));
+    }
+    if let Some(max) = l.cost_usd {
+        if let Some(m) = &spent.unknown {
+            return Some(limit(
+                LimitKind::Cost,
+                format!(
+                    "the price of model {m:?} is unknown and a cost limit of ${max} is set{not_run}"
+                ),
+            ));
+        }
+        if spent.usd >= max {
+            return Some(limit(
+                LimitKind::Cost,
+                format!("${:.4} of ${max}{not_run}", spent.usd),
+            ));
+        }
+    }
+    None
+}
+
+/// Caps the output budget at the tokens left under the token limit.
+pub(super) fn output_budget(spec: &EpisodeSpec, model: &Model, spent: &Spent) -> Option<u32> {
+    let Some(max) = spec.limits.tokens else {
+        return spec.max_output_tokens;
+    };
+    let left = max.saturating_sub(spent.tokens).max(1);
+    let asked = spec.max_output_tokens.unwrap_or(model.max_output_tokens);
+    let asked = u64::from(asked);
+    if left < asked {
+        Some(u32::try_from(left).unwrap_or(u32::MAX))
+    } else {
+        spec.max_output_tokens
+    }
+}

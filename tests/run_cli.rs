@@ -1,0 +1,116 @@
+//! The `bee run` executable: refusals happen before any model call, with the documented
+//! statuses. (In this build no sandbox is connected to `bee run`, so a well-formed run stops
+//! at 69; `tests/run_episodes.rs` covers the runs themselves with a scripted sandbox.)
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bee(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap()
+}
+
+fn demo(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/demo")
+        .join(file)
+        .display()
+        .to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn the_demo_without_enforcement_exits_69_before_any_model_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bee(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            &demo("scenario.toml"),
+            "--provider",
+            &demo("provider.toml"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(69), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no model was called"), "{}", stderr(&o));
+    assert!(!dir.path().join(".bee/records").exists());
+}
+
+#[test]
+fn host_and_a_policy_together_exit_64() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bee(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            &demo("scenario.toml"),
+            "--provider",
+            &demo("provider.toml"),
+            "--host",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+}
+
+#[test]
+fn missing_arguments_and_files_exit_64_and_66() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(bee(dir.path(), &["run"]).status.code(), Some(64));
+    assert_eq!(
+        bee(
+            dir.path(),
+            &["run", "--scenario", "s.toml", "--concurrency", "0"]
+        )
+        .status
+        .code(),
+        Some(64)
+    );
+    let o = bee(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "missing.toml",
+            "--provider",
+            &demo("provider.toml"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(66), "{}", stderr(&o));
+}
+
+#[test]
+fn help_lists_the_run_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = bee(dir.path(), &["run", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in [
+        "--scenario",
+        "--provider",
+        "--policy",
+        "--host",
+        "--concurrency",
+        "--json",
+        "--config",
+        "--records",
+        "--max-turns",
+        "--max-cost-usd",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from\n{help}");
+    }
+}
