@@ -26,6 +26,7 @@
 //! | 66 | a file or directory that does not exist or cannot be read |
 
 mod progress;
+mod sandbox;
 
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
@@ -198,25 +199,16 @@ pub trait SandboxFactory: Send + Sync {
 
 /// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
 ///
-/// In this build neither the kernel engine nor the tool set is connected to `bee run`, so
-/// both modes report why they are unavailable and `bee run` exits 69 before any model call.
-/// Integration replaces the bodies: `Kernel` proves support (`SupportReport`), loads the
-/// engine and returns a factory whose executors run each call in a fresh scope; `Host`
-/// returns a factory whose executors run the tools as hardened host processes.
+/// `Kernel` proves that this kernel enforces (a program is loaded, not the LSM list read) and
+/// loads the engine once for the run; every episode then gets its own scope. `Host` (only
+/// with an explicit `--host`) runs the tools as hardened host processes with no kernel scope.
 ///
 /// # Errors
-/// Why the sandbox is unavailable.
+/// Why the sandbox is unavailable; `bee run` then exits 69 before any model call.
 pub fn sandbox_factory(enforcement: Enforcement) -> Result<Box<dyn SandboxFactory>, String> {
     match enforcement {
-        Enforcement::Kernel => Err(
-            "kernel enforcement is not connected to `bee run` in this build: no tool call can \
-             run in a scope, so no episode is started"
-                .to_owned(),
-        ),
-        Enforcement::Host => Err(
-            "the tool set is not connected to `bee run` in this build, so no episode is started"
-                .to_owned(),
-        ),
+        Enforcement::Kernel => Ok(Box::new(sandbox::Factory::kernel()?)),
+        Enforcement::Host => Ok(Box::new(sandbox::Factory::host())),
     }
 }
 

@@ -30,6 +30,7 @@ mod executor;
 mod fake;
 mod limits;
 mod run;
+mod sandboxed;
 mod workspace;
 
 pub use executor::{Bounds, Interrupt, ToolDenial, ToolExecution, ToolExecutor};
@@ -38,4 +39,5 @@ pub use run::{
     CheckSpec, EpisodeError, EpisodeLimits, EpisodeReport, EpisodeSpec, Model, ProviderFailure,
     SUCCESS_CHECK_CALL_ID, run_episode,
 };
+pub use sandboxed::SandboxExecutor;
 pub use workspace::{copy_path, copy_workspace};

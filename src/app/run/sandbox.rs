@@ -1,0 +1,99 @@
+//! The sandbox `bee run` gives its episodes: bee's tools in a kernel scope, or — only with
+//! an explicit `--host` — in hardened host processes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bee_core::{CompileOptions, compile_file};
+use bee_userspace::engine::{EngineOptions, SharedEngine};
+use bee_userspace::scope::Enforcer;
+use bee_userspace::support::SupportReport;
+
+use super::super::user::invoking_home;
+use super::SandboxFactory;
+use crate::episode::{SandboxExecutor, ToolExecutor};
+use crate::records::Enforcement;
+use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
+use crate::tools::ToolLimits;
+
+/// Builds one [`SandboxExecutor`] per episode.
+pub(super) struct Factory {
+    /// The loaded engine in kernel mode; `None` in host mode.
+    engine: Option<Arc<SharedEngine>>,
+}
+
+impl std::fmt::Debug for Factory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Factory")
+            .field("kernel", &self.engine.is_some())
+            .finish()
+    }
+}
+
+impl Factory {
+    /// Kernel mode: proves that this kernel enforces (by loading a program, not by reading
+    /// the LSM list), then loads the engine once for every episode of the run.
+    pub(super) fn kernel() -> Result<Self, String> {
+        let report = SupportReport::detect();
+        if !report.is_supported() {
+            let reasons: Vec<String> = report
+                .failures()
+                .map(|g| format!("{}: {}", g.id.name(), g.reason))
+                .collect();
+            return Err(format!(
+                "this kernel cannot enforce policies ({}); run `bee check` for the fixes",
+                reasons.join("; ")
+            ));
+        }
+        let engine = SharedEngine::load(&EngineOptions::default())
+            .map_err(|e| format!("the enforcement engine could not be loaded: {e}"))?;
+        Ok(Self {
+            engine: Some(Arc::new(engine)),
+        })
+    }
+
+    /// Host mode (`--host`): no kernel scope at all.
+    pub(super) fn host() -> Self {
+        Self { engine: None }
+    }
+}
+
+impl SandboxFactory for Factory {
+    fn enforcement(&self) -> Enforcement {
+        match self.engine {
+            Some(_) => Enforcement::Kernel,
+            None => Enforcement::Host,
+        }
+    }
+
+    fn executor(
+        &self,
+        workspace: &Path,
+        policy: Option<&Path>,
+    ) -> Result<Box<dyn ToolExecutor>, String> {
+        let mode = match (&self.engine, policy) {
+            (Some(engine), Some(policy)) => {
+                let options = CompileOptions {
+                    base: workspace.to_owned(),
+                    home: invoking_home(),
+                };
+                let compiled = compile_file(policy, &options)
+                    .map_err(|e| format!("policy {}: {e}", policy.display()))?;
+                SandboxMode::Enforced {
+                    enforcer: Arc::clone(engine) as Arc<dyn Enforcer + Send + Sync>,
+                    policy: compiled.policy,
+                }
+            }
+            (Some(_), None) => {
+                return Err("kernel mode needs a policy for every episode".to_owned());
+            }
+            (None, _) => SandboxMode::Host,
+        };
+        let sandbox = Sandbox::new(SandboxConfig::new(mode, workspace))
+            .map_err(|e| format!("the sandbox could not be created: {e}"))?;
+        Ok(Box::new(SandboxExecutor::new(
+            sandbox,
+            ToolLimits::default(),
+        )))
+    }
+}

@@ -1,0 +1,146 @@
+//! The real [`ToolExecutor`]: bee's tools, each call run in the episode's [`Sandbox`].
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::provider::{ToolCall, ToolDef};
+use crate::records::{Enforcement, ExitStatus, ToolState};
+use crate::sandbox::{Isolation, RunOutput, Sandbox};
+use crate::tools::{self, ToolLimits, ToolSet};
+
+use super::executor::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
+
+/// Most bytes of a success check's output kept for the record.
+const CHECK_OUTPUT_CAP: usize = 64 * 1024;
+
+/// Runs [`ToolSet`] calls in one episode's sandbox, one call at a time.
+#[derive(Debug)]
+pub struct SandboxExecutor {
+    // One call at a time: a call's denials are the scope's events drained after it.
+    sandbox: Mutex<Sandbox>,
+    limits: ToolLimits,
+    enforcement: Enforcement,
+}
+
+impl SandboxExecutor {
+    /// Wraps an episode's sandbox; `limits` bound every call (and are shortened further by
+    /// the episode's wall-clock deadline).
+    pub fn new(sandbox: Sandbox, limits: ToolLimits) -> Self {
+        let enforcement = match sandbox.isolation() {
+            Isolation::Enforced => Enforcement::Kernel,
+            Isolation::Host => Enforcement::Host,
+        };
+        Self {
+            sandbox: Mutex::new(sandbox),
+            limits,
+            enforcement,
+        }
+    }
+
+    /// The limits of one call: the configured ones, none longer than what the deadline leaves.
+    fn limits_within(&self, bounds: &Bounds) -> ToolLimits {
+        let mut limits = self.limits;
+        if let Some(left) = bounds.remaining() {
+            limits.file_timeout = limits.file_timeout.min(left);
+            limits.shell_timeout = limits.shell_timeout.min(left);
+            limits.shell_timeout_max = limits.shell_timeout_max.min(left);
+        }
+        limits
+    }
+}
+
+impl ToolExecutor for SandboxExecutor {
+    fn definitions(&self) -> Vec<ToolDef> {
+        ToolSet::definitions()
+    }
+
+    fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
+        if bounds.interrupt.is_raised() {
+            return ToolExecution::could_not_run("the run was interrupted before this call");
+        }
+        let sandbox = match self.sandbox.lock() {
+            Ok(s) => s,
+            Err(_) => return ToolExecution::could_not_run("the sandbox is unusable"),
+        };
+        let outcome = ToolSet::new(self.limits_within(bounds)).call(&sandbox, call);
+        ToolExecution {
+            state: match outcome.state {
+                tools::ToolState::Completed => ToolState::Completed,
+                tools::ToolState::CouldNotRun => ToolState::CouldNotRun,
+                tools::ToolState::Failed => ToolState::Failed,
+            },
+            content: outcome.content,
+            exit: None,
+            denials: outcome
+                .denials
+                .iter()
+                .filter_map(ToolDenial::from_audit)
+                .collect(),
+            duration: outcome.duration,
+        }
+    }
+
+    fn check(&self, command: &str, bounds: &Bounds) -> ToolExecution {
+        let start = Instant::now();
+        let sandbox = match self.sandbox.lock() {
+            Ok(s) => s,
+            Err(_) => return ToolExecution::could_not_run("the sandbox is unusable"),
+        };
+        let spec = sandbox.command("/bin/sh").arg("-c").arg(command);
+        let timeout = bounds
+            .remaining()
+            .unwrap_or(Duration::MAX)
+            .min(self.limits.shell_timeout_max);
+        match sandbox.run(&spec, timeout, CHECK_OUTPUT_CAP) {
+            Ok(out) => check_execution(&out, timeout),
+            Err(e) => ToolExecution {
+                duration: start.elapsed(),
+                ..ToolExecution::could_not_run(format!("the success check could not run: {e}"))
+            },
+        }
+    }
+
+    fn enforcement(&self) -> Enforcement {
+        self.enforcement
+    }
+}
+
+fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => ExitStatus::Code(code),
+        (None, Some(signal)) => ExitStatus::Signal(signal),
+        (None, None) => ExitStatus::Code(-1),
+    }
+}
+
+fn check_execution(out: &RunOutput, timeout: Duration) -> ToolExecution {
+    let mut content = String::from_utf8_lossy(&out.stdout.bytes).into_owned();
+    content.push_str(&String::from_utf8_lossy(&out.stderr.bytes));
+    if out.stdout.truncated || out.stderr.truncated {
+        content.push_str("\n[output truncated]");
+    }
+    let denials: Vec<ToolDenial> = out
+        .denials
+        .iter()
+        .filter_map(ToolDenial::from_audit)
+        .collect();
+    for d in &denials {
+        content.push_str(&format!("\ndenied by policy: {}", d.explanation));
+    }
+    let state = if out.timed_out {
+        content.push_str(&format!("\ntimed out after {} s", timeout.as_secs()));
+        ToolState::Failed
+    } else if out.status.success() {
+        ToolState::Completed
+    } else {
+        ToolState::Failed
+    };
+    ToolExecution {
+        state,
+        content,
+        exit: Some(exit_status(out.status)),
+        denials,
+        duration: out.duration,
+    }
+}
