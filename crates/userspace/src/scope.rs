@@ -213,12 +213,19 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// As [`Scope::spawn`] and [`Scope::finish`]; the scope is torn down in every case.
     pub fn run(
-        self,
+        mut self,
         spec: &LaunchSpec,
         on_record: &mut dyn FnMut(&AuditRecord),
     ) -> Result<ScopeReport, ScopeError> {
-        let mut launched = self.spawn(spec)?;
-        self.finish(&mut launched, on_record)
+        match self.spawn(spec) {
+            Ok(mut launched) => self.finish(&mut launched, on_record),
+            Err(e) => {
+                // A launch the kernel refused (the command's own `execve`) leaves its denial
+                // in the scope's events: report it before the scope goes.
+                let torn = self.teardown(on_record);
+                torn.and(Err(e))
+            }
+        }
     }
 
     /// Waits for `launched` (killing the scope at the timeout), then tears the scope down and

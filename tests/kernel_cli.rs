@@ -1,0 +1,260 @@
+//! The `bee` command line on a kernel that enforces: `bee check`, `bee exec` and an agent
+//! episode through `bee run`, with every tool call confined by the kernel.
+//!
+//! Built only with `--features kernel-tests` and run in the VM matrix
+//! (`cargo xtask vm test -p bee --test kernel_cli --bin target/debug/bee`): on a host whose
+//! kernel cannot run BPF LSM programs these tests fail, they never skip.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test helpers outside #[test] functions fail the test the same way"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bee(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", "/root")
+        .output()
+        .expect("run bee")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh directory with a workspace, a secret outside it, and a policy that grants the
+/// workspace (read and write) and busybox, nothing else.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+    secret: PathBuf,
+    policy: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_owned();
+    let workspace = root.join("work");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "hello from the workspace\n").unwrap();
+    let secret = root.join("secret.txt");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let policy = root.join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\", \"/dev/null\"]\n\
+             [exec]\nallow = [\"/bin/busybox\"]\n",
+            ws = workspace.display()
+        ),
+    )
+    .unwrap();
+    Fixture {
+        _dir: dir,
+        root,
+        workspace,
+        secret,
+        policy,
+    }
+}
+
+#[test]
+fn check_reports_enforcement_supported() {
+    let o = bee(&["check"], Path::new("/"));
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("pass lsm-probe"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn exec_runs_allowed_work_and_denies_the_rest_with_explanations() {
+    let f = fixture();
+    let policy = f.policy.display().to_string();
+    let notes = f.workspace.join("notes.txt").display().to_string();
+    let o = bee(
+        &["exec", "--policy", &policy, "--", "/bin/cat", &notes],
+        &f.root,
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "hello from the workspace\n");
+
+    let audit = f.root.join("audit.jsonl");
+    let secret = f.secret.display().to_string();
+    let o = bee(
+        &[
+            "exec",
+            "--policy",
+            &policy,
+            "--audit",
+            &audit.display().to_string(),
+            "--",
+            "/bin/cat",
+            &secret,
+        ],
+        &f.root,
+    );
+    assert_eq!(code(&o), 1, "cat's own status: {}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "bee: denied: open {secret} for read: no fs.read grant covers it"
+        )),
+        "{err}"
+    );
+    let records = std::fs::read_to_string(&audit).unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(records.lines().next().expect("one record")).unwrap();
+    assert_eq!(record["hook"], "file_open");
+    assert_eq!(record["verdict"], "deny");
+    assert_eq!(record["path"], secret.as_str());
+    assert_eq!(record["grant"], "fs.read");
+
+    // Outside any scope the same file is readable: only the scope is confined.
+    assert_eq!(std::fs::read_to_string(&f.secret).unwrap(), "s3cret\n");
+}
+
+#[test]
+fn exec_of_an_ungranted_program_is_refused_by_the_kernel() {
+    let f = fixture();
+    let copy = f.workspace.join("cat-copy");
+    std::fs::copy("/bin/busybox", &copy).unwrap();
+    let policy = f.policy.display().to_string();
+    let o = bee(
+        &[
+            "exec",
+            "--policy",
+            &policy,
+            "--",
+            &copy.display().to_string(),
+            "cat",
+        ],
+        &f.root,
+    );
+    assert_eq!(code(&o), 126, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("no exec.allow rule covers it"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn an_agent_episode_runs_its_tools_in_a_scope_and_gets_kernel_denials() {
+    let f = fixture();
+    let secret = f.secret.display().to_string();
+    let recording = f.root.join("recording.jsonl");
+    let turns = [
+        serde_json::json!({"text": "Reading the notes.", "tool_calls": [
+            {"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}]}),
+        serde_json::json!({"text": "Reading the secret.", "tool_calls": [
+            {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
+        serde_json::json!({"text": "Trying the shell.", "tool_calls": [
+            {"id": "c3", "name": "shell", "arguments": {"command": format!("cat {secret}")}}]}),
+        serde_json::json!({"text": "Writing a summary.", "tool_calls": [
+            {"id": "c4", "name": "write_file", "arguments": {"path": "summary.txt", "content": "done\n"}}]}),
+        serde_json::json!({"text": "Finished."}),
+    ];
+    let lines: Vec<String> = turns.iter().map(|t| t.to_string()).collect();
+    std::fs::write(&recording, lines.join("\n") + "\n").unwrap();
+    std::fs::write(
+        f.root.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"recording.jsonl\"\nmodel = \"kernel-test\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.root.join("scenario.toml"),
+        format!(
+            "name = \"kernel-episode\"\nprompt = \"Summarise the notes.\"\nworkspace = \"{}\"\n\
+             workspace_mode = \"in-place\"\npolicy = \"policy.toml\"\n\
+             [success_check]\ncommand = \"test -f summary.txt\"\n",
+            f.workspace.display()
+        ),
+    )
+    .unwrap();
+    let records = f.root.join("records");
+    let o = bee(
+        &[
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+            "--records",
+            &records.display().to_string(),
+            "--json",
+        ],
+        &f.root,
+    );
+    assert_eq!(code(&o), 0, "{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(f.workspace.join("summary.txt")).unwrap(),
+        "done\n"
+    );
+
+    let transcript = find_transcript(&records);
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["event"], "episode_started");
+    assert_eq!(
+        events[0]["policy"]["enforcement"], "kernel",
+        "{}",
+        events[0]
+    );
+    let denials: Vec<&serde_json::Value> =
+        events.iter().filter(|e| e["event"] == "denial").collect();
+    assert!(
+        denials.iter().any(|d| d["call_id"] == "c2"
+            && d["explanation"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(&secret)),
+        "{denials:?}"
+    );
+    assert!(denials.iter().any(|d| d["call_id"] == "c3"), "{denials:?}");
+    let result_c2 = events
+        .iter()
+        .find(|e| e["event"] == "tool_result" && e["call_id"] == "c2")
+        .expect("a result for c2");
+    assert!(
+        result_c2["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no fs.read grant covers it"),
+        "{result_c2}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "episode_finished");
+    assert_eq!(last["outcome"], "passed", "{last}");
+}
+
+fn find_transcript(records: &Path) -> PathBuf {
+    for run in std::fs::read_dir(records).unwrap() {
+        let run = run.unwrap().path();
+        if !run.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&run).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "jsonl") {
+                return f;
+            }
+        }
+    }
+    panic!("no transcript under {}", records.display());
+}
