@@ -1,6 +1,7 @@
 //! bee's task runner: `cargo xtask vm …` boots Debian kernels in QEMU to
 //! test the BPF LSM programs; `cargo xtask ebpf` builds (or checks) the
-//! committed eBPF objects.
+//! committed eBPF objects; `cargo xtask test` runs every test, kernel matrix
+//! included.
 
 mod apt;
 mod ebpf;
@@ -9,6 +10,7 @@ mod initramfs;
 mod kernels;
 mod qemu;
 mod sh;
+mod test;
 mod vm;
 
 use std::process::ExitCode;
@@ -42,6 +44,9 @@ enum Task {
     /// Build the eBPF objects from `crates/ebpf/bpf/*.bpf.c` (or check that
     /// the committed ones are current).
     Ebpf(ebpf::EbpfArgs),
+    /// Run every test: `cargo test --workspace`, then the kernel tests and the
+    /// command-line tests in the VM matrix.
+    Test(test::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +70,7 @@ fn main() -> ExitCode {
             command,
         } => vm::run_command(&opts, &command),
         Task::Ebpf(args) => ebpf::run(&args).map(|()| 0),
+        Task::Test(args) => test::run(&args).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
