@@ -1,8 +1,10 @@
 //! bee's task runner: `cargo xtask vm …` boots Debian kernels in QEMU to
 //! test the BPF LSM programs; `cargo xtask ebpf` builds (or checks) the
-//! committed eBPF objects.
+//! committed eBPF objects; `cargo xtask demo` runs the demo episode under
+//! kernel enforcement (in a VM when this host cannot enforce).
 
 mod apt;
+mod demo;
 mod ebpf;
 mod error;
 mod initramfs;
@@ -42,6 +44,12 @@ enum Task {
     /// Build the eBPF objects from `crates/ebpf/bpf/*.bpf.c` (or check that
     /// the committed ones are current).
     Ebpf(ebpf::EbpfArgs),
+    /// Build bee and run the demo episode (`examples/demo/`) under kernel
+    /// enforcement: here when this host can enforce, else in a QEMU guest.
+    ///
+    /// Exits 0 only when the episode passed under `kernel` enforcement and
+    /// the kernel refused the secret's read and the connect.
+    Demo(demo::DemoArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +73,7 @@ fn main() -> ExitCode {
             command,
         } => vm::run_command(&opts, &command),
         Task::Ebpf(args) => ebpf::run(&args).map(|()| 0),
+        Task::Demo(args) => demo::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
