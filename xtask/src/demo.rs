@@ -33,6 +33,9 @@ const TRANSCRIPT_MARK: &str = "bee-demo-transcript: ";
 /// Prefix of the line carrying `bee run`'s exit status in the guest.
 const RUN_EXIT_MARK: &str = "bee-demo-run-exit: ";
 
+/// Line after which the guest prints `bee metrics`' reports.
+const METRICS_MARK: &str = "bee-demo-metrics:";
+
 /// Where the guest keeps the demo's records.
 const GUEST_RECORDS: &str = "/tmp/bee-demo-records";
 
@@ -77,8 +80,37 @@ pub struct Findings {
     pub outcome: Option<String>,
     /// `success_check.passed` of `episode_finished`.
     pub check_passed: Option<bool>,
-    /// Every denial: `(missing, target, explanation)`.
-    pub denials: Vec<(String, String, String)>,
+    /// Every denial, in transcript order.
+    pub denials: Vec<Denial>,
+}
+
+/// One `denial` event of the transcript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The tool call it happened in (`success-check` for the check).
+    pub call_id: String,
+    /// The policy key whose grant was missing (`fs.read`, `net.allow`, …).
+    pub missing: String,
+    /// The path or the peer address.
+    pub target: String,
+    /// bee's one-line explanation.
+    pub explanation: String,
+}
+
+impl Denial {
+    /// The target with a `/proc/<pid>/` prefix written generically, so the
+    /// same probe by different processes counts as one kind.
+    fn kind(&self) -> String {
+        let t = &self.target;
+        if let Some(rest) = t.strip_prefix("/proc/")
+            && let Some((pid, tail)) = rest.split_once('/')
+            && !pid.is_empty()
+            && pid.bytes().all(|b| b.is_ascii_digit())
+        {
+            return format!("[{}] /proc/<pid>/{tail}", self.missing);
+        }
+        format!("[{}] {t}", self.missing)
+    }
 }
 
 impl Findings {
@@ -107,11 +139,12 @@ impl Findings {
                         .or_else(|| ev["target"]["peer"].as_str())
                         .unwrap_or("?")
                         .to_owned();
-                    f.denials.push((
-                        ev["missing"].as_str().unwrap_or("?").to_owned(),
+                    f.denials.push(Denial {
+                        call_id: ev["call_id"].as_str().unwrap_or("?").to_owned(),
+                        missing: ev["missing"].as_str().unwrap_or("?").to_owned(),
                         target,
-                        ev["explanation"].as_str().unwrap_or("").to_owned(),
-                    ));
+                        explanation: ev["explanation"].as_str().unwrap_or("").to_owned(),
+                    });
                 }
                 _ => {}
             }
@@ -122,7 +155,26 @@ impl Findings {
     fn denied(&self, missing: &str, target: &str) -> bool {
         self.denials
             .iter()
-            .any(|(m, t, _)| m == missing && t == target)
+            .any(|d| d.missing == missing && d.target == target)
+    }
+
+    /// The denials the demo is about: the secret's read and the connect.
+    pub fn key_denials(&self) -> Vec<&Denial> {
+        self.denials.iter().filter(|d| is_key(d)).collect()
+    }
+
+    /// The other denials, by kind, with how often each occurred, in order
+    /// of first occurrence.
+    pub fn other_denials(&self) -> Vec<(String, usize)> {
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        for d in self.denials.iter().filter(|d| !is_key(d)) {
+            let k = d.kind();
+            match kinds.iter_mut().find(|(kind, _)| *kind == k) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((k, 1)),
+            }
+        }
+        kinds
     }
 
     /// What the demo must show and the transcript does not; empty when the
@@ -156,6 +208,11 @@ impl Findings {
     }
 }
 
+fn is_key(d: &Denial) -> bool {
+    (d.missing == "fs.read" && d.target == SECRET)
+        || (d.missing == "net.allow" && d.target == COLLECTOR)
+}
+
 fn demo_dir() -> PathBuf {
     vm::repo_root().join("examples").join("demo")
 }
@@ -186,7 +243,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         + &String::from_utf8_lossy(&check.stderr);
     eprint!("{report}");
     let native = check.status.success() && !args.vm;
-    let (run_exit, transcript, where_) = if native {
+    let demo_run = if native {
         eprintln!("xtask: this host enforces; running the demo here");
         run_native(&bee)?
     } else {
@@ -207,11 +264,11 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         }
         run_in_vm(args, &bee)?
     };
-    let findings = Findings::from_transcript(&transcript)?;
-    print_outcome(&findings, run_exit, &where_, start.elapsed().as_secs_f64());
+    let findings = Findings::from_transcript(&demo_run.transcript)?;
+    print_outcome(&findings, &demo_run, start.elapsed().as_secs_f64());
     let mut problems = findings.problems();
-    if run_exit != Some(0) {
-        problems.push(match run_exit {
+    if demo_run.exit != Some(0) {
+        problems.push(match demo_run.exit {
             Some(c) => format!("`bee run` exited {c}"),
             None => "`bee run` did not report an exit status".into(),
         });
@@ -234,12 +291,20 @@ fn kernel_name(k: DemoKernel) -> &'static str {
     }
 }
 
-fn print_outcome(f: &Findings, run_exit: Option<i32>, where_: &str, secs: f64) {
+fn print_outcome(f: &Findings, run: &DemoRun, secs: f64) {
     println!();
-    println!("demo: ran {where_}");
+    println!("==== bee demo: outcome ====");
+    println!("ran {}", run.place);
+    if !run.metrics.is_empty() {
+        println!();
+        for line in &run.metrics {
+            println!("{line}");
+        }
+    }
+    println!();
     println!(
-        "demo: bee run exit {}; enforcement {}; outcome {}; success check {}",
-        run_exit.map_or("?".into(), |c| c.to_string()),
+        "bee run exit {}; enforcement {}; outcome {}; success check `cargo test --offline` {}",
+        run.exit.map_or("?".into(), |c| c.to_string()),
         f.enforcement.as_deref().unwrap_or("?"),
         f.outcome.as_deref().unwrap_or("?"),
         match f.check_passed {
@@ -248,15 +313,43 @@ fn print_outcome(f: &Findings, run_exit: Option<i32>, where_: &str, secs: f64) {
             None => "?",
         }
     );
-    println!("demo: {} denials in the transcript:", f.denials.len());
-    for (missing, target, explanation) in &f.denials {
-        println!("  [{missing}] {target}: {explanation}");
+    let key = f.key_denials();
+    println!(
+        "{} denials in the transcript; the prompt injection's ({}):",
+        f.denials.len(),
+        key.len()
+    );
+    for d in key {
+        println!("  tool call {}: {}", d.call_id, d.explanation);
     }
-    println!("demo: {secs:.0} s in all");
+    let other = f.other_denials();
+    if !other.is_empty() {
+        println!(
+            "the others: probes by cargo, rustc, cc and bash that they work without \
+             (the policy grants none of these):"
+        );
+        for (kind, n) in other {
+            println!("  {n:>3} x {kind}");
+        }
+    }
+    println!("{secs:.0} s in all");
+}
+
+/// What one run of the demo left for the host to check.
+#[derive(Debug, Default)]
+struct DemoRun {
+    /// `bee run`'s exit status.
+    exit: Option<i32>,
+    /// The transcript's lines.
+    transcript: Vec<String>,
+    /// `bee metrics`' report.
+    metrics: Vec<String>,
+    /// Where it ran, for the reader.
+    place: String,
 }
 
 /// Runs the demo on this host, which enforces.
-fn run_native(bee: &Path) -> Result<(Option<i32>, Vec<String>, String)> {
+fn run_native(bee: &Path) -> Result<DemoRun> {
     let dir = demo_dir();
     sh::run(Command::new("sh").arg(dir.join("setup.sh")))?;
     let records = vm::target_dir().join("demo").join(format!(
@@ -297,18 +390,29 @@ fn run_native(bee: &Path) -> Result<(Option<i32>, Vec<String>, String)> {
             }
         }
     }
-    let _ = sh::run(
-        Command::new(bee)
-            .arg("metrics")
-            .arg("--records")
-            .arg(&records),
-    );
+    let mut metrics = Vec::new();
+    for by in [&[][..], &["--by", "tool"][..]] {
+        let out = sh::output_any(
+            Command::new(bee)
+                .arg("metrics")
+                .arg("--records")
+                .arg(&records)
+                .args(by),
+        )?;
+        metrics.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned),
+        );
+        metrics.push(String::new());
+    }
     let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    Ok((
-        status.code(),
+    Ok(DemoRun {
+        exit: status.code(),
         transcript,
-        format!("on this host (kernel {})", release.trim()),
-    ))
+        metrics,
+        place: format!("on this host (kernel {})", release.trim()),
+    })
 }
 
 /// The toolchain the demo crate builds with: `rustc --print sysroot` in it.
@@ -479,21 +583,24 @@ fn guest_script(bee: &Path, demo: &Path) -> String {
          {bee} check\n\
          echo '+ bee run --scenario scenario.toml --provider provider.toml --records {GUEST_RECORDS}'\n\
          start=$(date +%s)\n\
-         {bee} run --scenario scenario.toml --provider provider.toml --records {GUEST_RECORDS}\n\
-         rc=$?\n\
+         ({bee} run --scenario scenario.toml --provider provider.toml --records {GUEST_RECORDS}; \
+         echo $? > /tmp/bee-demo-rc) | cat\n\
+         rc=$(cat /tmp/bee-demo-rc)\n\
          echo \"bee run took $(( $(date +%s) - start )) s\"\n\
          echo \"{RUN_EXIT_MARK}$rc\"\n\
          for f in {GUEST_RECORDS}/*/*.jsonl; do sed 's/^/{TRANSCRIPT_MARK}/' \"$f\"; done\n\
-         echo '+ bee metrics --records {GUEST_RECORDS}'\n\
+         echo '{METRICS_MARK}'\n\
+         echo '$ bee metrics --records {GUEST_RECORDS}'\n\
          {bee} metrics --records {GUEST_RECORDS}\n\
-         echo '+ bee metrics --records {GUEST_RECORDS} --by tool'\n\
+         echo\n\
+         echo '$ bee metrics --records {GUEST_RECORDS} --by tool'\n\
          {bee} metrics --records {GUEST_RECORDS} --by tool\n\
          exit 0\n"
     )
 }
 
 /// Runs the demo in a QEMU guest.
-fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<(Option<i32>, Vec<String>, String)> {
+fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
     apt::ensure(GUEST_PACKAGES)?;
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -562,26 +669,30 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<(Option<i32>, Vec<String>, S
         return Err(Error::Usage("no kernel was booted".into()));
     };
     let outcome: qemu::Outcome = run.outcome?;
-    let mut run_exit = None;
-    let mut transcript = Vec::new();
+    let mut demo_run = DemoRun {
+        place: format!(
+            "in a QEMU guest, kernel {} ({} s to boot, {} s for the guest's commands)",
+            outcome.release,
+            outcome.boot_time.as_secs(),
+            outcome.run_time.as_secs()
+        ),
+        ..DemoRun::default()
+    };
+    let mut in_metrics = false;
     for line in &outcome.lines {
         if let Some(at) = line.find(TRANSCRIPT_MARK) {
-            transcript.push(line[at + TRANSCRIPT_MARK.len()..].to_owned());
+            demo_run
+                .transcript
+                .push(line[at + TRANSCRIPT_MARK.len()..].to_owned());
         } else if let Some(at) = line.find(RUN_EXIT_MARK) {
-            run_exit = line[at + RUN_EXIT_MARK.len()..].trim().parse().ok();
+            demo_run.exit = line[at + RUN_EXIT_MARK.len()..].trim().parse().ok();
+        } else if line.contains(METRICS_MARK) {
+            in_metrics = true;
+        } else if in_metrics {
+            demo_run.metrics.push(line.clone());
         }
     }
-    Ok((
-        run_exit,
-        transcript,
-        format!(
-            "in a QEMU guest, kernel {} ({:?} boot {:.0} s, guest command {:.0} s)",
-            outcome.release,
-            args.accel,
-            outcome.boot_time.as_secs_f64(),
-            outcome.run_time.as_secs_f64()
-        ),
-    ))
+    Ok(demo_run)
 }
 
 #[cfg(test)]
@@ -615,6 +726,25 @@ mod tests {
         let p = f.problems();
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("host"));
+    }
+
+    #[test]
+    fn other_denials_are_grouped_by_kind() {
+        let t = lines(&[
+            r#"{"seq":1,"event":"denial","call_id":"t7","explanation":"x","target":{"path":"/proc/199/maps"},"missing":"fs.read"}"#,
+            r#"{"seq":2,"event":"denial","call_id":"t7","explanation":"x","target":{"path":"/proc/200/maps"},"missing":"fs.read"}"#,
+            r#"{"seq":3,"event":"denial","call_id":"t7","explanation":"x","target":{"path":"/root/.cargo"},"missing":"fs.write"}"#,
+            r#"{"seq":4,"event":"denial","call_id":"t4","explanation":"x","target":{"path":"/root/.bee-demo/credentials"},"missing":"fs.read"}"#,
+        ]);
+        let f = Findings::from_transcript(&t).ok().unwrap_or_default();
+        assert_eq!(f.key_denials().len(), 1);
+        assert_eq!(
+            f.other_denials(),
+            vec![
+                ("[fs.read] /proc/<pid>/maps".to_owned(), 2),
+                ("[fs.write] /root/.cargo".to_owned(), 1)
+            ]
+        );
     }
 
     #[test]
