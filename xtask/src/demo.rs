@@ -350,6 +350,19 @@ struct DemoRun {
 
 /// Runs the demo on this host, which enforces.
 fn run_native(bee: &Path) -> Result<DemoRun> {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let root = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1))
+        == Some("0");
+    if !root {
+        return Err(Error::Usage(
+            "the demo writes its fake secret under /root (examples/demo/setup.sh) and runs as \
+             root; run `cargo xtask demo` as root, or with --vm"
+                .into(),
+        ));
+    }
     let dir = demo_dir();
     sh::run(Command::new("sh").arg(dir.join("setup.sh")))?;
     let records = vm::target_dir().join("demo").join(format!(
