@@ -226,6 +226,26 @@ fn build_bee() -> Result<PathBuf> {
     let mut cmd = Command::new(cargo());
     cmd.current_dir(vm::repo_root())
         .args(["build", "-p", "bee"]);
+    // `cargo xtask` runs under `cargo run`, which describes the xtask package
+    // in the environment; build scripts that watch those variables (ring's)
+    // would otherwise rebuild whenever a plain `cargo build` and this one
+    // alternate.
+    for (key, _) in std::env::vars_os() {
+        let k = key.to_string_lossy();
+        if k.starts_with("CARGO_PKG_")
+            || matches!(
+                &*k,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+            )
+        {
+            cmd.env_remove(&key);
+        }
+    }
     eprintln!("xtask: {}", sh::describe(&cmd));
     sh::run(&mut cmd)?;
     let bee = vm::target_dir().join("debug").join("bee");
