@@ -273,8 +273,8 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
             let why = report
                 .lines()
                 .find(|l| l.trim_start().starts_with("FAIL"))
-                .map(str::trim)
-                .unwrap_or("`bee check` failed");
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| "`bee check` failed".to_owned());
             eprintln!(
                 "xtask: this host's kernel cannot enforce bee's policies ({why}).\n\
                  xtask: running the demo in a QEMU guest booting Debian's {} kernel instead \
