@@ -701,7 +701,17 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
     let Some(run) = runs.into_iter().next() else {
         return Err(Error::Usage("no kernel was booted".into()));
     };
-    let outcome: qemu::Outcome = run.outcome?;
+    let outcome: qemu::Outcome = run.outcome.map_err(|e| match e {
+        Error::Vm { kernel, reason } => Error::Vm {
+            kernel,
+            reason: format!(
+                "{reason}\n(the guest had --memory {} MiB and --timeout {} s; the demo's \
+                 initramfs alone takes about 730 MB)",
+                args.memory, args.timeout
+            ),
+        },
+        other => other,
+    })?;
     let mut demo_run = DemoRun {
         place: format!(
             "in a QEMU guest, kernel {} ({} s to boot, {} s for the guest's commands)",
