@@ -37,10 +37,19 @@ pub struct Initramfs {
 }
 
 /// Normalises a guest path to a relative archive name ("bin/sh").
+/// `..` is resolved lexically, as `ldd` prints `$ORIGIN/../lib` paths.
 fn archive_name(path: &Path) -> PathBuf {
-    path.components()
-        .filter(|c| matches!(c, Component::Normal(_)))
-        .collect()
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 impl Initramfs {
@@ -84,6 +93,12 @@ impl Initramfs {
     /// Adds a host file at `guest`.
     pub fn add_file(&mut self, host: &Path, guest: &Path) {
         self.insert(guest, Entry::HostFile(host.to_owned()));
+    }
+
+    /// Adds a symbolic link at `guest` pointing to `target` (replacing any
+    /// entry there, such as a busybox applet).
+    pub fn add_symlink(&mut self, guest: &Path, target: &str) {
+        self.insert(guest, Entry::Symlink(target.to_owned()));
     }
 
     /// Adds a file with literal contents.
@@ -310,5 +325,14 @@ mod tests {
         // 110-byte header + "ab\0" = 113 → padded to 116, then 3 data bytes → 120.
         assert_eq!(buf.len(), 120);
         assert!(buf.starts_with(b"070701"));
+    }
+
+    #[test]
+    fn archive_names_resolve_dot_dot() {
+        assert_eq!(
+            archive_name(Path::new("/t/bin/../lib/librustc_driver.so")),
+            PathBuf::from("t/lib/librustc_driver.so")
+        );
+        assert_eq!(archive_name(Path::new("/bin/sh")), PathBuf::from("bin/sh"));
     }
 }

@@ -1,9 +1,11 @@
 //! bee's task runner: `cargo xtask vm …` boots Debian kernels in QEMU to
 //! test the BPF LSM programs; `cargo xtask ebpf` builds (or checks) the
 //! committed eBPF objects; `cargo xtask test` runs every test, kernel matrix
-//! included.
+//! included; `cargo xtask demo` runs the demo episode under kernel
+//! enforcement (in a VM when this host cannot enforce).
 
 mod apt;
+mod demo;
 mod ebpf;
 mod error;
 mod initramfs;
@@ -44,6 +46,12 @@ enum Task {
     /// Build the eBPF objects from `crates/ebpf/bpf/*.bpf.c` (or check that
     /// the committed ones are current).
     Ebpf(ebpf::EbpfArgs),
+    /// Build bee and run the demo episode (`examples/demo/`) under kernel
+    /// enforcement: here when this host can enforce, else in a QEMU guest.
+    ///
+    /// Exits 0 only when the episode passed under `kernel` enforcement and
+    /// the kernel refused the secret's read and the connect.
+    Demo(demo::DemoArgs),
     /// Run every test: `cargo test --workspace`, then the kernel tests and the
     /// command-line tests in the VM matrix.
     Test(test::Args),
@@ -70,6 +78,7 @@ fn main() -> ExitCode {
             command,
         } => vm::run_command(&opts, &command),
         Task::Ebpf(args) => ebpf::run(&args).map(|()| 0),
+        Task::Demo(args) => demo::run(&args),
         Task::Test(args) => test::run(&args).map(|()| 0),
     };
     match result {

@@ -56,6 +56,10 @@ pub struct Boot<'a> {
     pub exit_marker: &'a str,
     /// Echo guest output to our stderr as it arrives.
     pub echo: bool,
+    /// Lines containing this text are kept in the outcome but not echoed.
+    pub quiet: Option<&'a str>,
+    /// Guest memory, MiB.
+    pub memory_mib: u32,
 }
 
 /// The text after `marker` in `line`; the console may prefix a marker with
@@ -75,7 +79,9 @@ fn qemu_command(b: &Boot<'_>) -> Command {
         Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
         Accel::Tcg => cmd.args(["-accel", "tcg", "-cpu", "max"]),
     };
-    cmd.args(["-m", "1024", "-smp", "2", "-kernel"])
+    cmd.arg("-m")
+        .arg(b.memory_mib.to_string())
+        .args(["-smp", "2", "-kernel"])
         .arg(b.kernel)
         .arg("-initrd")
         .arg(b.initrd)
@@ -190,7 +196,7 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
                     ready = Some((Instant::now(), rest.trim().to_owned()));
                     continue;
                 }
-                if b.echo {
+                if b.echo && !b.quiet.is_some_and(|q| line.contains(q)) {
                     eprintln!("[{}] {line}", b.label);
                 }
                 if ready.is_some() {

@@ -54,6 +54,7 @@ pub fn run(args: &Args) -> Result<()> {
         bin,
         timeout: 900,
         accel: args.accel,
+        memory: 1024,
     };
     eprintln!("xtask: kernel tests of bee-userspace in the VM matrix");
     vm::run_tests(&TestArgs {

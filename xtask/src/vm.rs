@@ -74,6 +74,9 @@ pub struct VmOpts {
     /// Accelerator.
     #[arg(long, value_enum, default_value = "auto")]
     pub accel: AccelChoice,
+    /// Guest memory in MiB (the initramfs is unpacked into it).
+    #[arg(long, default_value_t = 1024)]
+    pub memory: u32,
 }
 
 /// `cargo xtask vm test`: build an integration-test binary and run it in
@@ -198,6 +201,8 @@ fn probe_kvm(kernel: &Kernel) -> Result<Accel> {
         ready_marker: &ready,
         exit_marker: &exit,
         echo: false,
+        quiet: None,
+        memory_mib: 1024,
     })
     .is_ok_and(|o| o.exit_code == 0);
     let verdict = if works { "kvm" } else { "tcg" };
@@ -213,9 +218,13 @@ fn probe_kvm(kernel: &Kernel) -> Result<Accel> {
     Ok(if works { Accel::Kvm } else { Accel::Tcg })
 }
 
+/// Adds files of a caller's own to an initramfs (after the runner's).
+pub type Extra<'a> = &'a dyn Fn(&mut Initramfs) -> Result<()>;
+
 /// Builds the initramfs for `command` and returns its path.
 fn build_initramfs(
     opts: &VmOpts,
+    extra: Option<Extra<'_>>,
     command: &[String],
     env: &[(String, String)],
     ready: &str,
@@ -224,6 +233,9 @@ fn build_initramfs(
 ) -> Result<PathBuf> {
     let mut fs_ = Initramfs::new();
     fs_.add_busybox(Path::new(HOST_BUSYBOX))?;
+    if let Some(extra) = extra {
+        extra(&mut fs_)?;
+    }
     for dir in &opts.with {
         let abs = fs::canonicalize(dir).map_err(io_err("resolve", dir))?;
         fs_.add_tree(&abs)?;
@@ -270,14 +282,27 @@ fn absolutize(command: &[String]) -> Vec<String> {
 
 /// The result of running one command in one kernel.
 #[derive(Debug)]
-struct KernelRun {
-    kernel: Kernel,
+pub struct KernelRun {
+    /// The kernel booted.
+    pub kernel: Kernel,
     /// The boot's outcome, or why the VM did not run the command to the end.
-    outcome: Result<qemu::Outcome>,
+    pub outcome: Result<qemu::Outcome>,
 }
 
 fn run_in_kernels(
     opts: &VmOpts,
+    command: &[String],
+    extra_env: &[(String, String)],
+) -> Result<Vec<KernelRun>> {
+    run_in_kernels_with(opts, None, None, command, extra_env)
+}
+
+/// Runs `command` in each selected kernel, the initramfs completed by
+/// `extra`; console lines containing `quiet` are not echoed.
+pub fn run_in_kernels_with(
+    opts: &VmOpts,
+    extra: Option<Extra<'_>>,
+    quiet: Option<&str>,
     command: &[String],
     extra_env: &[(String, String)],
 ) -> Result<Vec<KernelRun>> {
@@ -296,6 +321,7 @@ fn run_in_kernels(
         env.extend(extra_env.iter().cloned());
         let initrd = build_initramfs(
             opts,
+            extra,
             &command,
             &env,
             &ready,
@@ -319,6 +345,8 @@ fn run_in_kernels(
             ready_marker: &ready,
             exit_marker: &exit,
             echo: true,
+            quiet,
+            memory_mib: opts.memory,
         });
         match &outcome {
             Ok(o) => eprintln!(
