@@ -325,3 +325,11 @@ fn display_names_file_line_column_and_key() {
         "p.toml:3:9: fs.read[0]: `..` climbs above `/`"
     );
 }
+
+#[test]
+fn rules_under_proc_self_are_warned_about() {
+    let c = ok("version = 1\n[fs]\nread = [\"/proc/self/**\", \"/proc/cpuinfo\"]\n");
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].key, "fs.read[0]");
+    assert!(c.warnings[0].message.contains("/proc/<pid>"));
+}

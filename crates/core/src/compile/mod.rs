@@ -317,13 +317,31 @@ impl Compiler<'_> {
         for (i, raw) in raws.iter().enumerate() {
             let key = indexed_key(list, i);
             if let Some(pattern) = self.pattern(&key, raw, raw.get_ref()) {
-                rules.push(PathRule {
-                    pattern,
-                    origin: self.origin(&raw.span(), key, raw.get_ref()),
-                });
+                let origin = self.origin(&raw.span(), key, raw.get_ref());
+                self.warn_unreachable(&pattern, &origin);
+                rules.push(PathRule { pattern, origin });
             }
         }
         self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
+    }
+
+    /// `/proc/self` and `/proc/thread-self` are symbolic links the kernel resolves before any
+    /// hook runs: it checks `/proc/<pid>/…`, so a rule written under them matches nothing.
+    fn warn_unreachable(&mut self, pattern: &PathPattern, origin: &Origin) {
+        if let ["proc", link, ..] = pattern.literal_prefix()[..] {
+            if link == "self" || link == "thread-self" {
+                self.warnings.push(PolicyWarning {
+                    file: self.source.name.clone(),
+                    line: origin.line,
+                    column: origin.column,
+                    key: origin.key.clone(),
+                    message: format!(
+                        "`/proc/{link}` is a symbolic link the kernel resolves to `/proc/<pid>`, \
+                         so this rule never matches anything"
+                    ),
+                });
+            }
+        }
     }
 
     fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
