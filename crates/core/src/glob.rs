@@ -91,19 +91,25 @@ impl PathPattern {
     /// # Errors
     /// [`GlobError`] when the text is not one of the five supported shapes.
     pub fn parse(normalised: &str) -> Result<Self, GlobError> {
-        if let Some(c) = normalised
-            .chars()
-            .find(|c| matches!(c, '?' | '[' | ']' | '{' | '}'))
+        Self::parse_owned(normalised.to_owned())
+    }
+
+    /// As [`PathPattern::parse`], taking the text by value so that exact paths (most rules)
+    /// keep its allocation.
+    ///
+    /// # Errors
+    /// [`GlobError`] when the text is not one of the five supported shapes.
+    pub fn parse_owned(normalised: String) -> Result<Self, GlobError> {
+        if let Some(&b) = normalised
+            .as_bytes()
+            .iter()
+            .find(|b| matches!(b, b'?' | b'[' | b']' | b'{' | b'}'))
         {
-            return Err(GlobError::UnsupportedWildcard(c));
+            return Err(GlobError::UnsupportedWildcard(char::from(b)));
         }
         // Fast paths for the two shapes most rules have.
         match normalised.find('*') {
-            None => {
-                return Ok(Self::Exact {
-                    path: normalised.to_owned(),
-                });
-            }
+            None => return Ok(Self::Exact { path: normalised }),
             Some(i) if i + 2 == normalised.len() && normalised.ends_with("/**") => {
                 let root = &normalised[..normalised.len() - 3];
                 return Ok(Self::Subtree {
@@ -112,6 +118,7 @@ impl PathPattern {
             }
             Some(_) => {}
         }
+        let normalised = normalised.as_str();
         let segments = split_segments(normalised);
         let mut double = None;
         for (i, seg) in segments.iter().enumerate() {

@@ -90,12 +90,11 @@ pub fn normalize(raw: &str, anchors: Anchors<'_>) -> Result<String, PathError> {
     };
     // One output buffer; `..` truncates it back to the previous segment's start.
     let mut path = String::with_capacity(prefix.len() + rest.len() + 1);
-    let mut starts: Vec<usize> = Vec::new();
     for seg in prefix.split('/').chain(rest.split('/')) {
         match seg {
             "" | "." => {}
             ".." => {
-                let start = starts.pop().ok_or(PathError::AboveRoot)?;
+                let start = path.rfind('/').ok_or(PathError::AboveRoot)?;
                 if path[start..].contains('*') {
                     return Err(PathError::DotDotAfterWildcard);
                 }
@@ -103,7 +102,6 @@ pub fn normalize(raw: &str, anchors: Anchors<'_>) -> Result<String, PathError> {
             }
             s if s.len() > NAME_MAX => return Err(PathError::SegmentTooLong(s.len())),
             s => {
-                starts.push(path.len());
                 path.push('/');
                 path.push_str(s);
             }

@@ -328,8 +328,11 @@ fn display_names_file_line_column_and_key() {
 
 #[test]
 fn rules_under_proc_self_are_warned_about() {
-    let c = ok("version = 1\n[fs]\nread = [\"/proc/self/**\", \"/proc/cpuinfo\"]\n");
-    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    let c = ok(
+        "version = 1\n[fs]\nread = [\"/proc/self/**\", \"/proc/cpuinfo\", \"/proc/selfish\", \"/proc/thread-self/*/x\"]\n",
+    );
+    assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+    assert_eq!(c.warnings[1].key, "fs.read[3]");
     assert_eq!(c.warnings[0].key, "fs.read[0]");
     assert!(c.warnings[0].message.contains("/proc/<pid>"));
 }

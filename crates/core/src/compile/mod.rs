@@ -303,7 +303,7 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        match PathPattern::parse(&normalised) {
+        match PathPattern::parse_owned(normalised) {
             Ok(p) => Some(p),
             Err(e) => {
                 self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /a/*/b (optionally ending in /**)"));
@@ -328,8 +328,31 @@ impl Compiler<'_> {
     /// `/proc/self` and `/proc/thread-self` are symbolic links the kernel resolves before any
     /// hook runs: it checks `/proc/<pid>/…`, so a rule written under them matches nothing.
     fn warn_unreachable(&mut self, pattern: &PathPattern, origin: &Origin) {
-        if let ["proc", link, ..] = pattern.literal_prefix()[..] {
-            if link == "self" || link == "thread-self" {
+        let under = |dir: &str, link: &str| {
+            dir.strip_prefix("/proc/")
+                .and_then(|rest| rest.strip_prefix(link))
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        let start = match pattern {
+            PathPattern::Exact { path } => path.as_str(),
+            PathPattern::Subtree { root }
+            | PathPattern::Postfix { root, .. }
+            | PathPattern::Segment { root, .. } => root.as_str(),
+            PathPattern::BoundedStar { segments, .. } => match &segments[..] {
+                [proc, link, ..] if proc == "proc" => {
+                    if link == "self" {
+                        "/proc/self"
+                    } else if link == "thread-self" {
+                        "/proc/thread-self"
+                    } else {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+        };
+        for link in ["self", "thread-self"] {
+            if under(start, link) {
                 self.warnings.push(PolicyWarning {
                     file: self.source.name.clone(),
                     line: origin.line,
