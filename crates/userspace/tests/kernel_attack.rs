@@ -17,6 +17,7 @@ mod kernel_support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -443,4 +444,115 @@ fn escape_inotify_watch_on_an_ungranted_directory() {
     let scope = t.scope("atk-notify");
     let e = h(&scope, "inotify-watch", &[&t.sec.s("")]);
     assert_eq!(e, EPERM, "a watch on the secret directory was added");
+}
+
+// ---- The same attempts as an unprivileged user -------------------------------------------
+
+const NOBODY: u32 = 65534;
+
+fn h_as(scope: &Scope, action: &str, args: &[&str]) -> i32 {
+    let out = helper_as(&scope.cg, NOBODY, action, args);
+    let e = errno_of(&out);
+    assert!(
+        e < 255,
+        "{action} {args:?} as {NOBODY}: helper failed: {}",
+        show(&out)
+    );
+    e
+}
+
+#[test]
+fn unprivileged_user_lacks_the_capabilities_of_the_root_escapes() {
+    let t = Trees::new("atk-nobody");
+    t.sec.write("lib/key", "secret\n");
+    let ws_copy = t.ws.join("bin/busybox");
+    fs::create_dir_all(ws_copy.parent().unwrap()).unwrap();
+    fs::copy(BUSYBOX, &ws_copy).unwrap();
+    fs::set_permissions(&ws_copy, fs::Permissions::from_mode(0o755)).unwrap();
+    let scope = t.scope("atk-nobody");
+    let outside = Cgroup::create("atk-nobody-out");
+    // open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN, mknod of a device CAP_MKNOD,
+    // open_by_handle_at CAP_DAC_READ_SEARCH; another cgroup's cgroup.procs is root's.
+    assert_eq!(
+        h_as(&scope, "open-tree-read", &[&t.sec.s(""), "lib/key"]),
+        EPERM
+    );
+    assert_eq!(
+        h_as(&scope, "open-tree-exec", &[&t.ws.s(""), "bin/busybox"]),
+        EPERM
+    );
+    assert_eq!(
+        h_as(&scope, "mknod-open", &["/tmp/bee-kt-kmsg", "1", "11"]),
+        EPERM
+    );
+    assert_eq!(
+        h_as(&scope, "handle-open", &[&t.ro.s("f"), &t.ro.s("")]),
+        EPERM
+    );
+    let e = h_as(
+        &scope,
+        "cgroup-clone-into",
+        &[outside.path.to_str().unwrap(), &t.sec.s("f")],
+    );
+    assert!(
+        e == EACCES || e == EPERM,
+        "clone3 into a root cgroup: errno {e}"
+    );
+}
+
+#[test]
+#[ignore = "known escape: an unprivileged scope SIGKILLs its user's outside processes through F_SETOWN/F_SETSIG"]
+fn escape_sigio_as_an_unprivileged_user() {
+    let t = Trees::new("atk-nb-sigio");
+    let scope = t.scope("atk-nb-sigio");
+    let mut victim = Victim(
+        Command::new(BUSYBOX)
+            .args(["sleep", "60"])
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = victim.pid();
+    assert_eq!(h_as(&scope, "kill", &[&pid]), EPERM, "kill(2) is denied");
+    let e = h_as(&scope, "sigio-kill", &[&pid]);
+    assert!(
+        victim.alive(),
+        "the outside process was SIGKILLed (helper errno {e})"
+    );
+}
+
+#[test]
+#[ignore = "known escape: an unprivileged scope sends UDP anywhere with an AF_UNSPEC sockaddr_in"]
+fn escape_udp_af_unspec_as_an_unprivileged_user() {
+    let t = Trees::new("atk-nb-unspec");
+    let scope = t.scope("atk-nb-unspec");
+    let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
+    let rx = std::net::UdpSocket::bind("127.0.0.1:7004").unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    assert_eq!(h_as(&scope, "sendto", &["127.0.0.1", "7004"]), EPERM);
+    let e = h_as(&scope, "udp-unspec", &["127.0.0.1", "7004"]);
+    let mut buf = [0u8; 8];
+    assert_eq!(
+        rx.recv(&mut buf).ok(),
+        None,
+        "the datagram arrived (errno {e})"
+    );
+}
+
+#[test]
+#[ignore = "known escape: O_RDONLY|O_TRUNC by the file's owner truncates a read-only file on 6.2+"]
+fn escape_o_trunc_as_an_unprivileged_user() {
+    let t = Trees::new("atk-nb-trunc");
+    let ro = t.ro.join("f");
+    std::os::unix::fs::chown(&ro, Some(NOBODY), Some(NOBODY)).unwrap();
+    let scope = t.scope("atk-nb-trunc");
+    let e = h_as(&scope, "open-trunc-ro", &[ro.to_str().unwrap()]);
+    assert_eq!(
+        fs::read_to_string(&ro).unwrap(),
+        "read only\n",
+        "truncated (errno {e})"
+    );
 }

@@ -243,6 +243,38 @@ pub fn helper(cg: Option<&Cgroup>, action: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// As [`helper`], but the helper drops to `uid` (and gid `uid`, no supplementary groups) after
+/// joining `cg`: an unprivileged user with no capabilities.
+pub fn helper_as(cg: &Cgroup, uid: u32, action: &str, args: &[&str]) -> Output {
+    let exe = std::env::current_exe().unwrap();
+    let mut spec = vec![action];
+    spec.extend_from_slice(args);
+    let mut cmd = command_in(Some(cg), exe.to_str().unwrap());
+    // SAFETY: setgroups, setgid and setuid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setgroups(0, std::ptr::null()) < 0
+                || libc::setgid(uid) < 0
+                || libc::setuid(uid) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "helper_entry",
+        "--test-threads=1",
+        "--nocapture",
+        "-q",
+    ])
+    .env(HELPER_ENV, spec.join("\u{1f}"))
+    .output()
+    .unwrap()
+}
+
 /// The exit code of a helper run: the errno of its operation.
 pub fn errno_of(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
