@@ -275,6 +275,26 @@ pub fn helper_as(cg: &Cgroup, uid: u32, action: &str, args: &[&str]) -> Output {
     .unwrap()
 }
 
+/// Starts the helper `action args…` in `cg` without waiting, with stdout piped.
+pub fn helper_spawn(cg: &Cgroup, action: &str, args: &[&str]) -> std::process::Child {
+    let exe = std::env::current_exe().unwrap();
+    let mut spec = vec![action];
+    spec.extend_from_slice(args);
+    command_in(Some(cg), exe.to_str().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "helper_entry",
+            "--test-threads=1",
+            "--nocapture",
+            "-q",
+        ])
+        .env(HELPER_ENV, spec.join("\u{1f}"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The exit code of a helper run: the errno of its operation.
 pub fn errno_of(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
@@ -1197,6 +1217,57 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 check(
                     libc::inotify_add_watch(fd, cstr(arg(0)).as_ptr(), libc::IN_ALL_EVENTS).into(),
                 )
+            }
+            "listen-send" => {
+                // PORT: listen on 127.0.0.1:PORT, say so on stdout, accept one connection and
+                // send "leak" on it.
+                use std::io::Write;
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+                let sa = sockaddr_v4("127.0.0.1", arg(0).parse().unwrap());
+                let len = size_of::<libc::sockaddr_in>() as u32;
+                if libc::bind(fd, (&raw const sa).cast(), len) < 0 || libc::listen(fd, 1) < 0 {
+                    return errno();
+                }
+                println!("bee-listening");
+                std::io::stdout().flush().unwrap();
+                let c = libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut());
+                if c < 0 {
+                    return errno();
+                }
+                check(libc::send(c, b"leak".as_ptr().cast(), 4, 0) as i64)
+            }
+            "rtnl-addaddr" => {
+                // ADDR: RTM_NEWADDR ADDR/32 on lo (ifindex 1) over NETLINK_ROUTE with send(2)
+                // (no address: netlink sends to the kernel); returns the errno of the ack.
+                let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE);
+                if fd < 0 {
+                    return errno();
+                }
+                let ip: std::net::Ipv4Addr = arg(0).parse().unwrap();
+                let mut m = Vec::with_capacity(40);
+                m.extend_from_slice(&40u32.to_ne_bytes());
+                m.extend_from_slice(&libc::RTM_NEWADDR.to_ne_bytes());
+                let flags =
+                    (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL)
+                        as u16;
+                m.extend_from_slice(&flags.to_ne_bytes());
+                m.extend_from_slice(&1u32.to_ne_bytes());
+                m.extend_from_slice(&0u32.to_ne_bytes());
+                m.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0]);
+                m.extend_from_slice(&1u32.to_ne_bytes());
+                for ty in [libc::IFA_LOCAL, libc::IFA_ADDRESS] {
+                    m.extend_from_slice(&8u16.to_ne_bytes());
+                    m.extend_from_slice(&ty.to_ne_bytes());
+                    m.extend_from_slice(&ip.octets());
+                }
+                if libc::send(fd, m.as_ptr().cast(), m.len(), 0) < 0 {
+                    return errno();
+                }
+                let mut ack = [0u8; 256];
+                if libc::recv(fd, ack.as_mut_ptr().cast(), ack.len(), 0) < 20 {
+                    return errno();
+                }
+                -i32::from_ne_bytes(ack[16..20].try_into().unwrap())
             }
             _ => 255,
         }
