@@ -1269,6 +1269,21 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 }
                 -i32::from_ne_bytes(ack[16..20].try_into().unwrap())
             }
+            "perf-pid" => {
+                // PID: perf_event_open of a software counter on PID (any CPU).
+                let mut attr = [0u8; 128];
+                attr[0..4].copy_from_slice(&1u32.to_ne_bytes()); // PERF_TYPE_SOFTWARE
+                attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
+                let pid: i32 = arg(0).parse().unwrap();
+                check(libc::syscall(
+                    libc::SYS_perf_event_open,
+                    attr.as_ptr(),
+                    pid,
+                    -1,
+                    -1,
+                    0,
+                ))
+            }
             _ => 255,
         }
     }
