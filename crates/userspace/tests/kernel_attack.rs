@@ -433,8 +433,11 @@ fn escape_xattrs_and_timestamps_of_a_read_only_file() {
     let u = h(&scope, "utimes", &[&ro]);
     let x = h(&scope, "setxattr", &[&ro]);
     let after = fs::metadata(&ro).unwrap().modified().unwrap();
-    assert_eq!(before, after, "utimensat changed the mtime (errno {u})");
-    assert_eq!(x, EPERM, "setxattr errno {x}");
+    assert!(
+        before == after && x == EPERM,
+        "utimensat errno {u} (mtime changed: {}), setxattr errno {x}",
+        before != after
+    );
 }
 
 #[test]
