@@ -5,7 +5,8 @@
 //! a drop): that is the strongest attacker a scope has to hold. Each test asserts that the
 //! policy held (errno and, where the kernel reports one, the audit event). Tests named
 //! `escape_…` show a way out that works today: they assert what the policy should do and are
-//! ignored with the reason, so `cargo xtask vm test -- --ignored escape_` shows them failing.
+//! ignored with the reason, so `cargo xtask vm test --test kernel_attack -- --ignored escape_`
+//! shows them failing.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
