@@ -243,6 +243,58 @@ pub fn helper(cg: Option<&Cgroup>, action: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// As [`helper`], but the helper drops to `uid` (and gid `uid`, no supplementary groups) after
+/// joining `cg`: an unprivileged user with no capabilities.
+pub fn helper_as(cg: &Cgroup, uid: u32, action: &str, args: &[&str]) -> Output {
+    let exe = std::env::current_exe().unwrap();
+    let mut spec = vec![action];
+    spec.extend_from_slice(args);
+    let mut cmd = command_in(Some(cg), exe.to_str().unwrap());
+    // SAFETY: setgroups, setgid and setuid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setgroups(0, std::ptr::null()) < 0
+                || libc::setgid(uid) < 0
+                || libc::setuid(uid) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "helper_entry",
+        "--test-threads=1",
+        "--nocapture",
+        "-q",
+    ])
+    .env(HELPER_ENV, spec.join("\u{1f}"))
+    .output()
+    .unwrap()
+}
+
+/// Starts the helper `action args…` in `cg` without waiting, with stdout piped.
+pub fn helper_spawn(cg: &Cgroup, action: &str, args: &[&str]) -> std::process::Child {
+    let exe = std::env::current_exe().unwrap();
+    let mut spec = vec![action];
+    spec.extend_from_slice(args);
+    command_in(Some(cg), exe.to_str().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "helper_entry",
+            "--test-threads=1",
+            "--nocapture",
+            "-q",
+        ])
+        .env(HELPER_ENV, spec.join("\u{1f}"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The exit code of a helper run: the errno of its operation.
 pub fn errno_of(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
@@ -794,6 +846,443 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 }
                 let len = (size_of::<libc::sa_family_t>() + path.len()) as u32;
                 check(libc::connect(fd, (&raw const sa).cast(), len).into())
+            }
+            "sigio-kill" => {
+                // PID: make PID the owner of a pipe with O_ASYNC and SIGKILL as its signal,
+                // then write to the pipe (the kernel sends the signal, not kill(2)).
+                let mut p = [0i32; 2];
+                if libc::pipe(p.as_mut_ptr()) < 0 {
+                    return errno();
+                }
+                const F_SETSIG: i32 = 10;
+                let pid: i32 = arg(0).parse().unwrap();
+                if libc::fcntl(p[0], libc::F_SETOWN, pid) < 0
+                    || libc::fcntl(p[0], F_SETSIG, libc::SIGKILL) < 0
+                    || libc::fcntl(p[0], libc::F_SETFL, libc::O_ASYNC | libc::O_NONBLOCK) < 0
+                {
+                    return errno();
+                }
+                check(libc::write(p[1], b"x".as_ptr().cast(), 1) as i64)
+            }
+            "pidfd-kill" => {
+                let pfd = libc::syscall(libc::SYS_pidfd_open, arg(0).parse::<i32>().unwrap(), 0);
+                if pfd < 0 {
+                    return errno();
+                }
+                check(libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pfd,
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                ))
+            }
+            "pidfd-getfd" => {
+                // PID FD: copy descriptor FD of PID.
+                let pfd = libc::syscall(libc::SYS_pidfd_open, arg(0).parse::<i32>().unwrap(), 0);
+                if pfd < 0 {
+                    return errno();
+                }
+                check(libc::syscall(
+                    libc::SYS_pidfd_getfd,
+                    pfd,
+                    arg(1).parse::<i32>().unwrap(),
+                    0,
+                ))
+            }
+            "vm-read" => {
+                // PID: process_vm_readv of one byte at the stack of PID's address space.
+                let mut buf = [0u8; 1];
+                let local = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: 1,
+                };
+                let remote = libc::iovec {
+                    iov_base: 0x1000 as *mut libc::c_void,
+                    iov_len: 1,
+                };
+                let r = libc::process_vm_readv(arg(0).parse().unwrap(), &local, 1, &remote, 1, 0);
+                check(r as i64)
+            }
+            "udp-unspec" => {
+                // ADDR PORT: an IPv4 UDP datagram whose sockaddr_in says AF_UNSPEC.
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                let mut sa = sockaddr_v4(arg(0), arg(1).parse().unwrap());
+                sa.sin_family = libc::AF_UNSPEC as u16;
+                let len = size_of::<libc::sockaddr_in>() as u32;
+                let r = libc::sendto(fd, b"x".as_ptr().cast(), 1, 0, (&raw const sa).cast(), len);
+                check(r as i64)
+            }
+            "sendmmsg" => {
+                // ADDR PORT: two datagrams to ADDR:PORT in one sendmmsg; the errno of the
+                // first failure.
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                let mut sa = sockaddr_v4(arg(0), arg(1).parse().unwrap());
+                let mut data = *b"x";
+                let mut iov = libc::iovec {
+                    iov_base: data.as_mut_ptr().cast(),
+                    iov_len: 1,
+                };
+                let mut msgs: [libc::mmsghdr; 2] = std::mem::zeroed();
+                for m in &mut msgs {
+                    m.msg_hdr.msg_name = (&raw mut sa).cast();
+                    m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_in>() as u32;
+                    m.msg_hdr.msg_iov = &mut iov;
+                    m.msg_hdr.msg_iovlen = 1;
+                }
+                check(libc::sendmmsg(fd, msgs.as_mut_ptr(), 2, 0).into())
+            }
+            "open-trunc-ro" => {
+                check(libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_TRUNC).into())
+            }
+            "mknod-open" => {
+                // PATH MAJOR MINOR: create a character device node and open it for reading.
+                let dev = libc::makedev(arg(1).parse().unwrap(), arg(2).parse().unwrap());
+                if libc::mknod(cstr(arg(0)).as_ptr(), libc::S_IFCHR | 0o600, dev) < 0 {
+                    return errno();
+                }
+                check(libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK).into())
+            }
+            "open-tree-read" | "open-tree-exec" => {
+                // DIR REL: clone the mount subtree at DIR (a detached mount) and open or exec
+                // REL below it.
+                const OPEN_TREE_CLONE: libc::c_uint = 1;
+                let t = libc::syscall(
+                    libc::SYS_open_tree,
+                    libc::AT_FDCWD,
+                    cstr(arg(0)).as_ptr(),
+                    OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint,
+                );
+                if t < 0 {
+                    return errno();
+                }
+                let rel = cstr(arg(1));
+                if action == "open-tree-read" {
+                    return check(libc::openat(t as i32, rel.as_ptr(), libc::O_RDONLY).into());
+                }
+                let argv = [cstr("busybox"), cstr("true")];
+                let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
+                let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+                libc::syscall(
+                    libc::SYS_execveat,
+                    t,
+                    rel.as_ptr(),
+                    argv_p.as_ptr(),
+                    envp.as_ptr(),
+                    0,
+                );
+                errno()
+            }
+            "unshare-ns-read" => {
+                // PATH: a new mount namespace (no new mounts), then read PATH.
+                if libc::unshare(libc::CLONE_NEWNS) < 0 {
+                    return errno();
+                }
+                check(libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY).into())
+            }
+            "rename-exchange" => check(libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                cstr(arg(0)).as_ptr(),
+                libc::AT_FDCWD,
+                cstr(arg(1)).as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )),
+            "rename-whiteout" => check(libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                cstr(arg(0)).as_ptr(),
+                libc::AT_FDCWD,
+                cstr(arg(1)).as_ptr(),
+                libc::RENAME_WHITEOUT,
+            )),
+            "opath-reopen" => {
+                // PATH: O_PATH (not checked), then a real open through /proc/self/fd/N.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_PATH);
+                if fd < 0 {
+                    return errno();
+                }
+                let p = cstr(&format!("/proc/self/fd/{fd}"));
+                check(libc::open(p.as_ptr(), libc::O_RDONLY).into())
+            }
+            "opath-link" | "opath-link-empty" => {
+                // SRC DST: O_PATH of SRC, then a hard link DST of it, through /proc/self/fd/N
+                // (AT_SYMLINK_FOLLOW) or AT_EMPTY_PATH.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_PATH);
+                if fd < 0 {
+                    return errno();
+                }
+                let dst = cstr(arg(1));
+                if action == "opath-link" {
+                    let p = cstr(&format!("/proc/self/fd/{fd}"));
+                    check(
+                        libc::linkat(
+                            libc::AT_FDCWD,
+                            p.as_ptr(),
+                            libc::AT_FDCWD,
+                            dst.as_ptr(),
+                            libc::AT_SYMLINK_FOLLOW,
+                        )
+                        .into(),
+                    )
+                } else {
+                    check(
+                        libc::linkat(
+                            fd,
+                            cstr("").as_ptr(),
+                            libc::AT_FDCWD,
+                            dst.as_ptr(),
+                            libc::AT_EMPTY_PATH,
+                        )
+                        .into(),
+                    )
+                }
+            }
+            "opath-exec" => {
+                // PATH: execve of /proc/self/fd/N of an O_PATH descriptor.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_PATH);
+                if fd < 0 {
+                    return errno();
+                }
+                let p = cstr(&format!("/proc/self/fd/{fd}"));
+                let argv = [cstr("busybox"), cstr("true")];
+                let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
+                let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+                libc::execve(p.as_ptr(), argv_p.as_ptr(), envp.as_ptr());
+                errno()
+            }
+            "handle-open" => {
+                // PATH DIR: name_to_handle_at, then open_by_handle_at with a descriptor of DIR
+                // (on the same mount) as the mount descriptor.
+                #[repr(C)]
+                struct Handle {
+                    bytes: u32,
+                    kind: i32,
+                    f: [u8; 128],
+                }
+                let mut h = Handle {
+                    bytes: 128,
+                    kind: 0,
+                    f: [0; 128],
+                };
+                let mut mnt = 0i32;
+                let r = libc::syscall(
+                    libc::SYS_name_to_handle_at,
+                    libc::AT_FDCWD,
+                    cstr(arg(0)).as_ptr(),
+                    &raw mut h,
+                    &raw mut mnt,
+                    0,
+                );
+                if r < 0 {
+                    return 100 + errno();
+                }
+                let root = libc::open(cstr(arg(1)).as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+                if root < 0 {
+                    return 200 + errno();
+                }
+                check(libc::syscall(
+                    libc::SYS_open_by_handle_at,
+                    root,
+                    &raw mut h,
+                    libc::O_RDONLY,
+                ))
+            }
+            "setxattr" => check(
+                libc::setxattr(
+                    cstr(arg(0)).as_ptr(),
+                    cstr("user.bee").as_ptr(),
+                    b"x".as_ptr().cast(),
+                    1,
+                    0,
+                )
+                .into(),
+            ),
+            "utimes" => check(
+                libc::utimensat(libc::AT_FDCWD, cstr(arg(0)).as_ptr(), std::ptr::null(), 0).into(),
+            ),
+            "uring-unlinkat" => {
+                let p = cstr(arg(0));
+                let e = io_uring::opcode::UnlinkAt::new(
+                    io_uring::types::Fd(libc::AT_FDCWD),
+                    p.as_ptr(),
+                )
+                .build();
+                uring_one(&e)
+            }
+            "uring-renameat" => {
+                let (a0, a1) = (cstr(arg(0)), cstr(arg(1)));
+                let e = io_uring::opcode::RenameAt::new(
+                    io_uring::types::Fd(libc::AT_FDCWD),
+                    a0.as_ptr(),
+                    io_uring::types::Fd(libc::AT_FDCWD),
+                    a1.as_ptr(),
+                )
+                .build();
+                uring_one(&e)
+            }
+            "uring-linkat" => {
+                let (a0, a1) = (cstr(arg(0)), cstr(arg(1)));
+                let e = io_uring::opcode::LinkAt::new(
+                    io_uring::types::Fd(libc::AT_FDCWD),
+                    a0.as_ptr(),
+                    io_uring::types::Fd(libc::AT_FDCWD),
+                    a1.as_ptr(),
+                )
+                .build();
+                uring_one(&e)
+            }
+            "uring-sendmsg" => {
+                // ADDR PORT: IORING_OP_SENDMSG of a UDP datagram with an address.
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                let mut sa = sockaddr_v4(arg(0), arg(1).parse().unwrap());
+                let mut data = *b"x";
+                let mut iov = libc::iovec {
+                    iov_base: data.as_mut_ptr().cast(),
+                    iov_len: 1,
+                };
+                let mut msg: libc::msghdr = std::mem::zeroed();
+                msg.msg_name = (&raw mut sa).cast();
+                msg.msg_namelen = size_of::<libc::sockaddr_in>() as u32;
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                let e =
+                    io_uring::opcode::SendMsg::new(io_uring::types::Fd(fd), &raw const msg).build();
+                uring_one(&e)
+            }
+            "proc-cwd-read" => {
+                // PID REL: read REL below /proc/PID/cwd.
+                let p = cstr(&format!("/proc/{}/cwd/{}", arg(0), arg(1)));
+                check(libc::open(p.as_ptr(), libc::O_RDONLY).into())
+            }
+            "proc-mem" => {
+                let p = cstr(&format!("/proc/{}/mem", arg(0)));
+                check(libc::open(p.as_ptr(), libc::O_RDONLY).into())
+            }
+            "cgroup-clone-into" => {
+                // CGROUP_DIR PATH: clone3(CLONE_INTO_CGROUP) of a child into another cgroup; the
+                // child reads PATH and exits with its errno, which is returned (100 + errno
+                // when the cgroup directory cannot be opened).
+                let cg = libc::open(cstr(arg(0)).as_ptr(), libc::O_PATH | libc::O_DIRECTORY);
+                if cg < 0 {
+                    return 100 + errno();
+                }
+                #[repr(C)]
+                #[derive(Default)]
+                struct CloneArgs {
+                    flags: u64,
+                    pidfd: u64,
+                    child_tid: u64,
+                    parent_tid: u64,
+                    exit_signal: u64,
+                    stack: u64,
+                    stack_size: u64,
+                    tls: u64,
+                    set_tid: u64,
+                    set_tid_size: u64,
+                    cgroup: u64,
+                }
+                const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+                let args = CloneArgs {
+                    flags: CLONE_INTO_CGROUP,
+                    exit_signal: libc::SIGCHLD as u64,
+                    cgroup: cg as u64,
+                    ..CloneArgs::default()
+                };
+                let pid = libc::syscall(libc::SYS_clone3, &raw const args, size_of::<CloneArgs>());
+                if pid == 0 {
+                    let fd = libc::open(cstr(arg(1)).as_ptr(), libc::O_RDONLY);
+                    libc::_exit(if fd < 0 { errno() } else { 0 });
+                }
+                if pid < 0 {
+                    return errno();
+                }
+                let mut status = 0;
+                libc::waitpid(pid as i32, &mut status, 0);
+                libc::WEXITSTATUS(status)
+            }
+            "chroot-read" => {
+                // DIR PATH: chroot(DIR), then read PATH (relative to the new root).
+                if libc::chroot(cstr(arg(0)).as_ptr()) < 0 {
+                    return 100 + errno();
+                }
+                check(libc::open(cstr(arg(1)).as_ptr(), libc::O_RDONLY).into())
+            }
+            "inotify-watch" => {
+                // PATH: an inotify watch on PATH (it reports the names of entries used there).
+                let fd = libc::inotify_init1(0);
+                if fd < 0 {
+                    return errno();
+                }
+                check(
+                    libc::inotify_add_watch(fd, cstr(arg(0)).as_ptr(), libc::IN_ALL_EVENTS).into(),
+                )
+            }
+            "listen-send" => {
+                // PORT: listen on 127.0.0.1:PORT, say so on stdout, accept one connection and
+                // send "leak" on it.
+                use std::io::Write;
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+                let sa = sockaddr_v4("127.0.0.1", arg(0).parse().unwrap());
+                let len = size_of::<libc::sockaddr_in>() as u32;
+                if libc::bind(fd, (&raw const sa).cast(), len) < 0 || libc::listen(fd, 1) < 0 {
+                    return errno();
+                }
+                println!("bee-listening");
+                std::io::stdout().flush().unwrap();
+                let c = libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut());
+                if c < 0 {
+                    return errno();
+                }
+                check(libc::send(c, b"leak".as_ptr().cast(), 4, 0) as i64)
+            }
+            "rtnl-addaddr" => {
+                // ADDR: RTM_NEWADDR ADDR/32 on lo (ifindex 1) over NETLINK_ROUTE with send(2)
+                // (no address: netlink sends to the kernel); returns the errno of the ack.
+                let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE);
+                if fd < 0 {
+                    return errno();
+                }
+                let ip: std::net::Ipv4Addr = arg(0).parse().unwrap();
+                let mut m = Vec::with_capacity(40);
+                m.extend_from_slice(&40u32.to_ne_bytes());
+                m.extend_from_slice(&libc::RTM_NEWADDR.to_ne_bytes());
+                let flags =
+                    (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL)
+                        as u16;
+                m.extend_from_slice(&flags.to_ne_bytes());
+                m.extend_from_slice(&1u32.to_ne_bytes());
+                m.extend_from_slice(&0u32.to_ne_bytes());
+                m.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0]);
+                m.extend_from_slice(&1u32.to_ne_bytes());
+                for ty in [libc::IFA_LOCAL, libc::IFA_ADDRESS] {
+                    m.extend_from_slice(&8u16.to_ne_bytes());
+                    m.extend_from_slice(&ty.to_ne_bytes());
+                    m.extend_from_slice(&ip.octets());
+                }
+                if libc::send(fd, m.as_ptr().cast(), m.len(), 0) < 0 {
+                    return errno();
+                }
+                let mut ack = [0u8; 256];
+                if libc::recv(fd, ack.as_mut_ptr().cast(), ack.len(), 0) < 20 {
+                    return errno();
+                }
+                -i32::from_ne_bytes(ack[16..20].try_into().unwrap())
+            }
+            "perf-pid" => {
+                // PID: perf_event_open of a software counter on PID (any CPU).
+                let mut attr = [0u8; 128];
+                attr[0..4].copy_from_slice(&1u32.to_ne_bytes()); // PERF_TYPE_SOFTWARE
+                attr[4..8].copy_from_slice(&128u32.to_ne_bytes());
+                let pid: i32 = arg(0).parse().unwrap();
+                check(libc::syscall(
+                    libc::SYS_perf_event_open,
+                    attr.as_ptr(),
+                    pid,
+                    -1,
+                    -1,
+                    0,
+                ))
             }
             _ => 255,
         }
