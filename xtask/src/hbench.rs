@@ -152,6 +152,7 @@ fn script(bee: &Path, dir: &Path, args: &Args, vm: bool) -> String {
            echo \"{MARK}enf $label $(cat \"$R/$label\"/*/*.jsonl | grep -o '\"enforcement\": *\"[a-z]*\"' | sort | uniq -c | tr -s ' \\n' '  ')\"\n\
            echo \"{MARK}metrics $label $(\"$B\" metrics --records \"$R/$label\" --by tool --json | tr -d '\\n')\"\n\
            [ $rc = 0 ] || tail -n 20 \"$R/$label.out\"\n\
+           case $label in c*) ;; *) cat \"$R/$label\"/*/*.jsonl | sed \"s/^/{MARK}tx $label /\" ;; esac\n\
          }}\n\
          spawn() {{\n\
            s=$(t); i=0; while [ $i -lt {n} ]; do /bin/sh -c true; i=$((i+1)); done; e=$(t)\n\
@@ -207,6 +208,8 @@ pub struct RunResult {
     pub enforcement: String,
     /// Per tool.
     pub tools: Vec<(String, Pct)>,
+    /// The transcript's events, when printed.
+    pub events: Vec<serde_json::Value>,
 }
 
 impl RunResult {
@@ -215,6 +218,76 @@ impl RunResult {
     }
     fn calls(&self) -> u64 {
         self.tools.iter().map(|(_, p)| p.calls).sum()
+    }
+}
+
+/// Milliseconds since midnight of an `at` timestamp (`…THH:MM:SS.mmmZ`).
+fn at_ms(ev: &serde_json::Value) -> Option<f64> {
+    let at = ev["at"].as_str()?;
+    let time = at.split_once('T')?.1.trim_end_matches('Z');
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let sec: f64 = parts.next()?.parse().ok()?;
+    Some(((h * 60.0 + m) * 60.0 + sec) * 1000.0)
+}
+
+/// Where an episode's wall time went, from its transcript's timestamps (ms).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Breakdown {
+    /// `episode_started` to the first `tool_call`.
+    pub setup: f64,
+    /// Sum of `tool_call` to its `tool_result`.
+    pub in_calls: f64,
+    /// Sum of the `duration_ms` the results record.
+    pub recorded: f64,
+    /// Sum of `tool_result` to the next `tool_call`: the turn loop, model included.
+    pub between: f64,
+    /// Last `tool_result` to `episode_finished`.
+    pub finish: f64,
+    /// Tool calls.
+    pub calls: u64,
+}
+
+impl Breakdown {
+    /// From one episode's events, in order; `None` without the events needed.
+    pub fn of(events: &[serde_json::Value]) -> Option<Self> {
+        let mut b = Breakdown::default();
+        let mut start = None;
+        let mut last_result: Option<f64> = None;
+        let mut open_call: Option<f64> = None;
+        let mut end = None;
+        let mut day = 0.0;
+        let mut prev = f64::MIN;
+        for ev in events {
+            let Some(mut t) = at_ms(ev) else { continue };
+            t += day;
+            if t < prev {
+                day += 86_400_000.0;
+                t += 86_400_000.0;
+            }
+            prev = t;
+            match ev["event"].as_str() {
+                Some("episode_started") => start = Some(t),
+                Some("tool_call") => {
+                    match last_result {
+                        Some(r) => b.between += t - r,
+                        None => b.setup = t - start?,
+                    }
+                    open_call = Some(t);
+                }
+                Some("tool_result") => {
+                    b.in_calls += t - open_call?;
+                    b.recorded += ev["duration_ms"].as_f64().unwrap_or(0.0);
+                    b.calls += 1;
+                    last_result = Some(t);
+                }
+                Some("episode_finished") => end = Some(t),
+                _ => {}
+            }
+        }
+        b.finish = end? - last_result?;
+        Some(b)
     }
 }
 
@@ -272,6 +345,11 @@ impl Results {
                     e.wall = num(f[2])? - num(f[1])?;
                 }
                 "enf" => r.entry(a).enforcement = tail.trim().to_owned(),
+                "tx" => {
+                    let v: serde_json::Value =
+                        serde_json::from_str(tail).map_err(|e| bad(format!("{a}: {e}")))?;
+                    r.entry(a).events.push(v);
+                }
                 "metrics" => {
                     let v: serde_json::Value =
                         serde_json::from_str(tail).map_err(|e| bad(format!("{a}: {e}")))?;
@@ -405,6 +483,45 @@ pub fn table(guest: &Results, local: &Results, release: &str) -> String {
         sp(guest),
         sp(local)
     );
+    let _ = writeln!(
+        s,
+        "\nWhere the episode's time went, from the transcript's timestamps (ms; per call in brackets):\n"
+    );
+    let _ = writeln!(
+        s,
+        "| | VM kernel | VM --host | kernel/host | this host --host |"
+    );
+    let _ = writeln!(s, "| --- | --- | --- | --- | --- |");
+    let bd = |r: Option<&RunResult>| r.and_then(|r| Breakdown::of(&r.events));
+    let (bk, bh, bl) = (bd(k), bd(h), bd(l));
+    type Field = fn(&Breakdown) -> f64;
+    let rows: [(&str, Field, bool); 5] = [
+        ("start to first tool call", |b| b.setup, false),
+        ("inside tool calls (call to result)", |b| b.in_calls, true),
+        ("  of which recorded `duration_ms`", |b| b.recorded, true),
+        ("between calls (result to next call)", |b| b.between, true),
+        ("last result to episode end", |b| b.finish, false),
+    ];
+    for (name, f, per_call) in rows {
+        let cell = |b: Option<Breakdown>| match b {
+            Some(b) if per_call && b.calls > 0 => {
+                format!("{:.0} [{:.1}]", f(&b), f(&b) / b.calls as f64)
+            }
+            Some(b) => format!("{:.0}", f(&b)),
+            None => "-".into(),
+        };
+        let r = match (bk, bh) {
+            (Some(a), Some(b)) if f(&b) > 0.0 => format!("{:.2}", f(&a) / f(&b)),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} | {r} | {} |",
+            cell(bk),
+            cell(bh),
+            cell(bl)
+        );
+    }
     let _ = writeln!(
         s,
         "\nThroughput, kernel mode, 16 episodes in one run (VM {release}):\n"
@@ -561,5 +678,28 @@ mod tests {
         assert_eq!(r.spawn_ms(), Some(10.0));
         assert!(r.problems(&[("kernel", "kernel")]).is_empty());
         assert_eq!(r.problems(&[("kernel", "host")]).len(), 1);
+    }
+
+    #[test]
+    fn a_breakdown_splits_the_episode() {
+        let ev = |at: &str, rest: &str| -> serde_json::Value {
+            serde_json::from_str(&format!(r#"{{"at":"2026-11-30T{at}Z",{rest}}}"#))
+                .unwrap_or_default()
+        };
+        let events = vec![
+            ev("23:59:59.900", r#""event":"episode_started""#),
+            ev("23:59:59.950", r#""event":"tool_call""#),
+            ev("00:00:00.050", r#""event":"tool_result","duration_ms":80"#),
+            ev("00:00:00.060", r#""event":"tool_call""#),
+            ev("00:00:00.100", r#""event":"tool_result","duration_ms":30"#),
+            ev("00:00:00.130", r#""event":"episode_finished""#),
+        ];
+        let b = Breakdown::of(&events).unwrap_or_default();
+        assert_eq!(b.calls, 2);
+        assert!((b.setup - 50.0).abs() < 1e-6, "{b:?}");
+        assert!((b.in_calls - 140.0).abs() < 1e-6, "{b:?}");
+        assert!((b.recorded - 110.0).abs() < 1e-6, "{b:?}");
+        assert!((b.between - 10.0).abs() < 1e-6, "{b:?}");
+        assert!((b.finish - 30.0).abs() < 1e-6, "{b:?}");
     }
 }
