@@ -8,6 +8,7 @@ mod apt;
 mod demo;
 mod ebpf;
 mod error;
+mod hbench;
 mod initramfs;
 mod kernels;
 mod qemu;
@@ -55,6 +56,9 @@ enum Task {
     /// Run every test: `cargo test --workspace`, then the kernel tests and the
     /// command-line tests in the VM matrix.
     Test(test::Args),
+    /// Measure the harness: per-tool-call cost (kernel vs --host) and
+    /// throughput at 1/4/16 concurrent episodes, in a 6.12 guest.
+    BenchHarness(hbench::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Task::Ebpf(args) => ebpf::run(&args).map(|()| 0),
         Task::Demo(args) => demo::run(&args),
         Task::Test(args) => test::run(&args).map(|()| 0),
+        Task::BenchHarness(args) => hbench::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
