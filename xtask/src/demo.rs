@@ -217,12 +217,13 @@ fn demo_dir() -> PathBuf {
     vm::repo_root().join("examples").join("demo")
 }
 
-fn cargo() -> std::ffi::OsString {
+/// The cargo that runs this task (`$CARGO`), else `cargo` from `PATH`.
+pub fn cargo() -> std::ffi::OsString {
     std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
 }
 
 /// `cargo build -p bee`; returns the binary.
-fn build_bee() -> Result<PathBuf> {
+pub fn build_bee() -> Result<PathBuf> {
     let mut cmd = Command::new(cargo());
     cmd.current_dir(vm::repo_root())
         .args(["build", "-p", "bee"]);

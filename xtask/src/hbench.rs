@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::demo::build_bee;
 use crate::error::{Error, Result, io_err};
 use crate::initramfs::{Initramfs, shell_quote};
 use crate::sh;
@@ -69,39 +70,6 @@ pub fn recording(n: usize) -> String {
     }
     out.push_str("{\"text\": \"Done.\"}\n");
     out
-}
-
-fn cargo() -> std::ffi::OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
-/// `cargo build -p bee`; returns the binary.
-fn build_bee() -> Result<PathBuf> {
-    let mut cmd = Command::new(cargo());
-    cmd.current_dir(vm::repo_root())
-        .args(["build", "-p", "bee"]);
-    // As in `cargo xtask demo`: drop what `cargo run` says about the xtask
-    // package, so build scripts that watch it do not rebuild.
-    for (key, _) in std::env::vars_os() {
-        let k = key.to_string_lossy();
-        if k.starts_with("CARGO_PKG_")
-            || matches!(
-                &*k,
-                "CARGO_MANIFEST_DIR"
-                    | "CARGO_MANIFEST_PATH"
-                    | "CARGO_MANIFEST_LINKS"
-                    | "CARGO_CRATE_NAME"
-                    | "CARGO_BIN_NAME"
-                    | "CARGO_PRIMARY_PACKAGE"
-            )
-        {
-            cmd.env_remove(&key);
-        }
-    }
-    eprintln!("xtask: {}", sh::describe(&cmd));
-    sh::run(&mut cmd)?;
-    let bee = vm::target_dir().join("debug").join("bee");
-    fs::canonicalize(&bee).map_err(io_err("resolve", &bee))
 }
 
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {

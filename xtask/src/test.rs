@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::demo::cargo;
 use crate::error::{Error, Result};
 use crate::vm::{self, AccelChoice, KernelChoice, TestArgs, VmOpts};
 
@@ -74,8 +75,4 @@ pub fn run(args: &Args) -> Result<()> {
         binary: None,
         args: Vec::new(),
     })
-}
-
-fn cargo() -> String {
-    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
