@@ -7,6 +7,7 @@ mod apt;
 mod ebpf;
 mod error;
 mod initramfs;
+mod kbench;
 mod kernels;
 mod qemu;
 mod sh;
@@ -47,6 +48,8 @@ enum Task {
     /// Run every test: `cargo test --workspace`, then the kernel tests and the
     /// command-line tests in the VM matrix.
     Test(test::Args),
+    /// Measure enforcement cost in the VM: per-operation, scope start-up, a workload.
+    BenchKernel(kbench::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         } => vm::run_command(&opts, &command),
         Task::Ebpf(args) => ebpf::run(&args).map(|()| 0),
         Task::Test(args) => test::run(&args).map(|()| 0),
+        Task::BenchKernel(args) => kbench::run(&args).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
