@@ -471,45 +471,108 @@ fn orchestrate(args: &[String]) -> Res<()> {
     let port = server.local_addr()?.port();
     let exe = std::env::current_exe()?;
     let text = policy_text(&exe, port);
-    let rules = text.matches("\",").count() + text.matches("\"\n").count();
     let (policy, plan) = plan_of(&text)?;
+    let (_, plan_min) = plan_of(&minimal_policy_text(&exe, port))?;
 
     let t = Instant::now();
     let engine = SharedEngine::load(&EngineOptions::default())?;
     eprintln!("kbench: Engine::load took {:?}", t.elapsed());
     let parent = CgroupParent::open_default()?;
 
-    micro(&o, &engine, &parent, &plan, port, rules)?;
+    let variants = [
+        Variant {
+            name: "outside",
+            worker: "outside",
+            plan: None,
+        },
+        Variant {
+            name: "bee",
+            worker: "bee",
+            plan: Some(&plan),
+        },
+        Variant {
+            name: "bee, minimal policy",
+            worker: "bee",
+            plan: Some(&plan_min),
+        },
+        Variant {
+            name: "Landlock",
+            worker: "landlock",
+            plan: None,
+        },
+    ];
+    out(&format!(
+        "policy: {} rules (\"bee\"), {} rules (\"bee, minimal policy\")",
+        rule_count(&text),
+        rule_count(&minimal_policy_text(&exe, port))
+    ));
+    micro(&o, &engine, &parent, &variants, port)?;
     setup(&o, &engine, &parent, &policy, &plan)?;
     drop(server);
     Ok(())
 }
 
-const VARIANTS: [(&str, &str); 3] = [
-    ("outside", "outside"),
-    ("bee scope", "bee"),
-    ("Landlock", "landlock"),
-];
+/// Quoted entries of a policy's rule lists, plus one per `[[net.allow]]` table.
+fn rule_count(text: &str) -> usize {
+    let quoted = text
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            l.starts_with('"')
+                || l.starts_with("read")
+                || l.starts_with("write")
+                || l.starts_with("allow")
+        })
+        .map(|l| l.matches('"').count() / 2)
+        .sum::<usize>();
+    quoted + text.matches("[[net.allow]]").count()
+}
+
+/// Only what the benchmark needs, with subtree globs alone: the floor of a scope's cost.
+fn minimal_policy_text(exe: &Path, port: u16) -> String {
+    let exe_dir = exe.parent().unwrap_or(Path::new("/")).display();
+    let exe = exe.display();
+    format!(
+        r#"version = 1
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/proc/*/maps", "{exe_dir}/**",
+        "{ROOT}/tree.tar", "{ROOT}/work.sh"]
+write = ["{ROOT}/ws/**", "/dev/null"]
+[exec]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
+[[net.allow]]
+addr = ["127.0.0.1"]
+ports = [{port}]
+proto = "udp"
+"#
+    )
+}
+
+/// A worker configuration: how it is confined.
+struct Variant<'a> {
+    name: &'static str,
+    worker: &'static str,
+    plan: Option<&'a EnforcementPlan>,
+}
 
 fn micro(
     o: &Options,
     engine: &SharedEngine,
     parent: &CgroupParent,
-    plan: &EnforcementPlan,
+    variants: &[Variant<'_>],
     port: u16,
-    rules: usize,
 ) -> Res<()> {
-    // Every worker sits in a fresh cgroup of the same depth; only the bee one has a plan.
-    let cgroups = [
-        parent.create_scope(&ScopeLimits::default())?,
-        parent.create_scope(&ScopeLimits::default())?,
-        parent.create_scope(&ScopeLimits::default())?,
-    ];
-    let bee_id = cgroups[1].id();
-    let install = engine.install(plan, bee_id, 0)?;
+    // Every worker sits in a fresh cgroup of the same depth; only bee's have a plan.
+    let mut cgroups = Vec::new();
+    let mut installs = Vec::new();
     let mut workers = Vec::new();
-    for ((name, variant), cg) in VARIANTS.iter().zip(&cgroups) {
-        workers.push(Worker::start(name, variant, cg, port)?);
+    for v in variants {
+        let cg = parent.create_scope(&ScopeLimits::default())?;
+        if let Some(plan) = v.plan {
+            installs.push((cg.id(), engine.install(plan, cg.id(), 0)?));
+        }
+        workers.push(Worker::start(v.name, v.worker, &cg, port)?);
+        cgroups.push(cg);
     }
     // (op, label, iterations per sample).
     let ops: [(&str, &str, u64); 4] = [
@@ -524,9 +587,9 @@ fn micro(
             w.run(op, (*n / 4).max(1))?;
         }
     }
-    let mut samples = vec![vec![Vec::new(); workers.len()]; ops.len()];
-    let mut work = vec![Vec::new(); workers.len()];
     let n = workers.len();
+    let mut samples = vec![vec![Vec::new(); n]; ops.len()];
+    let mut work = vec![Vec::new(); n];
     for round in 0..o.rounds {
         for (k, (op, _, iters)) in ops.iter().enumerate() {
             for i in 0..n {
@@ -543,17 +606,21 @@ fn micro(
             work[v].push(ns);
         }
     }
+    let breakdown = program_breakdown(&mut workers, &ops);
     for w in workers {
         w.stop()?;
     }
-    let denials = engine.drain_events(bee_id);
-    engine.uninstall(install)?;
+    let mut denials = Vec::new();
+    for (id, install) in installs {
+        denials.extend(engine.drain_events(id));
+        engine.uninstall(install)?;
+    }
     for cg in cgroups {
         cg.remove()?;
     }
     if let Some(first) = denials.first() {
         return Err(format!(
-            "the bee worker met {} denials (first: hook {}, path {:?}); the policy must grant \
+            "a bee worker met {} denials (first: hook {}, path {:?}); the policy must grant \
              the benchmark",
             denials.len(),
             first.hook,
@@ -562,44 +629,110 @@ fn micro(
         .into());
     }
 
+    let header = |unit: &str| {
+        let mut h = String::from("| Operation |");
+        let mut sep = String::from("| --- |");
+        for (i, v) in variants.iter().enumerate() {
+            h.push_str(&format!(" {} {unit} |", v.name));
+            sep.push_str(" ---: |");
+            if i > 0 {
+                h.push_str(" × |");
+                sep.push_str(" ---: |");
+            }
+        }
+        out(&h);
+        out(&sep);
+    };
+    let row = |label: &str, s: &mut [Vec<f64>], scale: f64, digits: usize| {
+        let base = median(&mut s[0]) / scale;
+        let mut line = format!("| {label} | {base:.digits$} |");
+        for col in s.iter_mut().skip(1) {
+            let m = median(col) / scale;
+            line.push_str(&format!(" {m:.digits$} | {:.3} |", m / base));
+        }
+        out(&line);
+    };
     out("");
     out(&format!(
-        "### Per-operation cost ({} rounds, variants rotated each round; policy: {rules} rules)",
+        "### Per-operation cost (median of {} rounds; variants rotated each round)",
         o.rounds
     ));
     out("");
-    out("| Operation | outside ns/op | bee ns/op | bee × | Landlock ns/op | Landlock × |");
-    out("| --- | ---: | ---: | ---: | ---: | ---: |");
-    let row = |label: &str, s: &mut [Vec<f64>]| {
-        let base = median(&mut s[0]);
-        let bee = median(&mut s[1]);
-        let ll = median(&mut s[2]);
-        out(&format!(
-            "| {label} | {base:.0} | {bee:.0} | {:.3} | {ll:.0} | {:.3} |",
-            bee / base,
-            ll / base
-        ));
-    };
+    header("ns/op");
     for (k, (_, label, _)) in ops.iter().enumerate() {
-        row(label, &mut samples[k]);
+        row(label, &mut samples[k], 1.0, 0);
     }
     out("");
     out(&format!(
-        "### Workload: busybox script, ≈ 3000 file operations ({} rounds, rotated)",
+        "### Workload: busybox script, ≈ 3000 file operations (median of {} rounds, rotated)",
         o.work_rounds
     ));
     out("");
-    out("| Workload | outside ms | bee ms | bee × | Landlock ms | Landlock × |");
-    out("| --- | ---: | ---: | ---: | ---: | ---: |");
-    let base = median(&mut work[0]) / 1e6;
-    let bee = median(&mut work[1]) / 1e6;
-    let ll = median(&mut work[2]) / 1e6;
-    out(&format!(
-        "| untar, find, grep -r, cp -r, ls -lR, rm -rf of 480 files | {base:.1} | {bee:.1} | {:.3} | {ll:.1} | {:.3} |",
-        bee / base,
-        ll / base
-    ));
+    header("ms");
+    row(
+        "untar, find, grep -r, cp -r, ls -lR, rm -rf of 480 files",
+        &mut work,
+        1e6,
+        1,
+    );
+    out("");
+    out("### Where the time goes: BPF program run time per operation (`BPF_STATS_RUN_TIME`)");
+    out("");
+    match breakdown {
+        Ok(lines) => {
+            out("| Operation | worker | program | runs/op | ns/op in the program |");
+            out("| --- | --- | --- | ---: | ---: |");
+            for l in lines {
+                out(&l);
+            }
+        }
+        Err(e) => out(&format!("unavailable: {e}")),
+    }
     Ok(())
+}
+
+/// `(run_count, run_time ns)` of every loaded program, by name.
+fn program_stats() -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut m = std::collections::BTreeMap::new();
+    for p in aya::programs::loaded_programs().flatten() {
+        let name = p.name_as_str().unwrap_or("?").to_owned();
+        let e = m.entry(name).or_insert((0, 0));
+        e.0 += p.run_count();
+        e.1 += u64::try_from(p.run_time().as_nanos()).unwrap_or(u64::MAX);
+    }
+    m
+}
+
+/// Runs each operation once more in the outside and the bee worker with BPF run-time
+/// statistics on (they cost time themselves, so this comes after the timed rounds) and
+/// returns table rows: which programs ran, how often and for how long per operation.
+fn program_breakdown(workers: &mut [Worker], ops: &[(&str, &str, u64)]) -> Res<Vec<String>> {
+    let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)?;
+    let mut rows = Vec::new();
+    let mut cases: Vec<(&str, &str, u64)> = ops.to_vec();
+    cases.push(("work", "workload script", 1));
+    for (op, label, iters) in cases {
+        for w in workers.iter_mut().take(2) {
+            let before = program_stats();
+            w.run(op, iters)?;
+            let after = program_stats();
+            for (name, (cnt, ns)) in &after {
+                let (c0, n0) = before.get(name).copied().unwrap_or((0, 0));
+                let runs = cnt.saturating_sub(c0);
+                // `bee_bpf` counts the statistics reads themselves (bpf(2) of this process).
+                if runs == 0 || !name.starts_with("bee_") || name.starts_with("bee_bpf") {
+                    continue;
+                }
+                rows.push(format!(
+                    "| {label} | {} | {name} | {:.2} | {:.0} |",
+                    w.name,
+                    runs as f64 / iters as f64,
+                    ns.saturating_sub(n0) as f64 / iters as f64
+                ));
+            }
+        }
+    }
+    Ok(rows)
 }
 
 /// Reads until the child's first byte arrives.
@@ -670,9 +803,10 @@ fn bee_once(
     parent: &CgroupParent,
     policy: &bee_core::CompiledPolicy,
     plan: &EnforcementPlan,
-) -> Res<(Duration, Duration)> {
+) -> Res<(Duration, Duration, Duration)> {
     let t = Instant::now();
     let scope = Scope::create(engine, parent, policy, plan, ScopeOptions::default())?;
+    let created = t.elapsed();
     let spec = LaunchSpec::new(BUSYBOX)
         .args(["echo", "x"])
         .stdout(StdioMode::Piped);
@@ -690,7 +824,7 @@ fn bee_once(
         )
         .into());
     }
-    Ok((running, total))
+    Ok((created, running, total))
 }
 
 fn setup(
@@ -712,6 +846,7 @@ fn setup(
     }
     let mut plain = (Vec::new(), Vec::new());
     let mut bee = (Vec::new(), Vec::new());
+    let mut bee_create = Vec::new();
     let mut bw = (Vec::new(), Vec::new());
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for i in 0..o.setup_iters {
@@ -723,7 +858,8 @@ fn setup(
                     plain.1.push(ms(t));
                 }
                 1 => {
-                    let (r, t) = bee_once(engine, parent, policy, plan)?;
+                    let (c, r, t) = bee_once(engine, parent, policy, plan)?;
+                    bee_create.push(ms(c));
                     bee.0.push(ms(r));
                     bee.1.push(ms(t));
                 }
@@ -775,5 +911,10 @@ fn setup(
         out("");
         out("bwrap: not found at /usr/bin/bwrap; no reference measured");
     }
+    out(&format!(
+        "Of bee's start-up, `Scope::create` (cgroup mkdir + plan install): p50 {:.2} ms, p99 {:.2} ms",
+        median(&mut bee_create),
+        percentile(&mut bee_create, 99.0)
+    ));
     Ok(())
 }
