@@ -9,75 +9,15 @@
 use std::io;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use bee_core::error::Source;
-use miette::{NamedSource, SourceSpan};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// One problem at one place in a file.
-#[derive(Debug, Clone, thiserror::Error, miette::Diagnostic, Serialize)]
-#[error("{file}:{line}:{column}: {}{message}", key_prefix(.key))]
-pub struct FileDiagnostic {
-    /// The file as given.
-    pub file: String,
-    /// 1-based line.
-    pub line: u32,
-    /// 1-based column, in characters.
-    pub column: u32,
-    /// The key path (`limits.turns`, `retry.max_attempts`) when the problem belongs to a key.
-    pub key: Option<String>,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    #[help]
-    pub help: Option<String>,
-    #[source_code]
-    #[serde(skip)]
-    src: NamedSource<Arc<str>>,
-    #[label("here")]
-    #[serde(skip)]
-    span: SourceSpan,
-}
-
-fn key_prefix(key: &Option<String>) -> String {
-    key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default()
-}
-
-impl FileDiagnostic {
-    /// A diagnostic for the byte range `span` of `source` (clamped to the text).
-    pub fn at(
-        source: &Source,
-        span: Range<usize>,
-        key: Option<String>,
-        message: impl Into<String>,
-        help: Option<String>,
-    ) -> Self {
-        let len = source.text.len();
-        let start = floor_char_boundary(&source.text, span.start.min(len));
-        let end = floor_char_boundary(&source.text, span.end.clamp(start, len));
-        let (line, column) = source.line_column(start);
-        Self {
-            file: source.name.clone(),
-            line,
-            column,
-            key,
-            message: message.into(),
-            help,
-            src: NamedSource::new(source.name.clone(), Arc::clone(&source.text)),
-            span: (start, end - start).into(),
-        }
-    }
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
+/// One problem at one place in a file: the same diagnostic policies use, so these errors
+/// read exactly like policy errors.
+pub use bee_core::error::PolicyDiagnostic as FileDiagnostic;
 
 /// Every problem found in one file.
 #[derive(Debug, Clone, thiserror::Error, miette::Diagnostic, Serialize)]

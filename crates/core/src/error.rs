@@ -1,4 +1,6 @@
-//! Policy errors: each one names the file, line, column and key, with a hint.
+//! Errors in bee's TOML files (policies here; the harness uses the same type for its
+//! configuration, provider and scenario files): each one names the file, line, column and
+//! key, with a hint.
 //!
 //! [`PolicyDiagnostic`] implements [`miette::Diagnostic`], so a terminal shows the offending
 //! line with a caret under the value; [`serde::Serialize`] gives the same facts as JSON.
@@ -11,7 +13,7 @@ use std::sync::Arc;
 use miette::{NamedSource, SourceSpan};
 use serde::Serialize;
 
-/// One problem at one place in a policy file.
+/// One problem at one place in a file.
 #[derive(Debug, Clone, thiserror::Error, miette::Diagnostic, Serialize)]
 #[error("{file}:{line}:{column}: {}{message}", key_prefix(.key))]
 pub struct PolicyDiagnostic {
@@ -34,6 +36,20 @@ pub struct PolicyDiagnostic {
     #[label("here")]
     #[serde(skip)]
     span: SourceSpan,
+}
+
+impl PolicyDiagnostic {
+    /// A diagnostic for the byte range `span` of `source`; the same as
+    /// [`Source::diagnostic`].
+    pub fn at(
+        source: &Source,
+        span: std::ops::Range<usize>,
+        key: Option<String>,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) -> Self {
+        source.diagnostic(span, key, message, help)
+    }
 }
 
 fn key_prefix(key: &Option<String>) -> String {

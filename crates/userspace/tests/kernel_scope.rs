@@ -177,6 +177,7 @@ fn sigkill_of_the_loader_leaves_the_scope_confined() {
     let exe = std::env::current_exe().unwrap();
     let mut loader = Command::new(&exe)
         .args([
+            "--ignored",
             "--exact",
             "helper_entry",
             "--test-threads=1",

@@ -231,6 +231,7 @@ pub fn helper(cg: Option<&Cgroup>, action: &str, args: &[&str]) -> Output {
     spec.extend_from_slice(args);
     command_in(cg, exe.to_str().unwrap())
         .args([
+            "--ignored",
             "--exact",
             "helper_entry",
             "--test-threads=1",
@@ -370,6 +371,7 @@ impl Drop for Scratch {
 macro_rules! helper_entry {
     () => {
         #[test]
+        #[ignore = "not a test: the tests run it in a child process (with --ignored) as their helper"]
         fn helper_entry() {
             kernel_support::helper_main();
         }
@@ -585,6 +587,7 @@ pub fn helper_with_fd3(cg: &Cgroup, action: &str, fd: &std::os::fd::OwnedFd) -> 
         });
     }
     cmd.args([
+        "--ignored",
         "--exact",
         "helper_entry",
         "--test-threads=1",
