@@ -373,7 +373,6 @@ fn landlock_restrict() -> Res<()> {
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err("Landlock is not enforced on this kernel".into());
     }
-    eprintln!("kbench: landlock worker: {:?}", status.ruleset);
     Ok(())
 }
 
@@ -565,15 +564,29 @@ fn micro(
     // Every worker sits in a fresh cgroup of the same depth; only bee's have a plan.
     let mut cgroups = Vec::new();
     let mut installs = Vec::new();
-    let mut workers = Vec::new();
     for v in variants {
         let cg = parent.create_scope(&ScopeLimits::default())?;
         if let Some(plan) = v.plan {
             installs.push((cg.id(), engine.install(plan, cg.id(), 0)?));
         }
-        workers.push(Worker::start(v.name, v.worker, &cg, port)?);
         cgroups.push(cg);
     }
+    // Fresh worker processes every round: a process's own placement (its address-space
+    // layout, its pages; under TCG also its translated code) biases its timings by several
+    // per cent, which a fixed set of workers would turn into a systematic difference.
+    let start_all = || -> Res<Vec<Worker>> {
+        let mut workers = Vec::new();
+        for (v, cg) in variants.iter().zip(&cgroups) {
+            workers.push(Worker::start(v.name, v.worker, cg, port)?);
+        }
+        Ok(workers)
+    };
+    let stop_all = |workers: Vec<Worker>| -> Res<()> {
+        for w in workers {
+            w.stop()?;
+        }
+        Ok(())
+    };
     // (op, label, iterations per sample).
     let ops: [(&str, &str, u64); 4] = [
         ("open", "open+close", 2000),
@@ -581,16 +594,17 @@ fn micro(
         ("exec", "execve (spawn+wait busybox true)", 40),
         ("connect", "connect (UDP, loopback)", 2000),
     ];
-    // Warm-up: one sample each, discarded.
-    for w in &mut workers {
-        for (op, _, n) in &ops {
-            w.run(op, (*n / 4).max(1))?;
-        }
-    }
-    let n = workers.len();
+    let n = variants.len();
     let mut samples = vec![vec![Vec::new(); n]; ops.len()];
     let mut work = vec![Vec::new(); n];
     for round in 0..o.rounds {
+        let mut workers = start_all()?;
+        // Warm-up: a short sample of each operation, discarded.
+        for w in &mut workers {
+            for (op, _, iters) in &ops {
+                w.run(op, (*iters / 10).max(1))?;
+            }
+        }
         for (k, (op, _, iters)) in ops.iter().enumerate() {
             for i in 0..n {
                 let v = (i + round + k) % n;
@@ -598,18 +612,20 @@ fn micro(
                 samples[k][v].push(ns);
             }
         }
+        stop_all(workers)?;
     }
     for round in 0..o.work_rounds {
+        let mut workers = start_all()?;
         for i in 0..n {
             let v = (i + round) % n;
             let ns = workers[v].run("work", 1)?;
             work[v].push(ns);
         }
+        stop_all(workers)?;
     }
+    let mut workers = start_all()?;
     let breakdown = program_breakdown(&mut workers, &ops);
-    for w in workers {
-        w.stop()?;
-    }
+    stop_all(workers)?;
     let mut denials = Vec::new();
     for (id, install) in installs {
         denials.extend(engine.drain_events(id));
