@@ -312,14 +312,20 @@ fn worker(args: &[String]) -> Res<()> {
 /// on the slower one for its whole life skewed its variant by up to ±15 %; pinned, every
 /// variant runs on the same vCPU.
 fn pin_to_last_cpu() -> Res<()> {
-    // SAFETY: sysconf has no preconditions.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    let cpu = usize::try_from(cpus.max(1) - 1)?;
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes within it.
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the calls read and write within it.
+    // (No file is read: a scope's policy need not grant /sys.)
     let rc = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(format!("sched_getaffinity: {}", std::io::Error::last_os_error()).into());
+        }
+        let last = (0..libc::CPU_SETSIZE as usize)
+            .rev()
+            .find(|&c| libc::CPU_ISSET(c, &set))
+            .unwrap_or(0);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(last, &mut one);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &one)
     };
     if rc != 0 {
         return Err(format!("sched_setaffinity: {}", std::io::Error::last_os_error()).into());
@@ -634,6 +640,19 @@ fn micro(
             }
         }
         stop_all(workers)?;
+        if round == 0 {
+            // Fail fast: a policy that does not grant the benchmark shows in the first round.
+            for (id, _) in &installs {
+                if let Some(first) = engine.drain_events(*id).first() {
+                    return Err(format!(
+                        "a bee worker was denied {:?} (hook {})",
+                        String::from_utf8_lossy(first.path()),
+                        first.hook
+                    )
+                    .into());
+                }
+            }
+        }
     }
     for round in 0..o.work_rounds {
         let mut workers = start_all()?;
