@@ -5,14 +5,16 @@
 //! engine once and measures, in one boot:
 //!
 //! 1. **micro**: `open`+`close`, `stat`, `execve` (spawn + wait of `busybox true`) and UDP
-//!    `connect` in tight loops, in three long-lived workers — outside any policy, inside a bee
-//!    scope, under a Landlock ruleset — asked in turn, round after round, the order rotating
-//!    each round, so drift of the (noisy, emulated) machine hits every variant alike;
+//!    `connect` in tight loops, in four worker processes — outside any policy, in a bee scope
+//!    with a realistic policy, in one with a minimal policy, under a Landlock ruleset —
+//!    started fresh and pinned to one CPU every round and asked in turn, the order rotating,
+//!    so drift of the (noisy, emulated) machine hits every variant alike; then, with BPF
+//!    run-time statistics on, how long each of bee's programs ran per operation;
 //! 2. **setup**: request → the confined child's first output (cgroup create, plan install,
 //!    hardened spawn, `execve`), and request → scope torn down, against a plain spawn of the
 //!    same command and against `bwrap --ro-bind / / --dev /dev --proc /proc`;
 //! 3. **workload**: a busybox shell script of a few thousand file operations (untar, find,
-//!    grep, cp, rm) run by the same three workers, alternated the same way.
+//!    grep, cp, rm) run by the same four kinds of worker, alternated the same way.
 //!
 //! Every worker checks each operation's result and reports failures; the bee worker's scope
 //! must end with no denial, or the run fails (a denied operation is cheaper and would flatter
