@@ -10,6 +10,7 @@ mod ebpf;
 mod error;
 mod hbench;
 mod initramfs;
+mod kbench;
 mod kernels;
 mod qemu;
 mod sh;
@@ -59,6 +60,8 @@ enum Task {
     /// Measure the harness: per-tool-call cost (kernel vs --host) and
     /// throughput at 1/4/16 concurrent episodes, in a 6.12 guest.
     BenchHarness(hbench::Args),
+    /// Measure enforcement cost in the VM: per-operation, scope start-up, a workload.
+    BenchKernel(kbench::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Task::Demo(args) => demo::run(&args),
         Task::Test(args) => test::run(&args).map(|()| 0),
         Task::BenchHarness(args) => hbench::run(&args),
+        Task::BenchKernel(args) => kbench::run(&args).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
