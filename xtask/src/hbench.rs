@@ -6,7 +6,7 @@
 //! `--host`, a loop of plain `/bin/sh -c true` spawns, and sixteen copies of a
 //! shorter recording at `--concurrency 1`, `4` and `16` in kernel mode. The
 //! host-mode recording and the spawn loop also run on this host for
-//! reference. It prints one table; `docs/benchmarks-harness.md` reads it.
+//! reference. It prints one table; docs/benchmarks.md ("Harness") reads it.
 
 use std::fmt::Write as _;
 use std::fs;
