@@ -195,6 +195,19 @@ pub trait SandboxFactory: Send + Sync {
         workspace: &Path,
         policy: Option<&Path>,
     ) -> Result<Box<dyn ToolExecutor>, String>;
+
+    /// Appends the audit records of every tool call of every episode to `path` as JSON
+    /// lines (`--audit FILE`).
+    ///
+    /// # Errors
+    /// Why the file cannot be opened; the run then stops before any model call. A factory
+    /// that has no audit records to give refuses rather than ignoring the request.
+    fn write_audit_to(&mut self, path: &Path) -> Result<(), String> {
+        Err(format!(
+            "this sandbox keeps no audit records, so {} would stay empty",
+            path.display()
+        ))
+    }
 }
 
 /// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
@@ -316,6 +329,8 @@ struct Plan {
     enforcement: Enforcement,
     provider: ProviderSpec,
     records_dir: PathBuf,
+    /// Where every tool call's audit records are appended as JSON lines (`--audit`).
+    audit: Option<PathBuf>,
 }
 
 fn is_flag(origin: &Origin) -> bool {
@@ -425,6 +440,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         },
         provider,
         records_dir: config.records_dir.value,
+        audit: config.audit.map(|a| a.value),
     })
 }
 
@@ -471,7 +487,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return status;
         }
     };
-    let factory = match (ctx.factory)(plan.enforcement) {
+    let mut factory = match (ctx.factory)(plan.enforcement) {
         Ok(f) => f,
         Err(why) => {
             let _ = writeln!(
@@ -481,6 +497,12 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return RunStatus::EnforcementUnavailable;
         }
     };
+    if let Some(audit) = &plan.audit {
+        if let Err(why) = factory.write_audit_to(audit) {
+            let _ = writeln!(ctx.err, "bee run: --audit: {why}; no model was called");
+            return RunStatus::NoInput;
+        }
+    }
     if plan.enforcement == Enforcement::Host {
         let _ = writeln!(
             ctx.err,

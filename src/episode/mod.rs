@@ -39,5 +39,5 @@ pub use run::{
     CheckSpec, EpisodeError, EpisodeLimits, EpisodeReport, EpisodeSpec, Model, ProviderFailure,
     SUCCESS_CHECK_CALL_ID, run_episode,
 };
-pub use sandboxed::SandboxExecutor;
+pub use sandboxed::{AuditSink, SandboxExecutor};
 pub use workspace::{copy_path, copy_workspace};

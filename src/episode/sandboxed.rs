@@ -1,6 +1,9 @@
 //! The real [`ToolExecutor`]: bee's tools, each call run in the episode's [`Sandbox`].
 
-use std::sync::Mutex;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use bee_userspace::audit::{AuditRecord, write_jsonl};
 use std::time::{Duration, Instant};
 
 use crate::provider::{ToolCall, ToolDef};
@@ -13,13 +16,27 @@ use super::executor::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
 /// Most bytes of a success check's output kept for the record.
 const CHECK_OUTPUT_CAP: usize = 64 * 1024;
 
+/// Where audit records are appended as JSON lines, shared by the episodes of a run.
+pub type AuditSink = Arc<Mutex<dyn Write + Send>>;
+
 /// Runs [`ToolSet`] calls in one episode's sandbox, one call at a time.
-#[derive(Debug)]
 pub struct SandboxExecutor {
     // One call at a time: a call's denials are the scope's events drained after it.
     sandbox: Mutex<Sandbox>,
     limits: ToolLimits,
     enforcement: Enforcement,
+    audit: Option<AuditSink>,
+}
+
+impl std::fmt::Debug for SandboxExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxExecutor")
+            .field("sandbox", &self.sandbox)
+            .field("limits", &self.limits)
+            .field("enforcement", &self.enforcement)
+            .field("audit", &self.audit.is_some())
+            .finish()
+    }
 }
 
 impl SandboxExecutor {
@@ -34,6 +51,28 @@ impl SandboxExecutor {
             sandbox: Mutex::new(sandbox),
             limits,
             enforcement,
+            audit: None,
+        }
+    }
+
+    /// Appends every call's audit records (denials, and allows where the scope audits them)
+    /// to `audit` as JSON lines.
+    #[must_use]
+    pub fn with_audit(mut self, audit: Option<AuditSink>) -> Self {
+        self.audit = audit;
+        self
+    }
+
+    fn record(&self, records: &[AuditRecord]) {
+        let Some(audit) = &self.audit else { return };
+        if let Ok(mut out) = audit.lock() {
+            for record in records {
+                // A failed write must not end the episode; the transcript keeps the denials.
+                if write_jsonl(&mut *out, record).is_err() {
+                    break;
+                }
+            }
+            let _ = out.flush();
         }
     }
 
@@ -63,6 +102,7 @@ impl ToolExecutor for SandboxExecutor {
             Err(_) => return ToolExecution::could_not_run("the sandbox is unusable"),
         };
         let outcome = ToolSet::new(self.limits_within(bounds)).call(&sandbox, call);
+        self.record(&outcome.denials);
         ToolExecution {
             state: match outcome.state {
                 tools::ToolState::Completed => ToolState::Completed,
@@ -92,7 +132,10 @@ impl ToolExecutor for SandboxExecutor {
             .unwrap_or(Duration::MAX)
             .min(self.limits.shell_timeout_max);
         match sandbox.run(&spec, timeout, CHECK_OUTPUT_CAP) {
-            Ok(out) => check_execution(&out, timeout),
+            Ok(out) => {
+                self.record(&out.denials);
+                check_execution(&out, timeout)
+            }
             Err(e) => ToolExecution {
                 duration: start.elapsed(),
                 ..ToolExecution::could_not_run(format!("the success check could not run: {e}"))

@@ -11,7 +11,7 @@ use bee_userspace::support::SupportReport;
 
 use super::super::user::invoking_home;
 use super::SandboxFactory;
-use crate::episode::{SandboxExecutor, ToolExecutor};
+use crate::episode::{AuditSink, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
 use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use crate::tools::ToolLimits;
@@ -20,6 +20,8 @@ use crate::tools::ToolLimits;
 pub(super) struct Factory {
     /// The loaded engine in kernel mode; `None` in host mode.
     engine: Option<Arc<SharedEngine>>,
+    /// The `--audit` file every executor appends its calls' records to.
+    audit: Option<AuditSink>,
 }
 
 impl std::fmt::Debug for Factory {
@@ -49,12 +51,16 @@ impl Factory {
             .map_err(|e| format!("the enforcement engine could not be loaded: {e}"))?;
         Ok(Self {
             engine: Some(Arc::new(engine)),
+            audit: None,
         })
     }
 
     /// Host mode (`--host`): no kernel scope at all.
     pub(super) fn host() -> Self {
-        Self { engine: None }
+        Self {
+            engine: None,
+            audit: None,
+        }
     }
 }
 
@@ -91,9 +97,19 @@ impl SandboxFactory for Factory {
         };
         let sandbox = Sandbox::new(SandboxConfig::new(mode, workspace))
             .map_err(|e| format!("the sandbox could not be created: {e}"))?;
-        Ok(Box::new(SandboxExecutor::new(
-            sandbox,
-            ToolLimits::default(),
-        )))
+        Ok(Box::new(
+            SandboxExecutor::new(sandbox, ToolLimits::default()).with_audit(self.audit.clone()),
+        ))
+    }
+
+    fn write_audit_to(&mut self, path: &Path) -> Result<(), String> {
+        // Appended to, never truncated: an audit trail keeps what earlier runs wrote.
+        let file = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        self.audit = Some(Arc::new(std::sync::Mutex::new(file)));
+        Ok(())
     }
 }
