@@ -658,6 +658,11 @@ int BPF_PROG(bee_file_open, struct file *file)
 		return 0;
 	if (flags & BEE___FMODE_EXEC)
 		return check_file(BEE_HOOK_FILE_OPEN, file, BEE_ACCESS_EXEC, NEED_EXEC_OR_READ);
+	/* O_TRUNC truncates even a read-only open (through file_truncate on
+	 * 6.2+, which is not attached): it needs WRITE whatever the mode. */
+	if (flags & BEE_O_TRUNC)
+		return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file) | BEE_ACCESS_WRITE,
+				  NEED_ACCESS);
 	return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file), NEED_ACCESS);
 }
 
@@ -843,9 +848,12 @@ static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 
 
 /* Checks an IP peer address (kernel memory) against the scope's tries.
  * Returns 1 to deny. Non-IP families other than AF_UNSPEC and AF_UNIX
- * (checked by the unix hooks) are denied. */
+ * (checked by the unix hooks) are denied. AF_UNSPEC passes only where it
+ * means "no peer" (`unspec_ok`: connect, which disconnects); elsewhere an
+ * IP socket reads it as its own family (udp_sendmsg sends an AF_UNSPEC
+ * sockaddr_in to its address), so it is checked as that family. */
 static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct bee_scope *scope,
-					  struct socket *sock, struct sockaddr *addr)
+					  struct socket *sock, struct sockaddr *addr, int unspec_ok)
 {
 	__u16 family = 0, port = 0;
 	__u8 proto = 0, a[16] = {};
@@ -854,6 +862,12 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 	if (!addr)
 		return 0;
 	bpf_probe_read_kernel(&family, sizeof(family), &addr->sa_family);
+	if (family == BEE_AF_UNSPEC && !unspec_ok) {
+		__u16 sock_family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+
+		if (sock_family == BEE_AF_INET || sock_family == BEE_AF_INET6)
+			family = sock_family;
+	}
 	if (family == BEE_AF_UNSPEC || family == BEE_AF_UNIX)
 		return 0;
 	proto = sock_proto(BPF_CORE_READ(sock, sk));
@@ -914,7 +928,7 @@ int BPF_PROG(bee_socket_connect, struct socket *sock, struct sockaddr *address, 
 
 	if (!scope)
 		return 0;
-	return verdict(check_sockaddr(BEE_HOOK_SOCKET_CONNECT, cgid, scope, sock, address));
+	return verdict(check_sockaddr(BEE_HOOK_SOCKET_CONNECT, cgid, scope, sock, address, 1));
 }
 
 SEC("lsm/socket_sendmsg")
@@ -930,7 +944,7 @@ int BPF_PROG(bee_socket_sendmsg, struct socket *sock, struct msghdr *msg, int si
 	name = BPF_CORE_READ(msg, msg_name);
 	if (!name || BPF_CORE_READ(msg, msg_namelen) == 0)
 		return 0;
-	return verdict(check_sockaddr(BEE_HOOK_SOCKET_SENDMSG, cgid, scope, sock, name));
+	return verdict(check_sockaddr(BEE_HOOK_SOCKET_SENDMSG, cgid, scope, sock, name, 0));
 }
 
 SEC("lsm/socket_create")

@@ -13,6 +13,7 @@
 #define BEE_FMODE_READ 0x1
 #define BEE_FMODE_WRITE 0x2
 #define BEE___FMODE_EXEC 0x20 /* include/linux/fs.h, in f_flags of an exec open */
+#define BEE_O_TRUNC 01000 /* include/uapi/asm-generic/fcntl.h */
 #define BEE_PROT_EXEC 0x4
 #define BEE_AF_UNSPEC 0
 #define BEE_AF_UNIX 1
