@@ -9,14 +9,16 @@
  *   files    file_open, file_receive (READ/WRITE by f_mode; exec opens need
  *            EXEC, a pinned EXEC or READ), bprm_check_security (EXEC or a
  *            pinned EXEC), mmap_file and file_mprotect with PROT_EXEC on a
- *            file (EXEC), the path_* hooks (WRITE on every path they change)
+ *            file (EXEC), the path_* hooks (WRITE on every path they change;
+ *            path_notify, a watch, needs READ)
  *   network  socket_create (only unix, netlink-route and TCP/UDP/MPTCP over
  *            IPv4/IPv6), socket_connect and socket_sendmsg with an address
  *            (LPM tries + port rules), unix_stream_connect and unix_may_send
  *            (the peer's bound path needs UNIX)
  *   escapes  bpf, sb_mount, sb_umount, sb_pivotroot, move_mount,
  *            userns_create (always denied), ptrace_access_check and task_kill
- *            (denied when the target is outside the caller's cgroup)
+ *            (denied when the target is outside the caller's cgroup),
+ *            file_fcntl and file_ioctl (an fd owner other than the caller)
  *
  * Paths are built by walking the dentry chain (d_parent, d_name) and crossing
  * mounts (struct mount: mnt_parent, mnt_mountpoint) with CO-RE reads, so every
@@ -797,6 +799,22 @@ int BPF_PROG(bee_path_link, struct dentry *old_dentry, const struct path *new_di
 	return verdict(deny);
 }
 
+/* inotify, fanotify and dnotify watches report what happens under a path:
+ * watching needs READ on it (fanotify mount and filesystem marks: on the
+ * path given). */
+SEC("lsm/path_notify")
+int BPF_PROG(bee_path_notify, const struct path *path, u64 mask, unsigned int obj_type)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return verdict(check_path(BEE_HOOK_PATH_NOTIFY, cgid, scope, BPF_CORE_READ(path, mnt),
+				  BPF_CORE_READ(path, dentry), NULL, BEE_ACCESS_READ,
+				  NEED_ACCESS));
+}
+
 SEC("lsm/path_truncate")
 int BPF_PROG(bee_path_truncate, const struct path *path)
 {
@@ -1088,6 +1106,61 @@ static __always_inline int check_target(__u32 hook, struct task_struct *target)
 	if (!scope)
 		return 0;
 	return decide_plain(hook, cgid, scope, !target || task_cgroup_id(target) != cgid);
+}
+
+/* An fd's owner (F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP) receives
+ * SIGIO/SIGURG, or the F_SETSIG signal, through send_sigio, which never calls
+ * task_kill. A scoped task may own its descriptors only itself: an owner other
+ * than 0 (none), its own process (tgid) or, with F_OWNER_TID, its own thread is
+ * denied, process groups included. The ids are compared in the initial pid
+ * namespace, so in a nested pid namespace only 0 passes. */
+static __always_inline int check_owner(int type, int pid)
+{
+	__u64 cgid, id = bpf_get_current_pid_tgid();
+	struct bee_scope *scope = current_scope(&cgid);
+	int deny;
+
+	if (!scope)
+		return 0;
+	if (type == BEE_F_OWNER_TID)
+		deny = pid != 0 && pid != (int)(__u32)id;
+	else if (type == BEE_F_OWNER_PID)
+		deny = pid != 0 && pid != (int)(id >> 32);
+	else
+		deny = pid != 0;
+	return decide_plain(BEE_HOOK_TASK_KILL, cgid, scope, deny);
+}
+
+SEC("lsm/file_fcntl")
+int BPF_PROG(bee_file_fcntl, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct {
+		int type;
+		int pid;
+	} ex = {.type = -1, .pid = -1};
+
+	if (cmd == BEE_F_SETOWN) {
+		int pid = (int)arg;
+
+		/* A negative owner is a process group. */
+		return check_owner(pid < 0 ? BEE_F_OWNER_PGRP : BEE_F_OWNER_PID, pid);
+	}
+	if (cmd != BEE_F_SETOWN_EX)
+		return 0;
+	/* Unreadable: checked as an owner of no known type (denied unless 0). */
+	bpf_probe_read_user(&ex, sizeof(ex), (void *)arg);
+	return check_owner(ex.type, ex.pid);
+}
+
+SEC("lsm/file_ioctl")
+int BPF_PROG(bee_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	int pid = -1;
+
+	if (cmd != BEE_FIOSETOWN && cmd != BEE_SIOCSPGRP)
+		return 0;
+	bpf_probe_read_user(&pid, sizeof(pid), (void *)arg);
+	return check_owner(pid < 0 ? BEE_F_OWNER_PGRP : BEE_F_OWNER_PID, pid);
 }
 
 SEC("lsm/ptrace_access_check")

@@ -330,8 +330,7 @@ fn open_with_o_trunc_needs_write_even_when_read_only() {
 }
 
 #[test]
-#[ignore = "known escape: F_SETOWN + F_SETSIG(SIGKILL) + O_ASYNC signals outside processes without task_kill"]
-fn escape_sigio_owner_signals_an_outside_process() {
+fn sigio_owner_outside_the_caller_is_denied() {
     let t = Trees::new("atk-sigio");
     let scope = t.scope("atk-sigio");
     let mut victim = Victim::spawn_in(&t.ws.path);
@@ -440,8 +439,7 @@ fn escape_xattrs_and_timestamps_of_a_read_only_file() {
 }
 
 #[test]
-#[ignore = "known escape: inotify watches on ungranted directories report their activity (path_notify not hooked)"]
-fn escape_inotify_watch_on_an_ungranted_directory() {
+fn inotify_watch_on_an_ungranted_directory_is_denied() {
     let t = Trees::new("atk-notify");
     let scope = t.scope("atk-notify");
     let e = h(&scope, "inotify-watch", &[&t.sec.s("")]);
@@ -503,8 +501,7 @@ fn unprivileged_user_lacks_the_capabilities_of_the_root_escapes() {
 }
 
 #[test]
-#[ignore = "known escape: an unprivileged scope SIGKILLs its user's outside processes through F_SETOWN/F_SETSIG"]
-fn escape_sigio_as_an_unprivileged_user() {
+fn sigio_owner_as_an_unprivileged_user_is_denied() {
     let t = Trees::new("atk-nb-sigio");
     let scope = t.scope("atk-nb-sigio");
     let mut victim = Victim(
