@@ -9,14 +9,16 @@
  *   files    file_open, file_receive (READ/WRITE by f_mode; exec opens need
  *            EXEC, a pinned EXEC or READ), bprm_check_security (EXEC or a
  *            pinned EXEC), mmap_file and file_mprotect with PROT_EXEC on a
- *            file (EXEC), the path_* hooks (WRITE on every path they change)
+ *            file (EXEC), the path_* hooks (WRITE on every path they change;
+ *            path_notify, a watch, needs READ)
  *   network  socket_create (only unix, netlink-route and TCP/UDP/MPTCP over
  *            IPv4/IPv6), socket_connect and socket_sendmsg with an address
  *            (LPM tries + port rules), unix_stream_connect and unix_may_send
  *            (the peer's bound path needs UNIX)
  *   escapes  bpf, sb_mount, sb_umount, sb_pivotroot, move_mount,
  *            userns_create (always denied), ptrace_access_check and task_kill
- *            (denied when the target is outside the caller's cgroup)
+ *            (denied when the target is outside the caller's cgroup),
+ *            file_fcntl and file_ioctl (an fd owner other than the caller)
  *
  * Paths are built by walking the dentry chain (d_parent, d_name) and crossing
  * mounts (struct mount: mnt_parent, mnt_mountpoint) with CO-RE reads, so every
@@ -658,6 +660,11 @@ int BPF_PROG(bee_file_open, struct file *file)
 		return 0;
 	if (flags & BEE___FMODE_EXEC)
 		return check_file(BEE_HOOK_FILE_OPEN, file, BEE_ACCESS_EXEC, NEED_EXEC_OR_READ);
+	/* O_TRUNC truncates even a read-only open (through file_truncate on
+	 * 6.2+, which is not attached): it needs WRITE whatever the mode. */
+	if (flags & BEE_O_TRUNC)
+		return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file) | BEE_ACCESS_WRITE,
+				  NEED_ACCESS);
 	return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file), NEED_ACCESS);
 }
 
@@ -792,6 +799,22 @@ int BPF_PROG(bee_path_link, struct dentry *old_dentry, const struct path *new_di
 	return verdict(deny);
 }
 
+/* inotify, fanotify and dnotify watches report what happens under a path:
+ * watching needs READ on it (fanotify mount and filesystem marks: on the
+ * path given). */
+SEC("lsm/path_notify")
+int BPF_PROG(bee_path_notify, const struct path *path, u64 mask, unsigned int obj_type)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return verdict(check_path(BEE_HOOK_PATH_NOTIFY, cgid, scope, BPF_CORE_READ(path, mnt),
+				  BPF_CORE_READ(path, dentry), NULL, BEE_ACCESS_READ,
+				  NEED_ACCESS));
+}
+
 SEC("lsm/path_truncate")
 int BPF_PROG(bee_path_truncate, const struct path *path)
 {
@@ -843,9 +866,12 @@ static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 
 
 /* Checks an IP peer address (kernel memory) against the scope's tries.
  * Returns 1 to deny. Non-IP families other than AF_UNSPEC and AF_UNIX
- * (checked by the unix hooks) are denied. */
+ * (checked by the unix hooks) are denied. AF_UNSPEC passes only where it
+ * means "no peer" (`unspec_ok`: connect, which disconnects); elsewhere an
+ * IP socket reads it as its own family (udp_sendmsg sends an AF_UNSPEC
+ * sockaddr_in to its address), so it is checked as that family. */
 static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct bee_scope *scope,
-					  struct socket *sock, struct sockaddr *addr)
+					  struct socket *sock, struct sockaddr *addr, int unspec_ok)
 {
 	__u16 family = 0, port = 0;
 	__u8 proto = 0, a[16] = {};
@@ -854,6 +880,12 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 	if (!addr)
 		return 0;
 	bpf_probe_read_kernel(&family, sizeof(family), &addr->sa_family);
+	if (family == BEE_AF_UNSPEC && !unspec_ok) {
+		__u16 sock_family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+
+		if (sock_family == BEE_AF_INET || sock_family == BEE_AF_INET6)
+			family = sock_family;
+	}
 	if (family == BEE_AF_UNSPEC || family == BEE_AF_UNIX)
 		return 0;
 	proto = sock_proto(BPF_CORE_READ(sock, sk));
@@ -914,7 +946,7 @@ int BPF_PROG(bee_socket_connect, struct socket *sock, struct sockaddr *address, 
 
 	if (!scope)
 		return 0;
-	return verdict(check_sockaddr(BEE_HOOK_SOCKET_CONNECT, cgid, scope, sock, address));
+	return verdict(check_sockaddr(BEE_HOOK_SOCKET_CONNECT, cgid, scope, sock, address, 1));
 }
 
 SEC("lsm/socket_sendmsg")
@@ -930,7 +962,7 @@ int BPF_PROG(bee_socket_sendmsg, struct socket *sock, struct msghdr *msg, int si
 	name = BPF_CORE_READ(msg, msg_name);
 	if (!name || BPF_CORE_READ(msg, msg_namelen) == 0)
 		return 0;
-	return verdict(check_sockaddr(BEE_HOOK_SOCKET_SENDMSG, cgid, scope, sock, name));
+	return verdict(check_sockaddr(BEE_HOOK_SOCKET_SENDMSG, cgid, scope, sock, name, 0));
 }
 
 SEC("lsm/socket_create")
@@ -1074,6 +1106,61 @@ static __always_inline int check_target(__u32 hook, struct task_struct *target)
 	if (!scope)
 		return 0;
 	return decide_plain(hook, cgid, scope, !target || task_cgroup_id(target) != cgid);
+}
+
+/* An fd's owner (F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP) receives
+ * SIGIO/SIGURG, or the F_SETSIG signal, through send_sigio, which never calls
+ * task_kill. A scoped task may own its descriptors only itself: an owner other
+ * than 0 (none), its own process (tgid) or, with F_OWNER_TID, its own thread is
+ * denied, process groups included. The ids are compared in the initial pid
+ * namespace, so in a nested pid namespace only 0 passes. */
+static __always_inline int check_owner(int type, int pid)
+{
+	__u64 cgid, id = bpf_get_current_pid_tgid();
+	struct bee_scope *scope = current_scope(&cgid);
+	int deny;
+
+	if (!scope)
+		return 0;
+	if (type == BEE_F_OWNER_TID)
+		deny = pid != 0 && pid != (int)(__u32)id;
+	else if (type == BEE_F_OWNER_PID)
+		deny = pid != 0 && pid != (int)(id >> 32);
+	else
+		deny = pid != 0;
+	return decide_plain(BEE_HOOK_TASK_KILL, cgid, scope, deny);
+}
+
+SEC("lsm/file_fcntl")
+int BPF_PROG(bee_file_fcntl, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct {
+		int type;
+		int pid;
+	} ex = {.type = -1, .pid = -1};
+
+	if (cmd == BEE_F_SETOWN) {
+		int pid = (int)arg;
+
+		/* A negative owner is a process group. */
+		return check_owner(pid < 0 ? BEE_F_OWNER_PGRP : BEE_F_OWNER_PID, pid);
+	}
+	if (cmd != BEE_F_SETOWN_EX)
+		return 0;
+	/* Unreadable: checked as an owner of no known type (denied unless 0). */
+	bpf_probe_read_user(&ex, sizeof(ex), (void *)arg);
+	return check_owner(ex.type, ex.pid);
+}
+
+SEC("lsm/file_ioctl")
+int BPF_PROG(bee_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	int pid = -1;
+
+	if (cmd != BEE_FIOSETOWN && cmd != BEE_SIOCSPGRP)
+		return 0;
+	bpf_probe_read_user(&pid, sizeof(pid), (void *)arg);
+	return check_owner(pid < 0 ? BEE_F_OWNER_PGRP : BEE_F_OWNER_PID, pid);
 }
 
 SEC("lsm/ptrace_access_check")

@@ -13,7 +13,15 @@
 #define BEE_FMODE_READ 0x1
 #define BEE_FMODE_WRITE 0x2
 #define BEE___FMODE_EXEC 0x20 /* include/linux/fs.h, in f_flags of an exec open */
+#define BEE_O_TRUNC 01000 /* include/uapi/asm-generic/fcntl.h */
 #define BEE_PROT_EXEC 0x4
+#define BEE_F_SETOWN 8 /* include/uapi/asm-generic/fcntl.h */
+#define BEE_F_SETOWN_EX 15
+#define BEE_F_OWNER_TID 0
+#define BEE_F_OWNER_PID 1
+#define BEE_F_OWNER_PGRP 2
+#define BEE_FIOSETOWN 0x8901 /* include/uapi/asm-generic/sockios.h */
+#define BEE_SIOCSPGRP 0x8902
 #define BEE_AF_UNSPEC 0
 #define BEE_AF_UNIX 1
 #define BEE_AF_INET 2

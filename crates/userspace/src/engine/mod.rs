@@ -67,6 +67,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("bee_path_symlink", "path_symlink"),
     ("bee_path_rename", "path_rename"),
     ("bee_path_link", "path_link"),
+    ("bee_path_notify", "path_notify"),
     ("bee_path_truncate", "path_truncate"),
     ("bee_path_chmod", "path_chmod"),
     ("bee_path_chown", "path_chown"),
@@ -83,6 +84,8 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("bee_userns_create", "userns_create"),
     ("bee_ptrace_access_check", "ptrace_access_check"),
     ("bee_task_kill", "task_kill"),
+    ("bee_file_fcntl", "file_fcntl"),
+    ("bee_file_ioctl", "file_ioctl"),
 ];
 
 /// Default bpffs directory for pins.
