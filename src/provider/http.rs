@@ -77,6 +77,23 @@ impl Http {
         }
     }
 
+    /// [`Http::post`] with the key as an OpenAI-style `Authorization: Bearer` header (none
+    /// when no key is configured, as for local servers).
+    pub(crate) fn post_bearer(
+        &self,
+        url: &str,
+        body: &str,
+        model: &str,
+        started: Instant,
+    ) -> Result<ureq::BodyReader<'static>, ProviderError> {
+        let headers: Vec<(&str, String)> = self
+            .key()
+            .map(|key| ("authorization", format!("Bearer {key}")))
+            .into_iter()
+            .collect();
+        self.post(url, &headers, body, model, started)
+    }
+
     /// POSTs `body` to `url` and returns the body reader of the first 2xx answer, retrying
     /// 429, 5xx and connection failures as the policy allows.
     pub(crate) fn post(

@@ -200,13 +200,9 @@ impl Provider for OpenAiChat {
     ) -> Result<Response, ProviderError> {
         let started = Instant::now();
         let body = body(&self.model, req).to_string();
-        let mut headers = Vec::new();
-        if let Some(key) = self.http.key() {
-            headers.push(("authorization", format!("Bearer {key}")));
-        }
         let reader = self
             .http
-            .post(&self.url, &headers, &body, &self.model, started)?;
+            .post_bearer(&self.url, &body, &self.model, started)?;
         let mut asm = Assembler::new(sink, started, &self.model);
         let http = &self.http;
         let mut stop: Option<StopReason> = None;
