@@ -64,11 +64,31 @@ pub enum Hook {
     FileTruncate = 23,
     /// `path_notify`: watching a path (`inotify`, `fanotify`).
     PathNotify = 24,
+    /// `task_alloc`: creating a task; `clone3(CLONE_INTO_CGROUP)` is denied in a scope.
+    TaskAlloc = 25,
+    /// `netlink_send`: a netlink message to the kernel; only `NETLINK_ROUTE` reads pass.
+    NetlinkSend = 26,
+    /// `socket_listen`: listening on an IP socket (always denied in a scope).
+    SocketListen = 27,
+    /// `socket_accept`: accepting on an IP socket (always denied in a scope).
+    SocketAccept = 28,
+    /// `perf_event_open`: opening a perf event (always denied in a scope).
+    PerfEventOpen = 29,
+    /// `inode_setattr`: changing timestamps, mode, owner or size.
+    InodeSetattr = 30,
+    /// `inode_setxattr`: setting an extended attribute (POSIX ACLs included).
+    InodeSetxattr = 31,
+    /// `inode_removexattr`: removing an extended attribute.
+    InodeRemovexattr = 32,
+    /// `socket_create`: creating a socket of a family or type outside what a policy can grant.
+    SocketCreate = 33,
+    /// `userns_create`: creating a user namespace (always denied in a scope).
+    UsernsCreate = 34,
 }
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 24] = [
+    pub const ALL: [Hook; 34] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -93,6 +113,16 @@ impl Hook {
         Hook::SbMount,
         Hook::FileTruncate,
         Hook::PathNotify,
+        Hook::TaskAlloc,
+        Hook::NetlinkSend,
+        Hook::SocketListen,
+        Hook::SocketAccept,
+        Hook::PerfEventOpen,
+        Hook::InodeSetattr,
+        Hook::InodeSetxattr,
+        Hook::InodeRemovexattr,
+        Hook::SocketCreate,
+        Hook::UsernsCreate,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -127,6 +157,16 @@ impl Hook {
             Hook::SbMount => "sb_mount",
             Hook::FileTruncate => "file_truncate",
             Hook::PathNotify => "path_notify",
+            Hook::TaskAlloc => "task_alloc",
+            Hook::NetlinkSend => "netlink_send",
+            Hook::SocketListen => "socket_listen",
+            Hook::SocketAccept => "socket_accept",
+            Hook::PerfEventOpen => "perf_event_open",
+            Hook::InodeSetattr => "inode_setattr",
+            Hook::InodeSetxattr => "inode_setxattr",
+            Hook::InodeRemovexattr => "inode_removexattr",
+            Hook::SocketCreate => "socket_create",
+            Hook::UsernsCreate => "userns_create",
         }
     }
 }

@@ -10,19 +10,24 @@
  *            EXEC, a pinned EXEC or READ), bprm_check_security (EXEC or a
  *            pinned EXEC), mmap_file and file_mprotect with PROT_EXEC on a
  *            file (EXEC), the path_* hooks (WRITE on every path they change;
- *            path_notify, a watch, needs READ)
+ *            path_notify, a watch, needs READ; path_mknod of a device node is
+ *            always denied)
  *   network  socket_create (only unix, netlink-route and TCP/UDP/MPTCP over
  *            IPv4/IPv6), socket_connect and socket_sendmsg with an address
  *            (LPM tries + port rules), unix_stream_connect and unix_may_send
- *            (the peer's bound path needs UNIX)
+ *            (the peer's bound path needs UNIX), socket_listen and
+ *            socket_accept (unix only), netlink_send (NETLINK_ROUTE reads)
  *   escapes  bpf, sb_mount, sb_umount, sb_pivotroot, move_mount,
- *            userns_create (always denied), ptrace_access_check and task_kill
- *            (denied when the target is outside the caller's cgroup),
- *            file_fcntl and file_ioctl (an fd owner other than the caller)
+ *            userns_create, perf_event_open (always denied), task_alloc
+ *            (CLONE_INTO_CGROUP), ptrace_access_check and task_kill (denied
+ *            when the target is outside the caller's cgroup), file_fcntl and
+ *            file_ioctl (an fd owner other than the caller)
  *
  * Paths are built by walking the dentry chain (d_parent, d_name) and crossing
- * mounts (struct mount: mnt_parent, mnt_mountpoint) with CO-RE reads, so every
- * hook resolves paths the same way on every kernel; bpf_d_path is not used
+ * mounts (struct mount: mnt_parent, mnt_mountpoint) with CO-RE reads up to the
+ * root of the caller's mount namespace (a walk ending anywhere else is
+ * unresolved and denied), so every hook resolves paths the same way on every
+ * kernel; bpf_d_path is not used
  * (6.1 refuses it in the path_* hooks and both kernels in file_mprotect).
  * Paths are walked through the segment automaton exactly as
  * bee_common::walk_state does. Every denial (and, with
@@ -235,6 +240,12 @@ static long resolve_step(__u32 i, void *data)
 		struct mount *up = BPF_CORE_READ(m, mnt_parent);
 
 		if (up == m || !up) {
+			/* Only the root of the caller's mount namespace ends a path. A
+			 * detached tree (open_tree(OPEN_TREE_CLONE), fsmount) or a mount of
+			 * another namespace has a root of its own, below which any name
+			 * could be spelled: such a path is unresolved. */
+			if ((__u64)m != c->ns_root)
+				c->flags |= BEE_EVENT_PATH_UNRESOLVED;
 			c->done = 1;
 			return 1;
 		}
@@ -294,6 +305,8 @@ static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *den
 		return c->flags;
 	p->rc.dentry = (__u64)dentry;
 	p->rc.mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
+	p->rc.ns_root = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(),
+					     nsproxy, mnt_ns, root);
 	p->rc.pos = BEE_PATH_END;
 	p->rc.nsegs = 0;
 	p->rc.flags = 0;
@@ -568,6 +581,7 @@ enum need {
 	NEED_ACCESS,       /* every bit of `access` */
 	NEED_EXEC,         /* EXEC, or EXEC_PINNED with a pin for the inode */
 	NEED_EXEC_OR_READ, /* as NEED_EXEC, or READ (opening a binary to run it) */
+	NEED_NEVER,        /* denied whatever the policy grants (reported with access 0) */
 };
 
 /* Resolves and walks one path; returns 1 to deny, 0 to allow, and reports. */
@@ -584,7 +598,9 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 		state = walk_path(scope->start_state, &rc);
 		if (state >= 0) {
 			accept = state_accept(state);
-			if (need == NEED_ACCESS) {
+			if (need == NEED_NEVER) {
+				deny = 1;
+			} else if (need == NEED_ACCESS) {
 				deny = (accept & access) != access;
 			} else {
 				int exec = (accept & BEE_ACCESS_EXEC) ||
@@ -747,9 +763,24 @@ int BPF_PROG(bee_path_mkdir, const struct path *dir, struct dentry *dentry)
 	return check_write(BEE_HOOK_PATH_MKDIR, dir, dentry);
 }
 
+/* A device node opens its device under whatever name it is given, so a write
+ * grant would turn into a grant on the device: character and block devices are
+ * never created in a scope (FIFOs, sockets and files need WRITE). */
 SEC("lsm/path_mknod")
-int BPF_PROG(bee_path_mknod, const struct path *dir, struct dentry *dentry)
+int BPF_PROG(bee_path_mknod, const struct path *dir, struct dentry *dentry, umode_t mode,
+	     unsigned int dev)
 {
+	__u32 type = mode & BEE_S_IFMT;
+	__u64 cgid;
+	struct bee_scope *scope;
+
+	if (type == BEE_S_IFCHR || type == BEE_S_IFBLK) {
+		scope = current_scope(&cgid);
+		if (!scope)
+			return 0;
+		return verdict(check_path(BEE_HOOK_PATH_MKNOD, cgid, scope, BPF_CORE_READ(dir, mnt),
+					  dentry, NULL, 0, NEED_NEVER));
+	}
 	return check_write(BEE_HOOK_PATH_MKNOD, dir, dentry);
 }
 
@@ -865,8 +896,8 @@ static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 
 }
 
 /* Checks an IP peer address (kernel memory) against the scope's tries.
- * Returns 1 to deny. Non-IP families other than AF_UNSPEC and AF_UNIX
- * (checked by the unix hooks) are denied. AF_UNSPEC passes only where it
+ * Returns 1 to deny. Non-IP families other than AF_UNSPEC, AF_UNIX (checked
+ * by the unix hooks) and AF_NETLINK addressed to the kernel are denied. AF_UNSPEC passes only where it
  * means "no peer" (`unspec_ok`: connect, which disconnects); elsewhere an
  * IP socket reads it as its own family (udp_sendmsg sends an AF_UNSPEC
  * sockaddr_in to its address), so it is checked as that family. */
@@ -888,6 +919,22 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 	}
 	if (family == BEE_AF_UNSPEC || family == BEE_AF_UNIX)
 		return 0;
+	if (family == BEE_AF_NETLINK) {
+		/* The kernel (port 0, no multicast groups) is the only netlink peer;
+		 * netlink_send decides what may be asked of it. */
+		struct sockaddr_nl *nl = (struct sockaddr_nl *)addr;
+
+		deny = BPF_CORE_READ(nl, nl_pid) != 0 || BPF_CORE_READ(nl, nl_groups) != 0;
+		if (should_report(scope, deny)) {
+			struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
+
+			if (ev) {
+				ev->family = family;
+				event_send(ev);
+			}
+		}
+		return deny;
+	}
 	proto = sock_proto(BPF_CORE_READ(sock, sk));
 	if (family == BEE_AF_INET) {
 		struct sockaddr_in *in = (struct sockaddr_in *)addr;
@@ -986,7 +1033,7 @@ int BPF_PROG(bee_socket_create, int family, int type, int protocol, int kern)
 		       !(protocol == 0 || protocol == BEE_IPPROTO_TCP ||
 			 protocol == BEE_IPPROTO_UDP || protocol == BEE_IPPROTO_MPTCP);
 	if (should_report(scope, deny)) {
-		struct bee_event *ev = event_start(BEE_HOOK_SOCKET_CONNECT, cgid, scope,
+		struct bee_event *ev = event_start(BEE_HOOK_SOCKET_CREATE, cgid, scope,
 						   BEE_ACCESS_NET, deny);
 
 		if (ev) {
@@ -1044,6 +1091,90 @@ int BPF_PROG(bee_unix_may_send, struct socket *sock, struct socket *other)
 	return check_unix_peer(BEE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk), 1);
 }
 
+/* Policies grant outbound traffic only: an IP socket listening or accepting in
+ * a scope would carry data to peers no rule names. Unix sockets are governed
+ * by the path of their socket file. */
+static __always_inline int check_inbound(__u32 hook, struct socket *sock)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	__u16 family;
+	int deny;
+
+	if (!scope)
+		return 0;
+	family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
+	deny = family != BEE_AF_UNIX;
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
+
+		if (ev) {
+			ev->family = family;
+			event_send(ev);
+		}
+	}
+	return verdict(deny);
+}
+
+SEC("lsm/socket_listen")
+int BPF_PROG(bee_socket_listen, struct socket *sock, int backlog)
+{
+	return check_inbound(BEE_HOOK_SOCKET_LISTEN, sock);
+}
+
+SEC("lsm/socket_accept")
+int BPF_PROG(bee_socket_accept, struct socket *sock, struct socket *newsock)
+{
+	return check_inbound(BEE_HOOK_SOCKET_ACCEPT, sock);
+}
+
+/* Netlink messages sent to the kernel. NETLINK_ROUTE (the only netlink family
+ * socket_create lets a scope open; others may arrive as descriptors) may only
+ * read: every message of the send must be one rtnetlink_rcv_msg treats as a
+ * GET (type & 3 == 2) or one netlink_rcv_skb acknowledges without acting (not
+ * a request, or a control type). The messages are walked as netlink_rcv_skb
+ * walks them (net/netlink/af_netlink.c); a send with more than
+ * BEE_NLMSGS_MAX messages is denied. */
+SEC("lsm/netlink_send")
+int BPF_PROG(bee_netlink_send, struct sock *sk, struct sk_buff *skb)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	unsigned char *data;
+	__u32 len, off = 0, i;
+	int deny = 1;
+
+	if (!scope)
+		return 0;
+	if (BPF_CORE_READ(sk, sk_protocol) != BEE_NETLINK_ROUTE)
+		return decide_plain(BEE_HOOK_NETLINK_SEND, cgid, scope, 1);
+	data = BPF_CORE_READ(skb, data);
+	len = BPF_CORE_READ(skb, len);
+	for (i = 0; i < BEE_NLMSGS_MAX; i++) {
+		struct nlmsghdr h = {};
+		__u32 msglen;
+
+		if (len - off < BEE_NLMSG_HDRLEN) {
+			deny = 0;
+			break;
+		}
+		if (bpf_probe_read_kernel(&h, sizeof(h), data + off))
+			break;
+		if (h.nlmsg_len < BEE_NLMSG_HDRLEN || h.nlmsg_len > len - off) {
+			deny = 0; /* the kernel stops here */
+			break;
+		}
+		if ((h.nlmsg_flags & BEE_NLM_F_REQUEST) && h.nlmsg_type >= BEE_NLMSG_MIN_TYPE &&
+		    (h.nlmsg_type & 3) != 2)
+			break;
+		msglen = (h.nlmsg_len + 3) & ~3u;
+		if (msglen > len - off)
+			msglen = len - off;
+		off += msglen;
+	}
+	return decide_plain(BEE_HOOK_NETLINK_SEND, cgid, scope, deny);
+}
+
 /* ---- Scope escapes ----------------------------------------------------- */
 
 static __always_inline int deny_in_scope(__u32 hook)
@@ -1089,7 +1220,32 @@ int BPF_PROG(bee_move_mount)
 SEC("lsm/userns_create")
 int BPF_PROG(bee_userns_create)
 {
-	return deny_in_scope(BEE_HOOK_SB_MOUNT);
+	return deny_in_scope(BEE_HOOK_USERNS_CREATE);
+}
+
+/* clone3(CLONE_INTO_CGROUP) starts the child in the cgroup it names, which
+ * for uid 0 can be any cgroup: the child would leave the scope. */
+SEC("lsm/task_alloc")
+int BPF_PROG(bee_task_alloc, struct task_struct *task, unsigned long clone_flags)
+{
+	__u64 cgid;
+	struct bee_scope *scope;
+
+	if (!(clone_flags & BEE_CLONE_INTO_CGROUP))
+		return 0;
+	scope = current_scope(&cgid);
+	if (!scope)
+		return 0;
+	return decide_plain(BEE_HOOK_TASK_ALLOC, cgid, scope, 1);
+}
+
+/* perf_event_open(2) on another process is checked by ptrace_may_access,
+ * which CAP_PERFMON skips before any LSM sees it, and the hook does not name
+ * the target: perf events are not opened in a scope. */
+SEC("lsm/perf_event_open")
+int BPF_PROG(bee_perf_event_open)
+{
+	return deny_in_scope(BEE_HOOK_PERF_EVENT_OPEN);
 }
 
 static __always_inline __u64 task_cgroup_id(struct task_struct *t)

@@ -34,6 +34,16 @@
 #define BEE_IPPROTO_TCP 6
 #define BEE_IPPROTO_UDP 17
 #define BEE_IPPROTO_MPTCP 262
+#define BEE_CLONE_INTO_CGROUP 0x200000000ULL /* include/uapi/linux/sched.h */
+#define BEE_S_IFMT 00170000 /* include/uapi/linux/stat.h */
+#define BEE_S_IFCHR 0020000
+#define BEE_S_IFBLK 0060000
+/* include/uapi/linux/netlink.h, rtnetlink.h */
+#define BEE_NLMSG_HDRLEN 16
+#define BEE_NLMSG_MIN_TYPE 0x10
+#define BEE_NLM_F_REQUEST 0x1
+/* Messages of one netlink send the hook reads; a send with more is denied. */
+#define BEE_NLMSGS_MAX 64
 
 /* Superblock magics of pseudo filesystems whose files have no path a policy
  * could name (include/uapi/linux/magic.h). */
@@ -67,6 +77,7 @@
 struct resolve_ctx {
 	__u64 dentry; /* struct dentry * */
 	__u64 mnt;    /* struct mount * */
+	__u64 ns_root; /* struct mount *: the root of the caller's mount namespace */
 	__u32 pos;    /* the path so far is buf[pos .. BEE_PATH_END) */
 	__u32 nsegs;
 	__u32 flags; /* BEE_EVENT_PATH_* */

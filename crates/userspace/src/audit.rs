@@ -85,7 +85,8 @@ pub enum Reason {
     /// The kernel could not resolve the path, and denies unresolved paths.
     Unresolved,
     /// The operation is never granted inside a scope (`bpf(2)`, mounting, signalling or tracing
-    /// processes outside the scope, abstract unix sockets).
+    /// processes outside the scope, abstract unix sockets, device nodes, listening IP sockets,
+    /// netlink requests that change kernel state, perf events, `CLONE_INTO_CGROUP`).
     NeverGranted,
 }
 
@@ -161,6 +162,16 @@ fn verb(hook: Hook) -> &'static str {
         Hook::TaskKill => "signal",
         Hook::SbMount => "mount",
         Hook::PathNotify => "watch",
+        Hook::TaskAlloc => "clone into another cgroup",
+        Hook::NetlinkSend => "send a netlink request",
+        Hook::SocketListen => "listen on a socket",
+        Hook::SocketAccept => "accept on a socket",
+        Hook::PerfEventOpen => "perf_event_open()",
+        Hook::InodeSetattr => "set the attributes of",
+        Hook::InodeSetxattr => "set an extended attribute of",
+        Hook::InodeRemovexattr => "remove an extended attribute of",
+        Hook::SocketCreate => "create a socket",
+        Hook::UsernsCreate => "create a user namespace",
     }
 }
 
@@ -183,12 +194,30 @@ fn cstr_lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes.get(..end).unwrap_or(bytes)).into_owned()
 }
 
+/// Hooks whose denials no policy can lift: what they guard is never allowed inside a scope.
+fn never_granted(hook: Hook) -> bool {
+    matches!(
+        hook,
+        Hook::Bpf
+            | Hook::PtraceAccessCheck
+            | Hook::TaskKill
+            | Hook::SbMount
+            | Hook::TaskAlloc
+            | Hook::NetlinkSend
+            | Hook::SocketListen
+            | Hook::SocketAccept
+            | Hook::PerfEventOpen
+            | Hook::SocketCreate
+            | Hook::UsernsCreate
+    )
+}
+
 /// The grant kind a hook's access needs, for path hooks.
 fn path_grant(hook: Hook, access: u32) -> Option<&'static str> {
     match hook {
         Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
         Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
-        Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => None,
+        _ if never_granted(hook) => None,
         Hook::SocketConnect | Hook::SocketSendmsg => None,
         Hook::FileOpen | Hook::PathNotify if access & ACCESS_WRITE == 0 => Some("fs.read"),
         _ => Some("fs.write"),
@@ -267,10 +296,8 @@ impl AuditRecord {
     }
 
     fn reason_for(&self, hook: Hook, event: &AuditEvent, policy: &CompiledPolicy) -> Reason {
-        if matches!(
-            hook,
-            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount
-        ) {
+        // A device node (path_mknod reports it with no access): never created in a scope.
+        if never_granted(hook) || (hook == Hook::PathMknod && event.access == 0) {
             return Reason::NeverGranted;
         }
         if event.flags & EVENT_PATH_UNRESOLVED != 0 {

@@ -129,8 +129,9 @@ fn raw_and_packet_sockets_and_unix_peers_are_denied() {
     let evs = events(&scope.cg);
     denial(&evs, Hook::UnixStreamConnect, &sock, &scope);
     assert!(
-        evs.iter()
-            .any(|e| e.family == libc::AF_PACKET as u16 && e.error == -EPERM),
+        evs.iter().any(|e| e.hook == Hook::SocketCreate as u32
+            && e.family == libc::AF_PACKET as u16
+            && e.error == -EPERM),
         "socket denials are reported"
     );
 }

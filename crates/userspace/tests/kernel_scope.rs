@@ -63,6 +63,7 @@ fn bpf_mount_and_user_namespaces_are_denied() {
         "unshare(CLONE_NEWUSER): {}",
         show(&out)
     );
+    plain_denial(&scope, Hook::UsernsCreate);
     // Outside the scope bpf() reaches the kernel's own checks (EINVAL for an empty attr).
     let out = helper(None, "bpf", &[]);
     assert_ne!(errno_of(&out), EPERM, "bpf() outside: {}", show(&out));

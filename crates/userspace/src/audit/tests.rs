@@ -181,9 +181,25 @@ fn abstract_unix_sockets_are_never_granted() {
     );
 }
 
+/// Hooks that guard what no policy grants.
+const NEVER: [Hook; 11] = [
+    Hook::Bpf,
+    Hook::PtraceAccessCheck,
+    Hook::TaskKill,
+    Hook::SbMount,
+    Hook::TaskAlloc,
+    Hook::NetlinkSend,
+    Hook::SocketListen,
+    Hook::SocketAccept,
+    Hook::PerfEventOpen,
+    Hook::SocketCreate,
+    Hook::UsernsCreate,
+];
+
 #[test]
 fn every_hook_explains_itself() {
     for hook in Hook::ALL {
+        let never = NEVER.contains(&hook);
         let (access, path) = match hook {
             Hook::FileOpen | Hook::PathNotify => (ACCESS_READ, "/secret"),
             Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => {
@@ -191,7 +207,7 @@ fn every_hook_explains_itself() {
             }
             Hook::UnixStreamConnect | Hook::UnixMaySend => (ACCESS_UNIX, "/run/s"),
             Hook::SocketConnect | Hook::SocketSendmsg => (ACCESS_NET, ""),
-            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => (0, ""),
+            _ if never => (0, ""),
             _ => (ACCESS_WRITE, "/etc/x"),
         };
         let mut e = event(hook, access, path);
@@ -205,9 +221,7 @@ fn every_hook_explains_itself() {
         assert_eq!(r.hook, hook.name());
         let text = r.explanation();
         let expected = match hook {
-            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => {
-                "never allowed inside a scope".to_owned()
-            }
+            _ if never => "never allowed inside a scope".to_owned(),
             _ => format!(
                 "no {} {} covers it",
                 r.grant.as_deref().unwrap_or("?"),
@@ -225,11 +239,22 @@ fn every_hook_explains_itself() {
             Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
             Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
             Hook::SocketConnect | Hook::SocketSendmsg => Some("net.allow"),
-            Hook::Bpf | Hook::PtraceAccessCheck | Hook::TaskKill | Hook::SbMount => None,
+            _ if never => None,
             _ => Some("fs.write"),
         };
         assert_eq!(r.grant.as_deref(), want_grant, "{hook:?}");
     }
+}
+
+#[test]
+fn a_device_node_is_never_granted_even_where_writes_are() {
+    // path_mknod reports a character or block device with access 0.
+    let r = record(&event(Hook::PathMknod, 0, "/home/u/src/kmsg"));
+    assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(
+        r.explanation(),
+        "create /home/u/src/kmsg: never allowed inside a scope"
+    );
 }
 
 #[test]

@@ -86,6 +86,11 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("bee_task_kill", "task_kill"),
     ("bee_file_fcntl", "file_fcntl"),
     ("bee_file_ioctl", "file_ioctl"),
+    ("bee_socket_listen", "socket_listen"),
+    ("bee_socket_accept", "socket_accept"),
+    ("bee_netlink_send", "netlink_send"),
+    ("bee_task_alloc", "task_alloc"),
+    ("bee_perf_event_open", "perf_event_open"),
 ];
 
 /// Default bpffs directory for pins.
