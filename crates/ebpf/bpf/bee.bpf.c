@@ -864,6 +864,171 @@ int BPF_PROG(bee_path_chown, const struct path *path)
 	return check_write_path(BEE_HOOK_PATH_CHOWN, path);
 }
 
+/* ---- Inode hooks: a dentry without its mount --------------------------- */
+
+/* Until the mounts of a superblock were chained through mnt_next_for_sb, they
+ * were on the list_head s_mounts, linked by mnt_instance (6.1, 6.12). */
+struct super_block___lh {
+	struct list_head s_mounts;
+} __attribute__((preserve_access_index));
+
+struct mount___lh {
+	struct list_head mnt_instance;
+} __attribute__((preserve_access_index));
+
+/* Collects into names[] up to BEE_INODE_NAMES mounts of sb that belong to the
+ * mount namespace ns (struct mnt_namespace *); returns how many. Mounts past
+ * BEE_SB_MOUNTS_SCAN are not seen (fewer names: a deny, never an allow). */
+static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns, __u64 *names)
+{
+	__u32 n = 0, i;
+
+	if (bpf_core_field_exists(struct super_block___lh, s_mounts)) {
+		struct super_block___lh *s = (void *)sb;
+		void *head = (void *)sb + bpf_core_field_offset(struct super_block___lh, s_mounts);
+		struct list_head *node = BPF_CORE_READ(s, s_mounts.next);
+
+		for (i = 0; i < BEE_SB_MOUNTS_SCAN; i++) {
+			struct mount *m;
+
+			if (!node || (void *)node == head)
+				break;
+			m = (void *)node - bpf_core_field_offset(struct mount___lh, mnt_instance);
+			if ((__u64)BPF_CORE_READ(m, mnt_ns) == ns && n < BEE_INODE_NAMES) {
+				names[n & (BEE_INODE_NAMES - 1)] = (__u64)m;
+				n++;
+			}
+			node = BPF_CORE_READ(node, next);
+		}
+	} else if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
+		struct mount *m = BPF_CORE_READ(sb, s_mounts);
+
+		for (i = 0; i < BEE_SB_MOUNTS_SCAN; i++) {
+			if (!m)
+				break;
+			if ((__u64)BPF_CORE_READ(m, mnt_ns) == ns && n < BEE_INODE_NAMES) {
+				names[n & (BEE_INODE_NAMES - 1)] = (__u64)m;
+				n++;
+			}
+			m = BPF_CORE_READ(m, mnt_next_for_sb);
+		}
+	}
+	return n;
+}
+
+/* The inode hooks get a dentry and no mount, so the path is not known. The
+ * dentry's names are its paths through each mount of its superblock in the
+ * caller's mount namespace; the change needs WRITE on one of them, as it
+ * would through a descriptor opened for writing by that name (file_open). A
+ * dentry with no name there, or none of the first BEE_INODE_NAMES writable,
+ * is denied. The event carries the first name that resolved. */
+static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
+{
+	__u64 cgid, names[BEE_INODE_NAMES] = {}, ns;
+	struct bee_scope *scope = current_scope(&cgid);
+	struct resolve_ctx rc = {};
+	__u32 n, i, first = BEE_INODE_NAMES;
+	int deny = 1;
+
+	if (!scope)
+		return 0;
+	if (!dentry)
+		return decide_plain(hook, cgid, scope, 1);
+	ns = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy, mnt_ns);
+	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns, names);
+	for (i = 0; i < BEE_INODE_NAMES; i++) {
+		struct mount *m;
+		long state;
+
+		if (i >= n)
+			break;
+		m = (struct mount *)names[i];
+		if (resolve(&m->mnt, dentry, &rc))
+			continue;
+		if (first == BEE_INODE_NAMES)
+			first = i;
+		state = walk_path(scope->start_state, &rc);
+		if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
+			deny = 0;
+			break;
+		}
+	}
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_WRITE, deny);
+
+		if (ev) {
+			if (deny && first < BEE_INODE_NAMES && first + 1 < n) {
+				struct mount *m = (struct mount *)names[first & (BEE_INODE_NAMES - 1)];
+
+				resolve(&m->mnt, dentry, &rc);
+			}
+			event_path(ev, &rc);
+			event_send(ev);
+		}
+	}
+	return verdict(deny);
+}
+
+/* Timestamps (utimensat, utimes). Mode, owner and size changes reach
+ * inode_setattr too, but were decided by path_chmod, path_chown,
+ * path_truncate or at open. The arguments are (idmap, dentry, attr) from 6.3
+ * (struct mnt_idmap) and (dentry, attr) before. */
+SEC("lsm/inode_setattr")
+int bee_inode_setattr(unsigned long long *ctx)
+{
+	struct dentry *dentry;
+	struct iattr *attr;
+	__u32 valid;
+
+	/* Each variant loads its arguments at constant offsets in its own asm, so
+	 * clang cannot merge them into a computed context offset (which the
+	 * verifier refuses), and the branch the kernel lacks is dead code. */
+	if (bpf_core_type_exists(struct mnt_idmap)) {
+		asm volatile("%0 = *(u64 *)(%2 + 8)\n\t"
+			     "%1 = *(u64 *)(%2 + 16)"
+			     : "=r"(dentry), "=r"(attr)
+			     : "r"(ctx));
+	} else {
+		asm volatile("%0 = *(u64 *)(%2 + 0)\n\t"
+			     "%1 = *(u64 *)(%2 + 8)"
+			     : "=r"(dentry), "=r"(attr)
+			     : "r"(ctx));
+	}
+	valid = BPF_CORE_READ(attr, ia_valid);
+	if (!(valid & (BEE_ATTR_ATIME | BEE_ATTR_MTIME | BEE_ATTR_ATIME_SET |
+		       BEE_ATTR_MTIME_SET)) ||
+	    (valid & BEE_ATTR_SIZE))
+		return 0;
+	return check_inode(BEE_HOOK_INODE_SETATTR, dentry);
+}
+
+/* Extended attributes; POSIX ACLs too on 6.1 (from 6.2 they have the
+ * inode_set_acl and inode_remove_acl hooks below). The dentry is the second
+ * argument on every kernel. */
+SEC("lsm/inode_setxattr")
+int BPF_PROG(bee_inode_setxattr, void *idmap, struct dentry *dentry)
+{
+	return check_inode(BEE_HOOK_INODE_SETXATTR, dentry);
+}
+
+SEC("lsm/inode_removexattr")
+int BPF_PROG(bee_inode_removexattr, void *idmap, struct dentry *dentry)
+{
+	return check_inode(BEE_HOOK_INODE_REMOVEXATTR, dentry);
+}
+
+SEC("lsm/inode_set_acl")
+int BPF_PROG(bee_inode_set_acl, void *idmap, struct dentry *dentry)
+{
+	return check_inode(BEE_HOOK_INODE_SETXATTR, dentry);
+}
+
+SEC("lsm/inode_remove_acl")
+int BPF_PROG(bee_inode_remove_acl, void *idmap, struct dentry *dentry)
+{
+	return check_inode(BEE_HOOK_INODE_REMOVEXATTR, dentry);
+}
+
 /* ---- Network ----------------------------------------------------------- */
 
 static __always_inline __u8 sock_proto(struct sock *sk)

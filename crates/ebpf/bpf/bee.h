@@ -42,6 +42,16 @@
 #define BEE_NLMSG_HDRLEN 16
 #define BEE_NLMSG_MIN_TYPE 0x10
 #define BEE_NLM_F_REQUEST 0x1
+/* include/linux/fs.h: ia_valid bits of struct iattr. */
+#define BEE_ATTR_SIZE (1 << 3)
+#define BEE_ATTR_ATIME (1 << 4)
+#define BEE_ATTR_MTIME (1 << 5)
+#define BEE_ATTR_ATIME_SET (1 << 7)
+#define BEE_ATTR_MTIME_SET (1 << 8)
+/* Mounts of one superblock the inode hooks look at, and how many of them (in
+ * the caller's mount namespace) they try as names of a dentry. */
+#define BEE_SB_MOUNTS_SCAN 64
+#define BEE_INODE_NAMES 4
 /* Messages of one netlink send the hook reads; a send with more is denied. */
 #define BEE_NLMSGS_MAX 64
 

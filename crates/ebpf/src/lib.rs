@@ -26,7 +26,7 @@ struct Aligned<T: ?Sized>(T);
 /// `crates/common/include/bee_common.h`).
 ///
 /// Programs are named `bee_<hook>` (`bee_bprm_check` for `bprm_check_security`); the list
-/// with hooks is `bee_userspace::engine::PROGRAMS`. Maps: `bee_scopes` (hash, cgroup id →
+/// with hooks is `bee_userspace::engine::PROGRAMS` (and `OPTIONAL_PROGRAMS`). Maps: `bee_scopes` (hash, cgroup id →
 /// `bee_scope`), `bee_states` and `bee_globs` (arrays), `bee_edges_s`, `bee_edges_l`,
 /// `bee_combos`, `bee_exec_pins` (hashes), `bee_net_v4`, `bee_net_v6` (LPM tries),
 /// `bee_events` (ring buffer of `bee_event`), plus per-CPU scratch (`bee_pathbuf`,

@@ -91,6 +91,18 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("bee_netlink_send", "netlink_send"),
     ("bee_task_alloc", "task_alloc"),
     ("bee_perf_event_open", "perf_event_open"),
+    ("bee_inode_setattr", "inode_setattr"),
+    ("bee_inode_setxattr", "inode_setxattr"),
+    ("bee_inode_removexattr", "inode_removexattr"),
+];
+
+/// Programs for hooks that not every kernel has, attached where the kernel's BTF has the hook's
+/// `bpf_lsm_*` function. Where it is missing the operation reaches a hook of [`PROGRAMS`]
+/// instead: POSIX ACLs got `inode_set_acl`/`inode_remove_acl` in 6.2; before, they are
+/// extended attributes (`inode_setxattr`, `inode_removexattr`).
+pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
+    ("bee_inode_set_acl", "inode_set_acl"),
+    ("bee_inode_remove_acl", "inode_remove_acl"),
 ];
 
 /// Default bpffs directory for pins.
@@ -204,7 +216,8 @@ const _: fn() = || {
 
 impl Engine {
     /// Loads `bee.bpf.o` ([`bee_ebpf::BEE_OBJECT`]) with the kernel's BTF (parsed once, used
-    /// for relocation and attach), attaches every program of [`PROGRAMS`], pins links and maps
+    /// for relocation and attach), attaches every program of [`PROGRAMS`] (and of
+    /// [`OPTIONAL_PROGRAMS`] whose hook the kernel has), pins links and maps
     /// under `options.pin_root`, and cleans up stale pins of dead instances (see the module
     /// docs).
     ///
@@ -263,8 +276,10 @@ impl Engine {
     ) -> Result<(Vec<PinnedLink>, maps::Maps), EngineError> {
         let maps = maps::Maps::take(ebpf, &dir.join("maps"))?;
         let links_dir = dir.join("links");
-        let mut links = Vec::with_capacity(PROGRAMS.len());
-        for &(program, hook) in PROGRAMS {
+        let mut links = Vec::with_capacity(PROGRAMS.len() + OPTIONAL_PROGRAMS.len());
+        let required = PROGRAMS.iter().map(|&(p, h)| (p, h, true));
+        let optional = OPTIONAL_PROGRAMS.iter().map(|&(p, h)| (p, h, false));
+        for (program, hook, needed) in required.chain(optional) {
             let prog: &mut Lsm = ebpf
                 .program_mut(program)
                 .ok_or_else(|| EngineError::NotEnforcer {
@@ -277,13 +292,20 @@ impl Engine {
                     hook,
                     source: Box::new(source),
                 })?;
-            prog.load(hook, btf)
-                .map_err(|source| EngineError::Program {
-                    call: "BPF_PROG_LOAD",
-                    program,
-                    hook,
-                    source: Box::new(source),
-                })?;
+            match prog.load(hook, btf) {
+                Ok(()) => {}
+                Err(aya::programs::ProgramError::Btf(aya::BtfError::UnknownBtfTypeName {
+                    ..
+                })) if !needed => continue,
+                Err(source) => {
+                    return Err(EngineError::Program {
+                        call: "BPF_PROG_LOAD",
+                        program,
+                        hook,
+                        source: Box::new(source),
+                    });
+                }
+            }
             let id = prog.attach().map_err(|source| EngineError::Program {
                 call: "BPF_LINK_CREATE",
                 program,
@@ -471,7 +493,7 @@ fn check_object(object: &[u8]) -> Result<(), EngineError> {
             reason: "not an ELF object (a stub?)".into(),
         });
     }
-    for (program, _) in PROGRAMS {
+    for (program, _) in PROGRAMS.iter().chain(OPTIONAL_PROGRAMS) {
         let section_name = program.as_bytes();
         if !object
             .windows(section_name.len())

@@ -442,6 +442,23 @@ fn check(r: i64) -> i32 {
     if r < 0 { errno() } else { 0 }
 }
 
+/// A unix socket address for `path` (`@name` for an abstract one) and its length.
+fn sockaddr_un(path: &str) -> (libc::sockaddr_un, u32) {
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    sa.sun_family = libc::AF_UNIX as u16;
+    let path = path.as_bytes();
+    let abstract_ = path.first() == Some(&b'@');
+    for (i, b) in path.iter().enumerate() {
+        sa.sun_path[i] = if abstract_ && i == 0 {
+            0
+        } else {
+            *b as libc::c_char
+        };
+    }
+    (sa, (size_of::<libc::sa_family_t>() + path.len()) as u32)
+}
+
 fn sockaddr_v4(addr: &str, port: u16) -> libc::sockaddr_in {
     let ip: std::net::Ipv4Addr = addr.parse().unwrap();
     libc::sockaddr_in {
@@ -833,19 +850,18 @@ fn act(action: &str, a: &[&str]) -> i32 {
             ),
             "unix-connect" => {
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
-                let mut sa: libc::sockaddr_un = std::mem::zeroed();
-                sa.sun_family = libc::AF_UNIX as u16;
-                let path = arg(0).as_bytes();
-                let abstract_ = path.first() == Some(&b'@');
-                for (i, b) in path.iter().enumerate() {
-                    sa.sun_path[i] = if abstract_ && i == 0 {
-                        0
-                    } else {
-                        *b as libc::c_char
-                    };
-                }
-                let len = (size_of::<libc::sa_family_t>() + path.len()) as u32;
+                let (sa, len) = sockaddr_un(arg(0));
                 check(libc::connect(fd, (&raw const sa).cast(), len).into())
+            }
+            "unix-listen" => {
+                // ADDR (a path, or @name for an abstract one): bind, then listen; 100 + errno
+                // when the bind fails.
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let (sa, len) = sockaddr_un(arg(0));
+                if libc::bind(fd, (&raw const sa).cast(), len) < 0 {
+                    return 100 + errno();
+                }
+                check(libc::listen(fd, 1).into())
             }
             "sigio-kill" => {
                 // PID: make PID the owner of a pipe with O_ASYNC and SIGKILL as its signal,
@@ -1088,16 +1104,42 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     libc::O_RDONLY,
                 ))
             }
-            "setxattr" => check(
-                libc::setxattr(
-                    cstr(arg(0)).as_ptr(),
-                    cstr("user.bee").as_ptr(),
-                    b"x".as_ptr().cast(),
-                    1,
-                    0,
+            "setxattr" => {
+                // PATH [NAME]: set the extended attribute NAME (default user.bee) to "x".
+                let name = cstr(a.get(1).copied().unwrap_or("user.bee"));
+                check(
+                    libc::setxattr(
+                        cstr(arg(0)).as_ptr(),
+                        name.as_ptr(),
+                        b"x".as_ptr().cast(),
+                        1,
+                        0,
+                    )
+                    .into(),
                 )
-                .into(),
-            ),
+            }
+            "removexattr" => {
+                check(libc::removexattr(cstr(arg(0)).as_ptr(), cstr(arg(1)).as_ptr()).into())
+            }
+            "set-acl" => {
+                // PATH: set a minimal POSIX access ACL (u::rw-, g::r--, o::r--), as setfacl does.
+                let mut v = 2u32.to_le_bytes().to_vec();
+                for (tag, perm) in [(0x01u16, 6u16), (0x04, 4), (0x20, 4)] {
+                    v.extend_from_slice(&tag.to_le_bytes());
+                    v.extend_from_slice(&perm.to_le_bytes());
+                    v.extend_from_slice(&u32::MAX.to_le_bytes());
+                }
+                check(
+                    libc::setxattr(
+                        cstr(arg(0)).as_ptr(),
+                        cstr("system.posix_acl_access").as_ptr(),
+                        v.as_ptr().cast(),
+                        v.len(),
+                        0,
+                    )
+                    .into(),
+                )
+            }
             "utimes" => check(
                 libc::utimensat(libc::AT_FDCWD, cstr(arg(0)).as_ptr(), std::ptr::null(), 0).into(),
             ),
