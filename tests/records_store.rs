@@ -101,7 +101,8 @@ fn tool(
 
 /// Two runs, three episodes, known latencies and costs (see the assertions).
 fn fixture(records: &Path, store: Option<Arc<Store>>) -> TestResult {
-    // r1/e1: m-known, two priced calls, three tool calls, two denials; passed.
+    // r1/e1: m-known, two priced calls, three tool calls, two denials, one more in the success
+    // check; passed.
     let mut rec = EpisodeRecorder::start(records, started("r1", "e1", "m-known"), store.clone())?;
     rec.record(EventBody::Message(Message {
         role: Role::User,
@@ -129,6 +130,14 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) -> TestResult {
         },
         300,
     )?;
+    // The success check ran in a scope too and was refused one write.
+    rec.record(EventBody::Denial(Denial {
+        call_id: bee::records::SUCCESS_CHECK_CALL_ID.into(),
+        hook: "path_unlink".into(),
+        explanation: "unlink /etc/y: no fs.write grant covers it".into(),
+        target: DenialTarget::Path("/etc/y".into()),
+        missing: GrantKind::FsWrite,
+    }))?;
     rec.finish(
         Outcome::Passed,
         Some(SuccessCheck {
@@ -229,7 +238,8 @@ fn report_by_run() {
         (4, 2, 1, 1)
     );
     assert_eq!((t.duration_ms.p50, t.duration_ms.p95), (Some(10), Some(30)));
-    assert_eq!(t.denials, 2);
+    // Two in tool calls, one in the success check (which is no tool call).
+    assert_eq!(t.denials, 3);
 
     let r2 = group(&r, "r2").unwrap();
     let m = r2.model.as_ref().unwrap();
@@ -265,7 +275,7 @@ fn report_by_episode() {
     assert!(close(m.cost.usd().unwrap(), 0.03));
     // Two samples: p50 is the smaller, p95 the larger.
     assert_eq!((m.latency_ms.p50, m.latency_ms.p95), (Some(100), Some(300)));
-    assert_eq!(e1.tools.denials, 2);
+    assert_eq!((e1.tools.calls, e1.tools.denials), (3, 3));
     let e2 = group(&r, "r1/e2").unwrap();
     assert_eq!(e2.model.as_ref().unwrap().cost.usd(), None);
     assert_eq!(e2.tools.duration_ms.p50, Some(20));
@@ -302,7 +312,11 @@ fn report_by_tool() {
     let dir = tempfile::tempdir().unwrap();
     let store = live_store(dir.path()).unwrap();
     let r = store.report(GroupBy::Tool, None).unwrap();
-    assert_eq!(keys(&r), ["read_file", "shell"]);
+    assert_eq!(keys(&r), ["(success check)", "read_file", "shell"]);
+    let check = group(&r, bee::records::SUCCESS_CHECK_GROUP).unwrap();
+    assert_eq!((check.tools.calls, check.tools.denials), (0, 1));
+    assert_eq!(check.tools.duration_ms.p50, None);
+    assert_eq!((r.total.tools.calls, r.total.tools.denials), (4, 3));
     let shell = group(&r, "shell").unwrap();
     assert!(shell.model.is_none(), "model calls have no tool");
     assert_eq!(

@@ -15,8 +15,7 @@ use crate::records::{
     Role, Store, SuccessCheck, Timestamp, ToolCall, ToolResult, ToolState, Totals, Usage,
 };
 
-/// The call id under which denials of the success check are recorded.
-pub const SUCCESS_CHECK_CALL_ID: &str = "success-check";
+pub use crate::records::SUCCESS_CHECK_CALL_ID;
 
 /// How often a wait for the model looks at the interrupt flag and the deadline.
 const POLL: Duration = Duration::from_millis(50);

@@ -231,10 +231,15 @@ pub enum ExitStatus {
     Signal(i32),
 }
 
+/// The call id under which denials of an episode's success check are recorded (the check
+/// runs in a scope like a tool call, but is not one).
+pub const SUCCESS_CHECK_CALL_ID: &str = "success-check";
+
 /// An operation the kernel refused to a tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Denial {
-    /// The [`ToolCall::call_id`] whose scope the refusal happened in.
+    /// The [`ToolCall::call_id`] whose scope the refusal happened in, or
+    /// [`SUCCESS_CHECK_CALL_ID`].
     pub call_id: String,
     /// The LSM hook that refused (for example `file_open`, `bprm_check_security`).
     pub hook: String,

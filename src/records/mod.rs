@@ -24,11 +24,12 @@ mod transcript;
 pub use event::{
     Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted, Event,
     EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message, ModelLatency, Outcome,
-    PolicyRecord, PriceSource, Role, SuccessCheck, ToolCall, ToolResult, ToolState, Totals,
-    Truncation, Usage,
+    PolicyRecord, PriceSource, Role, SUCCESS_CHECK_CALL_ID, SuccessCheck, ToolCall, ToolResult,
+    ToolState, Totals, Truncation, Usage,
 };
 pub use query::{
-    Group, GroupBy, ModelStats, Percentiles, Report, Stats, Tokens, ToolStats, nearest_rank,
+    Group, GroupBy, ModelStats, Percentiles, Report, SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats,
+    nearest_rank,
 };
 pub use recorder::{EpisodeRecorder, RecordError, check_id, transcript_path};
 pub use store::{BUSY_TIMEOUT, RebuildReport, SCHEMA_VERSION, STORE_FILE, Store, StoreError};

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::event::{Cost, CostTotal, PriceSource};
+use super::event::{Cost, CostTotal, PriceSource, SUCCESS_CHECK_CALL_ID};
 use super::store::{Store, StoreError, sql_error};
 
 /// What the rows of a report are.
@@ -211,7 +211,12 @@ struct ToolRow {
     state: Option<String>,
     duration_ms: Option<u64>,
     denials: u64,
+    /// The episode's success check, which records denials but is no tool call.
+    check: bool,
 }
+
+/// The group of success-check denials in a report by tool.
+pub const SUCCESS_CHECK_GROUP: &str = "(success check)";
 
 fn u(v: Option<i64>) -> Option<u64> {
     v.map(|v| u64::try_from(v).unwrap_or(0))
@@ -309,21 +314,27 @@ impl Store {
             let mut st = conn
                 .prepare(
                     "SELECT t.run_id, t.episode_id, coalesce(e.model, '?'), coalesce(t.tool, '?'),
-                            t.state, t.duration_ms, t.denials
+                            t.state, t.duration_ms, t.denials, t.call_id = ?2
                      FROM tool_calls t LEFT JOIN episodes e USING (run_id, episode_id)
                      WHERE ?1 IS NULL OR t.run_id = ?1",
                 )
                 .map_err(err("reading tool calls"))?;
             let tools = st
-                .query_map([run], |r| {
+                .query_map(rusqlite::params![run, SUCCESS_CHECK_CALL_ID], |r| {
+                    let check: bool = r.get(7)?;
                     Ok(ToolRow {
                         run: r.get(0)?,
                         episode: r.get(1)?,
                         episode_model: r.get(2)?,
-                        tool: r.get(3)?,
+                        tool: if check {
+                            SUCCESS_CHECK_GROUP.to_owned()
+                        } else {
+                            r.get(3)?
+                        },
                         state: r.get(4)?,
                         duration_ms: u(r.get(5)?),
                         denials: u(r.get(6)?).unwrap_or(0),
+                        check,
                     })
                 })
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
@@ -381,6 +392,10 @@ fn build_report(
             .episodes
             .insert((row.run.clone(), row.episode.clone()));
         for acc in [&mut total, group] {
+            acc.tools.denials += row.denials;
+            if row.check {
+                continue;
+            }
             acc.tools.calls += 1;
             match row.state.as_deref() {
                 Some("completed") => acc.tools.completed += 1,
@@ -391,7 +406,6 @@ fn build_report(
             if row.state.is_some() {
                 acc.durations.extend(row.duration_ms);
             }
-            acc.tools.denials += row.denials;
         }
     }
     Report {
