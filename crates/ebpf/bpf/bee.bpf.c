@@ -16,7 +16,8 @@
  *            IPv4/IPv6), socket_connect and socket_sendmsg with an address
  *            (LPM tries + port rules), unix_stream_connect and unix_may_send
  *            (the peer's bound path needs UNIX), socket_listen and
- *            socket_accept (unix only), netlink_send (NETLINK_ROUTE reads)
+ *            socket_accept (unix sockets bound to a path only), netlink_send
+ *            (NETLINK_ROUTE reads)
  *   escapes  bpf, sb_mount, sb_umount, sb_pivotroot, move_mount,
  *            userns_create, perf_event_open (always denied), task_alloc
  *            (CLONE_INTO_CGROUP), ptrace_access_check and task_kill (denied
@@ -1256,20 +1257,25 @@ int BPF_PROG(bee_unix_may_send, struct socket *sock, struct socket *other)
 	return check_unix_peer(BEE_HOOK_UNIX_MAY_SEND, BPF_CORE_READ(other, sk), 1);
 }
 
-/* Policies grant outbound traffic only: an IP socket listening or accepting in
- * a scope would carry data to peers no rule names. Unix sockets are governed
- * by the path of their socket file. */
+/* Policies grant outbound traffic only: a socket listening or accepting in a
+ * scope would carry data to peers no rule names. A unix socket bound to a path
+ * may: its socket file was created under a WRITE grant, and peers reach it by
+ * that name. IP sockets and abstract or unbound unix sockets (any process can
+ * connect to an abstract name) may not. */
 static __always_inline int check_inbound(__u32 hook, struct socket *sock)
 {
 	__u64 cgid;
 	struct bee_scope *scope = current_scope(&cgid);
+	struct sock *sk;
 	__u16 family;
 	int deny;
 
 	if (!scope)
 		return 0;
-	family = BPF_CORE_READ(sock, sk, __sk_common.skc_family);
-	deny = family != BEE_AF_UNIX;
+	sk = BPF_CORE_READ(sock, sk);
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	deny = family != BEE_AF_UNIX ||
+	       !BPF_CORE_READ((struct unix_sock *)sk, path.dentry);
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
 

@@ -694,6 +694,28 @@ fn listening_on_a_tcp_socket_is_denied() {
 }
 
 #[test]
+fn listening_on_an_abstract_unix_socket_is_denied() {
+    let t = Trees::new("atk-ulisten");
+    let scope = t.scope("atk-ulisten");
+    // Any process can connect to an abstract name: the same channel as a TCP listener.
+    let name = format!("@bee-listen-{}", std::process::id());
+    assert_eq!(h(&scope, "unix-listen", &[&name]), EPERM, "abstract listen");
+    let evs = events(&scope.cg);
+    assert!(
+        evs.iter().any(|e| e.hook == Hook::SocketListen as u32
+            && e.error == -EPERM
+            && e.family == libc::AF_UNIX as u16),
+        "no socket_listen denial"
+    );
+    // A socket file in the workspace (created under the write grant) may listen.
+    assert_eq!(
+        h(&scope, "unix-listen", &[&t.ws.s("s.sock")]),
+        0,
+        "path listen"
+    );
+}
+
+#[test]
 fn netlink_route_reads_but_does_not_change_host_addresses() {
     let t = Trees::new("atk-rtnl");
     let scope = t.scope("atk-rtnl");
