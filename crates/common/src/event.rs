@@ -84,11 +84,14 @@ pub enum Hook {
     SocketCreate = 33,
     /// `userns_create`: creating a user namespace (always denied in a scope).
     UsernsCreate = 34,
+    /// `file_ioctl`: an ioctl that changes inode flags, freezes a filesystem or injects
+    /// terminal input (fd owners are reported as `task_kill`).
+    FileIoctl = 35,
 }
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 34] = [
+    pub const ALL: [Hook; 35] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -123,6 +126,7 @@ impl Hook {
         Hook::InodeRemovexattr,
         Hook::SocketCreate,
         Hook::UsernsCreate,
+        Hook::FileIoctl,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -167,6 +171,7 @@ impl Hook {
             Hook::InodeRemovexattr => "inode_removexattr",
             Hook::SocketCreate => "socket_create",
             Hook::UsernsCreate => "userns_create",
+            Hook::FileIoctl => "file_ioctl",
         }
     }
 }

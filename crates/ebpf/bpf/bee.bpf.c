@@ -1479,15 +1479,45 @@ int BPF_PROG(bee_file_fcntl, struct file *file, unsigned int cmd, unsigned long 
 	return check_owner(ex.type, ex.pid);
 }
 
-SEC("lsm/file_ioctl")
-int BPF_PROG(bee_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
+/* ioctls that reach past the descriptor they are issued on: an fd owner
+ * (above); inode flags and fsxattr (immutable, append-only, project id),
+ * which need WRITE on the file's path like any change to it, although a
+ * read-only descriptor can issue them; and, always denied, freezing the
+ * filesystem, injecting terminal input (TIOCSTI: into the shell that started
+ * bee, through an inherited terminal) and redirecting the console. */
+static __always_inline int check_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	int pid = -1;
 
-	if (cmd != BEE_FIOSETOWN && cmd != BEE_SIOCSPGRP)
-		return 0;
-	bpf_probe_read_user(&pid, sizeof(pid), (void *)arg);
-	return check_owner(pid < 0 ? BEE_F_OWNER_PGRP : BEE_F_OWNER_PID, pid);
+	switch (cmd) {
+	case BEE_FIOSETOWN:
+	case BEE_SIOCSPGRP:
+		bpf_probe_read_user(&pid, sizeof(pid), (void *)arg);
+		return check_owner(pid < 0 ? BEE_F_OWNER_PGRP : BEE_F_OWNER_PID, pid);
+	case BEE_FS_IOC_SETFLAGS:
+	case BEE_FS_IOC32_SETFLAGS:
+	case BEE_FS_IOC_FSSETXATTR:
+		return check_file(BEE_HOOK_FILE_IOCTL, file, BEE_ACCESS_WRITE, NEED_ACCESS);
+	case BEE_FIFREEZE:
+	case BEE_FITHAW:
+	case BEE_TIOCSTI:
+	case BEE_TIOCCONS:
+		return deny_in_scope(BEE_HOOK_FILE_IOCTL);
+	}
+	return 0;
+}
+
+SEC("lsm/file_ioctl")
+int BPF_PROG(bee_file_ioctl, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	return check_ioctl(file, cmd, arg);
+}
+
+/* 32-bit ioctls on a 64-bit kernel (6.8+; before, file_ioctl saw them). */
+SEC("lsm/file_ioctl_compat")
+int BPF_PROG(bee_file_ioctl_compat, struct file *file, unsigned int cmd, unsigned long arg)
+{
+	return check_ioctl(file, cmd, arg);
 }
 
 SEC("lsm/ptrace_access_check")

@@ -22,6 +22,17 @@
 #define BEE_F_OWNER_PGRP 2
 #define BEE_FIOSETOWN 0x8901 /* include/uapi/asm-generic/sockios.h */
 #define BEE_SIOCSPGRP 0x8902
+/* include/uapi/linux/fs.h: inode flags (immutable, append-only…) and the
+ * fsxattr flags and project id of the file an ioctl is issued on. */
+#define BEE_FS_IOC_SETFLAGS 0x40086602 /* _IOW('f', 2, long) */
+#define BEE_FS_IOC32_SETFLAGS 0x40046602 /* _IOW('f', 2, int) */
+#define BEE_FS_IOC_FSSETXATTR 0x401c5820 /* _IOW('X', 32, struct fsxattr) */
+/* Freezing a filesystem (include/uapi/linux/fs.h) and terminal input
+ * injection or console redirection (include/uapi/asm-generic/ioctls.h). */
+#define BEE_FIFREEZE 0xc0045877
+#define BEE_FITHAW 0xc0045878
+#define BEE_TIOCSTI 0x5412
+#define BEE_TIOCCONS 0x541d
 #define BEE_AF_UNSPEC 0
 #define BEE_AF_UNIX 1
 #define BEE_AF_INET 2

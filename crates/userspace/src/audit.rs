@@ -172,6 +172,7 @@ fn verb(hook: Hook) -> &'static str {
         Hook::InodeRemovexattr => "remove an extended attribute of",
         Hook::SocketCreate => "create a socket",
         Hook::UsernsCreate => "create a user namespace",
+        Hook::FileIoctl => "ioctl",
     }
 }
 
@@ -218,6 +219,8 @@ fn path_grant(hook: Hook, access: u32) -> Option<&'static str> {
         Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
         Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
         _ if never_granted(hook) => None,
+        // A device node or a denied ioctl: reported with no access, never granted.
+        Hook::PathMknod | Hook::FileIoctl if access == 0 => None,
         Hook::SocketConnect | Hook::SocketSendmsg => None,
         Hook::FileOpen | Hook::PathNotify if access & ACCESS_WRITE == 0 => Some("fs.read"),
         _ => Some("fs.write"),
@@ -296,8 +299,10 @@ impl AuditRecord {
     }
 
     fn reason_for(&self, hook: Hook, event: &AuditEvent, policy: &CompiledPolicy) -> Reason {
-        // A device node (path_mknod reports it with no access): never created in a scope.
-        if never_granted(hook) || (hook == Hook::PathMknod && event.access == 0) {
+        // A device node or an ioctl such as TIOCSTI (reported with no access): never allowed.
+        if never_granted(hook)
+            || (matches!(hook, Hook::PathMknod | Hook::FileIoctl) && event.access == 0)
+        {
             return Reason::NeverGranted;
         }
         if event.flags & EVENT_PATH_UNRESOLVED != 0 {

@@ -539,6 +539,59 @@ fn inode_changes_are_judged_by_the_names_of_the_dentry_in_every_mount() {
 }
 
 #[test]
+fn ioctls_that_reach_past_the_descriptor_are_checked() {
+    const ENOTTY: i32 = 25;
+    let t = Trees::new("atk-ioctl");
+    let (ro, ws) = (t.ro.s("f"), t.ws.s("a"));
+    let scope = t.scope("atk-ioctl");
+    // chattr +a (FS_APPEND_FL) of a read-only file, through a read-only descriptor.
+    assert_eq!(
+        h(&scope, "setflags", &[&ro, "32"]),
+        EPERM,
+        "FS_IOC_SETFLAGS"
+    );
+    assert_eq!(
+        h(&scope, "ioctl", &[&ro, "401c5820"]),
+        EPERM,
+        "FS_IOC_FSSETXATTR"
+    );
+    denial(&events(&scope.cg), Hook::FileIoctl, &ro, &scope);
+    assert_eq!(
+        fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&ro)
+            .map(drop)
+            .map_err(|e| e.raw_os_error()),
+        Ok(()),
+        "the file is still writable outside the scope"
+    );
+    // In the workspace the flags may change (tmpfs has them from 6.0).
+    assert_eq!(h(&scope, "setflags", &[&ws, "0"]), 0);
+    // TIOCSTI, TIOCCONS, FIFREEZE, FITHAW: refused before any driver sees them (outside the
+    // scope /dev/null is no terminal and tmpfs cannot freeze).
+    for cmd in ["5412", "541d", "c0045877", "c0045878"] {
+        assert_eq!(
+            h(&scope, "ioctl", &["/dev/null", cmd]),
+            EPERM,
+            "ioctl {cmd}"
+        );
+    }
+    assert_eq!(
+        errno_of(&helper(None, "ioctl", &["/dev/null", "5412"])),
+        ENOTTY
+    );
+    let evs = events(&scope.cg);
+    assert!(
+        evs.iter()
+            .filter(|e| e.hook == Hook::FileIoctl as u32 && e.error == -EPERM && e.access == 0)
+            .count()
+            >= 4,
+        "the denied ioctls are reported"
+    );
+}
+
+#[test]
 fn inotify_watch_on_an_ungranted_directory_is_denied() {
     let t = Trees::new("atk-notify");
     let scope = t.scope("atk-notify");

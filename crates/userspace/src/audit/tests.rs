@@ -251,10 +251,15 @@ fn a_device_node_is_never_granted_even_where_writes_are() {
     // path_mknod reports a character or block device with access 0.
     let r = record(&event(Hook::PathMknod, 0, "/home/u/src/kmsg"));
     assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(r.grant, None);
     assert_eq!(
         r.explanation(),
         "create /home/u/src/kmsg: never allowed inside a scope"
     );
+    // An ioctl such as TIOCSTI is reported likewise, without a path.
+    let r = record(&event(Hook::FileIoctl, 0, ""));
+    assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(r.explanation(), "ioctl: never allowed inside a scope");
 }
 
 #[test]

@@ -100,9 +100,11 @@ pub const PROGRAMS: &[(&str, &str)] = &[
 /// `bpf_lsm_*` function. Where it is missing the operation reaches a hook of [`PROGRAMS`]
 /// instead: POSIX ACLs got `inode_set_acl`/`inode_remove_acl` in 6.2; before, they are
 /// extended attributes (`inode_setxattr`, `inode_removexattr`).
+/// 32-bit ioctls got `file_ioctl_compat` in 6.8; before, they reach `file_ioctl`.
 pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
     ("bee_inode_set_acl", "inode_set_acl"),
     ("bee_inode_remove_acl", "inode_remove_acl"),
+    ("bee_file_ioctl_compat", "file_ioctl_compat"),
 ];
 
 /// Default bpffs directory for pins.

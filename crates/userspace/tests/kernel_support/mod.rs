@@ -1118,6 +1118,26 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     .into(),
                 )
             }
+            "setflags" => {
+                // PATH FLAGS: FS_IOC_SETFLAGS (as chattr does) through a read-only descriptor.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                let flags: libc::c_long = arg(1).parse().unwrap();
+                const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
+                check(libc::ioctl(fd, FS_IOC_SETFLAGS, &raw const flags).into())
+            }
+            "ioctl" => {
+                // PATH CMD: ioctl CMD (hex) with a pointer to an int 0 on a read-only descriptor.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                let cmd = libc::c_ulong::from_str_radix(arg(1), 16).unwrap();
+                let zero: libc::c_int = 0;
+                check(libc::ioctl(fd, cmd, &raw const zero).into())
+            }
             "removexattr" => {
                 check(libc::removexattr(cstr(arg(0)).as_ptr(), cstr(arg(1)).as_ptr()).into())
             }
