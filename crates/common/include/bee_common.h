@@ -107,7 +107,7 @@ struct bee_scope {
 	__u32 policy_id;
 	__u32 flags; /* BEE_SCOPE_* */
 	__u32 start_state;
-	__u32 _pad;
+	__u32 install; /* never 0; unique per install in one engine: keys the directory cache */
 };
 
 /* State array value. */

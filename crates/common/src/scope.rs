@@ -17,8 +17,10 @@ pub struct ScopeValue {
     pub flags: u32,
     /// Global id of the path automaton's start state (the state of `/`).
     pub start_state: u32,
-    /// Keeps the size a multiple of 8 for future 64-bit fields; always 0.
-    pub _pad: u32,
+    /// Install serial: never 0 and never reused by one engine (its maps). The kernel's
+    /// directory cache keys its entries by it, so an entry filled under one install is never
+    /// used under another that got the same policy id and states.
+    pub install: u32,
 }
 
 const _: () = assert!(size_of::<ScopeValue>() == 16 && align_of::<ScopeValue>() == 4);

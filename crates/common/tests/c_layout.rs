@@ -67,7 +67,7 @@ fn layouts() -> Layouts {
         &mut l,
         ScopeValue,
         "bee_scope",
-        [policy_id, flags, start_state, _pad]
+        [policy_id, flags, start_state, install]
     );
     layout!(
         &mut l,

@@ -123,6 +123,32 @@ struct {
 	__uint(max_entries, 1 << 20);
 } bee_events SEC(".maps");
 
+/* The directory cache (bee.h, docs/enforcement.md): per directory inode, the
+ * automaton state after its path. Inode storage lives and dies with the inode. */
+struct {
+	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bee_dircache);
+} bee_dircache SEC(".maps");
+
+/* Written by user space: 1 once the d_move/d_exchange programs are attached
+ * (the cache is sound only while they run); anything else disables the cache. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} bee_cache_on SEC(".maps");
+
+/* Dentry moves in flight and the move generation (bee.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bee_moves);
+} bee_moves SEC(".maps");
+
 /* Per-CPU scratch: the path being resolved and the event being built. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -290,10 +316,12 @@ static long resolve_step(__u32 i, void *data)
 	return 0;
 }
 
-/* Resolves (vfsmount, dentry) into bee_pathbuf. Returns 0 and fills c, or a
- * non-zero flag set (BEE_EVENT_PATH_*) when the path must be denied. */
-static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *dentry,
-				     struct resolve_ctx *c)
+/* Resolves (vfsmount, dentry) into bee_pathbuf, after `nsegs` segments
+ * already in buf[pos .. BEE_PATH_END) (0 and BEE_PATH_END: none). Returns 0
+ * and fills c, or a non-zero flag set (BEE_EVENT_PATH_*) when the path must be
+ * denied. */
+static __always_inline __u32 resolve_at(struct vfsmount *vfsmnt, struct dentry *dentry,
+					struct resolve_ctx *c, __u32 pos, __u32 nsegs)
 {
 	__u32 zero = 0;
 	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
@@ -308,8 +336,8 @@ static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *den
 	p->rc.mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
 	p->rc.ns_root = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(),
 					     nsproxy, mnt_ns, root);
-	p->rc.pos = BEE_PATH_END;
-	p->rc.nsegs = 0;
+	p->rc.pos = pos;
+	p->rc.nsegs = nsegs;
 	p->rc.flags = 0;
 	p->rc.done = 0;
 	bpf_loop(BEE_RESOLVE_STEPS, resolve_step, NULL, 0);
@@ -325,6 +353,32 @@ static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *den
 		c->pos = BEE_PATH_END - 1;
 	}
 	return c->flags;
+}
+
+static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *dentry,
+				     struct resolve_ctx *c)
+{
+	return resolve_at(vfsmnt, dentry, c, BEE_PATH_END, 0);
+}
+
+/* Writes a leaf name as segment 0 of the path buffer, where resolve_step
+ * would have put it: buf[BEE_PATH_END - len - 1] = '/', the name after it.
+ * Returns the new start of the path, or 0 when the name is not a segment. */
+static __always_inline __u32 put_leaf(const unsigned char *name, __u32 len)
+{
+	__u32 zero = 0, w;
+	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+
+	if (!p || len == 0 || len > BEE_NAME_MAX)
+		return 0;
+	w = BEE_PATH_END - len - 1;
+	BEE_BOUND(w, BEE_PATH_MASK);
+	BEE_BOUND(len, BEE_NAME_MAX);
+	p->buf[w] = '/';
+	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
+	p->seg_off[0] = w + 1;
+	p->seg_len[0] = len;
+	return w;
 }
 
 /* Copies the resolved path (or what was resolved of it) into an event. */
@@ -462,7 +516,7 @@ static long walk_step(__u32 i, void *data)
 	if (c->state == BEE_DEAD_STATE || i >= c->nsegs)
 		return 1;
 	/* Segments were collected leaf first; walk them root first. */
-	k = c->nsegs - 1 - i;
+	k = c->first - i;
 	if (k >= BEE_SEGS_MAX) {
 		c->error = 1;
 		return 1;
@@ -537,17 +591,19 @@ static long walk_step(__u32 i, void *data)
 	return 0;
 }
 
-/* Walks the resolved path from start; returns the final state, or -1 when
- * the automaton is inconsistent (deny). */
-static __always_inline long walk_path(__u32 start, const struct resolve_ctx *rc)
+/* Walks `nsegs` segments of the resolved path from start, segment `first`
+ * (nearest the root) first; returns the final state, or -1 when the automaton
+ * is inconsistent (deny). */
+static __always_inline long walk_path(__u32 start, __u32 first, __u32 nsegs)
 {
 	__u32 zero = 0;
 	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
 
-	if (!p)
+	if (!p || nsegs > first + 1)
 		return -1;
 	p->wc.state = start;
-	p->wc.nsegs = rc->nsegs;
+	p->wc.first = first;
+	p->wc.nsegs = nsegs;
 	p->wc.error = 0;
 	bpf_loop(BEE_SEGS_MAX, walk_step, NULL, 0);
 	if (p->wc.error)
@@ -585,33 +641,238 @@ enum need {
 	NEED_NEVER,        /* denied whatever the policy grants (reported with access 0) */
 };
 
-/* Resolves and walks one path; returns 1 to deny, 0 to allow, and reports. */
+/* Whether a final state grants what the hook needs. Returns 1 to deny. */
+static __always_inline int decide(long state, struct inode *inode, __u32 access, enum need need)
+{
+	__u32 accept;
+
+	if (state < 0 || need == NEED_NEVER)
+		return 1;
+	accept = state_accept(state);
+	if (need == NEED_ACCESS)
+		return (accept & access) != access;
+	{
+		int exec = (accept & BEE_ACCESS_EXEC) ||
+			   ((accept & BEE_ACCESS_EXEC_PINNED) && pinned(state, inode));
+
+		return !(exec || (need == NEED_EXEC_OR_READ && (accept & BEE_ACCESS_READ)));
+	}
+}
+
+/* ---- The directory cache (docs/enforcement.md) ------------------------- */
+
+/* 6.1 and 6.12 name a mount namespace's never-reused serial `seq`. */
+struct mnt_namespace___seq {
+	u64 seq;
+} __attribute__((preserve_access_index));
+
+/* Filesystems whose directory dentries move only through d_move and
+ * d_exchange (a local rename). Network and synthetic filesystems (NFS, FUSE,
+ * 9p, CIFS, kernfs, proc…) also move or rename directories in lookups, with
+ * no rename the programs see: paths through them are never cached. */
+static __always_inline int dircache_fs(struct mount *m)
+{
+	unsigned long magic = BPF_CORE_READ(m, mnt.mnt_sb, s_magic);
+
+	return magic == 0xEF53 /* ext2/3/4 */ || magic == 0x58465342 /* xfs */ ||
+	       magic == 0x9123683E /* btrfs */ || magic == 0x01021994 /* tmpfs */ ||
+	       magic == 0x858458f6 /* ramfs */;
+}
+
+struct mounts_ctx {
+	__u64 m;
+	__u32 ok;
+};
+
+static long mounts_step(__u32 i, void *data)
+{
+	struct mounts_ctx *c = data;
+	struct mount *m = (struct mount *)c->m;
+	struct mount *up;
+
+	if (!m || !dircache_fs(m))
+		return 1;
+	up = BPF_CORE_READ(m, mnt_parent);
+	if (up == m) {
+		c->ok = 1;
+		return 1;
+	}
+	c->m = (__u64)up;
+	return 0;
+}
+
+/* Every mount from m to its namespace root is of a cacheable filesystem. */
+static __always_inline int dircache_mounts(__u64 m)
+{
+	struct mounts_ctx c = {.m = m, .ok = 0};
+
+	bpf_loop(BEE_DIRCACHE_MOUNTS, mounts_step, &c, 0);
+	return c.ok;
+}
+
+/* Takes what a cache entry for (mount, parent of dentry) is checked against,
+ * before any path is read: the move generation (only while no move is in
+ * flight), the mount and its namespace's identity and event counter, the
+ * leaf's name. cp->usable stays 0 where the cache must not be used. */
+static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfsmount *vfsmnt,
+					   struct dentry *dentry, struct dentry *parent)
+{
+	__u32 zero = 0, *on = bpf_map_lookup_elem(&bee_cache_on, &zero);
+	struct bee_moves *mv = bpf_map_lookup_elem(&bee_moves, &zero);
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct mnt_namespace *ns, *cur;
+	struct dentry *root;
+	struct mount *m;
+
+	cp->usable = 0;
+	if (!on || *on != 1 || !mv || !vfsmnt || !dentry || !parent)
+		return;
+	/* inflight before gen: a move whose exit was seen has bumped gen. */
+	if (*(volatile __u64 *)&mv->inflight != 0)
+		return;
+	cp->gen = *(volatile __u64 *)&mv->gen;
+	/* The leaf must be a plain child of a connected directory of this mount:
+	 * not the mount's root (its path continues at the mount point), not a
+	 * root of its own (disconnected or pseudo), and the directory not a
+	 * disconnected root either. */
+	root = BPF_CORE_READ(vfsmnt, mnt_root);
+	if (dentry == root || parent == dentry)
+		return;
+	if (parent != root && BPF_CORE_READ(parent, d_parent) == parent)
+		return;
+	cp->len = BPF_CORE_READ(dentry, d_name.len);
+	cp->name = BPF_CORE_READ(dentry, d_name.name);
+	if (cp->len == 0 || cp->len > BEE_NAME_MAX)
+		return;
+	/* The mount must be in the caller's own mount namespace, identified by a
+	 * serial that is never reused. */
+	if (!bpf_core_field_exists(struct mnt_namespace___seq, seq))
+		return;
+	m = container_of(vfsmnt, struct mount, mnt);
+	ns = BPF_CORE_READ(m, mnt_ns);
+	cur = BPF_CORE_READ(task, nsproxy, mnt_ns);
+	if (!ns || ns != cur)
+		return;
+	cp->ns_seq = BPF_CORE_READ((struct mnt_namespace___seq *)ns, seq);
+	cp->ns_event = BPF_CORE_READ(ns, event);
+	if (cp->ns_seq == 0)
+		return;
+	cp->mnt = (__u64)m;
+	cp->usable = 1;
+}
+
+/* The cached state after dir's path, or -1. */
+static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
+					 const struct bee_scope *sc)
+{
+	struct bee_dircache *dc = bpf_inode_storage_get(&bee_dircache, dir, 0, 0);
+	struct bee_dirslot e;
+	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
+
+	if (!dc)
+		return -1;
+	bpf_spin_lock(&dc->lock);
+	e = dc->slot[i];
+	bpf_spin_unlock(&dc->lock);
+	if (e.gen != cp->gen || e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
+	    e.ns_event != cp->ns_event || e.policy_id != sc->policy_id ||
+	    e.install != sc->install || e.install == 0 || e.start != sc->start_state)
+		return -1;
+	/* The whole path must fit as the resolver would have it. */
+	if (e.nsegs + 1 > BEE_SEGS_MAX || e.len + 1 + cp->len > BEE_PATH_MAX - 1)
+		return -1;
+	return e.state;
+}
+
+/* Stores the state after dir's path (len bytes, nsegs segments), resolved
+ * and walked after cp was probed, unless the scope changed meanwhile. */
+static __always_inline void dircache_put(const struct dircache_probe *cp, struct inode *dir,
+					 const struct bee_scope *sc, __u64 cgid, __u32 state,
+					 __u32 len, __u32 nsegs)
+{
+	struct bee_scope *now = bpf_map_lookup_elem(&bee_scopes, &cgid);
+	struct bee_dircache *dc;
+	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
+
+	if (!now || sc->install == 0 || now->policy_id != sc->policy_id ||
+	    now->install != sc->install || now->start_state != sc->start_state)
+		return;
+	if (!dircache_mounts(cp->mnt))
+		return;
+	dc = bpf_inode_storage_get(&bee_dircache, dir, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!dc)
+		return;
+	bpf_spin_lock(&dc->lock);
+	dc->slot[i].gen = cp->gen;
+	dc->slot[i].mnt = cp->mnt;
+	dc->slot[i].ns_seq = cp->ns_seq;
+	dc->slot[i].ns_event = cp->ns_event;
+	dc->slot[i].policy_id = sc->policy_id;
+	dc->slot[i].install = sc->install;
+	dc->slot[i].start = sc->start_state;
+	dc->slot[i].state = state;
+	dc->slot[i].len = len;
+	dc->slot[i].nsegs = nsegs;
+	bpf_spin_unlock(&dc->lock);
+}
+
+/* Resolves and walks one path; returns 1 to deny, 0 to allow, and reports.
+ * With `cacheable` (dentry is a BTF pointer the verifier can follow), the
+ * directory cache is used: a hit walks the leaf alone from the cached state
+ * of its directory; a deny, or an allow the scope reports, is then resolved
+ * in full, so that every event carries the whole path. */
 static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_scope *scope,
 				      struct vfsmount *vfsmnt, struct dentry *dentry,
-				      struct inode *inode, __u32 access, enum need need)
+				      struct inode *inode, __u32 access, enum need need,
+				      int cacheable)
 {
+	struct dircache_probe cp = {};
 	struct resolve_ctx rc;
-	__u32 accept = 0;
-	long state = BEE_DEAD_STATE;
-	int deny = 1;
+	struct bee_scope sc;
+	struct dentry *parent = NULL;
+	struct inode *dir = NULL;
+	long state, pstate;
+	__u32 w;
+	int deny;
 
-	if (resolve(vfsmnt, dentry, &rc) == 0) {
-		state = walk_path(scope->start_state, &rc);
-		if (state >= 0) {
-			accept = state_accept(state);
-			if (need == NEED_NEVER) {
-				deny = 1;
-			} else if (need == NEED_ACCESS) {
-				deny = (accept & access) != access;
-			} else {
-				int exec = (accept & BEE_ACCESS_EXEC) ||
-					   ((accept & BEE_ACCESS_EXEC_PINNED) &&
-					    pinned(state, inode));
-
-				deny = !(exec || (need == NEED_EXEC_OR_READ &&
-						  (accept & BEE_ACCESS_READ)));
+	sc.policy_id = scope->policy_id;
+	sc.flags = scope->flags;
+	sc.start_state = scope->start_state;
+	sc.install = scope->install;
+	if (cacheable && dentry) {
+		parent = dentry->d_parent;
+		dircache_probe(&cp, vfsmnt, dentry, parent);
+		if (cp.usable)
+			dir = parent->d_inode;
+		if (dir) {
+			state = dircache_get(&cp, dir, &sc);
+			if (state >= 0 && put_leaf(cp.name, cp.len)) {
+				state = walk_path(state, 0, 1);
+				if (!decide(state, inode, access, need) &&
+				    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS))
+					return 0;
 			}
 		}
+	}
+	deny = 1;
+	if (dir) {
+		/* The leaf, then its directory (the entry's key) up to the root. */
+		w = put_leaf(cp.name, cp.len);
+		if (!w) {
+			rc.pos = BEE_PATH_END;
+			rc.flags = BEE_EVENT_PATH_UNRESOLVED;
+		} else if (resolve_at(vfsmnt, parent, &rc, w, 1) == 0 && rc.nsegs >= 1 &&
+			   rc.pos <= w) {
+			pstate = walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs - 1);
+			if (pstate >= 0) {
+				dircache_put(&cp, dir, &sc, cgid, pstate, w - rc.pos,
+					     rc.nsegs - 1);
+				deny = decide(walk_path(pstate, 0, 1), inode, access, need);
+			}
+		}
+	} else if (resolve(vfsmnt, dentry, &rc) == 0) {
+		deny = decide(walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs), inode, access,
+			      need);
 	}
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, access, deny);
@@ -660,8 +921,8 @@ static __always_inline int check_file(__u32 hook, struct file *file, __u32 acces
 	if (!file)
 		return verdict(0);
 	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(file, f_path.mnt),
-				  BPF_CORE_READ(file, f_path.dentry),
-				  BPF_CORE_READ(file, f_inode), access, need));
+				  file->f_path.dentry, BPF_CORE_READ(file, f_inode), access, need,
+				  1));
 }
 
 /* ---- File hooks -------------------------------------------------------- */
@@ -699,7 +960,7 @@ int BPF_PROG(bee_file_receive, struct file *file)
 SEC("lsm/bprm_check_security")
 int BPF_PROG(bee_bprm_check, struct linux_binprm *bprm)
 {
-	return check_file(BEE_HOOK_BPRM_CHECK_SECURITY, BPF_CORE_READ(bprm, file),
+	return check_file(BEE_HOOK_BPRM_CHECK_SECURITY, bprm->file,
 			  BEE_ACCESS_EXEC, NEED_EXEC);
 }
 
@@ -721,7 +982,7 @@ int BPF_PROG(bee_file_mprotect, struct vm_area_struct *vma, unsigned long reqpro
 
 	if (!(prot & BEE_PROT_EXEC))
 		return 0;
-	file = BPF_CORE_READ(vma, vm_file);
+	file = vma->vm_file;
 	if (!file)
 		return 0;
 	return check_file(BEE_HOOK_FILE_MPROTECT, file, BEE_ACCESS_EXEC, NEED_EXEC);
@@ -738,12 +999,12 @@ static __always_inline int check_write(__u32 hook, const struct path *dir,
 	if (!scope)
 		return 0;
 	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL,
-				  BEE_ACCESS_WRITE, NEED_ACCESS));
+				  BEE_ACCESS_WRITE, NEED_ACCESS, 1));
 }
 
 static __always_inline int check_write_path(__u32 hook, const struct path *path)
 {
-	return check_write(hook, path, BPF_CORE_READ(path, dentry));
+	return check_write(hook, path, path->dentry);
 }
 
 SEC("lsm/path_unlink")
@@ -780,7 +1041,7 @@ int BPF_PROG(bee_path_mknod, const struct path *dir, struct dentry *dentry, umod
 		if (!scope)
 			return 0;
 		return verdict(check_path(BEE_HOOK_PATH_MKNOD, cgid, scope, BPF_CORE_READ(dir, mnt),
-					  dentry, NULL, 0, NEED_NEVER));
+					  dentry, NULL, 0, NEED_NEVER, 1));
 	}
 	return check_write(BEE_HOOK_PATH_MKNOD, dir, dentry);
 }
@@ -802,11 +1063,11 @@ int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_den
 	if (!scope)
 		return 0;
 	deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
-			  old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS);
+			  old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1);
 	if (!deny)
 		deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope,
 				  BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
-				  BEE_ACCESS_WRITE, NEED_ACCESS);
+				  BEE_ACCESS_WRITE, NEED_ACCESS, 1);
 	return verdict(deny);
 }
 
@@ -824,10 +1085,10 @@ int BPF_PROG(bee_path_link, struct dentry *old_dentry, const struct path *new_di
 	/* link(2) refuses to cross mounts, so the old dentry is on new_dir's mount. */
 	mnt = BPF_CORE_READ(new_dir, mnt);
 	deny = check_path(BEE_HOOK_PATH_LINK, cgid, scope, mnt, old_dentry, NULL,
-			  BEE_ACCESS_WRITE, NEED_ACCESS);
+			  BEE_ACCESS_WRITE, NEED_ACCESS, 1);
 	if (!deny)
 		deny = check_path(BEE_HOOK_PATH_LINK, cgid, scope, mnt, new_dentry, NULL,
-				  BEE_ACCESS_WRITE, NEED_ACCESS);
+				  BEE_ACCESS_WRITE, NEED_ACCESS, 1);
 	return verdict(deny);
 }
 
@@ -843,8 +1104,7 @@ int BPF_PROG(bee_path_notify, const struct path *path, u64 mask, unsigned int ob
 	if (!scope)
 		return 0;
 	return verdict(check_path(BEE_HOOK_PATH_NOTIFY, cgid, scope, BPF_CORE_READ(path, mnt),
-				  BPF_CORE_READ(path, dentry), NULL, BEE_ACCESS_READ,
-				  NEED_ACCESS));
+				  path->dentry, NULL, BEE_ACCESS_READ, NEED_ACCESS, 1));
 }
 
 SEC("lsm/path_truncate")
@@ -948,7 +1208,7 @@ static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
 			continue;
 		if (first == BEE_INODE_NAMES)
 			first = i;
-		state = walk_path(scope->start_state, &rc);
+		state = walk_path(scope->start_state, rc.nsegs - 1, rc.nsegs);
 		if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
 			deny = 0;
 			break;
@@ -1241,7 +1501,7 @@ static __always_inline int check_unix_peer(__u32 hook, struct sock *other, int u
 		return verdict(deny);
 	}
 	deny = check_path(hook, cgid, scope, BPF_CORE_READ(u, path.mnt), dentry, NULL,
-			  BEE_ACCESS_UNIX, NEED_ACCESS);
+			  BEE_ACCESS_UNIX, NEED_ACCESS, 0);
 	return verdict(deny);
 }
 
@@ -1530,4 +1790,70 @@ SEC("lsm/task_kill")
 int BPF_PROG(bee_task_kill, struct task_struct *p)
 {
 	return check_target(BEE_HOOK_TASK_KILL, p);
+}
+
+/* ---- Directory moves (the cache's invalidation) ------------------------ */
+
+/* Every move of a dentry (a rename, through any caller of vfs_rename: system
+ * calls, nfsd, overlayfs, cachefiles…) goes through d_move or d_exchange on
+ * the filesystems the cache admits (dircache_fs). Entering counts a move in
+ * flight, which keeps the cache off; leaving bumps the generation when a
+ * directory moved (every cached path under it may have changed), then
+ * uncounts. These run for every task, scoped or not. */
+static __always_inline int moved_maybe_dir(struct dentry *d)
+{
+	struct inode *inode = BPF_CORE_READ(d, d_inode);
+
+	if (!inode)
+		return 1;
+	return (BPF_CORE_READ(inode, i_mode) & 00170000) == 0040000;
+}
+
+static __always_inline void moves_enter(void)
+{
+	__u32 zero = 0;
+	struct bee_moves *mv = bpf_map_lookup_elem(&bee_moves, &zero);
+
+	if (mv)
+		__sync_fetch_and_add(&mv->inflight, 1);
+}
+
+static __always_inline void moves_exit(struct dentry *a, struct dentry *b)
+{
+	__u32 zero = 0;
+	struct bee_moves *mv = bpf_map_lookup_elem(&bee_moves, &zero);
+
+	if (!mv)
+		return;
+	if (moved_maybe_dir(a) || moved_maybe_dir(b))
+		__sync_fetch_and_add(&mv->gen, 1);
+	__sync_fetch_and_add(&mv->inflight, (__u64)-1);
+}
+
+SEC("fentry/d_move")
+int BPF_PROG(bee_d_move_in, struct dentry *dentry, struct dentry *target)
+{
+	moves_enter();
+	return 0;
+}
+
+SEC("fexit/d_move")
+int BPF_PROG(bee_d_move_out, struct dentry *dentry, struct dentry *target)
+{
+	moves_exit(dentry, target);
+	return 0;
+}
+
+SEC("fentry/d_exchange")
+int BPF_PROG(bee_d_xchg_in, struct dentry *dentry1, struct dentry *dentry2)
+{
+	moves_enter();
+	return 0;
+}
+
+SEC("fexit/d_exchange")
+int BPF_PROG(bee_d_xchg_out, struct dentry *dentry1, struct dentry *dentry2)
+{
+	moves_exit(dentry1, dentry2);
+	return 0;
 }

@@ -126,7 +126,8 @@ struct globs_ctx {
 
 struct walk_ctx {
 	__u32 state;
-	__u32 nsegs;
+	__u32 nsegs; /* segments to walk: first, first - 1, ... */
+	__u32 first; /* the segment walked first (the one nearest the root) */
 	__u32 error;
 };
 
@@ -141,6 +142,54 @@ struct bee_path {
 	struct walk_ctx wc;
 	struct globs_ctx gsc;
 	struct glob_ctx gc;
+};
+
+/*
+ * The directory cache (see docs/enforcement.md, "The directory cache"): in the
+ * inode storage of a directory, the automaton state after the directory's
+ * path, for up to BEE_DIRCACHE_SLOTS policies (slot = policy_id % SLOTS).
+ * An entry is used only when every field still matches.
+ */
+#define BEE_DIRCACHE_SLOTS 4
+/* Mounts between a directory and its namespace root that a cached path may
+ * cross (a deeper chain is never cached). */
+#define BEE_DIRCACHE_MOUNTS 32
+
+struct bee_dirslot {
+	__u64 gen;      /* bee_moves.gen when the path was resolved */
+	__u64 mnt;      /* struct mount * the path was resolved through */
+	__u64 ns_seq;   /* its namespace's seq (never reused) */
+	__u64 ns_event; /* its namespace's event counter then */
+	__u32 policy_id;
+	__u32 install;  /* bee_scope.install */
+	__u32 start;    /* bee_scope.start_state */
+	__u32 state;    /* the state after the directory's path */
+	__u32 len;      /* the directory path's length in bytes ("/" is 0) */
+	__u32 nsegs;    /* and in segments */
+};
+
+struct bee_dircache {
+	struct bpf_spin_lock lock;
+	__u32 _pad;
+	struct bee_dirslot slot[BEE_DIRCACHE_SLOTS];
+};
+
+/* Directory moves: d_move and d_exchange count themselves in `inflight` on
+ * entry and, on exit, bump `gen` (when a directory moved) and then leave. */
+struct bee_moves {
+	__u64 inflight;
+	__u64 gen;
+};
+
+/* What a hook knows before the path walk, for the cache. */
+struct dircache_probe {
+	__u64 gen;
+	__u64 mnt;
+	__u64 ns_seq;
+	__u64 ns_event;
+	__u32 usable; /* the fields above are a valid key */
+	__u32 len;    /* the leaf's name */
+	const unsigned char *name;
 };
 
 /* Masks v with m in a way the compiler cannot drop as redundant, so the

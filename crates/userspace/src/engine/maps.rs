@@ -35,6 +35,8 @@ pub mod map_names {
     pub const NET_V6: &str = "bee_net_v6";
     /// Audit ring buffer.
     pub const EVENTS: &str = "bee_events";
+    /// `[0] = 1`: the directory cache may be used (its tracing programs are attached).
+    pub const CACHE_ON: &str = "bee_cache_on";
 }
 
 use map_names as n;
@@ -70,6 +72,7 @@ pub(super) struct Maps {
     net_v4: LpmTrie<MapData, V4Data, NetValue>,
     net_v6: LpmTrie<MapData, V6Data, NetValue>,
     events: RingBuf<MapData>,
+    cache_on: Array<MapData, u32>,
 }
 
 impl std::fmt::Debug for Maps {
@@ -151,6 +154,7 @@ impl Maps {
             net_v4: LpmTrie::try_from(take(ebpf, dir, n::NET_V4)?).map_err(conv(n::NET_V4))?,
             net_v6: LpmTrie::try_from(take(ebpf, dir, n::NET_V6)?).map_err(conv(n::NET_V6))?,
             events: RingBuf::try_from(take(ebpf, dir, n::EVENTS)?).map_err(conv(n::EVENTS))?,
+            cache_on: Array::try_from(take(ebpf, dir, n::CACHE_ON)?).map_err(conv(n::CACHE_ON))?,
         })
     }
 
@@ -204,10 +208,20 @@ impl Maps {
         cgroup_id: u64,
         plan: &EnforcementPlan,
         flags: u32,
+        install: u32,
     ) -> Result<(), EngineError> {
+        let mut value = plan.scope_value(flags);
+        value.install = install;
         self.scopes
-            .insert(cgroup_id, plan.scope_value(flags), 0)
+            .insert(cgroup_id, value, 0)
             .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::SCOPES))
+    }
+
+    /// Turns the kernel's directory cache on (after its tracing programs are attached).
+    pub(super) fn enable_dircache(&mut self) -> Result<(), EngineError> {
+        self.cache_on
+            .set(0, 1, 0)
+            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::CACHE_ON))
     }
 
     /// Deletes the scope entry of `cgroup_id` (absent is fine).

@@ -41,8 +41,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use aya::programs::Lsm;
 use aya::programs::links::{FdLink, PinnedLink};
+use aya::programs::{FEntry, FExit, Lsm};
 use aya::{Btf, Ebpf, EbpfLoader};
 use bee_common::AuditEvent;
 
@@ -105,6 +105,16 @@ pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
     ("bee_inode_set_acl", "inode_set_acl"),
     ("bee_inode_remove_acl", "inode_remove_acl"),
     ("bee_file_ioctl_compat", "file_ioctl_compat"),
+];
+
+/// The tracing programs that keep the kernel's directory cache sound (`docs/enforcement.md`,
+/// "The directory cache"): `(program, kernel function, fexit?)`. Every `fentry` comes before
+/// every `fexit`, so that no call can leave a move it never counted.
+pub const CACHE_PROGRAMS: &[(&str, &str, bool)] = &[
+    ("bee_d_move_in", "d_move", false),
+    ("bee_d_xchg_in", "d_exchange", false),
+    ("bee_d_move_out", "d_move", true),
+    ("bee_d_xchg_out", "d_exchange", true),
 ];
 
 /// Default bpffs directory for pins.
@@ -209,6 +219,9 @@ pub struct Engine {
     globs: RangeAlloc,
     scopes: BTreeMap<u64, u32>,
     stale: Vec<PathBuf>,
+    /// The next `bee_scope.install` (never 0, never reused).
+    next_install: u32,
+    dircache: bool,
 }
 
 const _: fn() = || {
@@ -250,12 +263,21 @@ impl Engine {
             .map_err(|e| EngineError::Load(Box::new(e)))?;
         let instance_dir = pins::create_instance_dir(&options.pin_root)?;
         let built = Self::attach_and_pin(&mut ebpf, &btf, &instance_dir);
-        let (links, maps) = match built {
+        let (mut links, mut maps) = match built {
             Ok(v) => v,
             Err(e) => {
                 let _ = pins::remove_instance_dir(&instance_dir);
                 return Err(e);
             }
+        };
+        // The directory cache is an optimisation: without its tracing programs it stays off
+        // and every path is resolved in full.
+        let dircache = match Self::attach_cache_programs(&mut ebpf, &btf, &instance_dir) {
+            Ok(cache_links) => {
+                links.extend(cache_links);
+                maps.enable_dircache().is_ok()
+            }
+            Err(_) => false,
         };
         Ok(Self {
             _ebpf: ebpf,
@@ -268,7 +290,59 @@ impl Engine {
             globs: RangeAlloc::new(0, options.max_globs),
             scopes: BTreeMap::new(),
             stale,
+            next_install: 1,
+            dircache,
         })
+    }
+
+    /// Attaches and pins [`CACHE_PROGRAMS`]. On error the cache stays off (a program already
+    /// attached only counts moves).
+    fn attach_cache_programs(
+        ebpf: &mut Ebpf,
+        btf: &Btf,
+        dir: &Path,
+    ) -> Result<Vec<PinnedLink>, EngineError> {
+        let links_dir = dir.join("links");
+        let mut links = Vec::with_capacity(CACHE_PROGRAMS.len());
+        for &(program, function, exit) in CACHE_PROGRAMS {
+            let err = |call: &'static str| {
+                move |source: aya::programs::ProgramError| EngineError::Program {
+                    call,
+                    program,
+                    hook: function,
+                    source: Box::new(source),
+                }
+            };
+            let prog = ebpf
+                .program_mut(program)
+                .ok_or_else(|| EngineError::NotEnforcer {
+                    reason: format!("no program `{program}`"),
+                })?;
+            let fd_link = if exit {
+                let prog: &mut FExit = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
+                prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
+                let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+                FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+            } else {
+                let prog: &mut FEntry = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
+                prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
+                let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+                FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+            };
+            let path = links_dir.join(program);
+            let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
+                path,
+                source: Box::new(source),
+            })?;
+            links.push(pinned);
+        }
+        Ok(links)
+    }
+
+    /// Whether the kernel's directory cache is on: its tracing programs on `d_move` and
+    /// `d_exchange` loaded and attached. When off, every path is resolved in full.
+    pub fn dircache_enabled(&self) -> bool {
+        self.dircache
     }
 
     fn attach_and_pin(
@@ -350,7 +424,16 @@ impl Engine {
         let stats = plan.stats();
         let states = count("states", stats.states)?;
         let globs = count("globs", stats.globs)?;
+        // Install serials are never reused (the directory cache keys its entries by them):
+        // when they run out, this engine installs nothing more.
+        let install = self.next_install;
+        let next_install = install.checked_add(1).ok_or(EngineError::Full {
+            what: "install serials",
+            needed: 1,
+            free: 0,
+        })?;
         let policy_id = alloc(&mut self.policy_ids, "policy ids", 1)?;
+        self.next_install = next_install;
         let state_first = match alloc(&mut self.states, "states", states) {
             Ok(s) => s,
             Err(e) => {
@@ -377,7 +460,8 @@ impl Engine {
             .map_err(|e| EngineError::Plan(Box::new(e)))
             .and_then(|relocated| {
                 self.maps.write_plan(&relocated)?;
-                self.maps.insert_scope(cgroup_id, &relocated, flags)?;
+                self.maps
+                    .insert_scope(cgroup_id, &relocated, flags, install)?;
                 Ok(relocated)
             });
         match installed {

@@ -346,7 +346,7 @@ impl EnforcementPlan {
             policy_id: self.placement.policy_id,
             flags,
             start_state: self.start_state,
-            _pad: 0,
+            install: 0,
         }
     }
 

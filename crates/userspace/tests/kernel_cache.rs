@@ -1,0 +1,274 @@
+//! Kernel tests: the directory cache (`docs/enforcement.md`, "The directory cache") never
+//! decides differently from the full path walk. Each test first makes the kernel cache the
+//! state of a directory, then changes what that directory's path means — a rename of it or of
+//! an ancestor, a bind mount, another policy in the same directory, a reinstall — and checks
+//! the errno and the audit event of the next open. In the VM matrix via `cargo xtask vm test`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "helpers of kernel tests: a step that fails fails the test"
+)]
+
+mod kernel_support;
+
+use std::ffi::CString;
+use std::fs;
+
+use bee_common::Hook;
+use bee_common::event::EVENT_ALLOWED;
+use bee_common::scope::SCOPE_AUDIT_ALLOWS;
+use kernel_support::*;
+
+helper_entry!();
+
+/// A policy that grants reading `{ws}/ro/**` and writing `{ws}/rw/**`; `{ws}/no` is neither.
+fn policy(ws: &Scratch) -> String {
+    format!(
+        r#"version = 1
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{ws}/ro/**"]
+write = ["/dev/null", "{ws}/rw/**"]
+[exec]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**"]
+"#,
+        ws = ws.path.display(),
+    )
+}
+
+fn cat(scope: &Scope, path: &str) -> std::process::Output {
+    run(Some(&scope.cg), BUSYBOX, &["cat", path])
+}
+
+/// Opens `path` in the scope a few times (the first fills the cache, the others hit it) and
+/// expects its content each time.
+fn read_ok(scope: &Scope, path: &str, content: &str, what: &str) {
+    for i in 0..3 {
+        let out = cat(scope, path);
+        assert_ok(&out, &format!("{what} (open {i})"));
+        assert_eq!(String::from_utf8_lossy(&out.stdout), content, "{what}");
+    }
+}
+
+/// Opens `path` in the scope a few times; each is denied and reported under `path`.
+fn read_denied(scope: &Scope, path: &str, what: &str) {
+    for i in 0..3 {
+        assert_eperm(&cat(scope, path), &format!("{what} (open {i})"));
+    }
+    let evs = events(&scope.cg);
+    let ev = denial(&evs, Hook::FileOpen, path, scope);
+    assert_eq!(ev.access, bee_common::ACCESS_READ, "{what}");
+    assert_eq!(
+        evs.iter()
+            .filter(|e| path_of(e) == path && e.error != 0)
+            .count(),
+        3,
+        "{what}: every denial reported with its full path"
+    );
+}
+
+#[test]
+fn the_cache_is_on() {
+    assert!(
+        engine().dircache_enabled(),
+        "the d_move/d_exchange programs did not attach: these tests would prove nothing"
+    );
+}
+
+#[test]
+fn renaming_a_cached_directory_under_a_denied_path_denies() {
+    let ws = Scratch::new("cache-mv-deny");
+    ws.write("ro/d/f", "f\n");
+    ws.write("ro/p/q/g", "g\n");
+    fs::create_dir_all(ws.join("no")).unwrap();
+    let scope = Scope::new("cache-mv-deny", &policy(&ws), 0);
+
+    read_ok(&scope, &ws.s("ro/d/f"), "f\n", "granted, cached");
+    // A write open of a file in the cached directory is still denied, with the full path.
+    let out = sh(Some(&scope.cg), "echo x >> \"$1\"", &[&ws.s("ro/d/f")]);
+    assert!(!out.status.success(), "write in a read-only cached dir");
+    let evs = events(&scope.cg);
+    let ev = denial(&evs, Hook::FileOpen, &ws.s("ro/d/f"), &scope);
+    assert_ne!(ev.access & bee_common::ACCESS_WRITE, 0);
+
+    // The directory itself moves (outside the scope).
+    fs::rename(ws.join("ro/d"), ws.join("no/d")).unwrap();
+    read_denied(
+        &scope,
+        &ws.s("no/d/f"),
+        "cached dir renamed to a denied path",
+    );
+
+    // An ancestor moves: the cached directory q keeps its own name and parent.
+    read_ok(&scope, &ws.s("ro/p/q/g"), "g\n", "granted, cached (deep)");
+    fs::rename(ws.join("ro/p"), ws.join("no/p")).unwrap();
+    read_denied(
+        &scope,
+        &ws.s("no/p/q/g"),
+        "ancestor of a cached dir renamed",
+    );
+
+    // RENAME_EXCHANGE of a granted and a denied directory (d_exchange).
+    ws.write("ro/x/h", "h-granted\n");
+    ws.write("no/y/h", "h-denied\n");
+    read_ok(
+        &scope,
+        &ws.s("ro/x/h"),
+        "h-granted\n",
+        "granted, cached (exchange)",
+    );
+    read_denied(&scope, &ws.s("no/y/h"), "denied, cached (exchange)");
+    exchange(&ws.s("ro/x"), &ws.s("no/y"));
+    read_ok(
+        &scope,
+        &ws.s("ro/x/h"),
+        "h-denied\n",
+        "exchanged into the granted path",
+    );
+    read_denied(&scope, &ws.s("no/y/h"), "exchanged into the denied path");
+}
+
+#[test]
+fn renaming_a_cached_directory_under_a_granted_path_allows() {
+    let ws = Scratch::new("cache-mv-allow");
+    ws.write("no/d/f", "f\n");
+    fs::create_dir_all(ws.join("ro")).unwrap();
+    let scope = Scope::new("cache-mv-allow", &policy(&ws), SCOPE_AUDIT_ALLOWS);
+
+    for _ in 0..3 {
+        assert_eperm(&cat(&scope, &ws.s("no/d/f")), "denied, cached");
+    }
+    let _ = events(&scope.cg);
+    fs::rename(ws.join("no/d"), ws.join("ro/d")).unwrap();
+    read_ok(&scope, &ws.s("ro/d/f"), "f\n", "renamed to a granted path");
+    // With SCOPE_AUDIT_ALLOWS every allowed open (cache hits included) is reported under its
+    // full path.
+    let evs = events(&scope.cg);
+    let allowed = evs
+        .iter()
+        .filter(|e| {
+            e.hook == Hook::FileOpen as u32
+                && path_of(e) == ws.s("ro/d/f")
+                && e.error == 0
+                && e.flags & EVENT_ALLOWED != 0
+        })
+        .count();
+    assert_eq!(allowed, 3, "allowed opens reported: {allowed}");
+}
+
+fn exchange(a: &str, b: &str) {
+    let (a, b) = (CString::new(a).unwrap(), CString::new(b).unwrap());
+    // SAFETY: two valid C strings; renameat2 only reads them.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    assert_eq!(r, 0, "renameat2: {}", std::io::Error::last_os_error());
+}
+
+fn bind(source: &str, target: &str) {
+    let (s, t) = (CString::new(source).unwrap(), CString::new(target).unwrap());
+    // SAFETY: valid C strings; a bind mount takes no data.
+    let r = unsafe {
+        libc::mount(
+            s.as_ptr(),
+            t.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "bind {source} {target}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+fn umount(target: &str) {
+    let t = CString::new(target).unwrap();
+    // SAFETY: a valid C string.
+    let r = unsafe { libc::umount2(t.as_ptr(), 0) };
+    assert_eq!(r, 0, "umount {target}: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn one_directory_under_two_mounts_is_decided_by_each_name() {
+    let ws = Scratch::new("cache-bind");
+    let secret = Scratch::new("cache-bind-secret");
+    secret.write("s/k", "SECRET\n");
+    fs::create_dir_all(ws.join("ro/m")).unwrap();
+    fs::create_dir_all(ws.join("no/m")).unwrap();
+    let scope = Scope::new("cache-bind", &policy(&ws), 0);
+    let (granted, denied) = (ws.s("ro/m/k"), secret.s("s/k"));
+
+    // The same directory inode (secret/s) under a granted and a denied name.
+    bind(&secret.s("s"), &ws.s("ro/m"));
+    for _ in 0..2 {
+        read_ok(
+            &scope,
+            &granted,
+            "SECRET\n",
+            "bind mount under a granted name",
+        );
+        read_denied(&scope, &denied, "its own, denied name");
+    }
+    // Unmounted and bound again under a denied name: the mount that filled the cache is
+    // gone (its memory may be reused by the new one).
+    umount(&ws.s("ro/m"));
+    bind(&secret.s("s"), &ws.s("no/m"));
+    read_denied(&scope, &ws.s("no/m/k"), "bound again under a denied name");
+    read_denied(&scope, &denied, "its own name, after the remount");
+    umount(&ws.s("no/m"));
+}
+
+#[test]
+fn two_scopes_with_different_policies_share_a_directory() {
+    let ws = Scratch::new("cache-two");
+    ws.write("ro/d/f", "f\n");
+    let granting = Scope::new("cache-two-a", &policy(&ws), 0);
+    let other = Scratch::new("cache-two-other");
+    let denying = Scope::new("cache-two-b", &policy(&other), 0);
+    let f = ws.s("ro/d/f");
+    for _ in 0..3 {
+        read_ok(&granting, &f, "f\n", "the granting scope");
+        read_denied(&denying, &f, "the other scope");
+    }
+}
+
+#[test]
+fn a_reinstalled_policy_is_not_decided_by_the_old_one() {
+    let ws = Scratch::new("cache-reinstall");
+    ws.write("ro/d/f", "f\n");
+    let other = Scratch::new("cache-reinstall-other");
+    let f = ws.s("ro/d/f");
+    let mut scope = Scope::new("cache-reinstall", &policy(&ws), 0);
+    read_ok(&scope, &f, "f\n", "first install grants");
+
+    // Same cgroup, a policy that does not grant the directory: it gets the policy id and the
+    // state range the first one freed.
+    scope.uninstall();
+    let old_policy = scope.installed.as_ref().map(|i| i.policy_id());
+    assert!(old_policy.is_none());
+    scope.installed = Some(
+        engine()
+            .install(&plan(&policy(&other)), scope.id(), 0)
+            .expect("reinstall"),
+    );
+    read_denied(&scope, &f, "the reinstalled policy denies");
+
+    // And back: the granting policy again.
+    scope.uninstall();
+    scope.installed = Some(
+        engine()
+            .install(&plan(&policy(&ws)), scope.id(), 0)
+            .expect("reinstall"),
+    );
+    read_ok(&scope, &f, "f\n", "granting again");
+}
