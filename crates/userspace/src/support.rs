@@ -300,13 +300,13 @@ fn cap_names(reqs: &[Requirement]) -> String {
     reqs.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
 }
 
-/// What to do about missing capabilities.
-fn capability_fix(missing: &[Requirement], run_as: RunAs) -> String {
-    let short: Vec<String> = missing.iter().map(|r| format!("+{}", r.short)).collect();
+/// What to do about missing capabilities; the example grants the whole `required` set.
+fn capability_fix(missing: &[Requirement], required: &[Requirement], run_as: RunAs) -> String {
+    let short: Vec<String> = required.iter().map(|r| format!("+{}", r.short)).collect();
     let short = short.join(",");
     let how = match run_as {
         RunAs::Caller => format!(
-            "have the operator start bee with {names} as ambient capabilities, e.g. \
+            "have the operator start bee with {names} among its ambient capabilities, e.g. \
              `setpriv --reuid=USER --regid=USER --init-groups --inh-caps={short} \
              --ambient-caps={short} bee …` or systemd's AmbientCapabilities=, or run bee \
              through sudo",
@@ -359,7 +359,7 @@ fn capability_gate(
                         cap_names(&missing),
                         cap_names(required)
                     ),
-                    capability_fix(&missing, run_as),
+                    capability_fix(&missing, required, run_as),
                 )
             };
             (Some(c), missing, gate)
@@ -484,6 +484,62 @@ mod tests {
             vec![GateId::LsmProbe]
         );
         assert!(!report(Vec::new()).is_supported(), "no gates is no proof");
+    }
+
+    #[test]
+    fn missing_capabilities_alone_are_a_permission_problem() {
+        let gate = |id, passed| {
+            if passed {
+                Gate::pass(id, "ok")
+            } else {
+                Gate::fail(id, "no", "fix")
+            }
+        };
+        let only_caps = report(vec![
+            gate(GateId::Btf, true),
+            gate(GateId::Capabilities, false),
+            gate(GateId::LsmProbe, false),
+        ]);
+        assert!(only_caps.lacks_only_capabilities());
+        let kernel_too = report(vec![
+            gate(GateId::Capabilities, false),
+            gate(GateId::LsmList, false),
+            gate(GateId::LsmProbe, false),
+        ]);
+        assert!(!kernel_too.lacks_only_capabilities());
+        let kernel_only = report(vec![
+            gate(GateId::Capabilities, true),
+            gate(GateId::LsmProbe, false),
+        ]);
+        assert!(!kernel_only.lacks_only_capabilities());
+        assert!(!report(vec![gate(GateId::Capabilities, true)]).lacks_only_capabilities());
+    }
+
+    #[test]
+    fn capability_gate_names_what_is_missing_and_how_to_grant_the_set() {
+        let required = required_capabilities(RunAs::Caller);
+        // CAP_BPF alone (bit 39).
+        let caps = Capabilities { effective: 1 << 39 };
+        let (_, missing, gate) = capability_gate(Ok(Some(caps)), RunAs::Caller, &required);
+        assert_eq!(
+            missing.iter().map(|r| r.name).collect::<Vec<_>>(),
+            ["CAP_PERFMON"]
+        );
+        assert!(!gate.passed);
+        assert!(
+            gate.reason
+                .contains("lacks CAP_PERFMON (needed as a non-root user: CAP_BPF, CAP_PERFMON)"),
+            "{}",
+            gate.reason
+        );
+        let fix = gate.fix.unwrap_or_default();
+        assert!(fix.contains("--ambient-caps=+bpf,+perfmon"), "{fix}");
+        let both = Capabilities { effective: 3 << 38 };
+        let (_, missing, gate) = capability_gate(Ok(Some(both)), RunAs::Caller, &required);
+        assert!(missing.is_empty() && gate.passed, "{gate:?}");
+        let (_, missing, gate) = capability_gate(Ok(None), RunAs::Root, &required);
+        assert_eq!(missing.len(), required.len());
+        assert!(!gate.passed);
     }
 
     #[test]
