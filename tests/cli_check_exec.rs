@@ -100,6 +100,14 @@ fn check_json_has_every_gate() {
             "lsm-probe"
         ]
     );
+    // The set depends on who runs the tests (uid 0 adds CAP_SETPCAP or, through sudo,
+    // CAP_SETGID and CAP_SETUID), but always starts with these two.
+    let required = v["capabilities"]["required"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(required[..2], ["CAP_BPF", "CAP_PERFMON"], "{v}");
+    assert!(v["capabilities"]["missing"].is_array(), "{v}");
     let probe = &gates[5];
     assert_eq!(probe["passed"], false);
     assert!(probe["fix"].as_str().is_some_and(|f| !f.is_empty()));

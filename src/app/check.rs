@@ -31,11 +31,16 @@ pub fn run(args: &Args) -> Exit {
     }
 }
 
-/// The report as JSON: `supported`, `kernel`, and one object per gate.
+/// The report as JSON: `supported`, `kernel`, the `capabilities` bee needs here (`required`)
+/// and those it lacks (`missing`), and one object per gate.
 pub fn to_json(report: &SupportReport) -> serde_json::Value {
     json!({
         "supported": report.is_supported(),
         "kernel": report.kernel_release,
+        "capabilities": {
+            "required": report.required.iter().map(|r| r.name).collect::<Vec<_>>(),
+            "missing": report.missing.iter().map(|r| r.name).collect::<Vec<_>>(),
+        },
         "gates": report.gates.iter().map(|g| json!({
             "gate": g.id.name(),
             "passed": g.passed,

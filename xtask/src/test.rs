@@ -3,8 +3,10 @@
 //! 1. `cargo test --workspace --locked`: everything that needs no special kernel;
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
 //!    kernel of the matrix;
-//! 3. the command-line tests of `bee` (`kernel_cli`: `bee check`, `bee exec`, an enforced
-//!    `bee run` episode) in the same VMs, with the `bee` executable copied in.
+//! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
+//!    enforced `bee run` episode — and `kernel_caps` — bee with exactly its minimal capability
+//!    set, and with each capability missing) in the same VMs, with the `bee` executable copied
+//!    in.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
 
@@ -70,7 +72,7 @@ pub fn run(args: &Args) -> Result<()> {
     vm::run_tests(&TestArgs {
         opts: opts(vec![vm::target_dir().join("debug").join("bee")]),
         package: "bee".to_owned(),
-        test: "kernel_cli".to_owned(),
+        test: "kernel_*".to_owned(),
         features: "kernel-tests".to_owned(),
         binary: None,
         args: Vec::new(),

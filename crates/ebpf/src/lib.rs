@@ -12,8 +12,8 @@
 //!
 //! # Kernel requirements
 //! Loading needs `CONFIG_BPF_LSM=y`, `bpf` in the active LSM list, BTF at
-//! `/sys/kernel/btf/vmlinux`, and CAP_BPF + CAP_PERFMON + CAP_MAC_ADMIN (or
-//! CAP_SYS_ADMIN). Some kernels list `bpf` yet refuse LSM programs at
+//! `/sys/kernel/btf/vmlinux`, and CAP_BPF + CAP_PERFMON (or CAP_SYS_ADMIN;
+//! `docs/enforcement.md`, "Privileges"). Some kernels list `bpf` yet refuse LSM programs at
 //! `BPF_PROG_LOAD`; only loading [`PROBE_OBJECT`] proves support.
 #![no_std]
 #![deny(missing_docs)]

@@ -73,6 +73,23 @@ pub enum CgroupError {
         /// Why it is unavailable.
         why: String,
     },
+    /// This process could not move a command into a scope below the parent: the kernel
+    /// requires write access to the `cgroup.procs` of the nearest common ancestor of the
+    /// process's own cgroup and the scope (`cgroup_procs_write_permission` in
+    /// `kernel/cgroup/cgroup.c`).
+    #[error(
+        "this process's cgroup `{own}` and the scopes below `{parent}` meet at `{ancestor}`, \
+         whose cgroup.procs this process may not write: the kernel would refuse to move a \
+         command into its scope"
+    )]
+    CannotJoin {
+        /// This process's cgroup.
+        own: PathBuf,
+        /// The bee parent cgroup.
+        parent: PathBuf,
+        /// Their nearest common ancestor.
+        ancestor: PathBuf,
+    },
     /// Processes remained in the scope after killing and waiting.
     #[error("`{path}` still has processes after {waited:?}")]
     StillPopulated {
@@ -152,6 +169,55 @@ impl CgroupParent {
         Ok(Self { path, controllers })
     }
 
+    /// Checks, before any scope exists, that this process will be able to move a command
+    /// into a scope below this parent: with its effective uid and capabilities
+    /// (`faccessat(2)`, `AT_EACCESS`) it must be able to write the `cgroup.procs` of the
+    /// nearest common ancestor of its own cgroup (`/proc/self/cgroup`) and the parent. Root
+    /// can; a non-root user can when the parent is delegated to it and bee runs in a cgroup
+    /// inside that delegated subtree.
+    ///
+    /// # Errors
+    /// [`CgroupError::CannotJoin`]; [`CgroupError::Io`] or [`CgroupError::NoCgroup2`] when
+    /// this process's cgroup cannot be found.
+    pub fn check_join(&self) -> Result<(), CgroupError> {
+        let mountinfo = fs::read_to_string("/proc/self/mountinfo")
+            .map_err(io_err("read", Path::new("/proc/self/mountinfo")))?;
+        let mount = parse_cgroup2_mount(&mountinfo).ok_or(CgroupError::NoCgroup2)?;
+        let own_file = Path::new("/proc/self/cgroup");
+        let own = fs::read_to_string(own_file).map_err(io_err("read", own_file))?;
+        let own = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .ok_or_else(|| {
+                io_err("parse", own_file)(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "no cgroup v2 (`0::`) line",
+                ))
+            })?;
+        let own = mount.join(own.trim().trim_start_matches('/'));
+        let ancestor = common_ancestor(&own, &self.path);
+        let procs = ancestor.join("cgroup.procs");
+        let c = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).map_err(|_| {
+            io_err("faccessat", &procs)(io::Error::from(io::ErrorKind::InvalidInput))
+        })?;
+        // SAFETY: `c` is a NUL-terminated path; faccessat(2) only reads it.
+        let rc =
+            unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            let err = io::Error::last_os_error();
+            match err.kind() {
+                io::ErrorKind::PermissionDenied => Err(CgroupError::CannotJoin {
+                    own,
+                    parent: self.path.clone(),
+                    ancestor,
+                }),
+                _ => Err(io_err("faccessat", &procs)(err)),
+            }
+        }
+    }
+
     /// The parent cgroup's directory.
     pub fn path(&self) -> &Path {
         &self.path
@@ -227,6 +293,15 @@ impl CgroupParent {
             }
         }
     }
+}
+
+/// The longest common leading path of `a` and `b`, component by component.
+fn common_ancestor(a: &Path, b: &Path) -> PathBuf {
+    a.components()
+        .zip(b.components())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect()
 }
 
 fn is_cgroup2(path: &Path) -> Result<bool, CgroupError> {
@@ -516,5 +591,32 @@ impl Drop for ScopeCgroup {
             let _ = self.wait_empty(Duration::from_secs(2));
         }
         let _ = self.rmdir();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_ancestor_of_cgroup_paths() {
+        let p = |s: &str| PathBuf::from(s);
+        assert_eq!(
+            common_ancestor(&p("/sys/fs/cgroup/bee/session"), &p("/sys/fs/cgroup/bee")),
+            p("/sys/fs/cgroup/bee")
+        );
+        assert_eq!(
+            common_ancestor(&p("/sys/fs/cgroup"), &p("/sys/fs/cgroup/bee")),
+            p("/sys/fs/cgroup")
+        );
+        assert_eq!(
+            common_ancestor(&p("/sys/fs/cgroup/user.slice"), &p("/sys/fs/cgroup/bee")),
+            p("/sys/fs/cgroup")
+        );
+        // Components, not bytes: `bee2` is not below `bee`.
+        assert_eq!(
+            common_ancestor(&p("/sys/fs/cgroup/bee2"), &p("/sys/fs/cgroup/bee")),
+            p("/sys/fs/cgroup")
+        );
     }
 }

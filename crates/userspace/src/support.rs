@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use parse::{
-    Capabilities, Lockdown, cap, parse_cap_eff, parse_cgroup2_mount, parse_lockdown, parse_lsm_list,
+    Capabilities, Lockdown, Requirement, RunAs, cap, parse_cap_eff, parse_cgroup2_mount,
+    parse_lockdown, parse_lsm_list, required_capabilities,
 };
 pub use probe::{PROBE_HOOK, ProbeError, probe_lsm};
 
@@ -54,7 +55,7 @@ pub enum GateId {
     Btf,
     /// A cgroup v2 hierarchy is mounted (scopes are cgroups).
     Cgroup2,
-    /// The effective capabilities allow loading LSM programs.
+    /// The effective capabilities hold every one of [`required_capabilities`].
     Capabilities,
     /// Lockdown does not forbid BPF reads of kernel memory.
     Lockdown,
@@ -123,6 +124,12 @@ pub struct SupportReport {
     pub cgroup2_mount: Option<PathBuf>,
     /// The effective capabilities, from `/proc/self/status`.
     pub capabilities: Option<Capabilities>,
+    /// Who launched commands run as, which decides [`SupportReport::required`].
+    pub run_as: RunAs,
+    /// The capabilities this process needs ([`required_capabilities`]).
+    pub required: Vec<Requirement>,
+    /// Those of [`SupportReport::required`] it lacks (all of them when `CapEff` is unreadable).
+    pub missing: Vec<Requirement>,
     /// The lockdown mode; `None` when the lockdown LSM is absent.
     pub lockdown: Option<Lockdown>,
     /// The active LSMs in order, from `/sys/kernel/security/lsm`.
@@ -194,44 +201,12 @@ impl SupportReport {
             ),
         });
 
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        let run_as = RunAs::new(euid, std::env::var_os("SUDO_UID").is_some());
+        let required = required_capabilities(run_as);
         let capabilities = read("/proc/self/status").map(|s| parse_cap_eff(&s));
-        let (capabilities, cap_gate) = match capabilities {
-            Ok(Some(c)) if c.can_load_lsm() => (
-                Some(c),
-                Gate::pass(
-                    GateId::Capabilities,
-                    format!("CapEff {:016x} allows loading LSM programs", c.effective),
-                ),
-            ),
-            Ok(Some(c)) => (
-                Some(c),
-                Gate::fail(
-                    GateId::Capabilities,
-                    format!(
-                        "CapEff {:016x} lacks {}",
-                        c.effective,
-                        c.missing().join(", ")
-                    ),
-                    "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN",
-                ),
-            ),
-            Ok(None) => (
-                None,
-                Gate::fail(
-                    GateId::Capabilities,
-                    "no readable CapEff line in /proc/self/status",
-                    "check that /proc is mounted",
-                ),
-            ),
-            Err(e) => (
-                None,
-                Gate::fail(
-                    GateId::Capabilities,
-                    e.to_string(),
-                    "check that /proc is mounted",
-                ),
-            ),
-        };
+        let (capabilities, missing, cap_gate) = capability_gate(capabilities, run_as, &required);
         gates.push(cap_gate);
 
         let securityfs = ensure_securityfs();
@@ -276,7 +251,7 @@ impl SupportReport {
                 GateId::LsmProbe,
                 format!("an LSM program loaded and attached to {PROBE_HOOK}"),
             ),
-            Err(err) => probe_failure(&err),
+            Err(err) => probe_failure(&err, &missing),
         });
 
         Self {
@@ -284,10 +259,24 @@ impl SupportReport {
             btf,
             cgroup2_mount,
             capabilities,
+            run_as,
+            required,
+            missing,
             lockdown,
             lsms,
             gates,
         }
+    }
+
+    /// True when enforcement is unavailable only because this process lacks capabilities:
+    /// the capabilities gate failed, and every other failed gate is the LSM probe (which the
+    /// kernel refuses without them). `bee exec` then exits with "permission denied" rather
+    /// than "unavailable".
+    pub fn lacks_only_capabilities(&self) -> bool {
+        let mut failed = self.failures().map(|g| g.id).peekable();
+        failed.peek().is_some()
+            && self.gate(GateId::Capabilities).is_some_and(|g| !g.passed)
+            && failed.all(|id| matches!(id, GateId::Capabilities | GateId::LsmProbe))
     }
 
     /// True when every gate passed: enforcement can be relied on.
@@ -306,8 +295,99 @@ impl SupportReport {
     }
 }
 
-/// Turns a probe error into a failed gate with an errno-specific hint.
-fn probe_failure(err: &ProbeError) -> Gate {
+/// Names of requirements, joined: `CAP_BPF, CAP_PERFMON`.
+fn cap_names(reqs: &[Requirement]) -> String {
+    reqs.iter().map(|r| r.name).collect::<Vec<_>>().join(", ")
+}
+
+/// What to do about missing capabilities; the example grants the whole `required` set.
+fn capability_fix(missing: &[Requirement], required: &[Requirement], run_as: RunAs) -> String {
+    let short: Vec<String> = required.iter().map(|r| format!("+{}", r.short)).collect();
+    let short = short.join(",");
+    let how = match run_as {
+        RunAs::Caller => format!(
+            "have the operator start bee with {names} among its ambient capabilities, e.g. \
+             `setpriv --reuid=USER --regid=USER --init-groups --inh-caps={short} \
+             --ambient-caps={short} bee …` or systemd's AmbientCapabilities=, or run bee \
+             through sudo",
+            names = cap_names(missing)
+        ),
+        RunAs::Root => format!(
+            "keep {names} in bee's bounding and effective sets (commands started as uid 0 must \
+             be stripped of every capability), or run bee through sudo from your own user",
+            names = cap_names(missing)
+        ),
+        RunAs::SudoCaller => format!(
+            "keep {names} in bee's bounding and effective sets (commands are dropped to the \
+             sudo caller)",
+            names = cap_names(missing)
+        ),
+    };
+    format!("{how}; docs/enforcement.md (\"Privileges\") says why each is needed")
+}
+
+/// The capabilities gate: the effective set against `required`. Returns the set read, the
+/// requirements missing (all of them when the set cannot be read) and the verdict.
+fn capability_gate(
+    capabilities: Result<Option<Capabilities>, SupportError>,
+    run_as: RunAs,
+    required: &[Requirement],
+) -> (Option<Capabilities>, Vec<Requirement>, Gate) {
+    let who = match run_as {
+        RunAs::Caller => "as a non-root user",
+        RunAs::Root => "as uid 0, commands running as uid 0",
+        RunAs::SudoCaller => "as uid 0, commands dropped to SUDO_UID",
+    };
+    match capabilities {
+        Ok(Some(c)) => {
+            let missing = c.missing(required);
+            let gate = if missing.is_empty() {
+                Gate::pass(
+                    GateId::Capabilities,
+                    format!(
+                        "CapEff {:016x} holds {} (needed {who})",
+                        c.effective,
+                        cap_names(required)
+                    ),
+                )
+            } else {
+                Gate::fail(
+                    GateId::Capabilities,
+                    format!(
+                        "CapEff {:016x} lacks {} (needed {who}: {})",
+                        c.effective,
+                        cap_names(&missing),
+                        cap_names(required)
+                    ),
+                    capability_fix(&missing, required, run_as),
+                )
+            };
+            (Some(c), missing, gate)
+        }
+        Ok(None) => (
+            None,
+            required.to_vec(),
+            Gate::fail(
+                GateId::Capabilities,
+                "no readable CapEff line in /proc/self/status",
+                "check that /proc is mounted",
+            ),
+        ),
+        Err(e) => (
+            None,
+            required.to_vec(),
+            Gate::fail(
+                GateId::Capabilities,
+                e.to_string(),
+                "check that /proc is mounted",
+            ),
+        ),
+    }
+}
+
+/// Turns a probe error into a failed gate with an errno-specific hint; `missing` are the
+/// capabilities this process lacks (an EPERM is then theirs, not the kernel's).
+fn probe_failure(err: &ProbeError, missing: &[Requirement]) -> Gate {
     let mut reason = err.to_string();
     // Show the whole chain: aya's outer errors often hide the OS error.
     let mut source = std::error::Error::source(err);
@@ -319,7 +399,15 @@ fn probe_failure(err: &ProbeError) -> Gate {
         }
         source = s.source();
     }
+    let lacking;
     let fix = match (err, err.errno()) {
+        (_, Some(1)) if !missing.is_empty() => {
+            lacking = format!(
+                "the kernel refused it for lack of {} (see the capabilities gate)",
+                cap_names(missing)
+            );
+            lacking.as_str()
+        }
         (ProbeError::Load { .. }, Some(1)) => {
             "the kernel refuses trampoline-based BPF programs (EPERM before verification) even \
              though bpf may be listed; this happens on some virtualized kernels. Enforcement \
@@ -330,7 +418,7 @@ fn probe_failure(err: &ProbeError) -> Gate {
              lsm=…,bpf on a CONFIG_BPF_LSM=y kernel"
         }
         (ProbeError::Btf { .. }, _) => FIX_KERNEL,
-        _ => "run with CAP_BPF, CAP_PERFMON and CAP_MAC_ADMIN (or as root) on a BPF-LSM kernel",
+        _ => "run with CAP_BPF and CAP_PERFMON (or as root) on a BPF-LSM kernel",
     };
     Gate::fail(GateId::LsmProbe, reason, fix)
 }
@@ -368,6 +456,9 @@ mod tests {
             btf: true,
             cgroup2_mount: Some(PathBuf::from("/sys/fs/cgroup")),
             capabilities: None,
+            run_as: RunAs::Caller,
+            required: Vec::new(),
+            missing: Vec::new(),
             lockdown: None,
             lsms: vec!["bpf".into()],
             gates,
@@ -393,6 +484,62 @@ mod tests {
             vec![GateId::LsmProbe]
         );
         assert!(!report(Vec::new()).is_supported(), "no gates is no proof");
+    }
+
+    #[test]
+    fn missing_capabilities_alone_are_a_permission_problem() {
+        let gate = |id, passed| {
+            if passed {
+                Gate::pass(id, "ok")
+            } else {
+                Gate::fail(id, "no", "fix")
+            }
+        };
+        let only_caps = report(vec![
+            gate(GateId::Btf, true),
+            gate(GateId::Capabilities, false),
+            gate(GateId::LsmProbe, false),
+        ]);
+        assert!(only_caps.lacks_only_capabilities());
+        let kernel_too = report(vec![
+            gate(GateId::Capabilities, false),
+            gate(GateId::LsmList, false),
+            gate(GateId::LsmProbe, false),
+        ]);
+        assert!(!kernel_too.lacks_only_capabilities());
+        let kernel_only = report(vec![
+            gate(GateId::Capabilities, true),
+            gate(GateId::LsmProbe, false),
+        ]);
+        assert!(!kernel_only.lacks_only_capabilities());
+        assert!(!report(vec![gate(GateId::Capabilities, true)]).lacks_only_capabilities());
+    }
+
+    #[test]
+    fn capability_gate_names_what_is_missing_and_how_to_grant_the_set() {
+        let required = required_capabilities(RunAs::Caller);
+        // CAP_BPF alone (bit 39).
+        let caps = Capabilities { effective: 1 << 39 };
+        let (_, missing, gate) = capability_gate(Ok(Some(caps)), RunAs::Caller, &required);
+        assert_eq!(
+            missing.iter().map(|r| r.name).collect::<Vec<_>>(),
+            ["CAP_PERFMON"]
+        );
+        assert!(!gate.passed);
+        assert!(
+            gate.reason
+                .contains("lacks CAP_PERFMON (needed as a non-root user: CAP_BPF, CAP_PERFMON)"),
+            "{}",
+            gate.reason
+        );
+        let fix = gate.fix.unwrap_or_default();
+        assert!(fix.contains("--ambient-caps=+bpf,+perfmon"), "{fix}");
+        let both = Capabilities { effective: 3 << 38 };
+        let (_, missing, gate) = capability_gate(Ok(Some(both)), RunAs::Caller, &required);
+        assert!(missing.is_empty() && gate.passed, "{gate:?}");
+        let (_, missing, gate) = capability_gate(Ok(None), RunAs::Root, &required);
+        assert_eq!(missing.len(), required.len());
+        assert!(!gate.passed);
     }
 
     #[test]

@@ -26,9 +26,9 @@
 //! `docs/enforcement.md` explains the choice.
 //!
 //! # Kernel requirements
-//! As [`crate::support`]: BPF LSM active, kernel BTF, cgroup v2, CAP_BPF + CAP_PERFMON +
-//! CAP_MAC_ADMIN (or CAP_SYS_ADMIN), bpffs mounted at the pin root's parent. Tested on Linux
-//! 6.1 and 6.12.
+//! As [`crate::support`]: BPF LSM active, kernel BTF, cgroup v2, CAP_BPF + CAP_PERFMON (or
+//! CAP_SYS_ADMIN), bpffs mounted at the pin root's parent and the pin root writable by this
+//! process (`docs/enforcement.md`, "Privileges"). Tested on Linux 6.1 and 6.12.
 
 pub mod alloc;
 mod error;

@@ -5,14 +5,114 @@ use std::path::PathBuf;
 
 /// Capability bit numbers (`include/uapi/linux/capability.h`).
 pub mod cap {
-    /// CAP_SYS_ADMIN: the catch-all; enough for any BPF program.
+    /// CAP_SETGID: `setgroups(2)` and `setresgid(2)` to another group.
+    pub const SETGID: u32 = 6;
+    /// CAP_SETUID: `setresuid(2)` to another user.
+    pub const SETUID: u32 = 7;
+    /// CAP_SETPCAP: `PR_CAPBSET_DROP` and `PR_SET_SECUREBITS`.
+    pub const SETPCAP: u32 = 8;
+    /// CAP_SYS_ADMIN: the catch-all; the kernel accepts it in place of CAP_BPF and CAP_PERFMON
+    /// (`bpf_capable()`, `perfmon_capable()` in `include/linux/capability.h`).
     pub const SYS_ADMIN: u32 = 21;
-    /// CAP_MAC_ADMIN: MAC configuration; some distributions gate LSM hooks on it.
-    pub const MAC_ADMIN: u32 = 33;
-    /// CAP_PERFMON: tracing-class programs (LSM included) since 5.8.
+    /// CAP_PERFMON: loading tracing-class programs, LSM programs included (Linux 5.8+).
     pub const PERFMON: u32 = 38;
-    /// CAP_BPF: `bpf(2)` itself since 5.8.
+    /// CAP_BPF: `bpf(2)` map creation, BTF and program loading (Linux 5.8+).
     pub const BPF: u32 = 39;
+}
+
+/// One capability bee needs: which, and why (the kernel function that checks it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requirement {
+    /// The capability's number (see [`cap`]).
+    pub cap: u32,
+    /// Its name, e.g. `CAP_BPF`.
+    pub name: &'static str,
+    /// The name `setpriv(1)` and `capsh(1)` use, e.g. `bpf`.
+    pub short: &'static str,
+    /// True when the kernel accepts CAP_SYS_ADMIN in its place.
+    pub sys_admin_suffices: bool,
+    /// What bee uses it for, and where the kernel checks it.
+    pub why: &'static str,
+}
+
+const REQ_BPF: Requirement = Requirement {
+    cap: cap::BPF,
+    name: "CAP_BPF",
+    short: "bpf",
+    sys_admin_suffices: true,
+    why: "creating the maps, loading BTF and the LSM programs: bpf_capable() in \
+          kernel/bpf/syscall.c (__sys_bpf with kernel.unprivileged_bpf_disabled set, \
+          bpf_prog_load, map_create, bpf_btf_load)",
+};
+const REQ_PERFMON: Requirement = Requirement {
+    cap: cap::PERFMON,
+    name: "CAP_PERFMON",
+    short: "perfmon",
+    sys_admin_suffices: true,
+    why: "loading LSM programs: bpf_prog_load in kernel/bpf/syscall.c refuses a \
+          BPF_PROG_TYPE_LSM program (is_perfmon_prog_type) without perfmon_capable()",
+};
+const REQ_SETPCAP: Requirement = Requirement {
+    cap: cap::SETPCAP,
+    name: "CAP_SETPCAP",
+    short: "setpcap",
+    sys_admin_suffices: false,
+    why: "a command that runs as uid 0 must lose its bounding set and have the securebits \
+          locked (cap_prctl_drop and cap_task_prctl in security/commoncap.c), or it could \
+          regain capabilities; the launcher refuses to start it otherwise",
+};
+const REQ_SETGID: Requirement = Requirement {
+    cap: cap::SETGID,
+    name: "CAP_SETGID",
+    short: "setgid",
+    sys_admin_suffices: false,
+    why: "dropping the command to the sudo caller's group: setgroups (may_setgroups in \
+          kernel/groups.c) and setresgid (__sys_setresgid in kernel/sys.c)",
+};
+const REQ_SETUID: Requirement = Requirement {
+    cap: cap::SETUID,
+    name: "CAP_SETUID",
+    short: "setuid",
+    sys_admin_suffices: false,
+    why: "dropping the command to the sudo caller: setresuid (__sys_setresuid in kernel/sys.c)",
+};
+
+/// Who the commands bee launches run as, which decides what the launcher needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    /// bee runs as a non-root uid; commands run as that uid (no credential change).
+    Caller,
+    /// bee runs as uid 0 without `SUDO_UID`; commands would run as uid 0 too.
+    Root,
+    /// bee runs as uid 0 through `sudo`; commands are dropped to `SUDO_UID`/`SUDO_GID`.
+    SudoCaller,
+}
+
+impl RunAs {
+    /// Decides from the effective uid and whether `SUDO_UID` is set (as
+    /// `launch::Credentials::from_sudo_env` does).
+    pub fn new(euid: u32, sudo_uid_set: bool) -> Self {
+        match (euid, sudo_uid_set) {
+            (0, true) => RunAs::SudoCaller,
+            (0, false) => RunAs::Root,
+            _ => RunAs::Caller,
+        }
+    }
+}
+
+/// The capabilities `bee exec` and `bee run` need in the effective set, given who their
+/// commands run as: CAP_BPF and CAP_PERFMON always (CAP_SYS_ADMIN may stand in for either);
+/// CAP_SETPCAP when commands would run as uid 0; CAP_SETGID and CAP_SETUID when they are
+/// dropped to the sudo caller. Nothing else: measured on Linux 6.1 and 6.12
+/// (`tests/kernel_caps.rs`, `docs/enforcement.md`).
+pub fn required_capabilities(run_as: RunAs) -> Vec<Requirement> {
+    let mut reqs = vec![REQ_BPF, REQ_PERFMON];
+    match run_as {
+        RunAs::Caller => {}
+        RunAs::Root => reqs.push(REQ_SETPCAP),
+        RunAs::SudoCaller => reqs.extend([REQ_SETGID, REQ_SETUID]),
+    }
+    reqs
 }
 
 /// The effective capability set, from `/proc/self/status` `CapEff`.
@@ -28,24 +128,15 @@ impl Capabilities {
         cap < 64 && self.effective & (1u64 << cap) != 0
     }
 
-    /// True when the set allows loading and attaching LSM programs:
-    /// CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN.
-    pub fn can_load_lsm(&self) -> bool {
-        (self.has(cap::BPF) && self.has(cap::PERFMON)) || self.has(cap::SYS_ADMIN)
+    /// True when `req` is met: its capability is effective, or CAP_SYS_ADMIN where the kernel
+    /// accepts that instead.
+    pub fn meets(&self, req: &Requirement) -> bool {
+        self.has(req.cap) || (req.sys_admin_suffices && self.has(cap::SYS_ADMIN))
     }
 
-    /// Names of the capabilities bee cares about that are missing.
-    pub fn missing(&self) -> Vec<&'static str> {
-        [
-            (cap::BPF, "CAP_BPF"),
-            (cap::PERFMON, "CAP_PERFMON"),
-            (cap::SYS_ADMIN, "CAP_SYS_ADMIN"),
-            (cap::MAC_ADMIN, "CAP_MAC_ADMIN"),
-        ]
-        .into_iter()
-        .filter(|(c, _)| !self.has(*c))
-        .map(|(_, n)| n)
-        .collect()
+    /// The requirements of `reqs` this set does not meet, in order.
+    pub fn missing(&self, reqs: &[Requirement]) -> Vec<Requirement> {
+        reqs.iter().filter(|r| !self.meets(r)).copied().collect()
     }
 }
 
@@ -151,8 +242,33 @@ mod tests {
         let status = "Name:\tcat\nCapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n\
                       CapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n";
         let caps = parse_cap_eff(status);
-        assert!(caps.is_some_and(|c| c.can_load_lsm()));
-        assert!(caps.is_some_and(|c| c.missing().is_empty()));
+        for run_as in [RunAs::Caller, RunAs::Root, RunAs::SudoCaller] {
+            let reqs = required_capabilities(run_as);
+            assert!(caps.is_some_and(|c| c.missing(&reqs).is_empty()));
+        }
+    }
+
+    fn names(reqs: &[Requirement]) -> Vec<&'static str> {
+        reqs.iter().map(|r| r.name).collect()
+    }
+
+    #[test]
+    fn required_set_depends_on_who_commands_run_as() {
+        assert_eq!(
+            names(&required_capabilities(RunAs::Caller)),
+            ["CAP_BPF", "CAP_PERFMON"]
+        );
+        assert_eq!(
+            names(&required_capabilities(RunAs::Root)),
+            ["CAP_BPF", "CAP_PERFMON", "CAP_SETPCAP"]
+        );
+        assert_eq!(
+            names(&required_capabilities(RunAs::SudoCaller)),
+            ["CAP_BPF", "CAP_PERFMON", "CAP_SETGID", "CAP_SETUID"]
+        );
+        assert_eq!(RunAs::new(1000, true), RunAs::Caller);
+        assert_eq!(RunAs::new(0, false), RunAs::Root);
+        assert_eq!(RunAs::new(0, true), RunAs::SudoCaller);
     }
 
     #[test]
@@ -160,15 +276,38 @@ mod tests {
         // bits 38 and 39
         let caps = parse_cap_eff("CapEff:\t000000c000000000\n");
         assert_eq!(
-            caps.map(|c| (c.can_load_lsm(), c.missing())),
-            Some((true, vec!["CAP_SYS_ADMIN", "CAP_MAC_ADMIN"]))
+            caps.map(|c| names(&c.missing(&required_capabilities(RunAs::Caller)))),
+            Some(vec![])
+        );
+        assert_eq!(
+            caps.map(|c| names(&c.missing(&required_capabilities(RunAs::SudoCaller)))),
+            Some(vec!["CAP_SETGID", "CAP_SETUID"])
+        );
+    }
+
+    #[test]
+    fn sys_admin_stands_in_for_bpf_and_perfmon_only() {
+        // bit 21
+        let caps = parse_cap_eff("CapEff:\t0000000000200000\n");
+        assert_eq!(
+            caps.map(|c| names(&c.missing(&required_capabilities(RunAs::Root)))),
+            Some(vec!["CAP_SETPCAP"])
         );
     }
 
     #[test]
     fn cap_eff_unprivileged_and_garbage() {
         let caps = parse_cap_eff("CapEff:\t0000000000000000\n");
-        assert!(caps.is_some_and(|c| !c.can_load_lsm()));
+        assert_eq!(
+            caps.map(|c| names(&c.missing(&required_capabilities(RunAs::Caller)))),
+            Some(vec!["CAP_BPF", "CAP_PERFMON"])
+        );
+        // CAP_BPF alone (bit 39)
+        let caps = parse_cap_eff("CapEff:\t0000008000000000\n");
+        assert_eq!(
+            caps.map(|c| names(&c.missing(&required_capabilities(RunAs::Caller)))),
+            Some(vec!["CAP_PERFMON"])
+        );
         assert_eq!(parse_cap_eff("CapEff:\tzz\n"), None);
         assert_eq!(parse_cap_eff("Name: x\n"), None);
     }
