@@ -668,6 +668,50 @@ pub fn helper_with_fd3(cg: &Cgroup, action: &str, fd: &std::os::fd::OwnedFd) -> 
     .unwrap()
 }
 
+/// Runs the helper `action args…` in `cg` (if given), with `fd3` (if given) as its descriptor
+/// 3, as `uid` (if given: gid `uid`, no supplementary groups, no capabilities).
+pub fn helper_with(
+    cg: Option<&Cgroup>,
+    uid: Option<u32>,
+    fd3: Option<std::os::fd::RawFd>,
+    action: &str,
+    args: &[&str],
+) -> Output {
+    let exe = std::env::current_exe().unwrap();
+    let mut spec = vec![action];
+    spec.extend_from_slice(args);
+    let mut cmd = command_in(cg, exe.to_str().unwrap());
+    // SAFETY: dup2, setgroups, setgid and setuid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(fd) = fd3
+                && libc::dup2(fd, 3) < 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(uid) = uid
+                && (libc::setgroups(0, std::ptr::null()) < 0
+                    || libc::setgid(uid) < 0
+                    || libc::setuid(uid) < 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "helper_entry",
+        "--test-threads=1",
+        "--nocapture",
+        "-q",
+    ])
+    .env(HELPER_ENV, spec.join("\u{1f}"))
+    .output()
+    .unwrap()
+}
+
 /// Runs one helper action; returns the errno (0 on success).
 fn act(action: &str, a: &[&str]) -> i32 {
     let arg = |i: usize| a.get(i).copied().unwrap_or("");
@@ -1345,6 +1389,464 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     -1,
                     0,
                 ))
+            }
+            "tiocsti" => {
+                // [ctty] TEXT: push TEXT into the input queue of the terminal on fd 3 with
+                // TIOCSTI, byte by byte (as if typed there); with `ctty`, first make it the
+                // controlling terminal of a new session (what an unprivileged caller needs).
+                let (ctty, text) = if arg(0) == "ctty" {
+                    (true, arg(1))
+                } else {
+                    (false, arg(0))
+                };
+                if ctty && (libc::setsid() < 0 || libc::ioctl(3, libc::TIOCSCTTY, 0) < 0) {
+                    return 100 + errno();
+                }
+                for b in text.replace("\\n", "\n").bytes() {
+                    if libc::ioctl(3, libc::TIOCSTI, &raw const b) < 0 {
+                        return errno();
+                    }
+                }
+                0
+            }
+            "srr-sendto" => {
+                // HOP ADDR PORT TEXT: a UDP datagram to ADDR:PORT with an IPv4 loose source
+                // route (IP_OPTIONS, LSRR) whose first hop is HOP: the kernel sends it to HOP.
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+                if fd < 0 {
+                    return errno();
+                }
+                let hop: std::net::Ipv4Addr = arg(0).parse().unwrap();
+                let mut opt = vec![131u8, 7, 4];
+                opt.extend_from_slice(&hop.octets());
+                opt.push(0);
+                if libc::setsockopt(
+                    fd,
+                    libc::IPPROTO_IP,
+                    libc::IP_OPTIONS,
+                    opt.as_ptr().cast(),
+                    opt.len() as u32,
+                ) < 0
+                {
+                    eprintln!("srr-sendto: setsockopt(IP_OPTIONS) failed");
+                    return 100 + errno();
+                }
+                let sa = sockaddr_v4(arg(1), arg(2).parse().unwrap());
+                let len = size_of::<libc::sockaddr_in>() as u32;
+                let t = arg(3);
+                let r = libc::sendto(
+                    fd,
+                    t.as_ptr().cast(),
+                    t.len(),
+                    0,
+                    (&raw const sa).cast(),
+                    len,
+                );
+                check(r as i64)
+            }
+            "prlimit-cpu" => {
+                // PID: lower PID's RLIMIT_CPU to one second (soft and hard).
+                let lim = libc::rlimit {
+                    rlim_cur: 1,
+                    rlim_max: 1,
+                };
+                check(
+                    libc::prlimit(
+                        arg(0).parse().unwrap(),
+                        libc::RLIMIT_CPU,
+                        &raw const lim,
+                        std::ptr::null_mut(),
+                    )
+                    .into(),
+                )
+            }
+            "setpriority" => {
+                check(libc::setpriority(libc::PRIO_PROCESS, arg(0).parse().unwrap(), 19).into())
+            }
+            "ioprio-idle" => {
+                // PID: the idle I/O class for PID (IOPRIO_WHO_PROCESS).
+                const IOPRIO_CLASS_IDLE: i64 = 3;
+                check(libc::syscall(
+                    libc::SYS_ioprio_set,
+                    1,
+                    arg(0).parse::<i32>().unwrap(),
+                    IOPRIO_CLASS_IDLE << 13,
+                ))
+            }
+            "setaffinity" => {
+                // PID: pin PID to CPU 0.
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                check(
+                    libc::sched_setaffinity(
+                        arg(0).parse().unwrap(),
+                        size_of::<libc::cpu_set_t>(),
+                        &raw const set,
+                    )
+                    .into(),
+                )
+            }
+            "fanotify-deny" => {
+                // PATH SECS: a filesystem-wide FAN_OPEN_PERM mark through PATH; say so on
+                // stdout, then answer FAN_DENY to every open for SECS seconds.
+                use std::io::Write;
+                const FAN_CLASS_CONTENT: u32 = 0x4;
+                const FAN_MARK_ADD: u32 = 0x1;
+                const FAN_MARK_FILESYSTEM: u32 = 0x100;
+                const FAN_OPEN_PERM: u64 = 0x10000;
+                const FAN_DENY: u32 = 2;
+                let fan = libc::syscall(
+                    libc::SYS_fanotify_init,
+                    FAN_CLASS_CONTENT | libc::FAN_CLOEXEC,
+                    libc::O_RDONLY as u32,
+                ) as i32;
+                if fan < 0 {
+                    return 100 + errno();
+                }
+                if libc::syscall(
+                    libc::SYS_fanotify_mark,
+                    fan,
+                    FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+                    FAN_OPEN_PERM,
+                    libc::AT_FDCWD,
+                    cstr(arg(0)).as_ptr(),
+                ) < 0
+                {
+                    return errno();
+                }
+                println!("bee-fanotify-ready");
+                std::io::stdout().flush().unwrap();
+                let end = std::time::Instant::now()
+                    + std::time::Duration::from_secs(arg(1).parse().unwrap());
+                let mut buf = [0u8; 4096];
+                while std::time::Instant::now() < end {
+                    let mut p = libc::pollfd {
+                        fd: fan,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    if libc::poll(&raw mut p, 1, 100) <= 0 {
+                        continue;
+                    }
+                    let n = libc::read(fan, buf.as_mut_ptr().cast(), buf.len());
+                    let mut off = 0usize;
+                    while n > 0 && off + 24 <= n as usize {
+                        let len = u32::from_ne_bytes(buf[off..off + 4].try_into().unwrap());
+                        let fd = i32::from_ne_bytes(buf[off + 16..off + 20].try_into().unwrap());
+                        if fd >= 0 {
+                            let resp = [fd.to_ne_bytes(), FAN_DENY.to_ne_bytes()].concat();
+                            libc::write(fan, resp.as_ptr().cast(), 8);
+                            libc::close(fd);
+                        }
+                        off += len.max(24) as usize;
+                    }
+                }
+                0
+            }
+            "mount-setattr-ro" => {
+                // PATH: make the mount at PATH read-only with mount_setattr(2).
+                #[repr(C)]
+                struct MountAttr {
+                    set: u64,
+                    clr: u64,
+                    propagation: u64,
+                    userns_fd: u64,
+                }
+                let attr = MountAttr {
+                    set: 0x1, // MOUNT_ATTR_RDONLY
+                    clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                check(libc::syscall(
+                    libc::SYS_mount_setattr,
+                    libc::AT_FDCWD,
+                    cstr(arg(0)).as_ptr(),
+                    0,
+                    &raw const attr,
+                    size_of::<MountAttr>(),
+                ))
+            }
+            "fspick-ro" => {
+                // PATH: reconfigure the filesystem mounted at PATH read-only with fspick(2) and
+                // fsconfig(2) (FSCONFIG_SET_FLAG "ro", FSCONFIG_CMD_RECONFIGURE).
+                let fd = libc::syscall(libc::SYS_fspick, libc::AT_FDCWD, cstr(arg(0)).as_ptr(), 1);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                let ro = cstr("ro");
+                let null = std::ptr::null::<libc::c_char>();
+                if libc::syscall(libc::SYS_fsconfig, fd, 0, ro.as_ptr(), null, 0) < 0 {
+                    return 150 + errno();
+                }
+                check(libc::syscall(libc::SYS_fsconfig, fd, 7, null, null, 0))
+            }
+            "fsmount-create" => {
+                // A new tmpfs with fsopen(2) and fsmount(2), never attached; create `f` in it.
+                let fs = libc::syscall(libc::SYS_fsopen, cstr("tmpfs").as_ptr(), 1);
+                if fs < 0 {
+                    return 100 + errno();
+                }
+                let null = std::ptr::null::<libc::c_char>();
+                if libc::syscall(libc::SYS_fsconfig, fs, 6, null, null, 0) < 0 {
+                    return 150 + errno();
+                }
+                let m = libc::syscall(libc::SYS_fsmount, fs, 1, 0);
+                if m < 0 {
+                    return 200 + errno();
+                }
+                let f = libc::openat(
+                    m as i32,
+                    cstr("f").as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT,
+                    0o644,
+                );
+                check(f.into())
+            }
+            "sethostname" => {
+                let n = arg(0);
+                check(libc::sethostname(n.as_ptr().cast(), n.len()).into())
+            }
+            "reboot-cad-off" => check(libc::reboot(libc::LINUX_REBOOT_CMD_CAD_OFF).into()),
+            "syslog-read" => {
+                // MARKER: read the kernel log with syslog(2); say whether MARKER is in it.
+                let mut buf = vec![0u8; 1 << 20];
+                let n = libc::klogctl(3, buf.as_mut_ptr().cast(), buf.len() as i32);
+                if n < 0 {
+                    return errno();
+                }
+                let text = String::from_utf8_lossy(&buf[..n as usize]);
+                println!("syslog-read {} bytes, marker {}", n, text.contains(arg(0)));
+                0
+            }
+            "setflags" => {
+                // PATH +|- : set or clear FS_IMMUTABLE_FL with FS_IOC_SETFLAGS on a descriptor
+                // opened for reading.
+                const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
+                const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
+                const FS_IMMUTABLE_FL: libc::c_long = 0x10;
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                let mut flags: libc::c_long = 0;
+                if libc::ioctl(fd, FS_IOC_GETFLAGS, &raw mut flags) < 0 {
+                    return 150 + errno();
+                }
+                if arg(1) == "-" {
+                    flags &= !FS_IMMUTABLE_FL;
+                } else {
+                    flags |= FS_IMMUTABLE_FL;
+                }
+                check(libc::ioctl(fd, FS_IOC_SETFLAGS, &raw const flags).into())
+            }
+            "getxattr" => {
+                // PATH NAME: read the extended attribute NAME and print it.
+                let mut buf = [0u8; 256];
+                let n = libc::getxattr(
+                    cstr(arg(0)).as_ptr(),
+                    cstr(arg(1)).as_ptr(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                );
+                if n < 0 {
+                    return errno();
+                }
+                println!("getxattr {:?}", String::from_utf8_lossy(&buf[..n as usize]));
+                0
+            }
+            "readlink" => {
+                let mut buf = [0u8; 256];
+                let n = libc::readlink(cstr(arg(0)).as_ptr(), buf.as_mut_ptr().cast(), buf.len());
+                if n < 0 {
+                    return errno();
+                }
+                println!("readlink {:?}", String::from_utf8_lossy(&buf[..n as usize]));
+                0
+            }
+            "shm-read" => {
+                // KEY: attach the System V shared memory segment KEY read-only and print its
+                // first bytes.
+                let id = libc::shmget(arg(0).parse().unwrap(), 0, 0);
+                if id < 0 {
+                    return errno();
+                }
+                let p = libc::shmat(id, std::ptr::null(), libc::SHM_RDONLY);
+                if p as isize == -1 {
+                    return errno();
+                }
+                let bytes = std::slice::from_raw_parts(p.cast::<u8>(), 16);
+                println!("shm-read {:?}", String::from_utf8_lossy(bytes));
+                0
+            }
+            "add-key" => {
+                // DESC DATA: a "user" key in the user keyring.
+                let (d, t) = (cstr(arg(0)), arg(1));
+                check(libc::syscall(
+                    libc::SYS_add_key,
+                    cstr("user").as_ptr(),
+                    d.as_ptr(),
+                    t.as_ptr(),
+                    t.len(),
+                    -4, // KEY_SPEC_USER_KEYRING
+                ))
+            }
+            "key-read" => {
+                // DESC: find the "user" key DESC in the user keyring and print its payload.
+                const KEYCTL_SEARCH: i64 = 10;
+                const KEYCTL_READ: i64 = 11;
+                let id = libc::syscall(
+                    libc::SYS_keyctl,
+                    KEYCTL_SEARCH,
+                    -4,
+                    cstr("user").as_ptr(),
+                    cstr(arg(0)).as_ptr(),
+                    0,
+                );
+                if id < 0 {
+                    return 100 + errno();
+                }
+                let mut buf = [0u8; 256];
+                let n = libc::syscall(libc::SYS_keyctl, KEYCTL_READ, id, buf.as_mut_ptr(), 256);
+                if n < 0 {
+                    return errno();
+                }
+                println!("key-read {:?}", String::from_utf8_lossy(&buf[..n as usize]));
+                0
+            }
+            "kexec-unload" => check(libc::syscall(
+                libc::SYS_kexec_load,
+                0,
+                0,
+                std::ptr::null::<u8>(),
+                0,
+            )),
+            "finit-module" => {
+                // PATH: load the kernel module PATH (xz-compressed if it ends in .xz).
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                let flags = if arg(0).ends_with(".xz") { 4 } else { 0 };
+                check(libc::syscall(
+                    libc::SYS_finit_module,
+                    fd,
+                    cstr("").as_ptr(),
+                    flags,
+                ))
+            }
+            "init-module-garbage" => {
+                // init_module(2) of 64 zero bytes: the loader refuses it (ENOEXEC) unless an
+                // LSM refused the load first.
+                let image = [0u8; 64];
+                check(libc::syscall(
+                    libc::SYS_init_module,
+                    image.as_ptr(),
+                    image.len(),
+                    cstr("").as_ptr(),
+                ))
+            }
+            "kcmp" => check(libc::syscall(
+                libc::SYS_kcmp,
+                libc::getpid(),
+                arg(0).parse::<i32>().unwrap(),
+                0, // KCMP_FILE
+                0,
+                0,
+            )),
+            "process-madvise" => {
+                // PID: MADV_COLD on one page of PID through a pidfd.
+                let pfd = libc::syscall(libc::SYS_pidfd_open, arg(0).parse::<i32>().unwrap(), 0);
+                if pfd < 0 {
+                    return errno();
+                }
+                let iov = libc::iovec {
+                    iov_base: 0x1000 as *mut libc::c_void,
+                    iov_len: 4096,
+                };
+                check(libc::syscall(
+                    libc::SYS_process_madvise,
+                    pfd,
+                    &raw const iov,
+                    1,
+                    libc::MADV_COLD,
+                    0,
+                ))
+            }
+            "setns-pidfd" => {
+                // PID: join PID's mount namespace through a pidfd.
+                let pfd = libc::syscall(libc::SYS_pidfd_open, arg(0).parse::<i32>().unwrap(), 0);
+                if pfd < 0 {
+                    return errno();
+                }
+                check(libc::setns(pfd as i32, libc::CLONE_NEWNS).into())
+            }
+            "futimens-ro" => {
+                // PATH: futimens on a descriptor opened for reading.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                check(libc::futimens(fd, std::ptr::null()).into())
+            }
+            "fsetxattr-ro" => {
+                // PATH NAME: fsetxattr on a descriptor opened for reading.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                check(libc::fsetxattr(fd, cstr(arg(1)).as_ptr(), b"x".as_ptr().cast(), 1, 0).into())
+            }
+            "uring-fsetxattr-ro" => {
+                // PATH NAME: IORING_OP_FSETXATTR on a descriptor opened for reading.
+                let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
+                if fd < 0 {
+                    return 100 + errno();
+                }
+                let name = cstr(arg(1));
+                let value = *b"x";
+                let e = io_uring::opcode::FSetXattr::new(
+                    io_uring::types::Fd(fd),
+                    name.as_ptr(),
+                    value.as_ptr().cast(),
+                    1,
+                )
+                .build();
+                uring_one(&e)
+            }
+            "rtnl-batch" => {
+                // ADDR: one send of two messages, an RTM_GETLINK dump and an RTM_NEWADDR of
+                // ADDR/32 on lo; returns the errno of the send (or of the address's ack).
+                let fd = libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, libc::NETLINK_ROUTE);
+                if fd < 0 {
+                    return errno();
+                }
+                let mut m = Vec::new();
+                m.extend_from_slice(&32u32.to_ne_bytes());
+                m.extend_from_slice(&libc::RTM_GETLINK.to_ne_bytes());
+                m.extend_from_slice(
+                    &((libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16).to_ne_bytes(),
+                );
+                m.extend_from_slice(&1u32.to_ne_bytes());
+                m.extend_from_slice(&0u32.to_ne_bytes());
+                m.extend_from_slice(&[0u8; 16]);
+                let ip: std::net::Ipv4Addr = arg(0).parse().unwrap();
+                m.extend_from_slice(&40u32.to_ne_bytes());
+                m.extend_from_slice(&libc::RTM_NEWADDR.to_ne_bytes());
+                let flags =
+                    (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL)
+                        as u16;
+                m.extend_from_slice(&flags.to_ne_bytes());
+                m.extend_from_slice(&2u32.to_ne_bytes());
+                m.extend_from_slice(&0u32.to_ne_bytes());
+                m.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0]);
+                m.extend_from_slice(&1u32.to_ne_bytes());
+                for ty in [libc::IFA_LOCAL, libc::IFA_ADDRESS] {
+                    m.extend_from_slice(&8u16.to_ne_bytes());
+                    m.extend_from_slice(&ty.to_ne_bytes());
+                    m.extend_from_slice(&ip.octets());
+                }
+                check(libc::send(fd, m.as_ptr().cast(), m.len(), 0) as i64)
             }
             _ => 255,
         }
