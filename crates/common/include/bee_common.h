@@ -76,6 +76,12 @@ enum bee_hook {
 	BEE_HOOK_SOCKET_CREATE = 33,
 	BEE_HOOK_USERNS_CREATE = 34,
 	BEE_HOOK_FILE_IOCTL = 35,
+	BEE_HOOK_CAPABLE = 36,
+	BEE_HOOK_SYSLOG = 37,
+	BEE_HOOK_KEY_PERMISSION = 38,
+	BEE_HOOK_IPC_PERMISSION = 39,
+	BEE_HOOK_TASK_SETSCHEDULER = 40,
+	BEE_HOOK_TASK_SETRLIMIT = 41,
 };
 
 /*
@@ -190,7 +196,7 @@ struct bee_event {
 	__u32 access; /* BEE_ACCESS_* */
 	__u8 comm[16];
 	__u16 family;
-	__u16 port; /* host byte order */
+	__u16 port; /* host byte order; capable: the capability number */
 	__u8 protocol;
 	__u8 flags; /* BEE_EVENT_* */
 	__u16 _pad0;

@@ -87,11 +87,26 @@ pub enum Hook {
     /// `file_ioctl`: an ioctl that changes inode flags, freezes a filesystem or injects
     /// terminal input (fd owners are reported as `task_kill`).
     FileIoctl = 35,
+    /// `capable`: a capability that acts on the host (always denied in a scope; the event's
+    /// `port` holds the capability number).
+    Capable = 36,
+    /// `syslog`: reading or controlling the kernel log (always denied in a scope).
+    Syslog = 37,
+    /// `key_permission`: using a key or keyring (always denied in a scope).
+    KeyPermission = 38,
+    /// `ipc_permission`: using a SysV IPC object another scope or no scope created (also
+    /// `shmctl`, `msgctl`, `semctl`).
+    IpcPermission = 39,
+    /// `task_setscheduler`: the priority, I/O priority or scheduling of a process outside the
+    /// scope (also `task_setnice`, `task_setioprio`).
+    TaskSetscheduler = 40,
+    /// `task_setrlimit`: the resource limits of a process outside the scope.
+    TaskSetrlimit = 41,
 }
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 35] = [
+    pub const ALL: [Hook; 41] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -127,6 +142,12 @@ impl Hook {
         Hook::SocketCreate,
         Hook::UsernsCreate,
         Hook::FileIoctl,
+        Hook::Capable,
+        Hook::Syslog,
+        Hook::KeyPermission,
+        Hook::IpcPermission,
+        Hook::TaskSetscheduler,
+        Hook::TaskSetrlimit,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -172,6 +193,12 @@ impl Hook {
             Hook::SocketCreate => "socket_create",
             Hook::UsernsCreate => "userns_create",
             Hook::FileIoctl => "file_ioctl",
+            Hook::Capable => "capable",
+            Hook::Syslog => "syslog",
+            Hook::KeyPermission => "key_permission",
+            Hook::IpcPermission => "ipc_permission",
+            Hook::TaskSetscheduler => "task_setscheduler",
+            Hook::TaskSetrlimit => "task_setrlimit",
         }
     }
 }
@@ -198,7 +225,8 @@ pub struct AuditEvent {
     pub comm: [u8; 16],
     /// Address family (`AF_INET`, `AF_INET6`, `AF_UNIX`) for socket hooks, else 0.
     pub family: u16,
-    /// Peer port, host byte order, for IP socket hooks.
+    /// Peer port, host byte order, for IP socket hooks; for `capable`, the capability
+    /// number (`include/uapi/linux/capability.h`).
     pub port: u16,
     /// `PROTO_*` bit for IP socket hooks.
     pub protocol: u8,

@@ -149,6 +149,17 @@ struct {
 	__type(value, struct bee_moves);
 } bee_moves SEC(".maps");
 
+/* SysV IPC objects (struct kern_ipc_perm *) created by scoped tasks, with the
+ * scope's cgroup id: a scope may use only its own (ipc_permission). Entries
+ * are removed when the object is freed, before its memory is. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, __u64);
+	__type(value, __u64);
+} bee_ipc SEC(".maps");
+
 /* Per-CPU scratch: the path being resolved and the event being built. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1183,7 +1194,7 @@ static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns, __u6
  * would through a descriptor opened for writing by that name (file_open). A
  * dentry with no name there, or none of the first BEE_INODE_NAMES writable,
  * is denied. The event carries the first name that resolved. */
-static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
+static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 {
 	__u64 cgid, names[BEE_INODE_NAMES] = {}, ns;
 	struct bee_scope *scope = current_scope(&cgid);
@@ -1194,7 +1205,7 @@ static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
 	if (!scope)
 		return 0;
 	if (!dentry)
-		return decide_plain(hook, cgid, scope, 1);
+		return decide_plain(hook, cgid, scope, 1) != 0;
 	ns = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy, mnt_ns);
 	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns, names);
 	for (i = 0; i < BEE_INODE_NAMES; i++) {
@@ -1227,7 +1238,26 @@ static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
 			event_send(ev);
 		}
 	}
-	return verdict(deny);
+	return deny;
+}
+
+static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
+{
+	return verdict(inode_denied(hook, dentry));
+}
+
+/* Before 6.10, security_inode_setxattr and security_inode_removexattr ran the
+ * capability checks (cap_inode_setxattr: security.* needs CAP_SYS_ADMIN) only
+ * when every LSM returned 1, their default: an LSM returning 0 switched them
+ * off for every task. From 6.10 (the inode_xattr_skipcap hook) the framework
+ * runs them itself, and 0 is the only allowing value the verifier accepts. */
+static __always_inline int xattr_verdict(int deny)
+{
+	if (deny)
+		return -BEE_EPERM;
+	if (bpf_core_field_exists(union security_list_options, inode_xattr_skipcap))
+		return 0;
+	return 1;
 }
 
 /* Timestamps (utimensat, utimes). Mode, owner and size changes reach
@@ -1269,13 +1299,13 @@ int bee_inode_setattr(unsigned long long *ctx)
 SEC("lsm/inode_setxattr")
 int BPF_PROG(bee_inode_setxattr, void *idmap, struct dentry *dentry)
 {
-	return check_inode(BEE_HOOK_INODE_SETXATTR, dentry);
+	return xattr_verdict(inode_denied(BEE_HOOK_INODE_SETXATTR, dentry));
 }
 
 SEC("lsm/inode_removexattr")
 int BPF_PROG(bee_inode_removexattr, void *idmap, struct dentry *dentry)
 {
-	return check_inode(BEE_HOOK_INODE_REMOVEXATTR, dentry);
+	return xattr_verdict(inode_denied(BEE_HOOK_INODE_REMOVEXATTR, dentry));
 }
 
 SEC("lsm/inode_set_acl")
@@ -1740,9 +1770,10 @@ int BPF_PROG(bee_file_fcntl, struct file *file, unsigned int cmd, unsigned long 
 }
 
 /* ioctls that reach past the descriptor they are issued on: an fd owner
- * (above); inode flags and fsxattr (immutable, append-only, project id),
- * which need WRITE on the file's path like any change to it, although a
- * read-only descriptor can issue them; and, always denied, freezing the
+ * (above); inode flags and fsxattr (immutable, append-only, project id), the
+ * inode generation, fs-verity (a file read-only for good) and an encryption
+ * policy, which need WRITE on the file's path like any change to it, although
+ * a read-only descriptor can issue them; and, always denied, freezing the
  * filesystem, injecting terminal input (TIOCSTI: into the shell that started
  * bee, through an inherited terminal) and redirecting the console. */
 static __always_inline int check_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -1757,6 +1788,10 @@ static __always_inline int check_ioctl(struct file *file, unsigned int cmd, unsi
 	case BEE_FS_IOC_SETFLAGS:
 	case BEE_FS_IOC32_SETFLAGS:
 	case BEE_FS_IOC_FSSETXATTR:
+	case BEE_FS_IOC_SETVERSION:
+	case BEE_FS_IOC32_SETVERSION:
+	case BEE_FS_IOC_ENABLE_VERITY:
+	case BEE_FS_IOC_SET_ENCRYPTION_POLICY:
 		return check_file(BEE_HOOK_FILE_IOCTL, file, BEE_ACCESS_WRITE, NEED_ACCESS);
 	case BEE_FIFREEZE:
 	case BEE_FITHAW:
@@ -1778,6 +1813,172 @@ SEC("lsm/file_ioctl_compat")
 int BPF_PROG(bee_file_ioctl_compat, struct file *file, unsigned int cmd, unsigned long arg)
 {
 	return check_ioctl(file, cmd, arg);
+}
+
+/* ---- Privileges, other processes, IPC, keys ---------------------------- */
+
+/* A scope never uses the capabilities of BEE_CAPS_DENIED, whoever it runs as:
+ * bee's launcher drops every capability, and this keeps them off for a scoped
+ * process that holds some anyway. Probes the kernel makes without auditing
+ * (cap_vm_enough_memory's, on every accounted mapping) are denied without an
+ * event. The event carries the capability number in `port`. */
+SEC("lsm/capable")
+int BPF_PROG(bee_capable, const struct cred *cred, struct user_namespace *ns, int cap,
+	     unsigned int opts)
+{
+	__u64 cgid;
+	struct bee_scope *scope;
+	struct bee_event *ev;
+
+	if (cap < 0 || cap > 63 || !(BEE_CAPS_DENIED & BEE_CAP_BIT(cap)))
+		return 0;
+	scope = current_scope(&cgid);
+	if (!scope)
+		return 0;
+	if (!(opts & BEE_CAP_OPT_NOAUDIT)) {
+		ev = event_start(BEE_HOOK_CAPABLE, cgid, scope, 0, 1);
+		if (ev) {
+			ev->port = cap;
+			event_send(ev);
+		}
+	}
+	return verdict(1);
+}
+
+/* The kernel log (syslog(2), dmesg): /dev/kmsg is decided by its path. */
+SEC("lsm/syslog")
+int BPF_PROG(bee_syslog, int type)
+{
+	return deny_in_scope(BEE_HOOK_SYSLOG);
+}
+
+/* Keys and keyrings (keyctl, add_key, request_key): a keyring reached from a
+ * scope (the user keyring above all) holds what other processes of the same
+ * user stored. */
+SEC("lsm/key_permission")
+int BPF_PROG(bee_key_permission)
+{
+	return deny_in_scope(BEE_HOOK_KEY_PERMISSION);
+}
+
+static __always_inline int ipc_created(struct kern_ipc_perm *perm)
+{
+	__u64 key = (__u64)perm, cgid = bpf_get_current_cgroup_id();
+
+	if (bpf_map_lookup_elem(&bee_scopes, &cgid))
+		bpf_map_update_elem(&bee_ipc, &key, &cgid, BPF_ANY);
+	return 0;
+}
+
+static __always_inline void ipc_freed(struct kern_ipc_perm *perm)
+{
+	__u64 key = (__u64)perm;
+
+	bpf_map_delete_elem(&bee_ipc, &key);
+}
+
+/* A scoped task may use (ipcperms: attach, send, receive, operate, stat) and
+ * control (IPC_SET, IPC_RMID…) only SysV IPC objects its own scope created. */
+static __always_inline int check_ipc(__u32 hook, struct kern_ipc_perm *perm)
+{
+	__u64 cgid, key = (__u64)perm, *owner;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope || !perm)
+		return 0;
+	owner = bpf_map_lookup_elem(&bee_ipc, &key);
+	return decide_plain(hook, cgid, scope, !owner || *owner != cgid);
+}
+
+SEC("lsm/ipc_permission")
+int BPF_PROG(bee_ipc_permission, struct kern_ipc_perm *ipcp, short flag)
+{
+	return check_ipc(BEE_HOOK_IPC_PERMISSION, ipcp);
+}
+
+SEC("lsm/shm_shmctl")
+int BPF_PROG(bee_shm_shmctl, struct kern_ipc_perm *perm, int cmd)
+{
+	return check_ipc(BEE_HOOK_IPC_PERMISSION, perm);
+}
+
+SEC("lsm/msg_queue_msgctl")
+int BPF_PROG(bee_msg_queue_msgctl, struct kern_ipc_perm *perm, int cmd)
+{
+	return check_ipc(BEE_HOOK_IPC_PERMISSION, perm);
+}
+
+SEC("lsm/sem_semctl")
+int BPF_PROG(bee_sem_semctl, struct kern_ipc_perm *perm, int cmd)
+{
+	return check_ipc(BEE_HOOK_IPC_PERMISSION, perm);
+}
+
+SEC("lsm/shm_alloc_security")
+int BPF_PROG(bee_shm_alloc, struct kern_ipc_perm *perm)
+{
+	return ipc_created(perm);
+}
+
+SEC("lsm/msg_queue_alloc_security")
+int BPF_PROG(bee_msg_queue_alloc, struct kern_ipc_perm *perm)
+{
+	return ipc_created(perm);
+}
+
+SEC("lsm/sem_alloc_security")
+int BPF_PROG(bee_sem_alloc, struct kern_ipc_perm *perm)
+{
+	return ipc_created(perm);
+}
+
+SEC("lsm/shm_free_security")
+int BPF_PROG(bee_shm_free, struct kern_ipc_perm *perm)
+{
+	ipc_freed(perm);
+	return 0;
+}
+
+SEC("lsm/msg_queue_free_security")
+int BPF_PROG(bee_msg_queue_free, struct kern_ipc_perm *perm)
+{
+	ipc_freed(perm);
+	return 0;
+}
+
+SEC("lsm/sem_free_security")
+int BPF_PROG(bee_sem_free, struct kern_ipc_perm *perm)
+{
+	ipc_freed(perm);
+	return 0;
+}
+
+/* Priorities, I/O priorities, scheduling (affinity included) and resource
+ * limits of a process outside the caller's cgroup: same user or not, a scope
+ * does not change them (prlimit(RLIMIT_CPU) kills). */
+SEC("lsm/task_setnice")
+int BPF_PROG(bee_task_setnice, struct task_struct *p, int nice)
+{
+	return check_target(BEE_HOOK_TASK_SETSCHEDULER, p);
+}
+
+SEC("lsm/task_setioprio")
+int BPF_PROG(bee_task_setioprio, struct task_struct *p, int ioprio)
+{
+	return check_target(BEE_HOOK_TASK_SETSCHEDULER, p);
+}
+
+SEC("lsm/task_setscheduler")
+int BPF_PROG(bee_task_setscheduler, struct task_struct *p)
+{
+	return check_target(BEE_HOOK_TASK_SETSCHEDULER, p);
+}
+
+SEC("lsm/task_setrlimit")
+int BPF_PROG(bee_task_setrlimit, struct task_struct *p, unsigned int resource,
+	     struct rlimit *new_rlim)
+{
+	return check_target(BEE_HOOK_TASK_SETRLIMIT, p);
 }
 
 SEC("lsm/ptrace_access_check")

@@ -27,6 +27,12 @@
 #define BEE_FS_IOC_SETFLAGS 0x40086602 /* _IOW('f', 2, long) */
 #define BEE_FS_IOC32_SETFLAGS 0x40046602 /* _IOW('f', 2, int) */
 #define BEE_FS_IOC_FSSETXATTR 0x401c5820 /* _IOW('X', 32, struct fsxattr) */
+#define BEE_FS_IOC_SETVERSION 0x40087602 /* _IOW('v', 2, long) */
+#define BEE_FS_IOC32_SETVERSION 0x40047602 /* _IOW('v', 2, int) */
+/* include/uapi/linux/fsverity.h, fscrypt.h: a file made read-only for good,
+ * an (empty) directory's encryption policy. */
+#define BEE_FS_IOC_ENABLE_VERITY 0x40806685 /* _IOW('f', 133, struct fsverity_enable_arg) */
+#define BEE_FS_IOC_SET_ENCRYPTION_POLICY 0x800c6613 /* _IOR('f', 19, fscrypt_policy_v1) */
 /* Freezing a filesystem (include/uapi/linux/fs.h) and terminal input
  * injection or console redirection (include/uapi/asm-generic/ioctls.h). */
 #define BEE_FIFREEZE 0xc0045877
@@ -53,6 +59,34 @@
 #define BEE_NLMSG_HDRLEN 16
 #define BEE_NLMSG_MIN_TYPE 0x10
 #define BEE_NLM_F_REQUEST 0x1
+/*
+ * Capabilities that act on the host as a whole rather than on anything a
+ * policy names (numbers: include/uapi/linux/capability.h): interface and
+ * firewall configuration, raw packets and IP options, other users' IPC
+ * objects, modules, raw I/O, process accounting, CAP_SYS_ADMIN's grab bag
+ * (mounts, namespaces, hostname, fanotify permission events…), reboot and
+ * kexec, other processes' priorities and limits, the clock, terminals, audit,
+ * MAC policy, the kernel log, alarms, suspend, checkpoint/restore, immutable
+ * files. Capabilities whose use reaches a hook that decides by path or target
+ * (DAC, ownership, mknod, chroot, ptrace, kill, perfmon, bpf, setuid…) are
+ * left to those hooks.
+ */
+#define BEE_CAP_BIT(c) (1ULL << (c))
+#define BEE_CAPS_DENIED                                                                  \
+	(BEE_CAP_BIT(9) /* LINUX_IMMUTABLE */ | BEE_CAP_BIT(12) /* NET_ADMIN */ |        \
+	 BEE_CAP_BIT(13) /* NET_RAW */ | BEE_CAP_BIT(15) /* IPC_OWNER */ |               \
+	 BEE_CAP_BIT(16) /* SYS_MODULE */ | BEE_CAP_BIT(17) /* SYS_RAWIO */ |            \
+	 BEE_CAP_BIT(20) /* SYS_PACCT */ | BEE_CAP_BIT(21) /* SYS_ADMIN */ |             \
+	 BEE_CAP_BIT(22) /* SYS_BOOT */ | BEE_CAP_BIT(23) /* SYS_NICE */ |               \
+	 BEE_CAP_BIT(24) /* SYS_RESOURCE */ | BEE_CAP_BIT(25) /* SYS_TIME */ |           \
+	 BEE_CAP_BIT(26) /* SYS_TTY_CONFIG */ | BEE_CAP_BIT(29) /* AUDIT_WRITE */ |      \
+	 BEE_CAP_BIT(30) /* AUDIT_CONTROL */ | BEE_CAP_BIT(32) /* MAC_OVERRIDE */ |      \
+	 BEE_CAP_BIT(33) /* MAC_ADMIN */ | BEE_CAP_BIT(34) /* SYSLOG */ |                \
+	 BEE_CAP_BIT(35) /* WAKE_ALARM */ | BEE_CAP_BIT(36) /* BLOCK_SUSPEND */ |        \
+	 BEE_CAP_BIT(37) /* AUDIT_READ */ | BEE_CAP_BIT(40) /* CHECKPOINT_RESTORE */)
+/* include/linux/security.h: a capability probe that must not be audited. */
+#define BEE_CAP_OPT_NOAUDIT (1 << 1)
+
 /* include/linux/fs.h: ia_valid bits of struct iattr. */
 #define BEE_ATTR_SIZE (1 << 3)
 #define BEE_ATTR_ATIME (1 << 4)

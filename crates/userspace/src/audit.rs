@@ -127,6 +127,10 @@ pub struct AuditRecord {
     /// The peer port for IP socket hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// The capability for `capable`, by its name in `include/uapi/linux/capability.h`
+    /// (`CAP_SYS_ADMIN`), or `CAP_<number>` for one this build does not know.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<String>,
     /// The kind of grant that would allow the access: `fs.read`, `fs.write`, `exec.allow`,
     /// `net.allow` or `net.unix`; absent for operations no grant allows.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -173,6 +177,12 @@ fn verb(hook: Hook) -> &'static str {
         Hook::SocketCreate => "create a socket",
         Hook::UsernsCreate => "create a user namespace",
         Hook::FileIoctl => "ioctl",
+        Hook::Capable => "use",
+        Hook::Syslog => "use the kernel log",
+        Hook::KeyPermission => "use a key or keyring",
+        Hook::IpcPermission => "use a SysV IPC object of another scope or of no scope",
+        Hook::TaskSetscheduler => "change the scheduling of a process outside the scope",
+        Hook::TaskSetrlimit => "change the resource limits of a process outside the scope",
     }
 }
 
@@ -210,7 +220,65 @@ fn never_granted(hook: Hook) -> bool {
             | Hook::PerfEventOpen
             | Hook::SocketCreate
             | Hook::UsernsCreate
+            | Hook::Capable
+            | Hook::Syslog
+            | Hook::KeyPermission
+            | Hook::IpcPermission
+            | Hook::TaskSetscheduler
+            | Hook::TaskSetrlimit
     )
+}
+
+/// Capability names by number (`include/uapi/linux/capability.h`, 0 to 40).
+const CAPABILITIES: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+/// The name of capability `number`, or `CAP_<number>`.
+fn capability_name(number: u16) -> String {
+    CAPABILITIES
+        .get(usize::from(number))
+        .map_or_else(|| format!("CAP_{number}"), |n| (*n).to_owned())
 }
 
 /// The grant kind a hook's access needs, for path hooks.
@@ -254,6 +322,7 @@ impl AuditRecord {
             proto: None,
             addr: None,
             port: None,
+            capability: (hook == Some(Hook::Capable)).then(|| capability_name(event.port)),
             grant: None,
             reason: None,
             policy: policy.source.clone(),
@@ -342,6 +411,9 @@ impl AuditRecord {
                 IpAddr::V4(a) => format!("{proto} {a}:{port}"),
                 IpAddr::V6(a) => format!("{proto} [{a}]:{port}"),
             };
+        }
+        if let Some(cap) = &self.capability {
+            return cap.clone();
         }
         match &self.path {
             Some(p) if self.path_truncated => format!("{p}…"),

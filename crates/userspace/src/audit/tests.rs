@@ -182,7 +182,7 @@ fn abstract_unix_sockets_are_never_granted() {
 }
 
 /// Hooks that guard what no policy grants.
-const NEVER: [Hook; 11] = [
+const NEVER: [Hook; 17] = [
     Hook::Bpf,
     Hook::PtraceAccessCheck,
     Hook::TaskKill,
@@ -194,6 +194,12 @@ const NEVER: [Hook; 11] = [
     Hook::PerfEventOpen,
     Hook::SocketCreate,
     Hook::UsernsCreate,
+    Hook::Capable,
+    Hook::Syslog,
+    Hook::KeyPermission,
+    Hook::IpcPermission,
+    Hook::TaskSetscheduler,
+    Hook::TaskSetrlimit,
 ];
 
 #[test]
@@ -260,6 +266,23 @@ fn a_device_node_is_never_granted_even_where_writes_are() {
     let r = record(&event(Hook::FileIoctl, 0, ""));
     assert_eq!(r.reason, Some(Reason::NeverGranted));
     assert_eq!(r.explanation(), "ioctl: never allowed inside a scope");
+}
+
+#[test]
+fn a_capability_is_named() {
+    let mut e = event(Hook::Capable, 0, "");
+    e.port = 21;
+    let r = record(&e);
+    assert_eq!(r.capability.as_deref(), Some("CAP_SYS_ADMIN"));
+    assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(
+        r.explanation(),
+        "use CAP_SYS_ADMIN: never allowed inside a scope"
+    );
+    e.port = 63;
+    assert_eq!(record(&e).capability.as_deref(), Some("CAP_63"));
+    // Other hooks carry no capability.
+    assert_eq!(record(&event(Hook::Syslog, 0, "")).capability, None);
 }
 
 #[test]

@@ -94,6 +94,23 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("bee_inode_setattr", "inode_setattr"),
     ("bee_inode_setxattr", "inode_setxattr"),
     ("bee_inode_removexattr", "inode_removexattr"),
+    ("bee_capable", "capable"),
+    ("bee_syslog", "syslog"),
+    ("bee_key_permission", "key_permission"),
+    ("bee_ipc_permission", "ipc_permission"),
+    ("bee_shm_shmctl", "shm_shmctl"),
+    ("bee_msg_queue_msgctl", "msg_queue_msgctl"),
+    ("bee_sem_semctl", "sem_semctl"),
+    ("bee_shm_alloc", "shm_alloc_security"),
+    ("bee_msg_queue_alloc", "msg_queue_alloc_security"),
+    ("bee_sem_alloc", "sem_alloc_security"),
+    ("bee_shm_free", "shm_free_security"),
+    ("bee_msg_queue_free", "msg_queue_free_security"),
+    ("bee_sem_free", "sem_free_security"),
+    ("bee_task_setnice", "task_setnice"),
+    ("bee_task_setioprio", "task_setioprio"),
+    ("bee_task_setscheduler", "task_setscheduler"),
+    ("bee_task_setrlimit", "task_setrlimit"),
 ];
 
 /// Programs for hooks that not every kernel has, attached where the kernel's BTF has the hook's

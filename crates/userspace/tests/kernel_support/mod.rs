@@ -442,6 +442,24 @@ fn check(r: i64) -> i32 {
     if r < 0 { errno() } else { 0 }
 }
 
+/// The POSIX access ACL's extended attribute.
+pub const POSIX_ACL_ACCESS: &str = "system.posix_acl_access";
+
+/// A value for the extended attribute `name`: a minimal POSIX ACL (u::rw-, g::r--, o::r--, as
+/// setfacl writes it) for [`POSIX_ACL_ACCESS`], else `x`.
+fn xattr_value(name: &str) -> Vec<u8> {
+    if name != POSIX_ACL_ACCESS {
+        return b"x".to_vec();
+    }
+    let mut v = 2u32.to_le_bytes().to_vec();
+    for (tag, perm) in [(0x01u16, 6u16), (0x04, 4), (0x20, 4)] {
+        v.extend_from_slice(&tag.to_le_bytes());
+        v.extend_from_slice(&perm.to_le_bytes());
+        v.extend_from_slice(&u32::MAX.to_le_bytes());
+    }
+    v
+}
+
 /// A unix socket address for `path` (`@name` for an abstract one) and its length.
 fn sockaddr_un(path: &str) -> (libc::sockaddr_un, u32) {
     // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
@@ -1149,20 +1167,23 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 ))
             }
             "setxattr" => {
-                // PATH [NAME]: set the extended attribute NAME (default user.bee) to "x".
-                let name = cstr(a.get(1).copied().unwrap_or("user.bee"));
+                // PATH [NAME]: set the extended attribute NAME (default user.bee) to
+                // xattr_value(NAME).
+                let name = a.get(1).copied().unwrap_or("user.bee");
+                let v = xattr_value(name);
+                let name = cstr(name);
                 check(
                     libc::setxattr(
                         cstr(arg(0)).as_ptr(),
                         name.as_ptr(),
-                        b"x".as_ptr().cast(),
-                        1,
+                        v.as_ptr().cast(),
+                        v.len(),
                         0,
                     )
                     .into(),
                 )
             }
-            "setflags" => {
+            "setflags-raw" => {
                 // PATH FLAGS: FS_IOC_SETFLAGS (as chattr does) through a read-only descriptor.
                 let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK);
                 if fd < 0 {
@@ -1187,12 +1208,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
             }
             "set-acl" => {
                 // PATH: set a minimal POSIX access ACL (u::rw-, g::r--, o::r--), as setfacl does.
-                let mut v = 2u32.to_le_bytes().to_vec();
-                for (tag, perm) in [(0x01u16, 6u16), (0x04, 4), (0x20, 4)] {
-                    v.extend_from_slice(&tag.to_le_bytes());
-                    v.extend_from_slice(&perm.to_le_bytes());
-                    v.extend_from_slice(&u32::MAX.to_le_bytes());
-                }
+                let v = xattr_value(POSIX_ACL_ACCESS);
                 check(
                     libc::setxattr(
                         cstr(arg(0)).as_ptr(),
@@ -1581,6 +1597,31 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 }
                 check(libc::syscall(libc::SYS_fsconfig, fd, 7, null, null, 0))
             }
+            "fd3-open" | "fd3-create" | "fd3-exec" => {
+                // REL: open (for reading, or creating it for writing) or execute REL below the
+                // directory or detached mount on descriptor 3.
+                let rel = cstr(arg(0));
+                match action {
+                    "fd3-open" => check(libc::openat(3, rel.as_ptr(), libc::O_RDONLY).into()),
+                    "fd3-create" => check(
+                        libc::openat(3, rel.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644).into(),
+                    ),
+                    _ => {
+                        let argv = [cstr("busybox"), cstr("true")];
+                        let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
+                        let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+                        libc::syscall(
+                            libc::SYS_execveat,
+                            3,
+                            rel.as_ptr(),
+                            argv_p.as_ptr(),
+                            envp.as_ptr(),
+                            0,
+                        );
+                        errno()
+                    }
+                }
+            }
             "fsmount-create" => {
                 // A new tmpfs with fsopen(2) and fsmount(2), never attached; create `f` in it.
                 let fs = libc::syscall(libc::SYS_fsopen, cstr("tmpfs").as_ptr(), 1);
@@ -1602,6 +1643,20 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     0o644,
                 );
                 check(f.into())
+            }
+            "shm-own" => {
+                // A private SysV segment of the caller's own: create, attach, write, remove.
+                let id = libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600);
+                if id < 0 {
+                    return 100 + errno();
+                }
+                let p = libc::shmat(id, std::ptr::null(), 0);
+                if p as isize == -1 {
+                    return 150 + errno();
+                }
+                p.cast::<u8>().write(1);
+                libc::shmdt(p);
+                check(libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()).into())
             }
             "sethostname" => {
                 let n = arg(0);
@@ -1795,7 +1850,11 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 if fd < 0 {
                     return 100 + errno();
                 }
-                check(libc::fsetxattr(fd, cstr(arg(1)).as_ptr(), b"x".as_ptr().cast(), 1, 0).into())
+                let v = xattr_value(arg(1));
+                check(
+                    libc::fsetxattr(fd, cstr(arg(1)).as_ptr(), v.as_ptr().cast(), v.len(), 0)
+                        .into(),
+                )
             }
             "uring-fsetxattr-ro" => {
                 // PATH NAME: IORING_OP_FSETXATTR on a descriptor opened for reading.
@@ -1804,12 +1863,12 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     return 100 + errno();
                 }
                 let name = cstr(arg(1));
-                let value = *b"x";
+                let value = xattr_value(arg(1));
                 let e = io_uring::opcode::FSetXattr::new(
                     io_uring::types::Fd(fd),
                     name.as_ptr(),
                     value.as_ptr().cast(),
-                    1,
+                    value.len() as u32,
                 )
                 .build();
                 uring_one(&e)
