@@ -464,7 +464,7 @@ fn detached_mount_does_not_rename_a_secret_into_a_granted_path() {
     // …and a clone made outside and handed in is no way round: below it the key's path would
     // be `/lib/key`, granted by `/lib/**`.
     let tree = detached_tree(&t.sec.s(""));
-    let out = helper_with_fd3(&scope.cg, "fd3-open\u{1f}lib/key", &tree);
+    let out = helper_with_fd3(&scope.cg, "fd3-open", &["lib/key"], &tree);
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
     unresolved_denial(&scope, Hook::FileOpen, "/lib/key");
 }
@@ -514,7 +514,7 @@ fn detached_mount_does_not_execute_a_workspace_file() {
     assert_eq!(e, EPERM, "open_tree(OPEN_TREE_CLONE) in the scope");
     capability_denied(&scope, CAP_SYS_ADMIN);
     let tree = detached_tree(&t.ws.s(""));
-    let out = helper_with_fd3(&scope.cg, "fd3-exec\u{1f}bin/busybox", &tree);
+    let out = helper_with_fd3(&scope.cg, "fd3-exec", &["bin/busybox"], &tree);
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
     unresolved_denial(&scope, Hook::FileOpen, "/bin/busybox");
 }
@@ -1006,7 +1006,7 @@ fn files_of_an_unattached_fsmount_are_unresolved() {
     assert_eq!(h(&scope, "fsmount-create", &[]), 100 + EPERM);
     capability_denied(&scope, CAP_SYS_ADMIN);
     let tmpfs = fresh_tmpfs();
-    let out = helper_with_fd3(&scope.cg, "fd3-create\u{1f}f", &tmpfs);
+    let out = helper_with_fd3(&scope.cg, "fd3-create", &["f"], &tmpfs);
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
     let evs = events(&scope.cg);
     assert!(

@@ -185,9 +185,17 @@ fn every_glob_kind_is_enforced() {
         "bs/w1/a.txt",
         "star/libfoo.so",
         "star/foo.so",
+        // `*.rs` at the leaf: the empty run, names shorter than the suffix, near misses.
+        "post/.rs",
+        "post/rs",
+        "post/ars",
+        "post/a.rsx",
     ] {
         ws.write(f, "x\n");
     }
+    // A 255-byte name (NAME_MAX) ending in `.rs`.
+    let long_rs = format!("post/{}.rs", "l".repeat(252));
+    ws.write(&long_rs, "x\n");
     let text = format!(
         r#"version = 1
 [fs]
@@ -206,6 +214,8 @@ allow = ["/bin/busybox"]
         "seg/a/b/.keep",
         "bs/v1/a.txt",
         "star/libfoo.so",
+        "post/.rs",
+        long_rs.as_str(),
     ] {
         assert_ok(&cat(ok), ok);
     }
@@ -215,6 +225,9 @@ allow = ["/bin/busybox"]
         "seg/a/b/keep.no",
         "bs/w1/a.txt",
         "star/foo.so",
+        "post/rs",
+        "post/ars",
+        "post/a.rsx",
     ] {
         assert_eperm(&cat(denied), denied);
         denial(
@@ -329,11 +342,11 @@ fn descriptors_passed_over_scm_rights_are_checked() {
     let key = secret.s("key");
     // Opened outside the scope, then handed in over a unix socket.
     let sock = socket_with_fd(&std::fs::File::open(&key).unwrap());
-    let out = helper_with_fd3(&scope.cg, "recv-fd", &sock);
+    let out = helper_with_fd3(&scope.cg, "recv-fd", &[], &sock);
     assert_eq!(errno_of(&out), EPERM, "secret fd passed in: {}", show(&out));
     denial(&events(&scope.cg), Hook::FileOpen, &key, &scope);
     let sock = socket_with_fd(&std::fs::File::open(ws.join("ro/a.txt")).unwrap());
-    let out = helper_with_fd3(&scope.cg, "recv-fd", &sock);
+    let out = helper_with_fd3(&scope.cg, "recv-fd", &[], &sock);
     assert_eq!(errno_of(&out), 0, "granted fd passed in: {}", show(&out));
 }
 

@@ -226,53 +226,13 @@ pub fn sh(cg: Option<&Cgroup>, script: &str, args: &[&str]) -> Output {
 /// Runs the test binary as a helper doing `action args…` in `cg`; the exit code is the errno
 /// of the operation (0 on success).
 pub fn helper(cg: Option<&Cgroup>, action: &str, args: &[&str]) -> Output {
-    let exe = std::env::current_exe().unwrap();
-    let mut spec = vec![action];
-    spec.extend_from_slice(args);
-    command_in(cg, exe.to_str().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "helper_entry",
-            "--test-threads=1",
-            "--nocapture",
-            "-q",
-        ])
-        .env(HELPER_ENV, spec.join("\u{1f}"))
-        .output()
-        .unwrap()
+    helper_with(cg, None, None, action, args)
 }
 
 /// As [`helper`], but the helper drops to `uid` (and gid `uid`, no supplementary groups) after
 /// joining `cg`: an unprivileged user with no capabilities.
 pub fn helper_as(cg: &Cgroup, uid: u32, action: &str, args: &[&str]) -> Output {
-    let exe = std::env::current_exe().unwrap();
-    let mut spec = vec![action];
-    spec.extend_from_slice(args);
-    let mut cmd = command_in(Some(cg), exe.to_str().unwrap());
-    // SAFETY: setgroups, setgid and setuid are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::setgroups(0, std::ptr::null()) < 0
-                || libc::setgid(uid) < 0
-                || libc::setuid(uid) < 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "helper_entry",
-        "--test-threads=1",
-        "--nocapture",
-        "-q",
-    ])
-    .env(HELPER_ENV, spec.join("\u{1f}"))
-    .output()
-    .unwrap()
+    helper_with(Some(cg), Some(uid), None, action, args)
 }
 
 /// Starts the helper `action args…` in `cg` without waiting, with stdout piped.
@@ -658,32 +618,15 @@ pub fn socket_with_fd(file: &fs::File) -> std::os::fd::OwnedFd {
     }
 }
 
-/// Runs the helper `action` in `cg` with `fd` as its descriptor 3.
-pub fn helper_with_fd3(cg: &Cgroup, action: &str, fd: &std::os::fd::OwnedFd) -> Output {
+/// Runs the helper `action args…` in `cg` with `fd` as its descriptor 3.
+pub fn helper_with_fd3(
+    cg: &Cgroup,
+    action: &str,
+    args: &[&str],
+    fd: &std::os::fd::OwnedFd,
+) -> Output {
     use std::os::fd::AsRawFd;
-    let raw = fd.as_raw_fd();
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = command_in(Some(cg), exe.to_str().unwrap());
-    // SAFETY: dup2 is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(raw, 3) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "helper_entry",
-        "--test-threads=1",
-        "--nocapture",
-        "-q",
-    ])
-    .env(HELPER_ENV, action)
-    .output()
-    .unwrap()
+    helper_with(Some(cg), None, Some(fd.as_raw_fd()), action, args)
 }
 
 /// Runs the helper `action args…` in `cg` (if given), with `fd3` (if given) as its descriptor
