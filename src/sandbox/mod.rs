@@ -394,7 +394,9 @@ impl Sandbox {
 
     /// Runs `spec` in the sandbox's cgroup, writes `input` to its standard input, and captures
     /// up to `output_cap` bytes of each of its standard output and error. At `timeout` its
-    /// process group is killed. When it has exited, whatever it left in the cgroup is killed
+    /// process group is killed (a zero `timeout` gives it no time at all: it is killed at once
+    /// and reported as timed out, however fast it is). When it has exited, whatever it left in
+    /// the cgroup is killed
     /// too, and the scope's audit events are drained into [`RunOutput::denials`].
     ///
     /// # Errors
@@ -459,7 +461,13 @@ impl Sandbox {
             .take_stderr()
             .map(|r| capture::spawn_reader(r, output_cap));
         let pid = launched.id();
-        let waited = match launched.wait_timeout(Some(timeout)) {
+        // A zero timeout gives the command no time at all, however fast it would be.
+        let in_time = if timeout.is_zero() {
+            Ok(None)
+        } else {
+            launched.wait_timeout(Some(timeout))
+        };
+        let waited = match in_time {
             Ok(Some(status)) => Ok((status, false)),
             Ok(None) => {
                 kill_group(pid);
