@@ -153,14 +153,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     let parent = CgroupParent::open_default()
         .and_then(|p| p.check_join().map(|()| p))
         .map_err(|e| {
-            let permission = match &e {
-                CgroupError::CannotJoin { .. } => true,
-                CgroupError::Io { source, .. } => {
-                    source.kind() == std::io::ErrorKind::PermissionDenied
-                }
-                _ => false,
-            };
-            if permission {
+            if matches!(e, CgroupError::CannotJoin { .. }) || is_permission_denied(&e) {
                 fail(
                     Exit::NoPerm,
                     &format!(
