@@ -243,17 +243,27 @@ static __always_inline int should_report(const struct bee_scope *scope, int deny
 	return deny || (scope->flags & BEE_SCOPE_AUDIT_ALLOWS);
 }
 
+/* A decision reported with no path or peer address, only the access asked
+ * for and the socket's address family (0 outside the socket hooks). */
+static __always_inline int decide_family(__u32 hook, __u64 cgid, const struct bee_scope *scope,
+					 __u32 access, __u16 family, int deny)
+{
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(hook, cgid, scope, access, deny);
+
+		if (ev) {
+			ev->family = family;
+			event_send(ev);
+		}
+	}
+	return verdict(deny);
+}
+
 /* A decision without a path or address (bpf, mount, ptrace, kill…). */
 static __always_inline int decide_plain(__u32 hook, __u64 cgid,
 					const struct bee_scope *scope, int deny)
 {
-	if (should_report(scope, deny)) {
-		struct bee_event *ev = event_start(hook, cgid, scope, 0, deny);
-
-		if (ev)
-			event_send(ev);
-	}
-	return verdict(deny);
+	return decide_family(hook, cgid, scope, 0, 0, deny);
 }
 
 /* ---- Path resolution: dentry chain → segments ------------------------- */
@@ -1381,15 +1391,7 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 		struct sockaddr_nl *nl = (struct sockaddr_nl *)addr;
 
 		deny = BPF_CORE_READ(nl, nl_pid) != 0 || BPF_CORE_READ(nl, nl_groups) != 0;
-		if (should_report(scope, deny)) {
-			struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
-
-			if (ev) {
-				ev->family = family;
-				event_send(ev);
-			}
-		}
-		return deny;
+		return decide_family(hook, cgid, scope, BEE_ACCESS_NET, family, deny) != 0;
 	}
 	proto = sock_proto(BPF_CORE_READ(sock, sk));
 	if (family == BEE_AF_INET) {
@@ -1488,16 +1490,7 @@ int BPF_PROG(bee_socket_create, int family, int type, int protocol, int kern)
 		deny = !(t == BEE_SOCK_STREAM || t == BEE_SOCK_DGRAM) ||
 		       !(protocol == 0 || protocol == BEE_IPPROTO_TCP ||
 			 protocol == BEE_IPPROTO_UDP || protocol == BEE_IPPROTO_MPTCP);
-	if (should_report(scope, deny)) {
-		struct bee_event *ev = event_start(BEE_HOOK_SOCKET_CREATE, cgid, scope,
-						   BEE_ACCESS_NET, deny);
-
-		if (ev) {
-			ev->family = family;
-			event_send(ev);
-		}
-	}
-	return verdict(deny);
+	return decide_family(BEE_HOOK_SOCKET_CREATE, cgid, scope, BEE_ACCESS_NET, family, deny);
 }
 
 /* The peer of a unix socket must be bound to a path the policy grants UNIX.
@@ -1519,16 +1512,7 @@ static __always_inline int check_unix_peer(__u32 hook, struct sock *other, int u
 	dentry = BPF_CORE_READ(u, path.dentry);
 	if (!dentry) {
 		deny = !(unnamed_ok && !addr);
-		if (should_report(scope, deny)) {
-			struct bee_event *ev =
-				event_start(hook, cgid, scope, BEE_ACCESS_UNIX, deny);
-
-			if (ev) {
-				ev->family = BEE_AF_UNIX;
-				event_send(ev);
-			}
-		}
-		return verdict(deny);
+		return decide_family(hook, cgid, scope, BEE_ACCESS_UNIX, BEE_AF_UNIX, deny);
 	}
 	deny = check_path(hook, cgid, scope, BPF_CORE_READ(u, path.mnt), dentry, NULL,
 			  BEE_ACCESS_UNIX, NEED_ACCESS, 0);
@@ -1566,15 +1550,7 @@ static __always_inline int check_inbound(__u32 hook, struct socket *sock)
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	deny = family != BEE_AF_UNIX ||
 	       !BPF_CORE_READ((struct unix_sock *)sk, path.dentry);
-	if (should_report(scope, deny)) {
-		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
-
-		if (ev) {
-			ev->family = family;
-			event_send(ev);
-		}
-	}
-	return verdict(deny);
+	return decide_family(hook, cgid, scope, BEE_ACCESS_NET, family, deny);
 }
 
 SEC("lsm/socket_listen")
