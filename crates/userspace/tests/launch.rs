@@ -97,6 +97,24 @@ fn wait_for_comm(pid: u32, comm: &str) {
     }
 }
 
+/// Waits until `pid` is blocked in `nanosleep`/`clock_nanosleep`, i.e. past the
+/// dynamic loader and locale set-up, which open (and close) files of their own.
+/// The first field of `/proc/PID/syscall` is the number of the system call the
+/// task is blocked in (proc(5)).
+fn wait_for_nanosleep(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sleeping = [libc::SYS_nanosleep, libc::SYS_clock_nanosleep];
+    loop {
+        let line = fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+        let nr = line.split_whitespace().next().and_then(|n| n.parse().ok());
+        if nr.is_some_and(|nr: libc::c_long| sleeping.contains(&nr)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{pid} never slept: {line:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 fn limit_line<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
     out.lines()
         .find(|l| l.starts_with(name))
@@ -131,7 +149,7 @@ fn the_command_starts_hardened_inside_its_scope() {
         &cg,
     );
     let fd_dir = format!("/proc/{}/fd", sleeper.id());
-    wait_for_comm(sleeper.id(), "sleep");
+    wait_for_nanosleep(sleeper.id());
     let mut fds: Vec<String> = fs::read_dir(&fd_dir)
         .map(|d| {
             d.filter_map(Result::ok)
