@@ -765,6 +765,16 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	cp->name = BPF_CORE_READ(dentry, d_name.name);
 	if (cp->len == 0 || cp->len > BEE_NAME_MAX)
 		return;
+	cp->memo = BPF_CORE_READ(dentry, d_name.hash) & (BEE_LEAF_MEMOS - 1);
+	cp->memoable = 0;
+	if (cp->len <= BEE_LEAF_NAME) {
+		__u32 n = cp->len;
+
+		BEE_BOUND(n, BEE_LEAF_NAME * 2 - 1);
+		if (n >= 1 && n <= BEE_LEAF_NAME &&
+		    bpf_probe_read_kernel(cp->word, n, cp->name) == 0)
+			cp->memoable = 1;
+	}
 	/* The mount must be in the caller's own mount namespace, identified by a
 	 * serial that is never reused. */
 	if (!bpf_core_field_exists(struct mnt_namespace___seq, seq))
@@ -782,14 +792,30 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	cp->usable = 1;
 }
 
-/* The cached state after dir's path, or -1. */
+/* Whether a leaf memo holds cp's leaf name walked from state `from`. */
+static __always_inline int leafmemo_match(const struct bee_leafmemo *m,
+					  const struct dircache_probe *cp, __u32 from)
+{
+	if (!cp->memoable || m->len != cp->len || m->from != from)
+		return 0;
+	for (int k = 0; k < BEE_LEAF_WORDS; k++)
+		if (m->name[k] != cp->word[k])
+			return 0;
+	return 1;
+}
+
+/* The cached state after dir's path, or -1. When the leaf's memo matches,
+ * *leaf is the state after the leaf too (else -1). */
 static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
-					 const struct bee_scope *sc)
+					 const struct bee_scope *sc, long *leaf)
 {
 	struct bee_dircache *dc = bpf_inode_storage_get(&bee_dircache, dir, 0, 0);
 	struct bee_dirslot e;
+	struct bee_leafmemo m;
 	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
+	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1);
 
+	*leaf = -1;
 	if (!dc)
 		return -1;
 	bpf_spin_lock(&dc->lock);
@@ -802,7 +828,38 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 	/* The whole path must fit as the resolver would have it. */
 	if (e.nsegs + 1 > BEE_SEGS_MAX || e.len + 1 + cp->len > BEE_PATH_MAX - 1)
 		return -1;
+	m = e.memo[j];
+	if (leafmemo_match(&m, cp, e.state))
+		*leaf = m.state;
 	return e.state;
+}
+
+/* Remembers that cp's leaf name walked from `from` ends in `state`, in the
+ * slot of dir that is still sc's and still has state `from`. */
+static __always_inline void leafmemo_put(const struct dircache_probe *cp, struct inode *dir,
+					 const struct bee_scope *sc, __u32 from, long state)
+{
+	struct bee_dircache *dc;
+	struct bee_leafmemo *m;
+	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
+	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1);
+
+	if (!cp->memoable || state < 0)
+		return;
+	dc = bpf_inode_storage_get(&bee_dircache, dir, 0, 0);
+	if (!dc)
+		return;
+	bpf_spin_lock(&dc->lock);
+	if (dc->slot[i].policy_id == sc->policy_id && dc->slot[i].install == sc->install &&
+	    dc->slot[i].start == sc->start_state && dc->slot[i].state == from) {
+		m = &dc->slot[i].memo[j];
+		for (int k = 0; k < BEE_LEAF_WORDS; k++)
+			m->name[k] = cp->word[k];
+		m->len = cp->len;
+		m->from = from;
+		m->state = state;
+	}
+	bpf_spin_unlock(&dc->lock);
 }
 
 /* Stores the state after dir's path (len bytes, nsegs segments), resolved
@@ -834,6 +891,8 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	dc->slot[i].state = state;
 	dc->slot[i].len = len;
 	dc->slot[i].nsegs = nsegs;
+	for (int j = 0; j < BEE_LEAF_MEMOS; j++)
+		dc->slot[i].memo[j].len = 0;
 	bpf_spin_unlock(&dc->lock);
 }
 
@@ -866,13 +925,16 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 		if (cp.usable)
 			dir = parent->d_inode;
 		if (dir) {
-			state = dircache_get(&cp, dir, &sc);
-			if (state >= 0 && put_leaf(cp.name, cp.len)) {
-				state = walk_path(state, 0, 1);
-				if (!decide(state, inode, access, need) &&
-				    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS))
-					return 0;
+			long leaf;
+
+			state = dircache_get(&cp, dir, &sc, &leaf);
+			if (state >= 0 && leaf < 0 && put_leaf(cp.name, cp.len)) {
+				leaf = walk_path(state, 0, 1);
+				leafmemo_put(&cp, dir, &sc, state, leaf);
 			}
+			if (leaf >= 0 && !decide(leaf, inode, access, need) &&
+			    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS))
+				return 0;
 		}
 	}
 	deny = 1;
@@ -888,7 +950,9 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 			if (pstate >= 0) {
 				dircache_put(&cp, dir, &sc, cgid, pstate, w - rc.pos,
 					     rc.nsegs - 1);
-				deny = decide(walk_path(pstate, 0, 1), inode, access, need);
+				state = walk_path(pstate, 0, 1);
+				leafmemo_put(&cp, dir, &sc, pstate, state);
+				deny = decide(state, inode, access, need);
 			}
 		}
 	} else if (resolve(vfsmnt, dentry, &rc) == 0) {

@@ -189,6 +189,24 @@ struct bee_path {
  * cross (a deeper chain is never cached). */
 #define BEE_DIRCACHE_MOUNTS 32
 
+/* Leaf memos (docs/enforcement.md, "The directory cache"): per slot, the
+ * state after the last few leaf names walked from the slot's state. A memo is
+ * a pure function of (from, name), so it is used only when `from` is the
+ * slot's state and the name matches byte for byte; names longer than
+ * BEE_LEAF_NAME bytes are never memoised. Memo j holds names whose dcache
+ * hash has (hash & (BEE_LEAF_MEMOS - 1)) == j. */
+#define BEE_LEAF_MEMOS 2
+#define BEE_LEAF_NAME 32
+#define BEE_LEAF_WORDS (BEE_LEAF_NAME / 8)
+
+struct bee_leafmemo {
+	__u64 name[BEE_LEAF_WORDS]; /* the name, zero-padded */
+	__u32 len;                  /* its length; 0: empty */
+	__u32 from;                 /* the directory state it was walked from */
+	__u32 state;                /* the state after it */
+	__u32 _pad;
+};
+
 struct bee_dirslot {
 	__u64 gen;      /* bee_moves.gen when the path was resolved */
 	__u64 mnt;      /* struct mount * the path was resolved through */
@@ -200,6 +218,7 @@ struct bee_dirslot {
 	__u32 state;    /* the state after the directory's path */
 	__u32 len;      /* the directory path's length in bytes ("/" is 0) */
 	__u32 nsegs;    /* and in segments */
+	struct bee_leafmemo memo[BEE_LEAF_MEMOS];
 };
 
 struct bee_dircache {
@@ -224,6 +243,9 @@ struct dircache_probe {
 	__u32 usable; /* the fields above are a valid key */
 	__u32 len;    /* the leaf's name */
 	const unsigned char *name;
+	__u32 memo;   /* the leaf memo its name goes to */
+	__u32 memoable; /* `word` holds the name (len <= BEE_LEAF_NAME) */
+	__u64 word[BEE_LEAF_WORDS]; /* the name, zero-padded */
 };
 
 /* Masks v with m in a way the compiler cannot drop as redundant, so the

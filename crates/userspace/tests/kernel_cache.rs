@@ -272,3 +272,66 @@ fn a_reinstalled_policy_is_not_decided_by_the_old_one() {
     );
     read_ok(&scope, &f, "f\n", "granting again");
 }
+
+/// Reading `{ws}/lf/*.txt` and two literal long names; nothing else under `{ws}/lf`.
+fn leaf_policy(ws: &Scratch, long32: &str, long40: &str) -> String {
+    format!(
+        r#"version = 1
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache",
+        "{ws}/lf/*.txt", "{ws}/lf/{long32}", "{ws}/lf/{long40}"]
+write = ["/dev/null"]
+[exec]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**"]
+"#,
+        ws = ws.path.display(),
+    )
+}
+
+/// The leaf memo (the state after a name, per cached directory) is keyed by the whole name:
+/// after a granted name was decided (and remembered), names that differ in one byte, names
+/// that share the first 32 bytes (longer than any memo holds), a renamed file and a new file
+/// in a deleted file's place are each decided by their own name.
+#[test]
+fn leaf_names_are_remembered_byte_for_byte() {
+    let ws = Scratch::new("cache-leaf");
+    let long32 = format!("{}1", "x".repeat(31));
+    let long40 = format!("{}1", "y".repeat(39));
+    let scope = Scope::new("cache-leaf", &leaf_policy(&ws, &long32, &long40), 0);
+    let lf = |name: &str| ws.s(&format!("lf/{name}"));
+
+    // One byte apart, same length: with two memos per directory, six names surely share one.
+    ws.write("lf/a.txt", "a\n");
+    for name in ["a.txu", "a.tx_", "a.TXT", "b.tx~", "a.xtx", "a-txt"] {
+        ws.write(&format!("lf/{name}"), "secret\n");
+        read_ok(&scope, &lf("a.txt"), "a\n", "granted, remembered");
+        read_denied(&scope, &lf(name), "same length, one byte apart");
+    }
+
+    // 32 bytes (the longest name a memo holds) and 40 bytes (never remembered).
+    for (granted, base) in [(&long32, "x".repeat(31)), (&long40, "y".repeat(39))] {
+        ws.write(&format!("lf/{granted}"), "long\n");
+        for last in ["2", "3", "4"] {
+            let other = format!("{base}{last}");
+            ws.write(&format!("lf/{other}"), "secret\n");
+            read_ok(&scope, &lf(granted), "long\n", "long name, granted");
+            read_denied(&scope, &lf(&other), "long name, last byte differs");
+        }
+    }
+
+    // A remembered file renamed (a file's move leaves the directory cache as it is) is
+    // decided by its new name, and back.
+    ws.write("lf/m.txt", "m\n");
+    read_ok(&scope, &lf("m.txt"), "m\n", "granted before the rename");
+    fs::rename(ws.join("lf/m.txt"), ws.join("lf/m.key")).unwrap();
+    read_denied(&scope, &lf("m.key"), "renamed to an ungranted name");
+    fs::rename(ws.join("lf/m.key"), ws.join("lf/m.txt")).unwrap();
+    read_ok(&scope, &lf("m.txt"), "m\n", "renamed back");
+
+    // A deleted file's dentry may be reused for another name: that name is decided afresh.
+    ws.write("lf/c.txt", "c\n");
+    read_ok(&scope, &lf("c.txt"), "c\n", "granted before the unlink");
+    fs::remove_file(ws.join("lf/c.txt")).unwrap();
+    ws.write("lf/c.key", "secret\n");
+    read_denied(&scope, &lf("c.key"), "created after the unlink");
+}
