@@ -1,7 +1,7 @@
 //! Before anything runs under enforcement: can this kernel enforce, and may this process?
 //!
-//! `bee exec` asks these questions, in this order, before it starts a command, and tells apart
-//! the two ways each can refuse:
+//! `bee exec` and `bee run` ask the same questions, in this order, before they start a command
+//! or an episode, and tell apart the two ways each can refuse:
 //!
 //! 1. [`check_support`]: every gate of [`SupportReport::detect`] (the last one loads and
 //!    attaches a real LSM program);

@@ -6,7 +6,7 @@
 //! enforcement engine (69 if it cannot be loaded, 77 if the pin directory is not writable),
 //! check that the command can be moved into a scope below the bee cgroup (77 if not), and only
 //! then create the scope and run the command in it. These checks and their statuses are
-//! [`super::enforcement`]'s. Each denial is printed on stderr as it is
+//! [`super::enforcement`]'s, shared with `bee run`. Each denial is printed on stderr as it is
 //! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
 //! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
 //! not found and 126 when it could not be executed, as with env(1)).
