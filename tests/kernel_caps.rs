@@ -17,7 +17,10 @@
     reason = "test helpers outside #[test] functions fail the test the same way"
 )]
 
+mod support;
+
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::fd::AsRawFd as _;
@@ -25,6 +28,8 @@ use std::os::unix::fs::chown;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use support::{Fixture, code, text};
 
 /// The non-root user bee runs as (no user database needed: ids are numbers).
 const USER: u32 = 1000;
@@ -197,14 +202,6 @@ fn command_as(who: &Who, program: &str) -> Command {
     cmd
 }
 
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn status_field(status: &str, field: &str) -> String {
     status
         .lines()
@@ -302,55 +299,25 @@ fn leftovers() -> BTreeSet<String> {
     found
 }
 
-/// A workspace, a secret outside it and a policy granting the workspace and busybox, owned by
-/// `owner`; with `shared`, the top directory is writable by all (a uid-0 bee without
-/// CAP_DAC_OVERRIDE writes its audit log into a directory of the sudo caller).
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    workspace: PathBuf,
-    secret: PathBuf,
-    policy: PathBuf,
-}
-
+/// The shared [`Fixture`], owned by `owner`; with `shared`, the top directory is writable by
+/// all (a uid-0 bee without CAP_DAC_OVERRIDE writes its audit log into a directory of the sudo
+/// caller).
 fn fixture(owner: u32, shared: bool) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().to_owned();
-    let workspace = root.join("work");
-    fs::create_dir(&workspace).unwrap();
-    fs::write(workspace.join("notes.txt"), "hello from the workspace\n").unwrap();
-    let secret = root.join("secret.txt");
-    fs::write(&secret, "s3cret\n").unwrap();
-    let policy = root.join("policy.toml");
-    fs::write(
-        &policy,
-        format!(
-            "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\", \"/dev/null\"]\n\
-             [exec]\nallow = [\"/bin/busybox\"]\n",
-            ws = workspace.display()
-        ),
-    )
-    .unwrap();
+    let f = Fixture::new();
     for p in [
-        &root,
-        &workspace,
-        &workspace.join("notes.txt"),
-        &secret,
-        &policy,
+        &f.root,
+        &f.workspace,
+        &f.workspace.join("notes.txt"),
+        &f.secret,
+        &f.policy,
     ] {
         chown(p, Some(owner), Some(owner)).unwrap();
     }
     if shared {
         use std::os::unix::fs::PermissionsExt as _;
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
+        fs::set_permissions(&f.root, fs::Permissions::from_mode(0o777)).unwrap();
     }
-    Fixture {
-        _dir: dir,
-        root,
-        workspace,
-        secret,
-        policy,
-    }
+    f
 }
 
 /// Who owns the workspace: the user the commands run as.
@@ -362,7 +329,7 @@ fn command_owner(who: &Who) -> u32 {
     }
 }
 
-fn bee(who: &Who, f: &Fixture, args: &[&str]) -> Output {
+fn bee(who: &Who, f: &Fixture, args: &[impl AsRef<OsStr>]) -> Output {
     command_as(who, env!("CARGO_BIN_EXE_bee"))
         .args(args)
         .current_dir(&f.root)
@@ -407,36 +374,10 @@ fn assert_enforces(who: &Who, command_uid: u32) {
     );
 
     let audit = f.root.join("audit.jsonl");
-    let secret = f.secret.display().to_string();
-    let o = bee(
-        who,
-        &f,
-        &[
-            "exec",
-            "--policy",
-            &policy,
-            "--audit",
-            &audit.display().to_string(),
-            "--",
-            "/bin/cat",
-            &secret,
-        ],
-    );
-    assert_eq!(code(&o), 1, "cat's own status: {}", text(&o.stderr));
+    let o = bee(who, &f, &f.read_secret_args(&audit));
+    f.assert_secret_read_denied(&o, &audit);
     let err = text(&o.stderr);
     assert!(err.contains("Operation not permitted"), "{err}");
-    assert!(
-        err.contains(&format!(
-            "bee: denied: open {secret} for read: no fs.read grant covers it"
-        )),
-        "{err}"
-    );
-    let records = fs::read_to_string(&audit).unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(records.lines().next().expect("one record")).unwrap();
-    assert_eq!(record["hook"], "file_open");
-    assert_eq!(record["verdict"], "deny");
-    assert_eq!(record["path"], secret.as_str());
     assert_eq!(leftovers(), before, "a scope or pin was left behind");
 }
 
