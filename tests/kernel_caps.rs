@@ -6,6 +6,8 @@
 //! `pre_exec` helper that sets the uid and the capability sets (permitted, effective,
 //! inheritable, ambient and, for uid 0, bounding) to exactly the ones under test. Each case
 //! first proves the helper did what it says (`/proc/self/status` of a helper-started `cat`).
+//! `bee exec` and `bee run` (of the bundled demo) are refused with 77 alike when a privilege is
+//! missing, before they start a command or an episode.
 //!
 //! Built only with `--features kernel-tests` and run in the VM matrix (`cargo xtask test`, or
 //! `cargo xtask vm test -p bee --test kernel_caps --bin target/debug/bee`): on a host whose
@@ -17,7 +19,10 @@
     reason = "test helpers outside #[test] functions fail the test the same way"
 )]
 
+mod support;
+
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::fd::AsRawFd as _;
@@ -25,6 +30,8 @@ use std::os::unix::fs::chown;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use support::{Fixture, code, text};
 
 /// The non-root user bee runs as (no user database needed: ids are numbers).
 const USER: u32 = 1000;
@@ -197,14 +204,6 @@ fn command_as(who: &Who, program: &str) -> Command {
     cmd
 }
 
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn status_field(status: &str, field: &str) -> String {
     status
         .lines()
@@ -302,55 +301,25 @@ fn leftovers() -> BTreeSet<String> {
     found
 }
 
-/// A workspace, a secret outside it and a policy granting the workspace and busybox, owned by
-/// `owner`; with `shared`, the top directory is writable by all (a uid-0 bee without
-/// CAP_DAC_OVERRIDE writes its audit log into a directory of the sudo caller).
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    workspace: PathBuf,
-    secret: PathBuf,
-    policy: PathBuf,
-}
-
+/// The shared [`Fixture`], owned by `owner`; with `shared`, the top directory is writable by
+/// all (a uid-0 bee without CAP_DAC_OVERRIDE writes its audit log into a directory of the sudo
+/// caller).
 fn fixture(owner: u32, shared: bool) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().to_owned();
-    let workspace = root.join("work");
-    fs::create_dir(&workspace).unwrap();
-    fs::write(workspace.join("notes.txt"), "hello from the workspace\n").unwrap();
-    let secret = root.join("secret.txt");
-    fs::write(&secret, "s3cret\n").unwrap();
-    let policy = root.join("policy.toml");
-    fs::write(
-        &policy,
-        format!(
-            "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\", \"/dev/null\"]\n\
-             [exec]\nallow = [\"/bin/busybox\"]\n",
-            ws = workspace.display()
-        ),
-    )
-    .unwrap();
+    let f = Fixture::new();
     for p in [
-        &root,
-        &workspace,
-        &workspace.join("notes.txt"),
-        &secret,
-        &policy,
+        &f.root,
+        &f.workspace,
+        &f.workspace.join("notes.txt"),
+        &f.secret,
+        &f.policy,
     ] {
         chown(p, Some(owner), Some(owner)).unwrap();
     }
     if shared {
         use std::os::unix::fs::PermissionsExt as _;
-        fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
+        fs::set_permissions(&f.root, fs::Permissions::from_mode(0o777)).unwrap();
     }
-    Fixture {
-        _dir: dir,
-        root,
-        workspace,
-        secret,
-        policy,
-    }
+    f
 }
 
 /// Who owns the workspace: the user the commands run as.
@@ -362,7 +331,7 @@ fn command_owner(who: &Who) -> u32 {
     }
 }
 
-fn bee(who: &Who, f: &Fixture, args: &[&str]) -> Output {
+fn bee(who: &Who, f: &Fixture, args: &[impl AsRef<OsStr>]) -> Output {
     command_as(who, env!("CARGO_BIN_EXE_bee"))
         .args(args)
         .current_dir(&f.root)
@@ -407,36 +376,10 @@ fn assert_enforces(who: &Who, command_uid: u32) {
     );
 
     let audit = f.root.join("audit.jsonl");
-    let secret = f.secret.display().to_string();
-    let o = bee(
-        who,
-        &f,
-        &[
-            "exec",
-            "--policy",
-            &policy,
-            "--audit",
-            &audit.display().to_string(),
-            "--",
-            "/bin/cat",
-            &secret,
-        ],
-    );
-    assert_eq!(code(&o), 1, "cat's own status: {}", text(&o.stderr));
+    let o = bee(who, &f, &f.read_secret_args(&audit));
+    f.assert_secret_read_denied(&o, &audit);
     let err = text(&o.stderr);
     assert!(err.contains("Operation not permitted"), "{err}");
-    assert!(
-        err.contains(&format!(
-            "bee: denied: open {secret} for read: no fs.read grant covers it"
-        )),
-        "{err}"
-    );
-    let records = fs::read_to_string(&audit).unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(records.lines().next().expect("one record")).unwrap();
-    assert_eq!(record["hook"], "file_open");
-    assert_eq!(record["verdict"], "deny");
-    assert_eq!(record["path"], secret.as_str());
     assert_eq!(leftovers(), before, "a scope or pin was left behind");
 }
 
@@ -490,6 +433,92 @@ fn assert_refused_without(who: &Who, missing: u32, kernel_refuses: bool) {
     assert!(!err.contains("panicked"), "{err}");
     assert!(!ran.exists(), "the command ran without {name}");
     assert_eq!(leftovers(), before, "a scope or pin was left behind");
+}
+
+/// The bundled example (`examples/demo/`), compiled in: the test binary runs in a guest that
+/// has no copy of the repository.
+const DEMO: [(&str, &str); 8] = [
+    (
+        "scenario.toml",
+        include_str!("../examples/demo/scenario.toml"),
+    ),
+    ("policy.toml", include_str!("../examples/demo/policy.toml")),
+    (
+        "provider.toml",
+        include_str!("../examples/demo/provider.toml"),
+    ),
+    (
+        "recording.jsonl",
+        include_str!("../examples/demo/recording.jsonl"),
+    ),
+    (
+        "crate/Cargo.toml",
+        include_str!("../examples/demo/crate/Cargo.toml"),
+    ),
+    (
+        "crate/Cargo.lock",
+        include_str!("../examples/demo/crate/Cargo.lock"),
+    ),
+    (
+        "crate/NOTES.md",
+        include_str!("../examples/demo/crate/NOTES.md"),
+    ),
+    (
+        "crate/src/lib.rs",
+        include_str!("../examples/demo/crate/src/lib.rs"),
+    ),
+];
+
+/// `bee run` of the bundled example as `who`, written into `f.root/demo` and owned by the
+/// user commands run as, with records under `f.root/records` and workspace copies under
+/// `f.root/tmp` (`TMPDIR`): where a started episode would leave its traces.
+fn run_demo(who: &Who, f: &Fixture) -> Output {
+    let owner = command_owner(who);
+    let demo = f.root.join("demo");
+    let tmp = f.root.join("tmp");
+    for (name, content) in DEMO {
+        let path = demo.join(name);
+        let dir = path.parent().expect("a parent");
+        fs::create_dir_all(dir).unwrap();
+        fs::write(&path, content).unwrap();
+        for p in [&path, dir, &demo] {
+            chown(p, Some(owner), Some(owner)).unwrap();
+        }
+    }
+    fs::create_dir(&tmp).unwrap();
+    chown(&tmp, Some(owner), Some(owner)).unwrap();
+    let records = f.root.join("records").display().to_string();
+    command_as(who, env!("CARGO_BIN_EXE_bee"))
+        .args(["run", "--scenario", "demo/scenario.toml"])
+        .args(["--provider", "demo/provider.toml", "--records", &records])
+        .current_dir(&f.root)
+        .env("HOME", &f.root)
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run bee")
+}
+
+/// Asserts that `o`, a [`run_demo`], was refused with 77 before any episode started: a first
+/// line saying so, every one of `facts` and a fix on stderr, no records, no workspace copy,
+/// and no scope or pin beyond those `before` listed.
+fn assert_run_refused(o: &Output, f: &Fixture, facts: &[&str], before: &BTreeSet<String>) {
+    let err = text(&o.stderr);
+    assert_eq!(code(o), 77, "{err}");
+    let first = err.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("bee run: ")
+            && first.ends_with("; no episode was started, no model was called"),
+        "{err}"
+    );
+    for fact in facts {
+        assert!(err.contains(fact), "no {fact:?} in\n{err}");
+    }
+    assert!(err.contains("fix: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!f.root.join("records").exists(), "an episode was recorded");
+    let copies: Vec<_> = fs::read_dir(f.root.join("tmp")).unwrap().collect();
+    assert!(copies.is_empty(), "a workspace was copied: {copies:?}");
+    assert_eq!(&leftovers(), before, "a scope or pin was left behind");
 }
 
 fn non_root() -> Who {
@@ -565,6 +594,48 @@ fn non_root_user_outside_the_delegated_cgroup_is_refused() {
     assert!(err.contains("`/bin/touch` was not run"), "{err}");
     assert!(!ran.exists(), "the command ran");
     assert_eq!(leftovers(), before, "a scope or pin was left behind");
+
+    // `bee run` asks the same before its first episode: the engine loads, the cgroup refuses.
+    let o = run_demo(&who, &f);
+    assert_run_refused(
+        &o,
+        &f,
+        &[
+            "whose cgroup.procs this process may not write",
+            "fix: as root, delegate the bee cgroup",
+        ],
+        &before,
+    );
+}
+
+#[test]
+fn bee_run_of_the_demo_without_a_capability_exits_77_before_any_episode() {
+    let cases = [
+        (non_root(), CAP_BPF),
+        (non_root(), CAP_PERFMON),
+        (root_uid(), CAP_SETPCAP),
+    ];
+    for (who, missing) in cases {
+        let _d = match who.uid {
+            Some(uid) => Delegation::to(uid),
+            None => Delegation::root(),
+        };
+        let who = who.without(missing);
+        assert_helper_sets(&who);
+        let f = fixture(command_owner(&who), false);
+        let before = leftovers();
+        let o = run_demo(&who, &f);
+        assert_run_refused(
+            &o,
+            &f,
+            &[
+                "bee run: this process lacks the capabilities enforcement needs;",
+                "bee run: capabilities failed: CapEff ",
+                &format!("lacks {} ", cap_name(missing)),
+            ],
+            &before,
+        );
+    }
 }
 
 #[test]

@@ -11,61 +11,21 @@
     reason = "test helpers outside #[test] functions fail the test the same way"
 )]
 
+mod support;
+
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn bee(args: &[&str], cwd: &Path) -> Output {
+use support::{Fixture, code, text};
+
+fn bee(args: &[impl AsRef<OsStr>], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bee"))
         .args(args)
         .current_dir(cwd)
         .env("HOME", "/root")
         .output()
         .expect("run bee")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// A fresh directory with a workspace, a secret outside it, and a policy that grants the
-/// workspace (read and write) and busybox, nothing else.
-struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    workspace: PathBuf,
-    secret: PathBuf,
-    policy: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().to_owned();
-    let workspace = root.join("work");
-    std::fs::create_dir(&workspace).unwrap();
-    std::fs::write(workspace.join("notes.txt"), "hello from the workspace\n").unwrap();
-    let secret = root.join("secret.txt");
-    std::fs::write(&secret, "s3cret\n").unwrap();
-    let policy = root.join("policy.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\", \"/dev/null\"]\n\
-             [exec]\nallow = [\"/bin/busybox\"]\n",
-            ws = workspace.display()
-        ),
-    )
-    .unwrap();
-    Fixture {
-        _dir: dir,
-        root,
-        workspace,
-        secret,
-        policy,
-    }
 }
 
 #[test]
@@ -81,7 +41,7 @@ fn check_reports_enforcement_supported() {
 
 #[test]
 fn exec_runs_allowed_work_and_denies_the_rest_with_explanations() {
-    let f = fixture();
+    let f = Fixture::new();
     let policy = f.policy.display().to_string();
     let notes = f.workspace.join("notes.txt").display().to_string();
     let o = bee(
@@ -92,34 +52,8 @@ fn exec_runs_allowed_work_and_denies_the_rest_with_explanations() {
     assert_eq!(text(&o.stdout), "hello from the workspace\n");
 
     let audit = f.root.join("audit.jsonl");
-    let secret = f.secret.display().to_string();
-    let o = bee(
-        &[
-            "exec",
-            "--policy",
-            &policy,
-            "--audit",
-            &audit.display().to_string(),
-            "--",
-            "/bin/cat",
-            &secret,
-        ],
-        &f.root,
-    );
-    assert_eq!(code(&o), 1, "cat's own status: {}", text(&o.stderr));
-    let err = text(&o.stderr);
-    assert!(
-        err.contains(&format!(
-            "bee: denied: open {secret} for read: no fs.read grant covers it"
-        )),
-        "{err}"
-    );
-    let records = std::fs::read_to_string(&audit).unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(records.lines().next().expect("one record")).unwrap();
-    assert_eq!(record["hook"], "file_open");
-    assert_eq!(record["verdict"], "deny");
-    assert_eq!(record["path"], secret.as_str());
+    let o = bee(&f.read_secret_args(&audit), &f.root);
+    let record = f.assert_secret_read_denied(&o, &audit);
     assert_eq!(record["grant"], "fs.read");
 
     // Outside any scope the same file is readable: only the scope is confined.
@@ -128,7 +62,7 @@ fn exec_runs_allowed_work_and_denies_the_rest_with_explanations() {
 
 #[test]
 fn exec_of_an_ungranted_program_is_refused_by_the_kernel() {
-    let f = fixture();
+    let f = Fixture::new();
     let copy = f.workspace.join("cat-copy");
     std::fs::copy("/bin/busybox", &copy).unwrap();
     let policy = f.policy.display().to_string();
@@ -153,7 +87,7 @@ fn exec_of_an_ungranted_program_is_refused_by_the_kernel() {
 
 #[test]
 fn an_agent_episode_runs_its_tools_in_a_scope_and_gets_kernel_denials() {
-    let f = fixture();
+    let f = Fixture::new();
     let secret = f.secret.display().to_string();
     let recording = f.root.join("recording.jsonl");
     let turns = [

@@ -1,6 +1,7 @@
 //! The `bee run` executable: refusals happen before any model call, with the documented
-//! statuses. (In this build no sandbox is connected to `bee run`, so a well-formed run stops
-//! at 69; `tests/run_episodes.rs` covers the runs themselves with a scripted sandbox.)
+//! statuses. (This host's kernel lists `bpf` yet refuses LSM programs, so a well-formed run
+//! with a policy stops at 69; `tests/run_episodes.rs` covers the runs themselves with a
+//! scripted sandbox, and `tests/kernel_caps.rs` the 77 of missing privileges.)
 
 #![expect(
     clippy::unwrap_used,
@@ -45,8 +46,21 @@ fn the_demo_without_enforcement_exits_69_before_any_model_call() {
             &demo("provider.toml"),
         ],
     );
-    assert_eq!(o.status.code(), Some(69), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no model was called"), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(69), "{err}");
+    assert!(
+        err.starts_with(
+            "bee run: this kernel cannot enforce the policy; no episode was started, no model \
+             was called\n"
+        ),
+        "{err}"
+    );
+    // Every failed gate with its fix; here the probe's EPERM, though root holds every
+    // capability (so this is the kernel's refusal, not a missing privilege).
+    assert!(err.contains("bee run: lsm-probe failed: "), "{err}");
+    assert!(err.contains("Operation not permitted"), "{err}");
+    assert!(err.contains("         fix: "), "{err}");
+    assert!(!err.contains("capabilities failed"), "{err}");
     assert!(!dir.path().join(".bee/records").exists());
 }
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with, sandbox_factory};
 use bee::config::Env;
 use bee::episode::{Bounds, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed};
@@ -210,7 +211,7 @@ fn run(project: &Project, fake: &Arc<Fake>, args: &[&str], interrupt: Interrupt)
     let out = Buf::default();
     let err = Buf::default();
     let f = Arc::clone(fake);
-    let factory = move |e: Enforcement| -> Result<Box<dyn SandboxFactory>, String> {
+    let factory = move |e: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
         let want = if f.host {
             Enforcement::Host
         } else {
@@ -333,13 +334,44 @@ fn a_missing_api_key_exits_77_before_any_episode() {
 #[test]
 fn enforcement_unavailable_exits_69_before_any_model_call() {
     let p = Project::new(SCENARIO, &[DONE]);
+    let (status, text) = run_with_factory(&p, &sandbox_factory);
+    assert_eq!(status, RunStatus::EnforcementUnavailable);
+    assert_eq!(status.code(), 69);
+    // This host's kernel lists bpf yet refuses LSM programs: the reason is the probe's.
+    assert!(
+        text.contains(
+            "bee run: this kernel cannot enforce the policy; no episode was started, no model \
+             was called"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("bee run: lsm-probe failed: "), "{text}");
+    assert!(text.contains("fix: "), "{text}");
+    assert!(!p.has_runs());
+}
+
+/// The names in `dir`.
+fn entries(dir: &Path) -> Vec<std::ffi::OsString> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs the project's scenario with `factory`; returns the status and what went to stderr.
+fn run_with_factory(
+    p: &Project,
+    factory: &dyn Fn(Enforcement) -> Result<Box<dyn SandboxFactory>, Refusal>,
+) -> (RunStatus, String) {
     let args = parse_args(["--scenario", "scenario.toml", "--provider", "provider.toml"]).unwrap();
     let err = Buf::default();
     let status = run_with(
         &args,
         RunContext {
             env: p.env(),
-            factory: &sandbox_factory,
+            factory,
             out: Box::new(Buf::default()),
             err: Box::new(err.clone()),
             terminal: false,
@@ -347,10 +379,51 @@ fn enforcement_unavailable_exits_69_before_any_model_call() {
             temp_dir: p.path().to_owned(),
         },
     );
+    (status, err.text())
+}
+
+/// Runs with a factory that refuses as `refusal` does, counting how often it was asked.
+fn refused_run(p: &Project, refusal: &Refusal) -> (RunStatus, String, usize) {
+    let asked = AtomicUsize::new(0);
+    let factory = |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+        asked.fetch_add(1, Ordering::SeqCst);
+        Err(refusal.clone())
+    };
+    let (status, err) = run_with_factory(p, &factory);
+    (status, err, asked.load(Ordering::SeqCst))
+}
+
+#[test]
+fn missing_privileges_exit_77_before_any_episode_with_the_reason_and_fix() {
+    let p = Project::new(SCENARIO, &[DONE]);
+    let before = entries(p.path());
+    let refusal = Refusal::no_permission("this process lacks the capabilities enforcement needs")
+        .with_cause(
+            "capabilities failed: CapEff 0000004000000000 lacks CAP_PERFMON",
+            Some("grant CAP_PERFMON".to_owned()),
+        );
+    let (status, err, asked) = refused_run(&p, &refusal);
+    assert_eq!(status, RunStatus::NoPrivileges);
+    assert_eq!(status.code(), 77);
+    assert_eq!(asked, 1);
+    assert_eq!(
+        err,
+        "bee run: this process lacks the capabilities enforcement needs; no episode was \
+         started, no model was called\n\
+         bee run: capabilities failed: CapEff 0000004000000000 lacks CAP_PERFMON\n\
+         \x20        fix: grant CAP_PERFMON\n"
+    );
+    assert!(!p.has_runs(), "an episode was started");
+    assert_eq!(
+        entries(p.path()),
+        before,
+        "a workspace copy or a record was made"
+    );
+
+    let (status, err, _) = refused_run(&p, &Refusal::unavailable("this kernel cannot enforce"));
     assert_eq!(status, RunStatus::EnforcementUnavailable);
-    assert_eq!(status.code(), 69);
-    assert!(err.text().contains("no model was called"), "{}", err.text());
-    assert!(!p.has_runs());
+    assert!(err.contains("no model was called"), "{err}");
+    assert!(!p.has_runs(), "an episode was started");
 }
 
 #[test]
@@ -380,7 +453,7 @@ fn no_provider_exits_64() {
     let args = parse_args(["--scenario", "scenario.toml"]).unwrap();
     let err = Buf::default();
     let fake = Arc::new(Fake::default());
-    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, String> {
+    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(FakeRef(Arc::clone(&fake))))
     };
     let status = run_with(
@@ -703,23 +776,22 @@ fn the_run_status_of_mixed_episodes_follows_the_documented_order() {
         RunStatus::of_run([EnforcementUnavailable, Interrupted]),
         Interrupted
     );
-    let codes: Vec<u8> = [
-        Passed,
-        Failed,
-        Limit,
-        Usage,
-        DataErr,
-        NoInput,
-        EnforcementUnavailable,
-        Software,
-        Provider,
-        Auth,
-        Interrupted,
-    ]
-    .iter()
-    .map(|s| s.code())
-    .collect();
-    assert_eq!(codes, [0, 1, 3, 64, 65, 66, 69, 70, 75, 77, 130]);
+    for (status, code) in [
+        (Passed, 0),
+        (Failed, 1),
+        (Limit, 3),
+        (Usage, 64),
+        (DataErr, 65),
+        (NoInput, 66),
+        (EnforcementUnavailable, 69),
+        (Software, 70),
+        (Provider, 75),
+        (Auth, 77),
+        (NoPrivileges, 77),
+        (Interrupted, 130),
+    ] {
+        assert_eq!(status.code(), code, "{status:?}");
+    }
 }
 
 #[test]
@@ -736,7 +808,7 @@ fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
     .unwrap();
     let out = Buf::default();
     let fake = Arc::new(Fake::default());
-    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, String> {
+    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(FakeRef(Arc::clone(&fake))))
     };
     let temp = p.path().join("tmp");

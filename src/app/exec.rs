@@ -5,7 +5,8 @@
 //! this process's capabilities are missing — the command is never started), obtain the
 //! enforcement engine (69 if it cannot be loaded, 77 if the pin directory is not writable),
 //! check that the command can be moved into a scope below the bee cgroup (77 if not), and only
-//! then create the scope and run the command in it. Each denial is printed on stderr as it is
+//! then create the scope and run the command in it. These checks and their statuses are
+//! [`super::enforcement`]'s, shared with `bee run`. Each denial is printed on stderr as it is
 //! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
 //! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
 //! not found and 126 when it could not be executed, as with env(1)).
@@ -19,14 +20,12 @@ use std::time::Duration;
 
 use bee_core::{CompileOptions, PolicyError, compile_file};
 use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
-use bee_userspace::cgroup::{CgroupError, CgroupParent};
-use bee_userspace::engine::{DEFAULT_PIN_ROOT, EngineError, EngineOptions, SharedEngine};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
 use bee_userspace::plan::EnforcementPlan;
-use bee_userspace::scope::{Enforcer, Scope, ScopeError, ScopeOptions};
-use bee_userspace::support::SupportReport;
+use bee_userspace::scope::{Scope, ScopeError, ScopeOptions};
 
 use super::Exit;
+use super::enforcement::{self, Refusal};
 use super::user::invoking_home;
 
 /// Arguments of `bee exec`.
@@ -102,74 +101,19 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         .command
         .first()
         .map_or_else(String::new, |p| p.to_string_lossy().into_owned());
-    let report = SupportReport::detect();
-    if !report.is_supported() {
-        // Missing capabilities are a permission problem (77); anything else means this kernel
-        // cannot enforce (69).
-        let exit = if report.lacks_only_capabilities() {
-            eprintln!(
-                "bee: this process lacks the capabilities enforcement needs; `{program}` was not \
-                 run"
-            );
-            Exit::NoPerm
-        } else {
-            eprintln!("bee: this kernel cannot enforce the policy; `{program}` was not run");
-            Exit::Unavailable
-        };
-        for gate in report.failures() {
-            eprintln!("bee: {} failed: {}", gate.id.name(), gate.reason);
-            if let Some(fix) = &gate.fix {
-                eprintln!("     fix: {fix}");
-            }
-        }
-        return Err(exit);
-    }
-    let enforcer = engine().map_err(|e| {
-        if is_permission_denied(&e) {
-            fail(
-                Exit::NoPerm,
-                &format!(
-                    "the enforcement engine could not be loaded: {e}; `{program}` was not run\n     \
-                     fix: bee pins its programs under {DEFAULT_PIN_ROOT}: make it a directory \
-                     this user owns (as root, after each boot: `install -d -o USER -m 0700 \
-                     {DEFAULT_PIN_ROOT}`)"
-                ),
-            )
-        } else {
-            fail(
-                Exit::Unavailable,
-                &format!(
-                    "enforcement is unavailable: the enforcement engine could not be loaded: \
-                     {e}; `{program}` was not run"
-                ),
-            )
-        }
-    })?;
+    let not_run = format!("`{program}` was not run");
+    let refused = |r: Refusal| {
+        eprint!("{}", r.render("bee", &not_run));
+        r.exit()
+    };
+    enforcement::check_support().map_err(refused)?;
+    let enforcer = enforcement::load_engine().map_err(refused)?;
 
     let mut audit = match &args.audit {
         Some(path) => Some(open_audit(path)?),
         None => None,
     };
-    let parent = CgroupParent::open_default()
-        .and_then(|p| p.check_join().map(|()| p))
-        .map_err(|e| {
-            if matches!(e, CgroupError::CannotJoin { .. }) || is_permission_denied(&e) {
-                fail(
-                    Exit::NoPerm,
-                    &format!(
-                        "{e}; `{program}` was not run\n     fix: as root, delegate the bee \
-                         cgroup to this user (`mkdir -p /sys/fs/cgroup/bee/session`, then \
-                         `chown USER` /sys/fs/cgroup/bee with its cgroup.procs, \
-                         cgroup.subtree_control and cgroup.threads, and the session cgroup), \
-                         and start bee from a cgroup inside it (`echo $$ > \
-                         /sys/fs/cgroup/bee/session/cgroup.procs`); docs/enforcement.md \
-                         (\"Privileges\")"
-                    ),
-                )
-            } else {
-                fail(Exit::Unavailable, &format!("{e}; `{program}` was not run"))
-            }
-        })?;
+    let parent = enforcement::cgroup_parent().map_err(refused)?;
     let credentials =
         Credentials::from_sudo_env().map_err(|e| fail(Exit::Usage, &e.to_string()))?;
     let Some((command, command_args)) = args.command.split_first() else {
@@ -184,7 +128,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         timeout: args.timeout.map(Duration::from_secs),
         ..ScopeOptions::default()
     };
-    let scope = Scope::create(enforcer.as_ref(), &parent, &policy, &plan, scope_options)
+    let scope = Scope::create(&enforcer, &parent, &policy, &plan, scope_options)
         .map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
@@ -227,28 +171,6 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         eprintln!("bee: `{program}` timed out; its scope was killed");
     }
     Ok(report.outcome.exit_code())
-}
-
-/// The BPF enforcement engine, loaded for this process ([`SharedEngine`]); a load failure
-/// (the kernel refuses the programs, bpffs is missing or not writable) makes the scope
-/// unavailable.
-fn engine() -> Result<Box<dyn Enforcer>, EngineError> {
-    SharedEngine::load(&EngineOptions::default())
-        .map(|engine| Box::new(engine) as Box<dyn Enforcer>)
-}
-
-/// True when `err` or an error it wraps is an OS "permission denied" (`EACCES`).
-fn is_permission_denied(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(err);
-    while let Some(e) = current {
-        if e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
-        {
-            return true;
-        }
-        current = e.source();
-    }
-    false
 }
 
 fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {

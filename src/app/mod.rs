@@ -4,6 +4,7 @@
 
 mod check;
 mod config_cmd;
+pub mod enforcement;
 mod exec;
 mod exit;
 mod metrics;

@@ -3,10 +3,13 @@
 //!
 //! The order fails closed. Configuration, scenario, provider file and policies are read and
 //! checked first (64 usage, 65 invalid file, 66 missing file); neither a policy nor `--host`
-//! is a refusal (64). The sandbox is then obtained through [`sandbox_factory`] — when the
-//! kernel cannot enforce, bee exits 69 before any model call — and the provider is connected
-//! (77 for a missing or refused key). Only then do episodes run, `--concurrency N` at a time,
-//! each on a thread of its own with its own workspace copy and its own executor (scope).
+//! is a refusal (64). The sandbox is then obtained through [`sandbox_factory`], which asks what
+//! `bee exec` asks ([`super::enforcement`]) — when the kernel cannot enforce, bee exits 69
+//! before any model call, and when it could but this process lacks a privilege (a capability,
+//! a writable pin directory, a cgroup it may create scopes in and join) it exits 77 — and the
+//! provider is connected (77 for a missing or refused key). Only then do episodes run,
+//! `--concurrency N` at a time, each on a thread of its own with its own workspace copy and its
+//! own executor (scope).
 //!
 //! Exit statuses (see `docs/episodes.md`); when episodes end differently, the first line of
 //! this table that applies wins:
@@ -14,7 +17,7 @@
 //! | status | meaning |
 //! |---|---|
 //! | 130 | interrupted (Ctrl-C); every transcript ends with `episode_finished` |
-//! | 69 | enforcement unavailable (also before any episode ran) |
+//! | 69 | enforcement unavailable: the kernel cannot enforce (also before any episode ran) |
 //! | 77 | the provider refused the API key, or it is not set |
 //! | 75 | another provider error (network, server, rate limit, protocol) |
 //! | 70 | internal error: records could not be written |
@@ -24,6 +27,7 @@
 //! | 64 | usage: bad flags; no policy and no `--host`; both a policy and `--host` |
 //! | 65 | an invalid scenario, provider, configuration or policy file |
 //! | 66 | a file or directory that does not exist or cannot be read |
+//! | 77 | before any episode: enforcement would work, but this process lacks a privilege it needs |
 
 mod progress;
 mod sandbox;
@@ -39,6 +43,7 @@ use std::time::Duration;
 use bee_core::{CompileOptions, PolicyError, compile_file};
 use clap::Parser;
 
+use super::enforcement;
 use super::user::invoking_home;
 use crate::config::{Config, Env, FileError, Flags, Origin, Refusal, Sourced};
 use crate::episode::{
@@ -98,39 +103,64 @@ where
     RunCli::try_parse_from(argv).map(|c| c.args)
 }
 
-/// How `bee run` ended; the discriminant is the exit status.
+/// How `bee run` ended; [`RunStatus::code`] is the exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[repr(u8)]
 pub enum RunStatus {
-    /// Every episode passed.
-    Passed = 0,
-    /// An episode's success check failed.
-    Failed = 1,
-    /// A hard limit ended an episode.
-    Limit = 3,
-    /// Bad flags, no policy and no `--host`, or both.
-    Usage = 64,
-    /// An invalid scenario, provider, configuration or policy file.
-    DataErr = 65,
-    /// A missing or unreadable file.
-    NoInput = 66,
-    /// The kernel cannot enforce the policy (or the sandbox is not available).
-    EnforcementUnavailable = 69,
-    /// Records could not be written.
-    Software = 70,
-    /// A provider error other than authentication.
-    Provider = 75,
-    /// The provider's API key is missing or was refused.
-    Auth = 77,
-    /// Interrupted by Ctrl-C.
-    Interrupted = 130,
+    /// Every episode passed (0).
+    Passed,
+    /// An episode's success check failed (1).
+    Failed,
+    /// A hard limit ended an episode (3).
+    Limit,
+    /// Bad flags, no policy and no `--host`, or both (64).
+    Usage,
+    /// An invalid scenario, provider, configuration or policy file (65).
+    DataErr,
+    /// A missing or unreadable file (66).
+    NoInput,
+    /// The kernel cannot enforce the policy, or the sandbox is not available (69).
+    EnforcementUnavailable,
+    /// Records could not be written (70).
+    Software,
+    /// A provider error other than authentication (75).
+    Provider,
+    /// The provider's API key is missing or was refused (77).
+    Auth,
+    /// Enforcement would work, but this process lacks a privilege it needs: a capability, a
+    /// writable pin directory, a cgroup it may create scopes in and join (77). Only before any
+    /// episode runs.
+    NoPrivileges,
+    /// Interrupted by Ctrl-C (130).
+    Interrupted,
 }
 
 impl RunStatus {
     /// The exit status.
     #[must_use]
     pub fn code(self) -> u8 {
-        self as u8
+        match self {
+            Self::Passed => 0,
+            Self::Failed => 1,
+            Self::Limit => 3,
+            Self::Usage => 64,
+            Self::DataErr => 65,
+            Self::NoInput => 66,
+            Self::EnforcementUnavailable => 69,
+            Self::Software => 70,
+            Self::Provider => 75,
+            Self::Auth | Self::NoPrivileges => 77,
+            Self::Interrupted => 130,
+        }
+    }
+
+    /// The status of a refusal to enforce: 77 when only privileges are missing, 69 otherwise.
+    #[must_use]
+    pub fn of_refusal(refusal: &enforcement::Refusal) -> Self {
+        if refusal.is_permission() {
+            Self::NoPrivileges
+        } else {
+            Self::EnforcementUnavailable
+        }
     }
 
     /// How bad it is, for choosing one status for several episodes (higher wins).
@@ -144,7 +174,7 @@ impl RunStatus {
             Self::Auth => 5,
             Self::EnforcementUnavailable => 6,
             Self::Interrupted => 7,
-            Self::Usage | Self::DataErr | Self::NoInput => 8,
+            Self::Usage | Self::DataErr | Self::NoInput | Self::NoPrivileges => 8,
         }
     }
 
@@ -212,13 +242,17 @@ pub trait SandboxFactory: Send + Sync {
 
 /// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
 ///
-/// `Kernel` proves that this kernel enforces (a program is loaded, not the LSM list read) and
-/// loads the engine once for the run; every episode then gets its own scope. `Host` (only
-/// with an explicit `--host`) runs the tools as hardened host processes with no kernel scope.
+/// `Kernel` proves that this kernel enforces (a program is loaded, not the LSM list read),
+/// loads the engine once for the run and checks that scopes can be joined, as `bee exec`
+/// does ([`super::enforcement`]); every episode then gets its own scope. `Host` (only with an
+/// explicit `--host`) runs the tools as hardened host processes with no kernel scope.
 ///
 /// # Errors
-/// Why the sandbox is unavailable; `bee run` then exits 69 before any model call.
-pub fn sandbox_factory(enforcement: Enforcement) -> Result<Box<dyn SandboxFactory>, String> {
+/// Why enforcement is refused; `bee run` then exits before any model call, 77 when only
+/// privileges are missing and 69 when the kernel cannot enforce ([`RunStatus::of_refusal`]).
+pub fn sandbox_factory(
+    enforcement: Enforcement,
+) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal> {
     match enforcement {
         Enforcement::Kernel => Ok(Box::new(sandbox::Factory::kernel()?)),
         Enforcement::Host => Ok(Box::new(sandbox::Factory::host())),
@@ -230,7 +264,7 @@ pub struct RunContext<'a> {
     /// Current directory and home, for configuration resolution.
     pub env: Env,
     /// Obtains the sandbox ([`sandbox_factory`] in the real command).
-    pub factory: &'a dyn Fn(Enforcement) -> Result<Box<dyn SandboxFactory>, String>,
+    pub factory: &'a dyn Fn(Enforcement) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal>,
     /// Progress and the result.
     pub out: Box<dyn Write + Send>,
     /// Notes and errors.
@@ -489,12 +523,13 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     };
     let mut factory = match (ctx.factory)(plan.enforcement) {
         Ok(f) => f,
-        Err(why) => {
-            let _ = writeln!(
+        Err(refusal) => {
+            let _ = write!(
                 ctx.err,
-                "bee run: enforcement unavailable, no model was called: {why}"
+                "{}",
+                refusal.render("bee run", "no episode was started, no model was called")
             );
-            return RunStatus::EnforcementUnavailable;
+            return RunStatus::of_refusal(&refusal);
         }
     };
     if let Some(audit) = &plan.audit {

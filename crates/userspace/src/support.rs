@@ -268,6 +268,24 @@ impl SupportReport {
         }
     }
 
+    /// A report of `gates` alone, as if nothing else had been read (no kernel release, BTF,
+    /// cgroup2 mount, capabilities or LSMs): for code that decides on verdicts, to show how
+    /// it treats each combination without the kernel at hand.
+    pub fn from_gates(gates: Vec<Gate>) -> Self {
+        Self {
+            kernel_release: String::new(),
+            btf: false,
+            cgroup2_mount: None,
+            capabilities: None,
+            run_as: RunAs::Caller,
+            required: Vec::new(),
+            missing: Vec::new(),
+            lockdown: None,
+            lsms: Vec::new(),
+            gates,
+        }
+    }
+
     /// True when enforcement is unavailable only because this process lacks capabilities:
     /// the capabilities gate failed, and every other failed gate is the LSM probe (which the
     /// kernel refuses without them). `bee exec` then exits with "permission denied" rather
@@ -451,18 +469,7 @@ mod tests {
     use super::*;
 
     fn report(gates: Vec<Gate>) -> SupportReport {
-        SupportReport {
-            kernel_release: "6.1.0-57-cloud-amd64".into(),
-            btf: true,
-            cgroup2_mount: Some(PathBuf::from("/sys/fs/cgroup")),
-            capabilities: None,
-            run_as: RunAs::Caller,
-            required: Vec::new(),
-            missing: Vec::new(),
-            lockdown: None,
-            lsms: vec!["bpf".into()],
-            gates,
-        }
+        SupportReport::from_gates(gates)
     }
 
     #[test]

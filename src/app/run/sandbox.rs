@@ -5,10 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bee_core::{CompileOptions, compile_file};
-use bee_userspace::engine::{EngineOptions, SharedEngine};
+use bee_userspace::engine::SharedEngine;
 use bee_userspace::scope::Enforcer;
-use bee_userspace::support::SupportReport;
 
+use super::super::enforcement::{self, Refusal};
 use super::super::user::invoking_home;
 use super::SandboxFactory;
 use crate::episode::{AuditSink, SandboxExecutor, ToolExecutor};
@@ -34,21 +34,13 @@ impl std::fmt::Debug for Factory {
 
 impl Factory {
     /// Kernel mode: proves that this kernel enforces (by loading a program, not by reading
-    /// the LSM list), then loads the engine once for every episode of the run.
-    pub(super) fn kernel() -> Result<Self, String> {
-        let report = SupportReport::detect();
-        if !report.is_supported() {
-            let reasons: Vec<String> = report
-                .failures()
-                .map(|g| format!("{}: {}", g.id.name(), g.reason))
-                .collect();
-            return Err(format!(
-                "this kernel cannot enforce policies ({}); run `bee check` for the fixes",
-                reasons.join("; ")
-            ));
-        }
-        let engine = SharedEngine::load(&EngineOptions::default())
-            .map_err(|e| format!("the enforcement engine could not be loaded: {e}"))?;
+    /// the LSM list), loads the engine once for every episode of the run, and checks that
+    /// episodes' scopes can be created and joined — the same checks, with the same refusals,
+    /// as `bee exec` ([`enforcement`]).
+    pub(super) fn kernel() -> Result<Self, Refusal> {
+        enforcement::check_support()?;
+        let engine = enforcement::load_engine()?;
+        enforcement::cgroup_parent()?;
         Ok(Self {
             engine: Some(Arc::new(engine)),
             audit: None,

@@ -1,0 +1,324 @@
+//! Before anything runs under enforcement: can this kernel enforce, and may this process?
+//!
+//! `bee exec` and `bee run` ask the same questions, in this order, before they start a command
+//! or an episode, and tell apart the two ways each can refuse:
+//!
+//! 1. [`check_support`]: every gate of [`SupportReport::detect`] (the last one loads and
+//!    attaches a real LSM program);
+//! 2. [`load_engine`]: the enforcement engine, pinned under [`DEFAULT_PIN_ROOT`];
+//! 3. [`cgroup_parent`]: the bee parent cgroup, and whether this process may move a command
+//!    into a scope below it.
+//!
+//! A refusal is [`Exit::NoPerm`] (77, `EX_NOPERM`) when enforcement would work but this
+//! process lacks a privilege — capabilities, a writable pin directory, a cgroup it may create
+//! scopes in and join — and [`Exit::Unavailable`] (69, `EX_UNAVAILABLE`) when this kernel
+//! cannot enforce. Either way nothing has been started.
+
+use std::fmt::Write as _;
+
+use bee_userspace::cgroup::{CgroupError, CgroupParent};
+use bee_userspace::engine::{DEFAULT_PIN_ROOT, EngineError, EngineOptions, SharedEngine};
+use bee_userspace::support::SupportReport;
+
+use super::Exit;
+
+/// Why enforcement was refused before anything started, with the fixes that are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    exit: Exit,
+    what: String,
+    fix: Option<String>,
+    causes: Vec<Cause>,
+}
+
+/// One reason behind a [`Refusal`] (e.g. a failed support gate), with its fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Cause {
+    reason: String,
+    fix: Option<String>,
+}
+
+impl Refusal {
+    /// This kernel cannot enforce: [`Exit::Unavailable`]. `what` is one sentence without a
+    /// final stop.
+    pub fn unavailable(what: impl Into<String>) -> Self {
+        Self::new(Exit::Unavailable, what)
+    }
+
+    /// Enforcement would work, but this process lacks a privilege: [`Exit::NoPerm`]. `what` is
+    /// one sentence without a final stop.
+    pub fn no_permission(what: impl Into<String>) -> Self {
+        Self::new(Exit::NoPerm, what)
+    }
+
+    fn new(exit: Exit, what: impl Into<String>) -> Self {
+        Self {
+            exit,
+            what: what.into(),
+            fix: None,
+            causes: Vec::new(),
+        }
+    }
+
+    /// The same refusal with what to do about it.
+    #[must_use]
+    pub fn with_fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// The same refusal with one more reason behind it, and that reason's fix.
+    #[must_use]
+    pub fn with_cause(mut self, reason: impl Into<String>, fix: Option<String>) -> Self {
+        self.causes.push(Cause {
+            reason: reason.into(),
+            fix,
+        });
+        self
+    }
+
+    /// [`Exit::NoPerm`] or [`Exit::Unavailable`].
+    pub fn exit(&self) -> Exit {
+        self.exit
+    }
+
+    /// True when only privileges are missing ([`Exit::NoPerm`]).
+    pub fn is_permission(&self) -> bool {
+        self.exit == Exit::NoPerm
+    }
+
+    /// What is wrong, in one sentence.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// The refusal for people, one line per fact, each ending in a newline: `{prefix}: {what};
+    /// {consequence}`, its fix, then one line per cause with its fix. Fixes are indented to
+    /// stand below the text after the prefix.
+    pub fn render(&self, prefix: &str, consequence: &str) -> String {
+        let indent = " ".repeat(prefix.chars().count() + 2);
+        let mut s = format!("{prefix}: {}; {consequence}\n", self.what);
+        if let Some(fix) = &self.fix {
+            let _ = writeln!(s, "{indent}fix: {fix}");
+        }
+        for cause in &self.causes {
+            let _ = writeln!(s, "{prefix}: {}", cause.reason);
+            if let Some(fix) = &cause.fix {
+                let _ = writeln!(s, "{indent}fix: {fix}");
+            }
+        }
+        s
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+/// Proves that this kernel enforces and that this process holds what it needs to
+/// ([`SupportReport::detect`], which loads a real LSM program).
+///
+/// # Errors
+/// [`support_refusal`] of the report when a gate failed.
+pub fn check_support() -> Result<(), Refusal> {
+    support_refusal(&SupportReport::detect()).map_or(Ok(()), Err)
+}
+
+/// The refusal a support report amounts to, `None` when every gate passed: missing
+/// capabilities alone ([`SupportReport::lacks_only_capabilities`]) are a permission problem,
+/// any other failed gate means this kernel cannot enforce. Each failed gate is a cause.
+pub fn support_refusal(report: &SupportReport) -> Option<Refusal> {
+    if report.is_supported() {
+        return None;
+    }
+    let refusal = if report.lacks_only_capabilities() {
+        Refusal::no_permission("this process lacks the capabilities enforcement needs")
+    } else {
+        Refusal::unavailable("this kernel cannot enforce the policy")
+    };
+    Some(report.failures().fold(refusal, |r, gate| {
+        r.with_cause(
+            format!("{} failed: {}", gate.id.name(), gate.reason),
+            gate.fix.clone(),
+        )
+    }))
+}
+
+/// Loads the enforcement engine for this process ([`SharedEngine`]).
+///
+/// # Errors
+/// [`engine_refusal`] of the load error.
+pub fn load_engine() -> Result<SharedEngine, Refusal> {
+    SharedEngine::load(&EngineOptions::default()).map_err(|e| engine_refusal(&e))
+}
+
+/// The refusal an engine load error amounts to: a permission denied on the pin directory is a
+/// permission problem; anything else (the kernel refuses the programs, bpffs is missing)
+/// means enforcement is unavailable.
+pub fn engine_refusal(e: &EngineError) -> Refusal {
+    if is_permission_denied(e) {
+        Refusal::no_permission(format!("the enforcement engine could not be loaded: {e}")).with_fix(
+            format!(
+                "bee pins its programs under {DEFAULT_PIN_ROOT}: make it a directory this user \
+                 owns (as root, after each boot: `install -d -o USER -m 0700 \
+                 {DEFAULT_PIN_ROOT}`)"
+            ),
+        )
+    } else {
+        Refusal::unavailable(format!(
+            "enforcement is unavailable: the enforcement engine could not be loaded: {e}"
+        ))
+    }
+}
+
+/// Opens the bee parent cgroup and checks that this process may move a command into a scope
+/// below it ([`CgroupParent::open_default`], [`CgroupParent::check_join`]).
+///
+/// # Errors
+/// [`cgroup_refusal`] of the cgroup error.
+pub fn cgroup_parent() -> Result<CgroupParent, Refusal> {
+    CgroupParent::open_default()
+        .and_then(|p| p.check_join().map(|()| p))
+        .map_err(|e| cgroup_refusal(&e))
+}
+
+/// The refusal a cgroup error amounts to: a cgroup this process may not create or join is a
+/// permission problem; anything else (no cgroup2 hierarchy) means enforcement is unavailable.
+pub fn cgroup_refusal(e: &CgroupError) -> Refusal {
+    if matches!(e, CgroupError::CannotJoin { .. }) || is_permission_denied(e) {
+        Refusal::no_permission(e.to_string()).with_fix(
+            "as root, delegate the bee cgroup to this user (`mkdir -p \
+             /sys/fs/cgroup/bee/session`, then `chown USER` /sys/fs/cgroup/bee with its \
+             cgroup.procs, cgroup.subtree_control and cgroup.threads, and the session cgroup), \
+             and start bee from a cgroup inside it (`echo $$ > \
+             /sys/fs/cgroup/bee/session/cgroup.procs`); docs/enforcement.md (\"Privileges\")",
+        )
+    } else {
+        Refusal::unavailable(e.to_string())
+    }
+}
+
+/// True when `err` or an error it wraps is an OS "permission denied" (`EACCES`).
+fn is_permission_denied(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::PermissionDenied)
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+
+    use bee_userspace::support::{Gate, GateId};
+
+    use super::*;
+
+    fn report(failed: &[GateId]) -> SupportReport {
+        let all = [
+            GateId::Btf,
+            GateId::Cgroup2,
+            GateId::Capabilities,
+            GateId::Lockdown,
+            GateId::LsmList,
+            GateId::LsmProbe,
+        ];
+        SupportReport::from_gates(
+            all.iter()
+                .map(|&id| Gate {
+                    id,
+                    passed: !failed.contains(&id),
+                    reason: format!("{} reason", id.name()),
+                    fix: failed.contains(&id).then(|| format!("{} fix", id.name())),
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_supported_report_is_no_refusal() {
+        assert_eq!(support_refusal(&report(&[])), None);
+    }
+
+    #[test]
+    fn missing_capabilities_alone_are_77_with_each_gate_and_fix() {
+        let r = support_refusal(&report(&[GateId::Capabilities, GateId::LsmProbe]));
+        let Some(r) = r else {
+            unreachable!("a failed gate must refuse")
+        };
+        assert_eq!(r.exit(), Exit::NoPerm);
+        assert!(r.is_permission());
+        assert_eq!(
+            r.render("bee", "`true` was not run"),
+            "bee: this process lacks the capabilities enforcement needs; `true` was not run\n\
+             bee: capabilities failed: capabilities reason\n     fix: capabilities fix\n\
+             bee: lsm-probe failed: lsm-probe reason\n     fix: lsm-probe fix\n"
+        );
+    }
+
+    #[test]
+    fn a_kernel_gate_is_69_even_with_capabilities_missing() {
+        for failed in [
+            &[GateId::LsmProbe][..],
+            &[GateId::Capabilities, GateId::LsmList, GateId::LsmProbe],
+            &[GateId::Btf],
+        ] {
+            let r = support_refusal(&report(failed));
+            assert_eq!(r.as_ref().map(Refusal::exit), Some(Exit::Unavailable));
+            assert!(
+                r.is_some_and(|r| r.what() == "this kernel cannot enforce the policy"),
+                "{failed:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cgroup_that_cannot_be_joined_or_written_is_77_anything_else_69() {
+        let join = CgroupError::CannotJoin {
+            own: PathBuf::from("/sys/fs/cgroup/user.slice"),
+            parent: PathBuf::from("/sys/fs/cgroup/bee"),
+            ancestor: PathBuf::from("/sys/fs/cgroup"),
+        };
+        let r = cgroup_refusal(&join);
+        assert_eq!(r.exit(), Exit::NoPerm);
+        assert!(
+            r.render("bee run", "no model was called")
+                .contains("\n         fix: as root, delegate the bee cgroup"),
+            "{r:?}"
+        );
+        let mkdir = CgroupError::Io {
+            op: "mkdir",
+            path: PathBuf::from("/sys/fs/cgroup/bee"),
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(cgroup_refusal(&mkdir).exit(), Exit::NoPerm);
+        let none = cgroup_refusal(&CgroupError::NoCgroup2);
+        assert_eq!(none.exit(), Exit::Unavailable);
+        assert_eq!(none.render("bee", "x").lines().count(), 1);
+    }
+
+    #[test]
+    fn an_unwritable_pin_directory_is_77_a_refused_program_69() {
+        let pin = EngineError::Syscall {
+            call: "mkdir",
+            path: PathBuf::from(DEFAULT_PIN_ROOT).join("x"),
+            io_error: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        let r = engine_refusal(&pin);
+        assert_eq!(r.exit(), Exit::NoPerm);
+        assert!(r.render("bee", "x").contains("install -d -o USER"), "{r:?}");
+        let other = EngineError::NotEnforcer {
+            reason: "a stub".into(),
+        };
+        assert_eq!(engine_refusal(&other).exit(), Exit::Unavailable);
+    }
+}

@@ -1,0 +1,98 @@
+//! What the command-line kernel tests (`kernel_cli`, `kernel_caps`) share: a workspace with a
+//! secret beside it and a policy, and the `bee exec` read of that secret the kernel must deny.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// The exit status of `o`, -1 when a signal ended it.
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A fresh directory with a workspace, a secret outside it, and a policy that grants the
+/// workspace (read and write) and busybox, nothing else. Removed on drop.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    /// The directory holding the rest.
+    pub root: PathBuf,
+    /// `root/work`, holding `notes.txt`.
+    pub workspace: PathBuf,
+    /// `root/secret.txt`, outside the workspace: no grant covers it.
+    pub secret: PathBuf,
+    /// `root/policy.toml`.
+    pub policy: PathBuf,
+}
+
+impl Fixture {
+    /// Writes the files into a new temporary directory.
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().to_owned();
+        let workspace = root.join("work");
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::write(workspace.join("notes.txt"), "hello from the workspace\n").unwrap();
+        let secret = root.join("secret.txt");
+        std::fs::write(&secret, "s3cret\n").unwrap();
+        let policy = root.join("policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\", \"/dev/null\"]\n\
+                 [exec]\nallow = [\"/bin/busybox\"]\n",
+                ws = workspace.display()
+            ),
+        )
+        .unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            workspace,
+            secret,
+            policy,
+        }
+    }
+
+    /// `bee exec` arguments that `cat` the secret under the policy, appending every audit
+    /// record to `audit`.
+    pub fn read_secret_args(&self, audit: &Path) -> Vec<String> {
+        [
+            "exec",
+            "--policy",
+            &self.policy.display().to_string(),
+            "--audit",
+            &audit.display().to_string(),
+            "--",
+            "/bin/cat",
+            &self.secret.display().to_string(),
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
+    /// Asserts that `o`, bee run with [`Fixture::read_secret_args`], ended with cat's own
+    /// failure and bee's denial line, and that the first record in `audit` is the `file_open`
+    /// denial of the secret. Returns that record.
+    pub fn assert_secret_read_denied(&self, o: &Output, audit: &Path) -> serde_json::Value {
+        assert_eq!(code(o), 1, "cat's own status: {}", text(&o.stderr));
+        let secret = self.secret.display().to_string();
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!(
+                "bee: denied: open {secret} for read: no fs.read grant covers it"
+            )),
+            "{err}"
+        );
+        let records = std::fs::read_to_string(audit).unwrap();
+        let record: serde_json::Value =
+            serde_json::from_str(records.lines().next().expect("one record")).unwrap();
+        assert_eq!(record["hook"], "file_open");
+        assert_eq!(record["verdict"], "deny");
+        assert_eq!(record["path"], secret.as_str());
+        record
+    }
+}
