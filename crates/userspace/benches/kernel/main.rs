@@ -12,7 +12,8 @@
 //!    run-time statistics on, how long each of bee's programs ran per operation;
 //! 2. **setup**: request → the confined child's first output (cgroup create, plan install,
 //!    hardened spawn, `execve`), and request → scope torn down, against a plain spawn of the
-//!    same command and against `bwrap --ro-bind / / --dev /dev --proc /proc`;
+//!    same command (by `posix_spawn` and by `fork`, as the hardened launcher must) and against
+//!    `bwrap --ro-bind / / --dev /dev --proc /proc`;
 //! 3. **workload**: a busybox shell script of a few thousand file operations (untar, find,
 //!    grep, cp, rm) run by the same four kinds of worker, alternated the same way.
 //!
@@ -802,12 +803,20 @@ fn first_byte(stdout: &mut ChildStdout) -> Res<()> {
     Ok(())
 }
 
-fn plain_once() -> Res<(Duration, Duration)> {
+/// `busybox echo x` with no scope. With `fork`, a no-op `pre_exec` hook makes the standard
+/// library `fork` the process as the hardened launcher does, instead of `posix_spawn`
+/// (`CLONE_VFORK`, no copy of the page tables).
+fn plain_once(fork: bool) -> Res<(Duration, Duration)> {
     let t = Instant::now();
-    let mut child = Command::new(BUSYBOX)
-        .args(["echo", "x"])
-        .stdout(Stdio::piped())
-        .spawn()?;
+    let mut cmd = Command::new(BUSYBOX);
+    cmd.args(["echo", "x"]).stdout(Stdio::piped());
+    if fork {
+        // SAFETY: the hook does nothing.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || Ok(()));
+        }
+    }
+    let mut child = cmd.spawn()?;
     let mut so = child.stdout.take().ok_or("stdout")?;
     first_byte(&mut so)?;
     let running = t.elapsed();
@@ -861,7 +870,7 @@ fn bee_once(
     parent: &CgroupParent,
     policy: &bee_core::CompiledPolicy,
     plan: &EnforcementPlan,
-) -> Res<(Duration, Duration, Duration)> {
+) -> Res<(Duration, Duration, Duration, Duration)> {
     let t = Instant::now();
     let scope = Scope::create(engine, parent, policy, plan, ScopeOptions::default())?;
     let created = t.elapsed();
@@ -869,6 +878,8 @@ fn bee_once(
         .args(["echo", "x"])
         .stdout(StdioMode::Piped);
     let mut launched = scope.spawn(&spec)?;
+    // `Command::spawn` returns once the child's `execve` succeeded.
+    let spawned = t.elapsed() - created;
     let mut so = launched.take_stdout().ok_or("stdout")?;
     first_byte(&mut so)?;
     let running = t.elapsed();
@@ -882,7 +893,7 @@ fn bee_once(
         )
         .into());
     }
-    Ok((created, running, total))
+    Ok((created, spawned, running, total))
 }
 
 fn setup(
@@ -896,28 +907,37 @@ fn setup(
     let root = o.bwrap_root.as_deref();
     // Warm-up.
     for _ in 0..5 {
-        plain_once()?;
+        plain_once(false)?;
+        plain_once(true)?;
         bee_once(engine, parent, policy, plan)?;
         if bwrap {
             bwrap_once(root)?;
         }
     }
     let mut plain = (Vec::new(), Vec::new());
+    let mut forked = (Vec::new(), Vec::new());
     let mut bee = (Vec::new(), Vec::new());
     let mut bee_create = Vec::new();
+    let mut bee_spawn = Vec::new();
     let mut bw = (Vec::new(), Vec::new());
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for i in 0..o.setup_iters {
-        for k in 0..3 {
-            match (i + k) % 3 {
+        for k in 0..4 {
+            match (i + k) % 4 {
                 0 => {
-                    let (r, t) = plain_once()?;
+                    let (r, t) = plain_once(false)?;
                     plain.0.push(ms(r));
                     plain.1.push(ms(t));
                 }
+                3 => {
+                    let (r, t) = plain_once(true)?;
+                    forked.0.push(ms(r));
+                    forked.1.push(ms(t));
+                }
                 1 => {
-                    let (c, r, t) = bee_once(engine, parent, policy, plan)?;
+                    let (c, sp, r, t) = bee_once(engine, parent, policy, plan)?;
                     bee_create.push(ms(c));
+                    bee_spawn.push(ms(sp));
                     bee.0.push(ms(r));
                     bee.1.push(ms(t));
                 }
@@ -933,6 +953,7 @@ fn setup(
     let p50 = median(&mut plain.0);
     let b50 = median(&mut bee.0);
     let w50 = median(&mut bw.0);
+    let f50 = median(&mut forked.0);
     out("");
     out(&format!(
         "### Scope setup: request → child's first output ({} iterations each, interleaved)",
@@ -952,7 +973,8 @@ fn setup(
             median(&mut v.1)
         ));
     };
-    line("plain fork+exec", &mut plain, p50);
+    line("plain spawn (posix_spawn: vfork+exec)", &mut plain, p50);
+    line("plain fork+exec (no-op pre_exec)", &mut forked, f50);
     line(
         "bee scope (cgroup + install + hardened spawn)",
         &mut bee,
@@ -970,9 +992,13 @@ fn setup(
         out("bwrap: not found at /usr/bin/bwrap; no reference measured");
     }
     out(&format!(
-        "Of bee's start-up, `Scope::create` (cgroup mkdir + plan install): p50 {:.2} ms, p99 {:.2} ms",
+        "Of bee's start-up, `Scope::create` (cgroup mkdir + plan install): p50 {:.2} ms, p99 {:.2} ms; \
+         `Scope::spawn` until the `execve` returned: p50 {:.2} ms; \
+         `fork` instead of `vfork` (p50 of the two plain rows): {:.2} ms",
         median(&mut bee_create),
-        percentile(&mut bee_create, 99.0)
+        percentile(&mut bee_create, 99.0),
+        median(&mut bee_spawn),
+        f50 - p50
     ));
     Ok(())
 }
