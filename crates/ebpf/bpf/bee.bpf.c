@@ -907,6 +907,7 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 				      int cacheable)
 {
 	struct dircache_probe cp = {};
+	const unsigned char *leafname = NULL;
 	struct resolve_ctx rc;
 	struct bee_scope sc;
 	struct dentry *parent = NULL;
@@ -922,13 +923,18 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 	if (cacheable && dentry) {
 		parent = dentry->d_parent;
 		dircache_probe(&cp, vfsmnt, dentry, parent);
+		/* The leaf walked is the copy its memo is keyed by, never a second
+		 * read of d_name: a rename (d_move, d_exchange) rewrites an inline
+		 * name in place, and a name read twice could be remembered with the
+		 * state after another. */
+		leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
 		if (cp.usable)
 			dir = parent->d_inode;
 		if (dir) {
 			long leaf;
 
 			state = dircache_get(&cp, dir, &sc, &leaf);
-			if (state >= 0 && leaf < 0 && put_leaf(cp.name, cp.len)) {
+			if (state >= 0 && leaf < 0 && put_leaf(leafname, cp.len)) {
 				leaf = walk_path(state, 0, 1);
 				leafmemo_put(&cp, dir, &sc, state, leaf);
 			}
@@ -940,7 +946,7 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 	deny = 1;
 	if (dir) {
 		/* The leaf, then its directory (the entry's key) up to the root. */
-		w = put_leaf(cp.name, cp.len);
+		w = put_leaf(leafname, cp.len);
 		if (!w) {
 			rc.pos = BEE_PATH_END;
 			rc.flags = BEE_EVENT_PATH_UNRESOLVED;

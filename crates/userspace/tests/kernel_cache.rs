@@ -14,6 +14,8 @@ mod kernel_support;
 
 use std::ffi::CString;
 use std::fs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use bee_common::Hook;
 use bee_common::event::EVENT_ALLOWED;
@@ -273,18 +275,20 @@ fn a_reinstalled_policy_is_not_decided_by_the_old_one() {
     read_ok(&scope, &f, "f\n", "granting again");
 }
 
-/// Reading `{ws}/lf/*.txt` and two literal long names; nothing else under `{ws}/lf`.
+/// Reading `{ws}/lf/*.txt` and two literal long names; nothing else under `{ws}/lf`. The test
+/// binary may run (for helper actions).
 fn leaf_policy(ws: &Scratch, long32: &str, long40: &str) -> String {
     format!(
         r#"version = 1
 [fs]
-read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache",
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{exe}",
         "{ws}/lf/*.txt", "{ws}/lf/{long32}", "{ws}/lf/{long40}"]
 write = ["/dev/null"]
 [exec]
-allow = ["/bin/busybox", "/lib/**", "/lib64/**"]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
 "#,
         ws = ws.path.display(),
+        exe = std::env::current_exe().unwrap().display(),
     )
 }
 
@@ -334,4 +338,77 @@ fn leaf_names_are_remembered_byte_for_byte() {
     fs::remove_file(ws.join("lf/c.txt")).unwrap();
     ws.write("lf/c.key", "secret\n");
     read_denied(&scope, &lf("c.key"), "created after the unlink");
+}
+
+/// Policies whose ids share a directory-cache slot (`policy_id % 4`) take turns in it: each
+/// refill clears the leaf memos, and neither policy is decided by the other's directory state
+/// or memos — the same name granted by one and not the other, opened alternately.
+#[test]
+fn policies_sharing_a_slot_keep_their_own_leaf_memos() {
+    let ws = Scratch::new("cache-slot");
+    ws.write("ro/d/f", "f\n");
+    let granting = Scope::new("cache-slot-a", &policy(&ws), 0);
+    let other = Scratch::new("cache-slot-other");
+    let mut fillers = Vec::new();
+    let denying = loop {
+        let s = Scope::new(&format!("cache-slot-{}", fillers.len()), &policy(&other), 0);
+        if s.policy_id() % 4 == granting.policy_id() % 4 {
+            break s;
+        }
+        fillers.push(s);
+        assert!(
+            fillers.len() < 8,
+            "no policy id shares the granting one's slot"
+        );
+    };
+    let f = ws.s("ro/d/f");
+    for _ in 0..3 {
+        read_ok(&granting, &f, "f\n", "the granting policy");
+        read_denied(&denying, &f, "a policy in the same slot");
+    }
+}
+
+/// A name torn by a concurrent rename. While a scoped process opens `d.key` again and again,
+/// `d.key` and `d.txt` (two files of one cached directory) are exchanged as fast as the kernel
+/// allows: each exchange rewrites both dentries' inline names in place and, moving no
+/// directory, leaves the cache valid. A hook that reads the name once for the memo's key and
+/// again for the walk can remember `d.key` with the state after `d.txt`, and from then on
+/// grant `d.key`. After each burst, `d.key` must still be denied. (The programs of c771af1,
+/// which read the name twice, let `cat d.key` succeed after the first burst on 6.12.)
+#[test]
+fn a_name_exchanged_during_the_check_is_remembered_as_itself() {
+    let ws = Scratch::new("cache-torn");
+    let scope = Scope::new("cache-torn", &leaf_policy(&ws, "none", "none"), 0);
+    ws.write("lf/d.txt", "public\n");
+    ws.write("lf/d.key", "secret\n");
+    let (granted, denied) = (ws.s("lf/d.txt"), ws.s("lf/d.key"));
+    read_ok(&scope, &granted, "public\n", "granted, cached");
+    read_denied(&scope, &denied, "denied, remembered");
+
+    for burst in 0..5 {
+        let stop = AtomicBool::new(false);
+        let t = Instant::now();
+        let exchanges = std::thread::scope(|s| {
+            let exchanger = s.spawn(|| {
+                let mut n = 0u32;
+                // Bounded, so that a failing helper cannot leave it running.
+                while !stop.load(Ordering::Relaxed) && t.elapsed() < Duration::from_secs(120) {
+                    exchange(&granted, &denied);
+                    n += 1;
+                }
+                n
+            });
+            let out = helper(Some(&scope.cg), "open-repeat", &[&denied, "20000"]);
+            stop.store(true, Ordering::Relaxed);
+            assert_ok(&out, "open-repeat");
+            exchanger.join().unwrap()
+        });
+        assert!(exchanges > 0, "burst {burst}: no exchange ran");
+        let _ = events(&scope.cg);
+        read_denied(
+            &scope,
+            &denied,
+            &format!("after burst {burst} of exchanges"),
+        );
+    }
 }

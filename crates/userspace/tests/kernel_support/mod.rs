@@ -794,6 +794,20 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 }
                 0
             }
+            "open-repeat" => {
+                // PATH N: opens PATH for reading N times; prints how many opens succeeded.
+                let path = cstr(arg(0));
+                let mut opened = 0u32;
+                for _ in 0..arg(1).parse::<u32>().unwrap() {
+                    let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+                    if fd >= 0 {
+                        opened += 1;
+                        libc::close(fd);
+                    }
+                }
+                println!("open-repeat {opened}");
+                0
+            }
             "unix-sendto" => {
                 // A datagram to the unix socket bound at PATH.
                 let fd = libc::socket(libc::AF_UNIX, libc::SOCK_DGRAM, 0);
