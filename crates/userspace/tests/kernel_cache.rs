@@ -374,7 +374,7 @@ fn policies_sharing_a_slot_keep_their_own_leaf_memos() {
 /// directory, leaves the cache valid. A hook that reads the name once for the memo's key and
 /// again for the walk can remember `d.key` with the state after `d.txt`, and from then on
 /// grant `d.key`. After each burst, `d.key` must still be denied. (The programs of c771af1,
-/// which read the name twice, let `cat d.key` succeed after the first burst on 6.12.)
+/// which read the name twice, let `cat d.key` succeed after the first burst on 6.1 and 6.12.)
 #[test]
 fn a_name_exchanged_during_the_check_is_remembered_as_itself() {
     let ws = Scratch::new("cache-torn");
