@@ -13,7 +13,7 @@
 )]
 
 use std::error::Error;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
@@ -402,6 +402,27 @@ fn check(r: i64) -> i32 {
     if r < 0 { errno() } else { 0 }
 }
 
+/// `execveat(dirfd, path, ["busybox", "true"], [], flags)`; returns the errno of a failed call
+/// (a successful one does not return).
+fn execveat_true(dirfd: i32, path: &CStr, flags: i32) -> i32 {
+    let argv = [cstr("busybox"), cstr("true")];
+    let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: every pointer is to a NUL-terminated string or a NULL-terminated array that
+    // lives until the call returns.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            dirfd,
+            path.as_ptr(),
+            argv_p.as_ptr(),
+            envp.as_ptr(),
+            flags,
+        );
+    }
+    errno()
+}
+
 /// The POSIX access ACL's extended attribute.
 pub const POSIX_ACL_ACCESS: &str = "system.posix_acl_access";
 
@@ -737,18 +758,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 if fd < 0 {
                     return errno();
                 }
-                let argv = [cstr("busybox"), cstr("true")];
-                let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
-                let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-                libc::syscall(
-                    libc::SYS_execveat,
-                    fd,
-                    cstr("").as_ptr(),
-                    argv_p.as_ptr(),
-                    envp.as_ptr(),
-                    libc::AT_EMPTY_PATH,
-                );
-                errno()
+                execveat_true(fd, c"", libc::AT_EMPTY_PATH)
             }
             "open-chain" => {
                 // BASE SEG N: walk N directories named SEG with O_PATH, then open `f`.
@@ -995,18 +1005,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 if action == "open-tree-read" {
                     return check(libc::openat(t as i32, rel.as_ptr(), libc::O_RDONLY).into());
                 }
-                let argv = [cstr("busybox"), cstr("true")];
-                let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
-                let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-                libc::syscall(
-                    libc::SYS_execveat,
-                    t,
-                    rel.as_ptr(),
-                    argv_p.as_ptr(),
-                    envp.as_ptr(),
-                    0,
-                );
-                errno()
+                execveat_true(t as i32, &rel, 0)
             }
             "unshare-ns-read" => {
                 // PATH: a new mount namespace (no new mounts), then read PATH.
@@ -1563,20 +1562,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
                     "fd3-create" => check(
                         libc::openat(3, rel.as_ptr(), libc::O_WRONLY | libc::O_CREAT, 0o644).into(),
                     ),
-                    _ => {
-                        let argv = [cstr("busybox"), cstr("true")];
-                        let argv_p = [argv[0].as_ptr(), argv[1].as_ptr(), std::ptr::null()];
-                        let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-                        libc::syscall(
-                            libc::SYS_execveat,
-                            3,
-                            rel.as_ptr(),
-                            argv_p.as_ptr(),
-                            envp.as_ptr(),
-                            0,
-                        );
-                        errno()
-                    }
+                    _ => execveat_true(3, &rel, 0),
                 }
             }
             "fsmount-create" => {
