@@ -810,7 +810,7 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 					 const struct bee_scope *sc, long *leaf)
 {
 	struct bee_dircache *dc = bpf_inode_storage_get(&bee_dircache, dir, 0, 0);
-	struct bee_dirslot e;
+	struct bee_dirkey e;
 	struct bee_leafmemo m;
 	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
 	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1);
@@ -819,7 +819,8 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 	if (!dc)
 		return -1;
 	bpf_spin_lock(&dc->lock);
-	e = dc->slot[i];
+	e = dc->slot[i].key;
+	m = dc->slot[i].memo[j];
 	bpf_spin_unlock(&dc->lock);
 	if (e.gen != cp->gen || e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
 	    e.ns_event != cp->ns_event || e.policy_id != sc->policy_id ||
@@ -828,7 +829,6 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 	/* The whole path must fit as the resolver would have it. */
 	if (e.nsegs + 1 > BEE_SEGS_MAX || e.len + 1 + cp->len > BEE_PATH_MAX - 1)
 		return -1;
-	m = e.memo[j];
 	if (leafmemo_match(&m, cp, e.state))
 		*leaf = m.state;
 	return e.state;
@@ -840,6 +840,7 @@ static __always_inline void leafmemo_put(const struct dircache_probe *cp, struct
 					 const struct bee_scope *sc, __u32 from, long state)
 {
 	struct bee_dircache *dc;
+	struct bee_dirkey *k;
 	struct bee_leafmemo *m;
 	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
 	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1);
@@ -850,11 +851,12 @@ static __always_inline void leafmemo_put(const struct dircache_probe *cp, struct
 	if (!dc)
 		return;
 	bpf_spin_lock(&dc->lock);
-	if (dc->slot[i].policy_id == sc->policy_id && dc->slot[i].install == sc->install &&
-	    dc->slot[i].start == sc->start_state && dc->slot[i].state == from) {
+	k = &dc->slot[i].key;
+	if (k->policy_id == sc->policy_id && k->install == sc->install &&
+	    k->start == sc->start_state && k->state == from) {
 		m = &dc->slot[i].memo[j];
-		for (int k = 0; k < BEE_LEAF_WORDS; k++)
-			m->name[k] = cp->word[k];
+		for (int w = 0; w < BEE_LEAF_WORDS; w++)
+			m->name[w] = cp->word[w];
 		m->len = cp->len;
 		m->from = from;
 		m->state = state;
@@ -881,16 +883,16 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	if (!dc)
 		return;
 	bpf_spin_lock(&dc->lock);
-	dc->slot[i].gen = cp->gen;
-	dc->slot[i].mnt = cp->mnt;
-	dc->slot[i].ns_seq = cp->ns_seq;
-	dc->slot[i].ns_event = cp->ns_event;
-	dc->slot[i].policy_id = sc->policy_id;
-	dc->slot[i].install = sc->install;
-	dc->slot[i].start = sc->start_state;
-	dc->slot[i].state = state;
-	dc->slot[i].len = len;
-	dc->slot[i].nsegs = nsegs;
+	dc->slot[i].key.gen = cp->gen;
+	dc->slot[i].key.mnt = cp->mnt;
+	dc->slot[i].key.ns_seq = cp->ns_seq;
+	dc->slot[i].key.ns_event = cp->ns_event;
+	dc->slot[i].key.policy_id = sc->policy_id;
+	dc->slot[i].key.install = sc->install;
+	dc->slot[i].key.start = sc->start_state;
+	dc->slot[i].key.state = state;
+	dc->slot[i].key.len = len;
+	dc->slot[i].key.nsegs = nsegs;
 	for (int j = 0; j < BEE_LEAF_MEMOS; j++)
 		dc->slot[i].memo[j].len = 0;
 	bpf_spin_unlock(&dc->lock);

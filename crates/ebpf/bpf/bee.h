@@ -207,7 +207,8 @@ struct bee_leafmemo {
 	__u32 _pad;
 };
 
-struct bee_dirslot {
+/* What a slot is checked against, and the state it holds. */
+struct bee_dirkey {
 	__u64 gen;      /* bee_moves.gen when the path was resolved */
 	__u64 mnt;      /* struct mount * the path was resolved through */
 	__u64 ns_seq;   /* its namespace's seq (never reused) */
@@ -218,6 +219,10 @@ struct bee_dirslot {
 	__u32 state;    /* the state after the directory's path */
 	__u32 len;      /* the directory path's length in bytes ("/" is 0) */
 	__u32 nsegs;    /* and in segments */
+};
+
+struct bee_dirslot {
+	struct bee_dirkey key;
 	struct bee_leafmemo memo[BEE_LEAF_MEMOS];
 };
 
