@@ -66,10 +66,10 @@ fn episode(
         rec.record(EventBody::Usage(Usage {
             model_call: n,
             model: model.into(),
-            input_tokens: 1000,
-            cached_input_tokens: 400,
-            output_tokens: 100,
-            reasoning_tokens: 10,
+            input_tokens: Some(1000),
+            cached_input_tokens: Some(400),
+            output_tokens: Some(100),
+            reasoning_tokens: Some(10),
             cost: cost.clone(),
         }))?;
         rec.record(EventBody::ModelLatency(ModelLatency {
@@ -185,7 +185,7 @@ fn json_shape() {
     );
     assert_eq!(
         known["model"]["cost"],
-        json!({"usd": 0.25, "known_usd": 0.25, "unknown_models": [], "sources": ["shipped table 2026-11"]})
+        json!({"usd": 0.25, "known_usd": 0.25, "unknown_models": [], "unknown_token_calls": 0, "sources": ["shipped table 2026-11"]})
     );
     assert_eq!(
         known["model"]["latency_ms"],

@@ -129,15 +129,18 @@ fn an_episode_records_every_step_in_order_and_passes() {
             "tool_call",
             "usage",
             "model_latency",
+            "model_call_ended",
             "tool_result",
             "tool_call",
             "usage",
             "model_latency",
+            "model_call_ended",
             "denial",
             "tool_result",
             "message",
             "usage",
             "model_latency",
+            "model_call_ended",
             "episode_finished"
         ]
     );
@@ -176,7 +179,7 @@ fn an_episode_records_every_step_in_order_and_passes() {
         .filter_map(|e| match e {
             EventBody::Usage(u) => match &u.cost {
                 Cost::Known { usd, .. } => Some(*usd),
-                Cost::Unknown { .. } => None,
+                Cost::Unknown { .. } | Cost::UnknownTokens => None,
             },
             _ => None,
         })
@@ -393,8 +396,11 @@ impl Provider for Slow {
             items: vec![Item::AssistantText {
                 text: "late".to_owned(),
             }],
-            usage: Usage::default(),
+            usage: Some(Usage::default()),
             stop: StopReason::EndTurn,
+            refusal: None,
+            cut_calls: Vec::new(),
+            notes: Vec::new(),
             latency: bee::provider::Latency::default(),
             model: MODEL.to_owned(),
         })
@@ -481,7 +487,26 @@ fn an_exhausted_recording_is_a_provider_error_with_the_transcript_on_disk() {
     );
     let k = kinds(&r);
     assert_eq!(k.last(), Some(&"episode_finished"));
-    assert_eq!(k[k.len() - 2], "tool_result");
+    // The third call failed before any answer: it is recorded with every count unknown.
+    assert_eq!(
+        k[k.len() - 5..],
+        [
+            "tool_result",
+            "usage",
+            "model_latency",
+            "model_call_ended",
+            "episode_finished"
+        ]
+    );
+    let evs = events(&r);
+    let EventBody::Usage(u) = &evs[evs.len() - 4] else {
+        panic!("{:?}", evs[evs.len() - 4])
+    };
+    assert_eq!(
+        (u.model_call, u.input_tokens, u.output_tokens),
+        (3, None, None)
+    );
+    assert_eq!(r.totals.model_calls, 3);
 }
 
 /// Answers once, then cuts the stream after some text.
@@ -507,8 +532,14 @@ impl Provider for CutsSecond {
                 items: vec![Item::AssistantText {
                     text: "half a thou".to_owned(),
                 }],
-                usage: Usage::default(),
-                stop: StopReason::Other("cut".to_owned()),
+                usage: Some(Usage {
+                    input_tokens: 377,
+                    ..Usage::default()
+                }),
+                stop: StopReason::Unknown("incomplete".to_owned()),
+                refusal: None,
+                cut_calls: Vec::new(),
+                notes: Vec::new(),
                 latency: bee::provider::Latency::default(),
                 model: MODEL.to_owned(),
             }),
@@ -530,10 +561,40 @@ fn a_provider_failure_mid_episode_keeps_what_happened_and_the_partial_text() {
     assert!(p.message.contains("cut"));
     let evs = events(&r);
     let n = evs.len();
-    assert!(matches!(&evs[n - 2], EventBody::Message(m) if m.text == "half a thou"));
-    assert!(matches!(&evs[n - 3], EventBody::ToolResult(_)));
+    // The failed call is recorded like any other: its partial text, the input tokens the
+    // provider had reported (its output count unknown, so its cost too), its latency and
+    // its error with the category.
+    assert!(matches!(&evs[n - 6], EventBody::ToolResult(_)));
+    assert!(matches!(&evs[n - 5], EventBody::Message(m) if m.text == "half a thou"));
+    match &evs[n - 4] {
+        EventBody::Usage(u) => {
+            assert_eq!(u.model_call, 2);
+            assert_eq!(u.input_tokens, Some(377));
+            assert_eq!(u.output_tokens, None);
+            assert_eq!(u.cost, Cost::UnknownTokens);
+        }
+        other => panic!("expected usage, got {other:?}"),
+    }
+    assert!(matches!(&evs[n - 3], EventBody::ModelLatency(l) if l.model_call == 2));
+    match &evs[n - 2] {
+        EventBody::ModelCallEnded(m) => {
+            assert_eq!(m.stop_reason, None);
+            let e = m.error.as_ref().unwrap();
+            assert_eq!(e.category, ErrorCategory::Network);
+            assert!(e.message.contains("cut"));
+        }
+        other => panic!("expected model_call_ended, got {other:?}"),
+    }
     assert!(
         matches!(&evs[n - 1], EventBody::EpisodeFinished(f) if f.outcome == Outcome::ProviderError)
+    );
+    let totals = &r.totals;
+    assert_eq!(totals.model_calls, 2);
+    assert_eq!(totals.unknown_token_calls, 1);
+    assert_eq!(
+        totals.cost.usd(),
+        None,
+        "a failed call's cost is unknown, never $0"
     );
 }
 
@@ -632,8 +693,11 @@ fn invalid_tool_arguments_are_recorded_as_text() {
             };
             Ok(Response {
                 items,
-                usage: Usage::default(),
+                usage: Some(Usage::default()),
                 stop: StopReason::EndTurn,
+                refusal: None,
+                cut_calls: Vec::new(),
+                notes: Vec::new(),
                 latency: bee::provider::Latency::default(),
                 model: MODEL.to_owned(),
             })

@@ -215,14 +215,15 @@ fn replay_plays_turns_in_order_then_runs_out() {
     assert_eq!(call.id, "call_0_0");
     assert_eq!(call.arguments, r#"{"path":"README.md"}"#);
     assert_eq!(r1.stop, StopReason::ToolUse);
-    assert_eq!(r1.usage.input_tokens, 100);
+    assert_eq!(r1.usage.unwrap().input_tokens, 100);
     assert!(matches!(events[0], Event::TextDelta { .. }));
     assert!(matches!(events[1], Event::ToolCallStarted { .. }));
 
     let r2 = p.stream(&Request::default(), &mut |_| {}).unwrap();
     assert_eq!(r2.text(), "Done.");
     assert_eq!(r2.stop, StopReason::EndTurn);
-    assert_eq!(r2.usage, Usage::default());
+    // A turn without usage reports none: its tokens are unknown, not 0.
+    assert_eq!(r2.usage, None);
 
     let e = p.stream(&Request::default(), &mut |_| {}).unwrap_err();
     assert!(

@@ -52,10 +52,10 @@ fn model_call(
     rec.record(EventBody::Usage(Usage {
         model_call: n,
         model: model.into(),
-        input_tokens: tokens[0],
-        cached_input_tokens: tokens[1],
-        output_tokens: tokens[2],
-        reasoning_tokens: tokens[3],
+        input_tokens: Some(tokens[0]),
+        cached_input_tokens: Some(tokens[1]),
+        output_tokens: Some(tokens[2]),
+        reasoning_tokens: Some(tokens[3]),
         cost,
     }))?;
     rec.record(EventBody::ModelLatency(ModelLatency {

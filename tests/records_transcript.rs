@@ -49,10 +49,10 @@ fn every_kind() -> Vec<EventBody> {
         EventBody::Usage(Usage {
             model_call: 1,
             model: "m".into(),
-            input_tokens: 1200,
-            cached_input_tokens: 1000,
-            output_tokens: 80,
-            reasoning_tokens: 20,
+            input_tokens: Some(1200),
+            cached_input_tokens: Some(1000),
+            output_tokens: Some(80),
+            reasoning_tokens: Some(20),
             cost: Cost::Known {
                 usd: 0.001_25,
                 source: PriceSource::ShippedTable("2026-11".into()),
@@ -96,10 +96,10 @@ fn every_kind() -> Vec<EventBody> {
         EventBody::Usage(Usage {
             model_call: 2,
             model: "m2".into(),
-            input_tokens: 10,
-            cached_input_tokens: 0,
-            output_tokens: 1,
-            reasoning_tokens: 0,
+            input_tokens: Some(10),
+            cached_input_tokens: Some(0),
+            output_tokens: Some(1),
+            reasoning_tokens: Some(0),
             cost: Cost::Unknown { model: "m2".into() },
         }),
         EventBody::LimitHit(LimitHit {
@@ -366,10 +366,10 @@ fn an_event_that_cannot_be_encoded_writes_nothing() {
     let nan = EventBody::Usage(Usage {
         model_call: 1,
         model: "m".into(),
-        input_tokens: 1,
-        cached_input_tokens: 0,
-        output_tokens: 1,
-        reasoning_tokens: 0,
+        input_tokens: Some(1),
+        cached_input_tokens: Some(0),
+        output_tokens: Some(1),
+        reasoning_tokens: Some(0),
         cost: Cost::Known {
             usd: f64::NAN,
             source: PriceSource::Override,

@@ -16,7 +16,7 @@ use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with, sandbox_factory};
 use bee::config::Env;
 use bee::episode::{Bounds, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed};
-use bee::provider::{ToolCall, ToolDef};
+use bee::provider::{ErrorCategory, ToolCall, ToolDef};
 use bee::records::{
     Enforcement, EventBody, ExitStatus, Outcome, RunSummary, ToolState, read_transcript,
 };
@@ -301,11 +301,12 @@ fn a_limit_exits_3() {
 }
 
 #[test]
-fn a_provider_error_mid_episode_exits_75_with_the_transcript_finished() {
+fn a_provider_error_mid_episode_exits_by_its_category_with_the_transcript_finished() {
+    // A recording that runs out is a protocol error: the answer bee needed never came.
     let p = Project::new(SCENARIO, &[TOOL_TURN]);
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Provider);
-    assert_eq!(r.status.code(), 75);
+    assert_eq!(r.status, RunStatus::Provider(ErrorCategory::Protocol));
+    assert_eq!(r.status.code(), 76);
     let run_dir = p.run_dir();
     let t = read_transcript(&run_dir.join("scenario.jsonl")).unwrap();
     let last = &t.events.last().unwrap().body;
@@ -763,11 +764,13 @@ fn the_policy_comes_from_a_flag_then_the_scenario_then_configuration() {
 fn the_run_status_of_mixed_episodes_follows_the_documented_order() {
     use RunStatus::*;
     assert_eq!(RunStatus::of_run([]), Passed);
+    let server = Provider(ErrorCategory::Server);
     assert_eq!(RunStatus::of_run([Passed, Failed]), Failed);
-    assert_eq!(RunStatus::of_run([Failed, Limit, Passed]), Limit);
+    assert_eq!(RunStatus::of_run([Failed, Refused, Passed]), Refused);
+    assert_eq!(RunStatus::of_run([Refused, Limit, Passed]), Limit);
     assert_eq!(RunStatus::of_run([Limit, Software]), Software);
-    assert_eq!(RunStatus::of_run([Software, Provider]), Provider);
-    assert_eq!(RunStatus::of_run([Provider, Auth]), Auth);
+    assert_eq!(RunStatus::of_run([Software, server]), server);
+    assert_eq!(RunStatus::of_run([server, Auth]), Auth);
     assert_eq!(
         RunStatus::of_run([Auth, EnforcementUnavailable]),
         EnforcementUnavailable
@@ -779,13 +782,19 @@ fn the_run_status_of_mixed_episodes_follows_the_documented_order() {
     for (status, code) in [
         (Passed, 0),
         (Failed, 1),
+        (Refused, 2),
         (Limit, 3),
         (Usage, 64),
         (DataErr, 65),
         (NoInput, 66),
         (EnforcementUnavailable, 69),
         (Software, 70),
-        (Provider, 75),
+        (Provider(ErrorCategory::RateLimit), 75),
+        (Provider(ErrorCategory::Overloaded), 75),
+        (Provider(ErrorCategory::Server), 74),
+        (Provider(ErrorCategory::Network), 74),
+        (Provider(ErrorCategory::Protocol), 76),
+        (Provider(ErrorCategory::NotFound), 78),
         (Auth, 77),
         (NoPrivileges, 77),
         (Interrupted, 130),
@@ -841,7 +850,7 @@ fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
 fn json_lines_say_how_each_episode_finished() {
     let p = Project::new(SCENARIO, &[TOOL_TURN]);
     let r = go(&p, &["--json"]);
-    assert_eq!(r.status, RunStatus::Provider);
+    assert_eq!(r.status, RunStatus::Provider(ErrorCategory::Protocol));
     let finished: serde_json::Value = r
         .out
         .lines()
@@ -849,10 +858,7 @@ fn json_lines_say_how_each_episode_finished() {
         .find(|v| v.get("finished").is_some())
         .unwrap();
     assert_eq!(finished["finished"]["outcome"], "provider-error");
-    assert!(
-        finished["finished"]["provider_error"]
-            .as_str()
-            .unwrap()
-            .contains("no turn left")
-    );
+    let error = &finished["finished"]["provider_error"];
+    assert_eq!(error["category"], "protocol");
+    assert!(error["message"].as_str().unwrap().contains("no turn left"));
 }

@@ -19,9 +19,13 @@
 //! | 130 | interrupted (Ctrl-C); every transcript ends with `episode_finished` |
 //! | 69 | enforcement unavailable: the kernel cannot enforce (also before any episode ran) |
 //! | 77 | the provider refused the API key, or it is not set |
-//! | 75 | another provider error (network, server, rate limit, protocol) |
+//! | 78 | the provider has no such endpoint or model (check `base_url` and `model`) |
+//! | 76 | the provider refused the request as sent, or answered in a way bee cannot use |
+//! | 74 | the provider failed on its side (5xx, an in-stream server error) or could not be reached |
+//! | 75 | the provider is rate limiting or overloaded: try again later |
 //! | 70 | internal error: records could not be written |
-//! | 3 | a hard limit (turns, tokens, wall time, cost) ended an episode |
+//! | 3 | a hard limit (turns, tokens, wall time, cost, an answer cut off at the output limit) ended an episode |
+//! | 2 | the model refused the task, or a content filter stopped its answer |
 //! | 1 | an episode's success check failed |
 //! | 0 | every episode passed |
 //! | 64 | usage: bad flags; no policy and no `--host`; both a policy and `--host` |
@@ -110,6 +114,8 @@ pub enum RunStatus {
     Passed,
     /// An episode's success check failed (1).
     Failed,
+    /// The model refused an episode's task, or a content filter stopped its answer (2).
+    Refused,
     /// A hard limit ended an episode (3).
     Limit,
     /// Bad flags, no policy and no `--host`, or both (64).
@@ -122,8 +128,10 @@ pub enum RunStatus {
     EnforcementUnavailable,
     /// Records could not be written (70).
     Software,
-    /// A provider error other than authentication (75).
-    Provider,
+    /// A provider error other than authentication, by category: 75 for `rate-limit` and
+    /// `overloaded` (try later), 74 for `server` and `network`, 76 for `protocol` (a
+    /// rejected request, an unusable answer), 78 for `not-found` (configuration).
+    Provider(ErrorCategory),
     /// The provider's API key is missing or was refused (77).
     Auth,
     /// Enforcement would work, but this process lacks a privilege it needs: a capability, a
@@ -141,13 +149,20 @@ impl RunStatus {
         match self {
             Self::Passed => 0,
             Self::Failed => 1,
+            Self::Refused => 2,
             Self::Limit => 3,
             Self::Usage => 64,
             Self::DataErr => 65,
             Self::NoInput => 66,
             Self::EnforcementUnavailable => 69,
             Self::Software => 70,
-            Self::Provider => 75,
+            Self::Provider(category) => match category {
+                ErrorCategory::RateLimit | ErrorCategory::Overloaded => 75,
+                ErrorCategory::Server | ErrorCategory::Network => 74,
+                ErrorCategory::Protocol => 76,
+                ErrorCategory::NotFound => 78,
+                ErrorCategory::Auth => 77,
+            },
             Self::Auth | Self::NoPrivileges => 77,
             Self::Interrupted => 130,
         }
@@ -168,13 +183,14 @@ impl RunStatus {
         match self {
             Self::Passed => 0,
             Self::Failed => 1,
-            Self::Limit => 2,
-            Self::Software => 3,
-            Self::Provider => 4,
-            Self::Auth => 5,
-            Self::EnforcementUnavailable => 6,
-            Self::Interrupted => 7,
-            Self::Usage | Self::DataErr | Self::NoInput | Self::NoPrivileges => 8,
+            Self::Refused => 2,
+            Self::Limit => 3,
+            Self::Software => 4,
+            Self::Provider(_) => 5,
+            Self::Auth => 6,
+            Self::EnforcementUnavailable => 7,
+            Self::Interrupted => 8,
+            Self::Usage | Self::DataErr | Self::NoInput | Self::NoPrivileges => 9,
         }
     }
 
@@ -185,11 +201,13 @@ impl RunStatus {
             Outcome::Passed => Self::Passed,
             Outcome::Failed => Self::Failed,
             Outcome::Limit => Self::Limit,
+            Outcome::Refused => Self::Refused,
             Outcome::Interrupted => Self::Interrupted,
             Outcome::EnforcementUnavailable => Self::EnforcementUnavailable,
             Outcome::ProviderError => match report.provider_error.as_ref().map(|p| p.category) {
                 Some(ErrorCategory::Auth) => Self::Auth,
-                _ => Self::Provider,
+                Some(category) => Self::Provider(category),
+                None => Self::Provider(ErrorCategory::Protocol),
             },
         }
     }
@@ -547,10 +565,9 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     }
     // Connect once up front: a missing or refused key stops the run before any episode.
     if let Err(e) = plan.provider.connect() {
-        let status = if e.category() == ErrorCategory::Auth {
-            RunStatus::Auth
-        } else {
-            RunStatus::Provider
+        let status = match e.category() {
+            ErrorCategory::Auth => RunStatus::Auth,
+            category => RunStatus::Provider(category),
         };
         let _ = writeln!(ctx.err, "bee run: provider: {e}");
         return status;

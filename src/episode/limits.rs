@@ -3,9 +3,14 @@
 use std::time::Instant;
 
 use super::run::{EpisodeSpec, Model};
+use crate::provider::Response;
 use crate::records::{LimitHit, LimitKind};
 
 /// What the episode has spent, for the limit checks.
+///
+/// An unknown quantity can never be proven under a limit: once a call's price is unknown, a
+/// cost limit forbids further calls; once a call's token counts are unknown (the provider
+/// reported none), a token or cost limit does.
 #[derive(Debug, Default)]
 pub(super) struct Spent {
     pub(super) turns: u32,
@@ -13,6 +18,38 @@ pub(super) struct Spent {
     pub(super) usd: f64,
     /// The first model without a price.
     pub(super) unknown: Option<String>,
+    /// The first model call whose token counts are unknown.
+    pub(super) unknown_tokens: Option<u32>,
+}
+
+impl Spent {
+    /// Counts in the answer of model call `call_no`.
+    pub(super) fn record(&mut self, call_no: u32, response: &Response, model: &Model) {
+        let Some(u) = response.usage else {
+            self.unknown_tokens.get_or_insert(call_no);
+            return;
+        };
+        self.tokens = self.tokens.saturating_add(u.total());
+        match model.prices.lookup(&response.model) {
+            Some((price, _)) => self.usd += price.cost(&u),
+            None => {
+                self.unknown.get_or_insert_with(|| response.model.clone());
+            }
+        }
+    }
+
+    fn unknown_tokens_hit(&self, kind: LimitKind, max: &str, tail: &str) -> Option<LimitHit> {
+        self.unknown_tokens.map(|n| {
+            limit(
+                kind,
+                format!(
+                    "the provider reported no token counts for model call {n}, so the {} \
+                     cannot be proven under the limit of {max}: refusing to go on{tail}",
+                    kind.as_str()
+                ),
+            )
+        })
+    }
 }
 
 fn limit(limit: LimitKind, detail: String) -> LimitHit {
@@ -33,11 +70,16 @@ pub(super) fn before_call(
             format!("{} turns of {max}", spent.turns),
         ));
     }
-    if let Some(max) = l.tokens.filter(|m| spent.tokens >= *m) {
-        return Some(limit(
-            LimitKind::Tokens,
-            format!("{} tokens of {max}", spent.tokens),
-        ));
+    if let Some(max) = l.tokens {
+        if let Some(hit) = spent.unknown_tokens_hit(LimitKind::Tokens, &max.to_string(), "") {
+            return Some(hit);
+        }
+        if spent.tokens >= max {
+            return Some(limit(
+                LimitKind::Tokens,
+                format!("{} tokens of {max}", spent.tokens),
+            ));
+        }
     }
     if let (Some(d), Some(wall)) = (deadline, l.wall) {
         if Instant::now() >= d {
@@ -66,6 +108,9 @@ pub(super) fn before_call(
                 ),
             ));
         }
+        if let Some(hit) = spent.unknown_tokens_hit(LimitKind::Cost, &format!("${max}"), "") {
+            return Some(hit);
+        }
         if spent.usd >= max {
             return Some(limit(
                 LimitKind::Cost,
@@ -86,13 +131,21 @@ pub(super) fn after_call(spec: &EpisodeSpec, spent: &Spent, pending: usize) -> O
             format!("{} turns of {max}{not_run}", spent.turns),
         ));
     }
-    if let Some(max) = l.tokens.filter(|m| spent.tokens >= *m) {
-        return Some(limit(
-            LimitKind::Tokens,
-            format!("{} tokens of {max}{not_run}", spent.tokens),
-        ));
+    if let Some(max) = l.tokens {
+        if let Some(hit) = spent.unknown_tokens_hit(LimitKind::Tokens, &max.to_string(), &not_run) {
+            return Some(hit);
+        }
+        if spent.tokens >= max {
+            return Some(limit(
+                LimitKind::Tokens,
+                format!("{} tokens of {max}{not_run}", spent.tokens),
+            ));
+        }
     }
     if let Some(max) = l.cost_usd {
+        if let Some(hit) = spent.unknown_tokens_hit(LimitKind::Cost, &format!("${max}"), &not_run) {
+            return Some(hit);
+        }
         if let Some(m) = &spent.unknown {
             return Some(limit(
                 LimitKind::Cost,

@@ -11,8 +11,9 @@ use crate::provider::price::{PriceSource as TablePriceSource, PriceTable};
 use crate::provider::{ErrorCategory, Item, Provider, ProviderError, Request, Response};
 use crate::records::{
     Cost, Denial, EpisodeRecorder, EpisodeStarted, Event, EventBody, ExitStatus, LimitHit,
-    LimitKind, Limits, Message, ModelLatency, Outcome, PolicyRecord, PriceSource, RecordError,
-    Role, Store, SuccessCheck, Timestamp, ToolCall, ToolResult, ToolState, Totals, Usage,
+    LimitKind, Limits, Message, ModelCallEnded, ModelError, ModelLatency, Outcome, PolicyRecord,
+    PriceSource, RecordError, Refusal, Role, StopReason, Store, SuccessCheck, Timestamp, ToolCall,
+    ToolResult, ToolState, Totals, Usage,
 };
 
 pub use crate::records::SUCCESS_CHECK_CALL_ID;
@@ -116,6 +117,8 @@ pub struct EpisodeReport {
     pub limit: Option<LimitHit>,
     /// The provider failure that ended it, if one did.
     pub provider_error: Option<ProviderFailure>,
+    /// The refusal that ended it, when the model declined (or a content filter stopped it).
+    pub refusal: Option<Refusal>,
     /// The success check's result, when it ran.
     pub success_check: Option<SuccessCheck>,
     /// The transcript.
@@ -178,6 +181,8 @@ enum Stop {
     Done,
     Limit(LimitHit),
     Provider(ProviderFailure),
+    /// The model declined, or a content filter stopped its answer.
+    Refused(Refusal),
     Interrupted,
 }
 
@@ -231,6 +236,7 @@ pub fn run_episode(
     };
 
     let stop = converse(spec, model, executor, deadline, interrupt, &mut log)?;
+    let mut refusal = None;
     let (outcome, limit, provider_error, check) = match stop {
         Stop::Done => {
             let check = match &spec.success_check {
@@ -251,6 +257,10 @@ pub fn run_episode(
             (Outcome::Limit, Some(hit), None, None)
         }
         Stop::Provider(p) => (Outcome::ProviderError, None, Some(p), None),
+        Stop::Refused(r) => {
+            refusal = Some(r);
+            (Outcome::Refused, None, None, None)
+        }
         Stop::Interrupted => (Outcome::Interrupted, None, None, None),
     };
     let Log {
@@ -278,6 +288,7 @@ pub fn run_episode(
         outcome,
         limit,
         provider_error,
+        refusal,
         success_check: check,
         transcript,
         totals,
@@ -335,37 +346,105 @@ fn converse(
             max_output_tokens: budget,
         };
         spent.turns += 1;
+        let call_no = spent.turns;
+        let sent = Instant::now();
         let response = match call_model(&model.provider, request, deadline, interrupt) {
             Ok(r) => r,
-            Err(CallEnd::Provider(e)) => {
-                if let ProviderError::StreamCut { received, .. } = &e {
-                    let text = received.text();
-                    if !text.is_empty() {
-                        log.record(EventBody::Message(Message {
-                            role: Role::Assistant,
-                            text,
-                        }))?;
+            Err(end) => {
+                let (failure, stop) = match end {
+                    CallEnd::Provider(e) => {
+                        let failure = ProviderFailure {
+                            category: e.category(),
+                            message: e.to_string(),
+                        };
+                        record_failed_call(
+                            call_no,
+                            model.provider.model(),
+                            e.received(),
+                            sent,
+                            Some(&failure),
+                            log,
+                        )?;
+                        return Ok(Stop::Provider(failure));
                     }
+                    CallEnd::Crashed => {
+                        let failure = ProviderFailure {
+                            category: ErrorCategory::Protocol,
+                            message: "the model call ended without an answer (its thread failed)"
+                                .to_owned(),
+                        };
+                        (Some(failure.clone()), Stop::Provider(failure))
+                    }
+                    CallEnd::Deadline => (None, wall_hit("while waiting for the model")),
+                    CallEnd::Interrupted => (None, Stop::Interrupted),
+                };
+                // An abandoned call still happened: it is recorded with unknown tokens.
+                record_failed_call(
+                    call_no,
+                    model.provider.model(),
+                    None,
+                    sent,
+                    failure.as_ref(),
+                    log,
+                )?;
+                return Ok(stop);
+            }
+        };
+        spent.record(call_no, &response, model);
+        record_response(&response, call_no, model, log)?;
+        let calls: Vec<_> = response.tool_calls().cloned().collect();
+        match &response.stop {
+            StopReason::Refusal | StopReason::ContentFilter => {
+                // The assembler gives every refusal and content-filter stop a Refusal.
+                let refusal = response.refusal.clone().unwrap_or(Refusal {
+                    text: String::new(),
+                    detail: None,
+                });
+                return Ok(Stop::Refused(refusal));
+            }
+            StopReason::MaxTokens => {
+                let detail = format!(
+                    "the answer of model call {call_no} was cut off at its output limit{}",
+                    if calls.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {} tool call(s) of it not run", calls.len())
+                    }
+                );
+                for call in &calls {
+                    record_not_run(call, &response.cut_calls, log)?;
                 }
-                return Ok(Stop::Provider(ProviderFailure {
-                    category: e.category(),
-                    message: e.to_string(),
+                return Ok(Stop::Limit(LimitHit {
+                    limit: LimitKind::MaxOutputTokens,
+                    detail,
                 }));
             }
-            Err(CallEnd::Crashed) => {
+            StopReason::Error => {
+                return Ok(Stop::Provider(ProviderFailure {
+                    category: ErrorCategory::Server,
+                    message: format!(
+                        "model call {call_no} stopped with an error on the provider's side \
+                         (stop reason `error`)"
+                    ),
+                }));
+            }
+            StopReason::Unknown(raw) => {
                 return Ok(Stop::Provider(ProviderFailure {
                     category: ErrorCategory::Protocol,
-                    message: "the model call ended without an answer (its thread failed)"
-                        .to_owned(),
+                    message: format!(
+                        "model call {call_no} stopped for a reason bee does not know \
+                         (`{raw}`), so its answer is not used"
+                    ),
                 }));
             }
-            Err(CallEnd::Deadline) => return Ok(wall_hit("while waiting for the model")),
-            Err(CallEnd::Interrupted) => return Ok(Stop::Interrupted),
-        };
-        record_response(&response, spent.turns, model, &mut spent, log)?;
+            StopReason::EndTurn | StopReason::ToolUse | StopReason::Pause => {}
+        }
         items.extend(response.items.iter().cloned());
-        let calls: Vec<_> = response.tool_calls().cloned().collect();
         if calls.is_empty() {
+            if response.stop == StopReason::Pause {
+                // The provider paused a long turn: sending the answer back continues it.
+                continue;
+            }
             return Ok(Stop::Done);
         }
         if let Some(hit) = after_call(spec, &spent, calls.len()) {
@@ -402,11 +481,12 @@ fn converse(
     }
 }
 
+/// Records a model answer: its text, its tool calls, then its usage, latency and how it
+/// ended.
 fn record_response(
     response: &Response,
     call_no: u32,
     model: &Model,
-    spent: &mut Spent,
     log: &mut Log<'_>,
 ) -> Result<(), EpisodeError> {
     for item in &response.items {
@@ -430,42 +510,140 @@ fn record_response(
             _ => {}
         }
     }
-    let u = response.usage;
-    let cost = match model.prices.lookup(&response.model) {
-        Some((price, source)) => {
-            let usd = price.cost(&u);
-            spent.usd += usd;
-            Cost::Known {
-                usd,
-                source: match source {
-                    TablePriceSource::Shipped { as_of, .. } => {
-                        PriceSource::ShippedTable(as_of.clone())
-                    }
-                    TablePriceSource::Override => PriceSource::Override,
-                },
-            }
-        }
-        None => {
-            spent.unknown.get_or_insert_with(|| response.model.clone());
-            Cost::Unknown {
-                model: response.model.clone(),
-            }
-        }
-    };
-    spent.tokens = spent.tokens.saturating_add(u.total());
-    log.record(EventBody::Usage(Usage {
-        model_call: call_no,
-        model: response.model.clone(),
-        input_tokens: u.input_tokens,
-        cached_input_tokens: u.cached_input_tokens,
-        output_tokens: u.output_tokens,
-        reasoning_tokens: u.reasoning_tokens,
-        cost,
-    }))?;
+    log.record(EventBody::Usage(usage_record(
+        call_no,
+        &response.model,
+        response.usage,
+        model,
+    )))?;
     log.record(EventBody::ModelLatency(ModelLatency {
         model_call: call_no,
         first_token_ms: response.latency.first_token.map(millis),
         total_ms: millis(response.latency.total),
+    }))?;
+    log.record(EventBody::ModelCallEnded(ModelCallEnded {
+        model_call: call_no,
+        stop_reason: Some(response.stop.clone()),
+        error: None,
+        refusal: response.refusal.clone(),
+        cut_calls: response.cut_calls.clone(),
+        notes: response.notes.clone(),
+    }))
+}
+
+/// The usage record of a call: every count known and the cost from the price table, or
+/// every count unknown (the provider reported none) and the cost unknown with them.
+fn usage_record(
+    call_no: u32,
+    answered_by: &str,
+    usage: Option<crate::provider::Usage>,
+    model: &Model,
+) -> Usage {
+    let Some(u) = usage else {
+        return Usage {
+            model_call: call_no,
+            model: answered_by.to_owned(),
+            input_tokens: None,
+            cached_input_tokens: None,
+            output_tokens: None,
+            reasoning_tokens: None,
+            cost: Cost::UnknownTokens,
+        };
+    };
+    let cost = match model.prices.lookup(answered_by) {
+        Some((price, source)) => Cost::Known {
+            usd: price.cost(&u),
+            source: match source {
+                TablePriceSource::Shipped { as_of, .. } => PriceSource::ShippedTable(as_of.clone()),
+                TablePriceSource::Override => PriceSource::Override,
+            },
+        },
+        None => Cost::Unknown {
+            model: answered_by.to_owned(),
+        },
+    };
+    Usage {
+        model_call: call_no,
+        model: answered_by.to_owned(),
+        input_tokens: Some(u.input_tokens),
+        cached_input_tokens: Some(u.cached_input_tokens),
+        output_tokens: Some(u.output_tokens),
+        reasoning_tokens: Some(u.reasoning_tokens),
+        cost,
+    }
+}
+
+/// Records a model call that gave no usable answer (failed, or abandoned at the deadline or
+/// on an interrupt): the text received before the failure, the input tokens the provider had
+/// reported (its output count is never final before the stream ends, so it is unknown), the
+/// time spent, and the error.
+fn record_failed_call(
+    call_no: u32,
+    configured_model: &str,
+    received: Option<&Response>,
+    sent: Instant,
+    failure: Option<&ProviderFailure>,
+    log: &mut Log<'_>,
+) -> Result<(), EpisodeError> {
+    let model_name = received.map_or_else(|| configured_model.to_owned(), |r| r.model.clone());
+    if let Some(r) = received {
+        let text = r.text();
+        if !text.is_empty() {
+            log.record(EventBody::Message(Message {
+                role: Role::Assistant,
+                text,
+            }))?;
+        }
+    }
+    let known = received.and_then(|r| r.usage);
+    log.record(EventBody::Usage(Usage {
+        model_call: call_no,
+        model: model_name,
+        input_tokens: known.map(|u| u.input_tokens),
+        cached_input_tokens: known.map(|u| u.cached_input_tokens),
+        output_tokens: None,
+        reasoning_tokens: None,
+        cost: Cost::UnknownTokens,
+    }))?;
+    log.record(EventBody::ModelLatency(ModelLatency {
+        model_call: call_no,
+        first_token_ms: received.and_then(|r| r.latency.first_token).map(millis),
+        total_ms: millis(sent.elapsed()),
+    }))?;
+    log.record(EventBody::ModelCallEnded(ModelCallEnded {
+        model_call: call_no,
+        stop_reason: None,
+        error: failure.map(|f| ModelError {
+            category: f.category,
+            message: f.message.clone(),
+        }),
+        refusal: None,
+        cut_calls: Vec::new(),
+        notes: received.map(|r| r.notes.clone()).unwrap_or_default(),
+    }))
+}
+
+/// Answers a tool call of a cut-off answer without running it.
+fn record_not_run(
+    call: &crate::provider::ToolCall,
+    cut: &[String],
+    log: &mut Log<'_>,
+) -> Result<(), EpisodeError> {
+    let why = if cut.contains(&call.id) {
+        "its arguments were cut off"
+    } else {
+        "the answer it belongs to was cut off"
+    };
+    log.record(EventBody::ToolResult(ToolResult {
+        call_id: call.id.clone(),
+        state: ToolState::CouldNotRun,
+        output: format!(
+            "not run: {why} at the model's output limit (stop reason max_tokens); the episode \
+             ends here"
+        ),
+        truncated: None,
+        exit: None,
+        duration_ms: 0,
     }))
 }
 

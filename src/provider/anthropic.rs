@@ -10,6 +10,11 @@
 //! (`text_delta` / `input_json_delta` with `partial_json`), `content_block_stop`,
 //! `message_delta` (`delta.stop_reason`, cumulative `usage.output_tokens`), `message_stop`;
 //! `ping` and `error` may appear anywhere.
+//!
+//! `stop_reason` may also be `refusal` (with `stop_details`: category and explanation),
+//! `pause_turn`, or `model_context_window_exceeded`; see [`StopReason`] for the mapping. A
+//! second `message_start` in one stream (a provider-side retry or fallback) starts the
+//! answer over: nothing of the first attempt is kept.
 
 use std::time::Instant;
 
@@ -18,8 +23,8 @@ use serde_json::{Value, json};
 
 use super::http::{Http, drive, join};
 use super::{
-    Assembler, Event, Item, Provider, ProviderError, ProviderSpec, Request, Response, StopReason,
-    Usage,
+    Assembler, ErrorCategory, Event, Item, Provider, ProviderError, ProviderSpec, Request,
+    Response, StopReason, Usage,
 };
 
 /// A provider speaking the Messages API.
@@ -75,6 +80,8 @@ pub fn body(model: &str, req: &Request, default_max_tokens: u32) -> Value {
                     json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
                 );
             }
+            // Only the Responses API sends reasoning items back.
+            Item::Reasoning { .. } => {}
             Item::ToolResult {
                 call_id,
                 output,
@@ -179,6 +186,24 @@ struct MessageDelta {
 #[derive(Debug, Deserialize)]
 struct StopDelta {
     stop_reason: Option<String>,
+    /// With `stop_reason: "refusal"`: `{"type": "refusal", "category": …, "explanation": …}`.
+    stop_details: Option<StopDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StopDetails {
+    category: Option<String>,
+    explanation: Option<String>,
+}
+
+impl StopDetails {
+    /// `<category>: <explanation>`, or whichever of the two is present.
+    fn describe(self) -> Option<String> {
+        match (self.category, self.explanation) {
+            (Some(c), Some(e)) => Some(format!("{c}: {e}")),
+            (c, e) => c.or(e),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -234,8 +259,10 @@ fn stop_reason(reason: &str) -> StopReason {
     match reason {
         "end_turn" | "stop_sequence" => StopReason::EndTurn,
         "tool_use" => StopReason::ToolUse,
-        "max_tokens" => StopReason::MaxTokens,
-        other => StopReason::Other(other.to_owned()),
+        "max_tokens" | "model_context_window_exceeded" => StopReason::MaxTokens,
+        "refusal" => StopReason::Refusal,
+        "pause_turn" => StopReason::Pause,
+        other => StopReason::Unknown(other.to_owned()),
     }
 }
 
@@ -262,6 +289,7 @@ impl Provider for Anthropic {
         let http = &self.http;
         let mut stop = StopReason::EndTurn;
         let mut counts = WireUsage::default();
+        let mut started = false;
         drive(reader, &mut asm, http, |asm, ev| {
             let name = ev.event.as_deref().unwrap_or("message");
             let envelope: Envelope = http.parse(name, &ev.data)?;
@@ -269,6 +297,14 @@ impl Provider for Anthropic {
             match kind {
                 "message_start" => {
                     let e: MessageStart = http.parse(kind, &ev.data)?;
+                    if started {
+                        // A provider-side retry or fallback: the new message replaces the
+                        // old one, usage and stop reason included.
+                        asm.restart();
+                        stop = StopReason::EndTurn;
+                        counts = WireUsage::default();
+                    }
+                    started = true;
                     asm.model(&e.message.model);
                     if let Some(u) = e.message.usage {
                         counts.update(&u);
@@ -284,7 +320,11 @@ impl Provider for Anthropic {
                             &e.content_block.name,
                         ),
                         "text" => asm.text(&e.content_block.text),
-                        _ => {}
+                        // Thinking blocks are not sent back (bee does not ask for them).
+                        "thinking" | "redacted_thinking" => {}
+                        other => asm.note(format!(
+                            "a content block of type `{other}` was ignored (bee does not use it)"
+                        )),
                     }
                 }
                 "content_block_delta" => {
@@ -306,6 +346,11 @@ impl Provider for Anthropic {
                     if let Some(r) = e.delta.stop_reason {
                         stop = stop_reason(&r);
                     }
+                    if stop == StopReason::Refusal {
+                        if let Some(detail) = e.delta.stop_details.and_then(StopDetails::describe) {
+                            asm.refusal_detail(detail);
+                        }
+                    }
                     if let Some(u) = e.usage {
                         counts.update(&u);
                         asm.usage(counts.usage());
@@ -317,8 +362,9 @@ impl Provider for Anthropic {
                 }
                 "error" => {
                     let e: ErrorEvent = http.parse(kind, &ev.data)?;
-                    let message = format!("{}: {}", e.error.kind, e.error.message);
-                    return Err(asm.stream_error(http.redact(&message)));
+                    let category = ErrorCategory::of_stream_error(&e.error.kind);
+                    let code = Some(e.error.kind).filter(|k| !k.is_empty());
+                    return Err(asm.stream_error(category, code, http.redact(&e.error.message)));
                 }
                 _ => {}
             }

@@ -6,22 +6,78 @@ use std::time::Duration;
 use super::Response;
 
 /// What kind of failure a [`ProviderError`] is, for choosing an exit code or a retry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+///
+/// Written in kebab case (`rate-limit`) in `--json` output, transcripts and the metrics
+/// store.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorCategory {
     /// The API key is missing or was refused.
     Auth,
     /// The endpoint or the model does not exist.
     NotFound,
-    /// The provider kept answering 429.
+    /// The provider kept answering 429, or said so inside the stream.
     RateLimit,
-    /// The provider kept failing with 5xx or 408.
+    /// The provider is overloaded (HTTP 529, Anthropic's `overloaded_error`): try later.
+    Overloaded,
+    /// The provider kept failing with 5xx or 408, or reported a server error in the stream.
     Server,
     /// No answer: connection refused, DNS, timeouts, a stream cut off.
     Network,
-    /// An answer bee cannot use: malformed JSON, a rejected request (other 4xx), an error
-    /// event inside the stream, a replay recording that ran out.
+    /// A request the provider refused as sent, or an answer bee cannot use: a rejected
+    /// request (other 4xx), malformed JSON, an invalid-request error inside the stream, a stop
+    /// reason bee does not know, a replay recording that ran out.
     Protocol,
+}
+
+impl ErrorCategory {
+    /// The category as written: `auth`, `not-found`, `rate-limit`, `overloaded`, `server`,
+    /// `network` or `protocol`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auth => "auth",
+            Self::NotFound => "not-found",
+            Self::RateLimit => "rate-limit",
+            Self::Overloaded => "overloaded",
+            Self::Server => "server",
+            Self::Network => "network",
+            Self::Protocol => "protocol",
+        }
+    }
+
+    /// The category of an error reported inside a stream, from the provider's error type or
+    /// code: Anthropic's `error.type` (`overloaded_error`, `rate_limit_error`, `api_error`,
+    /// `invalid_request_error`, `authentication_error`, `permission_error`,
+    /// `not_found_error`, `request_too_large`) and OpenAI's `error.code`/`error.type`
+    /// (`rate_limit_exceeded`, `server_error`, `invalid_prompt`, …). Anything else is
+    /// `server`: the provider failed on its side while answering.
+    #[must_use]
+    pub fn of_stream_error(kind: &str) -> Self {
+        let k = kind.to_ascii_lowercase();
+        if k.contains("overloaded") || k == "slow_down" {
+            Self::Overloaded
+        } else if k.contains("rate_limit") || k.contains("quota") {
+            Self::RateLimit
+        } else if k.contains("authentication") || k.contains("permission") || k == "invalid_api_key"
+        {
+            Self::Auth
+        } else if k.contains("not_found") || k == "model_not_found" {
+            Self::NotFound
+        } else if k.contains("invalid") || k.contains("too_large") || k.contains("context_length") {
+            Self::Protocol
+        } else {
+            Self::Server
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCategory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Why a model call failed. No variant ever holds the API key: texts that come from the
@@ -110,6 +166,15 @@ pub enum ProviderError {
         /// What had been received, assembled as far as it went.
         received: Box<Response>,
     },
+    /// A 2xx answer that is JSON, not an event stream (a server that ignored `stream: true`,
+    /// or one that reports errors with 200).
+    #[error("{url} answered with JSON, not an event stream{}", detail_suffix(.detail))]
+    NotAStream {
+        /// The URL called.
+        url: String,
+        /// The provider's message, redacted and shortened.
+        detail: String,
+    },
     /// An event whose data is not the JSON its type promises.
     #[error("malformed {event} event: {message} (data: {data})")]
     MalformedEvent {
@@ -120,11 +185,17 @@ pub enum ProviderError {
         /// The beginning of the data, redacted.
         data: String,
     },
-    /// The provider reported an error inside the stream.
-    #[error("the provider reported an error in the stream: {message}")]
+    /// The provider reported an error inside the stream (or a `response.failed`).
+    #[error("the provider reported {category} error{} in the stream: {message}", code_suffix(.code))]
     StreamError {
+        /// How it is sorted, from the provider's error type or code.
+        category: ErrorCategory,
+        /// The provider's error type or code (`overloaded_error`, `server_error`), if any.
+        code: Option<String>,
         /// The provider's message, redacted.
         message: String,
+        /// What had been received before the error, assembled as far as it went.
+        received: Box<Response>,
     },
     /// The replay recording has no turn left for this request.
     #[error("the replay recording {} has no turn left: all {turns} turn(s) were played", .file.display())]
@@ -144,6 +215,10 @@ fn detail_suffix(detail: &str) -> String {
     }
 }
 
+fn code_suffix(code: &Option<String>) -> String {
+    code.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
+}
+
 fn retry_after_suffix(d: &Option<Duration>) -> String {
     d.map(|d| format!(" (Retry-After {}s)", d.as_secs()))
         .unwrap_or_default()
@@ -156,12 +231,24 @@ impl ProviderError {
             Self::MissingKey { .. } | Self::Auth { .. } => ErrorCategory::Auth,
             Self::NotFound { .. } => ErrorCategory::NotFound,
             Self::RateLimited { .. } => ErrorCategory::RateLimit,
+            Self::Server { status: 529, .. } => ErrorCategory::Overloaded,
             Self::Server { .. } => ErrorCategory::Server,
             Self::Network { .. } | Self::StreamCut { .. } => ErrorCategory::Network,
+            Self::StreamError { category, .. } => *category,
             Self::Rejected { .. }
+            | Self::NotAStream { .. }
             | Self::MalformedEvent { .. }
-            | Self::StreamError { .. }
             | Self::ReplayExhausted { .. } => ErrorCategory::Protocol,
+        }
+    }
+
+    /// What the provider had sent before the call failed, for errors that happened inside a
+    /// stream (a cut, an error event); `None` when no answer had begun.
+    #[must_use]
+    pub fn received(&self) -> Option<&Response> {
+        match self {
+            Self::StreamCut { received, .. } | Self::StreamError { received, .. } => Some(received),
+            _ => None,
         }
     }
 }

@@ -127,11 +127,9 @@ impl Http {
                         if json {
                             // A server that ignored `stream: true` (or answers errors with 200).
                             let body = resp.body_mut().read_to_string().unwrap_or_default();
-                            return Err(ProviderError::StreamError {
-                                message: format!(
-                                    "{url} answered with JSON, not an event stream: {}",
-                                    self.detail(&body)
-                                ),
+                            return Err(ProviderError::NotAStream {
+                                url: url.to_owned(),
+                                detail: self.detail(&body),
                             });
                         }
                         return Ok(resp.into_body().into_reader());

@@ -60,6 +60,13 @@ pub enum Item {
     },
     /// A tool call the assistant made.
     ToolCall(ToolCall),
+    /// A reasoning item the provider asked to be sent back in later requests (the Responses
+    /// API's `reasoning` output item with `encrypted_content`, kept verbatim as JSON). Wire
+    /// formats without such items leave it out of their requests.
+    Reasoning {
+        /// The output item exactly as the provider sent it.
+        item: serde_json::Value,
+    },
     /// The result of running a tool call, sent back to the model.
     ToolResult {
         /// The [`ToolCall::id`] this answers.
@@ -149,6 +156,22 @@ pub enum Event {
         /// The whole call.
         call: ToolCall,
     },
+    /// More refusal text: the model declined to answer (OpenAI `refusal` deltas and content
+    /// parts). It is not assistant text and is never sent back as such.
+    RefusalDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The provider started the answer over (a second Anthropic `message_start` or Responses
+    /// `response.created`, as a provider-side retry or fallback sends): everything streamed
+    /// before it is void, and the response is assembled from what follows.
+    Restarted,
+    /// Something in the stream bee noticed but did not use (extra choices, an output item of
+    /// an unknown type); the same text is in [`Response::notes`].
+    Note {
+        /// What was noticed, in words.
+        text: String,
+    },
     /// Token counts, as reported by the provider (possibly more than once; the last wins).
     Usage {
         /// The counts so far.
@@ -161,7 +184,9 @@ pub enum Event {
     },
     /// The provider reported an error inside the stream; the call then fails.
     Error {
-        /// The provider's message.
+        /// How the error is sorted (from the provider's error type or code).
+        category: ErrorCategory,
+        /// The provider's message, redacted.
         message: String,
     },
 }
@@ -205,18 +230,114 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
-/// Why the model stopped generating.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Why the model stopped generating, in one vocabulary over every wire format.
+///
+/// | variant | Chat `finish_reason` | Responses | Messages `stop_reason` |
+/// |---|---|---|---|
+/// | `end_turn` | `stop` | `completed` | `end_turn`, `stop_sequence` |
+/// | `tool_use` | `tool_calls`, `function_call` | `completed` with calls | `tool_use` |
+/// | `max_tokens` | `length` | `incomplete`: `max_output_tokens` | `max_tokens`, `model_context_window_exceeded` |
+/// | `refusal` | `stop` after `refusal` deltas | a `refusal` content part | `refusal` |
+/// | `content_filter` | `content_filter` | `incomplete`: `content_filter` | — |
+/// | `pause` | — | — | `pause_turn` |
+/// | `error` | `error` (some compatible servers) | — | — |
+///
+/// In JSON and in records it is written as the snake-case name, or `unknown(<raw>)` for a
+/// reason bee does not know (see [`StopReason::as_string`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
     /// It finished its turn.
     EndTurn,
     /// It is waiting for tool results.
     ToolUse,
-    /// It hit the output token limit.
+    /// It hit the output token limit (or the context window): the answer is cut off.
     MaxTokens,
-    /// Another reason, as the provider spelled it.
-    Other(String),
+    /// It declined to answer.
+    Refusal,
+    /// The provider's content filter stopped the answer.
+    ContentFilter,
+    /// A long turn was paused by the provider; sending the answer back continues it.
+    Pause,
+    /// The model stopped because of an error on the provider's side.
+    Error,
+    /// A reason bee does not know, as the provider spelled it.
+    Unknown(String),
+}
+
+impl StopReason {
+    /// The reason as written in records: `end_turn`, `tool_use`, `max_tokens`, `refusal`,
+    /// `content_filter`, `pause`, `error`, or `unknown(<raw>)`.
+    #[must_use]
+    pub fn as_string(&self) -> String {
+        match self {
+            Self::Unknown(raw) => format!("unknown({raw})"),
+            known => known.name().to_owned(),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Self::EndTurn => "end_turn",
+            Self::ToolUse => "tool_use",
+            Self::MaxTokens => "max_tokens",
+            Self::Refusal => "refusal",
+            Self::ContentFilter => "content_filter",
+            Self::Pause => "pause",
+            Self::Error => "error",
+            Self::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Reads [`StopReason::as_string`]'s spelling back; any other text is `Unknown(text)`.
+    #[must_use]
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "end_turn" => Self::EndTurn,
+            "tool_use" => Self::ToolUse,
+            "max_tokens" => Self::MaxTokens,
+            "refusal" => Self::Refusal,
+            "content_filter" => Self::ContentFilter,
+            "pause" => Self::Pause,
+            "error" => Self::Error,
+            other => Self::Unknown(
+                other
+                    .strip_prefix("unknown(")
+                    .and_then(|r| r.strip_suffix(')'))
+                    .unwrap_or(other)
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.as_string())
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.as_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for StopReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Self::parse(&String::deserialize(d)?))
+    }
+}
+
+/// What the model said when it declined to answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// The refusal text the model wrote (OpenAI's `refusal`); empty when the provider gave
+    /// only a stop reason.
+    pub text: String,
+    /// The provider's explanation, when it gave one (Anthropic's `stop_details`, as
+    /// `<category>: <explanation>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// How long a response took, measured with [`std::time::Instant`] from just before the
@@ -232,12 +353,24 @@ pub struct Latency {
 /// A complete model answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
-    /// What the assistant produced, in order: [`Item::AssistantText`] and [`Item::ToolCall`].
+    /// What the assistant produced, in order: [`Item::AssistantText`], [`Item::ToolCall`]
+    /// and [`Item::Reasoning`].
     pub items: Vec<Item>,
-    /// Token counts.
-    pub usage: Usage,
+    /// Token counts, as last reported; `None` when the provider reported none (they are
+    /// then unknown, never 0).
+    pub usage: Option<Usage>,
     /// Why it stopped.
     pub stop: StopReason,
+    /// The refusal, when the model declined (with [`StopReason::Refusal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// The ids of tool calls whose arguments were cut off before the provider said they were
+    /// complete (an answer that hit its output limit mid-call). They must never run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut_calls: Vec<String>,
+    /// What bee noticed in the stream but did not use, in words (see [`Event::Note`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Timing.
     pub latency: Latency,
     /// The model that answered, as the provider reported it (else as configured).
@@ -253,7 +386,8 @@ impl Response {
         })
     }
 
-    /// All assistant text, concatenated.
+    /// All assistant text; separate text items (two message items, text on both sides of a
+    /// tool call) are joined with a blank line.
     pub fn text(&self) -> String {
         self.items
             .iter()
@@ -261,7 +395,8 @@ impl Response {
                 Item::AssistantText { text } => Some(text.as_str()),
                 _ => None,
             })
-            .collect()
+            .collect::<Vec<_>>()
+            .join("\n\n")
     }
 }
 

@@ -13,6 +13,11 @@
 //! Compatible servers differ, and all of these are accepted: `choices: null` or missing,
 //! `usage` inside the chunk of the last choice, tool calls without `id` (then `call_<n>`),
 //! a whole tool call in one fragment, `usage: null` on every chunk.
+//!
+//! A refusal streams as `delta.refusal` text and still ends with `finish_reason: "stop"`; it
+//! becomes [`StopReason::Refusal`] with the text kept apart from assistant text. bee never
+//! asks for `n > 1`, but a server may interleave several choices (`choices[].index` 0, 1, …):
+//! only choice 0 is assembled, and the others are reported in a note.
 
 use std::time::Instant;
 
@@ -21,8 +26,8 @@ use serde_json::{Value, json};
 
 use super::http::{Http, drive, join};
 use super::{
-    Assembler, Event, Item, Provider, ProviderError, ProviderSpec, Request, Response, StopReason,
-    Usage,
+    Assembler, ErrorCategory, Event, Item, Provider, ProviderError, ProviderSpec, Request,
+    Response, StopReason, Usage,
 };
 
 /// A provider speaking Chat Completions.
@@ -77,6 +82,8 @@ pub fn body(model: &str, req: &Request) -> Value {
             Item::ToolResult {
                 call_id, output, ..
             } => messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output})),
+            // Chat Completions has no way to send reasoning back.
+            Item::Reasoning { .. } => {}
         }
     }
     let mut body = json!({
@@ -115,6 +122,8 @@ struct Chunk {
 
 #[derive(Debug, Deserialize)]
 struct Choice {
+    /// Which choice this is; absent (some compatible servers) means 0.
+    index: Option<u64>,
     delta: Option<Delta>,
     finish_reason: Option<String>,
     /// Some servers put usage inside the choice.
@@ -124,6 +133,7 @@ struct Choice {
 #[derive(Debug, Deserialize)]
 struct Delta {
     content: Option<String>,
+    refusal: Option<String>,
     tool_calls: Option<Vec<ToolDelta>>,
 }
 
@@ -184,7 +194,9 @@ fn stop_reason(reason: &str) -> StopReason {
         "stop" => StopReason::EndTurn,
         "tool_calls" | "function_call" => StopReason::ToolUse,
         "length" => StopReason::MaxTokens,
-        other => StopReason::Other(other.to_owned()),
+        "content_filter" => StopReason::ContentFilter,
+        "error" => StopReason::Error,
+        other => StopReason::Unknown(other.to_owned()),
     }
 }
 
@@ -206,18 +218,28 @@ impl Provider for OpenAiChat {
         let mut asm = Assembler::new(sink, started, &self.model);
         let http = &self.http;
         let mut stop: Option<StopReason> = None;
+        let mut others = std::collections::BTreeSet::new();
         drive(reader, &mut asm, http, |asm, ev| {
             if ev.data.trim() == "[DONE]" {
+                if !others.is_empty() {
+                    let list: Vec<String> = others.iter().map(u64::to_string).collect();
+                    asm.note(format!(
+                        "the stream carried {} choice(s) besides choice 0 (index {}); only \
+                         choice 0 was used",
+                        others.len(),
+                        list.join(", ")
+                    ));
+                }
                 asm.complete(stop.take().unwrap_or(StopReason::EndTurn));
                 return Ok(true);
             }
             let value: Value = http.parse("chat.completion.chunk", &ev.data)?;
             if let Some(err) = value.get("error") {
-                let message = err
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| err.to_string(), str::to_owned);
-                return Err(asm.stream_error(http.redact(&message)));
+                let field = |k: &str| err.get(k).and_then(Value::as_str).map(str::to_owned);
+                let message = field("message").unwrap_or_else(|| err.to_string());
+                let code = field("code").or_else(|| field("type"));
+                let category = ErrorCategory::of_stream_error(code.as_deref().unwrap_or(""));
+                return Err(asm.stream_error(category, code, http.redact(&message)));
             }
             let chunk: Chunk =
                 serde_json::from_value(value).map_err(|e| ProviderError::MalformedEvent {
@@ -228,9 +250,18 @@ impl Provider for OpenAiChat {
             asm.model(&chunk.model);
             let mut usage = chunk.usage;
             for choice in chunk.choices.unwrap_or_default() {
+                let index = choice.index.unwrap_or(0);
+                if index != 0 {
+                    others.insert(index);
+                    usage = usage.or(choice.usage);
+                    continue;
+                }
                 if let Some(delta) = choice.delta {
                     if let Some(text) = delta.content {
                         asm.text(&text);
+                    }
+                    if let Some(text) = delta.refusal {
+                        asm.refusal(&text);
                     }
                     for (n, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
                         let key = call.index.unwrap_or(n as u64).to_string();
@@ -248,8 +279,10 @@ impl Provider for OpenAiChat {
                     }
                 }
                 if let Some(reason) = choice.finish_reason {
-                    asm.finish_open_tools();
                     stop = Some(stop_reason(&reason));
+                    if stop != Some(StopReason::MaxTokens) {
+                        asm.finish_open_tools();
+                    }
                 }
                 if choice.usage.is_some() {
                     usage = usage.or(choice.usage);

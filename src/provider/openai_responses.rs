@@ -8,6 +8,15 @@
 //! `output_index`), and the terminal `response.completed` / `response.incomplete` /
 //! `response.failed` with `usage` (`input_tokens`, `input_tokens_details.cached_tokens`,
 //! `output_tokens`, `output_tokens_details.reasoning_tokens`).
+//!
+//! Also handled: `response.refusal.delta` (refusal text, kept apart from assistant text);
+//! `response.incomplete` with `incomplete_details.reason` `max_output_tokens` or
+//! `content_filter`; the `error` event (its message and code nested under `error`, or at the
+//! top level) and the `response.failed` that may follow it; a second `response.created`
+//! (the answer starts over); `reasoning` output items, which are kept verbatim with their
+//! `encrypted_content` (asked for with `include`) and sent back in later requests, since
+//! bee's requests are stateless (`store: false`). An output item of another type is ignored
+//! with a note.
 
 use std::time::Instant;
 
@@ -16,8 +25,8 @@ use serde_json::{Value, json};
 
 use super::http::{Http, drive, join};
 use super::{
-    Assembler, Event, Item, Provider, ProviderError, ProviderSpec, Request, Response, StopReason,
-    Usage,
+    Assembler, ErrorCategory, Event, Item, Provider, ProviderError, ProviderSpec, Request,
+    Response, StopReason, Usage,
 };
 
 /// A provider speaking the Responses API.
@@ -53,9 +62,13 @@ pub fn body(model: &str, req: &Request) -> Value {
             Item::ToolResult {
                 call_id, output, ..
             } => json!({"type": "function_call_output", "call_id": call_id, "output": output}),
+            Item::Reasoning { item } => item.clone(),
         })
         .collect();
-    let mut body = json!({"model": model, "input": input, "stream": true, "store": false});
+    let mut body = json!({
+        "model": model, "input": input, "stream": true, "store": false,
+        "include": ["reasoning.encrypted_content"],
+    });
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools
@@ -123,10 +136,38 @@ struct Incomplete {
     reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 struct WireError {
     #[serde(default)]
     message: String,
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+/// The `error` event: `{"type": "error", "error": {"type", "code", "message"}}` as the API
+/// sends it, or with `code` and `message` at the top level as its reference shows.
+#[derive(Debug, Deserialize)]
+struct ErrorEvent {
+    error: Option<WireError>,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    code: Option<String>,
+}
+
+impl ErrorEvent {
+    fn into_error(self) -> WireError {
+        match self.error {
+            Some(e) => e,
+            None => WireError {
+                message: self.message,
+                code: self.code,
+                kind: None,
+            },
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -162,6 +203,24 @@ impl From<WireUsage> for Usage {
     }
 }
 
+/// An output item kept whole (a `reasoning` item, sent back verbatim).
+#[derive(Debug, Deserialize)]
+struct RawItemEvent {
+    item: Value,
+}
+
+/// The stream error for a provider-reported failure.
+fn fail(asm: &mut Assembler<'_>, http: &Http, error: WireError) -> ProviderError {
+    let code = error.code.or(error.kind);
+    let category = ErrorCategory::of_stream_error(code.as_deref().unwrap_or(""));
+    let message = if error.message.is_empty() {
+        "the response failed and the provider gave no message".to_owned()
+    } else {
+        http.redact(&error.message)
+    };
+    asm.stream_error(category, code, message)
+}
+
 impl Provider for OpenAiResponses {
     fn model(&self) -> &str {
         &self.model
@@ -179,24 +238,41 @@ impl Provider for OpenAiResponses {
             .post_bearer(&self.url, &body, &self.model, started)?;
         let mut asm = Assembler::new(sink, started, &self.model);
         let http = &self.http;
-        drive(reader, &mut asm, http, |asm, ev| {
+        let mut created = false;
+        let mut pending: Option<WireError> = None;
+        let driven = drive(reader, &mut asm, http, |asm, ev| {
             let name = ev.event.as_deref().unwrap_or("message");
             let envelope: Envelope = http.parse(name, &ev.data)?;
             let kind = envelope.kind.as_str();
             match kind {
+                "response.created" => {
+                    if created {
+                        asm.restart();
+                    }
+                    created = true;
+                }
                 "response.output_item.added" => {
                     let e: ItemEvent = http.parse(kind, &ev.data)?;
-                    if e.item.kind == "function_call" {
-                        asm.tool_started(
+                    match e.item.kind.as_str() {
+                        "function_call" => asm.tool_started(
                             &e.output_index.to_string(),
                             &e.item.call_id,
                             &e.item.name,
-                        );
+                        ),
+                        "message" => asm.text_break(),
+                        "reasoning" => {}
+                        other => asm.note(format!(
+                            "an output item of type `{other}` was ignored (bee does not use it)"
+                        )),
                     }
                 }
                 "response.output_text.delta" => {
                     let e: Delta = http.parse(kind, &ev.data)?;
                     asm.text(&e.delta);
+                }
+                "response.refusal.delta" => {
+                    let e: Delta = http.parse(kind, &ev.data)?;
+                    asm.refusal(&e.delta);
                 }
                 "response.function_call_arguments.delta" => {
                     let e: Delta = http.parse(kind, &ev.data)?;
@@ -204,8 +280,16 @@ impl Provider for OpenAiResponses {
                 }
                 "response.output_item.done" => {
                     let e: ItemEvent = http.parse(kind, &ev.data)?;
-                    if e.item.kind == "function_call" {
-                        asm.tool_finished(&e.output_index.to_string(), e.item.arguments.as_deref());
+                    match e.item.kind.as_str() {
+                        "function_call" => asm.tool_finished(
+                            &e.output_index.to_string(),
+                            e.item.arguments.as_deref(),
+                        ),
+                        "reasoning" => {
+                            let whole: RawItemEvent = http.parse(kind, &ev.data)?;
+                            asm.opaque(whole.item);
+                        }
+                        _ => {}
                     }
                 }
                 "response.completed" | "response.incomplete" => {
@@ -216,7 +300,11 @@ impl Provider for OpenAiResponses {
                     }
                     let stop = match e.response.incomplete_details.and_then(|d| d.reason) {
                         Some(r) if r == "max_output_tokens" => StopReason::MaxTokens,
-                        Some(r) => StopReason::Other(r),
+                        Some(r) if r == "content_filter" => StopReason::ContentFilter,
+                        Some(r) => StopReason::Unknown(r),
+                        None if kind == "response.incomplete" => {
+                            StopReason::Unknown("incomplete".to_owned())
+                        }
                         None => StopReason::EndTurn,
                     };
                     asm.complete(stop);
@@ -224,17 +312,34 @@ impl Provider for OpenAiResponses {
                 }
                 "response.failed" => {
                     let e: Terminal = http.parse(kind, &ev.data)?;
-                    let message = e.response.error.map(|e| e.message).unwrap_or_default();
-                    return Err(asm.stream_error(http.redact(&message)));
+                    if let Some(u) = e.response.usage {
+                        asm.usage(u.into());
+                    }
+                    let error = e
+                        .response
+                        .error
+                        .filter(|e| !e.message.is_empty())
+                        .or(pending.take())
+                        .unwrap_or_default();
+                    return Err(fail(asm, http, error));
                 }
                 "error" => {
-                    let e: WireError = http.parse(kind, &ev.data)?;
-                    return Err(asm.stream_error(http.redact(&e.message)));
+                    // A `response.failed` may follow with the final word; wait for it.
+                    let e: ErrorEvent = http.parse(kind, &ev.data)?;
+                    pending = Some(e.into_error());
                 }
                 _ => {}
             }
             Ok(false)
-        })?;
+        });
+        match (driven, pending) {
+            (Ok(()), _) => {}
+            // The stream ended after an error event and before `response.failed`.
+            (Err(ProviderError::StreamCut { .. }), Some(error)) => {
+                return Err(fail(&mut asm, http, error));
+            }
+            (Err(e), _) => return Err(e),
+        }
         Ok(asm.response())
     }
 }

@@ -4,8 +4,11 @@
 //! A recording is JSON Lines (one turn per line; blank lines are skipped) or, when the file
 //! name ends in `.toml`, a TOML file with one `[[turn]]` table per turn. A turn has `text`,
 //! `tool_calls` (each `name`, `arguments` as a JSON object or TOML table, optional `id`), or
-//! both, and optionally `usage` (the [`Usage`] fields, in tokens) and `stop` (`end_turn`,
-//! `tool_use`, `max_tokens`; by default `tool_use` when there are calls, else `end_turn`).
+//! both, or `refusal` (refusal text); optionally `usage` (the [`Usage`] fields, in tokens)
+//! and `stop` (a [`StopReason`] spelling: `end_turn`, `tool_use`, `max_tokens`, `refusal`,
+//! `content_filter`, `pause`, …; by default `refusal` with refusal text, else `tool_use` when
+//! there are calls, else `end_turn`). A turn without `usage` reports none, so its tokens are
+//! unknown.
 //!
 //! ```text
 //! {"text": "Let me look.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]}
@@ -33,6 +36,9 @@ pub struct Turn {
     /// Tool calls, after the text.
     #[serde(default)]
     pub tool_calls: Vec<RecordedCall>,
+    /// Refusal text: the model declines.
+    #[serde(default)]
+    pub refusal: Option<String>,
     /// Token counts to report.
     #[serde(default)]
     pub usage: Option<Usage>,
@@ -162,12 +168,12 @@ fn empty_turn(
     span: std::ops::Range<usize>,
     turn: &Turn,
 ) -> Option<FileDiagnostic> {
-    (turn.text.is_none() && turn.tool_calls.is_empty()).then(|| {
+    (turn.text.is_none() && turn.tool_calls.is_empty() && turn.refusal.is_none()).then(|| {
         FileDiagnostic::at(
             source,
             span,
             None,
-            "a turn needs `text`, `tool_calls` or both",
+            "a turn needs `text`, `tool_calls` or both, or `refusal`",
             None,
         )
     })
@@ -220,6 +226,9 @@ impl Provider for Replay {
         let mut asm = Assembler::new(sink, started, &self.model);
         if let Some(text) = &turn.text {
             asm.text(text);
+        }
+        if let Some(text) = &turn.refusal {
+            asm.refusal(text);
         }
         for (i, call) in turn.tool_calls.iter().enumerate() {
             let key = i.to_string();

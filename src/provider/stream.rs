@@ -3,7 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Event, Item, Latency, ProviderError, Response, StopReason, ToolCall, Usage};
+use super::{
+    ErrorCategory, Event, Item, Latency, ProviderError, Refusal, Response, StopReason, ToolCall,
+    Usage,
+};
 
 /// Builds a [`Response`] from wire-format callbacks and forwards each [`Event`] to a sink.
 ///
@@ -14,8 +17,10 @@ pub struct Assembler<'s> {
     started: Instant,
     first_token: Option<Duration>,
     slots: Vec<Slot>,
-    usage: Usage,
+    usage: Option<Usage>,
     stop: Option<StopReason>,
+    refusal: Option<Refusal>,
+    notes: Vec<String>,
     model: String,
     events: usize,
 }
@@ -38,6 +43,7 @@ enum Slot {
         call: ToolCall,
         done: bool,
     },
+    Opaque(serde_json::Value),
 }
 
 impl<'s> Assembler<'s> {
@@ -49,8 +55,10 @@ impl<'s> Assembler<'s> {
             started,
             first_token: None,
             slots: Vec::new(),
-            usage: Usage::default(),
+            usage: None,
             stop: None,
+            refusal: None,
+            notes: Vec::new(),
             model: model.to_owned(),
             events: 0,
         }
@@ -87,6 +95,71 @@ impl<'s> Assembler<'s> {
         self.emit(Event::TextDelta {
             text: delta.to_owned(),
         });
+    }
+
+    /// Ends the current text item: the next text starts a new [`Item::AssistantText`] (a
+    /// second message item of a Responses answer).
+    pub fn text_break(&mut self) {
+        if matches!(self.slots.last(), Some(Slot::Text(_))) {
+            self.slots.push(Slot::Text(String::new()));
+        }
+    }
+
+    /// More refusal text (the model declines; see [`Refusal`]).
+    pub fn refusal(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        self.token();
+        self.refusal
+            .get_or_insert_with(|| Refusal {
+                text: String::new(),
+                detail: None,
+            })
+            .text
+            .push_str(delta);
+        self.emit(Event::RefusalDelta {
+            text: delta.to_owned(),
+        });
+    }
+
+    /// The provider's explanation of a refusal (Anthropic's `stop_details`).
+    pub fn refusal_detail(&mut self, detail: String) {
+        self.refusal
+            .get_or_insert_with(|| Refusal {
+                text: String::new(),
+                detail: None,
+            })
+            .detail = Some(detail);
+    }
+
+    /// An output item kept verbatim and sent back in later requests ([`Item::Reasoning`]).
+    pub fn opaque(&mut self, item: serde_json::Value) {
+        self.slots.push(Slot::Opaque(item));
+    }
+
+    /// Something noticed and not used; recorded in [`Response::notes`] and sent to the sink.
+    pub fn note(&mut self, text: String) {
+        if self.notes.contains(&text) {
+            return;
+        }
+        self.notes.push(text.clone());
+        self.emit(Event::Note { text });
+    }
+
+    /// The provider started its answer over: what was assembled so far is dropped (usage
+    /// included: the new message reports its own), and the sink is told.
+    pub fn restart(&mut self) {
+        let dropped = self.slots.len();
+        self.slots.clear();
+        self.usage = None;
+        self.stop = None;
+        self.refusal = None;
+        self.emit(Event::Restarted);
+        self.note(format!(
+            "the provider restarted its answer mid-stream; {dropped} item(s) received before \
+             the restart were dropped"
+        ));
     }
 
     fn open(&self, key: &str) -> Option<usize> {
@@ -141,7 +214,7 @@ impl<'s> Assembler<'s> {
                 call.arguments.push_str(delta);
                 call.id.clone()
             }
-            Slot::Text(_) => return,
+            Slot::Text(_) | Slot::Opaque(_) => return,
         };
         self.emit(Event::ToolCallArgumentsDelta {
             id,
@@ -172,15 +245,21 @@ impl<'s> Assembler<'s> {
                 }
                 call.clone()
             }
-            Slot::Text(_) => return,
+            Slot::Text(_) | Slot::Opaque(_) => return,
         };
         self.emit(Event::ToolCallFinished { call });
     }
 
-    /// Finishes every open call, in the order they started.
+    /// Finishes every open call, in the order they started (for wire formats whose calls
+    /// end with the choice, not one by one).
     pub fn finish_open_tools(&mut self) {
-        let keys: Vec<String> = self
-            .slots
+        for k in self.open_keys() {
+            self.tool_finished(&k, None);
+        }
+    }
+
+    fn open_keys(&self) -> Vec<String> {
+        self.slots
             .iter()
             .filter_map(|s| match s {
                 Slot::Tool {
@@ -188,33 +267,47 @@ impl<'s> Assembler<'s> {
                 } => Some(key.clone()),
                 _ => None,
             })
-            .collect();
-        for k in keys {
-            self.tool_finished(&k, None);
-        }
+            .collect()
     }
 
     /// Replaces the token counts.
     pub fn usage(&mut self, usage: Usage) {
-        self.usage = usage;
+        self.usage = Some(usage);
         self.emit(Event::Usage { usage });
     }
 
-    /// The counts so far (Anthropic reports input and output in different events).
-    pub fn current_usage(&self) -> Usage {
-        self.usage
-    }
-
-    /// The terminal event arrived. An `EndTurn` with tool calls becomes `ToolUse` (the
-    /// Responses API and some compatible servers say only "completed"/"stop").
+    /// The terminal event arrived.
+    ///
+    /// - An `EndTurn` with tool calls becomes `ToolUse` (the Responses API and some
+    ///   compatible servers say only "completed"/"stop"); one with refusal text becomes
+    ///   `Refusal` (OpenAI ends a refusal with `stop`).
+    /// - With `MaxTokens` the calls still open were cut off: they are not finished, and
+    ///   their ids go to [`Response::cut_calls`]. Any other reason finishes them.
+    /// - A refusal or content filter always carries a [`Refusal`], with a detail in words
+    ///   when the provider sent no text.
     pub fn complete(&mut self, stop: StopReason) {
-        self.finish_open_tools();
+        if stop != StopReason::MaxTokens {
+            self.finish_open_tools();
+        }
         let has_tools = self.slots.iter().any(|s| matches!(s, Slot::Tool { .. }));
-        let stop = if stop == StopReason::EndTurn && has_tools {
-            StopReason::ToolUse
-        } else {
-            stop
+        let refused = self.refusal.as_ref().is_some_and(|r| !r.text.is_empty());
+        let stop = match stop {
+            StopReason::EndTurn if refused => StopReason::Refusal,
+            StopReason::EndTurn if has_tools => StopReason::ToolUse,
+            other => other,
         };
+        if matches!(stop, StopReason::Refusal | StopReason::ContentFilter) && self.refusal.is_none()
+        {
+            self.refusal = Some(Refusal {
+                text: String::new(),
+                detail: Some(match stop {
+                    StopReason::ContentFilter => {
+                        "the provider's content filter stopped the answer".to_owned()
+                    }
+                    _ => "the model declined, and the provider gave no text".to_owned(),
+                }),
+            });
+        }
         self.stop = Some(stop.clone());
         self.emit(Event::Completed { stop });
     }
@@ -224,12 +317,24 @@ impl<'s> Assembler<'s> {
         self.stop.is_some()
     }
 
-    /// Reports an error event to the sink and returns the error to fail with.
-    pub fn stream_error(&mut self, message: String) -> ProviderError {
+    /// Reports an error event to the sink and returns the error to fail with, carrying what
+    /// was received so far.
+    pub fn stream_error(
+        &mut self,
+        category: ErrorCategory,
+        code: Option<String>,
+        message: String,
+    ) -> ProviderError {
         self.emit(Event::Error {
+            category,
             message: message.clone(),
         });
-        ProviderError::StreamError { message }
+        ProviderError::StreamError {
+            category,
+            code,
+            message,
+            received: Box::new(self.response()),
+        }
     }
 
     /// How many events went to the sink.
@@ -239,12 +344,27 @@ impl<'s> Assembler<'s> {
 
     /// What has been received so far (complete or not).
     pub fn response(&self) -> Response {
+        let cut_calls = if self.stop.as_ref() == Some(&StopReason::MaxTokens) {
+            self.slots
+                .iter()
+                .filter_map(|s| match s {
+                    Slot::Tool {
+                        call, done: false, ..
+                    } => Some(call.id.clone()),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let items = self
             .slots
             .iter()
-            .map(|s| match s {
-                Slot::Text(text) => Item::AssistantText { text: text.clone() },
-                Slot::Tool { call, .. } => Item::ToolCall(call.clone()),
+            .filter_map(|s| match s {
+                Slot::Text(text) if text.is_empty() => None,
+                Slot::Text(text) => Some(Item::AssistantText { text: text.clone() }),
+                Slot::Tool { call, .. } => Some(Item::ToolCall(call.clone())),
+                Slot::Opaque(item) => Some(Item::Reasoning { item: item.clone() }),
             })
             .collect();
         Response {
@@ -253,7 +373,10 @@ impl<'s> Assembler<'s> {
             stop: self
                 .stop
                 .clone()
-                .unwrap_or_else(|| StopReason::Other("incomplete".to_owned())),
+                .unwrap_or_else(|| StopReason::Unknown("incomplete".to_owned())),
+            refusal: self.refusal.clone(),
+            cut_calls,
+            notes: self.notes.clone(),
             latency: Latency {
                 first_token: self.first_token,
                 total: self.started.elapsed(),

@@ -16,6 +16,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::time::Timestamp;
+pub use crate::provider::{ErrorCategory, Refusal, StopReason};
 
 /// One transcript line: a sequence number, when it happened, and what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +48,8 @@ pub enum EventBody {
     Usage(Usage),
     /// Latency of one model call.
     ModelLatency(ModelLatency),
+    /// How one model call ended: its stop reason, or the error that ended it.
+    ModelCallEnded(ModelCallEnded),
     /// A limit of the episode was reached; the episode ends.
     LimitHit(LimitHit),
     /// The episode ended; always the last event of a complete transcript.
@@ -65,6 +68,7 @@ impl EventBody {
             Self::Denial(_) => "denial",
             Self::Usage(_) => "usage",
             Self::ModelLatency(_) => "model_latency",
+            Self::ModelCallEnded(_) => "model_call_ended",
             Self::LimitHit(_) => "limit_hit",
             Self::EpisodeFinished(_) => "episode_finished",
         }
@@ -314,7 +318,10 @@ impl GrantKind {
     }
 }
 
-/// Tokens and cost of one model call.
+/// Tokens and cost of one model call, failed calls included. A count the provider did not
+/// report is `null` (unknown), never 0: a call that failed before any usage arrived has
+/// every count unknown, and one that failed after Anthropic's `message_start` knows its input
+/// tokens only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     /// The model call this is for: 1 for the episode's first call, then consecutive.
@@ -322,21 +329,67 @@ pub struct Usage {
     /// The model that answered.
     pub model: String,
     /// Input tokens, cached ones included.
-    pub input_tokens: u64,
+    pub input_tokens: Option<u64>,
     /// Of `input_tokens`, those served from the provider's cache.
-    pub cached_input_tokens: u64,
+    pub cached_input_tokens: Option<u64>,
     /// Output tokens, reasoning ones included.
-    pub output_tokens: u64,
+    pub output_tokens: Option<u64>,
     /// Of `output_tokens`, those spent on reasoning.
-    pub reasoning_tokens: u64,
-    /// What the call cost, or that its price is unknown.
+    pub reasoning_tokens: Option<u64>,
+    /// What the call cost; unknown when its price or any of its counts is.
     pub cost: Cost,
 }
 
-/// The cost of a model call. An unknown price stays unknown: it is never written as $0.
+impl Usage {
+    /// Whether every count is known.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        self.input_tokens.is_some()
+            && self.cached_input_tokens.is_some()
+            && self.output_tokens.is_some()
+            && self.reasoning_tokens.is_some()
+    }
+}
+
+/// How one model call ended: written after its `usage` and `model_latency`, for every call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelCallEnded {
+    /// The model call this is for (as in [`Usage::model_call`]).
+    pub model_call: u32,
+    /// Why the model stopped (`end_turn`, `tool_use`, `max_tokens`, `refusal`,
+    /// `content_filter`, `pause`, `error`, `unknown(<raw>)`); `None` when the call failed.
+    pub stop_reason: Option<StopReason>,
+    /// The error that ended the call, when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ModelError>,
+    /// What the model said when it declined to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// Tool calls whose arguments were cut off by the output limit; never run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut_calls: Vec<String>,
+    /// What bee noticed in the stream and did not use (extra choices, unknown output items,
+    /// a restarted answer), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A failed model call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelError {
+    /// How the failure is sorted (`rate-limit`, `overloaded`, `server`, `network`,
+    /// `protocol`, `auth`, `not-found`).
+    pub category: ErrorCategory,
+    /// The error, in words (never holds the API key).
+    pub message: String,
+}
+
+/// The cost of a model call. An unknown price or token count stays unknown: it is never
+/// written as $0.
 ///
-/// In JSON: `{"usd": 0.0123, "source": "shipped table 2026-11"}` or
-/// `{"unknown": {"model": "local-llama"}}`.
+/// In JSON: `{"usd": 0.0123, "source": "shipped table 2026-11"}`,
+/// `{"unknown": {"model": "local-llama"}}` (no price), or `{"unknown": {"tokens": "not
+/// reported"}}` (the call's token counts are not all known, as for a failed call).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Cost {
     /// The price was known.
@@ -351,6 +404,8 @@ pub enum Cost {
         /// The model without a price.
         model: String,
     },
+    /// The provider did not report all of the call's token counts.
+    UnknownTokens,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -362,8 +417,14 @@ enum CostRepr {
 
 #[derive(Serialize, Deserialize)]
 struct UnknownRepr {
-    model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tokens: Option<String>,
 }
+
+/// How [`Cost::UnknownTokens`] is spelled in JSON.
+const TOKENS_NOT_REPORTED: &str = "not reported";
 
 impl Serialize for Cost {
     /// Refuses a non-finite `usd`: JSON would write it as `null`, which reads back as
@@ -381,7 +442,14 @@ impl Serialize for Cost {
             },
             Self::Unknown { model } => CostRepr::Unknown {
                 unknown: UnknownRepr {
-                    model: model.clone(),
+                    model: Some(model.clone()),
+                    tokens: None,
+                },
+            },
+            Self::UnknownTokens => CostRepr::Unknown {
+                unknown: UnknownRepr {
+                    model: None,
+                    tokens: Some(TOKENS_NOT_REPORTED.to_owned()),
                 },
             },
         }
@@ -393,9 +461,21 @@ impl<'de> Deserialize<'de> for Cost {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Ok(match CostRepr::deserialize(d)? {
             CostRepr::Known { usd, source } => Self::Known { usd, source },
-            CostRepr::Unknown { unknown } => Self::Unknown {
-                model: unknown.model,
-            },
+            CostRepr::Unknown {
+                unknown: UnknownRepr {
+                    model: Some(model), ..
+                },
+            } => Self::Unknown { model },
+            CostRepr::Unknown {
+                unknown: UnknownRepr {
+                    tokens: Some(_), ..
+                },
+            } => Self::UnknownTokens,
+            CostRepr::Unknown { .. } => {
+                return Err(serde::de::Error::custom(
+                    "an unknown cost names its model or says its tokens were not reported",
+                ));
+            }
         })
     }
 }
@@ -484,10 +564,12 @@ pub enum LimitKind {
     Wall,
     /// Cost.
     Cost,
+    /// The model's output limit: an answer was cut off (`max_tokens`).
+    MaxOutputTokens,
 }
 
 impl LimitKind {
-    /// `turns`, `tokens`, `wall` or `cost`.
+    /// `turns`, `tokens`, `wall`, `cost` or `max_output_tokens`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -495,6 +577,7 @@ impl LimitKind {
             Self::Tokens => "tokens",
             Self::Wall => "wall",
             Self::Cost => "cost",
+            Self::MaxOutputTokens => "max_output_tokens",
         }
     }
 }
@@ -518,8 +601,10 @@ pub enum Outcome {
     Passed,
     /// The success check failed.
     Failed,
-    /// A limit ended the episode.
+    /// A limit ended the episode (an answer cut off at the output limit included).
     Limit,
+    /// The model declined the task, or the provider's content filter stopped its answer.
+    Refused,
     /// The provider failed and the episode could not go on.
     ProviderError,
     /// bee was interrupted.
@@ -529,14 +614,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome as written: `passed`, `failed`, `limit`, `provider-error`, `interrupted`
-    /// or `enforcement-unavailable`.
+    /// The outcome as written: `passed`, `failed`, `limit`, `refused`, `provider-error`,
+    /// `interrupted` or `enforcement-unavailable`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Passed => "passed",
             Self::Failed => "failed",
             Self::Limit => "limit",
+            Self::Refused => "refused",
             Self::ProviderError => "provider-error",
             Self::Interrupted => "interrupted",
             Self::EnforcementUnavailable => "enforcement-unavailable",
@@ -556,8 +642,12 @@ pub struct SuccessCheck {
 /// What an episode (or a run) used. Build one from events with [`Totals::add`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
-    /// Model calls made.
+    /// Model calls made, failed ones included.
     pub model_calls: u64,
+    /// Of `model_calls`, those with a token count the provider did not report (the token
+    /// sums below are then lower bounds).
+    #[serde(default)]
+    pub unknown_token_calls: u64,
     /// Tool calls asked for.
     pub tool_calls: u64,
     /// Operations the kernel refused.
@@ -585,10 +675,13 @@ impl Totals {
             EventBody::Denial(_) => self.denials += 1,
             EventBody::Usage(u) => {
                 self.model_calls += 1;
-                self.input_tokens += u.input_tokens;
-                self.cached_input_tokens += u.cached_input_tokens;
-                self.output_tokens += u.output_tokens;
-                self.reasoning_tokens += u.reasoning_tokens;
+                if !u.is_complete() {
+                    self.unknown_token_calls += 1;
+                }
+                self.input_tokens += u.input_tokens.unwrap_or(0);
+                self.cached_input_tokens += u.cached_input_tokens.unwrap_or(0);
+                self.output_tokens += u.output_tokens.unwrap_or(0);
+                self.reasoning_tokens += u.reasoning_tokens.unwrap_or(0);
                 self.cost.add(&u.cost);
             }
             _ => {}
@@ -598,6 +691,7 @@ impl Totals {
     /// Adds another total (an episode's, into a run's).
     pub fn merge(&mut self, other: &Totals) {
         self.model_calls += other.model_calls;
+        self.unknown_token_calls += other.unknown_token_calls;
         self.tool_calls += other.tool_calls;
         self.denials += other.denials;
         self.input_tokens += other.input_tokens;
@@ -620,6 +714,9 @@ pub struct CostTotal {
     /// The models of the calls whose price is unknown, sorted, without repeats. When not
     /// empty, the total is unknown and `known_usd` is only a lower bound.
     pub unknown_models: Vec<String>,
+    /// Calls whose token counts were not all reported (failed calls, mostly). When not 0,
+    /// the total is unknown and `known_usd` is only a lower bound.
+    pub unknown_token_calls: u64,
     /// The price sources of the known costs, sorted, without repeats.
     pub sources: Vec<PriceSource>,
 }
@@ -628,7 +725,7 @@ impl CostTotal {
     /// The total in US dollars, or `None` when a part of it is unknown.
     #[must_use]
     pub fn usd(&self) -> Option<f64> {
-        self.unknown_models.is_empty().then_some(self.known_usd)
+        (self.unknown_models.is_empty() && self.unknown_token_calls == 0).then_some(self.known_usd)
     }
 
     /// Adds one cost.
@@ -639,12 +736,14 @@ impl CostTotal {
                 insert_sorted(&mut self.sources, source.clone());
             }
             Cost::Unknown { model } => insert_sorted(&mut self.unknown_models, model.clone()),
+            Cost::UnknownTokens => self.unknown_token_calls += 1,
         }
     }
 
     /// Adds another total.
     pub fn merge(&mut self, other: &CostTotal) {
         self.known_usd += other.known_usd;
+        self.unknown_token_calls += other.unknown_token_calls;
         for m in &other.unknown_models {
             insert_sorted(&mut self.unknown_models, m.clone());
         }
@@ -655,23 +754,26 @@ impl CostTotal {
 }
 
 impl fmt::Display for CostTotal {
-    /// `$0.4200`, or `unknown (no price for m; $0.4200 known)` when part of it is unknown.
+    /// `$0.4200`, or `unknown (no price for m; 1 call with unknown tokens; $0.4200 known)`
+    /// when part of it is unknown.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.usd() {
-            Some(usd) => write!(f, "${usd:.4}"),
-            None => {
-                write!(
-                    f,
-                    "unknown (no price for {}",
-                    self.unknown_models.join(", ")
-                )?;
-                if self.sources.is_empty() {
-                    f.write_str(")")
-                } else {
-                    write!(f, "; ${:.4} known)", self.known_usd)
-                }
-            }
+        if let Some(usd) = self.usd() {
+            return write!(f, "${usd:.4}");
         }
+        let mut parts = Vec::new();
+        if !self.unknown_models.is_empty() {
+            parts.push(format!("no price for {}", self.unknown_models.join(", ")));
+        }
+        if self.unknown_token_calls > 0 {
+            parts.push(format!(
+                "{} call(s) with unknown tokens",
+                self.unknown_token_calls
+            ));
+        }
+        if !self.sources.is_empty() {
+            parts.push(format!("${:.4} known", self.known_usd));
+        }
+        write!(f, "unknown ({})", parts.join("; "))
     }
 }
 
@@ -687,6 +789,8 @@ struct CostTotalRepr {
     usd: Option<f64>,
     known_usd: f64,
     unknown_models: Vec<String>,
+    #[serde(default)]
+    unknown_token_calls: u64,
     sources: Vec<PriceSource>,
 }
 
@@ -696,6 +800,7 @@ impl Serialize for CostTotal {
             usd: self.usd(),
             known_usd: self.known_usd,
             unknown_models: self.unknown_models.clone(),
+            unknown_token_calls: self.unknown_token_calls,
             sources: self.sources.clone(),
         }
         .serialize(s)
@@ -708,6 +813,7 @@ impl<'de> Deserialize<'de> for CostTotal {
         Ok(Self {
             known_usd: r.known_usd,
             unknown_models: r.unknown_models,
+            unknown_token_calls: r.unknown_token_calls,
             sources: r.sources,
         })
     }
@@ -817,6 +923,7 @@ mod tests {
             Outcome::Passed,
             Outcome::Failed,
             Outcome::Limit,
+            Outcome::Refused,
             Outcome::ProviderError,
             Outcome::Interrupted,
             Outcome::EnforcementUnavailable,

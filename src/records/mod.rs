@@ -22,10 +22,11 @@ mod time;
 mod transcript;
 
 pub use event::{
-    Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted, Event,
-    EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message, ModelLatency, Outcome,
-    PolicyRecord, PriceSource, Role, SUCCESS_CHECK_CALL_ID, SuccessCheck, ToolCall, ToolResult,
-    ToolState, Totals, Truncation, Usage,
+    Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted,
+    ErrorCategory, Event, EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message,
+    ModelCallEnded, ModelError, ModelLatency, Outcome, PolicyRecord, PriceSource, Refusal, Role,
+    SUCCESS_CHECK_CALL_ID, StopReason, SuccessCheck, ToolCall, ToolResult, ToolState, Totals,
+    Truncation, Usage,
 };
 pub use query::{
     Group, GroupBy, ModelStats, Percentiles, Report, SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats,

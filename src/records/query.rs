@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::event::{Cost, CostTotal, PriceSource, SUCCESS_CHECK_CALL_ID};
-use super::store::{Store, StoreError, sql_error};
+use super::store::{Store, StoreError, TOKENS_UNKNOWN, sql_error};
 
 /// What the rows of a report are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -82,10 +82,16 @@ pub struct Tokens {
 /// Model-call figures of a group.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ModelStats {
-    /// Model calls (with usage, latency or both recorded).
+    /// Model calls (with usage, latency or both recorded), failed ones included.
     pub calls: u64,
-    /// Tokens of the calls that reported usage.
+    /// Tokens the calls reported; a lower bound when `unknown_token_calls` is not 0.
     pub tokens: Tokens,
+    /// Calls with a token count the provider did not report (failed calls, mostly).
+    pub unknown_token_calls: u64,
+    /// Calls by stop reason (`end_turn`, `tool_use`, `max_tokens`, `refusal`, …).
+    pub stop_reasons: BTreeMap<String, u64>,
+    /// Failed calls by error category (`rate-limit`, `overloaded`, `server`, …).
+    pub errors: BTreeMap<String, u64>,
     /// The cost; unknown as a whole when any call's price is unknown. Calls that reported no
     /// usage add nothing.
     pub cost: CostTotal,
@@ -153,6 +159,9 @@ struct Acc {
     episodes: BTreeSet<(String, String)>,
     model_calls: u64,
     tokens: Tokens,
+    unknown_token_calls: u64,
+    stop_reasons: BTreeMap<String, u64>,
+    errors: BTreeMap<String, u64>,
     cost: CostTotal,
     latency: Vec<u64>,
     first_token: Vec<u64>,
@@ -163,11 +172,19 @@ struct Acc {
 impl Acc {
     fn add_model_call(&mut self, row: &ModelRow) {
         self.model_calls += 1;
-        if let Some((input, cached, output, reasoning)) = row.usage {
-            self.tokens.input += input;
-            self.tokens.cached_input += cached;
-            self.tokens.output += output;
-            self.tokens.reasoning += reasoning;
+        let [input, cached, output, reasoning] = row.tokens;
+        if row.tokens.iter().any(Option::is_none) {
+            self.unknown_token_calls += 1;
+        }
+        self.tokens.input += input.unwrap_or(0);
+        self.tokens.cached_input += cached.unwrap_or(0);
+        self.tokens.output += output.unwrap_or(0);
+        self.tokens.reasoning += reasoning.unwrap_or(0);
+        if let Some(stop) = &row.stop_reason {
+            *self.stop_reasons.entry(stop.clone()).or_default() += 1;
+        }
+        if let Some(error) = &row.error {
+            *self.errors.entry(error.clone()).or_default() += 1;
         }
         if let Some(cost) = &row.cost {
             self.cost.add(cost);
@@ -184,6 +201,9 @@ impl Acc {
             model: with_model.then(|| ModelStats {
                 calls: self.model_calls,
                 tokens: self.tokens,
+                unknown_token_calls: self.unknown_token_calls,
+                stop_reasons: self.stop_reasons,
+                errors: self.errors,
                 cost: self.cost,
                 latency_ms: Percentiles::of(self.latency),
                 first_token_ms: Percentiles::of(self.first_token),
@@ -197,8 +217,11 @@ struct ModelRow {
     run: String,
     episode: String,
     model: String,
-    usage: Option<(u64, u64, u64, u64)>,
+    /// Input, cached input, output and reasoning tokens; `None` where unknown.
+    tokens: [Option<u64>; 4],
     cost: Option<Cost>,
+    stop_reason: Option<String>,
+    error: Option<String>,
     first_token_ms: Option<u64>,
     total_ms: Option<u64>,
 }
@@ -267,7 +290,7 @@ impl Store {
                     "SELECT m.run_id, m.episode_id, coalesce(m.model, e.model, '?'),
                             m.input_tokens, m.cached_input_tokens, m.output_tokens,
                             m.reasoning_tokens, m.cost_usd, m.price_source,
-                            m.first_token_ms, m.total_ms
+                            m.first_token_ms, m.total_ms, m.stop_reason, m.error
                      FROM model_calls m LEFT JOIN episodes e USING (run_id, episode_id)
                      WHERE ?1 IS NULL OR m.run_id = ?1",
                 )
@@ -275,19 +298,11 @@ impl Store {
             let models = st
                 .query_map([run], |r| {
                     let model: String = r.get(2)?;
-                    let input: Option<i64> = r.get(3)?;
-                    let usage = match input {
-                        Some(i) => Some((
-                            u64::try_from(i).unwrap_or(0),
-                            u(r.get(4)?).unwrap_or(0),
-                            u(r.get(5)?).unwrap_or(0),
-                            u(r.get(6)?).unwrap_or(0),
-                        )),
-                        None => None,
-                    };
+                    let tokens = [u(r.get(3)?), u(r.get(4)?), u(r.get(5)?), u(r.get(6)?)];
                     let usd: Option<f64> = r.get(7)?;
                     let source: Option<String> = r.get(8)?;
-                    let cost = match (usd, source) {
+                    let cost = match (usd, source.as_deref()) {
+                        (_, Some(TOKENS_UNKNOWN)) => Some(Cost::UnknownTokens),
                         (Some(usd), Some(s)) => match s.parse::<PriceSource>() {
                             Ok(source) => Some(Cost::Known { usd, source }),
                             Err(_) => Some(Cost::Unknown {
@@ -303,10 +318,12 @@ impl Store {
                         run: r.get(0)?,
                         episode: r.get(1)?,
                         model,
-                        usage,
+                        tokens,
                         cost,
                         first_token_ms: u(r.get(9)?),
                         total_ms: u(r.get(10)?),
+                        stop_reason: r.get(11)?,
+                        error: r.get(12)?,
                     })
                 })
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)

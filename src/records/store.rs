@@ -18,12 +18,18 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, params};
 
-use super::event::{Cost, Event, EventBody, ExitStatus};
+use super::event::{Cost, Event, EventBody, ExitStatus, StopReason};
+
+/// `model_calls.price_source` of a call whose model has no price.
+pub(crate) const PRICE_UNKNOWN: &str = "unknown";
+
+/// `model_calls.price_source` of a call whose token counts were not all reported.
+pub(crate) const TOKENS_UNKNOWN: &str = "unknown tokens";
 use super::summary::transcripts_in;
 use super::transcript::{TranscriptError, read_transcript};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// How long a writer waits for another process's write lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,7 +38,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub const STORE_FILE: &str = "metrics.sqlite";
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql")];
+const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
 
 /// Why the store could not be opened, written or read.
 #[derive(Debug, thiserror::Error)]
@@ -579,7 +585,8 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
         EventBody::Usage(u) => {
             let (usd, source) = match &u.cost {
                 Cost::Known { usd, source } => (Some(*usd), source.to_string()),
-                Cost::Unknown { .. } => (None, "unknown".to_owned()),
+                Cost::Unknown { .. } => (None, PRICE_UNKNOWN.to_owned()),
+                Cost::UnknownTokens => (None, TOKENS_UNKNOWN.to_owned()),
             };
             tx.execute(
                 "INSERT INTO model_calls (run_id, episode_id, call_index, model, input_tokens,
@@ -596,10 +603,10 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
                     ep,
                     u.model_call,
                     u.model,
-                    int(u.input_tokens),
-                    int(u.cached_input_tokens),
-                    int(u.output_tokens),
-                    int(u.reasoning_tokens),
+                    u.input_tokens.map(int),
+                    u.cached_input_tokens.map(int),
+                    u.output_tokens.map(int),
+                    u.reasoning_tokens.map(int),
                     usd,
                     source,
                     at
@@ -613,6 +620,22 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
                  ON CONFLICT (run_id, episode_id, call_index) DO UPDATE SET
                      first_token_ms = excluded.first_token_ms, total_ms = excluded.total_ms",
                 params![run, ep, l.model_call, l.first_token_ms.map(int), int(l.total_ms), at],
+            )?;
+        }
+        EventBody::ModelCallEnded(m) => {
+            tx.execute(
+                "INSERT INTO model_calls (run_id, episode_id, call_index, stop_reason, error, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (run_id, episode_id, call_index) DO UPDATE SET
+                     stop_reason = excluded.stop_reason, error = excluded.error",
+                params![
+                    run,
+                    ep,
+                    m.model_call,
+                    m.stop_reason.as_ref().map(StopReason::as_string),
+                    m.error.as_ref().map(|e| e.category.as_str()),
+                    at
+                ],
             )?;
         }
         EventBody::LimitHit(l) => {

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{Enforcement, EventBody, LimitKind, Outcome, SuccessCheck, Totals};
+use super::event::{
+    Enforcement, EventBody, LimitKind, ModelError, Outcome, Refusal, SuccessCheck, Totals,
+};
 use super::time::Timestamp;
 use super::transcript::{Transcript, TranscriptError, read_transcript};
 
@@ -52,6 +54,13 @@ pub struct EpisodeSummary {
     pub success_check: Option<SuccessCheck>,
     /// The limit that ended the episode, if one did.
     pub limit: Option<LimitKind>,
+    /// The last failed model call's error (the one that ends an episode as
+    /// `provider-error`), if any.
+    #[serde(default)]
+    pub provider_error: Option<ModelError>,
+    /// The refusal that ended the episode, if the model declined.
+    #[serde(default)]
+    pub refusal: Option<Refusal>,
     /// What the episode used: from `episode_finished`, or counted from the events so far.
     pub totals: Totals,
     /// Whether the transcript's last line was cut short.
@@ -71,6 +80,8 @@ impl EpisodeSummary {
             outcome: None,
             success_check: None,
             limit: None,
+            provider_error: None,
+            refusal: None,
             totals: Totals::default(),
             truncated_tail: t.truncated_tail.is_some(),
         };
@@ -85,6 +96,14 @@ impl EpisodeSummary {
                     s.enforcement = Some(st.policy.enforcement);
                 }
                 EventBody::LimitHit(l) => s.limit = Some(l.limit),
+                EventBody::ModelCallEnded(m) => {
+                    if m.error.is_some() {
+                        s.provider_error.clone_from(&m.error);
+                    }
+                    if m.refusal.is_some() {
+                        s.refusal.clone_from(&m.refusal);
+                    }
+                }
                 EventBody::EpisodeFinished(f) => finished = Some(f),
                 _ => {}
             }

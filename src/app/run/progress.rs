@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use super::RunStatus;
 use crate::episode::EpisodeReport;
-use crate::records::{Cost, Event, EventBody, Outcome, Role, RunSummary};
+use crate::records::{Cost, Event, EventBody, Outcome, Refusal, Role, RunSummary};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +115,10 @@ impl Progress {
             line.push_str(&format!("; limit {}: {}", l.limit.as_str(), l.detail));
         }
         if let Some(p) = &report.provider_error {
-            line.push_str(&format!("; provider: {}", p.message));
+            line.push_str(&format!("; provider {} error: {}", p.category, p.message));
+        }
+        if let Some(r) = &report.refusal {
+            line.push_str(&format!("; refused: {}", refusal_words(r)));
         }
         if let Some(c) = &report.success_check {
             line.push_str(&format!("; check: {}", c.detail));
@@ -131,7 +134,11 @@ impl Progress {
                     "finished": {
                         "outcome": report.outcome,
                         "limit": report.limit,
-                        "provider_error": report.provider_error.as_ref().map(|p| &p.message),
+                        "provider_error": report.provider_error.as_ref().map(|p| serde_json::json!({
+                            "category": p.category,
+                            "message": p.message,
+                        })),
+                        "refusal": report.refusal,
                         "success_check": report.success_check,
                         "transcript": report.transcript.display().to_string(),
                     },
@@ -203,6 +210,20 @@ fn live_line(id: &str, e: &Event) -> Option<String> {
     }
 }
 
+/// A token count, or `?` when the provider did not report it.
+fn count(n: Option<u64>) -> String {
+    n.map_or_else(|| "?".to_owned(), |n| n.to_string())
+}
+
+/// A refusal in words: its text, then the provider's explanation.
+fn refusal_words(r: &Refusal) -> String {
+    match (&r.text, &r.detail) {
+        (t, Some(d)) if t.is_empty() => d.clone(),
+        (t, Some(d)) => format!("{t} ({d})"),
+        (t, None) => t.clone(),
+    }
+}
+
 fn shorten(s: &str, max: usize) -> String {
     let one_line = s.replace('\n', " ⏎ ");
     if one_line.chars().count() <= max {
@@ -248,15 +269,34 @@ fn describe(body: &EventBody) -> String {
         EventBody::Usage(u) => format!(
             "usage call {}: {} in, {} out tokens, {}",
             u.model_call,
-            u.input_tokens,
-            u.output_tokens,
+            count(u.input_tokens),
+            count(u.output_tokens),
             match &u.cost {
                 Cost::Known { usd, .. } => format!("${usd:.4}"),
-                Cost::Unknown { model } => format!("cost unknown ({model})"),
+                Cost::Unknown { model } => format!("cost unknown (no price for {model})"),
+                Cost::UnknownTokens => "cost unknown (tokens not reported)".to_owned(),
             }
         ),
         EventBody::ModelLatency(l) => {
             format!("model_latency call {}: {}ms", l.model_call, l.total_ms)
+        }
+        EventBody::ModelCallEnded(m) => {
+            let mut line = format!("model_call_ended call {}: ", m.model_call);
+            match (&m.stop_reason, &m.error) {
+                (_, Some(e)) => line.push_str(&format!("{} error: {}", e.category, e.message)),
+                (Some(stop), None) => line.push_str(&format!("stop {stop}")),
+                (None, None) => line.push_str("abandoned"),
+            }
+            if let Some(r) = &m.refusal {
+                line.push_str(&format!("; refused: {}", refusal_words(r)));
+            }
+            if !m.cut_calls.is_empty() {
+                line.push_str(&format!("; cut off mid-call: {}", m.cut_calls.join(", ")));
+            }
+            for note in &m.notes {
+                line.push_str(&format!("; note: {note}"));
+            }
+            line
         }
         EventBody::LimitHit(l) => format!("limit_hit {}: {}", l.limit.as_str(), l.detail),
         EventBody::EpisodeFinished(f) => format!("episode_finished {}", f.outcome.as_str()),
