@@ -5,9 +5,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use bee::records::{
-    Cost, Enforcement, EpisodeRecorder, EpisodeStarted, EventBody, Limits, ModelLatency, Outcome,
-    PolicyRecord, PriceSource, STORE_FILE, Store, Timestamp, ToolCall, ToolResult, ToolState,
-    Usage,
+    Cost, Enforcement, EpisodeRecorder, EpisodeStarted, EventBody, Limits, ModelCallEnded,
+    ModelLatency, Outcome, PolicyRecord, PriceSource, STORE_FILE, StopReason, Store, Timestamp,
+    ToolCall, ToolResult, ToolState, Usage,
 };
 use serde_json::{Value, json};
 
@@ -76,6 +76,18 @@ fn episode(
             model_call: n,
             first_token_ms: Some(ms / 2),
             total_ms: ms,
+        }))?;
+        rec.record(EventBody::ModelCallEnded(ModelCallEnded {
+            model_call: n,
+            stop_reason: Some(if n == 1 {
+                StopReason::ToolUse
+            } else {
+                StopReason::EndTurn
+            }),
+            error: None,
+            refusal: None,
+            cut_calls: Vec::new(),
+            notes: Vec::new(),
         }))?;
     }
     rec.record(EventBody::ToolCall(ToolCall {
@@ -187,6 +199,12 @@ fn json_shape() {
         known["model"]["cost"],
         json!({"usd": 0.25, "known_usd": 0.25, "unknown_models": [], "unknown_token_calls": 0, "sources": ["shipped table 2026-11"]})
     );
+    assert_eq!(
+        known["model"]["stop_reasons"],
+        json!({"end_turn": 1, "tool_use": 1})
+    );
+    assert_eq!(known["model"]["errors"], json!({}));
+    assert_eq!(known["model"]["unknown_token_calls"], json!(0));
     assert_eq!(
         known["model"]["latency_ms"],
         json!({"samples": 2, "p50": 100, "p95": 300})

@@ -197,6 +197,9 @@ fn cost_cells(stats: &Stats) -> [String; 2] {
     if !m.cost.unknown_models.is_empty() {
         sources.push("unknown".to_owned());
     }
+    if m.cost.unknown_token_calls > 0 {
+        sources.push("unknown tokens".to_owned());
+    }
     let sources = if sources.is_empty() {
         "-".to_owned()
     } else {
@@ -238,6 +241,7 @@ fn render_table(report: &Report) -> String {
             "TOOL CALLS",
             "TOOL MS P50/P95",
             "DENIALS",
+            "MODEL CALLS BY STOP",
         ]
     };
     let row = |key: &str, s: &Stats| -> Vec<String> {
@@ -270,13 +274,14 @@ fn render_table(report: &Report) -> String {
                 t.calls.to_string(),
                 pct(&t.duration_ms),
                 t.denials.to_string(),
+                stops(&m),
             ]
         }
     };
     let mut rows: Vec<Vec<String>> = vec![head.iter().map(|h| (*h).to_owned()).collect()];
     rows.extend(report.groups.iter().map(|g| row(&g.key, &g.stats)));
     rows.push(row("total", &report.total));
-    let left = |col: usize| col == 0 || (!by_tool && col == 8);
+    let left = |col: usize| col == 0 || (!by_tool && (col == 8 || col == 13));
     let widths: Vec<usize> = (0..head.len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
@@ -307,13 +312,40 @@ fn render_table(report: &Report) -> String {
                 m.tokens.reasoning,
                 m.cost
             ));
-        } else if !m.cost.unknown_models.is_empty() {
+        } else if m.cost.usd().is_none() {
+            out.push_str(&format!("cost {}: the known part is not a total\n", m.cost));
+        }
+        if m.unknown_token_calls > 0 {
             out.push_str(&format!(
-                "cost unknown: no price for {}; the ${:.4} of known cost is not a total\n",
-                m.cost.unknown_models.join(", "),
-                m.cost.known_usd
+                "tokens not reported for {} model call(s) (failed or abandoned calls, or a \
+                 provider that sends no usage): the token sums are lower bounds\n",
+                m.unknown_token_calls
             ));
         }
     }
     out
+}
+
+/// The model calls of a group by how they ended: `end_turn 3, tool_use 5, failed
+/// (overloaded) 1`; `-` when there are none.
+fn stops(m: &crate::records::ModelStats) -> String {
+    let mut parts: Vec<String> = m
+        .stop_reasons
+        .iter()
+        .map(|(stop, n)| format!("{stop} {n}"))
+        .collect();
+    parts.extend(
+        m.errors
+            .iter()
+            .map(|(category, n)| format!("failed ({category}) {n}")),
+    );
+    let counted: u64 = m.stop_reasons.values().chain(m.errors.values()).sum();
+    if counted < m.calls {
+        parts.push(format!("unrecorded {}", m.calls - counted));
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(", ")
+    }
 }

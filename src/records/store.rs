@@ -704,6 +704,40 @@ mod tests {
     }
 
     #[test]
+    fn a_version_1_store_is_migrated_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.sqlite");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL);
+             INSERT INTO schema_version VALUES (1, 'then');",
+        )
+        .unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute(
+            "INSERT INTO model_calls (run_id, episode_id, call_index, input_tokens) VALUES ('r', 'e', 1, 5)",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        // Reading never migrates: it says how to.
+        assert!(Store::open_read_only(&path).unwrap_err().is_corrupt());
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.schema_version().unwrap(), 2);
+        let row: (i64, Option<String>, Option<String>) = s
+            .with_conn(|c, p| {
+                c.query_row(
+                    "SELECT input_tokens, stop_reason, error FROM model_calls",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .map_err(sql_error(p, "test"))
+            })
+            .unwrap();
+        assert_eq!(row, (5, None, None));
+    }
+
+    #[test]
     fn read_only_open_never_creates() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("none.sqlite");
