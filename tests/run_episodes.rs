@@ -314,6 +314,57 @@ fn a_provider_error_mid_episode_exits_by_its_category_with_the_transcript_finish
 }
 
 #[test]
+fn a_refusal_exits_2_and_is_shown_as_a_refusal() {
+    let refusal = r#"{"refusal": "I can't help with that.", "usage": {"input_tokens": 50, "output_tokens": 8}}"#;
+    let p = Project::new(SCENARIO, &[refusal]);
+    let r = go(&p, &[]);
+    assert_eq!(r.status, RunStatus::Refused);
+    assert_eq!(r.status.code(), 2);
+    assert!(
+        r.out
+            .contains("stop refusal; refused: I can't help with that."),
+        "{}",
+        r.out
+    );
+    assert!(r.out.contains("  refused  "), "{}", r.out);
+    let t = read_transcript(&p.run_dir().join("scenario.jsonl")).unwrap();
+    assert!(matches!(&t.events.last().unwrap().body,
+        EventBody::EpisodeFinished(f) if f.outcome == Outcome::Refused));
+    // A refusal is not assistant text.
+    assert!(
+        !t.events
+            .iter()
+            .any(|e| matches!(&e.body, EventBody::Message(m) if m.text.contains("help")))
+    );
+}
+
+#[test]
+fn an_answer_cut_at_its_output_limit_exits_3_and_runs_none_of_its_calls() {
+    let cut = r#"{"text": "writing", "tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}], "stop": "max_tokens", "usage": {"input_tokens": 100, "output_tokens": 64}}"#;
+    let p = Project::new(SCENARIO, &[cut, DONE]);
+    let r = go(&p, &[]);
+    assert_eq!(r.status, RunStatus::Limit);
+    assert_eq!(r.status.code(), 3);
+    assert!(r.out.contains("limit_hit max_output_tokens"), "{}", r.out);
+    let t = read_transcript(&p.run_dir().join("scenario.jsonl")).unwrap();
+    let results: Vec<_> = t
+        .events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ToolResult(res) => Some(res),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].state, ToolState::CouldNotRun);
+    assert!(
+        results[0].output.starts_with("not run: "),
+        "{}",
+        results[0].output
+    );
+}
+
+#[test]
 fn a_missing_api_key_exits_77_before_any_episode() {
     let p = Project::new(SCENARIO, &[DONE]);
     std::fs::write(
