@@ -21,13 +21,32 @@ use clap::{CommandFactory, Parser, Subcommand};
 pub use exit::Exit;
 
 /// bee runs AI coding agents whose every tool call is confined by eBPF LSM programs.
+///
+/// Generic over its commands so that one definition serves two command lines: the one bee
+/// parses ([`Invocation`]) and the public one ([`Command`]), without the hidden commands.
 #[derive(Debug, Parser)]
 #[command(name = "bee", version, about, long_about = None, arg_required_else_help = false)]
-struct Cli {
+struct Cli<C: Subcommand> {
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Option<C>,
 }
 
+/// Every command bee parses: the public ones and the hidden ones bee starts itself.
+#[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value, parsed once at start; boxing would only add an indirection"
+)]
+enum Invocation {
+    // The public commands, at the top level of the command line.
+    #[command(flatten)]
+    Public(Command),
+    /// Run one file tool inside a sandbox (started by bee itself).
+    #[command(name = "__tool", hide = true)]
+    Tool(tool_runner::Args),
+}
+
+/// The public commands.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
@@ -42,14 +61,11 @@ enum Command {
     Metrics(metrics::Args),
     /// Run a scenario's agent episodes, each tool call confined by the policy.
     Run(run::Args),
-    /// Run one file tool inside a sandbox (started by bee itself).
-    #[command(name = "__tool", hide = true)]
-    Tool(tool_runner::Args),
 }
 
 /// Parses the command line, runs the command and returns its exit status.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::<Invocation>::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -65,17 +81,19 @@ pub fn main() -> ExitCode {
     let exit = match cli.command {
         None => {
             let mut out = std::io::stdout();
-            let _ = Cli::command().write_help(&mut out);
+            let _ = Cli::<Invocation>::command().write_help(&mut out);
             let _ = writeln!(out);
             Exit::Ok
         }
-        Some(Command::Validate(args)) => validate::run(&args),
-        Some(Command::Check(args)) => check::run(&args),
-        Some(Command::Exec(args)) => return exec::run(&args),
-        Some(Command::Config(args)) => config_cmd::run(&args),
-        Some(Command::Metrics(args)) => metrics::run(&args),
-        Some(Command::Run(args)) => return run::run(&args),
-        Some(Command::Tool(args)) => tool_runner::run(&args),
+        Some(Invocation::Public(command)) => match command {
+            Command::Validate(args) => validate::run(&args),
+            Command::Check(args) => check::run(&args),
+            Command::Exec(args) => return exec::run(&args),
+            Command::Config(args) => config_cmd::run(&args),
+            Command::Metrics(args) => metrics::run(&args),
+            Command::Run(args) => return run::run(&args),
+        },
+        Some(Invocation::Tool(args)) => tool_runner::run(&args),
     };
     exit.into()
 }
