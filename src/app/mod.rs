@@ -3,6 +3,7 @@
 //! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
 
 mod check;
+mod completions;
 mod config_cmd;
 pub mod enforcement;
 mod exec;
@@ -13,7 +14,7 @@ mod tool_runner;
 mod user;
 mod validate;
 
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -23,7 +24,7 @@ pub use exit::Exit;
 /// bee runs AI coding agents whose every tool call is confined by eBPF LSM programs.
 ///
 /// Generic over its commands so that one definition serves two command lines: the one bee
-/// parses ([`Invocation`]) and the public one ([`Command`]), without the hidden commands.
+/// parses ([`Invocation`]) and the public one that completions describe ([`Command`]).
 #[derive(Debug, Parser)]
 #[command(name = "bee", version, about, long_about = None, arg_required_else_help = false)]
 struct Cli<C: Subcommand> {
@@ -61,6 +62,28 @@ enum Command {
     Metrics(metrics::Args),
     /// Run a scenario's agent episodes, each tool call confined by the policy.
     Run(run::Args),
+    /// Print a shell completion script for bash, zsh or fish.
+    #[command(after_help = completions::AFTER_HELP)]
+    Completions(completions::Args),
+}
+
+/// The public command line, without the hidden commands: what `bee completions` describes.
+fn public_command() -> clap::Command {
+    Cli::<Command>::command()
+}
+
+/// Writes `bytes` to stdout. A closed pipe (`bee completions bash | head`) is not an error;
+/// any other failure is reported, with [`Exit::IoErr`].
+fn write_stdout(bytes: &[u8]) -> Exit {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => {
+            eprintln!("bee: writing to stdout: {e}");
+            Exit::IoErr
+        }
+    }
 }
 
 /// Parses the command line, runs the command and returns its exit status.
@@ -92,6 +115,7 @@ pub fn main() -> ExitCode {
             Command::Config(args) => config_cmd::run(&args),
             Command::Metrics(args) => metrics::run(&args),
             Command::Run(args) => return run::run(&args),
+            Command::Completions(args) => completions::run(&args),
         },
         Some(Invocation::Tool(args)) => tool_runner::run(&args),
     };
