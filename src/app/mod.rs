@@ -8,6 +8,7 @@ mod config_cmd;
 pub mod enforcement;
 mod exec;
 mod exit;
+mod man;
 mod metrics;
 pub mod run;
 mod tool_runner;
@@ -24,7 +25,8 @@ pub use exit::Exit;
 /// bee runs AI coding agents whose every tool call is confined by eBPF LSM programs.
 ///
 /// Generic over its commands so that one definition serves two command lines: the one bee
-/// parses ([`Invocation`]) and the public one that completions describe ([`Command`]).
+/// parses ([`Invocation`]) and the public one that completions and the man page describe
+/// ([`Command`]).
 #[derive(Debug, Parser)]
 #[command(name = "bee", version, about, long_about = None, arg_required_else_help = false)]
 struct Cli<C: Subcommand> {
@@ -65,9 +67,13 @@ enum Command {
     /// Print a shell completion script for bash, zsh or fish.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::Args),
+    /// Print the bee(1) man page, or write it and one page per command into a directory.
+    #[command(after_help = man::AFTER_HELP)]
+    Man(man::Args),
 }
 
-/// The public command line, without the hidden commands: what `bee completions` describes.
+/// The public command line, without the hidden commands: what `bee completions` and `bee man`
+/// describe.
 fn public_command() -> clap::Command {
     Cli::<Command>::command()
 }
@@ -116,6 +122,7 @@ pub fn main() -> ExitCode {
             Command::Metrics(args) => metrics::run(&args),
             Command::Run(args) => return run::run(&args),
             Command::Completions(args) => completions::run(&args),
+            Command::Man(args) => man::run(&args),
         },
         Some(Invocation::Tool(args)) => tool_runner::run(&args),
     };
