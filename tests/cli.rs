@@ -1,30 +1,10 @@
 //! The `bee` command line: exit statuses, help, and `bee validate` on the example policies.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn bee(args: &[&str]) -> Output {
-    match Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => unreachable!("cannot run bee: {e}"),
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{bee, code, stderr, stdout};
 
 fn example_policies() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");

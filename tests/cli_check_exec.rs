@@ -3,31 +3,11 @@
 //! These tests assert that kernel: on a host that enforces they fail, by design, rather than
 //! pass vacuously.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn bee(args: &[&str]) -> Output {
-    match Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-    {
-        Ok(o) => o,
-        Err(e) => unreachable!("cannot run bee: {e}"),
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{bee, code, stderr, stdout};
 
 /// A scratch directory of the test's own, removed on drop.
 struct Scratch(PathBuf);

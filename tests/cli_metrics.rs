@@ -1,7 +1,9 @@
 //! `bee metrics` on a small records fixture: the table, the JSON shape and the exit statuses.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 
 use bee::records::{
@@ -10,27 +12,9 @@ use bee::records::{
     ToolCall, ToolResult, ToolState, Usage,
 };
 use serde_json::{Value, json};
+use support::{bee, code, stderr, stdout};
 
 type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
-
-fn bee(args: &[&str]) -> Output {
-    match Command::new(env!("CARGO_BIN_EXE_bee")).args(args).output() {
-        Ok(o) => o,
-        Err(e) => unreachable!("cannot run bee: {e}"),
-    }
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn json_of(o: &Output) -> Value {
     match serde_json::from_slice(&o.stdout) {

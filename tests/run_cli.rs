@@ -3,23 +3,11 @@
 //! with a policy stops at 69; `tests/run_episodes.rs` covers the runs themselves with a
 //! scripted sandbox, and `tests/kernel_caps.rs` the 77 of missing privileges.)
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers outside #[test] functions: a failure there is a test failure"
-)]
+mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn bee(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(args)
-        .current_dir(cwd)
-        .env("HOME", cwd)
-        .env_remove("XDG_CONFIG_HOME")
-        .output()
-        .unwrap()
-}
+use support::{bee_in, stderr};
 
 fn demo(file: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,14 +17,10 @@ fn demo(file: &str) -> String {
         .to_string()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn the_demo_without_enforcement_exits_69_before_any_model_call() {
     let dir = tempfile::tempdir().unwrap();
-    let o = bee(
+    let o = bee_in(
         dir.path(),
         &[
             "run",
@@ -67,7 +51,7 @@ fn the_demo_without_enforcement_exits_69_before_any_model_call() {
 #[test]
 fn host_and_a_policy_together_exit_64() {
     let dir = tempfile::tempdir().unwrap();
-    let o = bee(
+    let o = bee_in(
         dir.path(),
         &[
             "run",
@@ -84,9 +68,9 @@ fn host_and_a_policy_together_exit_64() {
 #[test]
 fn missing_arguments_and_files_exit_64_and_66() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(bee(dir.path(), &["run"]).status.code(), Some(64));
+    assert_eq!(bee_in(dir.path(), &["run"]).status.code(), Some(64));
     assert_eq!(
-        bee(
+        bee_in(
             dir.path(),
             &["run", "--scenario", "s.toml", "--concurrency", "0"]
         )
@@ -94,7 +78,7 @@ fn missing_arguments_and_files_exit_64_and_66() {
         .code(),
         Some(64)
     );
-    let o = bee(
+    let o = bee_in(
         dir.path(),
         &[
             "run",
@@ -110,7 +94,7 @@ fn missing_arguments_and_files_exit_64_and_66() {
 #[test]
 fn help_lists_the_run_flags() {
     let dir = tempfile::tempdir().unwrap();
-    let o = bee(dir.path(), &["run", "--help"]);
+    let o = bee_in(dir.path(), &["run", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     let help = String::from_utf8_lossy(&o.stdout);
     for flag in [

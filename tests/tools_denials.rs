@@ -8,9 +8,11 @@
     reason = "test helpers outside #[test] functions: a failure there is a test failure"
 )]
 
+mod support;
+
 use std::fs;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bee::provider::ToolCall;
@@ -23,6 +25,7 @@ use bee_core::{CompileOptions, CompiledPolicy, compile_str};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{EnforceError, Enforcer, InstallId};
 use serde_json::{Value, json};
+use support::bee_exe;
 
 #[derive(Debug, Default)]
 struct Fake {
@@ -91,10 +94,6 @@ fn enforced(ws: &Path, fake: &Arc<Fake>, runner: &Path) -> Sandbox {
     Sandbox::new(config).unwrap()
 }
 
-fn bee() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_bee"))
-}
-
 fn call(sb: &Sandbox, name: &str, args: Value) -> ToolOutcome {
     let call = ToolCall {
         id: "call_1".to_owned(),
@@ -111,7 +110,7 @@ fn a_denied_read_leads_with_the_policy_reason() {
     fs::write(&secret, "key").unwrap();
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     assert_eq!(sb.isolation(), Isolation::Enforced);
     assert_eq!(*fake.installed.lock().unwrap(), vec![sb.cgroup_id()]);
     let path = secret.to_str().unwrap();
@@ -138,7 +137,7 @@ fn a_denial_during_a_completed_call_follows_as_a_note() {
     let ws = tempfile::tempdir().unwrap();
     fs::write(ws.path().join("a.txt"), "one\n").unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     fake.push(Hook::FileOpen, ACCESS_READ, "/etc/shadow", 7);
     fake.push(Hook::FileOpen, ACCESS_READ, "/etc/shadow", 7);
     let o = call(&sb, "read_file", json!({"path": "a.txt"}));
@@ -154,7 +153,7 @@ fn a_denial_during_a_completed_call_follows_as_a_note() {
 fn a_failed_shell_command_leads_with_its_denials() {
     let ws = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     fake.push(Hook::BprmCheckSecurity, ACCESS_EXEC, "/usr/bin/curl", 9);
     let o = call(&sb, "shell", json!({"command": "exit 126"}));
     assert_eq!(o.state, ToolState::Failed);
@@ -170,7 +169,7 @@ fn a_runner_that_cannot_start_could_not_run_and_says_why() {
     let ws = tempfile::tempdir().unwrap();
     // A runner that is not executable: the launch fails with EACCES, as a denied execve would.
     let runner = ws.path().join("bee-copy");
-    fs::copy(bee(), &runner).unwrap();
+    fs::copy(bee_exe(), &runner).unwrap();
     fs::set_permissions(&runner, fs::Permissions::from_mode(0o644)).unwrap();
     let fake = Arc::new(Fake::default());
     let sb = enforced(ws.path(), &fake, &runner);
@@ -205,7 +204,7 @@ fn the_runners_own_startup_read_is_kept_apart() {
     let ws = tempfile::tempdir().unwrap();
     fs::create_dir(ws.path().join("src")).unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     fake.push(Hook::FileOpen, ACCESS_READ, "/proc/31337/maps", 31337);
     let o = call(&sb, "list_dir", json!({}));
     assert_eq!(o.state, ToolState::Completed);
@@ -218,13 +217,13 @@ fn the_runners_own_startup_read_is_kept_apart() {
 fn the_runner_grant_is_exact_pinned_and_the_only_widening() {
     let ws = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     let original = policy(ws.path());
     let widened = sb.policy().unwrap();
     let grant = sb.runner_grant().unwrap();
 
     // The executable: canonical path, pinned to its device and inode.
-    let exe = fs::canonicalize(bee()).unwrap();
+    let exe = fs::canonicalize(bee_exe()).unwrap();
     let meta = fs::metadata(&exe).unwrap();
     assert_eq!(grant.executable.path, exe.to_str().unwrap());
     assert_eq!(
@@ -288,14 +287,14 @@ fn the_runner_grant_is_exact_pinned_and_the_only_widening() {
 fn teardown_uninstalls_the_plan_on_finish_and_on_drop() {
     let ws = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     let id = sb.cgroup_id();
     fake.push(Hook::FileOpen, ACCESS_READ, "/late", 1);
     let late = sb.finish().unwrap();
     assert_eq!(late.len(), 1);
     assert_eq!(*fake.uninstalled.lock().unwrap(), vec![InstallId(id)]);
 
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     let id2 = sb.cgroup_id();
     drop(sb);
     assert_eq!(
@@ -308,7 +307,7 @@ fn teardown_uninstalls_the_plan_on_finish_and_on_drop() {
 fn audited_allows_are_kept_apart_from_denials() {
     let ws = tempfile::tempdir().unwrap();
     let fake = Arc::new(Fake::default());
-    let sb = enforced(ws.path(), &fake, &bee());
+    let sb = enforced(ws.path(), &fake, &bee_exe());
     fake.push(Hook::FileOpen, ACCESS_READ, "/denied", 5);
     fake.push(Hook::FileOpen, ACCESS_READ, "/allowed", 5);
     {

@@ -19,6 +19,8 @@ pub enum Exit {
     Unavailable = 69,
     /// `EX_SOFTWARE`: an internal error in bee.
     Software = 70,
+    /// `EX_IOERR`: output could not be written (a full disk, a directory in the way).
+    IoErr = 74,
     /// `EX_NOPERM`: permission denied.
     NoPerm = 77,
 }

@@ -3,17 +3,19 @@
 //! Every command returns an [`Exit`]; `main` maps it to the process status in one place.
 
 mod check;
+mod completions;
 mod config_cmd;
 pub mod enforcement;
 mod exec;
 mod exit;
+mod man;
 mod metrics;
 pub mod run;
 mod tool_runner;
 mod user;
 mod validate;
 
-use std::io::Write;
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -21,13 +23,33 @@ use clap::{CommandFactory, Parser, Subcommand};
 pub use exit::Exit;
 
 /// bee runs AI coding agents whose every tool call is confined by eBPF LSM programs.
+///
+/// Generic over its commands so that one definition serves two command lines: the one bee
+/// parses ([`Invocation`]) and the public one that completions and the man page describe
+/// ([`Command`]).
 #[derive(Debug, Parser)]
 #[command(name = "bee", version, about, long_about = None, arg_required_else_help = false)]
-struct Cli {
+struct Cli<C: Subcommand> {
     #[command(subcommand)]
-    command: Option<Command>,
+    command: Option<C>,
 }
 
+/// Every command bee parses: the public ones and the hidden ones bee starts itself.
+#[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value, parsed once at start; boxing would only add an indirection"
+)]
+enum Invocation {
+    // The public commands, at the top level of the command line.
+    #[command(flatten)]
+    Public(Command),
+    /// Run one file tool inside a sandbox (started by bee itself).
+    #[command(name = "__tool", hide = true)]
+    Tool(tool_runner::Args),
+}
+
+/// The public commands.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
@@ -42,14 +64,37 @@ enum Command {
     Metrics(metrics::Args),
     /// Run a scenario's agent episodes, each tool call confined by the policy.
     Run(run::Args),
-    /// Run one file tool inside a sandbox (started by bee itself).
-    #[command(name = "__tool", hide = true)]
-    Tool(tool_runner::Args),
+    /// Print a shell completion script for bash, zsh or fish.
+    #[command(after_help = completions::AFTER_HELP)]
+    Completions(completions::Args),
+    /// Print the bee(1) man page, or write it and one page per command into a directory.
+    #[command(after_help = man::AFTER_HELP)]
+    Man(man::Args),
+}
+
+/// The public command line, without the hidden commands: what `bee completions` and `bee man`
+/// describe.
+fn public_command() -> clap::Command {
+    Cli::<Command>::command()
+}
+
+/// Writes `bytes` to stdout. A closed pipe (`bee completions bash | head`) is not an error;
+/// any other failure is reported, with [`Exit::IoErr`].
+fn write_stdout(bytes: &[u8]) -> Exit {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => {
+            eprintln!("bee: writing to stdout: {e}");
+            Exit::IoErr
+        }
+    }
 }
 
 /// Parses the command line, runs the command and returns its exit status.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::<Invocation>::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
@@ -65,17 +110,21 @@ pub fn main() -> ExitCode {
     let exit = match cli.command {
         None => {
             let mut out = std::io::stdout();
-            let _ = Cli::command().write_help(&mut out);
+            let _ = Cli::<Invocation>::command().write_help(&mut out);
             let _ = writeln!(out);
             Exit::Ok
         }
-        Some(Command::Validate(args)) => validate::run(&args),
-        Some(Command::Check(args)) => check::run(&args),
-        Some(Command::Exec(args)) => return exec::run(&args),
-        Some(Command::Config(args)) => config_cmd::run(&args),
-        Some(Command::Metrics(args)) => metrics::run(&args),
-        Some(Command::Run(args)) => return run::run(&args),
-        Some(Command::Tool(args)) => tool_runner::run(&args),
+        Some(Invocation::Public(command)) => match command {
+            Command::Validate(args) => validate::run(&args),
+            Command::Check(args) => check::run(&args),
+            Command::Exec(args) => return exec::run(&args),
+            Command::Config(args) => config_cmd::run(&args),
+            Command::Metrics(args) => metrics::run(&args),
+            Command::Run(args) => return run::run(&args),
+            Command::Completions(args) => completions::run(&args),
+            Command::Man(args) => man::run(&args),
+        },
+        Some(Invocation::Tool(args)) => tool_runner::run(&args),
     };
     exit.into()
 }

@@ -1,8 +1,46 @@
-//! What the command-line kernel tests (`kernel_cli`, `kernel_caps`) share: a workspace with a
-//! secret beside it and a policy, and the `bee exec` read of that secret the kernel must deny.
+//! What the integration tests share: running the built `bee` and reading what it printed; and,
+//! for the command-line kernel tests (`kernel_cli`, `kernel_caps`), a workspace with a secret
+//! beside it and a policy, and the `bee exec` read of that secret the kernel must deny.
+
+#![allow(
+    dead_code,
+    reason = "each test crate includes this module and uses only some of it"
+)]
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
+
+/// The built `bee` executable.
+pub fn bee_exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_bee"))
+}
+
+/// Runs `bee ARGS` in the package's root directory and waits for it.
+pub fn bee(args: &[&str]) -> Output {
+    match Command::new(bee_exe())
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => unreachable!("cannot run bee: {e}"),
+    }
+}
+
+/// Runs `bee ARGS` in `dir`, which is also its `HOME`, with `XDG_CONFIG_HOME` unset: no user
+/// configuration of the machine running the tests reaches it.
+pub fn bee_in(dir: &Path, args: &[&str]) -> Output {
+    match Command::new(bee_exe())
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => unreachable!("cannot run bee: {e}"),
+    }
+}
 
 /// The exit status of `o`, -1 when a signal ended it.
 pub fn code(o: &Output) -> i32 {
@@ -12,6 +50,16 @@ pub fn code(o: &Output) -> i32 {
 /// Output bytes as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// What `o` printed on stdout, as text.
+pub fn stdout(o: &Output) -> String {
+    text(&o.stdout)
+}
+
+/// What `o` printed on stderr, as text.
+pub fn stderr(o: &Output) -> String {
+    text(&o.stderr)
 }
 
 /// A fresh directory with a workspace, a secret outside it, and a policy that grants the
@@ -28,6 +76,11 @@ pub struct Fixture {
     pub policy: PathBuf,
 }
 
+#[expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a fixture that cannot be set up or a record that is not there fails the test"
+)]
 impl Fixture {
     /// Writes the files into a new temporary directory.
     pub fn new() -> Self {
