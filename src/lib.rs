@@ -11,4 +11,5 @@ pub mod provider;
 pub mod records;
 pub mod sandbox;
 pub mod scenario;
+pub mod session;
 pub mod tools;

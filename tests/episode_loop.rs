@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use bee::episode::{
     CheckSpec, EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, Rule, ScriptedExecutor,
-    ToolDenial, ToolExecution, completed, denied, run_episode,
+    ToolDenial, ToolExecution, Update, completed, denied, run_episode,
 };
 use bee::provider::price::{Price, PriceTable};
 use bee::provider::replay::{Recording, Replay};
@@ -629,7 +629,14 @@ fn every_event_reaches_the_observer_and_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("metrics.sqlite")).unwrap());
     let seen = Mutex::new(Vec::<Event>::new());
-    let observer = |e: &Event| seen.lock().unwrap().push(e.clone());
+    let streamed = Mutex::new(String::new());
+    let started = Mutex::new(Vec::<String>::new());
+    let observer = |u: Update<'_>| match u {
+        Update::Recorded(e) => seen.lock().unwrap().push(e.clone()),
+        Update::Stream(StreamEvent::TextDelta { text }) => streamed.lock().unwrap().push_str(text),
+        Update::Stream(_) => {}
+        Update::ToolStarted(call) => started.lock().unwrap().push(call.id.clone()),
+    };
     let r = run_episode(
         &spec(dir.path()),
         &replay(&[LS, DONE]),
@@ -647,6 +654,10 @@ fn every_event_reaches_the_observer_and_the_store() {
     assert_eq!(seqs, (1..=on_disk.len() as u64).collect::<Vec<_>>());
     let ro = Store::open_read_only(&dir.path().join("metrics.sqlite")).unwrap();
     assert_eq!(ro.schema_version().unwrap(), bee::records::SCHEMA_VERSION);
+    // The model's text reached the observer as it streamed, before it was recorded, and the
+    // tool call was announced before it ran.
+    assert_eq!(streamed.into_inner().unwrap(), "lookdone");
+    assert_eq!(started.into_inner().unwrap(), ["c1"]);
 }
 
 #[test]

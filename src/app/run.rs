@@ -51,12 +51,12 @@ use super::enforcement;
 use super::user::invoking_home;
 use crate::config::{Config, Env, FileError, Flags, Origin, Refusal, Sourced};
 use crate::episode::{
-    EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, copy_path,
+    EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path,
     copy_workspace, run_episode,
 };
 use crate::provider::{ErrorCategory, ProviderSpec};
 use crate::records::{
-    Enforcement, EpisodeRecorder, EpisodeStarted, Event, Limits, Outcome, PolicyRecord, RunSummary,
+    Enforcement, EpisodeRecorder, EpisodeStarted, Limits, Outcome, PolicyRecord, RunSummary,
     STORE_FILE, Store, Timestamp,
 };
 use crate::scenario::{EpisodeDef, Scenario, WorkspaceMode};
@@ -752,7 +752,11 @@ impl Shared<'_> {
             max_output_tokens: self.provider.max_output_tokens,
         };
         self.progress.started(id, workspace);
-        let observer = |e: &Event| self.progress.event(id, e);
+        let observer = |u: Update<'_>| {
+            if let Update::Recorded(e) = u {
+                self.progress.event(id, e);
+            }
+        };
         match run_episode(
             &spec,
             &model,

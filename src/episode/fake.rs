@@ -5,9 +5,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::executor::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
 use crate::provider::{ToolCall, ToolDef};
 use crate::records::{Enforcement, ExitStatus, ToolState};
+use crate::session::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
 
 /// One scripted answer.
 #[derive(Debug, Clone)]

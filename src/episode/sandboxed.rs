@@ -11,7 +11,7 @@ use crate::records::{Enforcement, ExitStatus, ToolState};
 use crate::sandbox::{Isolation, RunOutput, Sandbox};
 use crate::tools::{self, ToolLimits, ToolSet};
 
-use super::executor::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
+use crate::session::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
 
 /// Most bytes of a success check's output kept for the record.
 const CHECK_OUTPUT_CAP: usize = 64 * 1024;

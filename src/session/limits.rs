@@ -1,8 +1,8 @@
-//! The hard limits of an episode, checked before the step that would pass them.
+//! The hard limits of a session, checked before the step that would pass them.
 
 use std::time::Instant;
 
-use super::run::{EpisodeSpec, Model};
+use super::{EpisodeLimits, Model};
 use crate::provider::Response;
 use crate::records::{LimitHit, LimitKind};
 
@@ -58,12 +58,11 @@ fn limit(limit: LimitKind, detail: String) -> LimitHit {
 
 /// The limit that forbids another model call, if any.
 pub(super) fn before_call(
-    spec: &EpisodeSpec,
+    l: &EpisodeLimits,
     model: &Model,
     spent: &Spent,
     deadline: Option<Instant>,
 ) -> Option<LimitHit> {
-    let l = &spec.limits;
     if let Some(max) = l.turns.filter(|m| spent.turns >= *m) {
         return Some(limit(
             LimitKind::Turns,
@@ -122,8 +121,7 @@ pub(super) fn before_call(
 }
 
 /// The limit the last model call reached, which forbids running its tool calls.
-pub(super) fn after_call(spec: &EpisodeSpec, spent: &Spent, pending: usize) -> Option<LimitHit> {
-    let l = &spec.limits;
+pub(super) fn after_call(l: &EpisodeLimits, spent: &Spent, pending: usize) -> Option<LimitHit> {
     let not_run = format!("; {pending} tool call(s) of the last turn not run");
     if let Some(max) = l.turns.filter(|m| spent.turns >= *m) {
         return Some(limit(
@@ -165,16 +163,20 @@ pub(super) fn after_call(spec: &EpisodeSpec, spent: &Spent, pending: usize) -> O
 }
 
 /// Caps the output budget at the tokens left under the token limit.
-pub(super) fn output_budget(spec: &EpisodeSpec, model: &Model, spent: &Spent) -> Option<u32> {
-    let Some(max) = spec.limits.tokens else {
-        return spec.max_output_tokens;
+pub(super) fn output_budget(
+    l: &EpisodeLimits,
+    max_output_tokens: Option<u32>,
+    model: &Model,
+    spent: &Spent,
+) -> Option<u32> {
+    let Some(max) = l.tokens else {
+        return max_output_tokens;
     };
     let left = max.saturating_sub(spent.tokens).max(1);
-    let asked = spec.max_output_tokens.unwrap_or(model.max_output_tokens);
-    let asked = u64::from(asked);
+    let asked = u64::from(max_output_tokens.unwrap_or(model.max_output_tokens));
     if left < asked {
         Some(u32::try_from(left).unwrap_or(u32::MAX))
     } else {
-        spec.max_output_tokens
+        max_output_tokens
     }
 }
