@@ -207,7 +207,45 @@ fn entries_show_every_value_with_its_origin() {
     );
     assert_eq!(get("policy").1, "(unset)");
     assert_eq!(get("workspace").2.to_string(), "default");
-    assert_eq!(entries.len(), 10);
+    assert_eq!(get("tools.shell_timeout_seconds").1, "120");
+    assert_eq!(get("tools.shell_timeout_seconds").2.to_string(), "default");
+    assert_eq!(entries.len(), 15);
+}
+
+#[test]
+fn tool_limits_come_from_the_configuration() {
+    let w = World::new();
+    let p = w.project(
+        "[tools]\noutput_cap_bytes = 4096\nshell_timeout_seconds = 30\n\
+         shell_timeout_max_seconds = 90\ndisabled = [\"shell\"]\n",
+    );
+    let c = w.resolve(&Flags::default());
+    let limits = c.tools.limits();
+    assert_eq!(limits.output_cap, 4096);
+    assert_eq!(limits.shell_timeout, std::time::Duration::from_secs(30));
+    assert_eq!(limits.shell_timeout_max, std::time::Duration::from_secs(90));
+    // Unset: the default.
+    assert_eq!(limits.file_timeout, std::time::Duration::from_secs(60));
+    let disabled = c.tools.disabled.unwrap();
+    assert_eq!(disabled.value, ["shell"]);
+    assert_eq!(disabled.origin, file(&p, 5));
+
+    w.project("[tools]\nfile_timeout_seconds = 0\nshell_timeout_seconds = 700\nshell_timeout_max_seconds = 600\n");
+    let e = error(&w, &Flags::default());
+    let keys: Vec<_> = e
+        .diagnostics()
+        .unwrap()
+        .problems
+        .iter()
+        .map(|p| (p.line, p.key.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            (2, "tools.file_timeout_seconds".to_owned()),
+            (3, "tools.shell_timeout_seconds".to_owned())
+        ]
+    );
 }
 
 #[test]

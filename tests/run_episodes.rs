@@ -20,6 +20,8 @@ use bee::provider::{ErrorCategory, ToolCall, ToolDef};
 use bee::records::{
     Enforcement, EventBody, ExitStatus, Outcome, RunSummary, ToolState, read_transcript,
 };
+use bee::tools::Registry;
+use bee_core::CompiledPolicy;
 
 #[derive(Clone, Default)]
 struct Buf(Arc<Mutex<Vec<u8>>>);
@@ -173,11 +175,15 @@ impl SandboxFactory for FakeRef {
     fn executor(
         &self,
         workspace: &Path,
-        policy: Option<&Path>,
+        policy: Option<CompiledPolicy>,
+        _tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, String> {
         let me = &self.0;
         me.workspaces.lock().unwrap().push(workspace.to_owned());
-        me.policies.lock().unwrap().push(policy.map(Path::to_owned));
+        me.policies
+            .lock()
+            .unwrap()
+            .push(policy.map(|p| PathBuf::from(p.source)));
         let mut inner = ScriptedExecutor::new(&["shell"], SandboxFactory::enforcement(self));
         if me.check_fails {
             inner = inner.check_answer(ToolExecution {
@@ -362,6 +368,25 @@ fn an_answer_cut_at_its_output_limit_exits_3_and_runs_none_of_its_calls() {
         "{}",
         results[0].output
     );
+}
+
+#[test]
+fn an_unknown_disabled_tool_is_an_invalid_configuration() {
+    let p = Project::new(SCENARIO, &[DONE]);
+    std::fs::write(
+        p.path().join("bee.toml"),
+        "[tools]\ndisabled = [\"shel\"]\n",
+    )
+    .unwrap();
+    let r = go(&p, &["--config", "bee.toml"]);
+    assert_eq!(r.status, RunStatus::DataErr);
+    assert!(
+        r.err.contains("tools.disabled: there is no tool `shel`"),
+        "{}",
+        r.err
+    );
+    assert!(r.err.contains("bee.toml:2"), "{}", r.err);
+    assert!(!p.has_runs());
 }
 
 #[test]

@@ -10,12 +10,12 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use bee::provider::ToolDef;
-use bee::tools::{RUNNER_TOOLS, RunnerResponse, SHELL_TOOL, ToolSet, ToolState};
+use bee::tools::{RUNNER_TOOLS, Registry, RunnerResponse, SHELL_TOOL, ToolLimits, ToolState};
 use serde_json::{Value, json};
 
 #[test]
 fn every_tool_has_an_object_schema_whose_required_fields_exist() {
-    let defs = ToolSet::definitions();
+    let defs = Registry::standard(ToolLimits::default()).definitions();
     let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
     let mut expected: Vec<&str> = RUNNER_TOOLS.to_vec();
     expected.push(SHELL_TOOL);
@@ -46,7 +46,7 @@ fn every_tool_has_an_object_schema_whose_required_fields_exist() {
 #[test]
 fn required_fields_are_the_ones_without_defaults() {
     let required = |name: &str| -> Vec<String> {
-        let defs = ToolSet::definitions();
+        let defs = Registry::standard(ToolLimits::default()).definitions();
         let def = defs.iter().find(|d| d.name == name).unwrap();
         def.parameters["required"]
             .as_array()

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use bee::provider::ToolCall;
 use bee::sandbox::{Isolation, RUNNER_ORIGIN_KEY, Sandbox, SandboxConfig, SandboxMode};
-use bee::tools::{ToolOutcome, ToolSet, ToolState};
+use bee::tools::{Registry, ToolLimits, ToolOutcome, ToolState};
 use bee_common::event::EVENT_ALLOWED;
 use bee_common::{ACCESS_EXEC, ACCESS_READ, AuditEvent, Hook};
 use bee_core::glob::PathPattern;
@@ -100,7 +100,7 @@ fn call(sb: &Sandbox, name: &str, args: Value) -> ToolOutcome {
         name: name.to_owned(),
         arguments: args.to_string(),
     };
-    ToolSet::default().call(sb, &call)
+    Registry::standard(ToolLimits::default()).call(sb, &call)
 }
 
 #[test]

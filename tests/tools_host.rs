@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bee::provider::ToolCall;
 use bee::sandbox::{Isolation, Sandbox, SandboxConfig, SandboxMode};
-use bee::tools::{ToolLimits, ToolOutcome, ToolSet, ToolState};
+use bee::tools::{Registry, ToolLimits, ToolOutcome, ToolState};
 use serde_json::{Value, json};
 
 fn sandbox(ws: &Path) -> Sandbox {
@@ -25,7 +25,7 @@ fn workspace() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-fn call_with(tools: &ToolSet, sb: &Sandbox, name: &str, args: &Value) -> ToolOutcome {
+fn call_with(tools: &Registry, sb: &Sandbox, name: &str, args: &Value) -> ToolOutcome {
     let call = ToolCall {
         id: "call_1".to_owned(),
         name: name.to_owned(),
@@ -35,7 +35,7 @@ fn call_with(tools: &ToolSet, sb: &Sandbox, name: &str, args: &Value) -> ToolOut
 }
 
 fn call(sb: &Sandbox, name: &str, args: Value) -> ToolOutcome {
-    call_with(&ToolSet::default(), sb, name, &args)
+    call_with(&Registry::standard(ToolLimits::default()), sb, name, &args)
 }
 
 fn assert_state(o: &ToolOutcome, state: ToolState) {
@@ -89,7 +89,7 @@ fn read_file_output_cap_cuts_with_a_note() {
     let text: String = (1..=500).map(|i| format!("line number {i}\n")).collect();
     fs::write(ws.path().join("big.txt"), text).unwrap();
     let sb = sandbox(ws.path());
-    let tools = ToolSet::new(ToolLimits {
+    let tools = Registry::standard(ToolLimits {
         output_cap: 1024,
         ..ToolLimits::default()
     });
@@ -368,7 +368,7 @@ fn grep_output_cap_cuts_with_a_note() {
     let text: String = (1..=400).map(|i| format!("match {i}\n")).collect();
     fs::write(ws.path().join("m.txt"), text).unwrap();
     let sb = sandbox(ws.path());
-    let tools = ToolSet::new(ToolLimits {
+    let tools = Registry::standard(ToolLimits {
         output_cap: 512,
         ..ToolLimits::default()
     });
@@ -407,7 +407,7 @@ fn shell_completes_or_fails_by_exit_status() {
 fn shell_output_cap_cuts_with_a_note() {
     let ws = workspace();
     let sb = sandbox(ws.path());
-    let tools = ToolSet::new(ToolLimits {
+    let tools = Registry::standard(ToolLimits {
         output_cap: 100,
         ..ToolLimits::default()
     });
@@ -442,10 +442,11 @@ fn shell_timeout_kills_the_process_group() {
         json!({"command": "sleep 60 & echo $!; sleep 60", "timeout_secs": 1}),
     );
     assert!(start.elapsed() < Duration::from_secs(10));
-    assert_state(&o, ToolState::CouldNotRun);
+    // A timeout has one meaning for every tool: it started and did not finish: failed.
+    assert_state(&o, ToolState::Failed);
     assert!(
         o.content
-            .starts_with("could not run: timed out after 1 s; its process group was killed"),
+            .starts_with("failed: timed out after 1 s; its process group was killed"),
         "{}",
         o.content
     );
@@ -481,7 +482,7 @@ fn background_processes_do_not_outlive_the_call() {
 fn bad_calls_could_not_run() {
     let ws = workspace();
     let sb = sandbox(ws.path());
-    let tools = ToolSet::default();
+    let tools = Registry::standard(ToolLimits::default());
     let bad_json = ToolCall {
         id: "c".to_owned(),
         name: "read_file".to_owned(),
@@ -587,23 +588,23 @@ fn calls_get_the_configured_limits_and_variables() {
 fn a_sandbox_can_be_shared_between_threads() {
     fn shared<T: Send + Sync>() {}
     shared::<Sandbox>();
-    shared::<ToolSet>();
+    shared::<Registry>();
 }
 
 #[test]
-fn a_file_tool_that_runs_out_of_time_could_not_run() {
+fn a_file_tool_that_runs_out_of_time_failed() {
     let ws = workspace();
     let sb = sandbox(ws.path());
     // No time at all: the runner is killed before it can answer.
-    let tools = ToolSet::new(ToolLimits {
+    let tools = Registry::standard(ToolLimits {
         file_timeout: Duration::ZERO,
         ..ToolLimits::default()
     });
     let o = call_with(&tools, &sb, "list_dir", &json!({}));
-    assert_state(&o, ToolState::CouldNotRun);
+    assert_state(&o, ToolState::Failed);
     assert_eq!(
         o.content,
-        "could not run: `list_dir` timed out after 0 s and was killed"
+        "failed: `list_dir` timed out after 0 s and was killed"
     );
 }
 

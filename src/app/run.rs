@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bee_core::{CompileOptions, PolicyError, compile_file};
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, compile_file};
 use clap::Parser;
 
 use super::enforcement;
@@ -60,6 +60,7 @@ use crate::records::{
     STORE_FILE, Store, Timestamp,
 };
 use crate::scenario::{EpisodeDef, Scenario, WorkspaceMode};
+use crate::tools::Registry;
 use progress::{Progress, Style};
 
 /// Arguments of `bee run`.
@@ -233,15 +234,16 @@ pub trait SandboxFactory: Send + Sync {
     /// How the executors it builds confine tools.
     fn enforcement(&self) -> Enforcement;
 
-    /// The executor of one episode, working in `workspace` under `policy` (`None` only in
-    /// host mode).
+    /// The executor of one episode, working in `workspace` under `policy` (compiled against
+    /// that workspace; `None` only in host mode) and offering `tools`.
     ///
     /// # Errors
     /// Why no executor could be built (the episode then ends as `enforcement-unavailable`).
     fn executor(
         &self,
         workspace: &Path,
-        policy: Option<&Path>,
+        policy: Option<CompiledPolicy>,
+        tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, String>;
 
     /// Appends the audit records of every tool call of every episode to `path` as JSON
@@ -383,6 +385,8 @@ struct Plan {
     records_dir: PathBuf,
     /// Where every tool call's audit records are appended as JSON lines (`--audit`).
     audit: Option<PathBuf>,
+    /// The tools every episode offers, with their limits.
+    tools: Arc<Registry>,
 }
 
 fn is_flag(origin: &Origin) -> bool {
@@ -468,7 +472,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             ));
         }
         if let Some(p) = &policy {
-            check_policy(p, &def.workspace)?;
+            compile_policy(p, &def.workspace)?;
         }
         let l = &config.limits;
         let limits = EpisodeLimits {
@@ -483,6 +487,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             limits,
         });
     }
+    let tools = Arc::new(tool_registry(&config)?);
     Ok(Plan {
         episodes,
         enforcement: if host {
@@ -493,17 +498,35 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         provider,
         records_dir: config.records_dir.value,
         audit: config.audit.map(|a| a.value),
+        tools,
     })
 }
 
+/// The tools of the configuration: bee's built-in ones with the configured limits, less
+/// those `tools.disabled` names (an unknown name is an invalid configuration, 65).
+fn tool_registry(config: &Config) -> Result<Registry, Refused> {
+    let mut registry = Registry::standard(config.tools.limits());
+    if let Some(disabled) = &config.tools.disabled {
+        for name in &disabled.value {
+            registry.remove(name).map_err(|e| {
+                Refused(
+                    RunStatus::DataErr,
+                    format!("{}: tools.disabled: {e}", disabled.origin),
+                )
+            })?;
+        }
+    }
+    Ok(registry)
+}
+
 /// Compiles a policy against the workspace it will confine (65 invalid, 66 missing).
-fn check_policy(policy: &Path, workspace: &Path) -> Result<(), Refused> {
+fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
     let options = CompileOptions {
         base: workspace.to_owned(),
         home: invoking_home(),
     };
     match compile_file(policy, &options) {
-        Ok(_) => Ok(()),
+        Ok(compiled) => Ok(compiled.policy),
         Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
         Err(PolicyError::Invalid(diagnostics)) => {
             let mut text = format!("{}: the policy is invalid\n", policy.display());
@@ -619,6 +642,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         temp_dir: ctx.temp_dir.clone(),
         keep: args.keep_workspaces,
         errors: Mutex::new(Vec::new()),
+        tools: Arc::clone(&plan.tools),
     };
     let queue = Mutex::new(plan.episodes.into_iter().collect::<VecDeque<_>>());
     let results = Mutex::new(Vec::new());
@@ -673,6 +697,7 @@ struct Shared<'a> {
     temp_dir: PathBuf,
     keep: bool,
     errors: Mutex<Vec<String>>,
+    tools: Arc<Registry>,
 }
 
 impl Shared<'_> {
@@ -733,7 +758,13 @@ impl Shared<'_> {
             run_started_at: self.started_at,
             max_output_tokens: ep.def.max_output_tokens,
         };
-        let executor = match self.factory.executor(workspace, ep.policy.as_deref()) {
+        // The policy, compiled against this episode's workspace (a copy's paths are its own).
+        let policy = match ep.policy.as_deref().map(|p| compile_policy(p, workspace)) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err(Refused(_, why))) => return self.unavailable(&spec, &why),
+        };
+        let executor = match self.factory.executor(workspace, policy, &self.tools) {
             Ok(x) => x,
             Err(why) => return self.unavailable(&spec, &why),
         };

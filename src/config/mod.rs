@@ -96,6 +96,44 @@ pub struct Limits {
     pub cost_usd: Option<Sourced<f64>>,
 }
 
+/// `[tools]`: the limits of every tool call and the tools the model is not offered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolsConfig {
+    /// Most bytes of a tool's output the model is given (`tools.output_cap_bytes`).
+    pub output_cap_bytes: Option<Sourced<u64>>,
+    /// How long a file tool may run, seconds (`tools.file_timeout_seconds`).
+    pub file_timeout_seconds: Option<Sourced<u64>>,
+    /// The shell's timeout when the model gives none, seconds
+    /// (`tools.shell_timeout_seconds`).
+    pub shell_timeout_seconds: Option<Sourced<u64>>,
+    /// The longest shell timeout the model may ask for, seconds
+    /// (`tools.shell_timeout_max_seconds`).
+    pub shell_timeout_max_seconds: Option<Sourced<u64>>,
+    /// Tools not offered to the model (`tools.disabled = ["shell"]`).
+    pub disabled: Option<Sourced<Vec<String>>>,
+}
+
+impl ToolsConfig {
+    /// The limits of tool calls: each configured value, else the default
+    /// ([`crate::tools::ToolLimits::default`]).
+    #[must_use]
+    pub fn limits(&self) -> crate::tools::ToolLimits {
+        let d = crate::tools::ToolLimits::default();
+        let secs = |v: &Option<Sourced<u64>>, default: std::time::Duration| {
+            v.as_ref()
+                .map_or(default, |s| std::time::Duration::from_secs(s.value))
+        };
+        crate::tools::ToolLimits {
+            output_cap: self.output_cap_bytes.as_ref().map_or(d.output_cap, |s| {
+                usize::try_from(s.value).unwrap_or(usize::MAX)
+            }),
+            file_timeout: secs(&self.file_timeout_seconds, d.file_timeout),
+            shell_timeout: secs(&self.shell_timeout_seconds, d.shell_timeout),
+            shell_timeout_max: secs(&self.shell_timeout_max_seconds, d.shell_timeout_max),
+        }
+    }
+}
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
@@ -116,6 +154,8 @@ pub struct Config {
     pub records_dir: Sourced<PathBuf>,
     /// Episode budgets.
     pub limits: Limits,
+    /// `[tools]`: limits of tool calls and tools turned off.
+    pub tools: ToolsConfig,
     /// `[security.scanners.NAME]` tables, kept as data for the scanner tools.
     pub scanners: BTreeMap<String, Sourced<toml::Table>>,
     /// The files that were read, highest precedence first.
@@ -283,6 +323,7 @@ impl Config {
             audit: None,
             records_dir: Sourced::default(env.cwd.join(".bee").join("records")),
             limits: Limits::default(),
+            tools: ToolsConfig::default(),
             scanners: BTreeMap::new(),
             files: Vec::new(),
         };
@@ -407,6 +448,43 @@ impl Config {
         push("limits.tokens", num(&self.limits.tokens));
         push("limits.wall_seconds", num(&self.limits.wall_seconds));
         push("limits.cost_usd", num(&self.limits.cost_usd));
+        let limits = self.tools.limits();
+        let or_default = |v: &Option<Sourced<u64>>, default: u64| match v {
+            Some(s) => (s.value.to_string(), s.origin.clone()),
+            None => (default.to_string(), Origin::Default),
+        };
+        push(
+            "tools.output_cap_bytes",
+            or_default(&self.tools.output_cap_bytes, limits.output_cap as u64),
+        );
+        push(
+            "tools.file_timeout_seconds",
+            or_default(
+                &self.tools.file_timeout_seconds,
+                limits.file_timeout.as_secs(),
+            ),
+        );
+        push(
+            "tools.shell_timeout_seconds",
+            or_default(
+                &self.tools.shell_timeout_seconds,
+                limits.shell_timeout.as_secs(),
+            ),
+        );
+        push(
+            "tools.shell_timeout_max_seconds",
+            or_default(
+                &self.tools.shell_timeout_max_seconds,
+                limits.shell_timeout_max.as_secs(),
+            ),
+        );
+        push(
+            "tools.disabled",
+            match &self.tools.disabled {
+                Some(s) => (format!("{:?}", s.value), s.origin.clone()),
+                None => ("[]".to_owned(), Origin::Default),
+            },
+        );
         for (name, table) in &self.scanners {
             push(
                 &format!("security.scanners.{name}"),

@@ -21,7 +21,18 @@ struct RawConfig {
     audit: Option<Spanned<String>>,
     records_dir: Option<Spanned<String>>,
     limits: Option<RawLimits>,
+    tools: Option<RawTools>,
     security: Option<RawSecurity>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTools {
+    output_cap_bytes: Option<Spanned<u64>>,
+    file_timeout_seconds: Option<Spanned<u64>>,
+    shell_timeout_seconds: Option<Spanned<u64>>,
+    shell_timeout_max_seconds: Option<Spanned<u64>>,
+    disabled: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -152,6 +163,54 @@ pub(super) fn apply(
                 );
             }
             config.limits.cost_usd = Some(r.sourced(n));
+        }
+    }
+    if let Some(t) = &raw.tools {
+        let positive = [
+            (&t.output_cap_bytes, "tools.output_cap_bytes"),
+            (&t.file_timeout_seconds, "tools.file_timeout_seconds"),
+            (&t.shell_timeout_seconds, "tools.shell_timeout_seconds"),
+            (
+                &t.shell_timeout_max_seconds,
+                "tools.shell_timeout_max_seconds",
+            ),
+        ];
+        for (v, key) in positive {
+            if let Some(n) = v.as_ref().filter(|n| *n.get_ref() == 0) {
+                r.problem(
+                    n.span(),
+                    key,
+                    "must be at least 1",
+                    "remove the key for the default",
+                );
+            }
+        }
+        if let (Some(t1), Some(max)) = (&t.shell_timeout_seconds, &t.shell_timeout_max_seconds) {
+            if t1.get_ref() > max.get_ref() {
+                r.problem(
+                    t1.span(),
+                    "tools.shell_timeout_seconds",
+                    "is longer than tools.shell_timeout_max_seconds",
+                    "the default timeout must be within the longest one",
+                );
+            }
+        }
+        let c = &mut config.tools;
+        for (slot, v) in [
+            (&mut c.output_cap_bytes, &t.output_cap_bytes),
+            (&mut c.file_timeout_seconds, &t.file_timeout_seconds),
+            (&mut c.shell_timeout_seconds, &t.shell_timeout_seconds),
+            (
+                &mut c.shell_timeout_max_seconds,
+                &t.shell_timeout_max_seconds,
+            ),
+        ] {
+            if let Some(v) = v {
+                *slot = Some(r.sourced(v));
+            }
+        }
+        if let Some(d) = &t.disabled {
+            config.tools.disabled = Some(r.sourced(d));
         }
     }
     if let Some(s) = &raw.security {

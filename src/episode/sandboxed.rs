@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::provider::{ToolCall, ToolDef};
 use crate::records::{Enforcement, ExitStatus, ToolState};
 use crate::sandbox::{Isolation, RunOutput, Sandbox};
-use crate::tools::{self, ToolLimits, ToolSet};
+use crate::tools::{Registry, ToolLimits};
 
 use crate::session::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
 
@@ -19,11 +19,11 @@ const CHECK_OUTPUT_CAP: usize = 64 * 1024;
 /// Where audit records are appended as JSON lines, shared by the episodes of a run.
 pub type AuditSink = Arc<Mutex<dyn Write + Send>>;
 
-/// Runs [`ToolSet`] calls in one episode's sandbox, one call at a time.
+/// Runs the calls of a [`Registry`]'s tools in one session's sandbox, one call at a time.
 pub struct SandboxExecutor {
     // One call at a time: a call's denials are the scope's events drained after it.
     sandbox: Mutex<Sandbox>,
-    limits: ToolLimits,
+    registry: Arc<Registry>,
     enforcement: Enforcement,
     audit: Option<AuditSink>,
 }
@@ -32,7 +32,7 @@ impl std::fmt::Debug for SandboxExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SandboxExecutor")
             .field("sandbox", &self.sandbox)
-            .field("limits", &self.limits)
+            .field("tools", &self.registry.names().collect::<Vec<_>>())
             .field("enforcement", &self.enforcement)
             .field("audit", &self.audit.is_some())
             .finish()
@@ -40,16 +40,16 @@ impl std::fmt::Debug for SandboxExecutor {
 }
 
 impl SandboxExecutor {
-    /// Wraps an episode's sandbox; `limits` bound every call (and are shortened further by
-    /// the episode's wall-clock deadline).
-    pub fn new(sandbox: Sandbox, limits: ToolLimits) -> Self {
+    /// Wraps a session's sandbox; the registry's tools are offered and its limits bound
+    /// every call (shortened further by the session's wall-clock deadline).
+    pub fn new(sandbox: Sandbox, registry: Arc<Registry>) -> Self {
         let enforcement = match sandbox.isolation() {
             Isolation::Enforced => Enforcement::Kernel,
             Isolation::Host => Enforcement::Host,
         };
         Self {
             sandbox: Mutex::new(sandbox),
-            limits,
+            registry,
             enforcement,
             audit: None,
         }
@@ -78,7 +78,7 @@ impl SandboxExecutor {
 
     /// The limits of one call: the configured ones, none longer than what the deadline leaves.
     fn limits_within(&self, bounds: &Bounds) -> ToolLimits {
-        let mut limits = self.limits;
+        let mut limits = *self.registry.limits();
         if let Some(left) = bounds.remaining() {
             limits.file_timeout = limits.file_timeout.min(left);
             limits.shell_timeout = limits.shell_timeout.min(left);
@@ -90,7 +90,7 @@ impl SandboxExecutor {
 
 impl ToolExecutor for SandboxExecutor {
     fn definitions(&self) -> Vec<ToolDef> {
-        ToolSet::definitions()
+        self.registry.definitions()
     }
 
     fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
@@ -101,14 +101,13 @@ impl ToolExecutor for SandboxExecutor {
             Ok(s) => s,
             Err(_) => return ToolExecution::could_not_run("the sandbox is unusable"),
         };
-        let outcome = ToolSet::new(self.limits_within(bounds)).call(&sandbox, call);
+        let outcome = self
+            .registry
+            .with_limits(self.limits_within(bounds))
+            .call(&sandbox, call);
         self.record(&outcome.denials);
         ToolExecution {
-            state: match outcome.state {
-                tools::ToolState::Completed => ToolState::Completed,
-                tools::ToolState::CouldNotRun => ToolState::CouldNotRun,
-                tools::ToolState::Failed => ToolState::Failed,
-            },
+            state: outcome.state,
             content: outcome.content,
             exit: None,
             denials: outcome
@@ -130,7 +129,7 @@ impl ToolExecutor for SandboxExecutor {
         let timeout = bounds
             .remaining()
             .unwrap_or(Duration::MAX)
-            .min(self.limits.shell_timeout_max);
+            .min(self.registry.limits().shell_timeout_max);
         match sandbox.run(&spec, timeout, CHECK_OUTPUT_CAP) {
             Ok(out) => {
                 self.record(&out.denials);

@@ -12,8 +12,13 @@ fn def(name: &str, description: &str, parameters: serde_json::Value) -> ToolDef 
     }
 }
 
-/// Every tool's definition, in a fixed order.
-pub(crate) fn definitions() -> Vec<ToolDef> {
+/// The built-in tool `name`'s definition.
+pub(crate) fn definition(name: &str) -> Option<ToolDef> {
+    definitions().into_iter().find(|d| d.name == name)
+}
+
+/// Every built-in tool's definition, in a fixed order.
+fn definitions() -> Vec<ToolDef> {
     vec![
         def(
             "read_file",

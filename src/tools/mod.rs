@@ -1,34 +1,44 @@
-//! The tools an agent may call, and how their calls run in a [`Sandbox`].
+//! The tools an agent may call, in a [`Registry`], and how their calls run.
 //!
-//! | tool | runs as |
-//! |---|---|
-//! | `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep` | `bee __tool NAME` in the sandbox ([`runner`]) |
-//! | `shell` | `/bin/sh -c COMMAND` in the sandbox |
+//! Each tool declares its name, its JSON Schema and where it runs ([`Placement`]):
+//!
+//! | tool | placement | runs as |
+//! |---|---|---|
+//! | `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep` | [`Placement::Runner`] | `bee __tool NAME` in the sandbox ([`runner`]) |
+//! | `shell` | [`Placement::Command`] | `/bin/sh -c COMMAND` in the sandbox |
+//! | `skill` (and later panels, findings) | [`Placement::Harness`] | in bee itself, with no access to the workspace |
 //!
 //! Nothing here touches the workspace from the harness process: every file access happens in
 //! a child inside the sandbox, where the kernel decides it. The harness only builds the
 //! request, runs the child and turns its answer, with the denials the kernel reported for the
-//! call, into a [`ToolOutcome`].
+//! call, into a [`ToolOutcome`]. A harness tool is handed no sandbox at all ([`Context`]).
 //!
 //! Every outcome is in one of three [`ToolState`]s, and a denial reaches the model as the
 //! policy's reason (`denied by policy: open /home/u/.ssh/id_rsa for read: no fs.read grant
-//! covers it`), never as a bare `EPERM`.
+//! covers it`), never as a bare `EPERM`. A timeout has one meaning everywhere: the tool
+//! started and did not finish in time, so it is `failed` (its processes are killed).
 
 mod defs;
 mod denial;
+mod registry;
 pub mod runner;
+mod runner_tool;
 mod shell;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bee_userspace::audit::AuditRecord;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::provider::{Item, ToolCall, ToolDef};
+use crate::provider::{Item, ToolDef};
 use crate::sandbox::{Isolation, Sandbox, SandboxError};
 
+pub use crate::records::ToolState;
 pub use denial::{denial_lines, is_permission_errno};
+pub use registry::{Registry, RegistryError};
 pub use runner::{RunnerRequest, RunnerResponse};
+pub use runner_tool::RunnerTool;
+pub use shell::ShellTool;
 
 /// The names of the tools that run as `bee __tool NAME`.
 pub const RUNNER_TOOLS: [&str; 6] = [
@@ -43,27 +53,40 @@ pub const RUNNER_TOOLS: [&str; 6] = [
 /// The name of the shell tool.
 pub const SHELL_TOOL: &str = "shell";
 
-/// The state a tool call ended in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Where a tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ToolState {
-    /// It ran and did what was asked; the content is its output.
-    Completed,
-    /// It did not run: bad arguments, a missing binary, a timeout, a launch failure, no scope.
-    CouldNotRun,
-    /// It ran and failed: a non-zero exit, an I/O error, an edit that could not be applied.
-    Failed,
+pub enum Placement {
+    /// Inside the scope, as `bee __tool NAME` (file tools, search): the kernel decides every
+    /// file it touches.
+    Runner,
+    /// Inside the scope, as a command the policy must grant (the shell; scanners later).
+    Command,
+    /// In the harness, with no access to the workspace (skills; panels and findings later).
+    Harness,
 }
 
-impl ToolState {
-    /// `completed`, `could_not_run` or `failed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolState::Completed => "completed",
-            ToolState::CouldNotRun => "could_not_run",
-            ToolState::Failed => "failed",
-        }
-    }
+/// What a tool call is given: the sandbox (never for [`Placement::Harness`] tools) and the
+/// limits of this call.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The sandbox the call runs in; `None` for harness tools.
+    pub sandbox: Option<&'a Sandbox>,
+    /// The limits of this call (the configured ones, shortened by a deadline).
+    pub limits: &'a ToolLimits,
+}
+
+/// A tool the model may call. Implementations are registered in a [`Registry`]; the
+/// registry parses the arguments (a JSON object) before [`Tool::call`].
+pub trait Tool: Send + Sync + std::fmt::Debug {
+    /// The name, description and JSON Schema the model is given.
+    fn definition(&self) -> ToolDef;
+
+    /// Where the tool runs; [`Placement::Harness`] tools get no sandbox.
+    fn placement(&self) -> Placement;
+
+    /// Runs one call with `args` (always a JSON object).
+    fn call(&self, args: &serde_json::Value, ctx: &Context<'_>) -> Answer;
 }
 
 /// How a tool call ended.
@@ -82,7 +105,8 @@ pub struct ToolOutcome {
     pub runner_denials: Vec<AuditRecord>,
     /// How long the call took.
     pub duration: Duration,
-    /// The isolation the call ran under (`host`: nothing was enforced).
+    /// The isolation the call ran under (`host`: nothing was enforced; harness tools report
+    /// their sandbox's isolation, though they touch nothing in it).
     pub isolation: Isolation,
 }
 
@@ -122,120 +146,6 @@ impl Default for ToolLimits {
     }
 }
 
-/// The tools, with their limits.
-#[derive(Debug, Clone, Default)]
-pub struct ToolSet {
-    limits: ToolLimits,
-}
-
-impl ToolSet {
-    /// A tool set with `limits`.
-    pub fn new(limits: ToolLimits) -> Self {
-        Self { limits }
-    }
-
-    /// The limits.
-    pub fn limits(&self) -> &ToolLimits {
-        &self.limits
-    }
-
-    /// The definitions the model is given, one per tool.
-    pub fn definitions() -> Vec<ToolDef> {
-        defs::definitions()
-    }
-
-    /// Runs `call` in `sandbox`.
-    pub fn call(&self, sandbox: &Sandbox, call: &ToolCall) -> ToolOutcome {
-        let start = Instant::now();
-        let answer = match call.parsed_arguments() {
-            Err(e) => Answer::could_not_run(format!("the arguments are not valid JSON: {e}")),
-            Ok(args) if !args.is_object() => {
-                Answer::could_not_run("the arguments must be a JSON object".to_owned())
-            }
-            Ok(args) => match call.name.as_str() {
-                SHELL_TOOL => shell::call(&self.limits, sandbox, &args),
-                name if RUNNER_TOOLS.contains(&name) => self.run_file_tool(sandbox, name, args),
-                other => Answer::could_not_run(format!(
-                    "there is no tool `{other}`; the tools are {}, {SHELL_TOOL}",
-                    RUNNER_TOOLS.join(", ")
-                )),
-            },
-        };
-        answer.into_outcome(sandbox.isolation(), start.elapsed())
-    }
-
-    fn run_file_tool(&self, sandbox: &Sandbox, name: &str, args: serde_json::Value) -> Answer {
-        let request = RunnerRequest {
-            workspace: sandbox.workspace().to_owned(),
-            output_cap: self.limits.output_cap,
-            args,
-        };
-        let input = match serde_json::to_vec(&request) {
-            Ok(i) => i,
-            Err(e) => return Answer::could_not_run(format!("encoding the request: {e}")),
-        };
-        let spec = sandbox
-            .command(sandbox.runner().as_os_str())
-            .args(["__tool", name])
-            .env_pass(Vec::<String>::new());
-        // JSON escaping can grow the content up to sixfold; the rest is the envelope.
-        let stdout_cap = self
-            .limits
-            .output_cap
-            .saturating_mul(6)
-            .saturating_add(4096);
-        let mut run =
-            match sandbox.run_with_input(&spec, &input, self.limits.file_timeout, stdout_cap) {
-                Ok(run) => run,
-                Err(e) => return Answer::from_sandbox_error("the tool runner", e),
-            };
-        let (runner_denials, denials): (Vec<_>, Vec<_>) = std::mem::take(&mut run.denials)
-            .into_iter()
-            .partition(is_runner_startup);
-        if run.timed_out {
-            return Answer {
-                state: ToolState::CouldNotRun,
-                body: format!(
-                    "`{name}` timed out after {} and was killed",
-                    seconds(self.limits.file_timeout)
-                ),
-                denials,
-                permission_error: false,
-                runner_denials,
-            };
-        }
-        match serde_json::from_slice::<RunnerResponse>(&run.stdout.bytes) {
-            Ok(resp) => Answer {
-                state: resp.state,
-                body: resp.content,
-                permission_error: resp.errno.is_some_and(is_permission_errno),
-                denials,
-                runner_denials,
-            },
-            Err(_) => {
-                let stderr = run.stderr.text();
-                Answer {
-                    state: ToolState::CouldNotRun,
-                    body: format!(
-                        "the tool runner gave no answer (exit status {}){}",
-                        run.exit_code(),
-                        if stderr.trim().is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", stderr.trim())
-                        }
-                    ),
-                    // A runner that died without answering may well have been stopped by a
-                    // denial: lead with any.
-                    permission_error: true,
-                    denials,
-                    runner_denials,
-                }
-            }
-        }
-    }
-}
-
 /// A timeout as people write it: `60 s`, or `250 ms` below a second.
 pub(crate) fn seconds(d: Duration) -> String {
     if d.subsec_nanos() == 0 || d.as_secs() >= 10 {
@@ -245,27 +155,32 @@ pub(crate) fn seconds(d: Duration) -> String {
     }
 }
 
-/// True for the runner's read of its own `/proc/PID/maps` at start-up.
-fn is_runner_startup(record: &AuditRecord) -> bool {
-    record.hook == "file_open"
-        && record.access == ["read"]
-        && record.path.as_deref() == Some(format!("/proc/{}/maps", record.pid).as_str())
-}
-
 /// A tool's answer before it is rendered for the model.
 #[derive(Debug)]
-pub(crate) struct Answer {
-    pub(crate) state: ToolState,
-    pub(crate) body: String,
-    pub(crate) denials: Vec<AuditRecord>,
+pub struct Answer {
+    /// The state.
+    pub state: ToolState,
+    /// The output, or what went wrong.
+    pub body: String,
+    /// The kernel's denials during the call.
+    pub denials: Vec<AuditRecord>,
     /// True when the failure was a permission error (`EACCES`/`EPERM`), which denials explain.
-    pub(crate) permission_error: bool,
+    pub permission_error: bool,
     /// See [`ToolOutcome::runner_denials`].
-    pub(crate) runner_denials: Vec<AuditRecord>,
+    pub runner_denials: Vec<AuditRecord>,
 }
 
 impl Answer {
-    pub(crate) fn could_not_run(body: String) -> Self {
+    /// A completed answer with `body` and no denials (what harness tools return).
+    pub fn completed(body: String) -> Self {
+        Self {
+            state: ToolState::Completed,
+            ..Self::could_not_run(body)
+        }
+    }
+
+    /// A could-not-run answer with `body`.
+    pub fn could_not_run(body: String) -> Self {
         Self {
             state: ToolState::CouldNotRun,
             body,
@@ -275,7 +190,8 @@ impl Answer {
         }
     }
 
-    pub(crate) fn from_sandbox_error(what: &str, e: SandboxError) -> Self {
+    /// The answer for a sandbox that could not run `what`.
+    pub fn from_sandbox_error(what: &str, e: SandboxError) -> Self {
         match e {
             SandboxError::Launch { source, denials } => Self {
                 state: ToolState::CouldNotRun,
@@ -288,7 +204,7 @@ impl Answer {
         }
     }
 
-    fn into_outcome(self, isolation: Isolation, duration: Duration) -> ToolOutcome {
+    pub(crate) fn into_outcome(self, isolation: Isolation, duration: Duration) -> ToolOutcome {
         let content = denial::render(self.state, &self.body, &self.denials, self.permission_error);
         ToolOutcome {
             state: self.state,

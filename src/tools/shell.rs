@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Answer, ToolLimits, ToolState};
-use crate::sandbox::{Captured, Sandbox};
+use super::{Answer, Context, Placement, SHELL_TOOL, Tool, ToolState, defs};
+use crate::provider::ToolDef;
+use crate::sandbox::Captured;
 
 /// The shell every command runs in.
 pub(crate) const SHELL: &str = "/bin/sh";
@@ -18,7 +19,34 @@ struct Args {
     timeout_secs: Option<u64>,
 }
 
-pub(crate) fn call(limits: &ToolLimits, sandbox: &Sandbox, args: &serde_json::Value) -> Answer {
+/// The shell tool: a command the policy must grant (`/bin/sh` and what it runs).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShellTool;
+
+impl Tool for ShellTool {
+    fn definition(&self) -> ToolDef {
+        // The shell's definition is among the built-in ones.
+        defs::definition(SHELL_TOOL).unwrap_or_else(|| ToolDef {
+            name: SHELL_TOOL.to_owned(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object"}),
+        })
+    }
+
+    fn placement(&self) -> Placement {
+        Placement::Command
+    }
+
+    fn call(&self, args: &serde_json::Value, ctx: &Context<'_>) -> Answer {
+        call(ctx, args)
+    }
+}
+
+fn call(ctx: &Context<'_>, args: &serde_json::Value) -> Answer {
+    let Some(sandbox) = ctx.sandbox else {
+        return Answer::could_not_run("the shell needs a sandbox".to_owned());
+    };
+    let limits = ctx.limits;
     let args: Args = match serde_json::from_value(args.clone()) {
         Ok(a) => a,
         Err(e) => return Answer::could_not_run(format!("bad arguments for `shell`: {e}")),
@@ -49,7 +77,7 @@ pub(crate) fn call(limits: &ToolLimits, sandbox: &Sandbox, args: &serde_json::Va
     let output = render_output(&run.stdout, &run.stderr);
     let (state, head) = if run.timed_out {
         (
-            ToolState::CouldNotRun,
+            ToolState::Failed,
             format!(
                 "timed out after {} s; its process group was killed",
                 timeout.as_secs()

@@ -4,17 +4,16 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bee_core::{CompileOptions, compile_file};
+use bee_core::CompiledPolicy;
 use bee_userspace::engine::SharedEngine;
 use bee_userspace::scope::Enforcer;
 
 use super::super::enforcement::{self, Refusal};
-use super::super::user::invoking_home;
 use super::SandboxFactory;
 use crate::episode::{AuditSink, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
 use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
-use crate::tools::ToolLimits;
+use crate::tools::Registry;
 
 /// Builds one [`SandboxExecutor`] per episode.
 pub(super) struct Factory {
@@ -67,21 +66,14 @@ impl SandboxFactory for Factory {
     fn executor(
         &self,
         workspace: &Path,
-        policy: Option<&Path>,
+        policy: Option<CompiledPolicy>,
+        tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, String> {
         let mode = match (&self.engine, policy) {
-            (Some(engine), Some(policy)) => {
-                let options = CompileOptions {
-                    base: workspace.to_owned(),
-                    home: invoking_home(),
-                };
-                let compiled = compile_file(policy, &options)
-                    .map_err(|e| format!("policy {}: {e}", policy.display()))?;
-                SandboxMode::Enforced {
-                    enforcer: Arc::clone(engine) as Arc<dyn Enforcer + Send + Sync>,
-                    policy: compiled.policy,
-                }
-            }
+            (Some(engine), Some(policy)) => SandboxMode::Enforced {
+                enforcer: Arc::clone(engine) as Arc<dyn Enforcer + Send + Sync>,
+                policy,
+            },
             (Some(_), None) => {
                 return Err("kernel mode needs a policy for every episode".to_owned());
             }
@@ -90,7 +82,7 @@ impl SandboxFactory for Factory {
         let sandbox = Sandbox::new(SandboxConfig::new(mode, workspace))
             .map_err(|e| format!("the sandbox could not be created: {e}"))?;
         Ok(Box::new(
-            SandboxExecutor::new(sandbox, ToolLimits::default()).with_audit(self.audit.clone()),
+            SandboxExecutor::new(sandbox, Arc::clone(tools)).with_audit(self.audit.clone()),
         ))
     }
 
