@@ -460,6 +460,34 @@ fn shell_timeout_kills_the_process_group() {
 }
 
 #[test]
+fn an_interrupted_shell_call_is_stopped_with_its_processes() {
+    let ws = workspace();
+    let sb = sandbox(ws.path());
+    let marker = ws.path().join("pid");
+    let call = ToolCall {
+        id: "call_1".to_owned(),
+        name: "shell".to_owned(),
+        arguments: json!({"command": format!("echo $$ > {}; sleep 60", marker.display())})
+            .to_string(),
+    };
+    let start = std::time::Instant::now();
+    let stop = || start.elapsed() > Duration::from_millis(500);
+    let o = Registry::standard(ToolLimits::default()).call_until(&sb, &call, &stop);
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_state(&o, ToolState::Failed);
+    assert_eq!(
+        o.content,
+        "failed: the command was interrupted; its processes were killed"
+    );
+    let pid: u32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the interrupted shell {pid} survived");
+}
+
+#[test]
 fn background_processes_do_not_outlive_the_call() {
     let ws = workspace();
     let sb = sandbox(ws.path());

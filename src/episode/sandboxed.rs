@@ -101,10 +101,11 @@ impl ToolExecutor for SandboxExecutor {
             Ok(s) => s,
             Err(_) => return ToolExecution::could_not_run("the sandbox is unusable"),
         };
+        let stop = || bounds.interrupt.is_raised();
         let outcome = self
             .registry
             .with_limits(self.limits_within(bounds))
-            .call(&sandbox, call);
+            .call_until(&sandbox, call, &stop);
         self.record(&outcome.denials);
         ToolExecution {
             state: outcome.state,

@@ -70,6 +70,9 @@ impl fmt::Debug for SandboxMode {
     }
 }
 
+/// How often [`Sandbox::run_until`] asks whether to stop.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
+
 /// The isolation a result was produced under; on the sandbox and on every result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -203,6 +206,8 @@ pub struct RunOutput {
     /// True when it ran out of time and was killed with its process group (and everything
     /// else it left in the cgroup).
     pub timed_out: bool,
+    /// True when it was stopped early (the run was interrupted) and killed the same way.
+    pub interrupted: bool,
     /// Its standard output, capped.
     pub stdout: Captured,
     /// Its standard error, capped.
@@ -389,7 +394,7 @@ impl Sandbox {
         timeout: Duration,
         output_cap: usize,
     ) -> Result<RunOutput, SandboxError> {
-        self.run_inner(spec, None, timeout, output_cap)
+        self.run_inner(spec, None, timeout, output_cap, None)
     }
 
     /// Runs `spec` in the sandbox's cgroup, writes `input` to its standard input, and captures
@@ -410,7 +415,24 @@ impl Sandbox {
         timeout: Duration,
         output_cap: usize,
     ) -> Result<RunOutput, SandboxError> {
-        self.run_inner(spec, Some(input), timeout, output_cap)
+        self.run_inner(spec, Some(input), timeout, output_cap, None)
+    }
+
+    /// As [`Sandbox::run_with_input`] (`input` optional), and also stopped — killed like at
+    /// the timeout, and reported with [`RunOutput::interrupted`] — as soon as `stop` answers
+    /// true; it is asked every [`STOP_POLL`].
+    ///
+    /// # Errors
+    /// As [`Sandbox::run_with_input`].
+    pub fn run_until(
+        &self,
+        spec: &LaunchSpec,
+        input: Option<&[u8]>,
+        timeout: Duration,
+        output_cap: usize,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<RunOutput, SandboxError> {
+        self.run_inner(spec, input, timeout, output_cap, Some(stop))
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -425,6 +447,7 @@ impl Sandbox {
         input: Option<&[u8]>,
         timeout: Duration,
         output_cap: usize,
+        stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<RunOutput, SandboxError> {
         let state = self.lock();
         let cgroup = state.cgroup.as_ref().ok_or(SandboxError::Finished)?;
@@ -461,9 +484,27 @@ impl Sandbox {
             .take_stderr()
             .map(|r| capture::spawn_reader(r, output_cap));
         let pid = launched.id();
+        let mut interrupted = false;
         // A zero timeout gives the command no time at all, however fast it would be.
         let in_time = if timeout.is_zero() {
             Ok(None)
+        } else if let Some(stop) = stop {
+            // Wait in slices, asking `stop` between them.
+            let deadline = start + timeout;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break Ok(None);
+                }
+                match launched.wait_timeout(Some(left.min(STOP_POLL))) {
+                    Ok(None) if stop() => {
+                        interrupted = true;
+                        break Ok(None);
+                    }
+                    Ok(None) => {}
+                    done => break done,
+                }
+            }
         } else {
             launched.wait_timeout(Some(timeout))
         };
@@ -501,11 +542,12 @@ impl Sandbox {
         if let Some(w) = writer {
             let _ = w.join();
         }
-        let (status, timed_out) = waited.map_err(SandboxError::Wait)?;
+        let (status, killed) = waited.map_err(SandboxError::Wait)?;
         Ok(RunOutput {
             isolation: self.isolation,
             status,
-            timed_out,
+            timed_out: killed && !interrupted,
+            interrupted,
             stdout,
             stderr,
             duration: start.elapsed(),

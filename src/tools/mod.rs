@@ -66,14 +66,37 @@ pub enum Placement {
     Harness,
 }
 
-/// What a tool call is given: the sandbox (never for [`Placement::Harness`] tools) and the
-/// limits of this call.
-#[derive(Debug, Clone, Copy)]
+/// What a tool call is given: the sandbox (never for [`Placement::Harness`] tools), the
+/// limits of this call, and whether to stop early.
+#[derive(Clone, Copy)]
 pub struct Context<'a> {
     /// The sandbox the call runs in; `None` for harness tools.
     pub sandbox: Option<&'a Sandbox>,
     /// The limits of this call (the configured ones, shortened by a deadline).
     pub limits: &'a ToolLimits,
+    /// True once the call should stop (the user interrupted): a running command is killed
+    /// with its whole cgroup ([`Sandbox::run_until`]).
+    pub stop: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl std::fmt::Debug for Context<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("sandbox", &self.sandbox)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an interrupted command answers: it started and was stopped, so it `failed`.
+pub(crate) fn interrupted(what: &str) -> Answer {
+    Answer {
+        state: ToolState::Failed,
+        body: format!("{what} was interrupted; its processes were killed"),
+        denials: Vec::new(),
+        permission_error: false,
+        runner_denials: Vec::new(),
+    }
 }
 
 /// A tool the model may call. Implementations are registered in a [`Registry`]; the

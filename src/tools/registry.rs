@@ -129,6 +129,16 @@ impl Registry {
 
     /// Runs `call`: harness tools without the sandbox, the others in it.
     pub fn call(&self, sandbox: &Sandbox, call: &ToolCall) -> ToolOutcome {
+        self.call_until(sandbox, call, &|| false)
+    }
+
+    /// Runs `call` as [`Registry::call`] does, stopping it as soon as `stop` answers true.
+    pub fn call_until(
+        &self,
+        sandbox: &Sandbox,
+        call: &ToolCall,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> ToolOutcome {
         let start = Instant::now();
         let answer = match (call.parsed_arguments(), self.tools.get(&call.name)) {
             (_, None) => Answer::could_not_run(format!(
@@ -146,6 +156,7 @@ impl Registry {
                 let ctx = Context {
                     sandbox: (tool.placement() != Placement::Harness).then_some(sandbox),
                     limits: &self.limits,
+                    stop,
                 };
                 tool.call(&args, &ctx)
             }

@@ -51,13 +51,26 @@ impl Tool for RunnerTool {
             .env_pass(Vec::<String>::new());
         // JSON escaping can grow the content up to sixfold; the rest is the envelope.
         let stdout_cap = limits.output_cap.saturating_mul(6).saturating_add(4096);
-        let mut run = match sandbox.run_with_input(&spec, &input, limits.file_timeout, stdout_cap) {
+        let mut run = match sandbox.run_until(
+            &spec,
+            Some(&input),
+            limits.file_timeout,
+            stdout_cap,
+            ctx.stop,
+        ) {
             Ok(run) => run,
             Err(e) => return Answer::from_sandbox_error("the tool runner", e),
         };
         let (runner_denials, denials): (Vec<_>, Vec<_>) = std::mem::take(&mut run.denials)
             .into_iter()
             .partition(is_runner_startup);
+        if run.interrupted {
+            return Answer {
+                denials,
+                runner_denials,
+                ..super::interrupted(&format!("`{name}`"))
+            };
+        }
         if run.timed_out {
             return Answer {
                 state: ToolState::Failed,

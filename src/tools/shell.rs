@@ -70,10 +70,16 @@ fn call(ctx: &Context<'_>, args: &serde_json::Value) -> Answer {
         None => limits.shell_timeout,
     };
     let spec = sandbox.command(SHELL).arg("-c").arg(&args.command);
-    let run = match sandbox.run(&spec, timeout, limits.output_cap) {
+    let run = match sandbox.run_until(&spec, None, timeout, limits.output_cap, ctx.stop) {
         Ok(r) => r,
         Err(e) => return Answer::from_sandbox_error("`/bin/sh`", e),
     };
+    if run.interrupted {
+        return Answer {
+            denials: run.denials,
+            ..super::interrupted("the command")
+        };
+    }
     let output = render_output(&run.stdout, &run.stderr);
     let (state, head) = if run.timed_out {
         (
