@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bee::provider::ToolCall;
-use bee::sandbox::{Isolation, RUNNER_ORIGIN_KEY, Sandbox, SandboxConfig, SandboxMode};
+use bee::records::Enforcement;
+use bee::sandbox::{RUNNER_ORIGIN_KEY, Sandbox, SandboxConfig, SandboxMode};
 use bee::tools::{Registry, ToolLimits, ToolOutcome, ToolState};
 use bee_common::event::EVENT_ALLOWED;
 use bee_common::{ACCESS_EXEC, ACCESS_READ, AuditEvent, Hook};
@@ -111,13 +112,13 @@ fn a_denied_read_leads_with_the_policy_reason() {
     fs::set_permissions(&secret, fs::Permissions::from_mode(0o000)).unwrap();
     let fake = Arc::new(Fake::default());
     let sb = enforced(ws.path(), &fake, &bee_exe());
-    assert_eq!(sb.isolation(), Isolation::Enforced);
+    assert_eq!(sb.enforcement(), Enforcement::Kernel);
     assert_eq!(*fake.installed.lock().unwrap(), vec![sb.cgroup_id()]);
     let path = secret.to_str().unwrap();
     fake.push(Hook::FileOpen, ACCESS_READ, path, 4242);
     let o = call(&sb, "read_file", json!({"path": "secret"}));
     assert_eq!(o.state, ToolState::Failed, "{}", o.content);
-    assert_eq!(o.isolation, Isolation::Enforced);
+    assert_eq!(o.enforcement, Enforcement::Kernel);
     assert_eq!(o.denials.len(), 1);
     let first = o.content.lines().next().unwrap();
     assert_eq!(
@@ -320,7 +321,7 @@ fn audited_allows_are_kept_apart_from_denials() {
     let out = sb
         .run(&spec, std::time::Duration::from_secs(5), 1024)
         .unwrap();
-    assert_eq!(out.isolation, Isolation::Enforced);
+    assert_eq!(out.enforcement, Enforcement::Kernel);
     assert_eq!(out.denials.len(), 1);
     assert_eq!(out.denials[0].path.as_deref(), Some("/denied"));
     assert_eq!(out.allowed.len(), 1);

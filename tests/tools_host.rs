@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bee::provider::ToolCall;
-use bee::sandbox::{Isolation, Sandbox, SandboxConfig, SandboxMode};
+use bee::records::Enforcement;
+use bee::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use bee::tools::{Registry, ToolLimits, ToolOutcome, ToolState};
 use serde_json::{Value, json};
 
@@ -46,11 +47,15 @@ fn assert_state(o: &ToolOutcome, state: ToolState) {
 fn host_mode_is_visible_on_the_sandbox_and_every_result() {
     let ws = workspace();
     let sb = sandbox(ws.path());
-    assert_eq!(sb.isolation(), Isolation::Host);
-    assert!(sb.isolation().describe().contains("NO kernel enforcement"));
+    assert_eq!(sb.enforcement(), Enforcement::Host);
+    assert!(
+        sb.enforcement()
+            .describe()
+            .contains("NO kernel enforcement")
+    );
     assert!(sb.policy().is_none() && sb.runner_grant().is_none());
     let o = call(&sb, "list_dir", json!({}));
-    assert_eq!(o.isolation, Isolation::Host);
+    assert_eq!(o.enforcement, Enforcement::Host);
     assert!(o.denials.is_empty());
     sb.finish().unwrap();
 }
@@ -577,7 +582,7 @@ fn finish_removes_the_cgroup() {
     let spec = sb.command("/bin/sh").args(["-c", "sleep 60 &"]);
     let out = sb.run(&spec, Duration::from_secs(5), 1024).unwrap();
     assert!(out.status.success());
-    assert_eq!(out.isolation, Isolation::Host);
+    assert_eq!(out.enforcement, Enforcement::Host);
     sb.finish().unwrap();
     assert!(cgroup_dir(id).is_none());
 }

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 
 use crate::provider::{ToolCall, ToolDef};
 use crate::records::{Enforcement, ExitStatus, ToolState};
-use crate::sandbox::{Isolation, RunOutput, Sandbox};
-use crate::tools::{Registry, ToolLimits};
+use crate::sandbox::{RunOutput, Sandbox};
+use crate::tools::runner::READ_TEXT;
+use crate::tools::{self, Registry, ToolLimits};
 
-use crate::session::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
+use crate::session::{Bounds, ReadText, ToolDenial, ToolExecution, ToolExecutor};
 
 /// Most bytes of a success check's output kept for the record.
 const CHECK_OUTPUT_CAP: usize = 64 * 1024;
@@ -43,10 +44,7 @@ impl SandboxExecutor {
     /// Wraps a session's sandbox; the registry's tools are offered and its limits bound
     /// every call (shortened further by the session's wall-clock deadline).
     pub fn new(sandbox: Sandbox, registry: Arc<Registry>) -> Self {
-        let enforcement = match sandbox.isolation() {
-            Isolation::Enforced => Enforcement::Kernel,
-            Isolation::Host => Enforcement::Host,
-        };
+        let enforcement = sandbox.enforcement();
         Self {
             sandbox: Mutex::new(sandbox),
             registry,
@@ -145,6 +143,41 @@ impl ToolExecutor for SandboxExecutor {
 
     fn enforcement(&self) -> Enforcement {
         self.enforcement
+    }
+
+    fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
+        let sandbox = self
+            .sandbox
+            .lock()
+            .map_err(|_| "the sandbox is unusable".to_owned())?;
+        let limits = ToolLimits {
+            output_cap: cap,
+            ..*self.registry.limits()
+        };
+        let answer = tools::run_runner(
+            &sandbox,
+            READ_TEXT,
+            &serde_json::json!({ "path": path }),
+            &limits,
+            &|| false,
+        );
+        self.record(&answer.denials);
+        if answer.state != ToolState::Completed {
+            let mut why = tools::denial_lines(&answer.denials);
+            why.push(answer.body);
+            return Err(why.join("; "));
+        }
+        #[derive(serde::Deserialize)]
+        struct Raw {
+            text: String,
+            total_bytes: u64,
+        }
+        let raw: Raw = serde_json::from_str(&answer.body)
+            .map_err(|e| format!("the tool runner's answer is malformed: {e}"))?;
+        Ok(ReadText {
+            text: raw.text,
+            total_bytes: usize::try_from(raw.total_bytes).unwrap_or(usize::MAX),
+        })
     }
 }
 

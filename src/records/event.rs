@@ -126,6 +126,23 @@ impl Enforcement {
             Self::Host => "host",
         }
     }
+
+    /// One line for people, e.g. for the start of a session.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel: every tool call runs in a kernel scope",
+            Self::Host => {
+                "host (--host): tools run as hardened host processes with NO kernel enforcement"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Enforcement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The limits of an episode; `None` means no limit of that kind.
@@ -611,11 +628,13 @@ pub enum Outcome {
     Interrupted,
     /// The kernel could not enforce the policy, so no tool ran.
     EnforcementUnavailable,
+    /// An interactive session (`bee repl`) that the user ended.
+    Ended,
 }
 
 impl Outcome {
     /// The outcome as written: `passed`, `failed`, `limit`, `refused`, `provider-error`,
-    /// `interrupted` or `enforcement-unavailable`.
+    /// `interrupted`, `enforcement-unavailable` or `ended`.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -626,6 +645,7 @@ impl Outcome {
             Self::ProviderError => "provider-error",
             Self::Interrupted => "interrupted",
             Self::EnforcementUnavailable => "enforcement-unavailable",
+            Self::Ended => "ended",
         }
     }
 }
@@ -927,6 +947,7 @@ mod tests {
             Outcome::ProviderError,
             Outcome::Interrupted,
             Outcome::EnforcementUnavailable,
+            Outcome::Ended,
         ] {
             assert_eq!(serde_json::to_value(o).unwrap(), json!(o.as_str()));
         }

@@ -8,7 +8,7 @@
 //!   file accesses, executions and connections.
 //! * [`SandboxMode::Host`]: only when the user asked for it (`--host`). Tools run as hardened
 //!   host processes in a plain cgroup, with **no** kernel scope. The mode is on the sandbox
-//!   ([`Sandbox::isolation`]) and on every [`RunOutput`], so callers can say so up front and in
+//!   ([`Sandbox::enforcement`]) and on every [`RunOutput`], so callers can say so up front and in
 //!   their records.
 //!
 //! Calls run one at a time. A call's processes never outlive it: when its command exits or
@@ -35,7 +35,8 @@ use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits}
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode};
 use bee_userspace::plan::{EnforcementPlan, PlanError};
 use bee_userspace::scope::{EnforceError, Enforcer, InstallId};
-use serde::{Deserialize, Serialize};
+
+use crate::records::Enforcement;
 
 pub use capture::Captured;
 pub use runner_grant::{RUNNER_ORIGIN_KEY, RunnerGrant, RunnerGrantError};
@@ -72,37 +73,6 @@ impl fmt::Debug for SandboxMode {
 
 /// How often [`Sandbox::run_until`] asks whether to stop.
 pub const STOP_POLL: Duration = Duration::from_millis(50);
-
-/// The isolation a result was produced under; on the sandbox and on every result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Isolation {
-    /// Inside a kernel scope: the policy was enforced.
-    Enforced,
-    /// A hardened host process with no kernel scope (`--host`): nothing was enforced.
-    Host,
-}
-
-impl Isolation {
-    /// One line for people, e.g. for the start of an episode.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Isolation::Enforced => "enforced: every tool call runs in a kernel scope",
-            Isolation::Host => {
-                "host (--host): tools run as hardened host processes with NO kernel enforcement"
-            }
-        }
-    }
-}
-
-impl fmt::Display for Isolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Isolation::Enforced => "enforced",
-            Isolation::Host => "host",
-        })
-    }
-}
 
 /// Everything a sandbox is made from.
 #[derive(Debug)]
@@ -199,8 +169,8 @@ pub enum SandboxError {
 /// How one command ended in the sandbox.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
-    /// The isolation it ran under.
-    pub isolation: Isolation,
+    /// How it was confined: in a kernel scope, or (`--host`) not at all.
+    pub enforcement: Enforcement,
     /// Its wait status.
     pub status: ExitStatus,
     /// True when it ran out of time and was killed with its process group (and everything
@@ -237,7 +207,7 @@ struct State {
 
 /// The place where an episode's tool calls run. See the module documentation.
 pub struct Sandbox {
-    isolation: Isolation,
+    enforcement: Enforcement,
     enforcer: Option<Arc<dyn Enforcer + Send + Sync>>,
     policy: Option<CompiledPolicy>,
     plan: Option<EnforcementPlan>,
@@ -255,7 +225,7 @@ pub struct Sandbox {
 impl fmt::Debug for Sandbox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sandbox")
-            .field("isolation", &self.isolation)
+            .field("enforcement", &self.enforcement)
             .field("workspace", &self.workspace)
             .field("runner", &self.runner)
             .field("cgroup_id", &self.cgroup_id)
@@ -292,7 +262,7 @@ impl Sandbox {
             Some(p) => CgroupParent::open(p)?,
             None => CgroupParent::open_default()?,
         };
-        let (isolation, enforcer, policy, plan, grant) = match config.mode {
+        let (enforcement, enforcer, policy, plan, grant) = match config.mode {
             SandboxMode::Enforced {
                 enforcer,
                 mut policy,
@@ -301,14 +271,14 @@ impl Sandbox {
                 grant.apply(&mut policy);
                 let plan = EnforcementPlan::new(&policy)?;
                 (
-                    Isolation::Enforced,
+                    Enforcement::Kernel,
                     Some(enforcer),
                     Some(policy),
                     Some(plan),
                     Some(grant),
                 )
             }
-            SandboxMode::Host => (Isolation::Host, None, None, None, None),
+            SandboxMode::Host => (Enforcement::Host, None, None, None, None),
         };
         let cgroup = parent.create_scope(&config.limits)?;
         let install = match (&enforcer, &plan) {
@@ -316,7 +286,7 @@ impl Sandbox {
             _ => None,
         };
         Ok(Self {
-            isolation,
+            enforcement,
             enforcer,
             policy,
             plan,
@@ -335,9 +305,9 @@ impl Sandbox {
         })
     }
 
-    /// The isolation of every call in this sandbox.
-    pub fn isolation(&self) -> Isolation {
-        self.isolation
+    /// How every call in this sandbox is confined.
+    pub fn enforcement(&self) -> Enforcement {
+        self.enforcement
     }
 
     /// The workspace.
@@ -544,7 +514,7 @@ impl Sandbox {
         }
         let (status, killed) = waited.map_err(SandboxError::Wait)?;
         Ok(RunOutput {
-            isolation: self.isolation,
+            enforcement: self.enforcement,
             status,
             timed_out: killed && !interrupted,
             interrupted,

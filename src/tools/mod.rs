@@ -31,13 +31,15 @@ use bee_userspace::audit::AuditRecord;
 use serde::Serialize;
 
 use crate::provider::{Item, ToolDef};
-use crate::sandbox::{Isolation, Sandbox, SandboxError};
+use crate::records::Enforcement;
+use crate::sandbox::{Sandbox, SandboxError};
 
 pub use crate::records::ToolState;
 pub use denial::{denial_lines, is_permission_errno};
 pub use registry::{Registry, RegistryError};
 pub use runner::{RunnerRequest, RunnerResponse};
 pub use runner_tool::RunnerTool;
+pub(crate) use runner_tool::run_runner;
 pub use shell::ShellTool;
 
 /// The names of the tools that run as `bee __tool NAME`.
@@ -128,9 +130,9 @@ pub struct ToolOutcome {
     pub runner_denials: Vec<AuditRecord>,
     /// How long the call took.
     pub duration: Duration,
-    /// The isolation the call ran under (`host`: nothing was enforced; harness tools report
-    /// their sandbox's isolation, though they touch nothing in it).
-    pub isolation: Isolation,
+    /// How the call was confined (`host`: nothing was enforced; harness tools report their
+    /// sandbox's, though they touch nothing in it).
+    pub enforcement: Enforcement,
 }
 
 impl ToolOutcome {
@@ -227,7 +229,7 @@ impl Answer {
         }
     }
 
-    pub(crate) fn into_outcome(self, isolation: Isolation, duration: Duration) -> ToolOutcome {
+    pub(crate) fn into_outcome(self, enforcement: Enforcement, duration: Duration) -> ToolOutcome {
         let content = denial::render(self.state, &self.body, &self.denials, self.permission_error);
         ToolOutcome {
             state: self.state,
@@ -235,7 +237,7 @@ impl Answer {
             denials: self.denials,
             runner_denials: self.runner_denials,
             duration,
-            isolation,
+            enforcement,
         }
     }
 }

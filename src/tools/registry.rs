@@ -161,6 +161,6 @@ impl Registry {
                 tool.call(&args, &ctx)
             }
         };
-        answer.into_outcome(sandbox.isolation(), start.elapsed())
+        answer.into_outcome(sandbox.enforcement(), start.elapsed())
     }
 }

@@ -3,9 +3,12 @@
 
 use bee_userspace::audit::AuditRecord;
 
-use super::{Answer, Context, Placement, RunnerRequest, RunnerResponse, Tool, ToolState, seconds};
+use super::{
+    Answer, Context, Placement, RunnerRequest, RunnerResponse, Tool, ToolLimits, ToolState, seconds,
+};
 use super::{defs, is_permission_errno};
 use crate::provider::ToolDef;
+use crate::sandbox::Sandbox;
 
 /// One of the file tools ([`super::RUNNER_TOOLS`]).
 #[derive(Debug, Clone)]
@@ -34,82 +37,87 @@ impl Tool for RunnerTool {
         let Some(sandbox) = ctx.sandbox else {
             return Answer::could_not_run("the file tools need a sandbox".to_owned());
         };
-        let name = self.def.name.as_str();
-        let limits = ctx.limits;
-        let request = RunnerRequest {
-            workspace: sandbox.workspace().to_owned(),
-            output_cap: limits.output_cap,
-            args: args.clone(),
-        };
-        let input = match serde_json::to_vec(&request) {
-            Ok(i) => i,
-            Err(e) => return Answer::could_not_run(format!("encoding the request: {e}")),
-        };
-        let spec = sandbox
-            .command(sandbox.runner().as_os_str())
-            .args(["__tool", name])
-            .env_pass(Vec::<String>::new());
-        // JSON escaping can grow the content up to sixfold; the rest is the envelope.
-        let stdout_cap = limits.output_cap.saturating_mul(6).saturating_add(4096);
-        let mut run = match sandbox.run_until(
-            &spec,
-            Some(&input),
-            limits.file_timeout,
-            stdout_cap,
-            ctx.stop,
-        ) {
+        run_runner(sandbox, &self.def.name, args, ctx.limits, ctx.stop)
+    }
+}
+
+/// Runs `bee __tool NAME` in `sandbox` with `args`, and turns its answer (or its silence),
+/// with the denials of the call, into an [`Answer`].
+pub(crate) fn run_runner(
+    sandbox: &Sandbox,
+    name: &str,
+    args: &serde_json::Value,
+    limits: &ToolLimits,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Answer {
+    let request = RunnerRequest {
+        workspace: sandbox.workspace().to_owned(),
+        output_cap: limits.output_cap,
+        args: args.clone(),
+    };
+    let input = match serde_json::to_vec(&request) {
+        Ok(i) => i,
+        Err(e) => return Answer::could_not_run(format!("encoding the request: {e}")),
+    };
+    let spec = sandbox
+        .command(sandbox.runner().as_os_str())
+        .args(["__tool", name])
+        .env_pass(Vec::<String>::new());
+    // JSON escaping can grow the content up to sixfold; the rest is the envelope.
+    let stdout_cap = limits.output_cap.saturating_mul(6).saturating_add(4096);
+    let mut run =
+        match sandbox.run_until(&spec, Some(&input), limits.file_timeout, stdout_cap, stop) {
             Ok(run) => run,
             Err(e) => return Answer::from_sandbox_error("the tool runner", e),
         };
-        let (runner_denials, denials): (Vec<_>, Vec<_>) = std::mem::take(&mut run.denials)
-            .into_iter()
-            .partition(is_runner_startup);
-        if run.interrupted {
-            return Answer {
-                denials,
-                runner_denials,
-                ..super::interrupted(&format!("`{name}`"))
-            };
-        }
-        if run.timed_out {
-            return Answer {
-                state: ToolState::Failed,
+    let (runner_denials, denials): (Vec<_>, Vec<_>) = std::mem::take(&mut run.denials)
+        .into_iter()
+        .partition(is_runner_startup);
+    if run.interrupted {
+        return Answer {
+            denials,
+            runner_denials,
+            ..super::interrupted(&format!("`{name}`"))
+        };
+    }
+    if run.timed_out {
+        return Answer {
+            state: ToolState::Failed,
+            body: format!(
+                "`{name}` timed out after {} and was killed",
+                seconds(limits.file_timeout)
+            ),
+            denials,
+            permission_error: false,
+            runner_denials,
+        };
+    }
+    match serde_json::from_slice::<RunnerResponse>(&run.stdout.bytes) {
+        Ok(resp) => Answer {
+            state: resp.state,
+            body: resp.content,
+            permission_error: resp.errno.is_some_and(is_permission_errno),
+            denials,
+            runner_denials,
+        },
+        Err(_) => {
+            let stderr = run.stderr.text();
+            Answer {
+                state: ToolState::CouldNotRun,
                 body: format!(
-                    "`{name}` timed out after {} and was killed",
-                    seconds(limits.file_timeout)
+                    "the tool runner gave no answer (exit status {}){}",
+                    run.exit_code(),
+                    if stderr.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", stderr.trim())
+                    }
                 ),
-                denials,
-                permission_error: false,
-                runner_denials,
-            };
-        }
-        match serde_json::from_slice::<RunnerResponse>(&run.stdout.bytes) {
-            Ok(resp) => Answer {
-                state: resp.state,
-                body: resp.content,
-                permission_error: resp.errno.is_some_and(is_permission_errno),
+                // A runner that died without answering may well have been stopped by a
+                // denial: lead with any.
+                permission_error: true,
                 denials,
                 runner_denials,
-            },
-            Err(_) => {
-                let stderr = run.stderr.text();
-                Answer {
-                    state: ToolState::CouldNotRun,
-                    body: format!(
-                        "the tool runner gave no answer (exit status {}){}",
-                        run.exit_code(),
-                        if stderr.trim().is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", stderr.trim())
-                        }
-                    ),
-                    // A runner that died without answering may well have been stopped by a
-                    // denial: lead with any.
-                    permission_error: true,
-                    denials,
-                    runner_denials,
-                }
             }
         }
     }

@@ -94,6 +94,33 @@ pub(crate) fn read_file(cx: &Context<'_>, a: ReadArgs) -> RunnerResponse {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub(crate) struct ReadTextArgs {
+    path: String,
+}
+
+/// A file's raw text, at most the output cap of it, for the harness.
+pub(crate) fn read_text(cx: &Context<'_>, a: ReadTextArgs) -> RunnerResponse {
+    use std::io::Read as _;
+    let t = match cx.target(&a.path) {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let file = match fs::File::open(&t.path) {
+        Ok(f) => f,
+        Err(e) => return RunnerResponse::io("read", &t, &e),
+    };
+    let total = file.metadata().map_or(0, |m| m.len());
+    let mut bytes = Vec::new();
+    if let Err(e) = file.take(cx.cap as u64).read_to_end(&mut bytes) {
+        return RunnerResponse::io("read", &t, &e);
+    }
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    cut(&mut text, cx.cap);
+    RunnerResponse::completed(serde_json::json!({"text": text, "total_bytes": total}).to_string())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct WriteArgs {
     path: String,
     content: String,

@@ -91,6 +91,10 @@ impl RunnerResponse {
     }
 }
 
+/// The runner's one tool the model is never offered: a workspace file's raw text for the
+/// harness (project instructions), answered as `{"text": …, "total_bytes": N}`.
+pub const READ_TEXT: &str = "read_text";
+
 /// Runs the tool `name` on the JSON request `input`.
 pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
     let request: RunnerRequest = match serde_json::from_slice(input) {
@@ -119,6 +123,7 @@ pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
         "list_dir" => with_args(name, args, |a| files::list_dir(&cx, a)),
         "glob" => with_args(name, args, |a| search::glob(&cx, a)),
         "grep" => with_args(name, args, |a| search::grep(&cx, a)),
+        READ_TEXT => with_args(name, args, |a| files::read_text(&cx, a)),
         other => RunnerResponse::could_not_run(format!("the tool runner has no tool `{other}`")),
     }
 }
