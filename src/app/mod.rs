@@ -11,6 +11,7 @@ mod exit;
 mod man;
 mod metrics;
 pub mod run;
+mod setup;
 mod tool_runner;
 mod user;
 mod validate;

@@ -40,16 +40,16 @@ use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU32, Ordering};
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bee_core::{CompileOptions, CompiledPolicy, PolicyError, compile_file};
+use bee_core::CompiledPolicy;
 use clap::Parser;
 
 use super::enforcement;
-use super::user::invoking_home;
-use crate::config::{Config, Env, FileError, Flags, Origin, Refusal, Sourced};
+use super::setup::{Refused, compile_policy, file_refusal, run_id, tool_registry};
+use crate::config::{Config, Env, Flags, Origin, Refusal, Sourced};
 use crate::episode::{
     EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path,
     copy_workspace, run_episode,
@@ -199,7 +199,8 @@ impl RunStatus {
     #[must_use]
     pub fn of_episode(report: &EpisodeReport) -> Self {
         match report.outcome {
-            Outcome::Passed => Self::Passed,
+            // An interactive session the user ended did what was asked of it.
+            Outcome::Passed | Outcome::Ended => Self::Passed,
             Outcome::Failed => Self::Failed,
             Outcome::Limit => Self::Limit,
             Outcome::Refused => Self::Refused,
@@ -342,34 +343,6 @@ pub fn run(args: &Args) -> ExitCode {
     run_with(args, ctx).into()
 }
 
-/// A refusal before any episode ran.
-struct Refused(RunStatus, String);
-
-fn file_status(e: &FileError) -> RunStatus {
-    match e {
-        FileError::Read { .. } => RunStatus::NoInput,
-        FileError::Invalid(_) => RunStatus::DataErr,
-    }
-}
-
-fn file_refusal(e: &FileError) -> Refused {
-    let text = match e.diagnostics() {
-        Some(d) => {
-            let mut s = String::new();
-            for p in &d.problems {
-                s.push_str(&p.to_string());
-                if let Some(help) = &p.help {
-                    s.push_str(&format!("\n  help: {help}"));
-                }
-                s.push('\n');
-            }
-            s
-        }
-        None => e.to_string(),
-    };
-    Refused(file_status(e), text)
-}
-
 /// One episode, ready to run.
 struct Planned {
     def: EpisodeDef,
@@ -500,57 +473,6 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         audit: config.audit.map(|a| a.value),
         tools,
     })
-}
-
-/// The tools of the configuration: bee's built-in ones with the configured limits, less
-/// those `tools.disabled` names (an unknown name is an invalid configuration, 65).
-fn tool_registry(config: &Config) -> Result<Registry, Refused> {
-    let mut registry = Registry::standard(config.tools.limits());
-    if let Some(disabled) = &config.tools.disabled {
-        for name in &disabled.value {
-            registry.remove(name).map_err(|e| {
-                Refused(
-                    RunStatus::DataErr,
-                    format!("{}: tools.disabled: {e}", disabled.origin),
-                )
-            })?;
-        }
-    }
-    Ok(registry)
-}
-
-/// Compiles a policy against the workspace it will confine (65 invalid, 66 missing).
-fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
-    let options = CompileOptions {
-        base: workspace.to_owned(),
-        home: invoking_home(),
-    };
-    match compile_file(policy, &options) {
-        Ok(compiled) => Ok(compiled.policy),
-        Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
-        Err(PolicyError::Invalid(diagnostics)) => {
-            let mut text = format!("{}: the policy is invalid\n", policy.display());
-            for problem in diagnostics.problems {
-                text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
-            }
-            Err(Refused(RunStatus::DataErr, text))
-        }
-    }
-}
-
-/// A run id: UTC time and process id, e.g. `20261130T062501Z-4242`.
-fn run_id() -> String {
-    let ts = Timestamp::now().to_string();
-    let compact: String = ts
-        .chars()
-        .take_while(|c| *c != '.')
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect();
-    static RUNS: AtomicU32 = AtomicU32::new(0);
-    match RUNS.fetch_add(1, Ordering::SeqCst) {
-        0 => format!("{compact}Z-{}", std::process::id()),
-        n => format!("{compact}Z-{}-{n}", std::process::id()),
-    }
 }
 
 /// Runs `bee run` with an explicit context. Every refusal is explained on `ctx.err`.

@@ -154,4 +154,26 @@ pub trait ToolExecutor: Send + Sync {
     /// How calls are confined: [`Enforcement::Kernel`] (a scope per call) or
     /// [`Enforcement::Host`] (explicit `--host`).
     fn enforcement(&self) -> Enforcement;
+
+    /// Reads the workspace file `path` (relative to the workspace) as text for the harness
+    /// (project instructions, say), through the same confinement as a tool call, keeping at
+    /// most `cap` bytes.
+    ///
+    /// # Errors
+    /// Why it could not be read, in words (a denial's explanation among them). An executor
+    /// that cannot read files says so.
+    fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
+        let _ = (path, cap);
+        Err("this executor cannot read workspace files".to_owned())
+    }
+}
+
+/// A workspace file read for the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadText {
+    /// Its text (invalid UTF-8 replaced), at most the cap asked for, cut on a character
+    /// boundary.
+    pub text: String,
+    /// The file's whole size, bytes.
+    pub total_bytes: usize,
 }

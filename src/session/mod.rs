@@ -46,7 +46,7 @@ use call::{CallEnd, call_model, millis, record_failed_call, record_not_run, reco
 use limits::{Spent, after_call, before_call, output_budget};
 use log::Log;
 
-pub use executor::{Bounds, Interrupt, ToolDenial, ToolExecution, ToolExecutor};
+pub use executor::{Bounds, Interrupt, ReadText, ToolDenial, ToolExecution, ToolExecutor};
 
 use crate::provider::price::PriceTable;
 use crate::provider::{self, ErrorCategory, Item, Provider, Request, ToolDef};
@@ -559,6 +559,22 @@ impl<'a> Session<'a> {
             text: text.to_owned(),
         }))?;
         self.items.push(Item::User {
+            text: text.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Adds instructions from the harness (project instructions, say) after the system
+    /// prompt: recorded as a system message, sent with every later request.
+    ///
+    /// # Errors
+    /// [`SessionError`] when it cannot be recorded.
+    pub fn add_system(&mut self, text: &str) -> Result<(), SessionError> {
+        self.log.record(EventBody::Message(Message {
+            role: Role::System,
+            text: text.to_owned(),
+        }))?;
+        self.items.push(Item::System {
             text: text.to_owned(),
         });
         Ok(())

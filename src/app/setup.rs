@@ -1,0 +1,93 @@
+//! What `bee run` and `bee repl` both check and build before the first model call: the
+//! policy compiled against its workspace, the tools of the configuration, the records
+//! directory and the run id. Each refusal is typed with the exit status it becomes.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, compile_file};
+
+use super::run::RunStatus;
+use super::user::invoking_home;
+use crate::config::{Config, FileError};
+use crate::records::Timestamp;
+use crate::tools::Registry;
+
+/// A refusal before any model call: the exit status and the explanation.
+pub(crate) struct Refused(pub(crate) RunStatus, pub(crate) String);
+
+pub(crate) fn file_status(e: &FileError) -> RunStatus {
+    match e {
+        FileError::Read { .. } => RunStatus::NoInput,
+        FileError::Invalid(_) => RunStatus::DataErr,
+    }
+}
+
+pub(crate) fn file_refusal(e: &FileError) -> Refused {
+    let text = match e.diagnostics() {
+        Some(d) => {
+            let mut s = String::new();
+            for p in &d.problems {
+                s.push_str(&p.to_string());
+                if let Some(help) = &p.help {
+                    s.push_str(&format!("\n  help: {help}"));
+                }
+                s.push('\n');
+            }
+            s
+        }
+        None => e.to_string(),
+    };
+    Refused(file_status(e), text)
+}
+
+/// The tools of the configuration: bee's built-in ones with the configured limits, less
+/// those `tools.disabled` names (an unknown name is an invalid configuration, 65).
+pub(crate) fn tool_registry(config: &Config) -> Result<Registry, Refused> {
+    let mut registry = Registry::standard(config.tools.limits());
+    if let Some(disabled) = &config.tools.disabled {
+        for name in &disabled.value {
+            registry.remove(name).map_err(|e| {
+                Refused(
+                    RunStatus::DataErr,
+                    format!("{}: tools.disabled: {e}", disabled.origin),
+                )
+            })?;
+        }
+    }
+    Ok(registry)
+}
+
+/// Compiles a policy against the workspace it will confine (65 invalid, 66 missing).
+pub(crate) fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
+    let options = CompileOptions {
+        base: workspace.to_owned(),
+        home: invoking_home(),
+    };
+    match compile_file(policy, &options) {
+        Ok(compiled) => Ok(compiled.policy),
+        Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
+        Err(PolicyError::Invalid(diagnostics)) => {
+            let mut text = format!("{}: the policy is invalid\n", policy.display());
+            for problem in diagnostics.problems {
+                text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
+            }
+            Err(Refused(RunStatus::DataErr, text))
+        }
+    }
+}
+
+/// A run id: UTC time and process id, e.g. `20261130T062501Z-4242`.
+pub(crate) fn run_id() -> String {
+    let ts = Timestamp::now().to_string();
+    let compact: String = ts
+        .chars()
+        .take_while(|c| *c != '.')
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    static RUNS: AtomicU32 = AtomicU32::new(0);
+    match RUNS.fetch_add(1, Ordering::SeqCst) {
+        0 => format!("{compact}Z-{}", std::process::id()),
+        n => format!("{compact}Z-{}-{n}", std::process::id()),
+    }
+}
