@@ -12,4 +12,5 @@ pub mod records;
 pub mod sandbox;
 pub mod scenario;
 pub mod session;
+pub mod skills;
 pub mod tools;
