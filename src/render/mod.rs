@@ -11,9 +11,13 @@
 //! or from tools is untrusted and goes through [`sanitize`], so it cannot carry escape
 //! sequences to the terminal.
 
+pub mod style;
 pub mod theme;
+mod user;
 
+pub use style::parse_style;
 pub use theme::{BUILTIN_THEMES, Role, Theme};
+pub use user::user_theme;
 
 /// The theme to render with: `theme` itself, or [`Theme::plain`] when colour is unwanted or
 /// cannot work: `NO_COLOR` is set to a non-empty value (<https://no-color.org>), standard
