@@ -11,11 +11,17 @@
 //! or from tools is untrusted and goes through [`sanitize`], so it cannot carry escape
 //! sequences to the terminal.
 
+mod markdown;
 pub mod style;
+mod table;
+mod text;
 pub mod theme;
 mod user;
+mod wrap;
 
+pub use markdown::render_markdown;
 pub use style::parse_style;
+pub use text::{sanitize, width};
 pub use theme::{BUILTIN_THEMES, Role, Theme};
 pub use user::user_theme;
 
