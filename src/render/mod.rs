@@ -11,6 +11,7 @@
 //! or from tools is untrusted and goes through [`sanitize`], so it cannot carry escape
 //! sequences to the terminal.
 
+pub mod lines;
 mod markdown;
 pub mod style;
 mod table;
