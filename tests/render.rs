@@ -107,6 +107,35 @@ fn escape_sequences_in_the_text_never_reach_the_terminal() {
 }
 
 #[test]
+fn odd_inputs_render() {
+    let deep = (1..12)
+        .map(|d| format!("{}- level {d}\n", "  ".repeat(d - 1)))
+        .collect::<String>();
+    let quotes = "> > > > > > deep quote with enough words to wrap several times over\n";
+    for md in [
+        "-\n- \n1.\n",
+        "```\nunclosed fence\n",
+        "| a |\n|---|\n| 1 | 2 | 3 |\n",
+        "<div>\n<b>html</b>\n</div>\n",
+        "# \n\n***\n",
+        deep.as_str(),
+        quotes,
+    ] {
+        for w in [0, 1, 20, 80] {
+            let out = render_markdown(md, &Theme::dark(), w);
+            assert!(
+                out.ends_with('\n') && !out.ends_with("\n\n"),
+                "{md:?} at {w}: {out:?}"
+            );
+        }
+    }
+    assert_eq!(
+        render_markdown("-\n- \n1.\n", &Theme::plain(), 80),
+        "•\n•\n\n1.\n"
+    );
+}
+
+#[test]
 fn links_show_their_url_unless_it_is_the_text() {
     let out = render_markdown(
         "[docs](https://x.org/d), <https://x.org/a>, <me@x.org>, [same](same)",
