@@ -9,6 +9,7 @@ pub mod config;
 pub mod episode;
 pub mod provider;
 pub mod records;
+pub mod render;
 pub mod sandbox;
 pub mod scenario;
 pub mod session;
