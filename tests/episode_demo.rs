@@ -100,6 +100,7 @@ fn the_demo_recording_reaches_the_end_with_the_injection_refused() {
         policy: def.policy.as_ref().map(|p| p.display().to_string()),
         run_started_at: Timestamp::now(),
         max_output_tokens: None,
+        context: Vec::new(),
     };
     let model = Model {
         provider: Arc::from(provider.connect().unwrap()),

@@ -71,6 +71,7 @@ fn spec(workspace: &Path) -> EpisodeSpec {
         policy: Some("policy.toml".to_owned()),
         run_started_at: Timestamp::now(),
         max_output_tokens: None,
+        context: Vec::new(),
     }
 }
 

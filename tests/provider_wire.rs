@@ -371,6 +371,7 @@ fn episode(model: &Model, dir: &Path, limits: EpisodeLimits) -> EpisodeReport {
         policy: None,
         run_started_at: Timestamp::now(),
         max_output_tokens: None,
+        context: Vec::new(),
     };
     let exec = ScriptedExecutor::new(
         &[

@@ -46,6 +46,9 @@ pub struct EpisodeSpec {
     pub run_started_at: Timestamp,
     /// The output budget of each model call, in tokens; `None` uses the provider file's.
     pub max_output_tokens: Option<u32>,
+    /// Texts added to the conversation before the task (the instructions of the skills the
+    /// scenario names).
+    pub context: Vec<String>,
 }
 
 impl EpisodeSpec {
@@ -117,6 +120,9 @@ pub fn run_episode(
         store,
         observer,
     )?;
+    for text in &spec.context {
+        session.add_context(text)?;
+    }
     let end = session.send(&spec.prompt, interrupt)?;
     let mut report = EpisodeReport {
         episode_id: spec.episode_id.clone(),

@@ -103,6 +103,9 @@ pub struct EpisodeDef {
     pub success_check: Option<CheckSpec>,
     /// Output budget per model call, in tokens.
     pub max_output_tokens: Option<u32>,
+    /// Skills loaded into the conversation before the task (`skills = ["review"]`), by name;
+    /// `bee run` refuses a name no skill has.
+    pub skills: Vec<String>,
 }
 
 /// A loaded scenario: its episodes, in file order.
@@ -176,6 +179,7 @@ struct Layer {
     workspace_mode: Option<WorkspaceMode>,
     policy: Option<PathBuf>,
     max_output_tokens: Option<u32>,
+    skills: Option<Vec<String>>,
     repeat: Option<u32>,
     limits: ScenarioLimits,
     check_command: Option<String>,
@@ -196,6 +200,7 @@ impl Layer {
             workspace_mode: pick(&top.workspace_mode, &self.workspace_mode),
             policy: pick(&top.policy, &self.policy),
             max_output_tokens: pick(&top.max_output_tokens, &self.max_output_tokens),
+            skills: pick(&top.skills, &self.skills),
             repeat: pick(&top.repeat, &self.repeat),
             limits: ScenarioLimits {
                 turns: pick(&top.limits.turns, &self.limits.turns),
@@ -280,6 +285,7 @@ impl Resolver {
             workspace: self.path(&raw.workspace, "workspace"),
             policy: self.path(&raw.policy, "policy"),
             max_output_tokens: raw.max_output_tokens.as_ref().map(|v| *v.get_ref()),
+            skills: raw.skills.as_ref().map(|v| v.get_ref().clone()),
             repeat: raw.repeat.as_ref().map(|v| *v.get_ref()),
             ..Layer::default()
         };
@@ -418,6 +424,7 @@ impl Resolver {
                 workspace: workspace.clone(),
                 workspace_mode: mode,
                 policy: layer.policy.clone(),
+                skills: layer.skills.clone().unwrap_or_default(),
                 limits: layer.limits,
                 success_check: layer.check_command.as_ref().map(|command| CheckSpec {
                     command: command.clone(),

@@ -12,6 +12,7 @@
 mod discover;
 mod front;
 mod parse;
+mod tool;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +25,7 @@ pub use parse::{
     KEYS, MAX_COMPATIBILITY_CHARS, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, MAX_SKILL_BYTES, Skill,
     SkillError,
 };
+pub use tool::SkillTool;
 
 /// The name of the tool that loads a skill.
 pub const SKILL_TOOL: &str = "skill";
