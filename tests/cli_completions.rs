@@ -8,11 +8,12 @@ use std::process::Command;
 use support::{bee, code, stderr, stdout};
 
 /// Every command `bee --help` lists, but `help`.
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "validate",
     "check",
     "exec",
     "run",
+    "repl",
     "metrics",
     "config",
     "completions",

@@ -10,6 +10,7 @@ mod exec;
 mod exit;
 mod man;
 mod metrics;
+mod repl;
 pub mod run;
 mod setup;
 mod tool_runner;
@@ -65,6 +66,8 @@ enum Command {
     Metrics(metrics::Args),
     /// Run a scenario's agent episodes, each tool call confined by the policy.
     Run(run::Args),
+    /// Chat with a sandboxed agent in the terminal; every tool call confined by the policy.
+    Repl(repl::Args),
     /// Print a shell completion script for bash, zsh or fish.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::Args),
@@ -122,6 +125,7 @@ pub fn main() -> ExitCode {
             Command::Config(args) => config_cmd::run(&args),
             Command::Metrics(args) => metrics::run(&args),
             Command::Run(args) => return run::run(&args),
+            Command::Repl(args) => return repl::run(&args),
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),
         },

@@ -48,7 +48,10 @@ use bee_core::CompiledPolicy;
 use clap::Parser;
 
 use super::enforcement;
-use super::setup::{Refused, compile_policy, file_refusal, run_id, tool_registry};
+use super::setup::{
+    Refused, compile_policy, connect, discover_skills, file_refusal, load_provider, run_id,
+    tool_registry,
+};
 use crate::config::{Config, Env, Flags, Origin, Refusal, Sourced};
 use crate::episode::{
     EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path,
@@ -60,6 +63,7 @@ use crate::records::{
     STORE_FILE, Store, Timestamp,
 };
 use crate::scenario::{EpisodeDef, Scenario, WorkspaceMode};
+use crate::skills::SkillSet;
 use crate::tools::Registry;
 use progress::{Progress, Style};
 
@@ -360,6 +364,10 @@ struct Plan {
     audit: Option<PathBuf>,
     /// The tools every episode offers, with their limits.
     tools: Arc<Registry>,
+    /// The skills found, for the episodes that name some.
+    skills: Arc<SkillSet>,
+    /// Skills that did not load (they are skipped), said before the run starts.
+    skill_problems: Vec<String>,
 }
 
 fn is_flag(origin: &Origin) -> bool {
@@ -394,14 +402,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             format!("the scenario {} holds no episodes", scenario_path.display()),
         ));
     }
-    let Some(provider) = &config.provider else {
-        return Err(Refused(
-            RunStatus::Usage,
-            "no provider: pass --provider FILE (or set `provider` in a configuration file)"
-                .to_owned(),
-        ));
-    };
-    let provider = ProviderSpec::load(&provider.value).map_err(|e| file_refusal(&e))?;
+    let provider = load_provider(&config)?;
 
     let host = config.host.value;
     let mut episodes = Vec::new();
@@ -460,7 +461,28 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             limits,
         });
     }
-    let tools = Arc::new(tool_registry(&config)?);
+    let (skills, skill_problems) = discover_skills(env);
+    for ep in &episodes {
+        for name in &ep.def.skills {
+            if skills.get(name).is_none() {
+                let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+                return Err(Refused(
+                    RunStatus::DataErr,
+                    format!(
+                        "episode {} ({}): skills: there is no skill `{name}` ({})",
+                        ep.def.id,
+                        ep.def.file.display(),
+                        if known.is_empty() {
+                            "no skills were found in .bee/skills or the user's skills".to_owned()
+                        } else {
+                            format!("the skills are {}", known.join(", "))
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    let tools = Arc::new(tool_registry(&config, &skills)?);
     Ok(Plan {
         episodes,
         enforcement: if host {
@@ -472,6 +494,8 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         records_dir: config.records_dir.value,
         audit: config.audit.map(|a| a.value),
         tools,
+        skills,
+        skill_problems: skill_problems.iter().map(ToString::to_string).collect(),
     })
 }
 
@@ -501,6 +525,9 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return RunStatus::NoInput;
         }
     }
+    for problem in &plan.skill_problems {
+        let _ = writeln!(ctx.err, "bee run: a skill was skipped: {problem}");
+    }
     if plan.enforcement == Enforcement::Host {
         let _ = writeln!(
             ctx.err,
@@ -509,12 +536,8 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         );
     }
     // Connect once up front: a missing or refused key stops the run before any episode.
-    if let Err(e) = plan.provider.connect() {
-        let status = match e.category() {
-            ErrorCategory::Auth => RunStatus::Auth,
-            category => RunStatus::Provider(category),
-        };
-        let _ = writeln!(ctx.err, "bee run: provider: {e}");
+    if let Err(Refused(status, why)) = connect(&plan.provider) {
+        let _ = writeln!(ctx.err, "bee run: {why}");
         return status;
     }
     let prices = match plan.provider.price_table() {
@@ -565,6 +588,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         keep: args.keep_workspaces,
         errors: Mutex::new(Vec::new()),
         tools: Arc::clone(&plan.tools),
+        skills: Arc::clone(&plan.skills),
     };
     let queue = Mutex::new(plan.episodes.into_iter().collect::<VecDeque<_>>());
     let results = Mutex::new(Vec::new());
@@ -620,6 +644,17 @@ struct Shared<'a> {
     keep: bool,
     errors: Mutex<Vec<String>>,
     tools: Arc<Registry>,
+    skills: Arc<SkillSet>,
+}
+
+/// The system prompt with the skills' catalogue after it (when there are skills).
+pub(crate) fn with_catalogue(system: Option<String>, skills: &SkillSet) -> Option<String> {
+    let catalogue = skills.catalogue();
+    match (system, catalogue.is_empty()) {
+        (s, true) => s,
+        (Some(s), false) => Some(format!("{s}\n\n{catalogue}")),
+        (None, false) => Some(catalogue),
+    }
 }
 
 impl Shared<'_> {
@@ -672,13 +707,20 @@ impl Shared<'_> {
             episode_id: id.clone(),
             scenario: ep.def.scenario.clone(),
             prompt: ep.def.prompt.clone(),
-            system_prompt: ep.def.system_prompt.clone(),
+            system_prompt: with_catalogue(ep.def.system_prompt.clone(), &self.skills),
             limits: ep.limits.clone(),
             success_check: ep.def.success_check.clone(),
             workspace: workspace.to_owned(),
             policy: ep.policy.as_ref().map(|p| p.display().to_string()),
             run_started_at: self.started_at,
             max_output_tokens: ep.def.max_output_tokens,
+            context: ep
+                .def
+                .skills
+                .iter()
+                .filter_map(|name| self.skills.get(name))
+                .map(crate::skills::Skill::instructions)
+                .collect(),
         };
         // The policy, compiled against this episode's workspace (a copy's paths are its own).
         let policy = match ep.policy.as_deref().map(|p| compile_policy(p, workspace)) {

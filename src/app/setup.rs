@@ -3,14 +3,17 @@
 //! directory and the run id. Each refusal is typed with the exit status it becomes.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bee_core::{CompileOptions, CompiledPolicy, PolicyError, compile_file};
 
 use super::run::RunStatus;
 use super::user::invoking_home;
-use crate::config::{Config, FileError};
+use crate::config::{Config, Env, FileError};
+use crate::provider::{ErrorCategory, Provider, ProviderSpec};
 use crate::records::Timestamp;
+use crate::skills::{SkillError, SkillSet, SkillTool};
 use crate::tools::Registry;
 
 /// A refusal before any model call: the exit status and the explanation.
@@ -41,10 +44,24 @@ pub(crate) fn file_refusal(e: &FileError) -> Refused {
     Refused(file_status(e), text)
 }
 
-/// The tools of the configuration: bee's built-in ones with the configured limits, less
-/// those `tools.disabled` names (an unknown name is an invalid configuration, 65).
-pub(crate) fn tool_registry(config: &Config) -> Result<Registry, Refused> {
+/// The skills of the project (`.bee/skills/` under the current directory) and of the user
+/// (`skills/` beside the user configuration), and the problems of those that did not load
+/// (they are skipped).
+pub(crate) fn discover_skills(env: &Env) -> (Arc<SkillSet>, Vec<SkillError>) {
+    let user = env.user_config();
+    let (skills, problems) = SkillSet::discover(&env.cwd, user.as_deref().and_then(Path::parent));
+    (Arc::new(skills), problems)
+}
+
+/// The tools of the configuration: bee's built-in ones with the configured limits, the
+/// `skill` tool when there are skills, less those `tools.disabled` names (an unknown name is
+/// an invalid configuration, 65).
+pub(crate) fn tool_registry(config: &Config, skills: &Arc<SkillSet>) -> Result<Registry, Refused> {
     let mut registry = Registry::standard(config.tools.limits());
+    if !skills.is_empty() {
+        // The built-in names never include `skill`.
+        let _ = registry.register(Arc::new(SkillTool::new(Arc::clone(skills))));
+    }
     if let Some(disabled) = &config.tools.disabled {
         for name in &disabled.value {
             registry.remove(name).map_err(|e| {
@@ -90,4 +107,29 @@ pub(crate) fn run_id() -> String {
         0 => format!("{compact}Z-{}", std::process::id()),
         n => format!("{compact}Z-{}-{n}", std::process::id()),
     }
+}
+
+/// The configured provider file, loaded (64 when none is configured, 65/66 for a bad or
+/// missing file).
+pub(crate) fn load_provider(config: &Config) -> Result<ProviderSpec, Refused> {
+    let Some(provider) = &config.provider else {
+        return Err(Refused(
+            RunStatus::Usage,
+            "no provider: pass --provider FILE (or set `provider` in a configuration file)"
+                .to_owned(),
+        ));
+    };
+    ProviderSpec::load(&provider.value).map_err(|e| file_refusal(&e))
+}
+
+/// Connects the provider once, before any model call: a missing or refused key is 77, any
+/// other failure the status of its category.
+pub(crate) fn connect(provider: &ProviderSpec) -> Result<Box<dyn Provider>, Refused> {
+    provider.connect().map_err(|e| {
+        let status = match e.category() {
+            ErrorCategory::Auth => RunStatus::Auth,
+            category => RunStatus::Provider(category),
+        };
+        Refused(status, format!("provider: {e}"))
+    })
 }

@@ -241,7 +241,7 @@ impl<'a> Session<'a> {
                 source: Box::new(source),
             },
         )?;
-        let mut log = Log {
+        let log = Log {
             rec,
             observer,
             session_id: spec.session_id.clone(),
@@ -253,26 +253,21 @@ impl<'a> Session<'a> {
             at: Timestamp::now(),
             body: EventBody::EpisodeStarted(started_event),
         });
-        let mut items = Vec::new();
-        if let Some(system) = &spec.system_prompt {
-            log.record(EventBody::Message(Message {
-                role: Role::System,
-                text: system.clone(),
-            }))?;
-            items.push(Item::System {
-                text: system.clone(),
-            });
-        }
-        Ok(Self {
+        let system = spec.system_prompt.clone();
+        let mut session = Self {
             deadline: spec.limits.wall.map(|w| started + w),
             tools: executor.definitions(),
             spec,
             model,
             executor,
             log,
-            items,
+            items: Vec::new(),
             spent: Spent::default(),
-        })
+        };
+        if let Some(system) = &system {
+            session.add_system(system)?;
+        }
+        Ok(session)
     }
 
     /// The transcript being written.
@@ -313,13 +308,7 @@ impl<'a> Session<'a> {
     /// # Errors
     /// [`SessionError`] when an event cannot be recorded; the session stops there.
     pub fn send(&mut self, text: &str, interrupt: &Interrupt) -> Result<TurnEnd, SessionError> {
-        self.log.record(EventBody::Message(Message {
-            role: Role::User,
-            text: text.to_owned(),
-        }))?;
-        self.items.push(Item::User {
-            text: text.to_owned(),
-        });
+        self.add_message(Role::User, text)?;
         let end = self.turn(interrupt)?;
         if let TurnEnd::Limit(hit) = &end {
             self.log.record(EventBody::LimitHit(hit.clone()))?;
@@ -554,14 +543,7 @@ impl<'a> Session<'a> {
     /// # Errors
     /// [`SessionError`] when it cannot be recorded.
     pub fn add_context(&mut self, text: &str) -> Result<(), SessionError> {
-        self.log.record(EventBody::Message(Message {
-            role: Role::User,
-            text: text.to_owned(),
-        }))?;
-        self.items.push(Item::User {
-            text: text.to_owned(),
-        });
-        Ok(())
+        self.add_message(Role::User, text)
     }
 
     /// Adds instructions from the harness (project instructions, say) after the system
@@ -570,12 +552,24 @@ impl<'a> Session<'a> {
     /// # Errors
     /// [`SessionError`] when it cannot be recorded.
     pub fn add_system(&mut self, text: &str) -> Result<(), SessionError> {
+        self.add_message(Role::System, text)
+    }
+
+    fn add_message(&mut self, role: Role, text: &str) -> Result<(), SessionError> {
         self.log.record(EventBody::Message(Message {
-            role: Role::System,
+            role,
             text: text.to_owned(),
         }))?;
-        self.items.push(Item::System {
-            text: text.to_owned(),
+        self.items.push(match role {
+            Role::System => Item::System {
+                text: text.to_owned(),
+            },
+            Role::User => Item::User {
+                text: text.to_owned(),
+            },
+            Role::Assistant => Item::AssistantText {
+                text: text.to_owned(),
+            },
         });
         Ok(())
     }

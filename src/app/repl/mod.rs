@@ -1,0 +1,591 @@
+//! `bee repl`: chat with a sandboxed agent in the terminal, on the same session core as
+//! `bee run` ([`crate::session`]).
+//!
+//! Set-up refuses exactly as `bee run` does, before any model call: 64 without a policy or
+//! `--host` (or with both), 65/66 for a bad or missing file, 69 when the kernel cannot
+//! enforce the policy, 77 when bee lacks a privilege or the API key is missing or refused.
+//! Then every line the user types is a turn; lines that start with `/` are commands
+//! ([`slash`]). The session writes the same records as an episode — a transcript flushed
+//! after every event, the metrics store, the run summary — so `bee metrics` reports it and a
+//! killed terminal loses nothing.
+
+mod editor;
+mod slash;
+mod view;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use editor::{Input, LineEditor};
+use slash::{COMMANDS, KEYS, Slash};
+use view::View;
+
+use super::run::with_catalogue;
+use super::run::{RunStatus, sandbox_factory};
+use super::setup::{
+    Refused, compile_policy, connect, discover_skills, file_refusal, load_provider, run_id,
+    tool_registry,
+};
+use crate::config::{Config, Env, Flags};
+use crate::records::LimitKind;
+use crate::records::{
+    Enforcement, Outcome, RunSummary, STORE_FILE, Store, Timestamp, nearest_rank,
+};
+use crate::render::{self, Role};
+use crate::session::{
+    EpisodeLimits, Interrupt, Model, Session, SessionSpec, ToolExecutor, TurnEnd, Update,
+};
+use crate::skills::SkillSet;
+
+/// Arguments of `bee repl`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    flags: Flags,
+}
+
+/// The session id of a REPL session: its transcript is `<run id>/repl.jsonl`.
+const SESSION_ID: &str = "repl";
+
+/// The longest `AGENTS.md` put into the system prompt, in bytes.
+pub const AGENTS_MD_CAP: usize = 32 * 1024;
+
+/// The system prompt of an interactive session (project instructions follow it).
+fn system_prompt(workspace: &Path) -> String {
+    format!(
+        "You are a coding agent working with a person in the directory {}. Use the tools to \
+         read, search and edit files and to run commands; every tool call runs in a sandbox, \
+         and its policy may refuse an operation. When a result says `denied by policy`, do not \
+         try to get around it: say what you needed and why. Answer in Markdown, briefly.",
+        workspace.display()
+    )
+}
+
+/// Runs `bee repl` for this process.
+pub fn run(args: &Args) -> ExitCode {
+    match repl(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Refused(status, why)) => {
+            eprintln!("bee repl: {why}");
+            status.into()
+        }
+    }
+}
+
+/// The one turn interrupt Ctrl-C raises; a new one for every turn.
+#[derive(Debug, Default, Clone)]
+struct TurnInterrupt(Arc<Mutex<Interrupt>>);
+
+impl TurnInterrupt {
+    fn fresh(&self) -> Interrupt {
+        let i = Interrupt::new();
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = i.clone();
+        }
+        i
+    }
+
+    fn raise(&self) {
+        if let Ok(slot) = self.0.lock() {
+            slot.raise();
+        }
+    }
+}
+
+fn repl(args: &Args) -> Result<(), Refused> {
+    let env = Env::from_process().map_err(|e| {
+        Refused(
+            RunStatus::NoInput,
+            format!("cannot determine the current directory: {e}"),
+        )
+    })?;
+    let config = Config::resolve_in(&args.flags, &env).map_err(|e| file_refusal(&e))?;
+    let policy_file = match config.require_policy_or_host() {
+        Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
+        Ok(crate::config::Enforcement::Host(_)) => None,
+        Err(refusal) => return Err(Refused(RunStatus::Usage, refusal.to_string())),
+    };
+    let provider = load_provider(&config)?;
+    let workspace = config.workspace.value.clone();
+    if !workspace.is_dir() {
+        return Err(Refused(
+            RunStatus::NoInput,
+            format!("the workspace {} is not a directory", workspace.display()),
+        ));
+    }
+    let policy = match &policy_file {
+        Some(p) => Some(compile_policy(p, &workspace)?),
+        None => None,
+    };
+    let (skills, skill_problems) = discover_skills(&env);
+    let tools = Arc::new(tool_registry(&config, &skills)?);
+    let enforcement = if policy.is_some() {
+        Enforcement::Kernel
+    } else {
+        Enforcement::Host
+    };
+    // The same checks, in the same order, as `bee run`: before any model call.
+    let factory = match sandbox_factory(enforcement) {
+        Ok(f) => f,
+        Err(refusal) => {
+            return Err(Refused(
+                RunStatus::of_refusal(&refusal),
+                refusal.render("bee repl", "no model was called"),
+            ));
+        }
+    };
+    let connected = connect(&provider)?;
+    let prices = provider.price_table().map_err(|e| {
+        Refused(
+            RunStatus::Software,
+            format!("the price table is malformed: {e}"),
+        )
+    })?;
+    let records_dir = config.records_dir.value.clone();
+    let store = Store::open(&records_dir.join(STORE_FILE))
+        .map_err(|e| Refused(RunStatus::Software, format!("metrics store: {e}")))?;
+    let run_id = run_id();
+    let run_dir = records_dir.join(&run_id);
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| Refused(RunStatus::Software, format!("{}: {e}", run_dir.display())))?;
+    let executor = factory
+        .executor(&workspace, policy.clone(), &tools)
+        .map_err(|why| {
+            Refused(
+                RunStatus::EnforcementUnavailable,
+                format!("{why}; no model was called"),
+            )
+        })?;
+
+    let stdout_terminal = std::io::stdout().is_terminal();
+    let theme = render::choose(render::Theme::dark(), stdout_terminal, &|k| {
+        std::env::var(k).ok()
+    });
+    let view = View::new(Box::new(std::io::stdout()), theme, stdout_terminal);
+    for problem in &skill_problems {
+        view.styled(Role::Notice, &format!("a skill was skipped: {problem}"));
+    }
+    if enforcement == Enforcement::Host {
+        view.styled(
+            Role::Denial,
+            "--host: tools run as hardened host processes with NO kernel scope; no policy \
+             confines them (recorded as enforcement \"host\")",
+        );
+    }
+    let observer = |u: Update<'_>| view.update(u);
+    let spec = SessionSpec {
+        run_id: run_id.clone(),
+        session_id: SESSION_ID.to_owned(),
+        scenario: "repl".to_owned(),
+        system_prompt: with_catalogue(Some(system_prompt(&workspace)), &skills),
+        limits: EpisodeLimits {
+            turns: config.limits.turns.as_ref().map(|s| s.value),
+            tokens: config.limits.tokens.as_ref().map(|s| s.value),
+            wall: config
+                .limits
+                .wall_seconds
+                .as_ref()
+                .map(|s| std::time::Duration::from_secs(s.value)),
+            cost_usd: config.limits.cost_usd.as_ref().map(|s| s.value),
+        },
+        workspace: workspace.clone(),
+        policy: policy_file.as_ref().map(|p| p.display().to_string()),
+        run_started_at: Timestamp::now(),
+        max_output_tokens: None,
+    };
+    let model = Model {
+        provider: Arc::from(connected),
+        kind: provider.kind.as_str().to_owned(),
+        prices: Arc::new(prices),
+        max_output_tokens: provider.max_output_tokens,
+    };
+    let mut session = Session::start(
+        spec,
+        model,
+        executor.as_ref(),
+        &records_dir,
+        Some(Arc::new(store)),
+        &observer,
+    )
+    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+    project_instructions(&mut session, executor.as_ref(), &view)
+        .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+
+    let turn = TurnInterrupt::default();
+    let handler = turn.clone();
+    ctrlc::set_handler(move || handler.raise()).map_err(|e| {
+        Refused(
+            RunStatus::Software,
+            format!("cannot install the Ctrl-C handler: {e}"),
+        )
+    })?;
+    let mut editor = LineEditor::new(editor::history_path(&env))
+        .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
+    banner(&view, &session, &policy_file, enforcement, editor.history());
+
+    let ctx = Ctx {
+        view: &view,
+        skills: &skills,
+        policy: policy.as_ref(),
+        policy_file: policy_file.as_deref(),
+        enforcement,
+        run_dir: &run_dir,
+    };
+    let outcome = converse(&mut session, &mut editor, &turn, &ctx)?;
+    if let Some(e) = &editor.history_error {
+        view.styled(Role::Muted, &format!("the history could not be saved: {e}"));
+    }
+    let transcript = session.transcript().to_owned();
+    let finished = session
+        .finish(outcome, None)
+        .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+    write_summary(&run_dir);
+    view.styled(
+        Role::Muted,
+        &format!(
+            "session ended: {} model call(s), {} tool call(s), {} denial(s), cost {}; \
+             transcript {}",
+            finished.totals.model_calls,
+            finished.totals.tool_calls,
+            finished.totals.denials,
+            finished.totals.cost,
+            transcript.display()
+        ),
+    );
+    Ok(())
+}
+
+/// What the conversation loop needs besides the session.
+struct Ctx<'a> {
+    view: &'a View,
+    skills: &'a SkillSet,
+    policy: Option<&'a bee_core::CompiledPolicy>,
+    policy_file: Option<&'a Path>,
+    enforcement: Enforcement,
+    run_dir: &'a Path,
+}
+
+/// Reads and answers lines until the user quits; returns the session's outcome.
+fn converse(
+    session: &mut Session<'_>,
+    editor: &mut LineEditor,
+    turn: &TurnInterrupt,
+    ctx: &Ctx<'_>,
+) -> Result<Outcome, Refused> {
+    let view = ctx.view;
+    let mut limited = false;
+    loop {
+        let prompt = view.theme().paint(Role::Prompt, "› ");
+        let line = match editor.read(&prompt) {
+            Ok(Input::Line(l)) => l,
+            Ok(Input::Quit) => break,
+            Err(e) => {
+                view.styled(Role::Error, &format!("the terminal failed: {e}"));
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let message = match Slash::parse(&line) {
+            Some(Slash::Quit) => break,
+            Some(cmd) => {
+                command(cmd, session, ctx)
+                    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+                continue;
+            }
+            None => line.trim().strip_prefix('/').unwrap_or(&line).to_owned(),
+        };
+        let interrupt = turn.fresh();
+        let end = session
+            .send(&message, &interrupt)
+            .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+        match end {
+            TurnEnd::Done | TurnEnd::Refused(_) | TurnEnd::Provider(_) => {}
+            TurnEnd::Interrupted => {
+                view.styled(
+                    Role::Notice,
+                    "interrupted: the model call or tool call was stopped; the session goes on",
+                );
+            }
+            TurnEnd::Limit(hit) => {
+                if hit.limit != LimitKind::MaxOutputTokens {
+                    limited = true;
+                    view.styled(
+                        Role::Notice,
+                        "the session's limit is reached: no more model calls (/cost shows \
+                         what was spent; /quit ends the session)",
+                    );
+                }
+            }
+        }
+        write_summary(ctx.run_dir);
+    }
+    Ok(if limited {
+        Outcome::Limit
+    } else {
+        Outcome::Ended
+    })
+}
+
+/// Runs a slash command.
+///
+/// # Errors
+/// When the transcript refuses what a command adds (a loaded skill).
+fn command(
+    cmd: Slash,
+    session: &mut Session<'_>,
+    ctx: &Ctx<'_>,
+) -> Result<(), crate::session::SessionError> {
+    let view = ctx.view;
+    match cmd {
+        Slash::Help => {
+            view.styled(Role::Heading, "Commands");
+            for (c, what) in COMMANDS {
+                view.line(&format!("  {}  {what}", view.theme().paint(Role::Code, c)));
+            }
+            view.styled(Role::Heading, "Keys");
+            for (k, what) in KEYS {
+                view.line(&format!("  {}  {what}", view.theme().paint(Role::Code, k)));
+            }
+        }
+        Slash::Skills => {
+            if ctx.skills.is_empty() {
+                view.styled(
+                    Role::Muted,
+                    "no skills were found (.bee/skills, ~/.config/bee/skills; see docs/skills.md)",
+                );
+            }
+            for skill in ctx.skills {
+                view.line(&format!(
+                    "  {}  {}",
+                    view.theme().paint(Role::Code, &skill.name),
+                    skill
+                        .description
+                        .split_whitespace()
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ));
+            }
+            for note in ctx.skills.notes() {
+                view.styled(Role::Muted, note);
+            }
+        }
+        Slash::Skill(name) => match ctx.skills.get(&name) {
+            Some(skill) => {
+                let text = skill.instructions();
+                view.markdown(&text);
+                session.add_context(&text)?;
+                view.styled(
+                    Role::Notice,
+                    &format!("skill `{name}` is loaded into the conversation"),
+                );
+            }
+            None => {
+                let known: Vec<&str> = ctx.skills.iter().map(|s| s.name.as_str()).collect();
+                view.styled(
+                    Role::Error,
+                    &if known.is_empty() {
+                        format!("no skill `{name}`: no skills were found (/skills)")
+                    } else {
+                        format!("no skill `{name}`; the skills are {}", known.join(", "))
+                    },
+                );
+            }
+        },
+        Slash::Policy => show_policy(ctx),
+        Slash::Cost => show_cost(session, view),
+        Slash::Clear => {
+            session.clear();
+            view.styled(
+                Role::Notice,
+                "the conversation is forgotten; the transcript and the limits go on",
+            );
+        }
+        Slash::Quit => {}
+        Slash::Unknown(hint) => view.styled(Role::Error, &hint),
+    }
+    Ok(())
+}
+
+fn show_policy(ctx: &Ctx<'_>) {
+    let view = ctx.view;
+    match (ctx.enforcement, ctx.policy, ctx.policy_file) {
+        (Enforcement::Kernel, Some(p), Some(file)) => {
+            view.styled(
+                Role::Heading,
+                &format!(
+                    "policy {} — enforced by the kernel: every tool call runs in a scope",
+                    file.display()
+                ),
+            );
+            let list = |key: &str, rules: Vec<String>| {
+                let shown = if rules.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    rules.join(", ")
+                };
+                view.line(&format!(
+                    "  {}  {shown}",
+                    view.theme().paint(Role::Code, key)
+                ));
+            };
+            list(
+                "fs.read",
+                p.fs.read.iter().map(|r| r.pattern.to_string()).collect(),
+            );
+            list(
+                "fs.write",
+                p.fs.write.iter().map(|r| r.pattern.to_string()).collect(),
+            );
+            list(
+                "exec.allow",
+                p.exec.iter().map(|r| r.pattern.to_string()).collect(),
+            );
+            list(
+                "net.allow",
+                p.net
+                    .allow
+                    .iter()
+                    .map(|r| {
+                        let protos: Vec<String> =
+                            r.protocols.iter().map(ToString::to_string).collect();
+                        format!("{} port {} {}", r.net, r.ports, protos.join("+"))
+                    })
+                    .collect(),
+            );
+            list(
+                "net.unix",
+                p.net.unix.iter().map(|r| r.pattern.to_string()).collect(),
+            );
+            view.styled(
+                Role::Muted,
+                "(the tool runner is granted its own executable and libraries on top; `bee \
+                 validate --emit compiled` shows every rule)",
+            );
+        }
+        _ => view.styled(
+            Role::Denial,
+            "no policy: --host runs tools as hardened host processes with NO kernel scope",
+        ),
+    }
+}
+
+fn show_cost(session: &Session<'_>, view: &View) {
+    let t = session.totals();
+    view.line(&format!(
+        "model calls {}  tokens: {} input ({} cached), {} output ({} reasoning)",
+        t.model_calls, t.input_tokens, t.cached_input_tokens, t.output_tokens, t.reasoning_tokens
+    ));
+    if t.unknown_token_calls > 0 {
+        view.styled(
+            Role::Muted,
+            &format!(
+                "{} call(s) reported no token counts: the sums are lower bounds",
+                t.unknown_token_calls
+            ),
+        );
+    }
+    let sources: Vec<String> = t.cost.sources.iter().map(ToString::to_string).collect();
+    view.line(&format!(
+        "cost {}{}",
+        t.cost,
+        if sources.is_empty() {
+            String::new()
+        } else {
+            format!(" (prices: {})", sources.join(", "))
+        }
+    ));
+    let (mut total, mut first) = view.latencies();
+    total.sort_unstable();
+    first.sort_unstable();
+    let ms = |v: &[u64], p| nearest_rank(v, p).map_or("-".to_owned(), |x| format!("{x} ms"));
+    view.line(&format!(
+        "model latency p50 {} / p95 {}; first token p50 {}",
+        ms(&total, 50),
+        ms(&total, 95),
+        ms(&first, 50)
+    ));
+}
+
+fn banner(
+    view: &View,
+    session: &Session<'_>,
+    policy: &Option<PathBuf>,
+    enforcement: Enforcement,
+    history: Option<&Path>,
+) {
+    let confined = match (enforcement, policy) {
+        (Enforcement::Kernel, Some(p)) => format!("policy {} (kernel-enforced)", p.display()),
+        _ => "--host (no kernel scope)".to_owned(),
+    };
+    view.styled(
+        Role::Heading,
+        &format!(
+            "bee repl — {} via {}",
+            session.model().provider.model(),
+            session.model().kind
+        ),
+    );
+    view.styled(
+        Role::Muted,
+        &format!(
+            "{confined}; workspace {}; transcript {}",
+            session.spec().workspace.display(),
+            session.transcript().display()
+        ),
+    );
+    let _ = history;
+    view.styled(
+        Role::Muted,
+        "/help for commands; Ctrl-C stops a turn; Ctrl-D or /quit ends the session",
+    );
+}
+
+/// Puts the workspace's `AGENTS.md` into the conversation as instructions, read through the
+/// sandbox like any workspace file (so the policy decides), cut at [`AGENTS_MD_CAP`] bytes
+/// with a note. A missing file is skipped; one the policy or the file system refuses is said
+/// on screen and in the transcript.
+fn project_instructions(
+    session: &mut Session<'_>,
+    executor: &dyn ToolExecutor,
+    view: &View,
+) -> Result<(), crate::session::SessionError> {
+    let workspace = session.spec().workspace.clone();
+    // Only whether it exists is looked at from here; the content comes through the scope.
+    if !workspace.join("AGENTS.md").exists() {
+        return Ok(());
+    }
+    match executor.read_text("AGENTS.md", AGENTS_MD_CAP) {
+        Ok(read) => {
+            let mut text = format!(
+                "Project instructions from AGENTS.md at the workspace root:\n\n{}",
+                read.text
+            );
+            if read.total_bytes > read.text.len() {
+                let note = format!(
+                    "AGENTS.md is {} bytes; only the first {} were read",
+                    read.total_bytes,
+                    read.text.len()
+                );
+                text.push_str(&format!("\n\n[{note}]"));
+                view.styled(Role::Notice, &note);
+            }
+            session.add_system(&text)
+        }
+        Err(why) => {
+            let note = format!("AGENTS.md was not read: {why}");
+            view.styled(Role::Notice, &note);
+            session.add_system(&format!("[{note}]"))
+        }
+    }
+}
+
+/// Rewrites the run summary (a failure only costs the summary: the transcript is the record).
+fn write_summary(run_dir: &Path) {
+    if let Ok(summary) = RunSummary::from_run_dir(run_dir) {
+        let _ = summary.write_atomic(run_dir);
+    }
+}

@@ -1,0 +1,226 @@
+//! What `bee repl` shows while a turn runs: the assistant's text as it streams (re-drawn as
+//! markdown once the message is complete, on a terminal), then tool calls, their results,
+//! kernel denials, refusals, errors and notes, one compact line each.
+//!
+//! The view is the session's observer ([`Update`]); it is called on the session's thread.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use crate::provider;
+use crate::records::{EventBody, Role as Author};
+use crate::render::{Role, Theme, lines, render_markdown, sanitize, width as text_width};
+use crate::session::Update;
+
+/// How the view writes.
+pub(super) struct View {
+    out: Mutex<Box<dyn Write + Send>>,
+    state: Mutex<State>,
+    theme: Theme,
+    /// Whether the output is a terminal: stream text, then re-draw it as markdown.
+    live: bool,
+}
+
+#[derive(Default)]
+struct State {
+    /// The assistant text streamed since the last complete message.
+    streamed: String,
+    /// Model latency of every call so far, milliseconds.
+    latencies: Vec<u64>,
+    first_tokens: Vec<u64>,
+}
+
+impl View {
+    pub(super) fn new(out: Box<dyn Write + Send>, theme: Theme, live: bool) -> Self {
+        Self {
+            out: Mutex::new(out),
+            state: Mutex::new(State::default()),
+            theme,
+            live,
+        }
+    }
+
+    /// The theme in use.
+    pub(super) fn theme(&self) -> &Theme {
+        &self.theme
+    }
+
+    /// The terminal's width in columns (80 when unknown), at least 20.
+    pub(super) fn width(&self) -> usize {
+        terminal_size::terminal_size()
+            .map_or(80, |(w, _)| usize::from(w.0))
+            .max(20)
+    }
+
+    /// Writes `text` as is and flushes.
+    pub(super) fn print(&self, text: &str) {
+        if let Ok(mut out) = self.out.lock() {
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    /// Writes one line.
+    pub(super) fn line(&self, text: &str) {
+        self.print(&format!("{text}\n"));
+    }
+
+    /// A line of `style`.
+    pub(super) fn styled(&self, role: Role, text: &str) {
+        self.line(&self.theme.paint(role, text));
+    }
+
+    /// Renders markdown (a loaded skill, say) with the theme.
+    pub(super) fn markdown(&self, text: &str) {
+        self.print(&render_markdown(text, &self.theme, self.width()));
+    }
+
+    /// Model latencies so far, milliseconds: to the end of each call and to its first token.
+    pub(super) fn latencies(&self) -> (Vec<u64>, Vec<u64>) {
+        self.state
+            .lock()
+            .map(|s| (s.latencies.clone(), s.first_tokens.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Shows one update of the session.
+    pub(super) fn update(&self, u: Update<'_>) {
+        match u {
+            Update::Stream(provider::Event::TextDelta { text }) => self.stream(text),
+            Update::Stream(provider::Event::Restarted) => {
+                self.unstream();
+            }
+            Update::Stream(_) => {}
+            Update::ToolStarted(call) => {
+                let line = lines::tool_call(
+                    &self.theme,
+                    self.width(),
+                    &call.name,
+                    &summary(&call.arguments),
+                );
+                self.line(&line);
+            }
+            Update::Recorded(e) => self.recorded(&e.body),
+        }
+    }
+
+    fn stream(&self, text: &str) {
+        if let Ok(mut s) = self.state.lock() {
+            s.streamed.push_str(text);
+        }
+        if self.live {
+            self.print(&sanitize(text));
+        }
+    }
+
+    /// Takes back what was streamed (on a terminal, erases it).
+    fn unstream(&self) -> String {
+        let streamed = self
+            .state
+            .lock()
+            .map(|mut s| std::mem::take(&mut s.streamed))
+            .unwrap_or_default();
+        if self.live && !streamed.is_empty() {
+            let rows = rows(&sanitize(&streamed), self.width());
+            // Back to the first streamed row, and clear to the end of the screen.
+            let up = if rows > 1 {
+                format!("\x1b[{}A", rows - 1)
+            } else {
+                String::new()
+            };
+            self.print(&format!("{up}\r\x1b[J"));
+        }
+        streamed
+    }
+
+    fn recorded(&self, body: &EventBody) {
+        match body {
+            EventBody::Message(m) if m.role == Author::Assistant => {
+                self.unstream();
+                self.markdown(&m.text);
+            }
+            EventBody::Denial(d) => {
+                let what = format!("{} (missing {})", d.explanation, d.missing.as_str());
+                self.line(&lines::denial(&self.theme, self.width(), &what));
+            }
+            EventBody::ToolResult(r) => {
+                let first = r
+                    .output
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("");
+                self.line(&lines::tool_result(
+                    &self.theme,
+                    self.width(),
+                    r.state,
+                    r.duration_ms,
+                    first,
+                ));
+            }
+            EventBody::ModelLatency(l) => {
+                if let Ok(mut s) = self.state.lock() {
+                    s.latencies.push(l.total_ms);
+                    s.first_tokens.extend(l.first_token_ms);
+                }
+            }
+            EventBody::ModelCallEnded(m) => {
+                if !self.unstream().is_empty() && m.error.is_some() {
+                    self.styled(Role::Muted, "(the partial answer above was recorded)");
+                }
+                if let Some(e) = &m.error {
+                    let what = format!("provider {} error: {}", e.category, e.message);
+                    self.line(&lines::error(&self.theme, self.width(), &what));
+                }
+                if let Some(r) = &m.refusal {
+                    let text = match (&r.text, &r.detail) {
+                        (t, Some(d)) if t.is_empty() => d.clone(),
+                        (t, Some(d)) => format!("{t} ({d})"),
+                        (t, None) => t.clone(),
+                    };
+                    self.line(&lines::refusal(&self.theme, self.width(), &text));
+                }
+                for note in &m.notes {
+                    self.line(&lines::notice(&self.theme, self.width(), note));
+                }
+            }
+            EventBody::LimitHit(l) => {
+                let what = format!("limit {}: {}", l.limit.as_str(), l.detail);
+                self.line(&lines::notice(&self.theme, self.width(), &what));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A tool call's arguments in a few words: the command of a shell call, the path of a file
+/// tool, else the JSON.
+fn summary(arguments: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+    for key in ["command", "path", "pattern", "name"] {
+        if let Some(s) = v.get(key).and_then(serde_json::Value::as_str) {
+            return s.to_owned();
+        }
+    }
+    arguments.to_owned()
+}
+
+/// How many terminal rows `text` takes at `width` columns.
+fn rows(text: &str, width: usize) -> usize {
+    let width = width.max(1);
+    text.split('\n')
+        .map(|l| text_width(l).div_ceil(width).max(1))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_count_wrapped_lines() {
+        assert_eq!(rows("abc", 80), 1);
+        assert_eq!(rows("abc\ndef", 80), 2);
+        assert_eq!(rows(&"x".repeat(81), 80), 2);
+        assert_eq!(rows("", 80), 1);
+    }
+}

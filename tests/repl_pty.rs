@@ -1,0 +1,283 @@
+//! `bee repl` as a person uses it: the real binary in a pseudo-terminal, typing and reading
+//! the screen, with the replay provider and `--host` (the kernel matrix runs the enforced
+//! journey). Each test has its own HOME, XDG directories and records.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use expectrl::process::Healthcheck;
+use expectrl::process::unix::{PtyStream, UnixProcess, WaitStatus};
+use expectrl::{ControlCode, Expect, Regex, Session};
+
+type Pty = Session<UnixProcess, PtyStream>;
+
+/// A directory with a provider, a recording, a workspace and a home of its own.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new(turns: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("ws")).unwrap();
+        std::fs::create_dir_all(p.join("home")).unwrap();
+        std::fs::write(p.join("ws/notes.md"), "remember the milk\n").unwrap();
+        std::fs::write(
+            p.join("provider.toml"),
+            "kind = \"replay\"\nfile = \"turns.jsonl\"\nmodel = \"replay-model\"\n\
+             [prices]\ninput = 1.0\noutput = 2.0\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("turns.jsonl"), turns.join("\n")).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn records(&self) -> PathBuf {
+        self.path().join("records")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let p = self.path();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_bee"));
+        c.arg("repl")
+            .args(args)
+            .current_dir(p)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", p.join("home"))
+            .env("XDG_STATE_HOME", p.join("state"))
+            .env("XDG_CONFIG_HOME", p.join("config"))
+            .env("TERM", "xterm")
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100");
+        c
+    }
+
+    /// `bee repl --host` on this fixture, in a pseudo-terminal.
+    fn spawn(&self) -> Pty {
+        let records = self.records();
+        let cmd = self.command(&[
+            "--host",
+            "--provider",
+            "provider.toml",
+            "--workspace",
+            "ws",
+            "--records-dir",
+            records.to_str().unwrap(),
+        ]);
+        let mut s = Session::spawn(cmd).unwrap();
+        s.set_expect_timeout(Some(Duration::from_secs(20)));
+        s
+    }
+}
+
+fn prompt(s: &mut Pty) {
+    s.expect("› ").unwrap();
+}
+
+fn exit_code(s: &Pty) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match s.get_process().get_status() {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            other => panic!("bee repl did not exit: {other:?}"),
+        }
+    }
+}
+
+const LOOK: &str = r#"{"text": "Let me look at the notes.", "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.md"}}], "usage": {"input_tokens": 100, "output_tokens": 10}}"#;
+const SAY: &str = r#"{"text": "The notes say:\n\n- **remember** the `milk`\n\n# Done", "usage": {"input_tokens": 200, "output_tokens": 20}}"#;
+
+#[test]
+fn a_conversation_of_several_turns_with_tools_is_shown_and_recorded() {
+    let f = Fixture::new(&[
+        LOOK,
+        SAY,
+        r#"{"text": "You're welcome.", "usage": {"input_tokens": 300, "output_tokens": 5}}"#,
+    ]);
+    let mut s = f.spawn();
+    s.expect("--host").unwrap();
+    s.expect("/help").unwrap();
+    prompt(&mut s);
+    s.send_line("what do my notes say?").unwrap();
+    s.expect("read_file").unwrap();
+    s.expect("notes.md").unwrap();
+    s.expect("remember the milk").unwrap();
+    // The final answer, rendered as markdown: a bullet instead of `-`, no `**`.
+    s.expect("The notes say:").unwrap();
+    s.expect("• remember the `milk`").unwrap();
+    s.expect("# Done").unwrap();
+    prompt(&mut s);
+    s.send_line("thanks").unwrap();
+    s.expect("You're welcome.").unwrap();
+    prompt(&mut s);
+    s.send_line("/cost").unwrap();
+    s.expect("model calls 3").unwrap();
+    s.expect("tokens: 600 input").unwrap();
+    s.expect("cost $0.0007").unwrap();
+    prompt(&mut s);
+    s.send(ControlCode::EndOfTransmission).unwrap();
+    s.expect("session ended").unwrap();
+    assert_eq!(exit_code(&s), 0);
+
+    // The records: a transcript that bee metrics reports, closed as `ended`.
+    let out = Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(["metrics", "--records"])
+        .arg(f.records())
+        .args(["--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["total"]["model"]["calls"], 3);
+    assert_eq!(v["total"]["tools"]["calls"], 1);
+    let runs: Vec<_> = std::fs::read_dir(f.records())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let transcript = std::fs::read_to_string(runs[0].path().join("repl.jsonl")).unwrap();
+    assert!(transcript.contains(r#""outcome":"ended""#), "{transcript}");
+    assert!(
+        transcript.contains(r#""enforcement":"host""#),
+        "{transcript}"
+    );
+}
+
+#[test]
+fn ctrl_c_stops_a_long_tool_call_and_the_session_goes_on() {
+    let long = r#"{"tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "echo $$ > pid; sleep 60"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#;
+    let after = r#"{"text": "Still here.", "usage": {"input_tokens": 20, "output_tokens": 5}}"#;
+    let f = Fixture::new(&[long, after]);
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("run the long thing").unwrap();
+    s.expect("sleep 60").unwrap();
+    // Wait until the command runs, then interrupt it.
+    let pid_file = f.path().join("ws/pid");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let started = Instant::now();
+    s.send(ControlCode::EndOfText).unwrap();
+    s.expect("interrupted").unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    prompt(&mut s);
+    // The command's processes are gone with its cgroup.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{}", pid.trim())).exists(),
+        "the interrupted shell {pid} survived"
+    );
+    // The session goes on.
+    s.send_line("are you there?").unwrap();
+    s.expect("Still here.").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+}
+
+#[test]
+fn slash_commands_never_reach_the_model() {
+    // No turns at all: a line that reached the model would end in "no turn left".
+    let f = Fixture::new(&[r#"{"text": "unused"}"#]);
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("/help").unwrap();
+    s.expect("/policy").unwrap();
+    s.expect("Ctrl-C").unwrap();
+    prompt(&mut s);
+    s.send_line("/cots").unwrap();
+    s.expect("did you mean /cost?").unwrap();
+    prompt(&mut s);
+    s.send_line("/policy").unwrap();
+    s.expect("NO kernel scope").unwrap();
+    prompt(&mut s);
+    s.send_line("/skill nothing-here").unwrap();
+    s.expect(Regex("no skill|not found|no skills")).unwrap();
+    prompt(&mut s);
+    s.send_line("/cost").unwrap();
+    s.expect("model calls 0").unwrap();
+    prompt(&mut s);
+    // Ctrl-C on an empty line ends the session.
+    s.send(ControlCode::EndOfText).unwrap();
+    assert_eq!(exit_code(&s), 0);
+}
+
+#[test]
+fn history_is_kept_across_sessions() {
+    let f = Fixture::new(&[r#"{"text": "one"}"#, r#"{"text": "two"}"#]);
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("remember this line").unwrap();
+    s.expect("one").unwrap();
+    prompt(&mut s);
+    s.send(ControlCode::EndOfTransmission).unwrap();
+    assert_eq!(exit_code(&s), 0);
+    assert!(f.path().join("state/bee/history").exists());
+
+    // In a new session, the up arrow brings the last line back; so does Ctrl-P (DLE, 0x10).
+    for key in ["\x1b[A", "\x10"] {
+        let mut s = f.spawn();
+        prompt(&mut s);
+        s.send(key).unwrap();
+        s.expect("remember this line").unwrap();
+        // Ctrl-C clears the line; Ctrl-C on the empty line ends the session.
+        s.send(ControlCode::EndOfText).unwrap();
+        s.send(ControlCode::EndOfText).unwrap();
+        assert_eq!(exit_code(&s), 0);
+    }
+}
+
+#[test]
+fn set_up_refuses_with_the_statuses_of_bee_run() {
+    let f = Fixture::new(&[r#"{"text": "x"}"#]);
+    let run = |args: &[&str]| {
+        let out = f.command(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Neither a policy nor --host.
+    let (code, err) = run(&["--provider", "provider.toml"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--host"), "{err}");
+    // Both.
+    std::fs::write(f.path().join("p.toml"), "version = 1\n").unwrap();
+    let (code, err) = run(&[
+        "--provider",
+        "provider.toml",
+        "--policy",
+        "p.toml",
+        "--host",
+    ]);
+    assert_eq!(code, 64, "{err}");
+    // A provider file that does not exist, and one that is invalid.
+    let (code, err) = run(&["--host", "--provider", "missing.toml"]);
+    assert_eq!(code, 66, "{err}");
+    std::fs::write(f.path().join("bad.toml"), "kind = \"nope\"\n").unwrap();
+    let (code, err) = run(&["--host", "--provider", "bad.toml"]);
+    assert_eq!(code, 65, "{err}");
+    assert!(err.contains("bad.toml:1"), "{err}");
+}
