@@ -177,6 +177,82 @@ fn an_agent_episode_runs_its_tools_in_a_scope_and_gets_kernel_denials() {
     assert_eq!(last["outcome"], "passed", "{last}");
 }
 
+/// `bee repl` as a person uses it, under the kernel: a pseudo-terminal, a conversation whose
+/// tool calls run in a scope, a denial shown and explained, `/policy`, and the records.
+#[test]
+fn the_repl_chats_with_tools_in_a_scope_and_shows_kernel_denials() {
+    use expectrl::{ControlCode, Expect, Session};
+    let f = Fixture::new();
+    let secret = f.secret.display().to_string();
+    let turns = [
+        serde_json::json!({"text": "Reading the notes.", "tool_calls": [
+            {"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}]}),
+        serde_json::json!({"text": "Now the secret.", "tool_calls": [
+            {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
+        serde_json::json!({"text": "The policy **refused** that read."}),
+    ];
+    let lines: Vec<String> = turns.iter().map(|t| t.to_string()).collect();
+    std::fs::write(f.root.join("recording.jsonl"), lines.join("\n") + "\n").unwrap();
+    std::fs::write(
+        f.root.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"recording.jsonl\"\nmodel = \"kernel-test\"\n",
+    )
+    .unwrap();
+    let records = f.root.join("records");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bee"));
+    cmd.args([
+        "repl",
+        "--policy",
+        "policy.toml",
+        "--provider",
+        "provider.toml",
+    ])
+    .arg("--workspace")
+    .arg(&f.workspace)
+    .arg("--records-dir")
+    .arg(&records)
+    .current_dir(&f.root)
+    .env("HOME", &f.root)
+    .env("XDG_STATE_HOME", f.root.join("state"))
+    .env("NO_COLOR", "1")
+    .env("TERM", "xterm");
+    let mut s = Session::spawn(cmd).expect("spawn bee repl in a pty");
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(120)));
+    s.expect("kernel-enforced").unwrap();
+    s.expect("› ").unwrap();
+    s.send_line("/policy").unwrap();
+    s.expect("enforced by the kernel").unwrap();
+    s.expect("› ").unwrap();
+    s.send_line("read my notes, then the secret").unwrap();
+    s.expect("hello from the workspace").unwrap();
+    s.expect("denied").unwrap();
+    s.expect(secret.as_str()).unwrap();
+    s.expect("fs.read").unwrap();
+    s.expect("refused").unwrap();
+    s.expect("› ").unwrap();
+    s.send(ControlCode::EndOfTransmission).unwrap();
+    s.expect("session ended").unwrap();
+
+    let transcript = find_transcript(&records);
+    let events = std::fs::read_to_string(&transcript).unwrap();
+    assert!(events.contains(r#""enforcement":"kernel""#), "{events}");
+    assert!(events.contains(r#""event":"denial""#), "{events}");
+    assert!(events.contains(r#""outcome":"ended""#), "{events}");
+    let o = bee(
+        &[
+            "metrics",
+            "--records",
+            &records.display().to_string(),
+            "--json",
+        ],
+        &f.root,
+    );
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["total"]["model"]["calls"], 3);
+    assert!(v["total"]["tools"]["denials"].as_u64().unwrap() >= 1, "{v}");
+}
+
 fn find_transcript(records: &Path) -> PathBuf {
     for run in std::fs::read_dir(records).unwrap() {
         let run = run.unwrap().path();

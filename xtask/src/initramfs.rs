@@ -272,6 +272,7 @@ pub fn init_script(
          m proc /proc\n\
          m sysfs /sys\n\
          m devtmpfs /dev\n\
+         mkdir -p /dev/pts && m devpts /dev/pts\n\
          m securityfs /sys/kernel/security\n\
          m bpf /sys/fs/bpf\n\
          m cgroup2 /sys/fs/cgroup\n\
