@@ -209,7 +209,46 @@ fn entries_show_every_value_with_its_origin() {
     assert_eq!(get("workspace").2.to_string(), "default");
     assert_eq!(get("tools.shell_timeout_seconds").1, "120");
     assert_eq!(get("tools.shell_timeout_seconds").2.to_string(), "default");
-    assert_eq!(entries.len(), 15);
+    assert_eq!(get("repl.theme").1, "dark");
+    assert_eq!(entries.len(), 16);
+}
+
+#[test]
+fn themes_come_from_the_configuration_and_bad_ones_are_located() {
+    let w = World::new();
+    let p = w.project(
+        "[repl]\ntheme = \"mine\"\n\n[themes.mine]\nbase = \"light\"\nheading = \"bold #ff8800\"\n",
+    );
+    let c = w.resolve(&Flags::default());
+    let theme = c.theme().unwrap();
+    assert_ne!(theme, bee::render::Theme::light());
+    assert_eq!(c.repl_theme.as_ref().unwrap().origin, file(&p, 2));
+
+    w.project("[repl]\ntheme = \"nope\"\n");
+    let c = w.resolve(&Flags::default());
+    let e = c.theme().unwrap_err();
+    assert!(
+        e.contains(":2: repl.theme: there is no theme `nope`"),
+        "{e}"
+    );
+    assert!(e.contains("dark, light, ansi16, plain"), "{e}");
+
+    w.project("[themes.mine]\nheding = \"bold\"\nlink = \"bluee\"\n");
+    let e = error(&w, &Flags::default());
+    let keys: Vec<_> = e
+        .diagnostics()
+        .unwrap()
+        .problems
+        .iter()
+        .map(|p| (p.line, p.key.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            (2, "themes.mine.heding".to_owned()),
+            (3, "themes.mine.link".to_owned())
+        ]
+    );
 }
 
 #[test]

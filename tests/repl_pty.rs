@@ -280,4 +280,18 @@ fn set_up_refuses_with_the_statuses_of_bee_run() {
     let (code, err) = run(&["--host", "--provider", "bad.toml"]);
     assert_eq!(code, 65, "{err}");
     assert!(err.contains("bad.toml:1"), "{err}");
+    // A theme that does not exist, named in the configuration.
+    std::fs::write(f.path().join("bee.toml"), "[repl]\ntheme = \"neon\"\n").unwrap();
+    let (code, err) = run(&[
+        "--host",
+        "--provider",
+        "provider.toml",
+        "--config",
+        "bee.toml",
+    ]);
+    assert_eq!(code, 65, "{err}");
+    assert!(
+        err.contains("bee.toml:2: repl.theme: there is no theme `neon`"),
+        "{err}"
+    );
 }

@@ -66,6 +66,14 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
+    /// The same origin with another value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Sourced<U> {
+        Sourced {
+            value: f(self.value),
+            origin: self.origin,
+        }
+    }
+
     fn flag(value: T, flag: &str) -> Self {
         Self {
             value,
@@ -156,6 +164,12 @@ pub struct Config {
     pub limits: Limits,
     /// `[tools]`: limits of tool calls and tools turned off.
     pub tools: ToolsConfig,
+    /// `repl.theme`: the theme of `bee repl` (a built-in one — `dark`, `light`, `ansi16`,
+    /// `plain` — or a `[themes.NAME]` table); default `dark`.
+    pub repl_theme: Option<Sourced<String>>,
+    /// `[themes.NAME]`: user themes, checked when their file was read.
+    #[serde(skip)]
+    pub themes: BTreeMap<String, Sourced<crate::render::Theme>>,
     /// `[security.scanners.NAME]` tables, kept as data for the scanner tools.
     pub scanners: BTreeMap<String, Sourced<toml::Table>>,
     /// The files that were read, highest precedence first.
@@ -324,6 +338,8 @@ impl Config {
             records_dir: Sourced::default(env.cwd.join(".bee").join("records")),
             limits: Limits::default(),
             tools: ToolsConfig::default(),
+            repl_theme: None,
+            themes: BTreeMap::new(),
             scanners: BTreeMap::new(),
             files: Vec::new(),
         };
@@ -404,6 +420,30 @@ impl Config {
         }
     }
 
+    /// The theme `repl.theme` names: a user theme of that name, else a built-in one; `dark`
+    /// when unset.
+    ///
+    /// # Errors
+    /// The origin and the known names, for a name no theme has.
+    pub fn theme(&self) -> Result<crate::render::Theme, String> {
+        let Some(name) = &self.repl_theme else {
+            return Ok(crate::render::Theme::dark());
+        };
+        if let Some(t) = self.themes.get(&name.value) {
+            return Ok(t.value.clone());
+        }
+        crate::render::Theme::builtin(&name.value).ok_or_else(|| {
+            let mut known: Vec<&str> = crate::render::BUILTIN_THEMES.to_vec();
+            known.extend(self.themes.keys().map(String::as_str));
+            format!(
+                "{}: repl.theme: there is no theme `{}` (the themes are {})",
+                name.origin,
+                name.value,
+                known.join(", ")
+            )
+        })
+    }
+
     /// Every effective value as `(key, value, origin)`, in a fixed order, for display.
     /// Unset optional keys appear with the value `(unset)` and origin [`Origin::Default`].
     pub fn entries(&self) -> Vec<(String, String, Origin)> {
@@ -478,6 +518,19 @@ impl Config {
                 limits.shell_timeout_max.as_secs(),
             ),
         );
+        push(
+            "repl.theme",
+            match &self.repl_theme {
+                Some(s) => (s.value.clone(), s.origin.clone()),
+                None => ("dark".to_owned(), Origin::Default),
+            },
+        );
+        for (name, theme) in &self.themes {
+            push(
+                &format!("themes.{name}"),
+                ("(user theme)".to_owned(), theme.origin.clone()),
+            );
+        }
         push(
             "tools.disabled",
             match &self.tools.disabled {

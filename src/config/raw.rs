@@ -22,7 +22,16 @@ struct RawConfig {
     records_dir: Option<Spanned<String>>,
     limits: Option<RawLimits>,
     tools: Option<RawTools>,
+    repl: Option<RawRepl>,
+    #[serde(default)]
+    themes: BTreeMap<String, Spanned<toml::Table>>,
     security: Option<RawSecurity>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRepl {
+    theme: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -212,6 +221,19 @@ pub(super) fn apply(
         if let Some(d) = &t.disabled {
             config.tools.disabled = Some(r.sourced(d));
         }
+    }
+    for (name, table) in &raw.themes {
+        match crate::render::user_theme(&r.source, table) {
+            Ok(theme) => {
+                config
+                    .themes
+                    .insert(name.clone(), r.sourced(table).map(|_| theme));
+            }
+            Err(d) => r.problems.extend(d.problems),
+        }
+    }
+    if let Some(t) = raw.repl.as_ref().and_then(|r| r.theme.as_ref()) {
+        config.repl_theme = Some(r.sourced(t));
     }
     if let Some(s) = &raw.security {
         for (name, table) in &s.scanners {

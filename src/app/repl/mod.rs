@@ -102,6 +102,9 @@ fn repl(args: &Args) -> Result<(), Refused> {
         )
     })?;
     let config = Config::resolve_in(&args.flags, &env).map_err(|e| file_refusal(&e))?;
+    let theme = config
+        .theme()
+        .map_err(|why| Refused(RunStatus::DataErr, why))?;
     let policy_file = match config.require_policy_or_host() {
         Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
         Ok(crate::config::Enforcement::Host(_)) => None,
@@ -160,9 +163,7 @@ fn repl(args: &Args) -> Result<(), Refused> {
         })?;
 
     let stdout_terminal = std::io::stdout().is_terminal();
-    let theme = render::choose(render::Theme::dark(), stdout_terminal, &|k| {
-        std::env::var(k).ok()
-    });
+    let theme = render::choose(theme, stdout_terminal, &|k| std::env::var(k).ok());
     let view = View::new(Box::new(std::io::stdout()), theme, stdout_terminal);
     for problem in &skill_problems {
         view.styled(Role::Notice, &format!("a skill was skipped: {problem}"));
