@@ -5,7 +5,6 @@
 
 #![expect(
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "a benchmark that cannot set itself up has nothing to report"
 )]
 
