@@ -40,6 +40,8 @@ fn episode(
         policy: PolicyRecord {
             source: Some("policies/cargo-test.toml".into()),
             enforcement: Enforcement::Kernel,
+            requested: None,
+            installed: None,
         },
         workspace: "/tmp/ws".into(),
         limits: Limits::default(),

@@ -236,6 +236,21 @@ fn the_repl_chats_with_tools_in_a_scope_and_shows_kernel_denials() {
     let transcript = find_transcript(&records);
     let events = std::fs::read_to_string(&transcript).unwrap();
     assert!(events.contains(r#""enforcement":"kernel""#), "{events}");
+    // The transcript records the policy as requested and as installed (with the runner's
+    // grant).
+    let started: serde_json::Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert!(started["policy"]["requested"].is_object(), "{started}");
+    assert!(
+        started["policy"]["installed"]
+            .to_string()
+            .contains("(bee tool runner)"),
+        "{started}"
+    );
+    assert!(
+        !started["policy"]["requested"]
+            .to_string()
+            .contains("(bee tool runner)")
+    );
     assert!(events.contains(r#""event":"denial""#), "{events}");
     assert!(events.contains(r#""outcome":"ended""#), "{events}");
     let o = bee(

@@ -24,6 +24,8 @@ fn started(run: &str, episode: &str, model: &str) -> EpisodeStarted {
         policy: PolicyRecord {
             source: Some("policies/cargo-test.toml".into()),
             enforcement: Enforcement::Kernel,
+            requested: None,
+            installed: None,
         },
         workspace: "/tmp/ws".into(),
         limits: Limits {

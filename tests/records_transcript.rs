@@ -22,6 +22,8 @@ fn started(run: &str, episode: &str) -> EpisodeStarted {
         policy: PolicyRecord {
             source: None,
             enforcement: Enforcement::Host,
+            requested: None,
+            installed: None,
         },
         workspace: "/tmp/ws".into(),
         limits: Limits {

@@ -222,6 +222,9 @@ fn the_runner_grant_is_exact_pinned_and_the_only_widening() {
     let original = policy(ws.path());
     let widened = sb.policy().unwrap();
     let grant = sb.runner_grant().unwrap();
+    // The sandbox keeps what was requested apart from what was installed (for the records).
+    assert_eq!(sb.requested_policy(), Some(&original));
+    assert_ne!(sb.requested_policy(), Some(widened));
 
     // The executable: canonical path, pinned to its device and inode.
     let exe = fs::canonicalize(bee_exe()).unwrap();

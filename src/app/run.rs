@@ -788,6 +788,8 @@ impl Shared<'_> {
             policy: PolicyRecord {
                 source: spec.policy.clone(),
                 enforcement: self.factory.enforcement(),
+                requested: None,
+                installed: None,
             },
             workspace: spec.workspace.display().to_string(),
             limits: Limits::default(),

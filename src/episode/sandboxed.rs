@@ -145,6 +145,14 @@ impl ToolExecutor for SandboxExecutor {
         self.enforcement
     }
 
+    fn policies(&self) -> Option<(bee_core::CompiledPolicy, bee_core::CompiledPolicy)> {
+        let sandbox = self.sandbox.lock().ok()?;
+        Some((
+            sandbox.requested_policy()?.clone(),
+            sandbox.policy()?.clone(),
+        ))
+    }
+
     fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
         let sandbox = self
             .sandbox

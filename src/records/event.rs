@@ -105,6 +105,14 @@ pub struct PolicyRecord {
     pub source: Option<String>,
     /// Whether a kernel scope enforced it.
     pub enforcement: Enforcement,
+    /// The policy as compiled from its file (`bee validate --emit compiled` form), when a
+    /// kernel scope enforced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<serde_json::Value>,
+    /// What was installed for the scope: the requested policy plus bee's tool-runner grant
+    /// (rules whose origin key is `(bee tool runner)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installed: Option<serde_json::Value>,
 }
 
 /// How the tools of an episode were confined.

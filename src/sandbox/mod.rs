@@ -210,6 +210,7 @@ pub struct Sandbox {
     enforcement: Enforcement,
     enforcer: Option<Arc<dyn Enforcer + Send + Sync>>,
     policy: Option<CompiledPolicy>,
+    requested: Option<CompiledPolicy>,
     plan: Option<EnforcementPlan>,
     grant: Option<RunnerGrant>,
     workspace: PathBuf,
@@ -262,12 +263,14 @@ impl Sandbox {
             Some(p) => CgroupParent::open(p)?,
             None => CgroupParent::open_default()?,
         };
+        let mut requested = None;
         let (enforcement, enforcer, policy, plan, grant) = match config.mode {
             SandboxMode::Enforced {
                 enforcer,
                 mut policy,
             } => {
                 let grant = RunnerGrant::detect(&runner)?;
+                requested = Some(policy.clone());
                 grant.apply(&mut policy);
                 let plan = EnforcementPlan::new(&policy)?;
                 (
@@ -289,6 +292,7 @@ impl Sandbox {
             enforcement,
             enforcer,
             policy,
+            requested,
             plan,
             grant,
             workspace,
@@ -328,6 +332,11 @@ impl Sandbox {
     /// The policy in force, runner grant included (enforced mode).
     pub fn policy(&self) -> Option<&CompiledPolicy> {
         self.policy.as_ref()
+    }
+
+    /// The policy as it was given, before the runner grant (enforced mode).
+    pub fn requested_policy(&self) -> Option<&CompiledPolicy> {
+        self.requested.as_ref()
     }
 
     /// The installed plan (enforced mode).

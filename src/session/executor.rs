@@ -155,6 +155,12 @@ pub trait ToolExecutor: Send + Sync {
     /// [`Enforcement::Host`] (explicit `--host`).
     fn enforcement(&self) -> Enforcement;
 
+    /// The policy of the scope tool calls run in: as requested (compiled from its file) and
+    /// as installed (with bee's tool-runner grant); `None` when nothing is enforced.
+    fn policies(&self) -> Option<(bee_core::CompiledPolicy, bee_core::CompiledPolicy)> {
+        None
+    }
+
     /// Reads the workspace file `path` (relative to the workspace) as text for the harness
     /// (project instructions, say), through the same confinement as a tool call, keeping at
     /// most `cap` bytes.

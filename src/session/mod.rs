@@ -221,6 +221,7 @@ impl<'a> Session<'a> {
         observer: &'a (dyn Fn(Update<'_>) + Sync),
     ) -> Result<Self, SessionError> {
         let started = Instant::now();
+        let policies = executor.policies();
         let started_event = EpisodeStarted {
             run_id: spec.run_id.clone(),
             episode_id: spec.session_id.clone(),
@@ -230,6 +231,12 @@ impl<'a> Session<'a> {
             policy: PolicyRecord {
                 source: spec.policy.clone(),
                 enforcement: executor.enforcement(),
+                requested: policies
+                    .as_ref()
+                    .and_then(|(r, _)| serde_json::to_value(r).ok()),
+                installed: policies
+                    .as_ref()
+                    .and_then(|(_, i)| serde_json::to_value(i).ok()),
             },
             workspace: spec.workspace.display().to_string(),
             limits: spec.limits.record(),
