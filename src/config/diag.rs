@@ -7,7 +7,6 @@
 //! errors read exactly like policy errors.
 
 use std::io;
-use std::ops::Range;
 use std::path::PathBuf;
 
 use bee_core::error::Source;
@@ -108,74 +107,12 @@ pub fn parse_toml<T: DeserializeOwned>(source: &Source) -> Result<T, Box<FileDia
     toml::from_str(&source.text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let message = e.message().trim().to_owned();
-        let (key, help) = toml_hint(&source.text, &span, &message);
-        Box::new(FileDiagnostic::at(source, span, key, message, help))
-    })
-}
-
-/// A key name and a hint for a TOML/serde message, where one is known.
-fn toml_hint(text: &str, span: &Range<usize>, message: &str) -> (Option<String>, Option<String>) {
-    let at = text.get(span.clone()).map(str::trim).unwrap_or_default();
-    if message.contains("unknown field") || message.contains("unknown variant") {
-        let help = match message.split_once("expected") {
-            Some((_, rest)) => format!(
-                "known {} here: {}",
-                if message.contains("variant") {
-                    "values"
-                } else {
-                    "keys"
-                },
-                rest.trim().trim_start_matches("one of").trim()
-            ),
-            None => "this table takes no keys".to_owned(),
-        };
-        let key = at
-            .split(['=', ' ', '\n'])
-            .next()
-            .unwrap_or(at)
-            .trim_matches('"');
-        let key = match enclosing_table(text, span.start) {
-            Some(table) if message.contains("unknown field") => format!("{table}.{key}"),
-            _ => key.to_owned(),
-        };
-        return (Some(key), Some(help));
-    }
-    if message.contains("invalid type") {
-        let key = enclosing_key(text, span.start);
-        return (key, Some("see docs for each key's type".to_owned()));
-    }
-    if message.contains("missing field") {
-        return (
-            message
-                .split('`')
-                .nth(1)
-                .map(str::to_owned)
-                .or_else(|| enclosing_table(text, span.start)),
-            None,
+        let (key, help) = bee_core::error::toml_hint(
+            &source.text,
+            &span,
+            &message,
+            "see docs for each key's type",
         );
-    }
-    (None, None)
-}
-
-/// The `key` of the `key = value` line holding byte `offset`, within its table.
-fn enclosing_key(text: &str, offset: usize) -> Option<String> {
-    let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
-    let line = text.get(line_start..)?.lines().next()?;
-    let (key, _) = line.split_once('=')?;
-    let key = key.trim().trim_matches('"');
-    Some(match enclosing_table(text, line_start) {
-        Some(table) => format!("{table}.{key}"),
-        None => key.to_owned(),
-    })
-}
-
-/// The `[table]` or `[[table]]` header in force at byte `offset`, if any.
-pub(crate) fn enclosing_table(text: &str, offset: usize) -> Option<String> {
-    let before = text.get(..offset)?;
-    before.lines().rev().find_map(|line| {
-        let line = line.trim();
-        let name = line.strip_prefix("[[").and_then(|l| l.split("]]").next());
-        let name = name.or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()));
-        name.map(|n| n.trim().to_owned())
+        Box::new(FileDiagnostic::at(source, span, key, message, help))
     })
 }

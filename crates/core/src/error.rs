@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::io;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -201,4 +202,80 @@ impl fmt::Display for PolicyWarning {
             self.file, self.line, self.column, self.key, self.message
         )
     }
+}
+
+/// A key name and a hint for a TOML/serde parse message (`message`, at `span` of `text`):
+/// for an unknown key the key's dotted path and the keys known there, for an unknown value the
+/// values known, for a wrong type the key and `type_help`, for a missing key its name.
+/// `type_help` is the hint for a value of the wrong type (where the file's keys are
+/// documented).
+pub fn toml_hint(
+    text: &str,
+    span: &Range<usize>,
+    message: &str,
+    type_help: &str,
+) -> (Option<String>, Option<String>) {
+    let at = text.get(span.clone()).map(str::trim).unwrap_or_default();
+    if message.contains("unknown field") || message.contains("unknown variant") {
+        let help = match message.split_once("expected") {
+            Some((_, rest)) => format!(
+                "known {} here: {}",
+                if message.contains("variant") {
+                    "values"
+                } else {
+                    "keys"
+                },
+                rest.trim().trim_start_matches("one of").trim()
+            ),
+            None => "this table takes no keys".to_owned(),
+        };
+        let key = at
+            .split(['=', ' ', '\n'])
+            .next()
+            .unwrap_or(at)
+            .trim_matches('"');
+        let key = match enclosing_table(text, span.start) {
+            Some(table) if message.contains("unknown field") => format!("{table}.{key}"),
+            _ => key.to_owned(),
+        };
+        return (Some(key), Some(help));
+    }
+    if message.contains("invalid type") {
+        let key = enclosing_key(text, span.start);
+        return (key, Some(type_help.to_owned()));
+    }
+    if message.contains("missing field") {
+        return (
+            message
+                .split('`')
+                .nth(1)
+                .map(str::to_owned)
+                .or_else(|| enclosing_table(text, span.start)),
+            None,
+        );
+    }
+    (None, None)
+}
+
+/// The `key` of the `key = value` line holding byte `offset`, within its table.
+fn enclosing_key(text: &str, offset: usize) -> Option<String> {
+    let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
+    let line = text.get(line_start..)?.lines().next()?;
+    let (key, _) = line.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    Some(match enclosing_table(text, line_start) {
+        Some(table) => format!("{table}.{key}"),
+        None => key.to_owned(),
+    })
+}
+
+/// The `[table]` or `[[table]]` header in force at byte `offset`, if any.
+pub fn enclosing_table(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    before.lines().rev().find_map(|line| {
+        let line = line.trim();
+        let name = line.strip_prefix("[[").and_then(|l| l.split("]]").next());
+        let name = name.or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()));
+        name.map(|n| n.trim().to_owned())
+    })
 }

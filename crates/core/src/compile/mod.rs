@@ -95,7 +95,12 @@ pub fn compile_str(
     let source = Source::new(name, text);
     let raw: RawPolicy = toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
-        let (key, help) = toml_error_hint(text, &span, e.message());
+        let (key, help) = crate::error::toml_hint(
+            text,
+            &span,
+            e.message(),
+            "see the policy language reference in the README for each key's type",
+        );
         invalid(
             name,
             vec![source.diagnostic(span, key, e.message().trim().to_owned(), help)],
@@ -122,52 +127,6 @@ fn invalid(name: &str, problems: Vec<PolicyDiagnostic>) -> PolicyError {
     PolicyError::Invalid(PolicyDiagnostics {
         file: name.to_owned(),
         problems,
-    })
-}
-
-/// Turns a TOML/serde message into a key name and a hint where one is known.
-fn toml_error_hint(
-    text: &str,
-    span: &Range<usize>,
-    message: &str,
-) -> (Option<String>, Option<String>) {
-    let at = text.get(span.clone()).map(str::trim).unwrap_or_default();
-    if message.contains("unknown field") {
-        let help = match message.split_once("expected") {
-            Some((_, rest)) => format!(
-                "known keys here: {}",
-                rest.trim().trim_start_matches("one of").trim()
-            ),
-            None => "this table takes no keys".to_owned(),
-        };
-        let key = at
-            .split(['=', ' ', '\n'])
-            .next()
-            .unwrap_or(at)
-            .trim_matches('"');
-        let key = match enclosing_table(text, span.start) {
-            Some(table) => format!("{table}.{key}"),
-            None => key.to_owned(),
-        };
-        return (Some(key), Some(help));
-    }
-    if message.contains("invalid type") {
-        return (
-            None,
-            Some("see the policy language reference in the README for each key's type".to_owned()),
-        );
-    }
-    (None, None)
-}
-
-/// The `[table]` or `[[table]]` header in force at byte `offset`, if any.
-fn enclosing_table(text: &str, offset: usize) -> Option<String> {
-    let before = text.get(..offset)?;
-    before.lines().rev().find_map(|line| {
-        let line = line.trim();
-        let name = line.strip_prefix("[[").and_then(|l| l.split("]]").next());
-        let name = name.or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()));
-        name.map(|n| n.trim().to_owned())
     })
 }
 
