@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use diag::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
+pub(crate) use raw::RawLimits;
 
 /// Where an effective value came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -46,11 +46,39 @@ struct RawTools {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawLimits {
-    turns: Option<Spanned<u32>>,
-    tokens: Option<Spanned<u64>>,
-    wall_seconds: Option<Spanned<u64>>,
-    cost_usd: Option<Spanned<f64>>,
+pub(crate) struct RawLimits {
+    pub(crate) turns: Option<Spanned<u32>>,
+    pub(crate) tokens: Option<Spanned<u64>>,
+    pub(crate) wall_seconds: Option<Spanned<u64>>,
+    pub(crate) cost_usd: Option<Spanned<f64>>,
+}
+
+impl RawLimits {
+    /// Reports each value no limit can take to `problem(span, key, message, help)`: zero
+    /// turns, and a cost that is not an amount of USD ≥ 0. (The same `[limits]` table is
+    /// read from configuration and scenario files.)
+    pub(crate) fn check(&self, mut problem: impl FnMut(Range<usize>, &str, &str, &str)) {
+        if let Some(n) = self.turns.as_ref().filter(|n| *n.get_ref() == 0) {
+            problem(
+                n.span(),
+                "limits.turns",
+                "a limit of 0 turns allows nothing",
+                "remove the key for no limit",
+            );
+        }
+        if let Some(c) = self
+            .cost_usd
+            .as_ref()
+            .filter(|c| !c.get_ref().is_finite() || *c.get_ref() < 0.0)
+        {
+            problem(
+                c.span(),
+                "limits.cost_usd",
+                "not an amount of USD ≥ 0",
+                "e.g. cost_usd = 2.5",
+            );
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -145,15 +173,8 @@ pub(super) fn apply(
         config.records_dir = p;
     }
     if let Some(l) = &raw.limits {
+        l.check(|span, key, message, help| r.problem(span, key, message, help));
         if let Some(n) = &l.turns {
-            if *n.get_ref() == 0 {
-                r.problem(
-                    n.span(),
-                    "limits.turns",
-                    "a limit of 0 turns allows nothing",
-                    "remove the key for no limit",
-                );
-            }
             config.limits.turns = Some(r.sourced(n));
         }
         if let Some(n) = &l.tokens {
@@ -163,14 +184,6 @@ pub(super) fn apply(
             config.limits.wall_seconds = Some(r.sourced(n));
         }
         if let Some(n) = &l.cost_usd {
-            if !n.get_ref().is_finite() || *n.get_ref() < 0.0 {
-                r.problem(
-                    n.span(),
-                    "limits.cost_usd",
-                    "not an amount of USD ≥ 0",
-                    "e.g. cost_usd = 2.5",
-                );
-            }
             config.limits.cost_usd = Some(r.sourced(n));
         }
     }

@@ -318,30 +318,11 @@ impl Resolver {
             );
         }
         if let Some(l) = &raw.limits {
-            if let Some(t) = &l.turns {
-                if *t.get_ref() == 0 {
-                    self.problem(
-                        t.span(),
-                        "limits.turns",
-                        "a limit of 0 turns allows nothing",
-                        "remove the key for no limit",
-                    );
-                }
-                layer.limits.turns = Some(*t.get_ref());
-            }
+            l.check(|span, key, message, help| self.problem(span, key, message, help));
+            layer.limits.turns = l.turns.as_ref().map(|v| *v.get_ref());
             layer.limits.tokens = l.tokens.as_ref().map(|v| *v.get_ref());
             layer.limits.wall_seconds = l.wall_seconds.as_ref().map(|v| *v.get_ref());
-            if let Some(c) = &l.cost_usd {
-                if !c.get_ref().is_finite() || *c.get_ref() < 0.0 {
-                    self.problem(
-                        c.span(),
-                        "limits.cost_usd",
-                        "not an amount of USD ≥ 0",
-                        "e.g. cost_usd = 2.5",
-                    );
-                }
-                layer.limits.cost_usd = Some(*c.get_ref());
-            }
+            layer.limits.cost_usd = l.cost_usd.as_ref().map(|v| *v.get_ref());
         }
         if let Some(c) = &raw.success_check {
             let span = c.span();

@@ -3,6 +3,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
+pub(super) use crate::config::RawLimits;
+
 /// The keys an episode can set, at the top of a file (defaults) or in `[[episode]]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,15 +73,6 @@ impl RawFile {
         };
         (defaults, self.episode, self.scenarios)
     }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawLimits {
-    pub turns: Option<Spanned<u32>>,
-    pub tokens: Option<Spanned<u64>>,
-    pub wall_seconds: Option<Spanned<u64>>,
-    pub cost_usd: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
