@@ -13,7 +13,7 @@
 //!
 //! Calls run one at a time. A call's processes never outlive it: when its command exits or
 //! times out, whatever it left in the cgroup is killed before [`Sandbox::run`] returns, and the
-//! audit events drained then are the call's own. The scope is torn down by
+//! audit events drained then are the call's own. The scope is torn down ([`ScopeLease`], the one teardown bee has) by
 //! [`Sandbox::finish`], or on drop: kill what remains, uninstall the plan (only once the cgroup
 //! is empty, so that survivors stay confined), remove the cgroup.
 
@@ -34,7 +34,7 @@ use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode};
 use bee_userspace::plan::{EnforcementPlan, PlanError};
-use bee_userspace::scope::{EnforceError, Enforcer, InstallId};
+use bee_userspace::scope::{EnforceError, Enforcer, ScopeError, ScopeLease};
 
 use crate::records::Enforcement;
 
@@ -199,12 +199,6 @@ impl RunOutput {
     }
 }
 
-#[derive(Debug)]
-struct State {
-    cgroup: Option<ScopeCgroup>,
-    install: Option<InstallId>,
-}
-
 /// The place where an episode's tool calls run. See the module documentation.
 pub struct Sandbox {
     enforcement: Enforcement,
@@ -220,7 +214,8 @@ pub struct Sandbox {
     env: Vec<(OsString, OsString)>,
     kill_wait: Duration,
     cgroup_id: u64,
-    state: Mutex<State>,
+    /// The cgroup and the installed plan, taken down in one place ([`ScopeLease`]).
+    state: Mutex<ScopeLease>,
 }
 
 impl fmt::Debug for Sandbox {
@@ -302,10 +297,7 @@ impl Sandbox {
             env: config.env,
             kill_wait: config.kill_wait,
             cgroup_id: cgroup.id(),
-            state: Mutex::new(State {
-                cgroup: Some(cgroup),
-                install,
-            }),
+            state: Mutex::new(ScopeLease::new(cgroup, install)),
         })
     }
 
@@ -414,7 +406,7 @@ impl Sandbox {
         self.run_inner(spec, input, timeout, output_cap, Some(stop))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, ScopeLease> {
         // A panic while holding the lock leaves nothing half-done that matters here: the state
         // is the cgroup and install handles, which stay valid.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -429,7 +421,7 @@ impl Sandbox {
         stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<RunOutput, SandboxError> {
         let state = self.lock();
-        let cgroup = state.cgroup.as_ref().ok_or(SandboxError::Finished)?;
+        let cgroup = state.cgroup().ok_or(SandboxError::Finished)?;
         let spec = spec
             .clone()
             .stdin(if input.is_some() {
@@ -561,30 +553,20 @@ impl Sandbox {
 
     fn teardown(&self) -> Result<Vec<AuditRecord>, SandboxError> {
         let mut state = self.lock();
-        let Some(cgroup) = state.cgroup.as_ref() else {
-            return Ok(Vec::new());
-        };
-        let emptied = empty(cgroup, self.kill_wait);
-        let late = self.drain().0;
-        if let Err(e) = emptied {
-            // Keep the plan installed and the cgroup in place: survivors stay confined.
-            state.install = None;
-            if let Some(cg) = state.cgroup.take() {
-                std::mem::forget(cg);
-            }
-            return Err(SandboxError::Survivors(e.to_string()));
+        let mut late = Vec::new();
+        let torn = state.teardown(self.enforcer.as_deref(), self.kill_wait, &mut || {
+            late = self.drain().0;
+        });
+        match torn {
+            Ok(()) => Ok(late),
+            Err(ScopeError::Teardown { detail, .. }) => Err(SandboxError::Survivors(detail)),
+            Err(ScopeError::Enforce(e)) => Err(SandboxError::Enforce(e)),
+            Err(ScopeError::Cgroup(e)) => Err(SandboxError::Cgroup(e)),
+            Err(ScopeError::Launch(e)) => Err(SandboxError::Wait(e)),
+            // A teardown fails in one of the ways above; anything else is said as it is,
+            // conservatively (as if processes survived, so nothing is assumed gone).
+            Err(other) => Err(SandboxError::Survivors(other.to_string())),
         }
-        let uninstalled = match (state.install.take(), &self.enforcer) {
-            (Some(id), Some(e)) => e.uninstall(id),
-            _ => Ok(()),
-        };
-        let removed = match state.cgroup.take() {
-            Some(cg) => cg.remove(),
-            None => Ok(()),
-        };
-        uninstalled?;
-        removed?;
-        Ok(late)
     }
 }
 

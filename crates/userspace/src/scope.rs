@@ -150,14 +150,86 @@ pub struct ScopeReport {
     pub records: Vec<AuditRecord>,
 }
 
+/// A scope's cgroup and the plan installed for it, held until teardown: the one place that
+/// takes a scope down (steps 5–8 of the module's order), used by [`Scope`] and by every
+/// other owner of a scope (the harness's sandbox).
+#[derive(Debug)]
+pub struct ScopeLease {
+    cgroup: Option<ScopeCgroup>,
+    install: Option<InstallId>,
+}
+
+impl ScopeLease {
+    /// Holds `cgroup` and, when a plan is installed for it, `install`.
+    pub fn new(cgroup: ScopeCgroup, install: Option<InstallId>) -> Self {
+        Self {
+            cgroup: Some(cgroup),
+            install,
+        }
+    }
+
+    /// The cgroup, until teardown.
+    pub fn cgroup(&self) -> Option<&ScopeCgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// Kills whatever is in the cgroup and waits (up to `kill_wait`) until it is empty,
+    /// calls `drain` (the scope's last audit events), then uninstalls the plan from
+    /// `enforcer` and removes the cgroup. Idempotent.
+    ///
+    /// When the cgroup cannot be emptied, the plan stays installed and the cgroup stays (it is
+    /// forgotten, not removed), so that survivors stay confined.
+    ///
+    /// # Errors
+    /// [`ScopeError::Teardown`] with `still_populated` when processes survived;
+    /// [`ScopeError::Enforce`] or [`ScopeError::Cgroup`] when uninstalling or removing failed.
+    pub fn teardown<E: Enforcer + ?Sized>(
+        &mut self,
+        enforcer: Option<&E>,
+        kill_wait: Duration,
+        drain: &mut dyn FnMut(),
+    ) -> Result<(), ScopeError> {
+        let Some(cgroup) = self.cgroup.as_ref() else {
+            return Ok(());
+        };
+        let emptied = match cgroup.is_populated() {
+            Ok(false) => Ok(()),
+            Ok(true) => cgroup.kill().and_then(|_| cgroup.wait_empty(kill_wait)),
+            Err(e) => Err(e),
+        };
+        drain();
+        if let Err(e) = emptied {
+            // Keep the plan installed and the cgroup in place: survivors stay confined.
+            self.install = None;
+            if let Some(cg) = self.cgroup.take() {
+                std::mem::forget(cg);
+            }
+            return Err(ScopeError::Teardown {
+                still_populated: true,
+                detail: e.to_string(),
+            });
+        }
+        let uninstalled = match (self.install.take(), enforcer) {
+            (Some(id), Some(e)) => e.uninstall(id),
+            _ => Ok(()),
+        };
+        let removed = match self.cgroup.take() {
+            Some(cg) => cg.remove(),
+            None => Ok(()),
+        };
+        uninstalled?;
+        removed?;
+        Ok(())
+    }
+}
+
 /// A scope with its plan installed, ready to run a command. Dropping it tears it down.
 #[derive(Debug)]
 pub struct Scope<'a, E: Enforcer + ?Sized> {
     enforcer: &'a E,
     policy: &'a CompiledPolicy,
     options: ScopeOptions,
-    cgroup: Option<ScopeCgroup>,
-    install: Option<InstallId>,
+    lease: ScopeLease,
     records: Vec<AuditRecord>,
 }
 
@@ -179,20 +251,19 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             enforcer,
             policy,
             options,
-            cgroup: Some(cgroup),
-            install: Some(install),
+            lease: ScopeLease::new(cgroup, Some(install)),
             records: Vec::new(),
         })
     }
 
     /// The scope's cgroup id.
     pub fn cgroup_id(&self) -> u64 {
-        self.cgroup.as_ref().map_or(0, ScopeCgroup::id)
+        self.lease.cgroup().map_or(0, ScopeCgroup::id)
     }
 
     /// The scope's cgroup.
     pub fn cgroup(&self) -> Option<&ScopeCgroup> {
-        self.cgroup.as_ref()
+        self.lease.cgroup()
     }
 
     /// Launches `spec` inside the scope. Several commands may be launched into one scope.
@@ -200,7 +271,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// [`ScopeError::Launch`] (the command did not run).
     pub fn spawn(&self, spec: &LaunchSpec) -> Result<Launched, ScopeError> {
-        let cgroup = self.cgroup.as_ref().ok_or_else(|| ScopeError::Teardown {
+        let cgroup = self.lease.cgroup().ok_or_else(|| ScopeError::Teardown {
             still_populated: false,
             detail: "the scope was already torn down".to_owned(),
         })?;
@@ -270,7 +341,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
                 });
             }
             if self.options.timeout.is_some_and(|t| start.elapsed() >= t) {
-                if let Some(cgroup) = &self.cgroup {
+                if let Some(cgroup) = self.lease.cgroup() {
                     cgroup.kill()?;
                 }
                 let status = launched.wait_timeout(None)?;
@@ -290,52 +361,36 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
 
     fn collect(&mut self, on_record: &mut dyn FnMut(&AuditRecord)) {
         let id = self.cgroup_id();
-        if id == 0 {
-            return;
-        }
-        let now = SystemTime::now();
-        for event in self.enforcer.drain_events(id) {
-            let record = AuditRecord::from_event(&event, self.policy, now);
-            on_record(&record);
-            self.records.push(record);
-        }
+        collect(self.enforcer, self.policy, id, &mut self.records, on_record);
     }
 
-    /// Steps 5–8 of the module's order. Idempotent.
+    /// Steps 5–8 of the module's order ([`ScopeLease::teardown`]). Idempotent.
     fn teardown(&mut self, on_record: &mut dyn FnMut(&AuditRecord)) -> Result<(), ScopeError> {
-        let Some(cgroup) = self.cgroup.as_ref() else {
-            return Ok(());
-        };
-        let emptied = match cgroup.is_populated() {
-            Ok(false) => Ok(()),
-            Ok(true) => cgroup
-                .kill()
-                .and_then(|_| cgroup.wait_empty(self.options.kill_wait)),
-            Err(e) => Err(e),
-        };
-        self.collect(on_record);
-        if let Err(e) = emptied {
-            // Keep the plan installed and the cgroup in place: survivors stay confined.
-            self.install = None;
-            if let Some(cg) = self.cgroup.take() {
-                std::mem::forget(cg);
-            }
-            return Err(ScopeError::Teardown {
-                still_populated: true,
-                detail: e.to_string(),
-            });
-        }
-        let uninstalled = match self.install.take() {
-            Some(id) => self.enforcer.uninstall(id),
-            None => Ok(()),
-        };
-        let removed = match self.cgroup.take() {
-            Some(cg) => cg.remove(),
-            None => Ok(()),
-        };
-        uninstalled?;
-        removed?;
-        Ok(())
+        let id = self.cgroup_id();
+        let (enforcer, policy, records) = (self.enforcer, self.policy, &mut self.records);
+        let mut drain = || collect(enforcer, policy, id, records, on_record);
+        self.lease
+            .teardown(Some(enforcer), self.options.kill_wait, &mut drain)
+    }
+}
+
+/// Takes the audit events of cgroup `id` (none for 0), turns them into records and shows
+/// each to `on_record`.
+fn collect<E: Enforcer + ?Sized>(
+    enforcer: &E,
+    policy: &CompiledPolicy,
+    id: u64,
+    records: &mut Vec<AuditRecord>,
+    on_record: &mut dyn FnMut(&AuditRecord),
+) {
+    if id == 0 {
+        return;
+    }
+    let now = SystemTime::now();
+    for event in enforcer.drain_events(id) {
+        let record = AuditRecord::from_event(&event, policy, now);
+        on_record(&record);
+        records.push(record);
     }
 }
 
