@@ -225,6 +225,46 @@ fn slash_commands_never_reach_the_model() {
 }
 
 #[test]
+fn skills_load_and_a_provider_failure_ends_only_the_turn() {
+    let f = Fixture::new(&[
+        r#"{"text": "Reviewed.", "usage": {"input_tokens": 10, "output_tokens": 2}}"#,
+    ]);
+    let skill = f.path().join(".bee/skills/review");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: review\ndescription: Review a change for security problems.\n---\n\n\
+         # Reviewing\n\nRead every **diff** first.\n",
+    )
+    .unwrap();
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("/skills").unwrap();
+    s.expect("review").unwrap();
+    s.expect("Review a change for security problems.").unwrap();
+    prompt(&mut s);
+    s.send_line("/skill review").unwrap();
+    s.expect("Read every diff first.").unwrap();
+    s.expect("skill `review` is loaded").unwrap();
+    prompt(&mut s);
+    s.send_line("review it").unwrap();
+    s.expect("Reviewed.").unwrap();
+    prompt(&mut s);
+    // The recording has no turn left: the provider fails, the turn ends with the error and
+    // its category, and the session goes on.
+    s.send_line("again").unwrap();
+    s.expect("provider protocol error").unwrap();
+    s.expect("no turn left").unwrap();
+    prompt(&mut s);
+    s.send_line("/cost").unwrap();
+    s.expect("model calls 2").unwrap();
+    s.expect("reported no token counts").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+}
+
+#[test]
 fn history_is_kept_across_sessions() {
     let f = Fixture::new(&[r#"{"text": "one"}"#, r#"{"text": "two"}"#]);
     let mut s = f.spawn();

@@ -141,7 +141,7 @@ impl View {
             }
             EventBody::Denial(d) => {
                 let what = format!("{} (missing {})", d.explanation, d.missing.as_str());
-                self.line(&lines::denial(&self.theme, self.width(), &what));
+                self.line(&lines::denial(&self.theme, usize::MAX, &what));
             }
             EventBody::ToolResult(r) => {
                 let first = r
@@ -169,7 +169,8 @@ impl View {
                 }
                 if let Some(e) = &m.error {
                     let what = format!("provider {} error: {}", e.category, e.message);
-                    self.line(&lines::error(&self.theme, self.width(), &what));
+                    // An error is shown whole (the terminal wraps it), never cut.
+                    self.line(&lines::error(&self.theme, usize::MAX, &what));
                 }
                 if let Some(r) = &m.refusal {
                     let text = match (&r.text, &r.detail) {
@@ -177,7 +178,7 @@ impl View {
                         (t, Some(d)) => format!("{t} ({d})"),
                         (t, None) => t.clone(),
                     };
-                    self.line(&lines::refusal(&self.theme, self.width(), &text));
+                    self.line(&lines::refusal(&self.theme, usize::MAX, &text));
                 }
                 for note in &m.notes {
                     self.line(&lines::notice(&self.theme, self.width(), note));
