@@ -235,13 +235,7 @@ fn themes_come_from_the_configuration_and_bad_ones_are_located() {
 
     w.project("[themes.mine]\nheding = \"bold\"\nlink = \"bluee\"\n");
     let e = error(&w, &Flags::default());
-    let keys: Vec<_> = e
-        .diagnostics()
-        .unwrap()
-        .problems
-        .iter()
-        .map(|p| (p.line, p.key.clone().unwrap()))
-        .collect();
+    let keys = keys(&e);
     assert_eq!(
         keys,
         vec![
@@ -271,13 +265,7 @@ fn tool_limits_come_from_the_configuration() {
 
     w.project("[tools]\nfile_timeout_seconds = 0\nshell_timeout_seconds = 700\nshell_timeout_max_seconds = 600\n");
     let e = error(&w, &Flags::default());
-    let keys: Vec<_> = e
-        .diagnostics()
-        .unwrap()
-        .problems
-        .iter()
-        .map(|p| (p.line, p.key.clone().unwrap()))
-        .collect();
+    let keys = keys(&e);
     assert_eq!(
         keys,
         vec![
@@ -332,6 +320,16 @@ fn policy_or_explicit_host_or_refusal() {
     );
 }
 
+/// The line and key of every problem of `e`.
+fn keys(e: &FileError) -> Vec<(u32, String)> {
+    e.diagnostics()
+        .unwrap()
+        .problems
+        .iter()
+        .map(|p| (p.line, p.key.clone().unwrap()))
+        .collect()
+}
+
 fn error(w: &World, flags: &Flags) -> FileError {
     Config::resolve_in(flags, &w.env).unwrap_err()
 }
@@ -378,13 +376,7 @@ fn bad_values_are_all_reported() {
     let w = World::new();
     w.project("policy = \"\"\n[limits]\nturns = 0\ncost_usd = -2.0\n");
     let e = error(&w, &Flags::default());
-    let keys: Vec<_> = e
-        .diagnostics()
-        .unwrap()
-        .problems
-        .iter()
-        .map(|p| (p.line, p.key.clone().unwrap()))
-        .collect();
+    let keys = keys(&e);
     assert_eq!(
         keys,
         vec![
