@@ -76,13 +76,13 @@ pub(super) fn call_model(
 }
 
 /// Records a model answer: its text, its tool calls, then its usage, latency and how it
-/// ended.
+/// ended. Returns the usage recorded, for the session's limits.
 pub(super) fn record_response(
     response: &Response,
     call_no: u32,
     model: &Model,
     log: &mut Log<'_>,
-) -> Result<(), SessionError> {
+) -> Result<Usage, SessionError> {
     for item in &response.items {
         match item {
             Item::AssistantText { text } if !text.is_empty() => {
@@ -104,12 +104,8 @@ pub(super) fn record_response(
             _ => {}
         }
     }
-    log.record(EventBody::Usage(usage_record(
-        call_no,
-        &response.model,
-        response.usage,
-        model,
-    )))?;
+    let usage = usage_record(call_no, &response.model, response.usage, model);
+    log.record(EventBody::Usage(usage.clone()))?;
     log.record(EventBody::ModelLatency(ModelLatency {
         model_call: call_no,
         first_token_ms: response.latency.first_token.map(millis),
@@ -122,7 +118,8 @@ pub(super) fn record_response(
         refusal: response.refusal.clone(),
         cut_calls: response.cut_calls.clone(),
         notes: response.notes.clone(),
-    }))
+    }))?;
+    Ok(usage)
 }
 
 /// The usage record of a call: every count known and the cost from the price table, or
@@ -170,7 +167,7 @@ fn usage_record(
 /// Records a model call that gave no usable answer (failed, or abandoned at the deadline or
 /// on an interrupt): the text received before the failure, the input tokens the provider had
 /// reported (its output count is never final before the stream ends, so it is unknown), the
-/// time spent, and the error.
+/// time spent, and the error. Returns the usage recorded, for the session's limits.
 pub(super) fn record_failed_call(
     call_no: u32,
     configured_model: &str,
@@ -178,7 +175,7 @@ pub(super) fn record_failed_call(
     sent: Instant,
     failure: Option<&ProviderFailure>,
     log: &mut Log<'_>,
-) -> Result<(), SessionError> {
+) -> Result<Usage, SessionError> {
     let model_name = received.map_or_else(|| configured_model.to_owned(), |r| r.model.clone());
     if let Some(r) = received {
         let text = r.text();
@@ -190,7 +187,7 @@ pub(super) fn record_failed_call(
         }
     }
     let known = received.and_then(|r| r.usage);
-    log.record(EventBody::Usage(Usage {
+    let usage = Usage {
         model_call: call_no,
         model: model_name,
         input_tokens: known.map(|u| u.input_tokens),
@@ -198,7 +195,8 @@ pub(super) fn record_failed_call(
         output_tokens: None,
         reasoning_tokens: None,
         cost: Cost::UnknownTokens,
-    }))?;
+    };
+    log.record(EventBody::Usage(usage.clone()))?;
     log.record(EventBody::ModelLatency(ModelLatency {
         model_call: call_no,
         first_token_ms: received.and_then(|r| r.latency.first_token).map(millis),
@@ -214,7 +212,8 @@ pub(super) fn record_failed_call(
         refusal: None,
         cut_calls: Vec::new(),
         notes: received.map(|r| r.notes.clone()).unwrap_or_default(),
-    }))
+    }))?;
+    Ok(usage)
 }
 
 /// Answers a tool call of a cut-off answer without running it.

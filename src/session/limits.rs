@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::{EpisodeLimits, Model};
-use crate::provider::Response;
+use crate::records::{Cost, Usage};
 use crate::records::{LimitHit, LimitKind};
 
 /// What the episode has spent, for the limit checks.
@@ -23,17 +23,22 @@ pub(super) struct Spent {
 }
 
 impl Spent {
-    /// Counts in the answer of model call `call_no`.
-    pub(super) fn record(&mut self, call_no: u32, response: &Response, model: &Model) {
-        let Some(u) = response.usage else {
-            self.unknown_tokens.get_or_insert(call_no);
+    /// Counts in a call's usage as recorded (its cost already priced): a call whose counts
+    /// are not all known adds nothing but makes the tokens unknown.
+    pub(super) fn count(&mut self, usage: &Usage) {
+        if !usage.is_complete() {
+            self.unknown_tokens.get_or_insert(usage.model_call);
             return;
-        };
-        self.tokens = self.tokens.saturating_add(u.total());
-        match model.prices.lookup(&response.model) {
-            Some((price, _)) => self.usd += price.cost(&u),
-            None => {
-                self.unknown.get_or_insert_with(|| response.model.clone());
+        }
+        let total = usage.input_tokens.unwrap_or(0) + usage.output_tokens.unwrap_or(0);
+        self.tokens = self.tokens.saturating_add(total);
+        match &usage.cost {
+            Cost::Known { usd, .. } => self.usd += usd,
+            Cost::Unknown { model } => {
+                self.unknown.get_or_insert_with(|| model.clone());
+            }
+            Cost::UnknownTokens => {
+                self.unknown_tokens.get_or_insert(usage.model_call);
             }
         }
     }

@@ -371,8 +371,8 @@ impl<'a> Session<'a> {
                 Ok(r) => r,
                 Err(end) => return self.failed_call(call_no, sent, end),
             };
-            self.spent.record(call_no, &response, &self.model);
-            record_response(&response, call_no, &self.model, &mut self.log)?;
+            let usage = record_response(&response, call_no, &self.model, &mut self.log)?;
+            self.spent.count(&usage);
             let calls: Vec<_> = response.tool_calls().cloned().collect();
             match &response.stop {
                 StopReason::Refusal | StopReason::ContentFilter => {
@@ -476,8 +476,7 @@ impl<'a> Session<'a> {
                     category: e.category(),
                     message: e.to_string(),
                 };
-                self.spent.unknown_tokens.get_or_insert(call_no);
-                record_failed_call(
+                let usage = record_failed_call(
                     call_no,
                     &configured,
                     e.received(),
@@ -485,6 +484,7 @@ impl<'a> Session<'a> {
                     Some(&failure),
                     &mut self.log,
                 )?;
+                self.spent.count(&usage);
                 return Ok(TurnEnd::Provider(failure));
             }
             CallEnd::Crashed => {
@@ -499,8 +499,7 @@ impl<'a> Session<'a> {
             CallEnd::Interrupted => (None, None, TurnEnd::Interrupted),
         };
         // An abandoned call still happened: it is recorded with unknown tokens.
-        self.spent.unknown_tokens.get_or_insert(call_no);
-        record_failed_call(
+        let usage = record_failed_call(
             call_no,
             &configured,
             received,
@@ -508,6 +507,7 @@ impl<'a> Session<'a> {
             failure.as_ref(),
             &mut self.log,
         )?;
+        self.spent.count(&usage);
         Ok(turn_end)
     }
 
