@@ -50,7 +50,7 @@ use clap::Parser;
 use super::enforcement;
 use super::setup::{
     Refused, compile_policy, connect, discover_skills, file_refusal, load_provider, run_id,
-    tool_registry,
+    tool_registry, with_catalogue,
 };
 use crate::config::{Config, Env, Flags, Origin, Refusal, Sourced};
 use crate::episode::{
@@ -645,16 +645,6 @@ struct Shared<'a> {
     errors: Mutex<Vec<String>>,
     tools: Arc<Registry>,
     skills: Arc<SkillSet>,
-}
-
-/// The system prompt with the skills' catalogue after it (when there are skills).
-pub(crate) fn with_catalogue(system: Option<String>, skills: &SkillSet) -> Option<String> {
-    let catalogue = skills.catalogue();
-    match (system, catalogue.is_empty()) {
-        (s, true) => s,
-        (Some(s), false) => Some(format!("{s}\n\n{catalogue}")),
-        (None, false) => Some(catalogue),
-    }
 }
 
 impl Shared<'_> {

@@ -133,3 +133,13 @@ pub(crate) fn connect(provider: &ProviderSpec) -> Result<Box<dyn Provider>, Refu
         Refused(status, format!("provider: {e}"))
     })
 }
+
+/// The system prompt with the skills' catalogue after it (when there are skills).
+pub(crate) fn with_catalogue(system: Option<String>, skills: &SkillSet) -> Option<String> {
+    let catalogue = skills.catalogue();
+    match (system, catalogue.is_empty()) {
+        (s, true) => s,
+        (Some(s), false) => Some(format!("{s}\n\n{catalogue}")),
+        (None, false) => Some(catalogue),
+    }
+}

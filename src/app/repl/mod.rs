@@ -22,11 +22,10 @@ use editor::{Input, LineEditor};
 use slash::{COMMANDS, KEYS, Slash};
 use view::View;
 
-use super::run::with_catalogue;
 use super::run::{RunStatus, sandbox_factory};
 use super::setup::{
     Refused, compile_policy, connect, discover_skills, file_refusal, load_provider, run_id,
-    tool_registry,
+    tool_registry, with_catalogue,
 };
 use crate::config::{Config, Env, Flags};
 use crate::records::LimitKind;
