@@ -75,15 +75,12 @@ pub fn run(args: &Args) -> Exit {
                 println!("{report}");
             } else {
                 eprintln!(
-                    "refused: {} grants {} capabilit{} that {} does not:",
-                    args.policy.display(),
-                    proof.excess.len(),
-                    if proof.excess.len() == 1 { "y" } else { "ies" },
-                    parent_path.display()
+                    "{}",
+                    proof.refusal(
+                        &args.policy.display().to_string(),
+                        &parent_path.display().to_string()
+                    )
                 );
-                for excess in &proof.excess {
-                    eprintln!("  {excess}");
-                }
             }
             return Exit::DataErr;
         }

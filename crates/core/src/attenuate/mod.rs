@@ -261,6 +261,25 @@ impl AttenuationReport {
         self.excess.is_empty()
     }
 
+    /// The refusal in words, as `bee validate --parent` and the `agent` tool give it: a
+    /// heading naming `child` and `parent` (file names, roles), then one indented line per
+    /// excess grant with its counterexample. Empty when the child is a subset.
+    #[must_use]
+    pub fn refusal(&self, child: &str, parent: &str) -> String {
+        if self.excess.is_empty() {
+            return String::new();
+        }
+        let n = self.excess.len();
+        let mut text = format!(
+            "refused: {child} grants {n} capabilit{} that {parent} does not:",
+            if n == 1 { "y" } else { "ies" }
+        );
+        for e in &self.excess {
+            text.push_str(&format!("\n  {e}"));
+        }
+        text
+    }
+
     /// `Ok(())` when the child is a subset, else the error listing every excess grant.
     ///
     /// # Errors
