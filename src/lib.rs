@@ -4,6 +4,7 @@
 //! lives in `bee-core`, the kernel-facing backend in `bee-userspace`, the shared map layouts
 //! in `bee-common` and the kernel programs in `bee-ebpf`.
 
+pub mod agents;
 pub mod app;
 pub mod config;
 pub mod episode;

@@ -42,10 +42,12 @@ fn episode(
             enforcement: Enforcement::Kernel,
             requested: None,
             installed: None,
+            tools: std::collections::BTreeMap::new(),
         },
         workspace: "/tmp/ws".into(),
         limits: Limits::default(),
         run_started_at: Timestamp::now(),
+        parent: None,
     };
     let mut rec = EpisodeRecorder::start(records, started, Some(store.clone()))?;
     for (n, ms) in [(1, 100), (2, 300)] {

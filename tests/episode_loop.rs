@@ -262,6 +262,7 @@ fn the_success_check_decides_passed_or_failed() {
         exit: Some(ExitStatus::Code(101)),
         denials: vec![],
         duration: Duration::from_millis(3),
+        subagent: None,
     };
     let r = run(
         &s,

@@ -26,6 +26,7 @@ fn started(run: &str, episode: &str, model: &str) -> EpisodeStarted {
             enforcement: Enforcement::Kernel,
             requested: None,
             installed: None,
+            tools: std::collections::BTreeMap::new(),
         },
         workspace: "/tmp/ws".into(),
         limits: Limits {
@@ -33,6 +34,7 @@ fn started(run: &str, episode: &str, model: &str) -> EpisodeStarted {
             ..Limits::default()
         },
         run_started_at: Timestamp::now(),
+        parent: None,
     }
 }
 

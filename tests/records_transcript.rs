@@ -24,6 +24,7 @@ fn started(run: &str, episode: &str) -> EpisodeStarted {
             enforcement: Enforcement::Host,
             requested: None,
             installed: None,
+            tools: std::collections::BTreeMap::new(),
         },
         workspace: "/tmp/ws".into(),
         limits: Limits {
@@ -33,6 +34,7 @@ fn started(run: &str, episode: &str) -> EpisodeStarted {
             cost_usd: Some(2.5),
         },
         run_started_at: Timestamp::now(),
+        parent: None,
     }
 }
 

@@ -192,6 +192,7 @@ impl SandboxFactory for FakeRef {
                 exit: Some(ExitStatus::Code(101)),
                 denials: vec![],
                 duration: Duration::ZERO,
+                subagent: None,
             });
         }
         Ok(Box::new(WorkspaceExec {

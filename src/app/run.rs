@@ -44,15 +44,17 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bee_core::CompiledPolicy;
 use clap::Parser;
 
 use super::enforcement;
 use super::setup::{
-    Refused, compile_policy, connect, discover_skills, file_refusal, load_provider, run_id,
+    Refused, agents_on, compile_policy, compile_tool_policies, connect, discover_roles,
+    discover_skills, file_refusal, load_provider, run_id, session_executor, tool_policies,
     tool_registry, with_catalogue,
 };
+use crate::agents::{AgentExecutor, AgentSettings, Caller, Delegation, Roles};
 use crate::config::{Config, Env, Flags, Origin, Refusal, Sourced};
+pub use crate::episode::SandboxFactory;
 use crate::episode::{
     EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path,
     copy_workspace, run_episode,
@@ -234,37 +236,6 @@ impl From<RunStatus> for ExitCode {
     }
 }
 
-/// Builds the executors of a run's episodes, one per episode.
-pub trait SandboxFactory: Send + Sync {
-    /// How the executors it builds confine tools.
-    fn enforcement(&self) -> Enforcement;
-
-    /// The executor of one episode, working in `workspace` under `policy` (compiled against
-    /// that workspace; `None` only in host mode) and offering `tools`.
-    ///
-    /// # Errors
-    /// Why no executor could be built (the episode then ends as `enforcement-unavailable`).
-    fn executor(
-        &self,
-        workspace: &Path,
-        policy: Option<CompiledPolicy>,
-        tools: &Arc<Registry>,
-    ) -> Result<Box<dyn ToolExecutor>, String>;
-
-    /// Appends the audit records of every tool call of every episode to `path` as JSON
-    /// lines (`--audit FILE`).
-    ///
-    /// # Errors
-    /// Why the file cannot be opened; the run then stops before any model call. A factory
-    /// that has no audit records to give refuses rather than ignoring the request.
-    fn write_audit_to(&mut self, path: &Path) -> Result<(), String> {
-        Err(format!(
-            "this sandbox keeps no audit records, so {} would stay empty",
-            path.display()
-        ))
-    }
-}
-
 /// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
 ///
 /// `Kernel` proves that this kernel enforces (a program is loaded, not the LSM list read),
@@ -331,8 +302,15 @@ pub fn run(args: &Args) -> ExitCode {
         }
         handler.raise();
     });
+    // SIGTERM stops the run as Ctrl-C does: every episode and subagent ends orderly and
+    // every scope is torn down.
+    let installed = installed.map_err(|e| e.to_string()).and_then(|()| {
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, interrupt.flag())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    });
     if let Err(e) = installed {
-        eprintln!("bee run: cannot install the Ctrl-C handler: {e}");
+        eprintln!("bee run: cannot install the Ctrl-C and SIGTERM handlers: {e}");
         return RunStatus::Software.into();
     }
     let ctx = RunContext {
@@ -368,6 +346,14 @@ struct Plan {
     skills: Arc<SkillSet>,
     /// Skills that did not load (they are skipped), said before the run starts.
     skill_problems: Vec<String>,
+    /// The roles subagents can play.
+    roles: Arc<Roles>,
+    /// Whether episodes are offered the `agent` tool.
+    agents: bool,
+    /// Depth and inline policies of subagents.
+    agent_settings: AgentSettings,
+    /// Tools confined to narrower policies: tool name → policy file.
+    tool_policy_files: Vec<(String, PathBuf)>,
 }
 
 fn is_flag(origin: &Origin) -> bool {
@@ -483,7 +469,31 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         }
     }
     let tools = Arc::new(tool_registry(&config, &skills)?);
+    // Per-tool policies are proven within each episode's policy before anything runs.
+    for ep in &episodes {
+        let session = match &ep.policy {
+            Some(p) => Some((compile_policy(p, &ep.def.workspace)?, p.clone())),
+            None => None,
+        };
+        tool_policies(
+            &config,
+            &tools,
+            &ep.def.workspace,
+            session.as_ref().map(|(c, p)| (c, p.as_path())),
+        )
+        .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
+    }
+    let roles = discover_roles(env);
     Ok(Plan {
+        agents: agents_on(&config, &roles),
+        agent_settings: config.agents.settings(),
+        tool_policy_files: config
+            .tools
+            .policies
+            .iter()
+            .map(|(t, p)| (t.clone(), p.value.clone()))
+            .collect(),
+        roles,
         episodes,
         enforcement: if host {
             Enforcement::Host
@@ -528,12 +538,31 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     for problem in &plan.skill_problems {
         let _ = writeln!(ctx.err, "bee run: a skill was skipped: {problem}");
     }
+    if plan.agents {
+        for problem in plan.roles.problems() {
+            let _ = writeln!(
+                ctx.err,
+                "bee run: a role file is invalid (an `agent` call for it will be refused): \
+                 {problem}"
+            );
+        }
+        for note in plan.roles.notes() {
+            let _ = writeln!(ctx.err, "bee run: {note}");
+        }
+    }
     if plan.enforcement == Enforcement::Host {
         let _ = writeln!(
             ctx.err,
             "bee run: --host: tools run as hardened host processes with NO kernel scope; no \
              policy confines them (recorded as enforcement \"host\")"
         );
+        if !plan.tool_policy_files.is_empty() || plan.agents {
+            let _ = writeln!(
+                ctx.err,
+                "bee run: --host: per-tool policies and subagents' policies are checked but \
+                 NOT enforced"
+            );
+        }
     }
     // Connect once up front: a missing or refused key stops the run before any episode.
     if let Err(Refused(status, why)) = connect(&plan.provider) {
@@ -572,7 +601,29 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         },
         plan.episodes.iter().map(|e| e.def.id.clone()).collect(),
     );
+    let subagent_events = |id: &str, u: Update<'_>| {
+        if let Update::Recorded(e) = u {
+            progress.event(id, e);
+        }
+    };
+    let delegation = Delegation {
+        run_id: run_id.clone(),
+        records_dir: plan.records_dir.clone(),
+        store: Some(Arc::clone(&store)),
+        run_started_at: started_at,
+        factory: factory.as_ref(),
+        provider: plan.provider.clone(),
+        prices: Arc::clone(&prices),
+        roles: Arc::clone(&plan.roles),
+        tools: Arc::clone(&plan.tools),
+        tool_policies: plan.tool_policy_files.clone(),
+        home: super::user::invoking_home(),
+        settings: plan.agent_settings,
+        observer: &subagent_events,
+    };
     let shared = Shared {
+        delegation: plan.agents.then_some(&delegation),
+        tool_policy_files: plan.tool_policy_files.clone(),
         run_id: run_id.clone(),
         run_dir: run_dir.clone(),
         records_dir: plan.records_dir.clone(),
@@ -645,6 +696,10 @@ struct Shared<'a> {
     errors: Mutex<Vec<String>>,
     tools: Arc<Registry>,
     skills: Arc<SkillSet>,
+    /// Subagents, when episodes are offered the `agent` tool.
+    delegation: Option<&'a Delegation<'a>>,
+    /// Tools confined to narrower policies: tool name → policy file.
+    tool_policy_files: Vec<(String, PathBuf)>,
 }
 
 impl Shared<'_> {
@@ -718,9 +773,33 @@ impl Shared<'_> {
             Some(Ok(p)) => Some(p),
             Some(Err(Refused(_, why))) => return self.unavailable(&spec, &why),
         };
-        let executor = match self.factory.executor(workspace, policy, &self.tools) {
+        let scoped = compile_tool_policies(&self.tool_policy_files, workspace, policy.as_ref());
+        let scoped = match scoped {
+            Ok(t) => t,
+            Err(why) => return self.unavailable(&spec, &why),
+        };
+        let executor = match session_executor(self.factory, workspace, policy, &self.tools, &scoped)
+        {
             Ok(x) => x,
             Err(why) => return self.unavailable(&spec, &why),
+        };
+        let executor: Box<dyn ToolExecutor + '_> = match self.delegation {
+            Some(d) => Box::new(AgentExecutor::new(
+                executor,
+                d,
+                Caller {
+                    session_id: id.clone(),
+                    scenario: ep.def.scenario.clone(),
+                    workspace: workspace.to_owned(),
+                    depth: 0,
+                    lineage: Vec::new(),
+                    policy_name: ep
+                        .policy
+                        .as_ref()
+                        .map_or_else(|| "the session".to_owned(), |p| p.display().to_string()),
+                },
+            )),
+            None => executor,
         };
         // A provider per episode: a replay recording's cursor is per episode, and so is a
         // connection.
@@ -780,10 +859,12 @@ impl Shared<'_> {
                 enforcement: self.factory.enforcement(),
                 requested: None,
                 installed: None,
+                tools: std::collections::BTreeMap::new(),
             },
             workspace: spec.workspace.display().to_string(),
             limits: Limits::default(),
             run_started_at: spec.run_started_at,
+            parent: None,
         };
         let recorded =
             EpisodeRecorder::start(&self.records_dir, started, Some(Arc::clone(&self.store)))

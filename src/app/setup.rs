@@ -2,7 +2,7 @@
 //! policy compiled against its workspace, the tools of the configuration, the records
 //! directory and the run id. Each refusal is typed with the exit status it becomes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -10,11 +10,13 @@ use bee_core::{CompileOptions, CompiledPolicy, PolicyError, compile_file};
 
 use super::run::RunStatus;
 use super::user::invoking_home;
+use crate::agents::Roles;
 use crate::config::{Config, Env, FileError};
+use crate::episode::{SandboxFactory, ToolExecutor, ToolScopes};
 use crate::provider::{ErrorCategory, Provider, ProviderSpec};
 use crate::records::Timestamp;
 use crate::skills::{SkillError, SkillSet, SkillTool};
-use crate::tools::Registry;
+use crate::tools::{Placement, Registry};
 
 /// A refusal before any model call: the exit status and the explanation.
 pub(crate) struct Refused(pub(crate) RunStatus, pub(crate) String);
@@ -142,4 +144,131 @@ pub(crate) fn with_catalogue(system: Option<String>, skills: &SkillSet) -> Optio
         (Some(s), false) => Some(format!("{s}\n\n{catalogue}")),
         (None, false) => Some(catalogue),
     }
+}
+
+/// The roles of the project (`.bee/agents/`) and of the user (`agents/` beside the user
+/// configuration).
+pub(crate) fn discover_roles(env: &Env) -> Arc<Roles> {
+    let user = env.user_config();
+    Arc::new(Roles::discover(
+        &env.cwd,
+        user.as_deref().and_then(Path::parent),
+        env.home.as_deref(),
+    ))
+}
+
+/// Whether sessions are offered the `agent` tool: some role exists (or inline policies are
+/// allowed) and the depth limit lets a top-level session delegate.
+pub(crate) fn agents_on(config: &Config, roles: &Roles) -> bool {
+    let s = config.agents.settings();
+    s.max_depth >= 1 && (!roles.is_empty() || s.inline_policy)
+}
+
+/// A tool confined to a narrower policy: its name, the policy file and the policy.
+pub(crate) type ToolPolicy = (String, PathBuf, CompiledPolicy);
+
+/// The configuration's per-tool policies (`[tools.NAME] policy`), compiled against
+/// `workspace` and — when the session has a policy — proven within it (65 when a tool is
+/// unknown or runs in bee itself, when a policy is invalid or grants more than the session's;
+/// 66 when a file is missing).
+pub(crate) fn tool_policies(
+    config: &Config,
+    registry: &Registry,
+    workspace: &Path,
+    session: Option<(&CompiledPolicy, &Path)>,
+) -> Result<Vec<ToolPolicy>, Refused> {
+    let mut out = Vec::new();
+    for (tool, file) in &config.tools.policies {
+        let at = format!("{}: tools.{tool}.policy", file.origin);
+        match registry.placement(tool) {
+            None => {
+                let known: Vec<&str> = registry.names().collect();
+                return Err(Refused(
+                    RunStatus::DataErr,
+                    format!(
+                        "{at}: there is no tool `{tool}` (the tools are {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            Some(Placement::Harness) => {
+                return Err(Refused(
+                    RunStatus::DataErr,
+                    format!(
+                        "{at}: `{tool}` runs in bee itself, not in a scope, so no policy can \
+                         confine it"
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        let policy = compile_policy(&file.value, workspace)?;
+        if let Some((parent, parent_file)) = session {
+            let proof = bee_core::attenuate(&policy, parent);
+            if !proof.is_subset() {
+                return Err(Refused(
+                    RunStatus::DataErr,
+                    format!(
+                        "{at}: {}",
+                        proof.refusal(
+                            &file.value.display().to_string(),
+                            &parent_file.display().to_string()
+                        )
+                    ),
+                ));
+            }
+        }
+        out.push((tool.clone(), file.value.clone(), policy));
+    }
+    Ok(out)
+}
+
+/// A session's executor: its scope under `policy`, and a scope of its own for each tool
+/// with a narrower policy.
+///
+/// # Errors
+/// Why a sandbox could not be made.
+pub(crate) fn session_executor(
+    factory: &dyn SandboxFactory,
+    workspace: &Path,
+    policy: Option<CompiledPolicy>,
+    registry: &Arc<Registry>,
+    tool_policies: &[ToolPolicy],
+) -> Result<Box<dyn ToolExecutor>, String> {
+    let enforced = policy.is_some();
+    let base = factory.executor(workspace, policy, registry)?;
+    if tool_policies.is_empty() {
+        return Ok(base);
+    }
+    let mut scopes = ToolScopes::new(base);
+    for (tool, file, p) in tool_policies {
+        let only = Arc::new(registry.only(tool));
+        let x = factory.executor(workspace, enforced.then(|| p.clone()), &only)?;
+        scopes = scopes.route(tool, file.display().to_string(), x);
+    }
+    Ok(Box::new(scopes))
+}
+
+/// Compiles already-checked per-tool policies against another workspace (an episode's copy)
+/// and proves each within `session` again.
+///
+/// # Errors
+/// Why one cannot be used, in words.
+pub(crate) fn compile_tool_policies(
+    files: &[(String, PathBuf)],
+    workspace: &Path,
+    session: Option<&CompiledPolicy>,
+) -> Result<Vec<ToolPolicy>, String> {
+    let mut out = Vec::new();
+    for (tool, file) in files {
+        let policy = compile_policy(file, workspace).map_err(|Refused(_, why)| why)?;
+        if let Some(parent) = session {
+            let proof = bee_core::attenuate(&policy, parent);
+            if !proof.is_subset() {
+                return Err(proof.refusal(&file.display().to_string(), "the session's policy"));
+            }
+        }
+        out.push((tool.clone(), file.clone(), policy));
+    }
+    Ok(out)
 }

@@ -120,6 +120,36 @@ pub struct ToolsConfig {
     pub shell_timeout_max_seconds: Option<Sourced<u64>>,
     /// Tools not offered to the model (`tools.disabled = ["shell"]`).
     pub disabled: Option<Sourced<Vec<String>>>,
+    /// Tools whose calls run in a scope of their own under a narrower policy
+    /// (`[tools.shell] policy = "policies/shell.toml"`): tool name → policy file. Each is
+    /// proven within the session's policy before the session starts.
+    pub policies: BTreeMap<String, Sourced<PathBuf>>,
+}
+
+/// `[agents]`: how far subagents may go.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentsConfig {
+    /// The deepest a subagent may be (`agents.max_depth`, default 2; 0 turns the `agent`
+    /// tool off).
+    pub max_depth: Option<Sourced<u32>>,
+    /// Whether the model may pass a policy's text instead of a role (`agents.inline_policy`,
+    /// default false).
+    pub inline_policy: Option<Sourced<bool>>,
+}
+
+impl AgentsConfig {
+    /// The settings, defaults filled in.
+    #[must_use]
+    pub fn settings(&self) -> crate::agents::AgentSettings {
+        let d = crate::agents::AgentSettings::default();
+        crate::agents::AgentSettings {
+            max_depth: self.max_depth.as_ref().map_or(d.max_depth, |s| s.value),
+            inline_policy: self
+                .inline_policy
+                .as_ref()
+                .map_or(d.inline_policy, |s| s.value),
+        }
+    }
 }
 
 impl ToolsConfig {
@@ -163,8 +193,10 @@ pub struct Config {
     pub records_dir: Sourced<PathBuf>,
     /// Episode budgets.
     pub limits: Limits,
-    /// `[tools]`: limits of tool calls and tools turned off.
+    /// `[tools]`: limits of tool calls, tools turned off, per-tool policies.
     pub tools: ToolsConfig,
+    /// `[agents]`: subagents' depth and inline policies.
+    pub agents: AgentsConfig,
     /// `repl.theme`: the theme of `bee repl` (a built-in one — `dark`, `light`, `ansi16`,
     /// `plain` — or a `[themes.NAME]` table); default `dark`.
     pub repl_theme: Option<Sourced<String>>,
@@ -339,6 +371,7 @@ impl Config {
             records_dir: Sourced::default(env.cwd.join(".bee").join("records")),
             limits: Limits::default(),
             tools: ToolsConfig::default(),
+            agents: AgentsConfig::default(),
             repl_theme: None,
             themes: BTreeMap::new(),
             scanners: BTreeMap::new(),

@@ -22,6 +22,7 @@ struct RawConfig {
     records_dir: Option<Spanned<String>>,
     limits: Option<RawLimits>,
     tools: Option<RawTools>,
+    agents: Option<RawAgents>,
     repl: Option<RawRepl>,
     #[serde(default)]
     themes: BTreeMap<String, Spanned<toml::Table>>,
@@ -34,14 +35,68 @@ struct RawRepl {
     theme: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[tools]`: its own keys, and a `[tools.NAME]` table per tool (read by hand, so that an
+/// unknown key keeps its span: serde's `flatten` would lose it).
+#[derive(Debug, Default)]
 struct RawTools {
     output_cap_bytes: Option<Spanned<u64>>,
     file_timeout_seconds: Option<Spanned<u64>>,
     shell_timeout_seconds: Option<Spanned<u64>>,
     shell_timeout_max_seconds: Option<Spanned<u64>>,
     disabled: Option<Spanned<Vec<String>>>,
+    per_tool: BTreeMap<String, Spanned<RawTool>>,
+}
+
+/// `[tools.NAME]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename = "table")]
+struct RawTool {
+    policy: Option<Spanned<String>>,
+}
+
+impl<'de> Deserialize<'de> for RawTools {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawTools;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the [tools] table")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawTools, A::Error> {
+                let mut t = RawTools::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "output_cap_bytes" => t.output_cap_bytes = Some(map.next_value()?),
+                        "file_timeout_seconds" => t.file_timeout_seconds = Some(map.next_value()?),
+                        "shell_timeout_seconds" => {
+                            t.shell_timeout_seconds = Some(map.next_value()?);
+                        }
+                        "shell_timeout_max_seconds" => {
+                            t.shell_timeout_max_seconds = Some(map.next_value()?);
+                        }
+                        "disabled" => t.disabled = Some(map.next_value()?),
+                        _ => {
+                            let table = map.next_value()?;
+                            t.per_tool.insert(key, table);
+                        }
+                    }
+                }
+                Ok(t)
+            }
+        }
+        d.deserialize_map(Visitor)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgents {
+    max_depth: Option<Spanned<u32>>,
+    inline_policy: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -233,6 +288,19 @@ pub(super) fn apply(
         }
         if let Some(d) = &t.disabled {
             config.tools.disabled = Some(r.sourced(d));
+        }
+        for (tool, table) in &t.per_tool {
+            if let Some(p) = r.path(&table.get_ref().policy, &format!("tools.{tool}.policy")) {
+                config.tools.policies.insert(tool.clone(), p);
+            }
+        }
+    }
+    if let Some(a) = &raw.agents {
+        if let Some(n) = &a.max_depth {
+            config.agents.max_depth = Some(r.sourced(n));
+        }
+        if let Some(b) = &a.inline_policy {
+            config.agents.inline_policy = Some(r.sourced(b));
         }
     }
     for (name, table) in &raw.themes {

@@ -51,6 +51,7 @@ pub fn completed(content: &str) -> ToolExecution {
         exit: Some(ExitStatus::Code(0)),
         denials: Vec::new(),
         duration: Duration::from_millis(1),
+        subagent: None,
     }
 }
 
@@ -63,6 +64,7 @@ pub fn denied(state: ToolState, exit: Option<ExitStatus>, denial: ToolDenial) ->
         exit,
         denials: vec![denial],
         duration: Duration::from_millis(1),
+        subagent: None,
     }
 }
 
@@ -157,6 +159,7 @@ impl ToolExecutor for ScriptedExecutor {
                 exit: Some(ExitStatus::Signal(9)),
                 denials: Vec::new(),
                 duration: started.elapsed(),
+                subagent: None,
             };
         }
         rule.answer.clone()

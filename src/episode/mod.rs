@@ -12,21 +12,27 @@
 //! (Ctrl-C) as `interrupted`. In every case the transcript holds what happened up to then,
 //! and its last event is `episode_finished`.
 //!
-//! This module also holds the executors: [`SandboxExecutor`] (bee's tools in a sandbox) and
-//! [`ScriptedExecutor`] (canned answers, for tests), and the workspace copies of a run.
+//! This module also holds the executors — [`SandboxExecutor`] (bee's tools in a sandbox),
+//! [`ToolScopes`] (tools routed to scopes of their own), [`ScriptedExecutor`] (canned
+//! answers, for tests) — the [`SandboxFactory`] a run builds them with, and the workspace
+//! copies of a run.
 
+mod factory;
 mod fake;
 mod run;
 mod sandboxed;
+mod tool_scopes;
 mod workspace;
 
 pub use crate::session::{
     Bounds, EpisodeLimits, Interrupt, Model, ProviderFailure, ToolDenial, ToolExecution,
     ToolExecutor, Update,
 };
+pub use factory::SandboxFactory;
 pub use fake::{Rule, ScriptedExecutor, completed, denied};
 pub use run::{
     CheckSpec, EpisodeError, EpisodeReport, EpisodeSpec, SUCCESS_CHECK_CALL_ID, run_episode,
 };
 pub use sandboxed::{AuditSink, SandboxExecutor};
+pub use tool_scopes::ToolScopes;
 pub use workspace::{copy_path, copy_workspace};

@@ -63,6 +63,7 @@ impl EpisodeSpec {
             policy: self.policy.clone(),
             run_started_at: self.run_started_at,
             max_output_tokens: self.max_output_tokens,
+            parent: None,
         }
     }
 }

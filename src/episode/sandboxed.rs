@@ -115,6 +115,7 @@ impl ToolExecutor for SandboxExecutor {
                 .filter_map(ToolDenial::from_audit)
                 .collect(),
             duration: outcome.duration,
+            subagent: None,
         }
     }
 
@@ -226,5 +227,6 @@ fn check_execution(out: &RunOutput, timeout: Duration) -> ToolExecution {
         exit: Some(exit_status(out.status)),
         denials,
         duration: out.duration,
+        subagent: None,
     }
 }

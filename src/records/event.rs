@@ -52,6 +52,9 @@ pub enum EventBody {
     ModelCallEnded(ModelCallEnded),
     /// A limit of the episode was reached; the episode ends.
     LimitHit(LimitHit),
+    /// An `agent` tool call asked for a subagent: the session it started, or why none was
+    /// (recorded in the calling session's transcript, before the call's `tool_result`).
+    Subagent(Subagent),
     /// The episode ended; always the last event of a complete transcript.
     EpisodeFinished(EpisodeFinished),
 }
@@ -70,6 +73,7 @@ impl EventBody {
             Self::ModelLatency(_) => "model_latency",
             Self::ModelCallEnded(_) => "model_call_ended",
             Self::LimitHit(_) => "limit_hit",
+            Self::Subagent(_) => "subagent",
             Self::EpisodeFinished(_) => "episode_finished",
         }
     }
@@ -96,6 +100,38 @@ pub struct EpisodeStarted {
     pub limits: Limits,
     /// When the run this episode belongs to started.
     pub run_started_at: Timestamp,
+    /// The session and tool call that started this one, when it is a subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+}
+
+/// Where a subagent session came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    /// The calling session (an episode, `repl`, or another subagent) in the same run.
+    pub episode_id: String,
+    /// The `agent` tool call of that session that started this one.
+    pub call_id: String,
+    /// The role it plays (`.bee/agents/<role>.toml`), or `(inline)` for an inline policy.
+    pub role: String,
+    /// How deep it is: 1 for a subagent of a top-level session.
+    pub depth: u32,
+}
+
+/// An `agent` tool call's subagent, as its caller records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subagent {
+    /// The `agent` tool call.
+    pub call_id: String,
+    /// The role asked for, or `(inline)`.
+    pub role: String,
+    /// The subagent's session (its transcript's file stem in this run), when one started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Why no subagent started (a failed attenuation proof, an unknown role, …); `None` when
+    /// one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The policy of an episode and how it was enforced.
@@ -113,6 +149,10 @@ pub struct PolicyRecord {
     /// (rules whose origin key is `(bee tool runner)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub installed: Option<serde_json::Value>,
+    /// Tools whose calls run in a scope of their own, under a narrower policy
+    /// (`[tools.NAME] policy`): tool name → policy file.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tools: std::collections::BTreeMap<String, String>,
 }
 
 /// How the tools of an episode were confined.

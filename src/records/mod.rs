@@ -24,9 +24,9 @@ mod transcript;
 pub use event::{
     Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted,
     ErrorCategory, Event, EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message,
-    ModelCallEnded, ModelError, ModelLatency, Outcome, PolicyRecord, PriceSource, Refusal, Role,
-    SUCCESS_CHECK_CALL_ID, StopReason, SuccessCheck, ToolCall, ToolResult, ToolState, Totals,
-    Truncation, Usage,
+    ModelCallEnded, ModelError, ModelLatency, Outcome, ParentLink, PolicyRecord, PriceSource,
+    Refusal, Role, SUCCESS_CHECK_CALL_ID, StopReason, Subagent, SuccessCheck, ToolCall, ToolResult,
+    ToolState, Totals, Truncation, Usage,
 };
 pub use query::{
     Group, GroupBy, ModelStats, Percentiles, Report, SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats,
@@ -34,7 +34,7 @@ pub use query::{
 };
 pub use recorder::{EpisodeRecorder, RecordError, check_id, transcript_path};
 pub use store::{BUSY_TIMEOUT, RebuildReport, SCHEMA_VERSION, STORE_FILE, Store, StoreError};
-pub use summary::{EpisodeSummary, RunSummary, SUMMARY_FILE, transcripts_in};
+pub use summary::{EpisodeSummary, RefusedSubagent, RunSummary, SUMMARY_FILE, transcripts_in};
 pub use time::Timestamp;
 pub use transcript::{
     Transcript, TranscriptError, TranscriptWriter, TruncatedTail, read_transcript,

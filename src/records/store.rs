@@ -29,7 +29,7 @@ use super::summary::transcripts_in;
 use super::transcript::{TranscriptError, read_transcript};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// How long a writer waits for another process's write lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,7 +38,11 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub const STORE_FILE: &str = "metrics.sqlite";
 
 /// The migrations, in order: migration `i` brings the schema to version `i + 1`.
-const MIGRATIONS: &[&str] = &[include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("schema_v1.sql"),
+    include_str!("schema_v2.sql"),
+    include_str!("schema_v3.sql"),
+];
 
 /// Why the store could not be opened, written or read.
 #[derive(Debug, thiserror::Error)]
@@ -524,6 +528,22 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
                     at
                 ],
             )?;
+            if let Some(p) = &s.parent {
+                tx.execute(
+                    "UPDATE episodes SET parent_episode = ?3, parent_call = ?4, agent_role = ?5,
+                         depth = ?6
+                     WHERE run_id = ?1 AND episode_id = ?2",
+                    params![run, ep, p.episode_id, p.call_id, p.role, p.depth],
+                )?;
+            }
+        }
+        EventBody::Subagent(a) => {
+            tx.execute(
+                "INSERT OR REPLACE INTO subagents (run_id, episode_id, call_id, role,
+                     agent_episode, refused, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![run, ep, a.call_id, a.role, a.session_id, a.refused, at],
+            )?;
         }
         EventBody::Message(_) => {}
         EventBody::ToolCall(c) => {
@@ -723,7 +743,7 @@ mod tests {
         // Reading never migrates: it says how to.
         assert!(Store::open_read_only(&path).unwrap_err().is_corrupt());
         let s = Store::open(&path).unwrap();
-        assert_eq!(s.schema_version().unwrap(), 2);
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         let row: (i64, Option<String>, Option<String>) = s
             .with_conn(|c, p| {
                 c.query_row(
@@ -735,6 +755,25 @@ mod tests {
             })
             .unwrap();
         assert_eq!(row, (5, None, None));
+        // Version 3: episodes know their parent; subagent calls have a table.
+        let n: i64 = s
+            .with_conn(|c, p| {
+                c.query_row(
+                    "SELECT count(*) FROM episodes WHERE depth = 0 AND agent_role IS NULL",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(sql_error(p, "test"))
+            })
+            .unwrap();
+        assert_eq!(n, 0);
+        let n: i64 = s
+            .with_conn(|c, p| {
+                c.query_row("SELECT count(*) FROM subagents", [], |r| r.get(0))
+                    .map_err(sql_error(p, "test"))
+            })
+            .unwrap();
+        assert_eq!(n, 0);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::event::{
-    Enforcement, EventBody, LimitKind, ModelError, Outcome, Refusal, SuccessCheck, Totals,
+    Enforcement, EventBody, LimitKind, ModelError, Outcome, ParentLink, Refusal, SuccessCheck,
+    Totals,
 };
 use super::time::Timestamp;
 use super::transcript::{Transcript, TranscriptError, read_transcript};
@@ -65,6 +66,23 @@ pub struct EpisodeSummary {
     pub totals: Totals,
     /// Whether the transcript's last line was cut short.
     pub truncated_tail: bool,
+    /// The session and tool call that started this one, when it is a subagent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// The `agent` calls of this session that started no subagent: role and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_subagents: Vec<RefusedSubagent>,
+}
+
+/// An `agent` call that started no subagent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedSubagent {
+    /// The tool call.
+    pub call_id: String,
+    /// The role asked for.
+    pub role: String,
+    /// Why nothing started.
+    pub reason: String,
 }
 
 impl EpisodeSummary {
@@ -84,6 +102,8 @@ impl EpisodeSummary {
             refusal: None,
             totals: Totals::default(),
             truncated_tail: t.truncated_tail.is_some(),
+            parent: None,
+            refused_subagents: Vec::new(),
         };
         let mut counted = Totals::default();
         let mut finished = None;
@@ -94,6 +114,16 @@ impl EpisodeSummary {
                     s.scenario = Some(st.scenario.clone());
                     s.model = Some(st.model.clone());
                     s.enforcement = Some(st.policy.enforcement);
+                    s.parent.clone_from(&st.parent);
+                }
+                EventBody::Subagent(a) => {
+                    if let Some(reason) = &a.refused {
+                        s.refused_subagents.push(RefusedSubagent {
+                            call_id: a.call_id.clone(),
+                            role: a.role.clone(),
+                            reason: reason.clone(),
+                        });
+                    }
                 }
                 EventBody::LimitHit(l) => s.limit = Some(l.limit),
                 EventBody::ModelCallEnded(m) => {

@@ -33,16 +33,25 @@ impl Interrupt {
     pub fn is_raised(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
+
+    /// The flag itself, for a signal handler to set (`signal_hook::flag::register`).
+    #[must_use]
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
 }
 
 /// How long a tool call may run: it must stop (and report [`ToolState::Failed`] with a
-/// timeout) by `deadline`, and stop as soon as it can once `interrupt` is raised.
+/// timeout) by `deadline`, and stop as soon as it can once `interrupt` is raised. A call that
+/// spends model tokens itself (a subagent) spends them from `budget`.
 #[derive(Debug, Clone)]
 pub struct Bounds {
     /// The instant the call must be over by; `None` is no time limit.
     pub deadline: Option<Instant>,
     /// The run's interrupt flag.
     pub interrupt: Interrupt,
+    /// The calling session's budget (`None` for the success check, which calls no model).
+    pub budget: Option<Arc<super::Budget>>,
 }
 
 impl Bounds {
@@ -121,6 +130,9 @@ pub struct ToolExecution {
     pub denials: Vec<ToolDenial>,
     /// How long the call took.
     pub duration: Duration,
+    /// The subagent an `agent` call started, or why none was; the session records it
+    /// before the call's result.
+    pub subagent: Option<crate::records::Subagent>,
 }
 
 impl ToolExecution {
@@ -133,6 +145,7 @@ impl ToolExecution {
             exit: None,
             denials: Vec::new(),
             duration: Duration::ZERO,
+            subagent: None,
         }
     }
 }
@@ -147,6 +160,14 @@ pub trait ToolExecutor: Send + Sync {
     /// unknown tools are [`ToolState::CouldNotRun`] with a reason.
     fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution;
 
+    /// Whether calls of `tool` may run at the same time as each other (subagents, each in a
+    /// scope of its own). The session runs consecutive calls of such tools in one turn
+    /// together and every other call alone, in order. By default none may.
+    fn concurrent(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
+    }
+
     /// Runs the scenario's success check: `command` through `/bin/sh -c` in the workspace,
     /// confined exactly like a tool call. It passed when it completed with exit code 0.
     fn check(&self, command: &str, bounds: &Bounds) -> ToolExecution;
@@ -159,6 +180,12 @@ pub trait ToolExecutor: Send + Sync {
     /// as installed (with bee's tool-runner grant); `None` when nothing is enforced.
     fn policies(&self) -> Option<(bee_core::CompiledPolicy, bee_core::CompiledPolicy)> {
         None
+    }
+
+    /// Tools whose calls run in a scope of their own under a narrower policy: tool name →
+    /// the policy's source (its file). Empty by default.
+    fn tool_policies(&self) -> std::collections::BTreeMap<String, String> {
+        std::collections::BTreeMap::new()
     }
 
     /// Reads the workspace file `path` (relative to the workspace) as text for the harness

@@ -1,5 +1,7 @@
-//! The hard limits of a session, checked before the step that would pass them.
+//! The hard limits of a session, checked before the step that would pass them, and the
+//! [`Budget`] a session spends from: its own limits and, for a subagent, every ancestor's.
 
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::{EpisodeLimits, Model};
@@ -183,5 +185,140 @@ pub(super) fn output_budget(
         Some(u32::try_from(left).unwrap_or(u32::MAX))
     } else {
         max_output_tokens
+    }
+}
+
+/// What a session may spend: its own limits, and — for a subagent — the limits of every
+/// session above it, which its spending counts against too.
+///
+/// Tokens and cost are shared down the tree: every usage a subagent records is added to its
+/// own spending and to each ancestor's, and before each model call the subagent checks its
+/// own limits and every ancestor's token, cost and wall-time limits, so a subagent can never
+/// outspend its parent (nor two concurrent subagents together). Turns stay each session's
+/// own. A subagent's deadline is the earliest of its own and its ancestors'.
+#[derive(Debug)]
+pub struct Budget {
+    /// The session whose limits these are (for messages).
+    owner: String,
+    limits: EpisodeLimits,
+    deadline: Option<Instant>,
+    spent: Mutex<Spent>,
+    parent: Option<Arc<Budget>>,
+}
+
+impl Budget {
+    /// The budget of session `owner` with `limits`, its wall time counted from `started`,
+    /// spending also from `parent` (and its ancestors) when given.
+    pub(super) fn new(
+        owner: &str,
+        limits: &EpisodeLimits,
+        started: Instant,
+        parent: Option<Arc<Budget>>,
+    ) -> Self {
+        let own = limits.wall.map(|w| started + w);
+        let inherited = parent.as_ref().and_then(|p| p.deadline);
+        let deadline = match (own, inherited) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Self {
+            owner: owner.to_owned(),
+            limits: limits.clone(),
+            deadline,
+            spent: Mutex::new(Spent::default()),
+            parent,
+        }
+    }
+
+    /// The instant the session's time is up: the earliest of its own wall-time limit and its
+    /// ancestors'; `None` when none has one.
+    #[must_use]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Tokens spent so far by this session and the subagents below it (input plus output).
+    #[must_use]
+    pub fn tokens(&self) -> u64 {
+        self.lock().tokens
+    }
+
+    /// Cost spent so far by this session and the subagents below it, USD (known prices).
+    #[must_use]
+    pub fn cost_usd(&self) -> f64 {
+        self.lock().usd
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, Spent> {
+        // A poisoned lock only means another thread panicked while counting; the counts are
+        // still the best known.
+        self.spent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn ancestors(&self) -> impl Iterator<Item = &Budget> {
+        std::iter::successors(self.parent.as_deref(), |b| b.parent.as_deref())
+    }
+
+    /// The limits an ancestor shares with its subagents: all but turns.
+    fn shared(&self) -> EpisodeLimits {
+        EpisodeLimits {
+            turns: None,
+            ..self.limits.clone()
+        }
+    }
+
+    fn from_ancestor(&self, mut hit: LimitHit) -> LimitHit {
+        hit.detail = format!(
+            "{} (the limit of session {}, which this subagent spends from)",
+            hit.detail, self.owner
+        );
+        hit
+    }
+
+    /// Counts one model call's usage here and in every ancestor.
+    pub(super) fn count(&self, usage: &Usage) {
+        self.lock().count(usage);
+        for b in self.ancestors() {
+            b.lock().count(usage);
+        }
+    }
+
+    /// Counts a model call of this session (turns are not shared).
+    pub(super) fn next_turn(&self) -> u32 {
+        let mut spent = self.lock();
+        spent.turns += 1;
+        spent.turns
+    }
+
+    /// The limit, here or above, that forbids another model call of `model`.
+    pub(super) fn before_call(&self, model: &Model) -> Option<LimitHit> {
+        let own = before_call(&self.limits, model, &self.lock(), self.deadline);
+        own.or_else(|| {
+            self.ancestors().find_map(|b| {
+                before_call(&b.shared(), model, &b.lock(), b.deadline).map(|h| b.from_ancestor(h))
+            })
+        })
+    }
+
+    /// The limit, here or above, that the last model call reached.
+    pub(super) fn after_call(&self, pending: usize) -> Option<LimitHit> {
+        let own = after_call(&self.limits, &self.lock(), pending);
+        own.or_else(|| {
+            self.ancestors().find_map(|b| {
+                after_call(&b.shared(), &b.lock(), pending).map(|h| b.from_ancestor(h))
+            })
+        })
+    }
+
+    /// The output budget of the next call: the session's, capped by what every token limit
+    /// here and above leaves.
+    pub(super) fn output_budget(&self, asked: Option<u32>, model: &Model) -> Option<u32> {
+        let mut budget = output_budget(&self.limits, asked, model, &self.lock());
+        for b in self.ancestors() {
+            budget = output_budget(&b.limits, budget, model, &b.lock());
+        }
+        budget
     }
 }

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use call::{CallEnd, call_model, millis, record_failed_call, record_not_run, record_response};
-use limits::{Spent, after_call, before_call, output_budget};
+pub use limits::Budget;
 use log::Log;
 
 pub use executor::{Bounds, Interrupt, ReadText, ToolDenial, ToolExecution, ToolExecutor};
@@ -52,8 +52,8 @@ use crate::provider::price::PriceTable;
 use crate::provider::{self, ErrorCategory, Item, Provider, Request, ToolDef};
 use crate::records::{
     Denial, EpisodeRecorder, EpisodeStarted, Event, EventBody, LimitHit, LimitKind, Limits,
-    Message, Outcome, PolicyRecord, RecordError, Refusal, Role, StopReason, Store, SuccessCheck,
-    Timestamp, ToolResult, ToolState, Totals,
+    Message, Outcome, ParentLink, PolicyRecord, RecordError, Refusal, Role, StopReason, Store,
+    SuccessCheck, Timestamp, ToolResult, ToolState, Totals,
 };
 
 /// The hard limits of a session (an episode's, or an interactive session's); `None` is no
@@ -125,6 +125,9 @@ pub struct SessionSpec {
     pub run_started_at: Timestamp,
     /// The output budget of each model call, in tokens; `None` uses the provider file's.
     pub max_output_tokens: Option<u32>,
+    /// The session and tool call that started this one, when it is a subagent (recorded in
+    /// `episode_started`; its budget is joined with [`Session::within`]).
+    pub parent: Option<ParentLink>,
 }
 
 /// Something the observer is shown while it happens.
@@ -193,8 +196,7 @@ pub struct Session<'a> {
     log: Log<'a>,
     items: Vec<Item>,
     tools: Vec<ToolDef>,
-    spent: Spent,
-    deadline: Option<Instant>,
+    budget: Arc<Budget>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -237,10 +239,12 @@ impl<'a> Session<'a> {
                 installed: policies
                     .as_ref()
                     .and_then(|(_, i)| serde_json::to_value(i).ok()),
+                tools: executor.tool_policies(),
             },
             workspace: spec.workspace.display().to_string(),
             limits: spec.limits.record(),
             run_started_at: spec.run_started_at,
+            parent: spec.parent.clone(),
         };
         let rec = EpisodeRecorder::start(records_dir, started_event.clone(), store).map_err(
             |source| SessionError::Record {
@@ -262,14 +266,13 @@ impl<'a> Session<'a> {
         });
         let system = spec.system_prompt.clone();
         let mut session = Self {
-            deadline: spec.limits.wall.map(|w| started + w),
+            budget: Arc::new(Budget::new(&spec.session_id, &spec.limits, started, None)),
             tools: executor.definitions(),
             spec,
             model,
             executor,
             log,
             items: Vec::new(),
-            spent: Spent::default(),
         };
         if let Some(system) = &system {
             session.add_system(system)?;
@@ -301,6 +304,23 @@ impl<'a> Session<'a> {
         &self.model
     }
 
+    /// The text of the model's last answer in the conversation (empty when it has given
+    /// none, or its last answer held only tool calls).
+    #[must_use]
+    pub fn last_answer(&self) -> String {
+        let mut text = Vec::new();
+        for item in self.items.iter().rev() {
+            match item {
+                Item::AssistantText { text: t } => text.push(t.as_str()),
+                Item::User { .. } | Item::ToolResult { .. } => break,
+                _ if !text.is_empty() => break,
+                _ => {}
+            }
+        }
+        text.reverse();
+        text.join("\n")
+    }
+
     /// The tool definitions the model is given.
     #[must_use]
     pub fn tools(&self) -> &[ToolDef] {
@@ -326,45 +346,60 @@ impl<'a> Session<'a> {
     fn wall_hit(&self, what: &str) -> TurnEnd {
         TurnEnd::Limit(LimitHit {
             limit: LimitKind::Wall,
-            detail: format!(
-                "wall time of {} s reached {what}",
-                self.spec.limits.wall.map_or(0.0, |w| w.as_secs_f64())
-            ),
+            detail: match self.spec.limits.wall {
+                Some(w) => format!("wall time of {} s reached {what}", w.as_secs_f64()),
+                // Only a parent's deadline can have passed.
+                None => format!("the parent session's wall time ran out {what}"),
+            },
         })
     }
 
     fn past_deadline(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
+        self.budget.deadline().is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Makes this session a subagent of the session that owns `parent`: its tokens, cost and
+    /// time then count against that session's limits (and its ancestors') too, and it stops
+    /// when any of them is reached ([`Budget`]). Call it before the first [`Session::send`].
+    #[must_use]
+    pub fn within(mut self, parent: Arc<Budget>) -> Self {
+        self.budget = Arc::new(Budget::new(
+            &self.spec.session_id,
+            &self.spec.limits,
+            Instant::now(),
+            Some(parent),
+        ));
+        self
+    }
+
+    /// What this session spends from: its limits, and its ancestors' for a subagent.
+    #[must_use]
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.budget
     }
 
     fn turn(&mut self, interrupt: &Interrupt) -> Result<TurnEnd, SessionError> {
-        let limits = self.spec.limits.clone();
-        let limits = &limits;
         loop {
             if interrupt.is_raised() {
                 return Ok(TurnEnd::Interrupted);
             }
-            if let Some(hit) = before_call(limits, &self.model, &self.spent, self.deadline) {
+            if let Some(hit) = self.budget.before_call(&self.model) {
                 return Ok(TurnEnd::Limit(hit));
             }
             let request = Request {
                 items: self.items.clone(),
                 tools: self.tools.clone(),
-                max_output_tokens: output_budget(
-                    limits,
-                    self.spec.max_output_tokens,
-                    &self.model,
-                    &self.spent,
-                ),
+                max_output_tokens: self
+                    .budget
+                    .output_budget(self.spec.max_output_tokens, &self.model),
             };
-            self.spent.turns += 1;
-            let call_no = self.spent.turns;
+            let call_no = self.budget.next_turn();
             let sent = Instant::now();
             let observer = self.log.observer;
             let response = match call_model(
                 &self.model.provider,
                 request,
-                self.deadline,
+                self.budget.deadline(),
                 interrupt,
                 observer,
             ) {
@@ -372,7 +407,7 @@ impl<'a> Session<'a> {
                 Err(end) => return self.failed_call(call_no, sent, end),
             };
             let usage = record_response(&response, call_no, &self.model, &mut self.log)?;
-            self.spent.count(&usage);
+            self.budget.count(&usage);
             let calls: Vec<_> = response.tool_calls().cloned().collect();
             match &response.stop {
                 StopReason::Refusal | StopReason::ContentFilter => {
@@ -428,34 +463,51 @@ impl<'a> Session<'a> {
                 }
                 return Ok(TurnEnd::Done);
             }
-            if let Some(hit) = after_call(limits, &self.spent, calls.len()) {
+            if let Some(hit) = self.budget.after_call(calls.len()) {
                 return Ok(TurnEnd::Limit(hit));
             }
-            for call in &calls {
+            let mut rest = &calls[..];
+            while let Some(first) = rest.first() {
                 if interrupt.is_raised() {
                     return Ok(TurnEnd::Interrupted);
                 }
                 if self.past_deadline() {
-                    return Ok(self.wall_hit(&format!("before tool call {} ran", call.id)));
+                    return Ok(self.wall_hit(&format!("before tool call {} ran", first.id)));
                 }
-                observer(Update::ToolStarted(call));
-                let bounds = Bounds {
-                    deadline: self.deadline,
-                    interrupt: interrupt.clone(),
+                // Calls the executor can run side by side (subagents) run together; every
+                // other call runs alone, in order.
+                let n = if self.executor.concurrent(&first.name) {
+                    rest.iter()
+                        .take_while(|c| self.executor.concurrent(&c.name))
+                        .count()
+                } else {
+                    1
                 };
-                let exec = self.executor.call(call, &bounds);
-                self.record_execution(&call.id, &exec)?;
-                self.items.push(Item::ToolResult {
-                    call_id: call.id.clone(),
-                    output: exec.content.clone(),
-                    is_error: exec.state != ToolState::Completed,
-                });
+                let (batch, tail) = rest.split_at(n);
+                rest = tail;
+                for call in batch {
+                    observer(Update::ToolStarted(call));
+                }
+                let bounds = Bounds {
+                    deadline: self.budget.deadline(),
+                    interrupt: interrupt.clone(),
+                    budget: Some(Arc::clone(&self.budget)),
+                };
+                for (call, exec) in batch.iter().zip(run_batch(self.executor, batch, &bounds)) {
+                    self.record_execution(&call.id, &exec)?;
+                    self.items.push(Item::ToolResult {
+                        call_id: call.id.clone(),
+                        output: exec.content.clone(),
+                        is_error: exec.state != ToolState::Completed,
+                    });
+                }
                 if interrupt.is_raised() {
                     return Ok(TurnEnd::Interrupted);
                 }
                 if self.past_deadline() {
+                    let last = batch.last().unwrap_or(first);
                     return Ok(
-                        self.wall_hit(&format!("while tool call {} ({}) ran", call.id, call.name))
+                        self.wall_hit(&format!("while tool call {} ({}) ran", last.id, last.name))
                     );
                 }
             }
@@ -484,7 +536,7 @@ impl<'a> Session<'a> {
                     Some(&failure),
                     &mut self.log,
                 )?;
-                self.spent.count(&usage);
+                self.budget.count(&usage);
                 return Ok(TurnEnd::Provider(failure));
             }
             CallEnd::Crashed => {
@@ -507,7 +559,7 @@ impl<'a> Session<'a> {
             failure.as_ref(),
             &mut self.log,
         )?;
-        self.spent.count(&usage);
+        self.budget.count(&usage);
         Ok(turn_end)
     }
 
@@ -517,6 +569,9 @@ impl<'a> Session<'a> {
         exec: &ToolExecution,
     ) -> Result<(), SessionError> {
         self.record_denials(call_id, &exec.denials)?;
+        if let Some(subagent) = &exec.subagent {
+            self.log.record(EventBody::Subagent(subagent.clone()))?;
+        }
         self.log.record(EventBody::ToolResult(ToolResult {
             call_id: call_id.to_owned(),
             state: exec.state,
@@ -601,6 +656,7 @@ impl<'a> Session<'a> {
         let bounds = Bounds {
             deadline: Some(Instant::now() + timeout),
             interrupt: interrupt.clone(),
+            budget: None,
         };
         let exec = self.executor.check(command, &bounds);
         self.record_denials(crate::records::SUCCESS_CHECK_CALL_ID, &exec.denials)?;
@@ -650,6 +706,36 @@ impl<'a> Session<'a> {
             store_errors,
         })
     }
+}
+
+/// Runs a batch of calls: one on this thread, several on a thread each; the executions come
+/// back in the calls' order.
+fn run_batch(
+    executor: &dyn ToolExecutor,
+    batch: &[provider::ToolCall],
+    bounds: &Bounds,
+) -> Vec<ToolExecution> {
+    if let [call] = batch {
+        return vec![executor.call(call, bounds)];
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = batch
+            .iter()
+            .map(|call| s.spawn(move || executor.call(call, bounds)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(batch)
+            .map(|(h, call)| {
+                h.join().unwrap_or_else(|_| {
+                    ToolExecution::could_not_run(format!(
+                        "tool call {} ({}) failed inside bee",
+                        call.id, call.name
+                    ))
+                })
+            })
+            .collect()
+    })
 }
 
 /// A success check's verdict: passed when it completed with status 0.

@@ -91,6 +91,22 @@ impl Registry {
         Ok(())
     }
 
+    /// The same limits with only the tools `keep` names, in this registry's order (names it
+    /// does not have are ignored).
+    #[must_use]
+    pub fn retain(&self, keep: &[&str]) -> Self {
+        let mut r = self.clone();
+        r.order.retain(|n| keep.contains(&n.as_str()));
+        r.tools.retain(|n, _| keep.contains(&n.as_str()));
+        r
+    }
+
+    /// The same limits with only the tool `name`.
+    #[must_use]
+    pub fn only(&self, name: &str) -> Self {
+        self.retain(&[name])
+    }
+
     /// The limits of every call.
     #[must_use]
     pub fn limits(&self) -> &ToolLimits {

@@ -16,6 +16,7 @@ mod view;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use editor::{Input, LineEditor};
@@ -24,9 +25,10 @@ use view::View;
 
 use super::run::{RunStatus, sandbox_factory};
 use super::setup::{
-    Refused, compile_policy, connect, discover_skills, file_refusal, load_provider, run_id,
-    tool_registry, with_catalogue,
+    Refused, agents_on, compile_policy, connect, discover_roles, discover_skills, file_refusal,
+    load_provider, run_id, session_executor, tool_policies, tool_registry, with_catalogue,
 };
+use crate::agents::{AgentExecutor, Caller, Delegation};
 use crate::config::{Config, Env, Flags};
 use crate::records::LimitKind;
 use crate::records::{
@@ -73,23 +75,50 @@ pub fn run(args: &Args) -> ExitCode {
     }
 }
 
-/// The one turn interrupt Ctrl-C raises; a new one for every turn.
+/// The one turn interrupt Ctrl-C raises (a new one for every turn), and SIGTERM, which
+/// ends the session: it stops the running turn (every subagent and scope with it), after
+/// which the session finishes; at the prompt, bee exits at once (143).
 #[derive(Debug, Default, Clone)]
-struct TurnInterrupt(Arc<Mutex<Interrupt>>);
+struct TurnInterrupt {
+    current: Arc<Mutex<Interrupt>>,
+    terminate: Arc<AtomicBool>,
+    in_turn: Arc<AtomicBool>,
+}
 
 impl TurnInterrupt {
     fn fresh(&self) -> Interrupt {
         let i = Interrupt::new();
-        if let Ok(mut slot) = self.0.lock() {
+        if let Ok(mut slot) = self.current.lock() {
             *slot = i.clone();
         }
         i
     }
 
     fn raise(&self) {
-        if let Ok(slot) = self.0.lock() {
+        if let Ok(slot) = self.current.lock() {
             slot.raise();
         }
+    }
+
+    /// Sends SIGTERM to the flag, and watches it: a thread that stops the running turn, or
+    /// exits when there is none.
+    fn watch_sigterm(&self) -> std::io::Result<()> {
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&self.terminate))?;
+        let me = self.clone();
+        std::thread::spawn(move || {
+            while !me.terminate.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            me.raise();
+            if !me.in_turn.load(Ordering::SeqCst) {
+                std::process::exit(143);
+            }
+        });
+        Ok(())
+    }
+
+    fn terminating(&self) -> bool {
+        self.terminate.load(Ordering::SeqCst)
     }
 }
 
@@ -123,6 +152,14 @@ fn repl(args: &Args) -> Result<(), Refused> {
     };
     let (skills, skill_problems) = discover_skills(&env);
     let tools = Arc::new(tool_registry(&config, &skills)?);
+    let scoped = tool_policies(
+        &config,
+        &tools,
+        &workspace,
+        policy.as_ref().zip(policy_file.as_deref()),
+    )?;
+    let roles = discover_roles(&env);
+    let agents = agents_on(&config, &roles);
     let enforcement = if policy.is_some() {
         Enforcement::Kernel
     } else {
@@ -152,14 +189,22 @@ fn repl(args: &Args) -> Result<(), Refused> {
     let run_dir = records_dir.join(&run_id);
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| Refused(RunStatus::Software, format!("{}: {e}", run_dir.display())))?;
-    let executor = factory
-        .executor(&workspace, policy.clone(), &tools)
-        .map_err(|why| {
-            Refused(
-                RunStatus::EnforcementUnavailable,
-                format!("{why}; no model was called"),
-            )
-        })?;
+    let executor = session_executor(
+        factory.as_ref(),
+        &workspace,
+        policy.clone(),
+        &tools,
+        &scoped,
+    )
+    .map_err(|why| {
+        Refused(
+            RunStatus::EnforcementUnavailable,
+            format!("{why}; no model was called"),
+        )
+    })?;
+    let prices = Arc::new(prices);
+    let store = Arc::new(store);
+    let run_started_at = Timestamp::now();
 
     let stdout_terminal = std::io::stdout().is_terminal();
     let theme = render::choose(theme, stdout_terminal, &|k| std::env::var(k).ok());
@@ -174,7 +219,57 @@ fn repl(args: &Args) -> Result<(), Refused> {
              confines them (recorded as enforcement \"host\")",
         );
     }
+    if agents {
+        for problem in roles.problems() {
+            view.styled(
+                Role::Notice,
+                &format!(
+                    "a role file is invalid (an `agent` call for it will be refused): {problem}"
+                ),
+            );
+        }
+        for note in roles.notes() {
+            view.styled(Role::Muted, note);
+        }
+    }
     let observer = |u: Update<'_>| view.update(u);
+    let subagent_events = |id: &str, u: Update<'_>| view.subagent(id, u);
+    let delegation = Delegation {
+        run_id: run_id.clone(),
+        records_dir: records_dir.clone(),
+        store: Some(Arc::clone(&store)),
+        run_started_at,
+        factory: factory.as_ref(),
+        provider: provider.clone(),
+        prices: Arc::clone(&prices),
+        roles: Arc::clone(&roles),
+        tools: Arc::clone(&tools),
+        tool_policies: scoped
+            .iter()
+            .map(|(t, f, _)| (t.clone(), f.clone()))
+            .collect(),
+        home: super::user::invoking_home(),
+        settings: config.agents.settings(),
+        observer: &subagent_events,
+    };
+    let executor: Box<dyn crate::episode::ToolExecutor + '_> = if agents {
+        Box::new(AgentExecutor::new(
+            executor,
+            &delegation,
+            Caller {
+                session_id: SESSION_ID.to_owned(),
+                scenario: "repl".to_owned(),
+                workspace: workspace.clone(),
+                depth: 0,
+                lineage: Vec::new(),
+                policy_name: policy_file
+                    .as_ref()
+                    .map_or_else(|| "the session".to_owned(), |p| p.display().to_string()),
+            },
+        ))
+    } else {
+        executor
+    };
     let spec = SessionSpec {
         run_id: run_id.clone(),
         session_id: SESSION_ID.to_owned(),
@@ -192,13 +287,14 @@ fn repl(args: &Args) -> Result<(), Refused> {
         },
         workspace: workspace.clone(),
         policy: policy_file.as_ref().map(|p| p.display().to_string()),
-        run_started_at: Timestamp::now(),
+        run_started_at,
         max_output_tokens: None,
+        parent: None,
     };
     let model = Model {
         provider: Arc::from(connected),
         kind: provider.kind.as_str().to_owned(),
-        prices: Arc::new(prices),
+        prices,
         max_output_tokens: provider.max_output_tokens,
     };
     let mut session = Session::start(
@@ -206,7 +302,7 @@ fn repl(args: &Args) -> Result<(), Refused> {
         model,
         executor.as_ref(),
         &records_dir,
-        Some(Arc::new(store)),
+        Some(store),
         &observer,
     )
     .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
@@ -215,12 +311,15 @@ fn repl(args: &Args) -> Result<(), Refused> {
 
     let turn = TurnInterrupt::default();
     let handler = turn.clone();
-    ctrlc::set_handler(move || handler.raise()).map_err(|e| {
-        Refused(
-            RunStatus::Software,
-            format!("cannot install the Ctrl-C handler: {e}"),
-        )
-    })?;
+    ctrlc::set_handler(move || handler.raise())
+        .map_err(|e| e.to_string())
+        .and_then(|()| turn.watch_sigterm().map_err(|e| e.to_string()))
+        .map_err(|e| {
+            Refused(
+                RunStatus::Software,
+                format!("cannot install the Ctrl-C and SIGTERM handlers: {e}"),
+            )
+        })?;
     let mut editor = LineEditor::new(editor::history_path(&env))
         .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
     banner(&view, &session, &policy_file, enforcement, editor.history());
@@ -299,9 +398,15 @@ fn converse(
             None => line.trim().strip_prefix('/').unwrap_or(&line).to_owned(),
         };
         let interrupt = turn.fresh();
-        let end = session
-            .send(&message, &interrupt)
-            .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+        turn.in_turn.store(true, Ordering::SeqCst);
+        let end = session.send(&message, &interrupt);
+        turn.in_turn.store(false, Ordering::SeqCst);
+        let end = end.map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+        if turn.terminating() {
+            view.styled(Role::Notice, "terminated (SIGTERM): the session ends");
+            write_summary(ctx.run_dir);
+            return Ok(Outcome::Interrupted);
+        }
         match end {
             TurnEnd::Done | TurnEnd::Refused(_) | TurnEnd::Provider(_) => {}
             TurnEnd::Interrupted => {

@@ -104,6 +104,30 @@ impl View {
         }
     }
 
+    /// Shows one update of a subagent `id`, compactly: its tool calls, denials and end.
+    /// (Its answer comes back as the `agent` call's result.)
+    pub(super) fn subagent(&self, id: &str, u: Update<'_>) {
+        let Update::Recorded(e) = u else { return };
+        match &e.body {
+            EventBody::ToolCall(c) => self.styled(
+                Role::Muted,
+                &format!("  ↳ {id}: {} {}", c.tool, summary(&c.arguments.to_string())),
+            ),
+            EventBody::Denial(d) => {
+                let what = format!("{id}: {} (missing {})", d.explanation, d.missing.as_str());
+                self.line(&lines::denial(&self.theme, usize::MAX, &what));
+            }
+            EventBody::LimitHit(l) => self.styled(
+                Role::Muted,
+                &format!("  ↳ {id}: limit {}: {}", l.limit.as_str(), l.detail),
+            ),
+            EventBody::EpisodeFinished(f) => {
+                self.styled(Role::Muted, &format!("  ↳ {id}: {}", f.outcome.as_str()))
+            }
+            _ => {}
+        }
+    }
+
     fn stream(&self, text: &str) {
         if let Ok(mut s) = self.state.lock() {
             s.streamed.push_str(text);
@@ -197,6 +221,12 @@ impl View {
 /// tool, else the JSON.
 fn summary(arguments: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(arguments).unwrap_or(serde_json::Value::Null);
+    if let (Some(role), Some(task)) = (
+        v.get("role").and_then(serde_json::Value::as_str),
+        v.get("task").and_then(serde_json::Value::as_str),
+    ) {
+        return format!("{role}: {task}");
+    }
     for key in ["command", "path", "pattern", "name"] {
         if let Some(s) = v.get(key).and_then(serde_json::Value::as_str) {
             return s.to_owned();

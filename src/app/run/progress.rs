@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use super::RunStatus;
 use crate::episode::EpisodeReport;
-use crate::records::{Cost, Event, EventBody, Outcome, Refusal, Role, RunSummary};
+use crate::records::{Cost, EpisodeSummary, Event, EventBody, Outcome, Refusal, Role, RunSummary};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +55,13 @@ impl Progress {
 
     fn set_line(&self, id: &str, line: String) {
         self.with(|s| {
-            if let Some(i) = s.ids.iter().position(|x| x == id) {
-                s.lines[i] = line;
+            match s.ids.iter().position(|x| x == id) {
+                Some(i) => s.lines[i] = line,
+                // A subagent: a line of its own, from its first event on.
+                None => {
+                    s.ids.push(id.to_owned());
+                    s.lines.push(line);
+                }
             }
             redraw(s);
         });
@@ -159,22 +164,93 @@ impl Progress {
                 let _ = writeln!(s.out, "{v}");
             }
             Style::Live | Style::Lines => {
-                let passed = summary
+                let top: Vec<_> = summary
                     .episodes
+                    .iter()
+                    .filter(|e| e.parent.is_none())
+                    .collect();
+                let passed = top
                     .iter()
                     .filter(|e| e.outcome == Some(Outcome::Passed))
                     .count();
+                let tree = subagent_tree(summary);
+                for line in &tree {
+                    let _ = writeln!(s.out, "{line}");
+                }
+                let subagents = summary.episodes.len() - top.len();
+                let refused: usize = summary
+                    .episodes
+                    .iter()
+                    .map(|e| e.refused_subagents.len())
+                    .sum();
+                let agents = if subagents + refused > 0 {
+                    format!("; {subagents} subagent(s), {refused} delegation(s) refused")
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     s.out,
-                    "run {}: {passed} of {} episode(s) passed; cost {}; records in {} (exit {})",
+                    "run {}: {passed} of {} episode(s) passed{agents}; cost {}; records in {} \
+                     (exit {})",
                     summary.run_id,
-                    summary.episodes.len(),
+                    top.len(),
                     summary.totals.cost,
                     run_dir.display(),
                     status.code()
                 );
             }
         });
+    }
+}
+
+/// The sessions of a run as a tree, when any delegated: each episode, then its subagents
+/// (indented by depth) and the delegations refused, each with how it ended.
+fn subagent_tree(summary: &RunSummary) -> Vec<String> {
+    let delegated = summary
+        .episodes
+        .iter()
+        .any(|e| e.parent.is_some() || !e.refused_subagents.is_empty());
+    if !delegated {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let roots = summary.episodes.iter().filter(|e| e.parent.is_none());
+    for root in roots {
+        tree_node(summary, root, 0, &mut out);
+    }
+    out
+}
+
+fn tree_node(summary: &RunSummary, e: &EpisodeSummary, depth: usize, out: &mut Vec<String>) {
+    let indent = "  ".repeat(depth);
+    let role = e
+        .parent
+        .as_ref()
+        .map_or_else(String::new, |p| format!(" ({})", p.role));
+    out.push(format!(
+        "{indent}{}{role}  {}  {} model call(s), {} tool call(s), {} denial(s), {}",
+        e.episode_id,
+        e.outcome.map_or("running", Outcome::as_str),
+        e.totals.model_calls,
+        e.totals.tool_calls,
+        e.totals.denials,
+        e.totals.cost
+    ));
+    for child in summary.episodes.iter().filter(|c| {
+        c.parent
+            .as_ref()
+            .is_some_and(|p| p.episode_id == e.episode_id)
+    }) {
+        tree_node(summary, child, depth + 1, out);
+    }
+    for r in &e.refused_subagents {
+        let first = r.reason.lines().next().unwrap_or("");
+        out.push(format!(
+            "{indent}  ✗ {} (call {}): {}",
+            r.role,
+            r.call_id,
+            shorten(first, 120)
+        ));
     }
 }
 
@@ -299,6 +375,16 @@ fn describe(body: &EventBody) -> String {
             line
         }
         EventBody::LimitHit(l) => format!("limit_hit {}: {}", l.limit.as_str(), l.detail),
+        EventBody::Subagent(a) => match (&a.session_id, &a.refused) {
+            (_, Some(why)) => format!(
+                "subagent {} {}: refused: {}",
+                a.call_id,
+                a.role,
+                shorten(why, 200)
+            ),
+            (Some(id), None) => format!("subagent {} {}: session {id}", a.call_id, a.role),
+            (None, None) => format!("subagent {} {}", a.call_id, a.role),
+        },
         EventBody::EpisodeFinished(f) => format!("episode_finished {}", f.outcome.as_str()),
     }
 }

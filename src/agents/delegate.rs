@@ -1,0 +1,463 @@
+//! The `agent` tool: a session's executor that can start subagents.
+//!
+//! [`AgentExecutor`] wraps a session's executor, offers one more tool, `agent`, and runs its
+//! calls itself; every other call goes to the wrapped executor. An `agent` call goes through
+//! [`Plan`](super::plan) — role, policy, proof, tools — and only a call that passes all of it
+//! starts anything: a sandbox of its own, a provider connection, and a [`Session`] linked
+//! to the caller's, spending from the caller's [`Budget`](crate::session::Budget).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+use bee_core::CompiledPolicy;
+use serde_json::json;
+
+use super::plan::{self, Request, Target};
+use super::{AGENT_TOOL, Roles};
+use crate::episode::{SandboxFactory, ToolScopes};
+use crate::provider::price::PriceTable;
+use crate::provider::{ProviderSpec, ToolCall, ToolDef};
+use crate::records::{Enforcement, Outcome, ParentLink, Store, Subagent, Timestamp, ToolState};
+use crate::session::{
+    Bounds, Model, ReadText, Session, SessionSpec, ToolExecution, ToolExecutor, TurnEnd, Update,
+};
+use crate::tools::Registry;
+
+/// How far delegation may go (`[agents]` in the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentSettings {
+    /// The deepest a subagent may be: 1 lets top-level sessions delegate, 2 lets their
+    /// subagents delegate once more (`agents.max_depth`, default 2).
+    pub max_depth: u32,
+    /// Whether the model may pass a policy's text instead of a role (`agents.inline_policy`,
+    /// default false). It gets the same proof.
+    pub inline_policy: bool,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        Self {
+            max_depth: 2,
+            inline_policy: false,
+        }
+    }
+}
+
+/// What every subagent of a run (or of a REPL session) is made with.
+pub struct Delegation<'a> {
+    /// The run (its records directory name).
+    pub run_id: String,
+    /// Where transcripts go (the run's directory is below it).
+    pub records_dir: PathBuf,
+    /// The metrics store, if any.
+    pub store: Option<Arc<Store>>,
+    /// When the run started.
+    pub run_started_at: Timestamp,
+    /// Builds each subagent's executor (its own scope).
+    pub factory: &'a dyn SandboxFactory,
+    /// The provider subagents use unless their role names another.
+    pub provider: ProviderSpec,
+    /// Its prices.
+    pub prices: Arc<PriceTable>,
+    /// The roles.
+    pub roles: Arc<Roles>,
+    /// Every tool a session of the run may be offered (a role's tools are drawn from it).
+    pub tools: Arc<Registry>,
+    /// Tools the configuration confines to a narrower policy (`[tools.NAME] policy`): tool
+    /// name → policy file.
+    pub tool_policies: Vec<(String, PathBuf)>,
+    /// The home directory `~/` in policies means.
+    pub home: Option<PathBuf>,
+    /// Depth and inline policies.
+    pub settings: AgentSettings,
+    /// Shown every event of every subagent, with the subagent's session id.
+    pub observer: &'a (dyn Fn(&str, Update<'_>) + Sync),
+}
+
+impl std::fmt::Debug for Delegation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delegation")
+            .field("run_id", &self.run_id)
+            .field("roles", &self.roles.names().collect::<Vec<_>>())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The session an [`AgentExecutor`] serves.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Its session id.
+    pub session_id: String,
+    /// Its scenario (subagents record the same).
+    pub scenario: String,
+    /// Its workspace (subagents work in the same one, in scopes of their own).
+    pub workspace: PathBuf,
+    /// How deep it is: 0 for a top-level session.
+    pub depth: u32,
+    /// The roles above it and its own, top first (to refuse cycles).
+    pub lineage: Vec<String>,
+    /// The name of its policy in refusals (a file, or `role reviewer`).
+    pub policy_name: String,
+}
+
+/// A session's executor with the `agent` tool; see the module documentation.
+pub struct AgentExecutor<'a> {
+    inner: Box<dyn ToolExecutor + 'a>,
+    delegation: &'a Delegation<'a>,
+    caller: Caller,
+    next: AtomicU32,
+}
+
+impl std::fmt::Debug for AgentExecutor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentExecutor")
+            .field("caller", &self.caller)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> AgentExecutor<'a> {
+    /// Offers `agent` beside `inner`'s tools to the session `caller`.
+    #[must_use]
+    pub fn new(
+        inner: Box<dyn ToolExecutor + 'a>,
+        delegation: &'a Delegation<'a>,
+        caller: Caller,
+    ) -> Self {
+        Self {
+            inner,
+            delegation,
+            caller,
+            next: AtomicU32::new(0),
+        }
+    }
+
+    /// The `agent` tool as the model sees it: the roles by name and description.
+    fn definition(&self) -> ToolDef {
+        let d = self.delegation;
+        let mut text = String::from(
+            "Start a subagent: another agent with a sandbox of its own, whose policy bee first \
+             proves grants nothing yours does not. It works on `task` alone, with no view of \
+             this conversation, and its final answer comes back as this tool's result. \
+             Several agent calls in one turn run at the same time. Its tokens, cost and time \
+             count against your limits.",
+        );
+        if d.roles.iter().next().is_some() {
+            text.push_str("\n\nRoles:");
+            for role in d.roles.iter() {
+                let words: Vec<&str> = role.description.split_whitespace().collect();
+                text.push_str(&format!("\n- {}: {}", role.name, words.join(" ")));
+            }
+        }
+        let mut properties = json!({
+            "role": {"type": "string", "description": "The role's name."},
+            "task": {"type": "string", "description": "What the subagent must do, with everything it needs to know."},
+        });
+        if d.settings.inline_policy {
+            text.push_str(
+                "\n\nInstead of a role you may pass `policy`: the TOML text of a bee policy \
+                 (paths relative to the workspace). It gets the same proof.",
+            );
+            properties["policy"] = json!({"type": "string", "description": "A bee policy's TOML text, instead of a role."});
+        }
+        ToolDef {
+            name: AGENT_TOOL.to_owned(),
+            description: text,
+            parameters: json!({
+                "type": "object",
+                "properties": properties,
+                "required": ["task"],
+                "additionalProperties": false,
+            }),
+        }
+    }
+
+    /// The tools this session is offered, by name.
+    fn offered(&self) -> Vec<String> {
+        self.definitions().into_iter().map(|d| d.name).collect()
+    }
+
+    fn delegate(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
+        let started = Instant::now();
+        let d = self.delegation;
+        let request = match Request::parse(&call.arguments) {
+            Ok(r) => r,
+            Err(why) => return refused(call, "?", &why, started),
+        };
+        let label = request.label();
+        let effective = self.inner.policies().map(|(requested, _)| requested);
+        let planned = plan::plan(
+            &request,
+            &Target {
+                delegation: d,
+                caller: &self.caller,
+                caller_policy: effective.as_ref(),
+                caller_tools: &self.offered(),
+            },
+        );
+        let planned = match planned {
+            Ok(p) => p,
+            Err(why) => return refused(call, &label, &why, started),
+        };
+        if bounds.interrupt.is_raised() {
+            return refused(call, &label, "the run was interrupted", started);
+        }
+        let n = self.next.fetch_add(1, Ordering::SeqCst) + 1;
+        let session_id = format!("{}.{}-{n}", self.caller.session_id, planned.id_part);
+        let policy =
+            (self.inner.enforcement() == Enforcement::Kernel).then(|| planned.policy.clone());
+        let executor = match self.executor(&planned, policy, &session_id) {
+            Ok(x) => x,
+            Err(why) => return refused(call, &label, &why, started),
+        };
+        let model = match model(d, &planned) {
+            Ok(m) => m,
+            Err(why) => return refused(call, &label, &why, started),
+        };
+        let spec = SessionSpec {
+            run_id: d.run_id.clone(),
+            session_id: session_id.clone(),
+            scenario: self.caller.scenario.clone(),
+            system_prompt: Some(planned.system_prompt(&self.caller.workspace)),
+            limits: planned.limits.clone(),
+            workspace: self.caller.workspace.clone(),
+            policy: Some(planned.policy_source.clone()),
+            run_started_at: d.run_started_at,
+            max_output_tokens: None,
+            parent: Some(ParentLink {
+                episode_id: self.caller.session_id.clone(),
+                call_id: call.id.clone(),
+                role: label.clone(),
+                depth: self.caller.depth + 1,
+            }),
+        };
+        let observer = |u: Update<'_>| (d.observer)(&session_id, u);
+        let record = Subagent {
+            call_id: call.id.clone(),
+            role: label.clone(),
+            session_id: Some(session_id.clone()),
+            refused: None,
+        };
+        let mut session = match Session::start(
+            spec,
+            model,
+            executor.as_ref(),
+            &d.records_dir,
+            d.store.clone(),
+            &observer,
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                return refused(call, &label, &format!("its transcript: {e}"), started);
+            }
+        };
+        if let Some(budget) = &bounds.budget {
+            session = session.within(Arc::clone(budget));
+        }
+        let end = session.send(&request.task, &bounds.interrupt);
+        let answer = session.last_answer();
+        let (state, outcome, mut content) = match end {
+            Ok(TurnEnd::Done) => (ToolState::Completed, Outcome::Ended, answer.clone()),
+            Ok(TurnEnd::Limit(hit)) => (
+                ToolState::Failed,
+                Outcome::Limit,
+                format!(
+                    "the subagent stopped at its {} limit: {}",
+                    hit.limit.as_str(),
+                    hit.detail
+                ),
+            ),
+            Ok(TurnEnd::Refused(r)) => (
+                ToolState::Failed,
+                Outcome::Refused,
+                format!("the subagent's model refused: {}", r.text),
+            ),
+            Ok(TurnEnd::Provider(f)) => (
+                ToolState::Failed,
+                Outcome::ProviderError,
+                format!(
+                    "the subagent's provider failed ({}): {}",
+                    f.category, f.message
+                ),
+            ),
+            Ok(TurnEnd::Interrupted) => (
+                ToolState::Failed,
+                Outcome::Interrupted,
+                "the subagent was interrupted".to_owned(),
+            ),
+            Err(e) => (
+                ToolState::Failed,
+                Outcome::Interrupted,
+                format!("the subagent stopped: {e}"),
+            ),
+        };
+        if state != ToolState::Completed && !answer.is_empty() {
+            content.push_str(&format!("\n\nIts last answer:\n{answer}"));
+        }
+        if state == ToolState::Completed && content.trim().is_empty() {
+            content = "(the subagent ended its turn without an answer)".to_owned();
+        }
+        let footer = match session.finish(outcome, None) {
+            Ok(f) => format!(
+                "[subagent {session_id} ({label}): {} model call(s), {} tool call(s), {} \
+                 denial(s), cost {}{}]",
+                f.totals.model_calls,
+                f.totals.tool_calls,
+                f.totals.denials,
+                f.totals.cost,
+                if policy_enforced(executor.as_ref()) {
+                    ""
+                } else {
+                    "; host mode: nothing was enforced"
+                }
+            ),
+            Err(e) => format!("[subagent {session_id}: its transcript could not be finished: {e}]"),
+        };
+        for note in &planned.notes {
+            content.push_str(&format!("\n{note}"));
+        }
+        content.push_str(&format!("\n\n{footer}"));
+        // Dropping the executor here tears down the subagent's scopes.
+        drop(executor);
+        ToolExecution {
+            state,
+            content,
+            exit: None,
+            denials: Vec::new(),
+            duration: started.elapsed(),
+            subagent: Some(record),
+        }
+    }
+
+    /// The subagent's executor: its scope, per-tool scopes, and `agent` again when the role
+    /// may delegate and the depth allows.
+    fn executor(
+        &self,
+        planned: &plan::Planned,
+        policy: Option<CompiledPolicy>,
+        session_id: &str,
+    ) -> Result<Box<dyn ToolExecutor + 'a>, String> {
+        let d = self.delegation;
+        let ws = &self.caller.workspace;
+        let made = |p: Option<CompiledPolicy>, tools: &Arc<Registry>| {
+            d.factory
+                .executor(ws, p, tools)
+                .map_err(|e| format!("its sandbox could not be made: {e}"))
+        };
+        let mut scoped = ToolScopes::new(made(policy.clone(), &planned.registry)?);
+        for (tool, source, tool_policy) in &planned.tool_scopes {
+            let only = Arc::new(planned.registry.only(tool));
+            let p = policy.as_ref().map(|_| tool_policy.clone());
+            scoped = scoped.route(tool, source.clone(), made(p, &only)?);
+        }
+        if !planned.may_delegate {
+            return Ok(Box::new(scoped));
+        }
+        let mut lineage = self.caller.lineage.clone();
+        lineage.push(planned.label.clone());
+        Ok(Box::new(AgentExecutor::new(
+            Box::new(scoped),
+            d,
+            Caller {
+                session_id: session_id.to_owned(),
+                scenario: self.caller.scenario.clone(),
+                workspace: ws.clone(),
+                depth: self.caller.depth + 1,
+                lineage,
+                policy_name: planned.policy_name.clone(),
+            },
+        )))
+    }
+}
+
+fn policy_enforced(executor: &dyn ToolExecutor) -> bool {
+    executor.enforcement() == Enforcement::Kernel
+}
+
+/// The subagent's model: the role's provider file and model, else the caller's.
+fn model(d: &Delegation<'_>, planned: &plan::Planned) -> Result<Model, String> {
+    let mut spec = match &planned.provider {
+        Some(path) => ProviderSpec::load(path).map_err(|e| format!("its provider file: {e}"))?,
+        None => d.provider.clone(),
+    };
+    let own_file = planned.provider.is_some();
+    if let Some(m) = &planned.model {
+        spec.model.clone_from(m);
+        // The file's [prices] are for its own model; another one is priced by the table.
+        spec.prices = None;
+    }
+    let prices = if own_file || planned.model.is_some() {
+        Arc::new(
+            spec.price_table()
+                .map_err(|e| format!("its price table is malformed: {e}"))?,
+        )
+    } else {
+        Arc::clone(&d.prices)
+    };
+    let provider = spec
+        .connect()
+        .map_err(|e| format!("its provider could not be connected: {e}"))?;
+    Ok(Model {
+        provider: Arc::from(provider),
+        kind: spec.kind.as_str().to_owned(),
+        prices,
+        max_output_tokens: spec.max_output_tokens,
+    })
+}
+
+/// An `agent` call that started nothing: `could_not_run` with the reason, recorded.
+fn refused(call: &ToolCall, role: &str, why: &str, started: Instant) -> ToolExecution {
+    ToolExecution {
+        duration: started.elapsed(),
+        subagent: Some(Subagent {
+            call_id: call.id.clone(),
+            role: role.to_owned(),
+            session_id: None,
+            refused: Some(why.to_owned()),
+        }),
+        ..ToolExecution::could_not_run(format!("no subagent was started: {why}"))
+    }
+}
+
+impl ToolExecutor for AgentExecutor<'_> {
+    fn definitions(&self) -> Vec<ToolDef> {
+        let mut defs = self.inner.definitions();
+        defs.push(self.definition());
+        defs
+    }
+
+    fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
+        if call.name == AGENT_TOOL {
+            self.delegate(call, bounds)
+        } else {
+            self.inner.call(call, bounds)
+        }
+    }
+
+    fn concurrent(&self, tool: &str) -> bool {
+        tool == AGENT_TOOL || self.inner.concurrent(tool)
+    }
+
+    fn check(&self, command: &str, bounds: &Bounds) -> ToolExecution {
+        self.inner.check(command, bounds)
+    }
+
+    fn enforcement(&self) -> Enforcement {
+        self.inner.enforcement()
+    }
+
+    fn policies(&self) -> Option<(CompiledPolicy, CompiledPolicy)> {
+        self.inner.policies()
+    }
+
+    fn tool_policies(&self) -> std::collections::BTreeMap<String, String> {
+        self.inner.tool_policies()
+    }
+
+    fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
+        self.inner.read_text(path, cap)
+    }
+}

@@ -1,0 +1,273 @@
+//! Everything decided about an `agent` call before anything starts: which role (or inline
+//! policy), its policy compiled against the caller's workspace and proven within the caller's
+//! effective policy, the tools it is offered (within the caller's), the per-tool scopes that
+//! still hold inside it, and whether it may delegate in turn. Any failure is the reason the
+//! call starts nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, attenuate, compile_file, compile_str};
+use serde::Deserialize;
+
+use super::delegate::{Caller, Delegation};
+use super::{AGENT_TOOL, AgentRole};
+use crate::session::EpisodeLimits;
+use crate::tools::Registry;
+
+/// The role of a subagent started with an inline policy.
+pub const INLINE_ROLE: &str = "(inline)";
+
+/// An `agent` call's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Request {
+    role: Option<String>,
+    pub(super) task: String,
+    policy: Option<String>,
+}
+
+impl Request {
+    /// Parses the arguments; says what is wrong in words for the model.
+    pub(super) fn parse(args: &str) -> Result<Self, String> {
+        let r: Self = serde_json::from_str(args)
+            .map_err(|e| format!("the arguments are not {{role, task}}: {e}"))?;
+        if r.task.trim().is_empty() {
+            return Err("`task` is empty: say what the subagent must do".to_owned());
+        }
+        match (&r.role, &r.policy) {
+            (Some(_), Some(_)) => Err("give either `role` or `policy`, not both".to_owned()),
+            (None, None) => Err("give `role`: the name of one of the roles listed".to_owned()),
+            _ => Ok(r),
+        }
+    }
+
+    /// The role name as recorded (`(inline)` for a policy's text).
+    pub(super) fn label(&self) -> String {
+        self.role.clone().unwrap_or_else(|| INLINE_ROLE.to_owned())
+    }
+}
+
+/// Whom a call delegates for.
+pub(super) struct Target<'t> {
+    pub(super) delegation: &'t Delegation<'t>,
+    pub(super) caller: &'t Caller,
+    /// The caller's effective policy (as requested, without bee's runner grant); `None` in
+    /// host mode.
+    pub(super) caller_policy: Option<&'t CompiledPolicy>,
+    /// The tools the caller is offered, `agent` included.
+    pub(super) caller_tools: &'t [String],
+}
+
+/// A subagent that may start.
+pub(super) struct Planned {
+    /// The role's name, or `(inline)`.
+    pub(super) label: String,
+    /// The role's name in session ids (`inline` for an inline policy).
+    pub(super) id_part: String,
+    /// The compiled policy, proven within the caller's.
+    pub(super) policy: CompiledPolicy,
+    /// Its source as recorded (the file, or `(inline)`).
+    pub(super) policy_source: String,
+    /// Its name in later refusals.
+    pub(super) policy_name: String,
+    /// The tools it is offered (without `agent`, which its executor adds).
+    pub(super) registry: Arc<Registry>,
+    /// Per-tool scopes that hold inside it: tool, policy source, policy.
+    pub(super) tool_scopes: Vec<(String, String, CompiledPolicy)>,
+    /// Whether it is offered `agent`.
+    pub(super) may_delegate: bool,
+    /// The role's provider file.
+    pub(super) provider: Option<PathBuf>,
+    /// The role's model.
+    pub(super) model: Option<String>,
+    /// Its own limits.
+    pub(super) limits: EpisodeLimits,
+    /// The role's instructions.
+    instructions: Option<String>,
+    /// Things the caller should know (tools withheld).
+    pub(super) notes: Vec<String>,
+}
+
+impl Planned {
+    /// The subagent's system prompt.
+    pub(super) fn system_prompt(&self, workspace: &Path) -> String {
+        let mut p = format!(
+            "You are a subagent: another agent gave you one task, in the directory {}. Use \
+             the tools to do it; every tool call runs in a sandbox whose policy may refuse an \
+             operation. When a result says `denied by policy`, do not try to get around it: \
+             say what you needed and why. Your final answer is all the other agent will see: \
+             make it complete, and brief.",
+            workspace.display()
+        );
+        if let Some(i) = &self.instructions {
+            p.push_str("\n\n");
+            p.push_str(i);
+        }
+        p
+    }
+}
+
+/// Decides an `agent` call; `Err` is the reason nothing starts.
+pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String> {
+    let d = t.delegation;
+    let depth = t.caller.depth + 1;
+    if depth > d.settings.max_depth {
+        return Err(format!(
+            "delegation too deep: this subagent would be at depth {depth}, and the limit is \
+             {} (agents.max_depth)",
+            d.settings.max_depth
+        ));
+    }
+    let options = CompileOptions {
+        base: t.caller.workspace.clone(),
+        home: d.home.clone(),
+    };
+    let (role, policy, source) = match (&request.role, &request.policy) {
+        (Some(name), _) => {
+            let role = match d.roles.get(name) {
+                None => {
+                    let known: Vec<&str> = d.roles.names().collect();
+                    return Err(if known.is_empty() {
+                        format!("there is no role `{name}`: no role files were found")
+                    } else {
+                        format!(
+                            "there is no role `{name}`; the roles are {}",
+                            known.join(", ")
+                        )
+                    });
+                }
+                Some(Err(problems)) => {
+                    return Err(format!("the role file of `{name}` is invalid:\n{problems}"));
+                }
+                Some(Ok(role)) => role,
+            };
+            if let Some(pos) = t.caller.lineage.iter().position(|r| r == name) {
+                let mut chain = t.caller.lineage[pos..].to_vec();
+                chain.push(name.clone());
+                return Err(format!("cyclic delegation: {}", chain.join(" → ")));
+            }
+            let policy = compile_file(&role.policy, &options)
+                .map(|c| c.policy)
+                .map_err(|e| policy_problem(&format!("role `{name}`"), &e))?;
+            (Some(role), policy, role.policy.display().to_string())
+        }
+        (None, Some(text)) => {
+            if !d.settings.inline_policy {
+                return Err(
+                    "inline policies are not allowed here (agents.inline_policy = false): \
+                     name a role"
+                        .to_owned(),
+                );
+            }
+            let policy = compile_str(INLINE_ROLE, text, &options)
+                .map(|c| c.policy)
+                .map_err(|e| policy_problem("the inline policy", &e))?;
+            (None, policy, INLINE_ROLE.to_owned())
+        }
+        (None, None) => return Err("give `role`".to_owned()),
+    };
+    let label = request.label();
+    let policy_name = match role {
+        Some(r) => format!("role `{}` ({})", r.name, r.policy.display()),
+        None => "the inline policy".to_owned(),
+    };
+    if let Some(parent) = t.caller_policy {
+        let proof = attenuate(&policy, parent);
+        if !proof.is_subset() {
+            return Err(proof.refusal(&policy_name, &t.caller.policy_name));
+        }
+    }
+
+    // Tools: the role's, or the caller's but `agent`; never one the caller lacks.
+    let wanted: Vec<String> = match role.and_then(|r| r.tools.clone()) {
+        Some(tools) => tools,
+        None => t
+            .caller_tools
+            .iter()
+            .filter(|n| *n != AGENT_TOOL)
+            .cloned()
+            .collect(),
+    };
+    let missing: Vec<&str> = wanted
+        .iter()
+        .filter(|w| !t.caller_tools.contains(w))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{policy_name} lists tools the calling session is not offered: {} (a subagent's \
+             tools must be within its caller's: {})",
+            missing.join(", "),
+            t.caller_tools.join(", ")
+        ));
+    }
+    let may_delegate = wanted.iter().any(|w| w == AGENT_TOOL) && depth < d.settings.max_depth;
+    let mut notes = Vec::new();
+    if wanted.iter().any(|w| w == AGENT_TOOL) && !may_delegate {
+        notes.push(format!(
+            "note: the subagent was not offered `agent`: it is at the depth limit ({})",
+            d.settings.max_depth
+        ));
+    }
+    // A tool confined to a narrower policy keeps that policy inside a subagent only when it
+    // is within the subagent's own; otherwise the subagent is not offered the tool.
+    let mut tool_scopes = Vec::new();
+    let mut withheld = Vec::new();
+    for (tool, file) in &d.tool_policies {
+        if !wanted.contains(tool) {
+            continue;
+        }
+        let tool_policy = compile_file(file, &options)
+            .map(|c| c.policy)
+            .map_err(|e| policy_problem(&format!("[tools.{tool}] policy"), &e))?;
+        if attenuate(&tool_policy, &policy).is_subset() {
+            tool_scopes.push((tool.clone(), file.display().to_string(), tool_policy));
+        } else {
+            withheld.push(tool.clone());
+            notes.push(format!(
+                "note: the subagent was not offered `{tool}`: its [tools.{tool}] policy ({}) \
+                 is not within {policy_name}",
+                file.display()
+            ));
+        }
+    }
+    let keep: Vec<&str> = wanted
+        .iter()
+        .filter(|w| *w != AGENT_TOOL && !withheld.contains(w))
+        .map(String::as_str)
+        .collect();
+    let registry = Arc::new(d.tools.retain(&keep));
+    Ok(Planned {
+        id_part: if role.is_some() {
+            label.clone()
+        } else {
+            "inline".to_owned()
+        },
+        label,
+        policy,
+        policy_source: source,
+        policy_name,
+        registry,
+        tool_scopes,
+        may_delegate,
+        provider: role.and_then(|r| r.provider.clone()),
+        model: role.and_then(|r| r.model.clone()),
+        limits: role.map(|r| r.limits.clone()).unwrap_or_default(),
+        instructions: role.and_then(|r: &AgentRole| r.instructions.clone()),
+        notes,
+    })
+}
+
+fn policy_problem(what: &str, e: &PolicyError) -> String {
+    match e {
+        PolicyError::Read { .. } => format!("{what}: {e}"),
+        PolicyError::Invalid(diagnostics) => {
+            let mut text = format!("{what}: the policy is invalid");
+            for p in &diagnostics.problems {
+                text.push_str(&format!("\n  {p}"));
+            }
+            text
+        }
+    }
+}

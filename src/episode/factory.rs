@@ -1,0 +1,41 @@
+//! How a run obtains the tool executors of its sessions (episodes, the REPL, subagents).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bee_core::CompiledPolicy;
+
+use crate::records::Enforcement;
+use crate::session::ToolExecutor;
+use crate::tools::Registry;
+
+/// Builds the executors of a run's episodes, one per episode.
+pub trait SandboxFactory: Send + Sync {
+    /// How the executors it builds confine tools.
+    fn enforcement(&self) -> Enforcement;
+
+    /// The executor of one episode, working in `workspace` under `policy` (compiled against
+    /// that workspace; `None` only in host mode) and offering `tools`.
+    ///
+    /// # Errors
+    /// Why no executor could be built (the episode then ends as `enforcement-unavailable`).
+    fn executor(
+        &self,
+        workspace: &Path,
+        policy: Option<CompiledPolicy>,
+        tools: &Arc<Registry>,
+    ) -> Result<Box<dyn ToolExecutor>, String>;
+
+    /// Appends the audit records of every tool call of every episode to `path` as JSON
+    /// lines (`--audit FILE`).
+    ///
+    /// # Errors
+    /// Why the file cannot be opened; the run then stops before any model call. A factory
+    /// that has no audit records to give refuses rather than ignoring the request.
+    fn write_audit_to(&mut self, path: &Path) -> Result<(), String> {
+        Err(format!(
+            "this sandbox keeps no audit records, so {} would stay empty",
+            path.display()
+        ))
+    }
+}

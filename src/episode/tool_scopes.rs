@@ -1,0 +1,94 @@
+//! Per-tool scopes: calls of a tool the configuration gives a narrower policy
+//! (`[tools.shell] policy = "…"`) run in a scope of their own under that policy; every other
+//! call runs in the session's scope.
+
+use std::collections::BTreeMap;
+
+use crate::provider::{ToolCall, ToolDef};
+use crate::records::Enforcement;
+use crate::session::{Bounds, ReadText, ToolExecution, ToolExecutor};
+
+/// A session's executor with some tools routed to executors of their own. The session sees
+/// one executor: the tools, the success check, project instructions and the policy it
+/// records are the session scope's.
+pub struct ToolScopes<'a> {
+    session: Box<dyn ToolExecutor + 'a>,
+    /// Tool name → (its policy's source, the executor of its scope).
+    scoped: BTreeMap<String, (String, Box<dyn ToolExecutor + 'a>)>,
+}
+
+impl std::fmt::Debug for ToolScopes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolScopes")
+            .field("scoped", &self.scoped.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ToolScopes<'a> {
+    /// Routes nothing yet: every call goes to `session`.
+    #[must_use]
+    pub fn new(session: Box<dyn ToolExecutor + 'a>) -> Self {
+        Self {
+            session,
+            scoped: BTreeMap::new(),
+        }
+    }
+
+    /// Runs calls of `tool` through `executor` (a scope under the policy from `source`).
+    #[must_use]
+    pub fn route(
+        mut self,
+        tool: &str,
+        source: String,
+        executor: Box<dyn ToolExecutor + 'a>,
+    ) -> Self {
+        self.scoped.insert(tool.to_owned(), (source, executor));
+        self
+    }
+
+    /// The executor `tool`'s calls go to.
+    fn for_tool(&self, tool: &str) -> &dyn ToolExecutor {
+        self.scoped
+            .get(tool)
+            .map_or(self.session.as_ref(), |(_, x)| x.as_ref())
+    }
+}
+
+impl ToolExecutor for ToolScopes<'_> {
+    fn definitions(&self) -> Vec<ToolDef> {
+        self.session.definitions()
+    }
+
+    fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
+        self.for_tool(&call.name).call(call, bounds)
+    }
+
+    fn concurrent(&self, tool: &str) -> bool {
+        self.for_tool(tool).concurrent(tool)
+    }
+
+    fn check(&self, command: &str, bounds: &Bounds) -> ToolExecution {
+        self.session.check(command, bounds)
+    }
+
+    fn enforcement(&self) -> Enforcement {
+        self.session.enforcement()
+    }
+
+    fn policies(&self) -> Option<(bee_core::CompiledPolicy, bee_core::CompiledPolicy)> {
+        self.session.policies()
+    }
+
+    fn tool_policies(&self) -> BTreeMap<String, String> {
+        let mut all = self.session.tool_policies();
+        for (tool, (source, _)) in &self.scoped {
+            all.insert(tool.clone(), source.clone());
+        }
+        all
+    }
+
+    fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
+        self.session.read_text(path, cap)
+    }
+}
