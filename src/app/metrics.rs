@@ -28,7 +28,7 @@ pub struct Args {
     /// Only this run.
     #[arg(long, value_name = "ID")]
     run: Option<String>,
-    /// One row per run, episode, model or tool.
+    /// One row per run, episode, model, tool or agent role (`(main)`: top-level sessions).
     #[arg(long, value_enum, default_value_t = By::Run)]
     by: By,
     /// Print one JSON object on stdout instead of a table.
@@ -43,6 +43,7 @@ enum By {
     Episode,
     Model,
     Tool,
+    Agent,
 }
 
 impl From<By> for GroupBy {
@@ -52,6 +53,7 @@ impl From<By> for GroupBy {
             By::Episode => GroupBy::Episode,
             By::Model => GroupBy::Model,
             By::Tool => GroupBy::Tool,
+            By::Agent => GroupBy::Agent,
         }
     }
 }
@@ -211,8 +213,9 @@ fn cost_cells(stats: &Stats) -> [String; 2] {
 /// Renders a report as a plain-text table, one row per group and a total row.
 fn render_table(report: &Report) -> String {
     let by_tool = report.by == GroupBy::Tool;
-    let head: &[&str] = if by_tool {
-        &[
+    let by_agent = report.by == GroupBy::Agent;
+    let mut head: Vec<&str> = if by_tool {
+        vec![
             "TOOL",
             "CALLS",
             "COMPLETED",
@@ -223,10 +226,11 @@ fn render_table(report: &Report) -> String {
             "DENIALS",
         ]
     } else {
-        &[
+        vec![
             match report.by {
                 GroupBy::Run => "RUN",
                 GroupBy::Episode => "EPISODE",
+                GroupBy::Agent => "AGENT",
                 _ => "MODEL",
             },
             "EPISODES",
@@ -244,6 +248,9 @@ fn render_table(report: &Report) -> String {
             "MODEL CALLS BY STOP",
         ]
     };
+    if by_agent {
+        head.extend(["DELEGATED", "REFUSED"]);
+    }
     let row = |key: &str, s: &Stats| -> Vec<String> {
         let t = &s.tools;
         if by_tool {
@@ -260,7 +267,7 @@ fn render_table(report: &Report) -> String {
         } else {
             let m = s.model.clone().unwrap_or_default();
             let [cost, source] = cost_cells(s);
-            vec![
+            let mut cells = vec![
                 key.to_owned(),
                 s.episodes.to_string(),
                 m.calls.to_string(),
@@ -275,7 +282,11 @@ fn render_table(report: &Report) -> String {
                 pct(&t.duration_ms),
                 t.denials.to_string(),
                 stops(&m),
-            ]
+            ];
+            if let Some(d) = &s.delegations {
+                cells.extend([d.started.to_string(), d.refused.to_string()]);
+            }
+            cells
         }
     };
     let mut rows: Vec<Vec<String>> = vec![head.iter().map(|h| (*h).to_owned()).collect()];

@@ -102,7 +102,7 @@ pub struct EpisodeStarted {
     pub run_started_at: Timestamp,
     /// The session and tool call that started this one, when it is a subagent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<ParentLink>,
+    pub parent: Option<Box<ParentLink>>,
 }
 
 /// Where a subagent session came from.

@@ -29,8 +29,8 @@ pub use event::{
     ToolState, Totals, Truncation, Usage,
 };
 pub use query::{
-    Group, GroupBy, ModelStats, Percentiles, Report, SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats,
-    nearest_rank,
+    Delegations, Group, GroupBy, MAIN_AGENT_GROUP, ModelStats, Percentiles, Report,
+    SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats, nearest_rank,
 };
 pub use recorder::{EpisodeRecorder, RecordError, check_id, transcript_path};
 pub use store::{BUSY_TIMEOUT, RebuildReport, SCHEMA_VERSION, STORE_FILE, Store, StoreError};

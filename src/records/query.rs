@@ -28,7 +28,14 @@ pub enum GroupBy {
     Model,
     /// One row per tool: tool calls and denials only (model calls have no tool).
     Tool,
+    /// One row per agent role: `(main)` for top-level sessions (episodes, `repl`), the role
+    /// for subagents (`(inline)` for an inline policy). Each row also counts the `agent`
+    /// calls that asked for the role: subagents started and delegations refused.
+    Agent,
 }
+
+/// The group of top-level sessions in a report by agent.
+pub const MAIN_AGENT_GROUP: &str = "(main)";
 
 /// The nearest-rank `pct`-th percentile of `sorted` (ascending); `None` when it is empty.
 #[must_use]
@@ -129,6 +136,19 @@ pub struct Stats {
     pub model: Option<ModelStats>,
     /// Tool calls.
     pub tools: ToolStats,
+    /// `agent` calls that asked for this group's role; `None` except in reports by agent
+    /// (and their total).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegations: Option<Delegations>,
+}
+
+/// `agent` calls: subagents started and delegations refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Delegations {
+    /// Calls that started a subagent.
+    pub started: u64,
+    /// Calls that started nothing (a failed proof, an unknown role, …).
+    pub refused: u64,
 }
 
 /// One row of a report.
@@ -167,6 +187,7 @@ struct Acc {
     first_token: Vec<u64>,
     tools: ToolStats,
     durations: Vec<u64>,
+    delegations: Delegations,
 }
 
 impl Acc {
@@ -193,7 +214,7 @@ impl Acc {
         self.first_token.extend(row.first_token_ms);
     }
 
-    fn finish(self, with_model: bool) -> Stats {
+    fn finish(self, with_model: bool, with_delegations: bool) -> Stats {
         let mut tools = self.tools;
         tools.duration_ms = Percentiles::of(self.durations);
         Stats {
@@ -209,6 +230,7 @@ impl Acc {
                 first_token_ms: Percentiles::of(self.first_token),
             }),
             tools,
+            delegations: with_delegations.then_some(self.delegations),
         }
     }
 }
@@ -216,6 +238,8 @@ impl Acc {
 struct ModelRow {
     run: String,
     episode: String,
+    /// The episode's agent role (`(main)` for a top-level session).
+    agent: String,
     model: String,
     /// Input, cached input, output and reasoning tokens; `None` where unknown.
     tokens: [Option<u64>; 4],
@@ -229,6 +253,7 @@ struct ModelRow {
 struct ToolRow {
     run: String,
     episode: String,
+    agent: String,
     episode_model: String,
     tool: String,
     state: Option<String>,
@@ -267,21 +292,22 @@ impl Store {
     /// # Errors
     /// When the database cannot be read.
     pub fn report(&self, by: GroupBy, run: Option<&str>) -> Result<Report, StoreError> {
-        let (episodes, models, tools) = self.with_conn(|conn, path| {
+        let rows = self.with_conn(|conn, path| {
             let err = |c| sql_error(path, c);
             let mut st = conn
                 .prepare(
-                    "SELECT run_id, episode_id, coalesce(model, '?') FROM episodes
-                     WHERE ?1 IS NULL OR run_id = ?1",
+                    "SELECT run_id, episode_id, coalesce(model, '?'), coalesce(agent_role, ?2)
+                     FROM episodes WHERE ?1 IS NULL OR run_id = ?1",
                 )
                 .map_err(err("reading episodes"))?;
             let episodes = st
-                .query_map([run], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
+                .query_map(rusqlite::params![run, MAIN_AGENT_GROUP], |r| {
+                    Ok(EpisodeRow {
+                        run: r.get(0)?,
+                        episode: r.get(1)?,
+                        model: r.get(2)?,
+                        agent: r.get(3)?,
+                    })
                 })
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
                 .map_err(err("reading episodes"))?;
@@ -290,13 +316,14 @@ impl Store {
                     "SELECT m.run_id, m.episode_id, coalesce(m.model, e.model, '?'),
                             m.input_tokens, m.cached_input_tokens, m.output_tokens,
                             m.reasoning_tokens, m.cost_usd, m.price_source,
-                            m.first_token_ms, m.total_ms, m.stop_reason, m.error
+                            m.first_token_ms, m.total_ms, m.stop_reason, m.error,
+                            coalesce(e.agent_role, ?2)
                      FROM model_calls m LEFT JOIN episodes e USING (run_id, episode_id)
                      WHERE ?1 IS NULL OR m.run_id = ?1",
                 )
                 .map_err(err("reading model calls"))?;
             let models = st
-                .query_map([run], |r| {
+                .query_map(rusqlite::params![run, MAIN_AGENT_GROUP], |r| {
                     let model: String = r.get(2)?;
                     let tokens = [u(r.get(3)?), u(r.get(4)?), u(r.get(5)?), u(r.get(6)?)];
                     let usd: Option<f64> = r.get(7)?;
@@ -317,6 +344,7 @@ impl Store {
                     Ok(ModelRow {
                         run: r.get(0)?,
                         episode: r.get(1)?,
+                        agent: r.get(13)?,
                         model,
                         tokens,
                         cost,
@@ -331,66 +359,116 @@ impl Store {
             let mut st = conn
                 .prepare(
                     "SELECT t.run_id, t.episode_id, coalesce(e.model, '?'), coalesce(t.tool, '?'),
-                            t.state, t.duration_ms, t.denials, t.call_id = ?2
+                            t.state, t.duration_ms, t.denials, t.call_id = ?2,
+                            coalesce(e.agent_role, ?3)
                      FROM tool_calls t LEFT JOIN episodes e USING (run_id, episode_id)
                      WHERE ?1 IS NULL OR t.run_id = ?1",
                 )
                 .map_err(err("reading tool calls"))?;
             let tools = st
-                .query_map(rusqlite::params![run, SUCCESS_CHECK_CALL_ID], |r| {
-                    let check: bool = r.get(7)?;
-                    Ok(ToolRow {
-                        run: r.get(0)?,
-                        episode: r.get(1)?,
-                        episode_model: r.get(2)?,
-                        tool: if check {
-                            SUCCESS_CHECK_GROUP.to_owned()
-                        } else {
-                            r.get(3)?
-                        },
-                        state: r.get(4)?,
-                        duration_ms: u(r.get(5)?),
-                        denials: u(r.get(6)?).unwrap_or(0),
-                        check,
-                    })
-                })
+                .query_map(
+                    rusqlite::params![run, SUCCESS_CHECK_CALL_ID, MAIN_AGENT_GROUP],
+                    |r| {
+                        let check: bool = r.get(7)?;
+                        Ok(ToolRow {
+                            run: r.get(0)?,
+                            episode: r.get(1)?,
+                            agent: r.get(8)?,
+                            episode_model: r.get(2)?,
+                            tool: if check {
+                                SUCCESS_CHECK_GROUP.to_owned()
+                            } else {
+                                r.get(3)?
+                            },
+                            state: r.get(4)?,
+                            duration_ms: u(r.get(5)?),
+                            denials: u(r.get(6)?).unwrap_or(0),
+                            check,
+                        })
+                    },
+                )
                 .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
                 .map_err(err("reading tool calls"))?;
-            Ok((episodes, models, tools))
+            let mut st = conn
+                .prepare(
+                    "SELECT role, agent_episode IS NOT NULL FROM subagents
+                     WHERE ?1 IS NULL OR run_id = ?1",
+                )
+                .map_err(err("reading subagents"))?;
+            let delegations = st
+                .query_map([run], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+                })
+                .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+                .map_err(err("reading subagents"))?;
+            Ok((episodes, models, tools, delegations))
         })?;
-        Ok(build_report(by, run, &episodes, &models, &tools))
+        let (episodes, models, tools, delegations) = rows;
+        Ok(build_report(
+            by,
+            run,
+            &Rows {
+                episodes,
+                models,
+                tools,
+                delegations,
+            },
+        ))
     }
 }
 
-fn build_report(
-    by: GroupBy,
-    run: Option<&str>,
-    episodes: &[(String, String, String)],
-    models: &[ModelRow],
-    tools: &[ToolRow],
-) -> Report {
-    let key = |run: &str, episode: &str, model: &str| match by {
+struct EpisodeRow {
+    run: String,
+    episode: String,
+    model: String,
+    agent: String,
+}
+
+/// What a report is built from.
+struct Rows {
+    episodes: Vec<EpisodeRow>,
+    models: Vec<ModelRow>,
+    tools: Vec<ToolRow>,
+    /// Each `agent` call: the role asked for, and whether a subagent started.
+    delegations: Vec<(String, bool)>,
+}
+
+fn build_report(by: GroupBy, run: Option<&str>, rows: &Rows) -> Report {
+    let key = |run: &str, episode: &str, model: &str, agent: &str| match by {
         GroupBy::Run => run.to_owned(),
         GroupBy::Episode => format!("{run}/{episode}"),
         GroupBy::Model | GroupBy::Tool => model.to_owned(),
+        GroupBy::Agent => agent.to_owned(),
     };
     let mut groups: BTreeMap<String, Acc> = BTreeMap::new();
     let mut total = Acc::default();
-    for (r, e, m) in episodes {
-        let id = (r.clone(), e.clone());
+    for ep in &rows.episodes {
+        let id = (ep.run.clone(), ep.episode.clone());
         if by != GroupBy::Tool {
             groups
-                .entry(key(r, e, m))
+                .entry(key(&ep.run, &ep.episode, &ep.model, &ep.agent))
                 .or_default()
                 .episodes
                 .insert(id.clone());
         }
         total.episodes.insert(id);
     }
-    for row in models {
+    if by == GroupBy::Agent {
+        for (role, started) in &rows.delegations {
+            let group = groups.entry(role.clone()).or_default();
+            for acc in [&mut total, group] {
+                if *started {
+                    acc.delegations.started += 1;
+                } else {
+                    acc.delegations.refused += 1;
+                }
+            }
+        }
+    }
+    for row in &rows.models {
         if by != GroupBy::Tool {
             let group = groups
-                .entry(key(&row.run, &row.episode, &row.model))
+                .entry(key(&row.run, &row.episode, &row.model, &row.agent))
                 .or_default();
             group
                 .episodes
@@ -399,10 +477,10 @@ fn build_report(
         }
         total.add_model_call(row);
     }
-    for row in tools {
+    for row in &rows.tools {
         let k = match by {
             GroupBy::Tool => row.tool.clone(),
-            _ => key(&row.run, &row.episode, &row.episode_model),
+            _ => key(&row.run, &row.episode, &row.episode_model, &row.agent),
         };
         let group = groups.entry(k).or_default();
         group
@@ -432,10 +510,10 @@ fn build_report(
             .into_iter()
             .map(|(key, acc)| Group {
                 key,
-                stats: acc.finish(by != GroupBy::Tool),
+                stats: acc.finish(by != GroupBy::Tool, by == GroupBy::Agent),
             })
             .collect(),
-        total: total.finish(true),
+        total: total.finish(true, by == GroupBy::Agent),
     }
 }
 

@@ -114,7 +114,7 @@ impl EpisodeSummary {
                     s.scenario = Some(st.scenario.clone());
                     s.model = Some(st.model.clone());
                     s.enforcement = Some(st.policy.enforcement);
-                    s.parent.clone_from(&st.parent);
+                    s.parent = st.parent.as_deref().cloned();
                 }
                 EventBody::Subagent(a) => {
                     if let Some(reason) = &a.refused {

@@ -269,7 +269,7 @@ impl Budget {
         }
     }
 
-    fn from_ancestor(&self, mut hit: LimitHit) -> LimitHit {
+    fn as_ancestors(&self, mut hit: LimitHit) -> LimitHit {
         hit.detail = format!(
             "{} (the limit of session {}, which this subagent spends from)",
             hit.detail, self.owner
@@ -297,7 +297,7 @@ impl Budget {
         let own = before_call(&self.limits, model, &self.lock(), self.deadline);
         own.or_else(|| {
             self.ancestors().find_map(|b| {
-                before_call(&b.shared(), model, &b.lock(), b.deadline).map(|h| b.from_ancestor(h))
+                before_call(&b.shared(), model, &b.lock(), b.deadline).map(|h| b.as_ancestors(h))
             })
         })
     }
@@ -307,7 +307,7 @@ impl Budget {
         let own = after_call(&self.limits, &self.lock(), pending);
         own.or_else(|| {
             self.ancestors().find_map(|b| {
-                after_call(&b.shared(), &b.lock(), pending).map(|h| b.from_ancestor(h))
+                after_call(&b.shared(), &b.lock(), pending).map(|h| b.as_ancestors(h))
             })
         })
     }

@@ -244,7 +244,7 @@ impl<'a> Session<'a> {
             workspace: spec.workspace.display().to_string(),
             limits: spec.limits.record(),
             run_started_at: spec.run_started_at,
-            parent: spec.parent.clone(),
+            parent: spec.parent.clone().map(Box::new),
         };
         let rec = EpisodeRecorder::start(records_dir, started_event.clone(), store).map_err(
             |source| SessionError::Record {
