@@ -110,7 +110,7 @@ fn bash_completes_commands_and_their_values() {
     );
     assert_eq!(
         bash_offers(&path, &["bee", "metrics", "--by", ""]),
-        ["run", "episode", "model", "tool"]
+        ["run", "episode", "model", "tool", "agent"]
     );
 }
 
