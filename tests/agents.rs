@@ -753,3 +753,89 @@ fn interrupting_the_run_ends_the_subagent_and_its_parent() {
     }
     assert_eq!(summary.episodes.len(), 2);
 }
+
+/// Copies a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_delegation_example_delegates_twice_at_once_and_refuses_the_widening() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("delegation");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/delegation"),
+        &root,
+    );
+    std::fs::create_dir_all(root.join("tmp")).unwrap();
+    let log = Arc::new(Log {
+        delay: Duration::from_millis(200),
+        ..Log::default()
+    });
+    let args = parse_args(["--scenario", "scenario.toml", "--records", "records"]).unwrap();
+    let l = Arc::clone(&log);
+    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+        Ok(Box::new(Factory(Arc::clone(&l))))
+    };
+    let out = Buf::default();
+    let err = Buf::default();
+    let status = run_with(
+        &args,
+        RunContext {
+            env: Env {
+                cwd: root.clone(),
+                home: Some(dir.path().to_owned()),
+                xdg_config_home: None,
+            },
+            factory: &factory,
+            out: Box::new(out.clone()),
+            err: Box::new(err.clone()),
+            terminal: false,
+            interrupt: Interrupt::new(),
+            temp_dir: root.join("tmp"),
+        },
+    );
+    let text = |b: &Buf| String::from_utf8(b.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(status, RunStatus::Passed, "{}\n{}", text(&out), text(&err));
+    assert_eq!(
+        log.max_running.load(Ordering::SeqCst),
+        2,
+        "reviewer and keeper overlapped"
+    );
+    let calls = log.calls.lock().unwrap().clone();
+    assert!(
+        calls
+            .iter()
+            .any(|(p, t, a)| p.ends_with("policies/reviewer.toml")
+                && t == "read_file"
+                && a.contains("secret/token.txt"))
+    );
+    assert!(
+        calls
+            .iter()
+            .any(|(p, _, a)| p.ends_with("policies/keeper.toml") && a.contains("src/lib.rs"))
+    );
+    let report = Store::open(&root.join("records").join(STORE_FILE))
+        .unwrap()
+        .report(GroupBy::Agent, None)
+        .unwrap();
+    let keys: Vec<&str> = report.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, [MAIN_AGENT_GROUP, "keeper", "reviewer", "widener"]);
+    let d = |k: &str| {
+        let g = report.groups.iter().find(|g| g.key == k).unwrap();
+        let d = g.stats.delegations.clone().unwrap();
+        (g.stats.episodes, d.started, d.refused)
+    };
+    assert_eq!(d("reviewer"), (1, 1, 0));
+    assert_eq!(d("keeper"), (1, 1, 0));
+    assert_eq!(d("widener"), (0, 0, 1));
+}
