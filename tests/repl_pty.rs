@@ -335,3 +335,60 @@ fn set_up_refuses_with_the_statuses_of_bee_run() {
         "{err}"
     );
 }
+
+/// A delegation in the REPL: `/agents` lists the roles, a subagent's tool calls show as
+/// indented lines under the `agent` call, and its answer comes back as the call's result.
+#[test]
+fn the_agent_delegates_and_the_subagents_work_is_shown() {
+    let f = Fixture::new(&[
+        r#"{"text": "Asking the reviewer.", "tool_calls": [{"id": "d1", "name": "agent", "arguments": {"role": "reviewer", "task": "read the notes"}}], "usage": {"input_tokens": 10, "output_tokens": 1}}"#,
+        r#"{"text": "The reviewer says: milk.", "usage": {"input_tokens": 10, "output_tokens": 1}}"#,
+    ]);
+    let p = f.path();
+    std::fs::create_dir_all(p.join(".bee/agents")).unwrap();
+    std::fs::write(
+        p.join(".bee/agents/reviewer.toml"),
+        "description = \"Reads notes.\"\npolicy = \"../../ro.toml\"\ntools = [\"read_file\"]\n\
+         provider = \"../../reviewer.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(p.join("ro.toml"), "version = 1\n[fs]\nread = [\"./**\"]\n").unwrap();
+    std::fs::write(
+        p.join("reviewer.toml"),
+        "kind = \"replay\"\nfile = \"reviewer.jsonl\"\nmodel = \"replay-model\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("reviewer.jsonl"),
+        [
+            r#"{"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "notes.md"}}]}"#,
+            r#"{"text": "The notes are about milk."}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("/agents").unwrap();
+    s.expect("reviewer").unwrap();
+    s.expect("Reads notes.").unwrap();
+    prompt(&mut s);
+    s.send_line("ask the reviewer").unwrap();
+    s.expect("agent").unwrap();
+    s.expect("reviewer: read the notes").unwrap();
+    s.expect("↳ repl.reviewer-1: read_file notes.md").unwrap();
+    s.expect("↳ repl.reviewer-1: ended").unwrap();
+    s.expect("The notes are about milk.").unwrap();
+    s.expect("The reviewer says: milk.").unwrap();
+    prompt(&mut s);
+    s.send(ControlCode::EndOfTransmission).unwrap();
+    s.expect("session ended").unwrap();
+    assert_eq!(exit_code(&s), 0);
+    let run = std::fs::read_dir(f.records())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let child = std::fs::read_to_string(run.join("repl.reviewer-1.jsonl")).unwrap();
+    assert!(child.contains(r#""parent":{"episode_id":"repl","call_id":"d1""#), "{child}");
+}

@@ -324,7 +324,12 @@ fn repl(args: &Args) -> Result<(), Refused> {
         .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
     banner(&view, &session, &policy_file, enforcement, editor.history());
 
+    let tool_policy_files: Vec<(String, PathBuf)> =
+        scoped.iter().map(|(t, f, _)| (t.clone(), f.clone())).collect();
     let ctx = Ctx {
+        roles: &roles,
+        agents,
+        tool_policies: &tool_policy_files,
         view: &view,
         skills: &skills,
         policy: policy.as_ref(),
@@ -356,8 +361,42 @@ fn repl(args: &Args) -> Result<(), Refused> {
     Ok(())
 }
 
+/// `/agents`: the roles, whether the agent is offered `agent`, and the per-tool scopes.
+fn show_agents(ctx: &Ctx<'_>) {
+    let view = ctx.view;
+    if !ctx.agents {
+        view.styled(
+            Role::Muted,
+            "the agent cannot delegate: no roles were found in .bee/agents or \
+             ~/.config/bee/agents (or agents.max_depth is 0); see docs/agents.md",
+        );
+    }
+    for role in ctx.roles.iter() {
+        let words: Vec<&str> = role.description.split_whitespace().collect();
+        view.line(&format!(
+            "  {}  {}  ({})",
+            view.theme().paint(Role::Code, &role.name),
+            words.join(" "),
+            role.policy.display()
+        ));
+    }
+    for problem in ctx.roles.problems() {
+        view.styled(Role::Error, problem);
+    }
+    for (tool, file) in ctx.tool_policies {
+        view.line(&format!(
+            "  tool {} runs in a scope of its own under {}",
+            view.theme().paint(Role::Code, tool),
+            file.display()
+        ));
+    }
+}
+
 /// What the conversation loop needs besides the session.
 struct Ctx<'a> {
+    roles: &'a crate::agents::Roles,
+    agents: bool,
+    tool_policies: &'a [(String, PathBuf)],
     view: &'a View,
     skills: &'a SkillSet,
     policy: Option<&'a bee_core::CompiledPolicy>,
@@ -456,6 +495,7 @@ fn command(
                 view.line(&format!("  {}  {what}", view.theme().paint(Role::Code, k)));
             }
         }
+        Slash::Agents => show_agents(ctx),
         Slash::Skills => {
             if ctx.skills.is_empty() {
                 view.styled(

@@ -9,6 +9,8 @@ pub(super) enum Slash {
     Skills,
     /// `/skill NAME`: load a skill into the conversation.
     Skill(String),
+    /// `/agents`: the roles subagents can play, and the per-tool scopes.
+    Agents,
     /// `/policy`: the effective policy and whether the kernel enforces it.
     Policy,
     /// `/cost`: tokens, cost with its price source, latency so far.
@@ -22,7 +24,7 @@ pub(super) enum Slash {
 }
 
 /// The commands, for `/help` and for hints.
-pub(super) const COMMANDS: [(&str, &str); 7] = [
+pub(super) const COMMANDS: [(&str, &str); 8] = [
     ("/help", "this list, and the keys"),
     (
         "/skills",
@@ -31,6 +33,10 @@ pub(super) const COMMANDS: [(&str, &str); 7] = [
     (
         "/skill NAME",
         "load a skill's instructions into the conversation",
+    ),
+    (
+        "/agents",
+        "the roles the agent can delegate to (.bee/agents, ~/.config/bee/agents)",
     ),
     (
         "/policy",
@@ -83,6 +89,7 @@ impl Slash {
             ("skills", _) => Self::Skills,
             ("skill", "") => Self::Unknown("/skill needs a name: /skill NAME (see /skills)".into()),
             ("skill", name) => Self::Skill(name.to_owned()),
+            ("agents", _) => Self::Agents,
             ("policy", _) => Self::Policy,
             ("cost", _) => Self::Cost,
             ("clear", _) => Self::Clear,
