@@ -1,7 +1,8 @@
 //! Subagents under the kernel: the delegation example (`examples/delegation`) run with
 //! `bee run`, each subagent in a scope of its own whose policy the kernel enforces, a widened
-//! role refused before any model call, `bee metrics --by agent`; and Ctrl-C or SIGTERM in
-//! the middle of a subagent's command, which must leave no scope, pin or process behind.
+//! role refused before any model call, `bee metrics --by agent`; Ctrl-C in the middle of a
+//! subagent's command, which must leave no scope, pin or process behind (SIGTERM takes the
+//! same path: `tests/run_cli.rs` sends it in host mode); and a per-tool scope.
 //!
 //! Built only with `--features kernel-tests` and run in the VM matrix (`cargo xtask test`):
 //! on a host whose kernel cannot run BPF LSM programs these tests fail, they never skip.
@@ -364,7 +365,82 @@ fn ctrl_c_during_a_subagent_tears_everything_down() {
     cancel_during_a_subagent(libc::SIGINT, "sleep 601");
 }
 
+/// `[tools.shell] policy`: the shell runs in a scope of its own under a policy narrower than
+/// the session's, so the kernel refuses it a file the session's `read_file` may read.
 #[test]
-fn sigterm_during_a_subagent_tears_everything_down() {
-    cancel_during_a_subagent(libc::SIGTERM, "sleep 602");
+fn a_tool_with_a_narrower_policy_runs_in_a_scope_under_it() {
+    let f = Fixture::new();
+    std::fs::create_dir_all(f.root.join(".bee")).unwrap();
+    std::fs::write(
+        f.root.join("shell.toml"),
+        "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"/dev/null\"]\n\
+         [exec]\nallow = [\"/bin/busybox\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.root.join(".bee/config.toml"),
+        "[tools.shell]\npolicy = \"../shell.toml\"\n",
+    )
+    .unwrap();
+    let line = |v: serde_json::Value| v.to_string();
+    std::fs::write(
+        f.root.join("recording.jsonl"),
+        [
+            line(serde_json::json!({"tool_calls": [
+                {"id": "s1", "name": "shell", "arguments": {"command": "cat notes.txt"}},
+                {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}]})),
+            line(serde_json::json!({"text": "done"})),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        f.root.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"recording.jsonl\"\nmodel = \"kernel-test\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.root.join("scenario.toml"),
+        format!(
+            "name = \"scoped\"\nprompt = \"go\"\nworkspace = \"{}\"\nworkspace_mode = \
+             \"in-place\"\npolicy = \"policy.toml\"\n",
+            f.workspace.display()
+        ),
+    )
+    .unwrap();
+    let o = bee(
+        &[
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+            "--records",
+            "records",
+        ],
+        &f.root,
+    );
+    assert_eq!(code(&o), 0, "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let run = only_run(&f.root.join("records"));
+    let ev = events(&run, "scoped");
+    assert!(
+        ev[0]["policy"]["tools"]["shell"]
+            .as_str()
+            .unwrap()
+            .ends_with("shell.toml")
+    );
+    assert!(
+        denials(&ev, "s1")
+            .iter()
+            .any(|d| d["hook"] == "file_open" && d["target"].to_string().contains("notes.txt")),
+        "{ev:?}"
+    );
+    assert!(
+        result(&ev, "r1")["output"]
+            .as_str()
+            .unwrap()
+            .contains("hello from the workspace"),
+        "{ev:?}"
+    );
+    assert!(denials(&ev, "r1").is_empty(), "{ev:?}");
 }

@@ -390,5 +390,8 @@ fn the_agent_delegates_and_the_subagents_work_is_shown() {
         .find(|p| p.is_dir())
         .unwrap();
     let child = std::fs::read_to_string(run.join("repl.reviewer-1.jsonl")).unwrap();
-    assert!(child.contains(r#""parent":{"episode_id":"repl","call_id":"d1""#), "{child}");
+    assert!(
+        child.contains(r#""parent":{"episode_id":"repl","call_id":"d1""#),
+        "{child}"
+    );
 }

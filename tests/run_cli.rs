@@ -112,3 +112,99 @@ fn help_lists_the_run_flags() {
         assert!(help.contains(flag), "{flag} missing from\n{help}");
     }
 }
+
+/// SIGTERM while a subagent's command runs (host mode: the kernel matrix sends Ctrl-C to the
+/// enforced run, `tests/kernel_agents.rs`; both raise the same interrupt): bee stops in order,
+/// every transcript ends `interrupted`, exit 130, and the command is gone.
+#[test]
+fn sigterm_stops_a_run_and_its_subagents_in_order() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("ws")).unwrap();
+    std::fs::create_dir_all(p.join(".bee/agents")).unwrap();
+    let marker = "sleep 603";
+    let write = |name: &str, body: &str| std::fs::write(p.join(name), body).unwrap();
+    write(
+        "parent.jsonl",
+        r#"{"tool_calls": [{"id": "c1", "name": "agent", "arguments": {"role": "sleeper", "task": "wait"}}]}"#,
+    );
+    write(
+        "sleeper.jsonl",
+        &format!(
+            r#"{{"tool_calls": [{{"id": "s1", "name": "shell", "arguments": {{"command": "{marker}"}}}}]}}"#
+        ),
+    );
+    for who in ["parent", "sleeper"] {
+        write(
+            &format!("{who}.toml"),
+            &format!("kind = \"replay\"\nfile = \"{who}.jsonl\"\nmodel = \"m\"\n"),
+        );
+    }
+    write("ro.toml", "version = 1\n[fs]\nread = [\"./**\"]\n");
+    write(
+        ".bee/agents/sleeper.toml",
+        "description = \"Waits.\"\npolicy = \"../../ro.toml\"\ntools = [\"shell\"]\nprovider = \"../../sleeper.toml\"\n",
+    );
+    write(
+        "scenario.toml",
+        "name = \"term\"\nprompt = \"go\"\nworkspace = \"ws\"\nworkspace_mode = \"in-place\"\n",
+    );
+    let running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
+    };
+    let child = Command::new(support::bee_exe())
+        .args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "parent.toml",
+            "--host",
+        ])
+        .current_dir(p)
+        .env("HOME", p)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !running() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the command never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on our own child's pid with a standard signal.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(!running(), "the subagent's command outlived bee");
+    let run = std::fs::read_dir(p.join(".bee/records"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|d| d.is_dir())
+        .unwrap();
+    for session in ["term", "term.sleeper-1"] {
+        let t = std::fs::read_to_string(run.join(format!("{session}.jsonl"))).unwrap();
+        let last = t.lines().last().unwrap();
+        assert!(
+            last.contains(r#""event":"episode_finished""#)
+                && last.contains(r#""outcome":"interrupted""#),
+            "{session}: {last}"
+        );
+    }
+}

@@ -324,8 +324,10 @@ fn repl(args: &Args) -> Result<(), Refused> {
         .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
     banner(&view, &session, &policy_file, enforcement, editor.history());
 
-    let tool_policy_files: Vec<(String, PathBuf)> =
-        scoped.iter().map(|(t, f, _)| (t.clone(), f.clone())).collect();
+    let tool_policy_files: Vec<(String, PathBuf)> = scoped
+        .iter()
+        .map(|(t, f, _)| (t.clone(), f.clone()))
+        .collect();
     let ctx = Ctx {
         roles: &roles,
         agents,
