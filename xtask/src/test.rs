@@ -4,9 +4,10 @@
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
 //!    kernel of the matrix;
 //! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
-//!    enforced `bee run` episode — and `kernel_caps` — bee with exactly its minimal capability
-//!    set, and with each capability missing) in the same VMs, with the `bee` executable copied
-//!    in.
+//!    enforced `bee run` episode — `kernel_agents` — subagents each in its own scope, a
+//!    per-tool scope, Ctrl-C teardown — and `kernel_caps` — bee with exactly its minimal
+//!    capability set, and with each capability missing) in the same VMs, with the `bee`
+//!    executable copied in.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
 
