@@ -533,9 +533,15 @@ fn delegation_stops_at_the_depth_limit_and_refuses_cycles() {
     let (state, output) = tool_result(&helper, "h1");
     assert_eq!(state, ToolState::CouldNotRun);
     assert!(
-        output.contains("unknown tool") || output.contains("delegation too deep"),
+        output.contains(
+            "delegation too deep: this subagent would be at depth 3, and the limit is 2 \
+             (agents.max_depth)"
+        ),
         "{output}"
     );
+    // The helper was not offered `agent` (it called it anyway), and its caller was told.
+    let (_, lead_got) = tool_result(&lead, "l2");
+    assert!(lead_got.contains("was not offered `agent`"), "{lead_got}");
 }
 
 #[test]

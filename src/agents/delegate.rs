@@ -353,7 +353,7 @@ impl<'a> AgentExecutor<'a> {
             let p = policy.as_ref().map(|_| tool_policy.clone());
             scoped = scoped.route(tool, source.clone(), made(p, &only)?);
         }
-        if !planned.may_delegate {
+        if !planned.delegates {
             return Ok(Box::new(scoped));
         }
         let mut lineage = self.caller.lineage.clone();
@@ -425,7 +425,10 @@ fn refused(call: &ToolCall, role: &str, why: &str, started: Instant) -> ToolExec
 impl ToolExecutor for AgentExecutor<'_> {
     fn definitions(&self) -> Vec<ToolDef> {
         let mut defs = self.inner.definitions();
-        defs.push(self.definition());
+        // At the depth limit the tool is not offered; a call of it anyway is refused in words.
+        if self.caller.depth < self.delegation.settings.max_depth {
+            defs.push(self.definition());
+        }
         defs
     }
 

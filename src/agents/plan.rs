@@ -75,8 +75,9 @@ pub(super) struct Planned {
     pub(super) registry: Arc<Registry>,
     /// Per-tool scopes that hold inside it: tool, policy source, policy.
     pub(super) tool_scopes: Vec<(String, String, CompiledPolicy)>,
-    /// Whether it is offered `agent`.
-    pub(super) may_delegate: bool,
+    /// Whether its role lists `agent`: its executor then handles `agent` calls (offering the
+    /// tool only while the depth limit allows, and refusing calls past it in words).
+    pub(super) delegates: bool,
     /// The role's provider file.
     pub(super) provider: Option<PathBuf>,
     /// The role's model.
@@ -202,9 +203,9 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
             t.caller_tools.join(", ")
         ));
     }
-    let may_delegate = wanted.iter().any(|w| w == AGENT_TOOL) && depth < d.settings.max_depth;
+    let delegates = wanted.iter().any(|w| w == AGENT_TOOL);
     let mut notes = Vec::new();
-    if wanted.iter().any(|w| w == AGENT_TOOL) && !may_delegate {
+    if delegates && depth >= d.settings.max_depth {
         notes.push(format!(
             "note: the subagent was not offered `agent`: it is at the depth limit ({})",
             d.settings.max_depth
@@ -250,7 +251,7 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         policy_name,
         registry,
         tool_scopes,
-        may_delegate,
+        delegates,
         provider: role.and_then(|r| r.provider.clone()),
         model: role.and_then(|r| r.model.clone()),
         limits: role.map(|r| r.limits.clone()).unwrap_or_default(),
