@@ -9,11 +9,12 @@
     reason = "test helpers outside #[test] functions: a failure there is a test failure"
 )]
 
-use std::io::Write;
+mod support;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::Buf;
 
 use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with};
@@ -26,19 +27,6 @@ use bee::records::{
 };
 use bee::tools::Registry;
 use bee_core::CompiledPolicy;
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Every call any executor ran: the policy file its scope was made with, the tool, the
 /// arguments.
@@ -233,8 +221,7 @@ impl Project {
                 temp_dir: self.path().join("tmp"),
             },
         );
-        let text = |b: &Buf| String::from_utf8(b.0.lock().unwrap().clone()).unwrap();
-        (status, text(&out), text(&err))
+        (status, out.text(), err.text())
     }
 }
 
@@ -810,8 +797,7 @@ fn the_delegation_example_delegates_twice_at_once_and_refuses_the_widening() {
             temp_dir: root.join("tmp"),
         },
     );
-    let text = |b: &Buf| String::from_utf8(b.0.lock().unwrap().clone()).unwrap();
-    assert_eq!(status, RunStatus::Passed, "{}\n{}", text(&out), text(&err));
+    assert_eq!(status, RunStatus::Passed, "{}\n{}", out.text(), err.text());
     assert_eq!(
         log.max_running.load(Ordering::SeqCst),
         2,

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Fixture, code, text};
+use support::{Fixture, code, processes_with, text};
 
 /// The example's files, built into the test (the guest has no checkout).
 const EXAMPLE: &[(&str, &str)] = &[
@@ -253,20 +253,6 @@ fn leftovers() -> BTreeSet<String> {
                 continue;
             }
             found.insert(p.display().to_string());
-        }
-    }
-    found
-}
-
-/// Processes whose command line holds `needle`.
-fn processes_with(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            if cmd.contains(needle) {
-                found.push(format!("{}: {cmd}", e.file_name().to_string_lossy()));
-            }
         }
     }
     found

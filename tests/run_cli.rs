@@ -152,17 +152,7 @@ fn sigterm_stops_a_run_and_its_subagents_in_order() {
         "scenario.toml",
         "name = \"term\"\nprompt = \"go\"\nworkspace = \"ws\"\nworkspace_mode = \"in-place\"\n",
     );
-    let running = || {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .any(|c| {
-                String::from_utf8_lossy(&c)
-                    .replace('\0', " ")
-                    .contains(marker)
-            })
-    };
+    let running = || !support::processes_with(marker).is_empty();
     let child = Command::new(support::bee_exe())
         .args([
             "run",

@@ -7,10 +7,13 @@
 )]
 
 use std::io::Write;
+
+mod support;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::Buf;
 
 use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with, sandbox_factory};
@@ -22,25 +25,6 @@ use bee::records::{
 };
 use bee::tools::Registry;
 use bee_core::CompiledPolicy;
-
-#[derive(Clone, Default)]
-struct Buf(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buf {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buf {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
 
 /// A project directory: a workspace, a policy, a provider with a recording, a scenario.
 struct Project {
