@@ -188,7 +188,15 @@ impl<'a> AgentExecutor<'a> {
             Err(why) => return refused(call, "?", &why, started),
         };
         let label = request.label();
-        let effective = self.inner.policies().map(|(requested, _)| requested);
+        // Fail closed: a kernel-enforced caller whose policy cannot be read proves nothing.
+        let effective = match (self.inner.enforcement(), self.inner.policies()) {
+            (Enforcement::Kernel, None) => {
+                let why = "the calling session's policy cannot be read, so nothing can be \
+                           proven within it";
+                return refused(call, &label, why, started);
+            }
+            (_, policies) => policies.map(|(requested, _)| requested),
+        };
         let planned = plan::plan(
             &request,
             &Target {

@@ -37,6 +37,9 @@ mod call;
 mod executor;
 mod limits;
 mod log;
+mod tool_calls;
+
+use tool_calls::run_batch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,9 +54,9 @@ pub use executor::{Bounds, Interrupt, ReadText, ToolDenial, ToolExecution, ToolE
 use crate::provider::price::PriceTable;
 use crate::provider::{self, ErrorCategory, Item, Provider, Request, ToolDef};
 use crate::records::{
-    Denial, EpisodeRecorder, EpisodeStarted, Event, EventBody, LimitHit, LimitKind, Limits,
-    Message, Outcome, ParentLink, PolicyRecord, RecordError, Refusal, Role, StopReason, Store,
-    SuccessCheck, Timestamp, ToolResult, ToolState, Totals,
+    EpisodeRecorder, EpisodeStarted, Event, EventBody, LimitHit, LimitKind, Limits, Message,
+    Outcome, ParentLink, PolicyRecord, RecordError, Refusal, Role, StopReason, Store, SuccessCheck,
+    Timestamp, ToolState, Totals,
 };
 
 /// The hard limits of a session (an episode's, or an interactive session's); `None` is no
@@ -563,42 +566,6 @@ impl<'a> Session<'a> {
         Ok(turn_end)
     }
 
-    fn record_execution(
-        &mut self,
-        call_id: &str,
-        exec: &ToolExecution,
-    ) -> Result<(), SessionError> {
-        self.record_denials(call_id, &exec.denials)?;
-        if let Some(subagent) = &exec.subagent {
-            self.log.record(EventBody::Subagent(subagent.clone()))?;
-        }
-        self.log.record(EventBody::ToolResult(ToolResult {
-            call_id: call_id.to_owned(),
-            state: exec.state,
-            output: exec.content.clone(),
-            truncated: None,
-            exit: exec.exit,
-            duration_ms: millis(exec.duration),
-        }))
-    }
-
-    fn record_denials(
-        &mut self,
-        call_id: &str,
-        denials: &[ToolDenial],
-    ) -> Result<(), SessionError> {
-        for d in denials {
-            self.log.record(EventBody::Denial(Denial {
-                call_id: call_id.to_owned(),
-                hook: d.hook.clone(),
-                explanation: d.explanation.clone(),
-                target: d.target.clone(),
-                missing: d.missing,
-            }))?;
-        }
-        Ok(())
-    }
-
     /// Adds a user message to the conversation without starting a turn (a loaded skill, say):
     /// it is recorded, and the model sees it with the next [`Session::send`].
     ///
@@ -640,27 +607,6 @@ impl<'a> Session<'a> {
     /// transcript, totals and limits go on.
     pub fn clear(&mut self) {
         self.items.retain(|i| matches!(i, Item::System { .. }));
-    }
-
-    /// Runs `command` through the executor as the scenario's success check (confined like a
-    /// tool call); its denials are recorded under [`crate::records::SUCCESS_CHECK_CALL_ID`].
-    ///
-    /// # Errors
-    /// [`SessionError`] when a denial cannot be recorded.
-    pub fn success_check(
-        &mut self,
-        command: &str,
-        timeout: Duration,
-        interrupt: &Interrupt,
-    ) -> Result<SuccessCheck, SessionError> {
-        let bounds = Bounds {
-            deadline: Some(Instant::now() + timeout),
-            interrupt: interrupt.clone(),
-            budget: None,
-        };
-        let exec = self.executor.check(command, &bounds);
-        self.record_denials(crate::records::SUCCESS_CHECK_CALL_ID, &exec.denials)?;
-        Ok(check_result(command, &exec))
     }
 
     /// Ends the session: writes `episode_finished` with `outcome` and the check, shows it to
@@ -706,60 +652,4 @@ impl<'a> Session<'a> {
             store_errors,
         })
     }
-}
-
-/// Runs a batch of calls: one on this thread, several on a thread each; the executions come
-/// back in the calls' order.
-fn run_batch(
-    executor: &dyn ToolExecutor,
-    batch: &[provider::ToolCall],
-    bounds: &Bounds,
-) -> Vec<ToolExecution> {
-    if let [call] = batch {
-        return vec![executor.call(call, bounds)];
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = batch
-            .iter()
-            .map(|call| s.spawn(move || executor.call(call, bounds)))
-            .collect();
-        handles
-            .into_iter()
-            .zip(batch)
-            .map(|(h, call)| {
-                h.join().unwrap_or_else(|_| {
-                    ToolExecution::could_not_run(format!(
-                        "tool call {} ({}) failed inside bee",
-                        call.id, call.name
-                    ))
-                })
-            })
-            .collect()
-    })
-}
-
-/// A success check's verdict: passed when it completed with status 0.
-fn check_result(command: &str, exec: &ToolExecution) -> SuccessCheck {
-    use crate::records::ExitStatus;
-    let passed = exec.state == ToolState::Completed && exec.exit == Some(ExitStatus::Code(0));
-    let how = match (exec.state, exec.exit) {
-        (ToolState::Completed, Some(ExitStatus::Code(c))) => format!("exited with status {c}"),
-        (_, Some(ExitStatus::Signal(s))) => format!("was ended by signal {s}"),
-        (state, _) => format!("ended as {}", state.as_str()),
-    };
-    let mut detail = format!("`{command}` {how}");
-    let tail = last_lines(&exec.content, 5);
-    if !passed && !tail.is_empty() {
-        detail.push_str(": ");
-        detail.push_str(&tail);
-    }
-    if !exec.denials.is_empty() {
-        detail.push_str(&format!(" ({} denial(s))", exec.denials.len()));
-    }
-    SuccessCheck { passed, detail }
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
 }
