@@ -9,16 +9,13 @@
 //! reference. It prints one table; docs/benchmarks.md ("Harness") reads it.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use crate::demo::build_bee;
-use crate::error::{Error, Result, io_err};
-use crate::initramfs::{Initramfs, shell_quote};
-use crate::sh;
-use crate::vm::{self, AccelChoice, KernelChoice, VmOpts};
+use crate::error::{Error, Result};
+use crate::initramfs::shell_quote;
+use crate::vmbench::{self, DAY_MS, Guest, at_ms};
 
 /// Prefix of every result line the guest prints.
 const MARK: &str = "hbench-";
@@ -45,15 +42,9 @@ pub struct Args {
     /// Plain `/bin/sh -c true` spawns timed for the baseline.
     #[arg(long, default_value_t = 200)]
     pub spawns: usize,
-    /// Guest memory in MiB.
-    #[arg(long, default_value_t = 2048)]
-    pub memory: u32,
-    /// Limit for the VM, boot included, in seconds.
-    #[arg(long, default_value_t = 3000)]
-    pub timeout: u64,
-    /// Accelerator for the VM.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub accel: AccelChoice,
+    /// The guest.
+    #[command(flatten)]
+    pub guest: Guest,
 }
 
 /// A replay recording of `n` tool calls, one per turn, cycling through
@@ -72,36 +63,16 @@ pub fn recording(n: usize) -> String {
     out
 }
 
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(io_err("create", to))?;
-    for entry in fs::read_dir(from).map_err(io_err("read directory", from))? {
-        let entry = entry.map_err(io_err("read directory", from))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if src.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else {
-            fs::copy(&src, &dst).map_err(io_err("copy", &src))?;
-        }
-    }
-    Ok(())
-}
-
 /// Copies `bench/harness/` to `<target>/bench-harness/fixtures` and writes
 /// the two recordings there; returns the directory.
 fn fixtures(args: &Args) -> Result<PathBuf> {
-    let dir = vm::target_dir().join("bench-harness").join("fixtures");
-    if dir.exists() {
-        fs::remove_dir_all(&dir).map_err(io_err("remove", &dir))?;
-    }
-    copy_tree(&vm::repo_root().join("bench").join("harness"), &dir)?;
-    for (name, n) in [
-        ("recording-calls.jsonl", args.calls),
-        ("recording-burst.jsonl", args.burst),
-    ] {
-        let p = dir.join(name);
-        fs::write(&p, recording(n)).map_err(io_err("write", &p))?;
-    }
-    fs::canonicalize(&dir).map_err(io_err("resolve", &dir))
+    vmbench::fixtures(
+        "harness",
+        &[
+            ("recording-calls.jsonl", recording(args.calls)),
+            ("recording-burst.jsonl", recording(args.burst)),
+        ],
+    )
 }
 
 /// The script both the guest and this host run (busybox or dash `sh`):
@@ -189,17 +160,6 @@ impl RunResult {
     }
 }
 
-/// Milliseconds since midnight of an `at` timestamp (`…THH:MM:SS.mmmZ`).
-fn at_ms(ev: &serde_json::Value) -> Option<f64> {
-    let at = ev["at"].as_str()?;
-    let time = at.split_once('T')?.1.trim_end_matches('Z');
-    let mut parts = time.split(':');
-    let h: f64 = parts.next()?.parse().ok()?;
-    let m: f64 = parts.next()?.parse().ok()?;
-    let sec: f64 = parts.next()?.parse().ok()?;
-    Some(((h * 60.0 + m) * 60.0 + sec) * 1000.0)
-}
-
 /// Where an episode's wall time went, from its transcript's timestamps (ms).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Breakdown {
@@ -231,8 +191,8 @@ impl Breakdown {
             let Some(mut t) = at_ms(ev) else { continue };
             t += day;
             if t < prev {
-                day += 86_400_000.0;
-                t += 86_400_000.0;
+                day += DAY_MS;
+                t += DAY_MS;
             }
             prev = t;
             match ev["event"].as_str() {
@@ -535,45 +495,15 @@ pub fn run(args: &Args) -> Result<i32> {
     eprintln!("xtask: fixtures in {}", dir.display());
 
     // This host, for reference: --host only (it cannot enforce).
-    let local_script = dir.join("local.sh");
-    fs::write(&local_script, script(&bee, &dir, args, false))
-        .map_err(io_err("write", &local_script))?;
-    let out = sh::output_any(Command::new("/bin/sh").arg(&local_script))?;
-    let local_lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    let local = Results::parse(&local_lines)?;
+    let local = Results::parse(&vmbench::run_here(&dir, &script(&bee, &dir, args, false))?)?;
 
-    let guest_script = script(&bee, &dir, args, true);
-    let extra = |fs_: &mut Initramfs| -> Result<()> {
-        fs_.add_executable(&bee)?;
-        fs_.add_tree(&dir)?;
-        fs_.add_data(
-            Path::new("/bee-hbench/run.sh"),
-            guest_script.clone().into_bytes(),
-            0o755,
-        );
-        Ok(())
-    };
-    let opts = VmOpts {
-        kernel: KernelChoice::V6_12,
-        with: Vec::new(),
-        bin: Vec::new(),
-        timeout: args.timeout,
-        accel: args.accel,
-        memory: args.memory,
-    };
-    let command = vec![
-        "/bin/busybox".to_owned(),
-        "sh".to_owned(),
-        "/bee-hbench/run.sh".to_owned(),
-    ];
-    let runs = vm::run_in_kernels_with(&opts, Some(&extra), None, &command, &[])?;
-    let Some(run) = runs.into_iter().next() else {
-        return Err(Error::Usage("no kernel was booted".into()));
-    };
-    let outcome = run.outcome?;
+    let outcome = vmbench::run_in_guest(
+        args.guest,
+        &bee,
+        &dir,
+        "bee-hbench",
+        script(&bee, &dir, args, true),
+    )?;
     let guest = Results::parse(&outcome.lines)?;
 
     println!();
@@ -582,9 +512,7 @@ pub fn run(args: &Args) -> Result<i32> {
         outcome.release,
         outcome.boot_time.as_secs(),
         outcome.run_time.as_secs(),
-        fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
+        vmbench::host_release()
     );
     println!();
     print!("{}", table(&guest, &local, &outcome.release));

@@ -16,6 +16,7 @@ mod qemu;
 mod sh;
 mod test;
 mod vm;
+mod vmbench;
 
 use std::process::ExitCode;
 
