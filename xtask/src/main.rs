@@ -4,6 +4,7 @@
 //! included; `cargo xtask demo` runs the demo episode under kernel
 //! enforcement (in a VM when this host cannot enforce).
 
+mod abench;
 mod apt;
 mod demo;
 mod ebpf;
@@ -63,6 +64,9 @@ enum Task {
     BenchHarness(hbench::Args),
     /// Measure enforcement cost in the VM: per-operation, scope start-up, a workload.
     BenchKernel(kbench::Args),
+    /// Measure subagent start-up: an `agent` call to the subagent's first
+    /// model request, 1 and 8 at once, kernel vs --host, in a 6.12 guest.
+    BenchAgents(abench::Args),
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
         Task::Test(args) => test::run(&args).map(|()| 0),
         Task::BenchHarness(args) => hbench::run(&args),
         Task::BenchKernel(args) => kbench::run(&args).map(|()| 0),
+        Task::BenchAgents(args) => abench::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
