@@ -18,6 +18,7 @@
 
 mod event;
 mod manifest;
+mod merge;
 mod query;
 mod recorder;
 mod sessions;
@@ -36,6 +37,7 @@ pub use event::{
 pub use manifest::{
     BEE_VERSION, LOCK_FILE, MANIFEST_FILE, MANIFEST_FORMAT, ManifestError, RunLock, RunManifest,
 };
+pub use merge::{Duplicate, MERGE_FILE, MergeError, MergeSummary, MergedRun, merge};
 pub use query::{
     Delegations, Group, GroupBy, MAIN_AGENT_GROUP, ModelStats, Percentiles, Report,
     SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats, nearest_rank,
