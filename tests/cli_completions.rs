@@ -8,11 +8,12 @@ use std::process::Command;
 use support::{bee, code, stderr, stdout};
 
 /// Every command `bee --help` lists, but `help`.
-const COMMANDS: [&str; 9] = [
+const COMMANDS: [&str; 10] = [
     "validate",
     "check",
     "exec",
     "run",
+    "records",
     "repl",
     "metrics",
     "config",
@@ -186,7 +187,11 @@ fn man_out_writes_a_page_per_public_command() {
         .collect();
     files.sort();
     let mut expected: Vec<String> = COMMANDS.iter().map(|c| format!("bee-{c}.1")).collect();
-    expected.extend(["bee.1".to_owned(), "bee-config-show.1".to_owned()]);
+    expected.extend([
+        "bee.1".to_owned(),
+        "bee-config-show.1".to_owned(),
+        "bee-records-merge.1".to_owned(),
+    ]);
     expected.sort();
     assert_eq!(files, expected);
 

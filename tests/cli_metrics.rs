@@ -48,6 +48,7 @@ fn episode(
         limits: Limits::default(),
         run_started_at: Timestamp::now(),
         parent: None,
+        content_hash: None,
     };
     let mut rec = EpisodeRecorder::start(records, started, Some(store.clone()))?;
     for (n, ms) in [(1, 100), (2, 300)] {

@@ -101,6 +101,7 @@ fn the_demo_recording_reaches_the_end_with_the_injection_refused() {
         run_started_at: Timestamp::now(),
         max_output_tokens: None,
         context: Vec::new(),
+        content_hash: None,
     };
     let model = Model {
         provider: Arc::from(provider.connect().unwrap()),

@@ -72,6 +72,7 @@ fn spec(workspace: &Path) -> EpisodeSpec {
         run_started_at: Timestamp::now(),
         max_output_tokens: None,
         context: Vec::new(),
+        content_hash: None,
     }
 }
 

@@ -372,6 +372,7 @@ fn episode(model: &Model, dir: &Path, limits: EpisodeLimits) -> EpisodeReport {
         run_started_at: Timestamp::now(),
         max_output_tokens: None,
         context: Vec::new(),
+        content_hash: None,
     };
     let exec = ScriptedExecutor::new(
         &[

@@ -35,6 +35,7 @@ fn started(run: &str, episode: &str, model: &str) -> EpisodeStarted {
         },
         run_started_at: Timestamp::now(),
         parent: None,
+        content_hash: None,
     }
 }
 

@@ -241,6 +241,7 @@ impl<'a> AgentExecutor<'a> {
                 role: label.clone(),
                 depth: self.caller.depth + 1,
             }),
+            content_hash: None,
         };
         let observer = |u: Update<'_>| (d.observer)(&session_id, u);
         let record = Subagent {

@@ -19,6 +19,9 @@ pub enum Exit {
     Unavailable = 69,
     /// `EX_SOFTWARE`: an internal error in bee.
     Software = 70,
+    /// `EX_CANTCREAT`: an output file or directory cannot be created (it exists, or another
+    /// process is writing it).
+    CantCreat = 73,
     /// `EX_IOERR`: output could not be written (a full disk, a directory in the way).
     IoErr = 74,
     /// `EX_NOPERM`: permission denied.

@@ -10,6 +10,7 @@ mod exec;
 mod exit;
 mod man;
 mod metrics;
+mod records_cmd;
 mod repl;
 pub mod run;
 mod setup;
@@ -66,6 +67,8 @@ enum Command {
     Metrics(metrics::Args),
     /// Run a scenario's agent episodes, each tool call confined by the policy.
     Run(run::Args),
+    /// Work with records directories: merge the records of a scenario's shards.
+    Records(records_cmd::Args),
     /// Chat with a sandboxed agent in the terminal; every tool call confined by the policy.
     Repl(repl::Args),
     /// Print a shell completion script for bash, zsh or fish.
@@ -125,6 +128,7 @@ pub fn main() -> ExitCode {
             Command::Config(args) => config_cmd::run(&args),
             Command::Metrics(args) => metrics::run(&args),
             Command::Run(args) => return run::run(&args),
+            Command::Records(args) => records_cmd::run(&args),
             Command::Repl(args) => return repl::run(&args),
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),

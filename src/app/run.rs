@@ -31,8 +31,10 @@
 //! | 64 | usage: bad flags; no policy and no `--host`; both a policy and `--host` |
 //! | 65 | an invalid scenario, provider, configuration or policy file |
 //! | 66 | a file or directory that does not exist or cannot be read |
+//! | 73 | the run directory exists (without `--resume`) or another process is writing it |
 //! | 77 | before any episode: enforcement would work, but this process lacks a privilege it needs |
 
+mod batch;
 mod progress;
 mod sandbox;
 
@@ -49,8 +51,8 @@ use clap::Parser;
 use super::enforcement;
 use super::setup::{
     Refused, agents_on, compile_policy, compile_tool_policies, connect, discover_roles,
-    discover_skills, file_refusal, load_provider, run_id, session_executor, tool_policies,
-    tool_registry, with_catalogue,
+    discover_skills, file_refusal, load_provider, session_executor, tool_policies, tool_registry,
+    with_catalogue,
 };
 use crate::agents::{AgentExecutor, AgentSettings, Caller, Delegation, Roles};
 use crate::config::{Config, Env, Flags, Origin, Refusal, Sourced};
@@ -91,6 +93,23 @@ pub struct Args {
     /// Keep each episode's workspace copy (they are removed at the end otherwise).
     #[arg(long)]
     pub keep_workspaces: bool,
+    /// Run only shard K of N (numbered from 1): a stable share of the scenario's episodes.
+    #[arg(long, value_name = "K/N", conflicts_with = "shards")]
+    pub shard: Option<crate::scenario::Shard>,
+    /// Split into N shards and run the one JOB_COMPLETION_INDEX names (counted from 0, as a
+    /// Kubernetes Indexed Job sets it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub shards: Option<u32>,
+    /// Name the run directory (the run id) instead of a fresh timestamped one.
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Continue an earlier run of this scenario (and shard): completed episodes are kept,
+    /// interrupted ones run again. Starts a new run when there is none.
+    #[arg(long)]
+    pub resume: bool,
+    /// `JOB_COMPLETION_INDEX` from the environment (`bee run` reads it; used with --shards).
+    #[arg(skip)]
+    pub job_completion_index: Option<String>,
 }
 
 #[derive(Debug, Parser)]
@@ -131,6 +150,9 @@ pub enum RunStatus {
     DataErr,
     /// A missing or unreadable file (66).
     NoInput,
+    /// The run directory exists (without `--resume`), cannot be created, or another process
+    /// is writing it (73).
+    CantCreate,
     /// The kernel cannot enforce the policy, or the sandbox is not available (69).
     EnforcementUnavailable,
     /// Records could not be written (70).
@@ -161,6 +183,7 @@ impl RunStatus {
             Self::Usage => 64,
             Self::DataErr => 65,
             Self::NoInput => 66,
+            Self::CantCreate => 73,
             Self::EnforcementUnavailable => 69,
             Self::Software => 70,
             Self::Provider(category) => match category {
@@ -197,7 +220,9 @@ impl RunStatus {
             Self::Auth => 6,
             Self::EnforcementUnavailable => 7,
             Self::Interrupted => 8,
-            Self::Usage | Self::DataErr | Self::NoInput | Self::NoPrivileges => 9,
+            Self::Usage | Self::DataErr | Self::NoInput | Self::CantCreate | Self::NoPrivileges => {
+                9
+            }
         }
     }
 
@@ -313,6 +338,9 @@ pub fn run(args: &Args) -> ExitCode {
         eprintln!("bee run: cannot install the Ctrl-C and SIGTERM handlers: {e}");
         return RunStatus::Software.into();
     }
+    let mut args = args.clone();
+    args.job_completion_index = std::env::var("JOB_COMPLETION_INDEX").ok();
+    let args = &args;
     let ctx = RunContext {
         env,
         factory: &sandbox_factory,
@@ -330,11 +358,18 @@ struct Planned {
     def: EpisodeDef,
     policy: Option<PathBuf>,
     limits: EpisodeLimits,
+    /// The SHA-256 of its definition ([`batch::content_hash`]).
+    content_hash: String,
 }
 
 /// Everything checked before the first model call.
 struct Plan {
+    /// This process's episodes (its shard's, when sharded).
     episodes: Vec<Planned>,
+    /// What the run directory records about the run (its `run.json`).
+    manifest: crate::records::RunManifest,
+    /// Every episode's content hash, all shards': episode id → hash.
+    hashes: std::collections::BTreeMap<String, String>,
     enforcement: Enforcement,
     provider: ProviderSpec,
     records_dir: PathBuf,
@@ -445,6 +480,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             def,
             policy,
             limits,
+            content_hash: String::new(),
         });
     }
     let (skills, skill_problems) = discover_skills(env);
@@ -468,6 +504,18 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             }
         }
     }
+    let shard = batch::shard_of(args)?;
+    let mut hashes = std::collections::BTreeMap::new();
+    for ep in &mut episodes {
+        ep.content_hash = batch::content_hash(ep, &skills)?;
+        hashes.insert(ep.def.id.clone(), ep.content_hash.clone());
+    }
+    if let Some(shard) = shard {
+        let assignment = crate::scenario::assign(hashes.keys().map(String::as_str), shard.count);
+        episodes.retain(|ep| shard.holds(&assignment, &ep.def.id));
+    }
+    let ids: Vec<String> = episodes.iter().map(|e| e.def.id.clone()).collect();
+    let manifest = batch::manifest(args, shard, &hashes, &ids);
     let tools = Arc::new(tool_registry(&config, &skills)?);
     // Per-tool policies are proven within each episode's policy before anything runs.
     for ep in &episodes {
@@ -495,6 +543,8 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             .collect(),
         roles,
         episodes,
+        manifest,
+        hashes,
         enforcement: if host {
             Enforcement::Host
         } else {
@@ -583,12 +633,30 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return RunStatus::Software;
         }
     };
-    let run_id = run_id();
-    let run_dir = plan.records_dir.join(&run_id);
-    if let Err(e) = std::fs::create_dir_all(&run_dir) {
-        let _ = writeln!(ctx.err, "bee run: {}: {e}", run_dir.display());
-        return RunStatus::Software;
+    let opened = batch::open(
+        args,
+        &plan.records_dir,
+        &plan.manifest,
+        &plan.hashes,
+        &store,
+    );
+    let batch = match opened {
+        Ok(b) => b,
+        Err(Refused(status, why)) => {
+            let _ = writeln!(ctx.err, "bee run: {why}");
+            return status;
+        }
+    };
+    for note in &batch.notes {
+        let _ = writeln!(ctx.err, "bee run: {note}");
     }
+    let run_id = batch.run_id.clone();
+    let run_dir = batch.dir.clone();
+    let episodes: Vec<Planned> = plan
+        .episodes
+        .into_iter()
+        .filter(|ep| !batch.completed.contains(&ep.def.id))
+        .collect();
     let started_at = Timestamp::now();
     let progress = Progress::new(
         ctx.out,
@@ -599,7 +667,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         } else {
             Style::Lines
         },
-        plan.episodes.iter().map(|e| e.def.id.clone()).collect(),
+        episodes.iter().map(|e| e.def.id.clone()).collect(),
     );
     let subagent_events = |id: &str, u: Update<'_>| {
         if let Update::Recorded(e) = u {
@@ -641,7 +709,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         tools: Arc::clone(&plan.tools),
         skills: Arc::clone(&plan.skills),
     };
-    let queue = Mutex::new(plan.episodes.into_iter().collect::<VecDeque<_>>());
+    let queue = Mutex::new(episodes.into_iter().collect::<VecDeque<_>>());
     let results = Mutex::new(Vec::new());
     let workers = usize::from(args.concurrency).max(1);
     std::thread::scope(|s| {
@@ -673,7 +741,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         let _ = writeln!(ctx.err, "bee run: summary: {e}");
         return RunStatus::Software;
     }
-    let status = RunStatus::of_run(statuses);
+    let status = RunStatus::of_run(statuses.into_iter().chain(batch.completed_statuses));
     progress.done(&summary, status, &run_dir);
     status
 }
@@ -766,6 +834,7 @@ impl Shared<'_> {
                 .filter_map(|name| self.skills.get(name))
                 .map(crate::skills::Skill::instructions)
                 .collect(),
+            content_hash: Some(ep.content_hash.clone()),
         };
         // The policy, compiled against this episode's workspace (a copy's paths are its own).
         let policy = match ep.policy.as_deref().map(|p| compile_policy(p, workspace)) {
@@ -865,6 +934,7 @@ impl Shared<'_> {
             limits: Limits::default(),
             run_started_at: spec.run_started_at,
             parent: None,
+            content_hash: spec.content_hash.clone(),
         };
         let recorded =
             EpisodeRecorder::start(&self.records_dir, started, Some(Arc::clone(&self.store)))

@@ -49,6 +49,8 @@ pub struct EpisodeSpec {
     /// Texts added to the conversation before the task (the instructions of the skills the
     /// scenario names).
     pub context: Vec<String>,
+    /// The hash of the episode's definition, recorded in `episode_started`.
+    pub content_hash: Option<String>,
 }
 
 impl EpisodeSpec {
@@ -64,6 +66,7 @@ impl EpisodeSpec {
             run_started_at: self.run_started_at,
             max_output_tokens: self.max_output_tokens,
             parent: None,
+            content_hash: self.content_hash.clone(),
         }
     }
 }

@@ -103,6 +103,11 @@ pub struct EpisodeStarted {
     /// The session and tool call that started this one, when it is a subagent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<Box<ParentLink>>,
+    /// The SHA-256 of the episode's definition (prompt, system prompt, policy file bytes,
+    /// limits, success check, skills: see `docs/episodes.md`), set by `bee run` for a
+    /// scenario's episodes; `bee run --resume` skips an episode only when it matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_hash: Option<String>,
 }
 
 /// Where a subagent session came from.

@@ -314,6 +314,38 @@ impl Store {
         })
     }
 
+    /// Removes everything recorded of the sessions `episode_ids` of run `run_id`, in one
+    /// transaction: `bee run --resume` does so before rerunning an interrupted episode (and
+    /// its subagents), whose transcript it has set aside, so that the rerun is taken in from
+    /// its first event and the interrupted attempt is not counted.
+    ///
+    /// # Errors
+    /// When the database refuses the write; nothing is then removed.
+    pub fn forget(&self, run_id: &str, episode_ids: &[String]) -> Result<(), StoreError> {
+        self.with_conn(|conn, path| {
+            let tx = conn
+                .transaction()
+                .map_err(sql_error(path, "starting a transaction"))?;
+            for id in episode_ids {
+                for table in [
+                    "model_calls",
+                    "tool_calls",
+                    "denials",
+                    "subagents",
+                    "episodes",
+                ] {
+                    tx.execute(
+                        &format!("DELETE FROM {table} WHERE run_id = ?1 AND episode_id = ?2"),
+                        params![run_id, id],
+                    )
+                    .map_err(sql_error(path, "forgetting an interrupted episode"))?;
+                }
+            }
+            tx.commit().map_err(sql_error(path, "committing"))?;
+            Ok(())
+        })
+    }
+
     /// Builds a fresh store at `db_path` from the transcripts under `records_dir`
     /// (`<run id>/<episode id>.jsonl`). The new database is built beside `db_path` under a
     /// temporary name and renamed over it when complete, so a failure leaves the old store as

@@ -33,6 +33,13 @@ pub struct RunSummary {
     pub episodes: Vec<EpisodeSummary>,
     /// The sum of the episodes' totals (`wall_ms` adds up episode wall times).
     pub totals: Totals,
+    /// The shard this run ran, when the scenario was sharded (from `run.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::scenario::Shard>,
+    /// Transcripts of interrupted attempts that `bee run --resume` set aside
+    /// (`<session>.jsonl.partial-<n>`): kept beside the rerun, never counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_aside: Vec<String>,
 }
 
 /// One episode of a [`RunSummary`].
@@ -179,7 +186,26 @@ impl RunSummary {
             let file_name = format!("{episode_id}.jsonl");
             episodes.push(EpisodeSummary::from_transcript(&episode_id, &file_name, &t));
         }
-        Ok(Self::new(run_id, started_at, episodes))
+        let mut summary = Self::new(run_id, started_at, episodes);
+        summary.shard = super::manifest::RunManifest::read(dir)
+            .ok()
+            .and_then(|m| m.shard);
+        let io = |source| TranscriptError::Io {
+            path: dir.to_owned(),
+            source,
+        };
+        for entry in std::fs::read_dir(dir).map_err(io)? {
+            let name = entry
+                .map_err(io)?
+                .file_name()
+                .to_string_lossy()
+                .into_owned();
+            if name.contains(".jsonl.partial-") {
+                summary.set_aside.push(name);
+            }
+        }
+        summary.set_aside.sort();
+        Ok(summary)
     }
 
     /// A summary of `episodes`, with totals and completeness computed from them.
@@ -201,6 +227,8 @@ impl RunSummary {
             complete: episodes.iter().all(|e| e.outcome.is_some()),
             episodes,
             totals,
+            shard: None,
+            set_aside: Vec::new(),
         }
     }
 

@@ -27,6 +27,9 @@
 //! ```
 
 mod raw;
+mod shard;
+
+pub use shard::{Shard, ShardError, assign, sha256_hex};
 
 use std::collections::BTreeSet;
 use std::ops::Range;

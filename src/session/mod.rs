@@ -131,6 +131,9 @@ pub struct SessionSpec {
     /// The session and tool call that started this one, when it is a subagent (recorded in
     /// `episode_started`; its budget is joined with [`Session::within`]).
     pub parent: Option<ParentLink>,
+    /// The hash of the episode's definition, for a scenario's episode (recorded in
+    /// `episode_started`).
+    pub content_hash: Option<String>,
 }
 
 /// Something the observer is shown while it happens.
@@ -248,6 +251,7 @@ impl<'a> Session<'a> {
             limits: spec.limits.record(),
             run_started_at: spec.run_started_at,
             parent: spec.parent.clone().map(Box::new),
+            content_hash: spec.content_hash.clone(),
         };
         let rec = EpisodeRecorder::start(records_dir, started_event.clone(), store).map_err(
             |source| SessionError::Record {

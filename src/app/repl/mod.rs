@@ -290,6 +290,7 @@ fn repl(args: &Args) -> Result<(), Refused> {
         run_started_at,
         max_output_tokens: None,
         parent: None,
+        content_hash: None,
     };
     let model = Model {
         provider: Arc::from(connected),
