@@ -226,6 +226,7 @@ mod tests {
     fn report(failed: &[GateId]) -> SupportReport {
         let all = [
             GateId::Btf,
+            GateId::KernelFeatures,
             GateId::Cgroup2,
             GateId::Capabilities,
             GateId::Lockdown,
@@ -271,6 +272,8 @@ mod tests {
             &[GateId::LsmProbe][..],
             &[GateId::Capabilities, GateId::LsmList, GateId::LsmProbe],
             &[GateId::Btf],
+            &[GateId::KernelFeatures],
+            &[GateId::Capabilities, GateId::KernelFeatures],
         ] {
             let r = support_refusal(&report(failed));
             assert_eq!(r.as_ref().map(Refusal::exit), Some(Exit::Unavailable));

@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use parse::{
-    Capabilities, Lockdown, Requirement, RunAs, cap, parse_cap_eff, parse_cgroup2_mount,
-    parse_lockdown, parse_lsm_list, required_capabilities,
+    BPF_LSM_SINCE, Capabilities, HELPERS, KernelPiece, KernelVersion, LATE_HOOKS, Lockdown,
+    MAP_TYPES, PieceKind, Requirement, RunAs, btf_names, cap, lowest_kernel_with,
+    missing_kernel_pieces, parse_cap_eff, parse_cgroup2_mount, parse_lockdown, parse_lsm_list,
+    required_capabilities, required_kernel_pieces,
 };
 pub use probe::{PROBE_HOOK, ProbeError, probe_lsm};
 
@@ -53,6 +55,9 @@ pub enum SupportError {
 pub enum GateId {
     /// Kernel BTF at [`BTF_PATH`] (needed for CO-RE and for LSM attach).
     Btf,
+    /// The kernel has every helper, map type and LSM hook bee's programs use
+    /// ([`required_kernel_pieces`]), by their names in its BTF.
+    KernelFeatures,
     /// A cgroup v2 hierarchy is mounted (scopes are cgroups).
     Cgroup2,
     /// The effective capabilities hold every one of [`required_capabilities`].
@@ -70,6 +75,7 @@ impl GateId {
     pub fn name(self) -> &'static str {
         match self {
             GateId::Btf => "btf",
+            GateId::KernelFeatures => "kernel-features",
             GateId::Cgroup2 => "cgroup-v2",
             GateId::Capabilities => "capabilities",
             GateId::Lockdown => "lockdown",
@@ -120,6 +126,11 @@ pub struct SupportReport {
     pub kernel_release: String,
     /// True when [`BTF_PATH`] exists.
     pub btf: bool,
+    /// The pieces bee's programs need that this kernel lacks ([`required_kernel_pieces`]);
+    /// empty when it has them all, or when its BTF could not be read (the gate then fails).
+    pub missing_pieces: Vec<KernelPiece>,
+    /// The lowest Linux release that has every piece of [`SupportReport::missing_pieces`].
+    pub lowest_kernel: Option<KernelVersion>,
     /// The cgroup v2 mount point, from `/proc/self/mountinfo`.
     pub cgroup2_mount: Option<PathBuf>,
     /// The effective capabilities, from `/proc/self/status`.
@@ -185,6 +196,10 @@ impl SupportReport {
         } else {
             Gate::fail(GateId::Btf, format!("{BTF_PATH} missing"), FIX_KERNEL)
         });
+
+        let (missing_pieces, features_gate) = kernel_features_gate(&kernel_release);
+        let lowest_kernel = lowest_kernel_with(&missing_pieces);
+        gates.push(features_gate);
 
         let cgroup2_mount = read("/proc/self/mountinfo")
             .map(|m| parse_cgroup2_mount(&m))
@@ -257,6 +272,8 @@ impl SupportReport {
         Self {
             kernel_release,
             btf,
+            missing_pieces,
+            lowest_kernel,
             cgroup2_mount,
             capabilities,
             run_as,
@@ -275,6 +292,8 @@ impl SupportReport {
         Self {
             kernel_release: String::new(),
             btf: false,
+            missing_pieces: Vec::new(),
+            lowest_kernel: None,
             cgroup2_mount: None,
             capabilities: None,
             run_as: RunAs::Caller,
@@ -311,6 +330,65 @@ impl SupportReport {
     pub fn gate(&self, id: GateId) -> Option<&Gate> {
         self.gates.iter().find(|g| g.id == id)
     }
+}
+
+/// The kernel-features gate: reads the kernel's BTF and looks for every piece bee's programs
+/// need ([`required_kernel_pieces`] of the hooks in [`crate::engine::PROGRAMS`]). Returns the
+/// pieces missing and the verdict, which names each with the release that added it and the
+/// lowest release that has them all.
+fn kernel_features_gate(release: &str) -> (Vec<KernelPiece>, Gate) {
+    let required = required_kernel_pieces(crate::engine::PROGRAMS.iter().map(|&(_, hook)| hook));
+    let blob = match fs::read(BTF_PATH) {
+        Ok(b) => b,
+        Err(e) => {
+            return (
+                Vec::new(),
+                Gate::fail(
+                    GateId::KernelFeatures,
+                    format!("cannot read {BTF_PATH} to look for what bee's programs use: {e}"),
+                    FIX_KERNEL,
+                ),
+            );
+        }
+    };
+    let Some(names) = btf_names(&blob) else {
+        return (
+            Vec::new(),
+            Gate::fail(
+                GateId::KernelFeatures,
+                format!("{BTF_PATH} is not BTF (no string section could be read)"),
+                FIX_KERNEL,
+            ),
+        );
+    };
+    let missing = missing_kernel_pieces(&required, &names);
+    let gate = features_verdict(release, required.len(), &missing);
+    (missing, gate)
+}
+
+/// The kernel-features verdict for `missing` of `required` pieces on kernel `release`.
+fn features_verdict(release: &str, required: usize, missing: &[KernelPiece]) -> Gate {
+    let Some(lowest) = lowest_kernel_with(missing) else {
+        return Gate::pass(
+            GateId::KernelFeatures,
+            format!(
+                "the kernel has all {required} helpers, map types and LSM hooks bee's programs use"
+            ),
+        );
+    };
+    let list: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    Gate::fail(
+        GateId::KernelFeatures,
+        format!(
+            "kernel {release} lacks what bee's programs need: {}; the lowest kernel that has \
+             it all is Linux {lowest}",
+            list.join(", ")
+        ),
+        format!(
+            "boot Linux {lowest} or newer (bee's programs cannot load here; tested on Debian's \
+             6.1, 6.12 and 7.3 kernels)"
+        ),
+    )
 }
 
 /// Names of requirements, joined: `CAP_BPF, CAP_PERFMON`.
@@ -447,7 +525,7 @@ impl fmt::Display for SupportReport {
         writeln!(f, "kernel {}", self.kernel_release)?;
         for gate in &self.gates {
             let verdict = if gate.passed { "pass" } else { "FAIL" };
-            writeln!(f, "  {verdict} {:<13} {}", gate.id.name(), gate.reason)?;
+            writeln!(f, "  {verdict} {:<15} {}", gate.id.name(), gate.reason)?;
             if let Some(fix) = &gate.fix {
                 writeln!(f, "       fix: {fix}")?;
             }
@@ -550,6 +628,87 @@ mod tests {
     }
 
     #[test]
+    fn kernel_features_verdict_names_each_missing_piece_and_the_lowest_kernel() {
+        let required = required_kernel_pieces(["file_open", "userns_create"]);
+        let missing: Vec<KernelPiece> = required
+            .iter()
+            .filter(|p| p.name == "bpf_loop" || p.name == "userns_create")
+            .cloned()
+            .collect();
+        let gate = features_verdict("5.10.0-46-cloud-amd64", required.len(), &missing);
+        assert!(!gate.passed);
+        assert_eq!(
+            gate.reason,
+            "kernel 5.10.0-46-cloud-amd64 lacks what bee's programs need: the bpf_loop helper \
+             (Linux 5.17), the userns_create LSM hook (Linux 6.1); the lowest kernel that has it \
+             all is Linux 6.1"
+        );
+        assert!(
+            gate.fix
+                .as_deref()
+                .is_some_and(|f| f.starts_with("boot Linux 6.1 or newer")),
+            "{gate:?}"
+        );
+        let gate = features_verdict("6.1.0-57-cloud-amd64", required.len(), &[]);
+        assert!(gate.passed && gate.fix.is_none(), "{gate:?}");
+    }
+
+    #[test]
+    fn every_program_hook_is_a_required_piece() {
+        let required = required_kernel_pieces(crate::engine::PROGRAMS.iter().map(|&(_, h)| h));
+        for (_, hook) in crate::engine::PROGRAMS {
+            assert!(
+                required
+                    .iter()
+                    .any(|p| p.kind == PieceKind::LsmHook && p.name == *hook),
+                "{hook}"
+            );
+        }
+        // Hooks bee attaches only where the kernel has them are not required.
+        for (_, hook) in crate::engine::OPTIONAL_PROGRAMS {
+            assert!(required.iter().all(|p| p.name != *hook), "{hook}");
+        }
+    }
+
+    /// The helper ids that `object` (an ELF64 little-endian BPF object) calls: every
+    /// `BPF_JMP | BPF_CALL` instruction with source register 0 in an executable section.
+    fn helper_calls(object: &[u8]) -> std::collections::BTreeSet<u32> {
+        let u16_at = |at: usize| u16::from_le_bytes([object[at], object[at + 1]]) as usize;
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&object[at..at + 8]);
+            usize::try_from(u64::from_le_bytes(b)).unwrap_or(usize::MAX)
+        };
+        let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
+        let mut ids = std::collections::BTreeSet::new();
+        for i in 0..shnum {
+            let sh = shoff + i * shentsize;
+            const SHF_EXECINSTR: usize = 0x4;
+            if u64_at(sh + 8) & SHF_EXECINSTR == 0 {
+                continue;
+            }
+            let (off, size) = (u64_at(sh + 0x18), u64_at(sh + 0x20));
+            for insn in object[off..off + size].chunks_exact(8) {
+                if insn[0] == 0x85 && insn[1] >> 4 == 0 {
+                    let imm = i32::from_le_bytes([insn[4], insn[5], insn[6], insn[7]]);
+                    ids.insert(u32::try_from(imm).unwrap_or(u32::MAX));
+                }
+            }
+        }
+        ids
+    }
+
+    #[test]
+    fn the_helper_table_is_exactly_what_the_object_calls() {
+        let called = helper_calls(bee_ebpf::BEE_OBJECT);
+        let listed: std::collections::BTreeSet<u32> = HELPERS.iter().map(|h| h.0).collect();
+        assert_eq!(
+            called, listed,
+            "bee.bpf.o calls helpers {called:?}; support::HELPERS lists {listed:?}"
+        );
+    }
+
+    #[test]
     fn display_lists_gates_and_fixes() {
         let text = report(vec![
             Gate::pass(GateId::Btf, "present"),
@@ -557,7 +716,7 @@ mod tests {
         ])
         .to_string();
         assert!(text.contains("pass btf"));
-        assert!(text.contains("FAIL lsm-probe     EPERM at load"));
+        assert!(text.contains("FAIL lsm-probe       EPERM at load"));
         assert!(text.contains("fix: use another kernel"));
         assert!(text.ends_with("BPF LSM enforcement NOT supported"));
     }
