@@ -675,10 +675,9 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
         Ok(())
     };
     let opts = VmOpts {
-        kernel: match args.kernel {
-            DemoKernel::V6_1 => KernelChoice::V6_1,
-            DemoKernel::V6_12 => KernelChoice::V6_12,
-        },
+        kernel: KernelChoice::named(kernel_name(args.kernel))
+            .into_iter()
+            .collect(),
         with: Vec::new(),
         bin: Vec::new(),
         timeout: args.timeout,

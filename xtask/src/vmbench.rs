@@ -91,7 +91,7 @@ pub fn run_in_guest(
         Ok(())
     };
     let opts = VmOpts {
-        kernel: KernelChoice::V6_12,
+        kernel: KernelChoice::named("6.12").into_iter().collect(),
         with: Vec::new(),
         bin: Vec::new(),
         timeout: guest.timeout,
