@@ -156,8 +156,21 @@ pub fn load_engine() -> Result<SharedEngine, Refusal> {
 
 /// The refusal an engine load error amounts to: a permission denied on the pin directory is a
 /// permission problem; anything else (the kernel refuses the programs, bpffs is missing)
-/// means enforcement is unavailable.
+/// means enforcement is unavailable. `EACCES` from `BPF_PROG_LOAD` is the verifier refusing a
+/// program (as Linux 7.3 refuses bee's, `docs/kernel-testing.md`), not a missing privilege.
 pub fn engine_refusal(e: &EngineError) -> Refusal {
+    let call = match e {
+        EngineError::Program { call, .. } => Some(*call),
+        _ => None,
+    };
+    if refused_by_verifier(call, has_os_error(e, libc::EACCES)) {
+        return Refusal::unavailable(format!(
+            "this kernel's verifier refuses bee's programs: {e}"
+        ))
+        .with_fix(
+            "run bee on a kernel it is tested on (docs/kernel-testing.md, \"The kernel matrix\")",
+        );
+    }
     if is_permission_denied(e) {
         Refusal::no_permission(format!("the enforcement engine could not be loaded: {e}")).with_fix(
             format!(
@@ -201,6 +214,27 @@ pub fn cgroup_refusal(e: &CgroupError) -> Refusal {
 }
 
 /// True when `err` or an error it wraps is an OS "permission denied" (`EACCES`).
+/// Whether an engine error from `call` (`BPF_PROG_LOAD`, `BPF_LINK_CREATE`, …; `None` for
+/// other errors) is the verifier refusing a program: `BPF_PROG_LOAD` failing with `EACCES`
+/// (`eaccess`). `EPERM` there is a missing privilege instead.
+fn refused_by_verifier(call: Option<&str>, eaccess: bool) -> bool {
+    call == Some("BPF_PROG_LOAD") && eaccess
+}
+
+/// True when an OS error `errno` is among `err` and its sources.
+fn has_os_error(err: &(dyn std::error::Error + 'static), errno: i32) -> bool {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(errno))
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
 fn is_permission_denied(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(err);
     while let Some(e) = current {
@@ -323,5 +357,20 @@ mod tests {
             reason: "a stub".into(),
         };
         assert_eq!(engine_refusal(&other).exit(), Exit::Unavailable);
+    }
+
+    #[test]
+    fn a_program_the_verifier_refuses_is_69_not_a_permission_problem() {
+        assert!(refused_by_verifier(Some("BPF_PROG_LOAD"), true));
+        assert!(!refused_by_verifier(Some("BPF_PROG_LOAD"), false), "EPERM");
+        assert!(!refused_by_verifier(Some("BPF_LINK_CREATE"), true));
+        assert!(!refused_by_verifier(None, true), "a pin directory's EACCES");
+        let pin = EngineError::Syscall {
+            call: "mkdir",
+            path: PathBuf::from(DEFAULT_PIN_ROOT),
+            io_error: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert!(has_os_error(&pin, libc::EACCES));
+        assert_eq!(engine_refusal(&pin).exit(), Exit::NoPerm);
     }
 }
