@@ -683,6 +683,7 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
         timeout: args.timeout,
         accel: args.accel,
         memory: args.memory,
+        append: String::new(),
     };
     let path = format!(
         "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

@@ -62,6 +62,7 @@ pub fn run(args: &Args) -> Result<()> {
         timeout: 900,
         accel: args.accel,
         memory: 1024,
+        append: String::new(),
     };
     let started = Instant::now();
     eprintln!("xtask: kernel tests of bee-userspace in the VM matrix");

@@ -109,6 +109,10 @@ pub struct VmOpts {
     /// Guest memory in MiB (the initramfs is unpacked into it).
     #[arg(long, default_value_t = 1024)]
     pub memory: u32,
+    /// Extra kernel arguments for every boot, after the entry's own (e.g. to try
+    /// `preempt=full` on another kernel).
+    #[arg(long, value_name = "ARGS", default_value = "")]
+    pub append: String,
 }
 
 /// `cargo xtask vm test`: build an integration-test binary and run it in
@@ -369,15 +373,21 @@ pub fn run_in_kernels_with(
             &exit,
             &format!("initrd-{name}.cpio"),
         )?;
+        let append = [kernel.entry.append, opts.append.as_str()]
+            .iter()
+            .filter(|a| !a.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ");
         eprintln!(
             "xtask: booting {name}: {} {} ({:?}{}) with {}",
             kernel.package,
             kernel.version,
             prepared.accel,
-            if kernel.entry.append.is_empty() {
+            if append.is_empty() {
                 String::new()
             } else {
-                format!(", `{}`", kernel.entry.append)
+                format!(", `{append}`")
             },
             initrd.display()
         );
@@ -388,7 +398,7 @@ pub fn run_in_kernels_with(
             kernel: &kernel.vmlinuz,
             initrd: &initrd,
             accel: prepared.accel,
-            append: kernel.entry.append,
+            append: &append,
             timeout: Duration::from_secs(opts.timeout),
             boot_timeout: BOOT_TIMEOUT,
             ready_marker: &ready,

@@ -97,6 +97,7 @@ pub fn run_in_guest(
         timeout: guest.timeout,
         accel: guest.accel,
         memory: guest.memory,
+        append: String::new(),
     };
     let command = vec![
         "/bin/busybox".to_owned(),
