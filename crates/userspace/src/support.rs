@@ -385,8 +385,8 @@ fn features_verdict(release: &str, required: usize, missing: &[KernelPiece]) -> 
             list.join(", ")
         ),
         format!(
-            "boot Linux {lowest} or newer (bee's programs cannot load here; tested on Debian's \
-             6.1, 6.12 and 7.3 kernels)"
+            "boot Linux {lowest} or newer (bee's programs cannot load here; \
+             docs/kernel-testing.md lists the kernels tested)"
         ),
     )
 }
