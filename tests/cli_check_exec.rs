@@ -78,7 +78,8 @@ fn check_json_has_every_gate() {
             "capabilities",
             "lockdown",
             "lsm-list",
-            "lsm-probe"
+            "lsm-probe",
+            "programs"
         ]
     );
     // The set depends on who runs the tests (uid 0 adds CAP_SETPCAP or, through sudo,

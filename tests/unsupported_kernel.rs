@@ -114,8 +114,17 @@ fn check_names_the_missing_pieces_and_the_lowest_kernel_and_exits_65() {
         .filter_map(|g| g["gate"].as_str())
         .collect();
     // BPF LSM itself works here: the trivial probe program loads. Only the pieces bee's
-    // programs use are missing.
-    assert_eq!(failed, ["kernel-features"], "{v}");
+    // programs use are missing, and so the verifier refuses bee's programs.
+    assert_eq!(failed, ["kernel-features", "programs"], "{v}");
+    let programs = gates
+        .iter()
+        .find(|g| g["gate"] == "programs")
+        .expect("programs gate");
+    let reason = programs["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("bee's programs cannot load here: BPF_PROG_LOAD of program"),
+        "{reason}"
+    );
 }
 
 #[test]

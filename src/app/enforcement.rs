@@ -3,8 +3,8 @@
 //! `bee exec` and `bee run` ask the same questions, in this order, before they start a command
 //! or an episode, and tell apart the two ways each can refuse:
 //!
-//! 1. [`check_support`]: every gate of [`SupportReport::detect`] (the last one loads and
-//!    attaches a real LSM program);
+//! 1. [`check_support`]: every gate of [`SupportReport::detect_before_load`] (the last one
+//!    loads and attaches a real LSM program);
 //! 2. [`load_engine`]: the enforcement engine, pinned under [`DEFAULT_PIN_ROOT`];
 //! 3. [`cgroup_parent`]: the bee parent cgroup, and whether this process may move a command
 //!    into a scope below it.
@@ -118,12 +118,13 @@ impl std::fmt::Display for Refusal {
 }
 
 /// Proves that this kernel enforces and that this process holds what it needs to
-/// ([`SupportReport::detect`], which loads a real LSM program).
+/// ([`SupportReport::detect_before_load`], which loads a real LSM program; bee's own programs
+/// are verified by [`load_engine`], which comes next).
 ///
 /// # Errors
 /// [`support_refusal`] of the report when a gate failed.
 pub fn check_support() -> Result<(), Refusal> {
-    support_refusal(&SupportReport::detect()).map_or(Ok(()), Err)
+    support_refusal(&SupportReport::detect_before_load()).map_or(Ok(()), Err)
 }
 
 /// The refusal a support report amounts to, `None` when every gate passed: missing

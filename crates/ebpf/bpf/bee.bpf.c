@@ -132,6 +132,13 @@ struct {
 	__type(value, struct bee_dircache);
 } bee_dircache SEC(".maps");
 
+/* Set by the loader before verification (.rodata, frozen): 0 takes the
+ * directory cache out of every program, and the verifier never sees its
+ * calls. Kernels whose verifier refuses bpf_inode_storage_get on an inode
+ * reached through d_parent (an untrusted pointer; Linux 7.x) load bee with
+ * the cache off and resolve every path in full. */
+const volatile __u32 bee_cfg_dircache = 1;
+
 /* Written by user space: 1 once the d_move/d_exchange programs are attached
  * (the cache is sound only while they run); anything else disables the cache. */
 struct {
@@ -922,7 +929,7 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 	sc.flags = scope->flags;
 	sc.start_state = scope->start_state;
 	sc.install = scope->install;
-	if (cacheable && dentry) {
+	if (cacheable && dentry && bee_cfg_dircache) {
 		parent = dentry->d_parent;
 		dircache_probe(&cp, vfsmnt, dentry, parent);
 		/* The leaf walked is the copy its memo is keyed by, never a second

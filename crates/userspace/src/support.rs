@@ -68,6 +68,9 @@ pub enum GateId {
     LsmList,
     /// A trivial LSM program actually loads and attaches.
     LsmProbe,
+    /// bee's own programs pass this kernel's verifier ([`crate::engine::Engine::verify`]):
+    /// a kernel can run the probe and still refuse them.
+    Programs,
 }
 
 impl GateId {
@@ -81,6 +84,7 @@ impl GateId {
             GateId::Lockdown => "lockdown",
             GateId::LsmList => "lsm-list",
             GateId::LsmProbe => "lsm-probe",
+            GateId::Programs => "programs",
         }
     }
 }
@@ -181,10 +185,21 @@ const FIX_KERNEL: &str = "use a kernel built with CONFIG_BPF_LSM=y and CONFIG_DE
     (Debian's 6.1 and 6.12 kernels are), booted with `lsm=…,bpf`";
 
 impl SupportReport {
-    /// Runs every check, the LSM probe last. Never fails: a check that
-    /// cannot be carried out is a failed gate whose reason names the
-    /// failing call.
+    /// Runs every check: the LSM probe, then bee's own programs through the verifier
+    /// ([`GateId::Programs`]). Never fails: a check that cannot be carried out is a failed
+    /// gate whose reason names the failing call.
     pub fn detect() -> Self {
+        Self::detect_with(true)
+    }
+
+    /// Every check but [`GateId::Programs`], for callers that load the engine next (`bee
+    /// exec`, `bee run`): [`crate::engine::Engine::load`] verifies the same programs, and
+    /// its failure is theirs to report.
+    pub fn detect_before_load() -> Self {
+        Self::detect_with(false)
+    }
+
+    fn detect_with(programs: bool) -> Self {
         let kernel_release = read("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_owned())
             .unwrap_or_else(|e| format!("unknown ({e})"));
@@ -261,13 +276,18 @@ impl SupportReport {
         });
         let lsms = lsms.unwrap_or_default();
 
-        gates.push(match probe_lsm() {
+        let probe = match probe_lsm() {
             Ok(()) => Gate::pass(
                 GateId::LsmProbe,
                 format!("an LSM program loaded and attached to {PROBE_HOOK}"),
             ),
             Err(err) => probe_failure(&err, &missing),
-        });
+        };
+        let probe_passed = probe.passed;
+        gates.push(probe);
+        if programs {
+            gates.push(programs_gate(probe_passed));
+        }
 
         Self {
             kernel_release,
@@ -306,14 +326,19 @@ impl SupportReport {
     }
 
     /// True when enforcement is unavailable only because this process lacks capabilities:
-    /// the capabilities gate failed, and every other failed gate is the LSM probe (which the
-    /// kernel refuses without them). `bee exec` then exits with "permission denied" rather
+    /// the capabilities gate failed, and every other failed gate is the LSM probe or bee's
+    /// programs (which the kernel refuses without them). `bee exec` then exits with "permission denied" rather
     /// than "unavailable".
     pub fn lacks_only_capabilities(&self) -> bool {
         let mut failed = self.failures().map(|g| g.id).peekable();
         failed.peek().is_some()
             && self.gate(GateId::Capabilities).is_some_and(|g| !g.passed)
-            && failed.all(|id| matches!(id, GateId::Capabilities | GateId::LsmProbe))
+            && failed.all(|id| {
+                matches!(
+                    id,
+                    GateId::Capabilities | GateId::LsmProbe | GateId::Programs
+                )
+            })
     }
 
     /// True when every gate passed: enforcement can be relied on.
@@ -389,6 +414,63 @@ fn features_verdict(release: &str, required: usize, missing: &[KernelPiece]) -> 
              docs/kernel-testing.md lists the kernels tested)"
         ),
     )
+}
+
+/// The programs gate: when the probe passed, loads `bee.bpf.o` and has the verifier check
+/// every program, without attaching any ([`crate::engine::Engine::verify`]).
+fn programs_gate(probe_passed: bool) -> Gate {
+    if !probe_passed {
+        return Gate::fail(
+            GateId::Programs,
+            "not tried: the LSM probe failed",
+            "fix what the lsm-probe gate names first",
+        );
+    }
+    programs_verdict(crate::engine::Engine::verify(
+        &crate::engine::EngineOptions::default(),
+    ))
+}
+
+/// The programs verdict for the outcome of [`crate::engine::Engine::verify`].
+fn programs_verdict(
+    outcome: Result<crate::engine::Verification, crate::engine::EngineError>,
+) -> Gate {
+    match outcome {
+        Ok(v) => Gate::pass(
+            GateId::Programs,
+            match v.dircache_refused {
+                None => format!(
+                    "this kernel's verifier accepts all {} of bee's programs",
+                    v.programs
+                ),
+                Some(why) => format!(
+                    "this kernel's verifier accepts all {} of bee's programs with the directory \
+                     cache compiled out (every path is resolved in full; it refused {why})",
+                    v.programs
+                ),
+            },
+        ),
+        Err(e) => Gate::fail(
+            GateId::Programs,
+            format!("bee's programs cannot load here: {}", error_chain(&e)),
+            "boot a kernel bee is tested on (docs/kernel-testing.md, \"The kernel matrix\")",
+        ),
+    }
+}
+
+/// An error and its sources, joined with `: ` (a source already in the text is left out).
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let msg = s.to_string();
+        if !text.contains(&msg) {
+            text.push_str(": ");
+            text.push_str(&msg);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// Names of requirements, joined: `CAP_BPF, CAP_PERFMON`.
@@ -706,6 +788,56 @@ mod tests {
             called, listed,
             "bee.bpf.o calls helpers {called:?}; support::HELPERS lists {listed:?}"
         );
+    }
+
+    #[test]
+    fn programs_verdict_says_whether_the_cache_was_compiled_out_and_why() {
+        use crate::engine::{EngineError, Verification};
+        let gate = programs_verdict(Ok(Verification {
+            programs: 62,
+            dircache_refused: None,
+        }));
+        assert!(gate.passed && gate.fix.is_none(), "{gate:?}");
+        assert_eq!(
+            gate.reason,
+            "this kernel's verifier accepts all 62 of bee's programs"
+        );
+        let gate = programs_verdict(Ok(Verification {
+            programs: 62,
+            dircache_refused: Some("R2 type=untrusted_ptr_".into()),
+        }));
+        assert!(gate.passed, "{gate:?}");
+        assert!(
+            gate.reason.contains("directory cache compiled out")
+                && gate.reason.ends_with("it refused R2 type=untrusted_ptr_)"),
+            "{}",
+            gate.reason
+        );
+        let gate = programs_verdict(Err(EngineError::NotEnforcer {
+            reason: "no program `bee_file_open`".into(),
+        }));
+        assert!(!gate.passed);
+        assert_eq!(
+            gate.reason,
+            "bee's programs cannot load here: the embedded BPF object cannot enforce: no \
+             program `bee_file_open`"
+        );
+        assert!(
+            gate.fix
+                .is_some_and(|f| f.contains("docs/kernel-testing.md"))
+        );
+        let gate = programs_gate(false);
+        assert!(!gate.passed && gate.reason == "not tried: the LSM probe failed");
+    }
+
+    #[test]
+    fn a_programs_gate_refused_for_lack_of_capabilities_is_a_permission_problem() {
+        let gates = vec![
+            Gate::fail(GateId::Capabilities, "no CAP_BPF", "grant it"),
+            Gate::fail(GateId::LsmProbe, "EPERM", "see capabilities"),
+            Gate::fail(GateId::Programs, "not tried", "probe first"),
+        ];
+        assert!(report(gates).lacks_only_capabilities());
     }
 
     #[test]

@@ -43,6 +43,34 @@ pub fn assert_expected_kernel(release: &str) {
     }
 }
 
+/// Whether this kernel's verifier is expected to refuse the directory cache, so that the
+/// engine loads bee's programs with it compiled out: measured on Linux 7.3, whose verifier
+/// refuses `bpf_inode_storage_get` on an inode reached through `d_parent`; 6.1 and 6.12 accept
+/// it. Taken as "7.0 and newer" (`docs/kernel-testing.md`).
+pub fn dircache_refused_here() -> bool {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let major: u32 = release
+        .split('.')
+        .next()
+        .and_then(|m| m.trim().parse().ok())
+        .unwrap();
+    major >= 7
+}
+
+/// Whether this kernel's verifier is expected to refuse the directory cache, so that the
+/// engine loads bee's programs with it compiled out: measured on Linux 7.3, whose verifier
+/// refuses `bpf_inode_storage_get` on an inode reached through `d_parent`; 6.1 and 6.12 accept
+/// it. Taken as "7.0 and newer" (`docs/kernel-testing.md`).
+pub fn dircache_refused_here() -> bool {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let major: u32 = release
+        .split('.')
+        .next()
+        .and_then(|m| m.trim().parse().ok())
+        .unwrap();
+    major >= 7
+}
+
 /// The engine of this test binary, loaded on first use. Panics (fails the test) if it cannot
 /// be loaded: a kernel test never skips.
 pub fn engine() -> MutexGuard<'static, Engine> {
