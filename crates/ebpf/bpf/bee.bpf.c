@@ -167,20 +167,40 @@ struct {
 	__type(value, __u64);
 } bee_ipc SEC(".maps");
 
-/* Per-CPU scratch: the path being resolved and the event being built. */
+/* Per-task scratch (task storage): the path being resolved and the event
+ * being built. A program preempted mid-walk (preempt=full, PREEMPT_RT) resumes
+ * on its own buffers: another task's check on the same CPU cannot rewrite
+ * them, so every decision, and everything the caches remember, is made on the
+ * path its own task resolved. Allocated on a scoped task's first check, freed
+ * with the task. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct bee_path);
 } bee_pathbuf SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct bee_event);
 } bee_evbuf SEC(".maps");
+
+/* The current task's path buffer, created on first use; NULL when it cannot
+ * be allocated (every caller then denies). */
+static __always_inline struct bee_path *path_buf(void)
+{
+	return bpf_task_storage_get(&bee_pathbuf, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* The current task's event buffer, created on first use, or NULL. */
+static __always_inline struct bee_event *event_buf(void)
+{
+	return bpf_task_storage_get(&bee_evbuf, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
 
 /* All zero, never written: the template every event starts from (an event is
  * too large for an inline memset). */
@@ -218,7 +238,7 @@ static __always_inline struct bee_event *event_start(__u32 hook, __u64 cgid,
 						     __u32 access, int deny)
 {
 	__u32 zero = 0;
-	struct bee_event *ev = bpf_map_lookup_elem(&bee_evbuf, &zero);
+	struct bee_event *ev = event_buf();
 	struct bee_event *blank = bpf_map_lookup_elem(&bee_evzero, &zero);
 	__u64 id;
 
@@ -278,8 +298,7 @@ static __always_inline int decide_plain(__u32 hook, __u64 cgid,
 
 static long resolve_step(__u32 i, void *data)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 	struct resolve_ctx *c;
 	struct dentry *d, *parent;
 	struct mount *m;
@@ -344,15 +363,14 @@ static long resolve_step(__u32 i, void *data)
 	return 0;
 }
 
-/* Resolves (vfsmount, dentry) into bee_pathbuf, after `nsegs` segments
+/* Resolves (vfsmount, dentry) into the task's path buffer, after `nsegs` segments
  * already in buf[pos .. BEE_PATH_END) (0 and BEE_PATH_END: none). Returns 0
  * and fills c, or a non-zero flag set (BEE_EVENT_PATH_*) when the path must be
  * denied. */
 static __always_inline __u32 resolve_at(struct vfsmount *vfsmnt, struct dentry *dentry,
 					struct resolve_ctx *c, __u32 pos, __u32 nsegs)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 
 	c->pos = BEE_PATH_END;
 	c->nsegs = 0;
@@ -394,8 +412,8 @@ static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *den
  * Returns the new start of the path, or 0 when the name is not a segment. */
 static __always_inline __u32 put_leaf(const unsigned char *name, __u32 len)
 {
-	__u32 zero = 0, w;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	__u32 w;
+	struct bee_path *p = path_buf();
 
 	if (!p || len == 0 || len > BEE_NAME_MAX)
 		return 0;
@@ -412,8 +430,7 @@ static __always_inline __u32 put_leaf(const unsigned char *name, __u32 len)
 /* Copies the resolved path (or what was resolved of it) into an event. */
 static __always_inline void event_path(struct bee_event *ev, const struct resolve_ctx *c)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 	__u32 len;
 
 	ev->flags |= c->flags;
@@ -433,8 +450,7 @@ static __always_inline void event_path(struct bee_event *ev, const struct resolv
 /* One step of bee_common::glob_segment_matches. */
 static long glob_step(__u32 i, void *data)
 {
-	__u32 zero = 0;
-	struct bee_path *bp = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *bp = path_buf();
 	struct glob_ctx *c;
 	struct bee_glob *g;
 	__u32 at, p;
@@ -491,8 +507,8 @@ static long glob_step(__u32 i, void *data)
 /* Tries glob first + i on the segment and sets bit i of the mask. */
 static long glob_one(__u32 i, void *data)
 {
-	__u32 zero = 0, idx;
-	struct bee_path *bp = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	__u32 idx;
+	struct bee_path *bp = path_buf();
 	struct globs_ctx *gc;
 	struct bee_glob *g;
 
@@ -530,8 +546,7 @@ static long glob_one(__u32 i, void *data)
 
 static long walk_step(__u32 i, void *data)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 	struct walk_ctx *c;
 	struct bee_state *st;
 	__u32 k, off, len, *next;
@@ -624,8 +639,7 @@ static long walk_step(__u32 i, void *data)
  * is inconsistent (deny). */
 static __always_inline long walk_path(__u32 start, __u32 first, __u32 nsegs)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 
 	if (!p || nsegs > first + 1)
 		return -1;

@@ -277,6 +277,9 @@ fn load_object(options: &EngineOptions, btf: &Btf, dircache: bool) -> Result<Ebp
         loader.map_max_entries(name, size);
     }
     loader.override_global(CFG_DIRCACHE, &cfg, true);
+    // aya 0.14 has no type for task storage (the per-task path and event buffers, which only
+    // the programs use): create those maps without one.
+    loader.allow_unsupported_maps();
     loader
         .load(bee_ebpf::BEE_OBJECT)
         .map_err(|e| EngineError::Load(Box::new(e)))

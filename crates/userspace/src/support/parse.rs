@@ -337,6 +337,8 @@ pub const HELPERS: &[(u32, &str, KernelVersion)] = &[
     (113, "probe_read_kernel", KernelVersion(5, 5)),
     (130, "ringbuf_output", KernelVersion(5, 8)),
     (145, "inode_storage_get", KernelVersion(5, 10)),
+    (156, "task_storage_get", KernelVersion(5, 11)),
+    (158, "get_current_task_btf", KernelVersion(5, 11)),
     (181, "loop", KernelVersion(5, 17)),
 ];
 
@@ -344,10 +346,10 @@ pub const HELPERS: &[(u32, &str, KernelVersion)] = &[
 pub const MAP_TYPES: &[(&str, KernelVersion)] = &[
     ("BPF_MAP_TYPE_HASH", KernelVersion(3, 19)),
     ("BPF_MAP_TYPE_ARRAY", KernelVersion(3, 19)),
-    ("BPF_MAP_TYPE_PERCPU_ARRAY", KernelVersion(4, 6)),
     ("BPF_MAP_TYPE_LPM_TRIE", KernelVersion(4, 11)),
     ("BPF_MAP_TYPE_RINGBUF", KernelVersion(5, 8)),
     ("BPF_MAP_TYPE_INODE_STORAGE", KernelVersion(5, 10)),
+    ("BPF_MAP_TYPE_TASK_STORAGE", KernelVersion(5, 11)),
 ];
 
 /// LSM hooks that came after BPF LSM itself ([`BPF_LSM_SINCE`]): the Linux release that
