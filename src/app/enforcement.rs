@@ -166,7 +166,8 @@ pub fn engine_refusal(e: &EngineError) -> Refusal {
     };
     if refused_by_verifier(call, has_os_error(e, libc::EACCES)) {
         return Refusal::unavailable(format!(
-            "this kernel's verifier refuses bee's programs: {e}"
+            "this kernel's verifier refuses bee's programs: {}",
+            e.summary()
         ))
         .with_fix(
             "run bee on a kernel it is tested on (docs/kernel-testing.md, \"The kernel matrix\")",
@@ -182,7 +183,8 @@ pub fn engine_refusal(e: &EngineError) -> Refusal {
         )
     } else {
         Refusal::unavailable(format!(
-            "enforcement is unavailable: the enforcement engine could not be loaded: {e}"
+            "enforcement is unavailable: the enforcement engine could not be loaded: {}",
+            e.summary()
         ))
     }
 }

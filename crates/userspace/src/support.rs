@@ -445,32 +445,17 @@ fn programs_verdict(
                 ),
                 Some(why) => format!(
                     "this kernel's verifier accepts all {} of bee's programs with the directory \
-                     cache compiled out (every path is resolved in full; it refused {why})",
+                     cache compiled out (every path is resolved in full; with it, {why})",
                     v.programs
                 ),
             },
         ),
         Err(e) => Gate::fail(
             GateId::Programs,
-            format!("bee's programs cannot load here: {}", error_chain(&e)),
+            format!("bee's programs cannot load here: {}", e.summary()),
             "boot a kernel bee is tested on (docs/kernel-testing.md, \"The kernel matrix\")",
         ),
     }
-}
-
-/// An error and its sources, joined with `: ` (a source already in the text is left out).
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let msg = s.to_string();
-        if !text.contains(&msg) {
-            text.push_str(": ");
-            text.push_str(&msg);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// Names of requirements, joined: `CAP_BPF, CAP_PERFMON`.
@@ -809,7 +794,7 @@ mod tests {
         assert!(gate.passed, "{gate:?}");
         assert!(
             gate.reason.contains("directory cache compiled out")
-                && gate.reason.ends_with("it refused R2 type=untrusted_ptr_)"),
+                && gate.reason.ends_with("with it, R2 type=untrusted_ptr_)"),
             "{}",
             gate.reason
         );

@@ -354,44 +354,8 @@ fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Verified, Engin
     Ok(Verified {
         ebpf,
         programs,
-        dircache_refused: Some(refusal_summary(&first)),
+        dircache_refused: Some(first.summary()),
     })
-}
-
-/// A verifier refusal in a line: the program and hook, and the last lines of the verifier's
-/// log that say why (its statistics left out).
-fn refusal_summary(e: &EngineError) -> String {
-    let EngineError::Program {
-        call,
-        program,
-        hook,
-        source,
-    } = e
-    else {
-        return e.to_string();
-    };
-    let why = match source.as_ref() {
-        aya::programs::ProgramError::LoadError {
-            io_error,
-            verifier_log,
-        } => {
-            let log = verifier_log.to_string();
-            let lines: Vec<&str> = log
-                .lines()
-                .map(str::trim)
-                .filter(|l| {
-                    !l.is_empty()
-                        && !l.starts_with("processed ")
-                        && !l.starts_with("verification time")
-                        && !l.starts_with("stack depth")
-                })
-                .collect();
-            let tail = lines[lines.len().saturating_sub(2)..].join(" / ");
-            format!("{io_error}: {tail}")
-        }
-        other => other.to_string(),
-    };
-    format!("{call} of `{program}` (hook `{hook}`) with the directory cache: {why}")
 }
 
 const _: fn() = || {
