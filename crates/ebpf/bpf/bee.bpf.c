@@ -1251,44 +1251,103 @@ struct mount___lh {
 	struct list_head mnt_instance;
 } __attribute__((preserve_access_index));
 
-/* Collects into names[] up to BEE_INODE_NAMES mounts of sb that belong to the
- * mount namespace ns (struct mnt_namespace *); returns how many. Mounts past
- * BEE_SB_MOUNTS_SCAN are not seen (fewer names: a deny, never an allow). */
-static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns, __u64 *names)
+/* One mount of the superblock's list (inode_ctx): kept in names[] when it
+ * belongs to the caller's mount namespace. Mounts past BEE_SB_MOUNTS_SCAN are
+ * not seen (fewer names: a deny, never an allow). The loop state lives in the
+ * task's buffer, so the verifier checks one iteration, not every count of
+ * names found (Linux 7.3's verifier gave up on the open-coded loops). */
+static long sb_mount_step(__u32 i, void *data)
 {
-	__u32 n = 0, i;
+	struct bee_path *p = path_buf();
+	struct inode_ctx *c;
+	struct mount *m;
+	__u32 n;
 
+	if (!p)
+		return 1;
+	c = &p->ic;
+	if (bpf_core_field_exists(struct super_block___lh, s_mounts)) {
+		struct list_head *node = (struct list_head *)c->node;
+
+		if (!node || c->node == c->head)
+			return 1;
+		m = (void *)node - bpf_core_field_offset(struct mount___lh, mnt_instance);
+		c->node = (__u64)BPF_CORE_READ(node, next);
+	} else if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
+		m = (struct mount *)c->node;
+		if (!m)
+			return 1;
+		c->node = (__u64)BPF_CORE_READ(m, mnt_next_for_sb);
+	} else {
+		return 1;
+	}
+	if ((__u64)BPF_CORE_READ(m, mnt_ns) != c->ns)
+		return 0;
+	n = c->n;
+	if (n >= BEE_INODE_NAMES)
+		return 1;
+	BEE_BOUND(n, BEE_INODE_NAMES - 1);
+	c->names[n] = (__u64)m;
+	c->n = n + 1;
+	return 0;
+}
+
+/* Collects into the task's inode_ctx up to BEE_INODE_NAMES mounts of sb that
+ * belong to the mount namespace ns (struct mnt_namespace *); returns how
+ * many. */
+static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns)
+{
+	struct bee_path *p = path_buf();
+
+	if (!p)
+		return 0;
+	p->ic.n = 0;
+	p->ic.ns = ns;
+	p->ic.head = 0;
+	p->ic.node = 0;
 	if (bpf_core_field_exists(struct super_block___lh, s_mounts)) {
 		struct super_block___lh *s = (void *)sb;
-		void *head = (void *)sb + bpf_core_field_offset(struct super_block___lh, s_mounts);
-		struct list_head *node = BPF_CORE_READ(s, s_mounts.next);
 
-		for (i = 0; i < BEE_SB_MOUNTS_SCAN; i++) {
-			struct mount *m;
-
-			if (!node || (void *)node == head)
-				break;
-			m = (void *)node - bpf_core_field_offset(struct mount___lh, mnt_instance);
-			if ((__u64)BPF_CORE_READ(m, mnt_ns) == ns && n < BEE_INODE_NAMES) {
-				names[n & (BEE_INODE_NAMES - 1)] = (__u64)m;
-				n++;
-			}
-			node = BPF_CORE_READ(node, next);
-		}
+		p->ic.head = (__u64)((void *)sb +
+				     bpf_core_field_offset(struct super_block___lh, s_mounts));
+		p->ic.node = (__u64)BPF_CORE_READ(s, s_mounts.next);
 	} else if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
-		struct mount *m = BPF_CORE_READ(sb, s_mounts);
-
-		for (i = 0; i < BEE_SB_MOUNTS_SCAN; i++) {
-			if (!m)
-				break;
-			if ((__u64)BPF_CORE_READ(m, mnt_ns) == ns && n < BEE_INODE_NAMES) {
-				names[n & (BEE_INODE_NAMES - 1)] = (__u64)m;
-				n++;
-			}
-			m = BPF_CORE_READ(m, mnt_next_for_sb);
-		}
+		p->ic.node = (__u64)BPF_CORE_READ(sb, s_mounts);
 	}
-	return n;
+	bpf_loop(BEE_SB_MOUNTS_SCAN, sb_mount_step, NULL, 0);
+	return p->ic.n;
+}
+
+/* Name i of the dentry (inode_ctx): resolves it and walks it; stops the loop
+ * once a name carries WRITE. */
+static long inode_name_step(__u32 i, void *data)
+{
+	struct bee_path *p = path_buf();
+	struct resolve_ctx rc;
+	struct inode_ctx *c;
+	struct mount *m;
+	long state;
+
+	if (!p)
+		return 1;
+	c = &p->ic;
+	if (i >= c->n || i >= BEE_INODE_NAMES)
+		return 1;
+	BEE_BOUND(i, BEE_INODE_NAMES - 1);
+	m = (struct mount *)c->names[i];
+	resolve(&m->mnt, (struct dentry *)c->dentry, &rc);
+	c->last_pos = rc.pos;
+	c->last_flags = rc.flags;
+	if (rc.flags)
+		return 0;
+	if (c->first == BEE_INODE_NAMES)
+		c->first = i;
+	state = walk_path(c->start, rc.nsegs - 1, rc.nsegs);
+	if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
+		c->allowed = 1;
+		return 1;
+	}
+	return 0;
 }
 
 /* The inode hooks get a dentry and no mount, so the path is not known. The
@@ -1299,41 +1358,42 @@ static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns, __u6
  * is denied. The event carries the first name that resolved. */
 static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 {
-	__u64 cgid, names[BEE_INODE_NAMES] = {}, ns;
+	__u64 cgid, ns;
 	struct bee_scope *scope = current_scope(&cgid);
 	struct resolve_ctx rc = {};
-	__u32 n, i, first = BEE_INODE_NAMES;
-	int deny = 1;
+	struct bee_path *p;
+	__u32 n, first;
+	int deny;
 
 	if (!scope)
 		return 0;
 	if (!dentry)
 		return decide_plain(hook, cgid, scope, 1) != 0;
 	ns = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy, mnt_ns);
-	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns, names);
-	for (i = 0; i < BEE_INODE_NAMES; i++) {
-		struct mount *m;
-		long state;
-
-		if (i >= n)
-			break;
-		m = (struct mount *)names[i];
-		if (resolve(&m->mnt, dentry, &rc))
-			continue;
-		if (first == BEE_INODE_NAMES)
-			first = i;
-		state = walk_path(scope->start_state, rc.nsegs - 1, rc.nsegs);
-		if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
-			deny = 0;
-			break;
-		}
-	}
+	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns);
+	p = path_buf();
+	if (!p)
+		return decide_plain(hook, cgid, scope, 1) != 0;
+	p->ic.dentry = (__u64)dentry;
+	p->ic.start = scope->start_state;
+	p->ic.first = BEE_INODE_NAMES;
+	p->ic.allowed = 0;
+	p->ic.last_pos = 0;
+	p->ic.last_flags = 0;
+	bpf_loop(BEE_INODE_NAMES, inode_name_step, NULL, 0);
+	deny = p->ic.allowed ? 0 : 1;
+	first = p->ic.first;
+	rc.pos = p->ic.last_pos;
+	rc.flags = p->ic.last_flags;
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_WRITE, deny);
 
 		if (ev) {
 			if (deny && first < BEE_INODE_NAMES && first + 1 < n) {
-				struct mount *m = (struct mount *)names[first & (BEE_INODE_NAMES - 1)];
+				struct mount *m;
+
+				BEE_BOUND(first, BEE_INODE_NAMES - 1);
+				m = (struct mount *)p->ic.names[first];
 
 				resolve(&m->mnt, dentry, &rc);
 			}

@@ -125,7 +125,7 @@
  * greedy matcher with one backtrack point. */
 #define BEE_GLOB_STEPS (256 * 320)
 
-/* Loop state of the bpf_loop callbacks. It lives in the per-CPU map value,
+/* Loop state of the bpf_loop callbacks. It lives in the task's map value,
  * not on the stack: the verifier tracks no values in map memory, so every
  * iteration of a callback looks the same to it and verification converges at
  * once (on the stack, precise counters make each iteration a new state). */
@@ -165,6 +165,21 @@ struct walk_ctx {
 	__u32 error;
 };
 
+/* The names of an inode hook's dentry (inode_denied): the mounts of its
+ * superblock in the caller's namespace, then the check of each name. */
+struct inode_ctx {
+	__u64 names[BEE_INODE_NAMES]; /* struct mount *, in the caller's namespace */
+	__u64 node;   /* the next list node (s_mounts list) or mount (mnt_next_for_sb) */
+	__u64 head;   /* &sb->s_mounts, where the list ends (list layout) */
+	__u64 ns;     /* the caller's struct mnt_namespace * */
+	__u64 dentry; /* struct dentry *: the inode hook's dentry */
+	__u32 n;      /* names found */
+	__u32 start;  /* the scope's start state */
+	__u32 first;  /* the first name that resolved, or BEE_INODE_NAMES */
+	__u32 allowed; /* a name carries WRITE */
+	__u32 last_pos, last_flags; /* the last resolve (for the event) */
+};
+
 struct bee_path {
 	__u8 buf[BEE_PATH_BUF];
 	/* Segment i (0 = the leaf) is buf[seg_off[i] .. seg_off[i] + seg_len[i]). */
@@ -176,6 +191,7 @@ struct bee_path {
 	struct walk_ctx wc;
 	struct globs_ctx gsc;
 	struct glob_ctx gc;
+	struct inode_ctx ic;
 };
 
 /*
