@@ -184,6 +184,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
+	__type(value, struct bee_segs);
+} bee_segbuf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct bee_event);
 } bee_evbuf SEC(".maps");
 
@@ -192,6 +199,13 @@ struct {
 static __always_inline struct bee_path *path_buf(void)
 {
 	return bpf_task_storage_get(&bee_pathbuf, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* The current task's segment table, created on first use, or NULL. */
+static __always_inline struct bee_segs *seg_buf(void)
+{
+	return bpf_task_storage_get(&bee_segbuf, bpf_get_current_task_btf(), 0,
 				    BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
@@ -299,13 +313,14 @@ static __always_inline int decide_plain(__u32 hook, __u64 cgid,
 static long resolve_step(__u32 i, void *data)
 {
 	struct bee_path *p = path_buf();
+	struct bee_segs *sg = seg_buf();
 	struct resolve_ctx *c;
 	struct dentry *d, *parent;
 	struct mount *m;
 	const unsigned char *name;
 	__u32 len, w, k;
 
-	if (!p)
+	if (!p || !sg)
 		return 1;
 	c = &p->rc;
 	d = (struct dentry *)c->dentry;
@@ -348,8 +363,8 @@ static long resolve_step(__u32 i, void *data)
 	p->buf[w] = '/';
 	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
 	BEE_BOUND(k, BEE_SEGS_MAX - 1);
-	p->seg_off[k] = w + 1;
-	p->seg_len[k] = len;
+	sg->seg_off[k] = w + 1;
+	sg->seg_len[k] = len;
 	c->nsegs = k + 1;
 	c->pos = w;
 	c->dentry = (__u64)parent;
@@ -414,16 +429,17 @@ static __always_inline __u32 put_leaf(const unsigned char *name, __u32 len)
 {
 	__u32 w;
 	struct bee_path *p = path_buf();
+	struct bee_segs *sg = seg_buf();
 
-	if (!p || len == 0 || len > BEE_NAME_MAX)
+	if (!p || !sg || len == 0 || len > BEE_NAME_MAX)
 		return 0;
 	w = BEE_PATH_END - len - 1;
 	BEE_BOUND(w, BEE_PATH_MASK);
 	BEE_BOUND(len, BEE_NAME_MAX);
 	p->buf[w] = '/';
 	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
-	p->seg_off[0] = w + 1;
-	p->seg_len[0] = len;
+	sg->seg_off[0] = w + 1;
+	sg->seg_len[0] = len;
 	return w;
 }
 
@@ -547,13 +563,14 @@ static long glob_one(__u32 i, void *data)
 static long walk_step(__u32 i, void *data)
 {
 	struct bee_path *p = path_buf();
+	struct bee_segs *sg = seg_buf();
 	struct walk_ctx *c;
 	struct bee_state *st;
 	__u32 k, off, len, *next;
 	__u32 default_next, glob_first, glob_count, mask;
 	struct bee_combo combo = {};
 
-	if (!p)
+	if (!p || !sg)
 		return 1;
 	c = &p->wc;
 	if (c->state == BEE_DEAD_STATE || i >= c->nsegs)
@@ -565,8 +582,8 @@ static long walk_step(__u32 i, void *data)
 		return 1;
 	}
 	BEE_BOUND(k, BEE_SEGS_MAX - 1);
-	off = p->seg_off[k];
-	len = p->seg_len[k];
+	off = sg->seg_off[k];
+	len = sg->seg_len[k];
 	if (len == 0 || len > BEE_NAME_MAX || off >= BEE_PATH_END) {
 		c->error = 1;
 		return 1;
