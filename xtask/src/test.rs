@@ -33,6 +33,12 @@ pub struct Args {
     /// Skip `cargo test --workspace` (run only the kernel matrix).
     #[arg(long)]
     pub kernel_only: bool,
+    /// Kernel(s) to run the command-line tests of `bee` on (step 3), among those of
+    /// `--kernel` that run the full suite; default: all of them. They test privileges and the
+    /// command line, which depend little on the kernel, and cost the most time: CI runs them on
+    /// the oldest and the newest kernel only (`docs/kernel-testing.md`).
+    #[arg(long, value_delimiter = ',', value_parser = vm::kernel_parser())]
+    pub cli_kernel: Option<Vec<KernelChoice>>,
 }
 
 /// Runs the three steps in order, stopping at the first failure.
@@ -76,9 +82,16 @@ pub fn run(args: &Args) -> Result<()> {
         same_everywhere: false,
         args: Vec::new(),
     })?;
+    let cli = args.cli_kernel.as_ref().map(|k| {
+        vm::selected(k)
+            .into_iter()
+            .map(|e| e.name)
+            .collect::<Vec<_>>()
+    });
     let full: Vec<KernelChoice> = vm::selected(&args.kernel)
         .into_iter()
         .filter(|e| e.tests == Tests::Full)
+        .filter(|e| cli.as_ref().is_none_or(|names| names.contains(&e.name)))
         .map(KernelChoice::One)
         .collect();
     if !full.is_empty() {
