@@ -11,7 +11,11 @@ use crate::error::{Error, Result};
 
 /// The kernel command line: serial console, the bpf LSM enabled, and a
 /// panic powers the VM off at once (with `-no-reboot`).
-pub const APPEND: &str = "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1";
+/// `no_timer_check`: under TCG on a loaded host the IO-APIC timer check can miss its ticks
+/// and panic the boot ("IO-APIC + timer doesn't work!", seen on 6.12-rt); a virtual machine's
+/// timer is known to work.
+pub const APPEND: &str =
+    "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1 no_timer_check";
 
 /// How the guest is accelerated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
