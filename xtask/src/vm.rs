@@ -689,6 +689,32 @@ struct Tally {
     problems: Vec<String>,
 }
 
+/// Builds `tests/conformance/probe.c` into `<target>/conformance/bee-probe`, static, so that
+/// a case's policy needs to grant nothing but the probe to run it.
+fn build_conformance_probe() -> Result<PathBuf> {
+    let source = repo_root().join("tests/conformance/probe.c");
+    let dir = target_dir().join("conformance");
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let out = dir.join("bee-probe");
+    let output = Command::new("cc")
+        .args(["-static", "-O2", "-Wall", "-Werror", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .output()
+        .map_err(|e| Error::Spawn {
+            program: "cc".to_owned(),
+            source: e,
+        })?;
+    if !output.status.success() {
+        return Err(Error::Command {
+            command: format!("cc -static -o {} {}", out.display(), source.display()),
+            status: output.status.to_string(),
+            detail: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    Ok(out)
+}
+
 /// `cargo xtask vm test`: runs the test binaries in each selected kernel; fails when a VM
 /// could not run them, a test failed, or no test ran. Kernels of the matrix whose
 /// [`Tests`] is `FailClosed` run the fail-closed smoke test ([`FAIL_CLOSED_SMOKE`], with the
@@ -713,6 +739,13 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
         };
         let mut opts = args.opts.clone();
         opts.kernel = full.iter().map(|e| KernelChoice::One(e)).collect();
+        if args.package == "bee" {
+            // The conformance suite's static probe (tests/kernel_conformance.rs).
+            let probe = build_conformance_probe()?;
+            if !opts.bin.contains(&probe) {
+                opts.bin.push(probe);
+            }
+        }
         run_group(&opts, &binaries, &args.args, &mut tally)?;
     }
     if !closed.is_empty() {
