@@ -28,9 +28,10 @@
 //! # Kernel requirements
 //! As [`crate::support`]: BPF LSM active, kernel BTF, cgroup v2, CAP_BPF + CAP_PERFMON (or
 //! CAP_SYS_ADMIN), bpffs mounted at the pin root's parent and the pin root writable by this
-//! process (`docs/enforcement.md`, "Privileges"). Linux 6.1 or newer (`bpf_loop`, the
-//! `userns_create` hook); tested on Debian's 6.1 and 6.12, 6.12 with `preempt=full` and 6.12
-//! with `PREEMPT_RT` (`docs/kernel-testing.md`, "The kernel matrix").
+//! process (`docs/enforcement.md`, "Privileges"). Linux 6.1 or newer (task storage, `bpf_loop`,
+//! the `userns_create` hook); tested on Debian's 6.1, 6.12, 6.12 with `preempt=full`, 6.12 with
+//! `PREEMPT_RT` and 7.3, where the directory cache is compiled out because the verifier refuses
+//! it (`docs/kernel-testing.md`, "The kernel matrix").
 
 pub mod alloc;
 mod error;
