@@ -73,11 +73,13 @@ fn check_json_has_every_gate() {
         names,
         [
             "btf",
+            "kernel-features",
             "cgroup-v2",
             "capabilities",
             "lockdown",
             "lsm-list",
-            "lsm-probe"
+            "lsm-probe",
+            "programs"
         ]
     );
     // The set depends on who runs the tests (uid 0 adds CAP_SETPCAP or, through sudo,
@@ -88,7 +90,7 @@ fn check_json_has_every_gate() {
         .unwrap_or_default();
     assert_eq!(required[..2], ["CAP_BPF", "CAP_PERFMON"], "{v}");
     assert!(v["capabilities"]["missing"].is_array(), "{v}");
-    let probe = &gates[5];
+    let probe = &gates[6];
     assert_eq!(probe["passed"], false);
     assert!(probe["fix"].as_str().is_some_and(|f| !f.is_empty()));
     assert!(

@@ -32,7 +32,9 @@ pub fn run(args: &Args) -> Exit {
 }
 
 /// The report as JSON: `supported`, `kernel`, the `capabilities` bee needs here (`required`)
-/// and those it lacks (`missing`), and one object per gate.
+/// and those it lacks (`missing`), the `kernel_features` bee's programs need that this kernel
+/// lacks (`missing`, each with the release that added it) and the `lowest_kernel` that has
+/// them all (`null` when none is missing), and one object per gate.
 pub fn to_json(report: &SupportReport) -> serde_json::Value {
     json!({
         "supported": report.is_supported(),
@@ -40,6 +42,14 @@ pub fn to_json(report: &SupportReport) -> serde_json::Value {
         "capabilities": {
             "required": report.required.iter().map(|r| r.name).collect::<Vec<_>>(),
             "missing": report.missing.iter().map(|r| r.name).collect::<Vec<_>>(),
+        },
+        "kernel_features": {
+            "missing": report.missing_pieces.iter().map(|p| json!({
+                "piece": p.name,
+                "btf_name": p.btf_name,
+                "since": p.since.to_string(),
+            })).collect::<Vec<_>>(),
+            "lowest_kernel": report.lowest_kernel.map(|v| v.to_string()),
         },
         "gates": report.gates.iter().map(|g| json!({
             "gate": g.id.name(),

@@ -3,8 +3,8 @@
 //! `bee exec` and `bee run` ask the same questions, in this order, before they start a command
 //! or an episode, and tell apart the two ways each can refuse:
 //!
-//! 1. [`check_support`]: every gate of [`SupportReport::detect`] (the last one loads and
-//!    attaches a real LSM program);
+//! 1. [`check_support`]: every gate of [`SupportReport::detect_before_load`] (the last one
+//!    loads and attaches a real LSM program);
 //! 2. [`load_engine`]: the enforcement engine, pinned under [`DEFAULT_PIN_ROOT`];
 //! 3. [`cgroup_parent`]: the bee parent cgroup, and whether this process may move a command
 //!    into a scope below it.
@@ -118,12 +118,13 @@ impl std::fmt::Display for Refusal {
 }
 
 /// Proves that this kernel enforces and that this process holds what it needs to
-/// ([`SupportReport::detect`], which loads a real LSM program).
+/// ([`SupportReport::detect_before_load`], which loads a real LSM program; bee's own programs
+/// are verified by [`load_engine`], which comes next).
 ///
 /// # Errors
 /// [`support_refusal`] of the report when a gate failed.
 pub fn check_support() -> Result<(), Refusal> {
-    support_refusal(&SupportReport::detect()).map_or(Ok(()), Err)
+    support_refusal(&SupportReport::detect_before_load()).map_or(Ok(()), Err)
 }
 
 /// The refusal a support report amounts to, `None` when every gate passed: missing
@@ -156,8 +157,22 @@ pub fn load_engine() -> Result<SharedEngine, Refusal> {
 
 /// The refusal an engine load error amounts to: a permission denied on the pin directory is a
 /// permission problem; anything else (the kernel refuses the programs, bpffs is missing)
-/// means enforcement is unavailable.
+/// means enforcement is unavailable. `EACCES` from `BPF_PROG_LOAD` is the verifier refusing a
+/// program (as Linux 7.3 refuses bee's, `docs/kernel-testing.md`), not a missing privilege.
 pub fn engine_refusal(e: &EngineError) -> Refusal {
+    let call = match e {
+        EngineError::Program { call, .. } => Some(*call),
+        _ => None,
+    };
+    if refused_by_verifier(call, has_os_error(e, libc::EACCES)) {
+        return Refusal::unavailable(format!(
+            "this kernel's verifier refuses bee's programs: {}",
+            e.summary()
+        ))
+        .with_fix(
+            "run bee on a kernel it is tested on (docs/kernel-testing.md, \"The kernel matrix\")",
+        );
+    }
     if is_permission_denied(e) {
         Refusal::no_permission(format!("the enforcement engine could not be loaded: {e}")).with_fix(
             format!(
@@ -168,7 +183,8 @@ pub fn engine_refusal(e: &EngineError) -> Refusal {
         )
     } else {
         Refusal::unavailable(format!(
-            "enforcement is unavailable: the enforcement engine could not be loaded: {e}"
+            "enforcement is unavailable: the enforcement engine could not be loaded: {}",
+            e.summary()
         ))
     }
 }
@@ -201,6 +217,27 @@ pub fn cgroup_refusal(e: &CgroupError) -> Refusal {
 }
 
 /// True when `err` or an error it wraps is an OS "permission denied" (`EACCES`).
+/// Whether an engine error from `call` (`BPF_PROG_LOAD`, `BPF_LINK_CREATE`, …; `None` for
+/// other errors) is the verifier refusing a program: `BPF_PROG_LOAD` failing with `EACCES`
+/// (`eaccess`). `EPERM` there is a missing privilege instead.
+fn refused_by_verifier(call: Option<&str>, eaccess: bool) -> bool {
+    call == Some("BPF_PROG_LOAD") && eaccess
+}
+
+/// True when an OS error `errno` is among `err` and its sources.
+fn has_os_error(err: &(dyn std::error::Error + 'static), errno: i32) -> bool {
+    let mut current = Some(err);
+    while let Some(e) = current {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(errno))
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
 fn is_permission_denied(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(err);
     while let Some(e) = current {
@@ -226,6 +263,7 @@ mod tests {
     fn report(failed: &[GateId]) -> SupportReport {
         let all = [
             GateId::Btf,
+            GateId::KernelFeatures,
             GateId::Cgroup2,
             GateId::Capabilities,
             GateId::Lockdown,
@@ -271,6 +309,8 @@ mod tests {
             &[GateId::LsmProbe][..],
             &[GateId::Capabilities, GateId::LsmList, GateId::LsmProbe],
             &[GateId::Btf],
+            &[GateId::KernelFeatures],
+            &[GateId::Capabilities, GateId::KernelFeatures],
         ] {
             let r = support_refusal(&report(failed));
             assert_eq!(r.as_ref().map(Refusal::exit), Some(Exit::Unavailable));
@@ -320,5 +360,20 @@ mod tests {
             reason: "a stub".into(),
         };
         assert_eq!(engine_refusal(&other).exit(), Exit::Unavailable);
+    }
+
+    #[test]
+    fn a_program_the_verifier_refuses_is_69_not_a_permission_problem() {
+        assert!(refused_by_verifier(Some("BPF_PROG_LOAD"), true));
+        assert!(!refused_by_verifier(Some("BPF_PROG_LOAD"), false), "EPERM");
+        assert!(!refused_by_verifier(Some("BPF_LINK_CREATE"), true));
+        assert!(!refused_by_verifier(None, true), "a pin directory's EACCES");
+        let pin = EngineError::Syscall {
+            call: "mkdir",
+            path: PathBuf::from(DEFAULT_PIN_ROOT),
+            io_error: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert!(has_os_error(&pin, libc::EACCES));
+        assert_eq!(engine_refusal(&pin).exit(), Exit::NoPerm);
     }
 }

@@ -675,15 +675,15 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
         Ok(())
     };
     let opts = VmOpts {
-        kernel: match args.kernel {
-            DemoKernel::V6_1 => KernelChoice::V6_1,
-            DemoKernel::V6_12 => KernelChoice::V6_12,
-        },
+        kernel: KernelChoice::named(kernel_name(args.kernel))
+            .into_iter()
+            .collect(),
         with: Vec::new(),
         bin: Vec::new(),
         timeout: args.timeout,
         accel: args.accel,
         memory: args.memory,
+        append: String::new(),
     };
     let path = format!(
         "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

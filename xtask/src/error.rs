@@ -41,16 +41,32 @@ pub enum Error {
         /// The package names that are missing.
         packages: Vec<String>,
     },
-    /// No kernel package of the requested series is known to apt.
+    /// No kernel package of a matrix entry is known to the archive.
     #[error(
-        "no Debian package matches `{pattern}` (after `apt-get update`); is this a Debian 12 host with bookworm and bookworm-backports sources?"
+        "kernel {kernel}: no Debian package matches `{pattern}` in {suites} (after `apt-get update` with the runner's own sources)"
     )]
     NoKernelPackage {
+        /// The matrix entry (`6.12-rt`).
+        kernel: String,
         /// The apt-cache search pattern used.
         pattern: String,
+        /// The suites searched.
+        suites: String,
+    },
+    /// Fetching a matrix entry's kernel failed (lists, download, unpacking).
+    #[error("kernel {kernel}: fetching `{package}` failed: {cause}")]
+    Kernel {
+        /// The matrix entry.
+        kernel: String,
+        /// The package (or, before it was resolved, the pattern).
+        package: String,
+        /// What failed.
+        cause: Box<Error>,
     },
     /// The unpacked kernel package has no `boot/vmlinuz-*`.
-    #[error("kernel package unpacked into `{dir}` has no boot/vmlinuz-*")]
+    #[error(
+        "kernel package unpacked into `{dir}` has no boot/vmlinuz-* nor usr/lib/modules/*/vmlinuz"
+    )]
     NoVmlinuz {
         /// The unpacked directory.
         dir: PathBuf,
@@ -58,7 +74,7 @@ pub enum Error {
     /// A virtual machine did not run the command to the end.
     #[error("VM with kernel {kernel}: {reason}")]
     Vm {
-        /// The kernel series ("6.1", "6.12").
+        /// The matrix entry ("6.1", "6.12-rt").
         kernel: String,
         /// What went wrong (timeout, no boot, QEMU exit…).
         reason: String,
@@ -66,7 +82,7 @@ pub enum Error {
     /// The command inside a VM ran and exited non-zero.
     #[error("kernel {kernel}: guest command exited with {code}")]
     GuestFailed {
-        /// The kernel series.
+        /// The matrix entry.
         kernel: String,
         /// The guest command's exit code.
         code: i32,

@@ -283,7 +283,11 @@ pub fn init_script(
     for (k, v) in env {
         s.push_str(&format!("export {k}={}\n", shell_quote(v)));
     }
-    s.push_str(&format!("echo \"{ready_marker} $(uname -r)\"\ncd /\n"));
+    // The ready line: release | version | the kernel log's dynamic preemption mode.
+    s.push_str(&format!(
+        "pm=$(dmesg | sed -n 's/.*Dynamic Preempt: \\([a-z]*\\).*/\\1/p' | tail -n 1)\n\
+         echo \"{ready_marker} $(uname -r)|$(uname -v)|$pm\"\ncd /\n"
+    ));
     let cmd: Vec<String> = command.iter().map(|a| shell_quote(a)).collect();
     s.push_str(&cmd.join(" "));
     s.push_str(&format!(

@@ -33,7 +33,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Task {
-    /// Run a command inside QEMU guests booting Debian's 6.1 / 6.12 kernels.
+    /// Run a command inside QEMU guests booting the Debian kernels of the matrix
+    /// (`--kernel 5.10,6.1,6.12,6.12-full,6.12-rt,7.x` or `all`).
     ///
     /// `cargo xtask vm --kernel all -- CMD ARGS…` exits with the guest
     /// command's exit code; `cargo xtask vm test` runs a Rust test binary.

@@ -11,7 +11,11 @@ use crate::error::{Error, Result};
 
 /// The kernel command line: serial console, the bpf LSM enabled, and a
 /// panic powers the VM off at once (with `-no-reboot`).
-pub const APPEND: &str = "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1";
+/// `no_timer_check`: under TCG on a loaded host the IO-APIC timer check can miss its ticks
+/// and panic the boot ("IO-APIC + timer doesn't work!", seen on 6.12-rt); a virtual machine's
+/// timer is known to work.
+pub const APPEND: &str =
+    "console=ttyS0 quiet lsm=lockdown,capability,landlock,bpf panic=-1 no_timer_check";
 
 /// How the guest is accelerated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +35,11 @@ pub struct Outcome {
     pub lines: Vec<String>,
     /// `uname -r` inside the guest, from the ready marker.
     pub release: String,
+    /// `uname -v` inside the guest, from the ready marker.
+    pub uname_v: String,
+    /// The mode of the kernel log's `Dynamic Preempt: MODE` line, from the ready marker
+    /// (empty when the kernel printed none).
+    pub dynamic_preempt: String,
     /// From QEMU start to the ready marker (kernel boot + mounts).
     pub boot_time: Duration,
     /// From the ready marker to the exit marker (the guest command).
@@ -48,8 +57,12 @@ pub struct Boot<'a> {
     pub initrd: &'a Path,
     /// Acceleration to use.
     pub accel: Accel,
+    /// Extra kernel arguments, appended to [`APPEND`].
+    pub append: &'a str,
     /// Whole-run limit; the VM is killed after it.
     pub timeout: Duration,
+    /// Limit for reaching the ready marker (boot and mounts); the VM is killed after it.
+    pub boot_timeout: Duration,
     /// Marker the guest prints once its file systems are mounted.
     pub ready_marker: &'a str,
     /// Marker the guest prints before the exit code.
@@ -85,7 +98,13 @@ fn qemu_command(b: &Boot<'_>) -> Command {
         .arg(b.kernel)
         .arg("-initrd")
         .arg(b.initrd)
-        .args(["-append", APPEND, "-nographic", "-no-reboot"])
+        .arg("-append")
+        .arg(if b.append.is_empty() {
+            APPEND.to_owned()
+        } else {
+            format!("{APPEND} {}", b.append)
+        })
+        .args(["-nographic", "-no-reboot"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -143,6 +162,7 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
     let deadline = start + b.timeout;
     let mut console: Vec<String> = Vec::new();
     let mut ready: Option<(Instant, String)> = None;
+    let boot_deadline = start + b.boot_timeout;
     let mut lines = Vec::new();
     let tail = |console: &[String]| -> String {
         let from = console.len().saturating_sub(15);
@@ -150,6 +170,15 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
     };
     loop {
         let now = Instant::now();
+        if ready.is_none() && now >= boot_deadline && boot_deadline < deadline {
+            kill(&mut child);
+            return Err(vm_err(format!(
+                "never printed the ready marker within {} s (no boot to /init); last console \
+                 lines:\n{}",
+                b.boot_timeout.as_secs(),
+                tail(&console)
+            )));
+        }
         if now >= deadline {
             kill(&mut child);
             return Err(vm_err(format!(
@@ -163,10 +192,15 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
                 tail(&console)
             )));
         }
-        match rx.recv_timeout(deadline - now) {
+        let wait = if ready.is_none() {
+            boot_deadline.min(deadline).saturating_duration_since(now)
+        } else {
+            deadline - now
+        };
+        match rx.recv_timeout(wait.max(Duration::from_millis(1))) {
             Ok(Msg::Line(line)) => {
                 if let Some(rest) = after(&line, b.exit_marker) {
-                    let Some((ready_at, release)) = ready.take() else {
+                    let Some((ready_at, ready_line)) = ready.take() else {
                         kill(&mut child);
                         return Err(vm_err("exit marker before ready marker".into()));
                     };
@@ -184,10 +218,16 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
                         thread::sleep(Duration::from_millis(50));
                     }
                     kill(&mut child);
+                    let mut fields = ready_line.splitn(3, '|').map(|f| f.trim().to_owned());
+                    let release = fields.next().unwrap_or_default();
+                    let uname_v = fields.next().unwrap_or_default();
+                    let dynamic_preempt = fields.next().unwrap_or_default();
                     return Ok(Outcome {
                         exit_code: code,
                         lines,
                         release,
+                        uname_v,
+                        dynamic_preempt,
                         boot_time: ready_at - start,
                         run_time: end - ready_at,
                     });

@@ -91,12 +91,13 @@ pub fn run_in_guest(
         Ok(())
     };
     let opts = VmOpts {
-        kernel: KernelChoice::V6_12,
+        kernel: KernelChoice::named("6.12").into_iter().collect(),
         with: Vec::new(),
         bin: Vec::new(),
         timeout: guest.timeout,
         accel: guest.accel,
         memory: guest.memory,
+        append: String::new(),
     };
     let command = vec![
         "/bin/busybox".to_owned(),

@@ -132,6 +132,13 @@ struct {
 	__type(value, struct bee_dircache);
 } bee_dircache SEC(".maps");
 
+/* Set by the loader before verification (.rodata, frozen): 0 takes the
+ * directory cache out of every program, and the verifier never sees its
+ * calls. Kernels whose verifier refuses bpf_inode_storage_get on an inode
+ * reached through d_parent (an untrusted pointer; Linux 7.x) load bee with
+ * the cache off and resolve every path in full. */
+const volatile __u32 bee_cfg_dircache = 1;
+
 /* Written by user space: 1 once the d_move/d_exchange programs are attached
  * (the cache is sound only while they run); anything else disables the cache. */
 struct {
@@ -160,20 +167,54 @@ struct {
 	__type(value, __u64);
 } bee_ipc SEC(".maps");
 
-/* Per-CPU scratch: the path being resolved and the event being built. */
+/* Per-task scratch (task storage): the path being resolved and the event
+ * being built. A program preempted mid-walk (preempt=full, PREEMPT_RT) resumes
+ * on its own buffers: another task's check on the same CPU cannot rewrite
+ * them, so every decision, and everything the caches remember, is made on the
+ * path its own task resolved. Allocated on a scoped task's first check, freed
+ * with the task. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct bee_path);
 } bee_pathbuf SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bee_segs);
+} bee_segbuf SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct bee_event);
 } bee_evbuf SEC(".maps");
+
+/* The current task's path buffer, created on first use; NULL when it cannot
+ * be allocated (every caller then denies). */
+static __always_inline struct bee_path *path_buf(void)
+{
+	return bpf_task_storage_get(&bee_pathbuf, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* The current task's segment table, created on first use, or NULL. */
+static __always_inline struct bee_segs *seg_buf(void)
+{
+	return bpf_task_storage_get(&bee_segbuf, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+/* The current task's event buffer, created on first use, or NULL. */
+static __always_inline struct bee_event *event_buf(void)
+{
+	return bpf_task_storage_get(&bee_evbuf, bpf_get_current_task_btf(), 0,
+				    BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
 
 /* All zero, never written: the template every event starts from (an event is
  * too large for an inline memset). */
@@ -211,7 +252,7 @@ static __always_inline struct bee_event *event_start(__u32 hook, __u64 cgid,
 						     __u32 access, int deny)
 {
 	__u32 zero = 0;
-	struct bee_event *ev = bpf_map_lookup_elem(&bee_evbuf, &zero);
+	struct bee_event *ev = event_buf();
 	struct bee_event *blank = bpf_map_lookup_elem(&bee_evzero, &zero);
 	__u64 id;
 
@@ -271,15 +312,15 @@ static __always_inline int decide_plain(__u32 hook, __u64 cgid,
 
 static long resolve_step(__u32 i, void *data)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
+	struct bee_segs *sg = seg_buf();
 	struct resolve_ctx *c;
 	struct dentry *d, *parent;
 	struct mount *m;
 	const unsigned char *name;
 	__u32 len, w, k;
 
-	if (!p)
+	if (!p || !sg)
 		return 1;
 	c = &p->rc;
 	d = (struct dentry *)c->dentry;
@@ -322,8 +363,8 @@ static long resolve_step(__u32 i, void *data)
 	p->buf[w] = '/';
 	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
 	BEE_BOUND(k, BEE_SEGS_MAX - 1);
-	p->seg_off[k] = w + 1;
-	p->seg_len[k] = len;
+	sg->seg_off[k] = w + 1;
+	sg->seg_len[k] = len;
 	c->nsegs = k + 1;
 	c->pos = w;
 	c->dentry = (__u64)parent;
@@ -337,15 +378,14 @@ static long resolve_step(__u32 i, void *data)
 	return 0;
 }
 
-/* Resolves (vfsmount, dentry) into bee_pathbuf, after `nsegs` segments
+/* Resolves (vfsmount, dentry) into the task's path buffer, after `nsegs` segments
  * already in buf[pos .. BEE_PATH_END) (0 and BEE_PATH_END: none). Returns 0
  * and fills c, or a non-zero flag set (BEE_EVENT_PATH_*) when the path must be
  * denied. */
 static __always_inline __u32 resolve_at(struct vfsmount *vfsmnt, struct dentry *dentry,
 					struct resolve_ctx *c, __u32 pos, __u32 nsegs)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 
 	c->pos = BEE_PATH_END;
 	c->nsegs = 0;
@@ -387,26 +427,26 @@ static __always_inline __u32 resolve(struct vfsmount *vfsmnt, struct dentry *den
  * Returns the new start of the path, or 0 when the name is not a segment. */
 static __always_inline __u32 put_leaf(const unsigned char *name, __u32 len)
 {
-	__u32 zero = 0, w;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	__u32 w;
+	struct bee_path *p = path_buf();
+	struct bee_segs *sg = seg_buf();
 
-	if (!p || len == 0 || len > BEE_NAME_MAX)
+	if (!p || !sg || len == 0 || len > BEE_NAME_MAX)
 		return 0;
 	w = BEE_PATH_END - len - 1;
 	BEE_BOUND(w, BEE_PATH_MASK);
 	BEE_BOUND(len, BEE_NAME_MAX);
 	p->buf[w] = '/';
 	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
-	p->seg_off[0] = w + 1;
-	p->seg_len[0] = len;
+	sg->seg_off[0] = w + 1;
+	sg->seg_len[0] = len;
 	return w;
 }
 
 /* Copies the resolved path (or what was resolved of it) into an event. */
 static __always_inline void event_path(struct bee_event *ev, const struct resolve_ctx *c)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 	__u32 len;
 
 	ev->flags |= c->flags;
@@ -426,8 +466,7 @@ static __always_inline void event_path(struct bee_event *ev, const struct resolv
 /* One step of bee_common::glob_segment_matches. */
 static long glob_step(__u32 i, void *data)
 {
-	__u32 zero = 0;
-	struct bee_path *bp = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *bp = path_buf();
 	struct glob_ctx *c;
 	struct bee_glob *g;
 	__u32 at, p;
@@ -484,8 +523,8 @@ static long glob_step(__u32 i, void *data)
 /* Tries glob first + i on the segment and sets bit i of the mask. */
 static long glob_one(__u32 i, void *data)
 {
-	__u32 zero = 0, idx;
-	struct bee_path *bp = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	__u32 idx;
+	struct bee_path *bp = path_buf();
 	struct globs_ctx *gc;
 	struct bee_glob *g;
 
@@ -523,15 +562,15 @@ static long glob_one(__u32 i, void *data)
 
 static long walk_step(__u32 i, void *data)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
+	struct bee_segs *sg = seg_buf();
 	struct walk_ctx *c;
 	struct bee_state *st;
 	__u32 k, off, len, *next;
 	__u32 default_next, glob_first, glob_count, mask;
 	struct bee_combo combo = {};
 
-	if (!p)
+	if (!p || !sg)
 		return 1;
 	c = &p->wc;
 	if (c->state == BEE_DEAD_STATE || i >= c->nsegs)
@@ -543,8 +582,8 @@ static long walk_step(__u32 i, void *data)
 		return 1;
 	}
 	BEE_BOUND(k, BEE_SEGS_MAX - 1);
-	off = p->seg_off[k];
-	len = p->seg_len[k];
+	off = sg->seg_off[k];
+	len = sg->seg_len[k];
 	if (len == 0 || len > BEE_NAME_MAX || off >= BEE_PATH_END) {
 		c->error = 1;
 		return 1;
@@ -617,8 +656,7 @@ static long walk_step(__u32 i, void *data)
  * is inconsistent (deny). */
 static __always_inline long walk_path(__u32 start, __u32 first, __u32 nsegs)
 {
-	__u32 zero = 0;
-	struct bee_path *p = bpf_map_lookup_elem(&bee_pathbuf, &zero);
+	struct bee_path *p = path_buf();
 
 	if (!p || nsegs > first + 1)
 		return -1;
@@ -922,7 +960,7 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 	sc.flags = scope->flags;
 	sc.start_state = scope->start_state;
 	sc.install = scope->install;
-	if (cacheable && dentry) {
+	if (cacheable && dentry && bee_cfg_dircache) {
 		parent = dentry->d_parent;
 		dircache_probe(&cp, vfsmnt, dentry, parent);
 		/* The leaf walked is the copy its memo is keyed by, never a second
@@ -1230,44 +1268,103 @@ struct mount___lh {
 	struct list_head mnt_instance;
 } __attribute__((preserve_access_index));
 
-/* Collects into names[] up to BEE_INODE_NAMES mounts of sb that belong to the
- * mount namespace ns (struct mnt_namespace *); returns how many. Mounts past
- * BEE_SB_MOUNTS_SCAN are not seen (fewer names: a deny, never an allow). */
-static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns, __u64 *names)
+/* One mount of the superblock's list (inode_ctx): kept in names[] when it
+ * belongs to the caller's mount namespace. Mounts past BEE_SB_MOUNTS_SCAN are
+ * not seen (fewer names: a deny, never an allow). The loop state lives in the
+ * task's buffer, so the verifier checks one iteration, not every count of
+ * names found (Linux 7.3's verifier gave up on the open-coded loops). */
+static long sb_mount_step(__u32 i, void *data)
 {
-	__u32 n = 0, i;
+	struct bee_path *p = path_buf();
+	struct inode_ctx *c;
+	struct mount *m;
+	__u32 n;
 
+	if (!p)
+		return 1;
+	c = &p->ic;
+	if (bpf_core_field_exists(struct super_block___lh, s_mounts)) {
+		struct list_head *node = (struct list_head *)c->node;
+
+		if (!node || c->node == c->head)
+			return 1;
+		m = (void *)node - bpf_core_field_offset(struct mount___lh, mnt_instance);
+		c->node = (__u64)BPF_CORE_READ(node, next);
+	} else if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
+		m = (struct mount *)c->node;
+		if (!m)
+			return 1;
+		c->node = (__u64)BPF_CORE_READ(m, mnt_next_for_sb);
+	} else {
+		return 1;
+	}
+	if ((__u64)BPF_CORE_READ(m, mnt_ns) != c->ns)
+		return 0;
+	n = c->n;
+	if (n >= BEE_INODE_NAMES)
+		return 1;
+	BEE_BOUND(n, BEE_INODE_NAMES - 1);
+	c->names[n] = (__u64)m;
+	c->n = n + 1;
+	return 0;
+}
+
+/* Collects into the task's inode_ctx up to BEE_INODE_NAMES mounts of sb that
+ * belong to the mount namespace ns (struct mnt_namespace *); returns how
+ * many. */
+static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns)
+{
+	struct bee_path *p = path_buf();
+
+	if (!p)
+		return 0;
+	p->ic.n = 0;
+	p->ic.ns = ns;
+	p->ic.head = 0;
+	p->ic.node = 0;
 	if (bpf_core_field_exists(struct super_block___lh, s_mounts)) {
 		struct super_block___lh *s = (void *)sb;
-		void *head = (void *)sb + bpf_core_field_offset(struct super_block___lh, s_mounts);
-		struct list_head *node = BPF_CORE_READ(s, s_mounts.next);
 
-		for (i = 0; i < BEE_SB_MOUNTS_SCAN; i++) {
-			struct mount *m;
-
-			if (!node || (void *)node == head)
-				break;
-			m = (void *)node - bpf_core_field_offset(struct mount___lh, mnt_instance);
-			if ((__u64)BPF_CORE_READ(m, mnt_ns) == ns && n < BEE_INODE_NAMES) {
-				names[n & (BEE_INODE_NAMES - 1)] = (__u64)m;
-				n++;
-			}
-			node = BPF_CORE_READ(node, next);
-		}
+		p->ic.head = (__u64)((void *)sb +
+				     bpf_core_field_offset(struct super_block___lh, s_mounts));
+		p->ic.node = (__u64)BPF_CORE_READ(s, s_mounts.next);
 	} else if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
-		struct mount *m = BPF_CORE_READ(sb, s_mounts);
-
-		for (i = 0; i < BEE_SB_MOUNTS_SCAN; i++) {
-			if (!m)
-				break;
-			if ((__u64)BPF_CORE_READ(m, mnt_ns) == ns && n < BEE_INODE_NAMES) {
-				names[n & (BEE_INODE_NAMES - 1)] = (__u64)m;
-				n++;
-			}
-			m = BPF_CORE_READ(m, mnt_next_for_sb);
-		}
+		p->ic.node = (__u64)BPF_CORE_READ(sb, s_mounts);
 	}
-	return n;
+	bpf_loop(BEE_SB_MOUNTS_SCAN, sb_mount_step, NULL, 0);
+	return p->ic.n;
+}
+
+/* Name i of the dentry (inode_ctx): resolves it and walks it; stops the loop
+ * once a name carries WRITE. */
+static long inode_name_step(__u32 i, void *data)
+{
+	struct bee_path *p = path_buf();
+	struct resolve_ctx rc;
+	struct inode_ctx *c;
+	struct mount *m;
+	long state;
+
+	if (!p)
+		return 1;
+	c = &p->ic;
+	if (i >= c->n || i >= BEE_INODE_NAMES)
+		return 1;
+	BEE_BOUND(i, BEE_INODE_NAMES - 1);
+	m = (struct mount *)c->names[i];
+	resolve(&m->mnt, (struct dentry *)c->dentry, &rc);
+	c->last_pos = rc.pos;
+	c->last_flags = rc.flags;
+	if (rc.flags)
+		return 0;
+	if (c->first == BEE_INODE_NAMES)
+		c->first = i;
+	state = walk_path(c->start, rc.nsegs - 1, rc.nsegs);
+	if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
+		c->allowed = 1;
+		return 1;
+	}
+	return 0;
 }
 
 /* The inode hooks get a dentry and no mount, so the path is not known. The
@@ -1278,41 +1375,42 @@ static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns, __u6
  * is denied. The event carries the first name that resolved. */
 static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 {
-	__u64 cgid, names[BEE_INODE_NAMES] = {}, ns;
+	__u64 cgid, ns;
 	struct bee_scope *scope = current_scope(&cgid);
 	struct resolve_ctx rc = {};
-	__u32 n, i, first = BEE_INODE_NAMES;
-	int deny = 1;
+	struct bee_path *p;
+	__u32 n, first;
+	int deny;
 
 	if (!scope)
 		return 0;
 	if (!dentry)
 		return decide_plain(hook, cgid, scope, 1) != 0;
 	ns = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy, mnt_ns);
-	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns, names);
-	for (i = 0; i < BEE_INODE_NAMES; i++) {
-		struct mount *m;
-		long state;
-
-		if (i >= n)
-			break;
-		m = (struct mount *)names[i];
-		if (resolve(&m->mnt, dentry, &rc))
-			continue;
-		if (first == BEE_INODE_NAMES)
-			first = i;
-		state = walk_path(scope->start_state, rc.nsegs - 1, rc.nsegs);
-		if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
-			deny = 0;
-			break;
-		}
-	}
+	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns);
+	p = path_buf();
+	if (!p)
+		return decide_plain(hook, cgid, scope, 1) != 0;
+	p->ic.dentry = (__u64)dentry;
+	p->ic.start = scope->start_state;
+	p->ic.first = BEE_INODE_NAMES;
+	p->ic.allowed = 0;
+	p->ic.last_pos = 0;
+	p->ic.last_flags = 0;
+	bpf_loop(BEE_INODE_NAMES, inode_name_step, NULL, 0);
+	deny = p->ic.allowed ? 0 : 1;
+	first = p->ic.first;
+	rc.pos = p->ic.last_pos;
+	rc.flags = p->ic.last_flags;
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_WRITE, deny);
 
 		if (ev) {
 			if (deny && first < BEE_INODE_NAMES && first + 1 < n) {
-				struct mount *m = (struct mount *)names[first & (BEE_INODE_NAMES - 1)];
+				struct mount *m;
+
+				BEE_BOUND(first, BEE_INODE_NAMES - 1);
+				m = (struct mount *)p->ic.names[first];
 
 				resolve(&m->mnt, dentry, &rc);
 			}

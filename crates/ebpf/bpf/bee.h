@@ -114,8 +114,8 @@
  * denied as truncated. The slack after BEE_PATH_END keeps every bounded write
  * provably inside the buffer.
  */
-#define BEE_PATH_END 4352
-#define BEE_PATH_MASK 8191 /* indices are masked with this for the verifier */
+#define BEE_PATH_END 4096
+#define BEE_PATH_MASK 4095 /* indices are masked with this for the verifier */
 #define BEE_PATH_BUF (BEE_PATH_MASK + 1 + 256)
 /* 4095 bytes hold at most 2047 one-byte segments. */
 #define BEE_SEGS_MAX 2048
@@ -125,7 +125,7 @@
  * greedy matcher with one backtrack point. */
 #define BEE_GLOB_STEPS (256 * 320)
 
-/* Loop state of the bpf_loop callbacks. It lives in the per-CPU map value,
+/* Loop state of the bpf_loop callbacks. It lives in the task's map value,
  * not on the stack: the verifier tracks no values in map memory, so every
  * iteration of a callback looks the same to it and verification converges at
  * once (on the stack, precise counters make each iteration a new state). */
@@ -165,18 +165,44 @@ struct walk_ctx {
 	__u32 error;
 };
 
+/* Segment i (0 = the leaf) is buf[seg_off[i] .. seg_off[i] + seg_len[i]). */
+struct bee_segs {
+	__u16 seg_off[BEE_SEGS_MAX];
+	__u8 seg_len[BEE_SEGS_MAX];
+};
+
+_Static_assert(sizeof(struct bee_segs) <= 8000, "task storage values stay below 8 KiB");
+
+/* The names of an inode hook's dentry (inode_denied): the mounts of its
+ * superblock in the caller's namespace, then the check of each name. */
+struct inode_ctx {
+	__u64 names[BEE_INODE_NAMES]; /* struct mount *, in the caller's namespace */
+	__u64 node;   /* the next list node (s_mounts list) or mount (mnt_next_for_sb) */
+	__u64 head;   /* &sb->s_mounts, where the list ends (list layout) */
+	__u64 ns;     /* the caller's struct mnt_namespace * */
+	__u64 dentry; /* struct dentry *: the inode hook's dentry */
+	__u32 n;      /* names found */
+	__u32 start;  /* the scope's start state */
+	__u32 first;  /* the first name that resolved, or BEE_INODE_NAMES */
+	__u32 allowed; /* a name carries WRITE */
+	__u32 last_pos, last_flags; /* the last resolve (for the event) */
+};
+
+/* The task's path buffer and loop state (task storage). Task storage is
+ * allocated with kmalloc_nolock() from Linux 6.19, which serves at most 8 KiB:
+ * the segment table lives in a storage of its own (struct bee_segs). */
 struct bee_path {
 	__u8 buf[BEE_PATH_BUF];
-	/* Segment i (0 = the leaf) is buf[seg_off[i] .. seg_off[i] + seg_len[i]). */
-	__u16 seg_off[BEE_SEGS_MAX];
-	__u16 seg_len[BEE_SEGS_MAX];
 	struct bee_edge_short ks;
 	struct bee_edge_long kl;
 	struct resolve_ctx rc;
 	struct walk_ctx wc;
 	struct globs_ctx gsc;
 	struct glob_ctx gc;
+	struct inode_ctx ic;
 };
+
+_Static_assert(sizeof(struct bee_path) <= 8000, "task storage values stay below 8 KiB");
 
 /*
  * The directory cache (see docs/enforcement.md, "The directory cache"): in the

@@ -1,12 +1,16 @@
 //! The hardened launcher: starts a command inside a scope cgroup, stripped of everything it
 //! does not need, before its first instruction runs.
 //!
-//! [`LaunchSpec::spawn`] uses [`std::process::Command`] with a `pre_exec` hook. Between `fork`
-//! and `execve` the child runs only raw, async-signal-safe system calls on memory prepared by
-//! the parent (no allocation, no locks), in this order:
+//! [`LaunchSpec::spawn`] creates the child with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7): it is
+//! born inside the scope cgroup, so the `execve` itself and everything before it is already
+//! checked by the scope's programs, and no migration (a write to `cgroup.procs`, which waits
+//! for an RCU grace period) is needed. On a kernel without it, the child is forked by
+//! [`std::process::Command`] and joins the scope first thing in a `pre_exec` hook. Between the
+//! fork and `execve` the child runs only raw, async-signal-safe system calls on memory
+//! prepared by the parent (no allocation, no locks), in this order:
 //!
-//! 1. join the scope: write `0` to the scope's `cgroup.procs`, opened by the parent
-//!    (`cgroup-v2.rst`), so that the `execve` itself is already checked by the scope's programs;
+//! 1. join the scope: with `clone3`, done by the kernel at birth; otherwise write `0` to the
+//!    scope's `cgroup.procs`, opened by the parent (`cgroup-v2.rst`);
 //! 2. `setsid(2)`: a session and process group of its own, detached from bee's terminal;
 //! 3. `setrlimit(2)`: `RLIMIT_CORE` 0 always, and the configured [`Rlimits`];
 //! 4. `close_range(2)` with `CLOSE_RANGE_CLOEXEC` on every fd above 2, so that nothing
@@ -46,6 +50,8 @@ use std::time::{Duration, Instant};
 
 use crate::cgroup::{CgroupError, ScopeCgroup};
 
+mod clone3;
+
 /// Environment variables passed through by default, when set in bee's environment.
 pub const DEFAULT_ENV_PASS: &[&str] = &[
     "PATH",
@@ -79,7 +85,8 @@ const SECUREBITS: libc::c_ulong = (1 << 0) // SECBIT_NOROOT
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Step {
-    /// Writing `0` to the scope's `cgroup.procs`.
+    /// Joining the scope cgroup: `clone3(CLONE_INTO_CGROUP)`, or writing `0` to the scope's
+    /// `cgroup.procs` where the kernel lacks it.
     JoinCgroup = 1,
     /// `setsid(2)`.
     Setsid,
@@ -146,7 +153,7 @@ impl Step {
     /// The step as the system call that carries it out.
     pub fn name(self) -> &'static str {
         match self {
-            Step::JoinCgroup => "join the scope cgroup (write cgroup.procs)",
+            Step::JoinCgroup => "join the scope cgroup (clone3 CLONE_INTO_CGROUP or cgroup.procs)",
             Step::Setsid => "setsid",
             Step::RlimitCore => "setrlimit(RLIMIT_CORE)",
             Step::RlimitNofile => "setrlimit(RLIMIT_NOFILE)",
@@ -301,6 +308,15 @@ impl Credentials {
     }
 }
 
+/// How the child gets into its scope cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// `clone3(CLONE_INTO_CGROUP)` (Linux 5.7): born in the scope.
+    Clone3IntoCgroup,
+    /// A fork, then a write of `0` to the scope's `cgroup.procs` before anything else.
+    CgroupProcs,
+}
+
 /// What a standard stream of the command is connected to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum StdioMode {
@@ -450,10 +466,43 @@ impl LaunchSpec {
     /// when `fork`/`execve` failed, [`LaunchError::Prepare`] or [`LaunchError::Cgroup`] for
     /// the parent's preparations. In every case the command has not run.
     pub fn spawn(&self, cgroup: &ScopeCgroup) -> Result<Launched, LaunchError> {
+        match clone3::spawn(self, cgroup)? {
+            clone3::Clone3::Started(launched) => Ok(launched),
+            clone3::Clone3::Unsupported => self.spawn_joining(cgroup),
+        }
+    }
+
+    /// As [`LaunchSpec::spawn`], with exactly the `launcher` given: no fallback. For tests
+    /// and benchmarks that compare the two.
+    ///
+    /// # Errors
+    /// As [`LaunchSpec::spawn`]; [`Launcher::Clone3IntoCgroup`] on a kernel without it is
+    /// [`LaunchError::Spawn`] with `ENOSYS`.
+    pub fn spawn_with(
+        &self,
+        cgroup: &ScopeCgroup,
+        launcher: Launcher,
+    ) -> Result<Launched, LaunchError> {
+        match launcher {
+            Launcher::CgroupProcs => self.spawn_joining(cgroup),
+            Launcher::Clone3IntoCgroup => match clone3::spawn(self, cgroup)? {
+                clone3::Clone3::Started(launched) => Ok(launched),
+                clone3::Clone3::Unsupported => Err(LaunchError::Spawn {
+                    program: self.program.to_string_lossy().into_owned(),
+                    source: io::Error::from_raw_os_error(libc::ENOSYS),
+                }),
+            },
+        }
+    }
+
+    /// Starts the command with [`Command`], joining `cgroup` through its `cgroup.procs` first
+    /// thing after the fork: for kernels without `clone3(CLONE_INTO_CGROUP)` (before 5.7).
+    fn spawn_joining(&self, cgroup: &ScopeCgroup) -> Result<Launched, LaunchError> {
         let program = self.program.to_string_lossy().into_owned();
         let procs = cgroup.open_procs()?;
         let (report_read, report_write) = cloexec_pipe()?;
-        let child_plan = ChildPlan::prepare(self, procs.as_raw_fd(), report_write.as_raw_fd())?;
+        let child_plan =
+            ChildPlan::prepare(self, Some(procs.as_raw_fd()), report_write.as_raw_fd())?;
 
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
@@ -478,10 +527,10 @@ impl LaunchSpec {
         match spawned {
             Ok(child) => Ok(Launched::new(child)),
             Err(source) => {
-                let mut byte = [0u8; 1];
+                let mut report = [0u8; 5];
                 let mut reader = std::fs::File::from(report_read);
-                let step = match reader.read(&mut byte) {
-                    Ok(1) => Step::from_raw(byte[0]),
+                let step = match reader.read(&mut report) {
+                    Ok(n) if n >= 1 => Step::from_raw(report[0]),
                     _ => None,
                 };
                 Err(match step {
@@ -514,7 +563,9 @@ fn cloexec_pipe() -> Result<(OwnedFd, OwnedFd), LaunchError> {
 /// Everything the child needs, prepared in the parent as plain values.
 #[derive(Debug)]
 struct ChildPlan {
-    procs_fd: RawFd,
+    /// The scope's `cgroup.procs` to join by writing to it; `None` when the child was born in
+    /// the scope (`clone3`).
+    procs_fd: Option<RawFd>,
     report_fd: RawFd,
     parent_pid: libc::pid_t,
     /// `(step, value)`; `RLIMIT_CORE` first. The step names the resource ([`set_rlimit`]).
@@ -527,7 +578,11 @@ struct ChildPlan {
 }
 
 impl ChildPlan {
-    fn prepare(spec: &LaunchSpec, procs_fd: RawFd, report_fd: RawFd) -> Result<Self, LaunchError> {
+    fn prepare(
+        spec: &LaunchSpec,
+        procs_fd: Option<RawFd>,
+        report_fd: RawFd,
+    ) -> Result<Self, LaunchError> {
         let status = std::fs::read_to_string("/proc/self/status").map_err(|source| {
             LaunchError::Prepare {
                 what: "read /proc/self/status",
@@ -582,10 +637,12 @@ impl ChildPlan {
         // SAFETY (whole function): each call is a plain system call on integers, on stack
         // memory of this frame or on `self.groups`, allocated before fork and not mutated.
         unsafe {
-            // 1. Join the scope.
-            let zero = b"0";
-            let rc = libc::write(self.procs_fd, zero.as_ptr().cast(), zero.len());
-            check(rc as libc::c_long, Step::JoinCgroup)?;
+            // 1. Join the scope (unless born in it).
+            if let Some(procs_fd) = self.procs_fd {
+                let zero = b"0";
+                let rc = libc::write(procs_fd, zero.as_ptr().cast(), zero.len());
+                check(rc as libc::c_long, Step::JoinCgroup)?;
+            }
             // 2. New session.
             check(libc::setsid() as libc::c_long, Step::Setsid)?;
             // 3. Resource limits.
@@ -628,7 +685,7 @@ impl ChildPlan {
                 }
             } else if self.becomes_root {
                 // uid 0 with a non-empty bounding set cannot be made capability-free for good.
-                self.report(Step::BoundingSet);
+                self.report_errno(Step::BoundingSet as u8, libc::EPERM);
                 return Err(io::Error::from_raw_os_error(libc::EPERM));
             }
             // 6. Ambient capabilities.
@@ -672,19 +729,38 @@ impl ChildPlan {
             let rc = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
             check(rc as libc::c_long, Step::ParentDeathSignal)?;
             if libc::getppid() != self.parent_pid {
-                self.report(Step::ParentGone);
+                self.report_errno(Step::ParentGone as u8, libc::ESRCH);
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
         }
         Ok(())
     }
 
+    /// Reports `step` with the current `errno`.
     fn report(&self, step: Step) {
-        let byte = [step as u8];
-        // SAFETY: writes one byte from the stack to the report pipe; errors are ignored
-        // (the parent then reports a spawn error without the step).
-        unsafe { libc::write(self.report_fd, byte.as_ptr().cast(), 1) };
+        self.report_errno(step as u8, errno());
     }
+
+    /// Reports a failure of the spawn itself (standard streams, working directory,
+    /// `execve`) with the current `errno`.
+    fn report_spawn(&self) {
+        self.report_errno(0, errno());
+    }
+
+    /// Writes `[step, errno (4 bytes, little endian)]` to the report pipe. Async-signal-safe.
+    fn report_errno(&self, step: u8, errno: i32) {
+        let e = errno.to_le_bytes();
+        let msg = [step, e[0], e[1], e[2], e[3]];
+        // SAFETY: writes five bytes from the stack to the report pipe; errors are ignored (the
+        // parent then reports a spawn error without the step).
+        unsafe { libc::write(self.report_fd, msg.as_ptr().cast(), msg.len()) };
+    }
+}
+
+/// The calling thread's `errno`. Async-signal-safe.
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns the calling thread's errno slot.
+    unsafe { *libc::__errno_location() }
 }
 
 /// `setrlimit(2)` of the resource `step` names, soft and hard limit both `value`. Returns the
@@ -728,8 +804,14 @@ struct CapData {
 /// A launched command.
 #[derive(Debug)]
 pub struct Launched {
-    child: Child,
+    pid: libc::pid_t,
     pidfd: Option<OwnedFd>,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// Set once the command has been reaped.
+    status: Option<ExitStatus>,
+    launcher: Launcher,
 }
 
 /// How a command ended.
@@ -758,7 +840,10 @@ pub fn exit_code(status: ExitStatus) -> i32 {
 }
 
 impl Launched {
-    fn new(child: Child) -> Self {
+    /// A command started by [`Command`]: its pid, a pidfd opened for it and its pipes. The
+    /// [`Child`] itself is dropped (which neither waits nor kills): the command is waited for
+    /// by pid.
+    fn new(mut child: Child) -> Self {
         let pid = child.id() as libc::pid_t;
         // SAFETY: pidfd_open(2) takes a pid and flags; the result is a new fd or -1.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -766,27 +851,86 @@ impl Launched {
             // SAFETY: pidfd_open returned a new fd that nothing else owns.
             unsafe { OwnedFd::from_raw_fd(fd as RawFd) }
         });
-        Self { child, pidfd }
+        Self {
+            pid,
+            pidfd,
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            status: None,
+            launcher: Launcher::CgroupProcs,
+        }
+    }
+
+    /// A command started by `clone3`: its pid, pidfd and the parent's ends of its pipes.
+    fn from_parts(
+        pid: libc::pid_t,
+        pidfd: Option<OwnedFd>,
+        stdin: Option<OwnedFd>,
+        stdout: Option<OwnedFd>,
+        stderr: Option<OwnedFd>,
+    ) -> Self {
+        Self {
+            pid,
+            pidfd,
+            stdin: stdin.map(ChildStdin::from),
+            stdout: stdout.map(ChildStdout::from),
+            stderr: stderr.map(ChildStderr::from),
+            status: None,
+            launcher: Launcher::Clone3IntoCgroup,
+        }
+    }
+
+    /// How the command got into its scope.
+    pub fn launcher(&self) -> Launcher {
+        self.launcher
     }
 
     /// The command's pid (also its session and process group id).
     pub fn id(&self) -> u32 {
-        self.child.id()
+        self.pid as u32
     }
 
     /// Takes the write end of a piped stdin.
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
-        self.child.stdin.take()
+        self.stdin.take()
     }
 
     /// Takes the read end of a piped stdout.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.child.stdout.take()
+        self.stdout.take()
     }
 
     /// Takes the read end of a piped stderr.
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
-        self.child.stderr.take()
+        self.stderr.take()
+    }
+
+    /// `waitpid` of the command, without blocking when `block` is false; `None` while it
+    /// runs. The status is kept once reaped.
+    fn reap(&mut self, block: bool) -> io::Result<Option<ExitStatus>> {
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let flags = if block { 0 } else { libc::WNOHANG };
+        loop {
+            let mut raw = 0;
+            // SAFETY: waitpid(2) on our own child, with a status int on the stack.
+            let rc = unsafe { libc::waitpid(self.pid, &mut raw, flags) };
+            if rc == 0 {
+                return Ok(None);
+            }
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            let status = ExitStatus::from_raw(raw);
+            self.status = Some(status);
+            return Ok(Some(status));
+        }
     }
 
     /// Waits up to `timeout` (forever with `None`) for the command to exit; `None` if it is
@@ -798,14 +942,14 @@ impl Launched {
         &mut self,
         timeout: Option<Duration>,
     ) -> Result<Option<ExitStatus>, LaunchError> {
-        let pid = self.child.id();
+        let pid = self.id();
         let werr = |source| LaunchError::Wait { pid, source };
         let Some(timeout) = timeout else {
-            return self.child.wait().map(Some).map_err(werr);
+            return self.reap(true).map_err(werr);
         };
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.child.try_wait().map_err(werr)? {
+            if let Some(status) = self.reap(false).map_err(werr)? {
                 return Ok(Some(status));
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -852,17 +996,12 @@ impl Launched {
         }
         cgroup.kill()?;
         let status = self.wait_timeout(None)?.ok_or_else(|| LaunchError::Wait {
-            pid: self.child.id(),
+            pid: self.id(),
             source: io::Error::from(io::ErrorKind::TimedOut),
         })?;
         Ok(Outcome {
             status,
             timed_out: true,
         })
-    }
-
-    /// The underlying [`Child`].
-    pub fn child_mut(&mut self) -> &mut Child {
-        &mut self.child
     }
 }

@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use parse::{
-    Capabilities, Lockdown, Requirement, RunAs, cap, parse_cap_eff, parse_cgroup2_mount,
-    parse_lockdown, parse_lsm_list, required_capabilities,
+    BPF_LSM_SINCE, Capabilities, HELPERS, KernelPiece, KernelVersion, LATE_HOOKS, Lockdown,
+    MAP_TYPES, PieceKind, Requirement, RunAs, btf_names, cap, lowest_kernel_with,
+    missing_kernel_pieces, parse_cap_eff, parse_cgroup2_mount, parse_lockdown, parse_lsm_list,
+    required_capabilities, required_kernel_pieces,
 };
 pub use probe::{PROBE_HOOK, ProbeError, probe_lsm};
 
@@ -53,6 +55,9 @@ pub enum SupportError {
 pub enum GateId {
     /// Kernel BTF at [`BTF_PATH`] (needed for CO-RE and for LSM attach).
     Btf,
+    /// The kernel has every helper, map type and LSM hook bee's programs use
+    /// ([`required_kernel_pieces`]), by their names in its BTF.
+    KernelFeatures,
     /// A cgroup v2 hierarchy is mounted (scopes are cgroups).
     Cgroup2,
     /// The effective capabilities hold every one of [`required_capabilities`].
@@ -63,6 +68,9 @@ pub enum GateId {
     LsmList,
     /// A trivial LSM program actually loads and attaches.
     LsmProbe,
+    /// bee's own programs pass this kernel's verifier ([`crate::engine::Engine::verify`]):
+    /// a kernel can run the probe and still refuse them.
+    Programs,
 }
 
 impl GateId {
@@ -70,11 +78,13 @@ impl GateId {
     pub fn name(self) -> &'static str {
         match self {
             GateId::Btf => "btf",
+            GateId::KernelFeatures => "kernel-features",
             GateId::Cgroup2 => "cgroup-v2",
             GateId::Capabilities => "capabilities",
             GateId::Lockdown => "lockdown",
             GateId::LsmList => "lsm-list",
             GateId::LsmProbe => "lsm-probe",
+            GateId::Programs => "programs",
         }
     }
 }
@@ -120,6 +130,11 @@ pub struct SupportReport {
     pub kernel_release: String,
     /// True when [`BTF_PATH`] exists.
     pub btf: bool,
+    /// The pieces bee's programs need that this kernel lacks ([`required_kernel_pieces`]);
+    /// empty when it has them all, or when its BTF could not be read (the gate then fails).
+    pub missing_pieces: Vec<KernelPiece>,
+    /// The lowest Linux release that has every piece of [`SupportReport::missing_pieces`].
+    pub lowest_kernel: Option<KernelVersion>,
     /// The cgroup v2 mount point, from `/proc/self/mountinfo`.
     pub cgroup2_mount: Option<PathBuf>,
     /// The effective capabilities, from `/proc/self/status`.
@@ -170,10 +185,21 @@ const FIX_KERNEL: &str = "use a kernel built with CONFIG_BPF_LSM=y and CONFIG_DE
     (Debian's 6.1 and 6.12 kernels are), booted with `lsm=…,bpf`";
 
 impl SupportReport {
-    /// Runs every check, the LSM probe last. Never fails: a check that
-    /// cannot be carried out is a failed gate whose reason names the
-    /// failing call.
+    /// Runs every check: the LSM probe, then bee's own programs through the verifier
+    /// ([`GateId::Programs`]). Never fails: a check that cannot be carried out is a failed
+    /// gate whose reason names the failing call.
     pub fn detect() -> Self {
+        Self::detect_with(true)
+    }
+
+    /// Every check but [`GateId::Programs`], for callers that load the engine next (`bee
+    /// exec`, `bee run`): [`crate::engine::Engine::load`] verifies the same programs, and
+    /// its failure is theirs to report.
+    pub fn detect_before_load() -> Self {
+        Self::detect_with(false)
+    }
+
+    fn detect_with(programs: bool) -> Self {
         let kernel_release = read("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_owned())
             .unwrap_or_else(|e| format!("unknown ({e})"));
@@ -185,6 +211,10 @@ impl SupportReport {
         } else {
             Gate::fail(GateId::Btf, format!("{BTF_PATH} missing"), FIX_KERNEL)
         });
+
+        let (missing_pieces, features_gate) = kernel_features_gate(&kernel_release);
+        let lowest_kernel = lowest_kernel_with(&missing_pieces);
+        gates.push(features_gate);
 
         let cgroup2_mount = read("/proc/self/mountinfo")
             .map(|m| parse_cgroup2_mount(&m))
@@ -246,17 +276,24 @@ impl SupportReport {
         });
         let lsms = lsms.unwrap_or_default();
 
-        gates.push(match probe_lsm() {
+        let probe = match probe_lsm() {
             Ok(()) => Gate::pass(
                 GateId::LsmProbe,
                 format!("an LSM program loaded and attached to {PROBE_HOOK}"),
             ),
             Err(err) => probe_failure(&err, &missing),
-        });
+        };
+        let probe_passed = probe.passed;
+        gates.push(probe);
+        if programs {
+            gates.push(programs_gate(probe_passed));
+        }
 
         Self {
             kernel_release,
             btf,
+            missing_pieces,
+            lowest_kernel,
             cgroup2_mount,
             capabilities,
             run_as,
@@ -275,6 +312,8 @@ impl SupportReport {
         Self {
             kernel_release: String::new(),
             btf: false,
+            missing_pieces: Vec::new(),
+            lowest_kernel: None,
             cgroup2_mount: None,
             capabilities: None,
             run_as: RunAs::Caller,
@@ -287,14 +326,19 @@ impl SupportReport {
     }
 
     /// True when enforcement is unavailable only because this process lacks capabilities:
-    /// the capabilities gate failed, and every other failed gate is the LSM probe (which the
-    /// kernel refuses without them). `bee exec` then exits with "permission denied" rather
+    /// the capabilities gate failed, and every other failed gate is the LSM probe or bee's
+    /// programs (which the kernel refuses without them). `bee exec` then exits with "permission denied" rather
     /// than "unavailable".
     pub fn lacks_only_capabilities(&self) -> bool {
         let mut failed = self.failures().map(|g| g.id).peekable();
         failed.peek().is_some()
             && self.gate(GateId::Capabilities).is_some_and(|g| !g.passed)
-            && failed.all(|id| matches!(id, GateId::Capabilities | GateId::LsmProbe))
+            && failed.all(|id| {
+                matches!(
+                    id,
+                    GateId::Capabilities | GateId::LsmProbe | GateId::Programs
+                )
+            })
     }
 
     /// True when every gate passed: enforcement can be relied on.
@@ -310,6 +354,107 @@ impl SupportReport {
     /// The verdict of one check.
     pub fn gate(&self, id: GateId) -> Option<&Gate> {
         self.gates.iter().find(|g| g.id == id)
+    }
+}
+
+/// The kernel-features gate: reads the kernel's BTF and looks for every piece bee's programs
+/// need ([`required_kernel_pieces`] of the hooks in [`crate::engine::PROGRAMS`]). Returns the
+/// pieces missing and the verdict, which names each with the release that added it and the
+/// lowest release that has them all.
+fn kernel_features_gate(release: &str) -> (Vec<KernelPiece>, Gate) {
+    let required = required_kernel_pieces(crate::engine::PROGRAMS.iter().map(|&(_, hook)| hook));
+    let blob = match fs::read(BTF_PATH) {
+        Ok(b) => b,
+        Err(e) => {
+            return (
+                Vec::new(),
+                Gate::fail(
+                    GateId::KernelFeatures,
+                    format!("cannot read {BTF_PATH} to look for what bee's programs use: {e}"),
+                    FIX_KERNEL,
+                ),
+            );
+        }
+    };
+    let Some(names) = btf_names(&blob) else {
+        return (
+            Vec::new(),
+            Gate::fail(
+                GateId::KernelFeatures,
+                format!("{BTF_PATH} is not BTF (no string section could be read)"),
+                FIX_KERNEL,
+            ),
+        );
+    };
+    let missing = missing_kernel_pieces(&required, &names);
+    let gate = features_verdict(release, required.len(), &missing);
+    (missing, gate)
+}
+
+/// The kernel-features verdict for `missing` of `required` pieces on kernel `release`.
+fn features_verdict(release: &str, required: usize, missing: &[KernelPiece]) -> Gate {
+    let Some(lowest) = lowest_kernel_with(missing) else {
+        return Gate::pass(
+            GateId::KernelFeatures,
+            format!(
+                "the kernel has all {required} helpers, map types and LSM hooks bee's programs use"
+            ),
+        );
+    };
+    let list: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    Gate::fail(
+        GateId::KernelFeatures,
+        format!(
+            "kernel {release} lacks what bee's programs need: {}; the lowest kernel that has \
+             it all is Linux {lowest}",
+            list.join(", ")
+        ),
+        format!(
+            "boot Linux {lowest} or newer (bee's programs cannot load here; \
+             docs/kernel-testing.md lists the kernels tested)"
+        ),
+    )
+}
+
+/// The programs gate: when the probe passed, loads `bee.bpf.o` and has the verifier check
+/// every program, without attaching any ([`crate::engine::Engine::verify`]).
+fn programs_gate(probe_passed: bool) -> Gate {
+    if !probe_passed {
+        return Gate::fail(
+            GateId::Programs,
+            "not tried: the LSM probe failed",
+            "fix what the lsm-probe gate names first",
+        );
+    }
+    programs_verdict(crate::engine::Engine::verify(
+        &crate::engine::EngineOptions::default(),
+    ))
+}
+
+/// The programs verdict for the outcome of [`crate::engine::Engine::verify`].
+fn programs_verdict(
+    outcome: Result<crate::engine::Verification, crate::engine::EngineError>,
+) -> Gate {
+    match outcome {
+        Ok(v) => Gate::pass(
+            GateId::Programs,
+            match v.dircache_refused {
+                None => format!(
+                    "this kernel's verifier accepts all {} of bee's programs",
+                    v.programs
+                ),
+                Some(why) => format!(
+                    "this kernel's verifier accepts all {} of bee's programs with the directory \
+                     cache compiled out (every path is resolved in full; with it, {why})",
+                    v.programs
+                ),
+            },
+        ),
+        Err(e) => Gate::fail(
+            GateId::Programs,
+            format!("bee's programs cannot load here: {}", e.summary()),
+            "boot a kernel bee is tested on (docs/kernel-testing.md, \"The kernel matrix\")",
+        ),
     }
 }
 
@@ -447,7 +592,7 @@ impl fmt::Display for SupportReport {
         writeln!(f, "kernel {}", self.kernel_release)?;
         for gate in &self.gates {
             let verdict = if gate.passed { "pass" } else { "FAIL" };
-            writeln!(f, "  {verdict} {:<13} {}", gate.id.name(), gate.reason)?;
+            writeln!(f, "  {verdict} {:<15} {}", gate.id.name(), gate.reason)?;
             if let Some(fix) = &gate.fix {
                 writeln!(f, "       fix: {fix}")?;
             }
@@ -550,6 +695,137 @@ mod tests {
     }
 
     #[test]
+    fn kernel_features_verdict_names_each_missing_piece_and_the_lowest_kernel() {
+        let required = required_kernel_pieces(["file_open", "userns_create"]);
+        let missing: Vec<KernelPiece> = required
+            .iter()
+            .filter(|p| p.name == "bpf_loop" || p.name == "userns_create")
+            .cloned()
+            .collect();
+        let gate = features_verdict("5.10.0-46-cloud-amd64", required.len(), &missing);
+        assert!(!gate.passed);
+        assert_eq!(
+            gate.reason,
+            "kernel 5.10.0-46-cloud-amd64 lacks what bee's programs need: the bpf_loop helper \
+             (Linux 5.17), the userns_create LSM hook (Linux 6.1); the lowest kernel that has it \
+             all is Linux 6.1"
+        );
+        assert!(
+            gate.fix
+                .as_deref()
+                .is_some_and(|f| f.starts_with("boot Linux 6.1 or newer")),
+            "{gate:?}"
+        );
+        let gate = features_verdict("6.1.0-57-cloud-amd64", required.len(), &[]);
+        assert!(gate.passed && gate.fix.is_none(), "{gate:?}");
+    }
+
+    #[test]
+    fn every_program_hook_is_a_required_piece() {
+        let required = required_kernel_pieces(crate::engine::PROGRAMS.iter().map(|&(_, h)| h));
+        for (_, hook) in crate::engine::PROGRAMS {
+            assert!(
+                required
+                    .iter()
+                    .any(|p| p.kind == PieceKind::LsmHook && p.name == *hook),
+                "{hook}"
+            );
+        }
+        // Hooks bee attaches only where the kernel has them are not required.
+        for (_, hook) in crate::engine::OPTIONAL_PROGRAMS {
+            assert!(required.iter().all(|p| p.name != *hook), "{hook}");
+        }
+    }
+
+    /// The helper ids that `object` (an ELF64 little-endian BPF object) calls: every
+    /// `BPF_JMP | BPF_CALL` instruction with source register 0 in an executable section.
+    fn helper_calls(object: &[u8]) -> std::collections::BTreeSet<u32> {
+        let u16_at = |at: usize| u16::from_le_bytes([object[at], object[at + 1]]) as usize;
+        let u64_at = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&object[at..at + 8]);
+            usize::try_from(u64::from_le_bytes(b)).unwrap_or(usize::MAX)
+        };
+        let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a), u16_at(0x3c));
+        let mut ids = std::collections::BTreeSet::new();
+        for i in 0..shnum {
+            let sh = shoff + i * shentsize;
+            const SHF_EXECINSTR: usize = 0x4;
+            if u64_at(sh + 8) & SHF_EXECINSTR == 0 {
+                continue;
+            }
+            let (off, size) = (u64_at(sh + 0x18), u64_at(sh + 0x20));
+            for insn in object[off..off + size].chunks_exact(8) {
+                if insn[0] == 0x85 && insn[1] >> 4 == 0 {
+                    let imm = i32::from_le_bytes([insn[4], insn[5], insn[6], insn[7]]);
+                    ids.insert(u32::try_from(imm).unwrap_or(u32::MAX));
+                }
+            }
+        }
+        ids
+    }
+
+    #[test]
+    fn the_helper_table_is_exactly_what_the_object_calls() {
+        let called = helper_calls(bee_ebpf::BEE_OBJECT);
+        let listed: std::collections::BTreeSet<u32> = HELPERS.iter().map(|h| h.0).collect();
+        assert_eq!(
+            called, listed,
+            "bee.bpf.o calls helpers {called:?}; support::HELPERS lists {listed:?}"
+        );
+    }
+
+    #[test]
+    fn programs_verdict_says_whether_the_cache_was_compiled_out_and_why() {
+        use crate::engine::{EngineError, Verification};
+        let gate = programs_verdict(Ok(Verification {
+            programs: 62,
+            dircache_refused: None,
+        }));
+        assert!(gate.passed && gate.fix.is_none(), "{gate:?}");
+        assert_eq!(
+            gate.reason,
+            "this kernel's verifier accepts all 62 of bee's programs"
+        );
+        let gate = programs_verdict(Ok(Verification {
+            programs: 62,
+            dircache_refused: Some("R2 type=untrusted_ptr_".into()),
+        }));
+        assert!(gate.passed, "{gate:?}");
+        assert!(
+            gate.reason.contains("directory cache compiled out")
+                && gate.reason.ends_with("with it, R2 type=untrusted_ptr_)"),
+            "{}",
+            gate.reason
+        );
+        let gate = programs_verdict(Err(EngineError::NotEnforcer {
+            reason: "no program `bee_file_open`".into(),
+        }));
+        assert!(!gate.passed);
+        assert_eq!(
+            gate.reason,
+            "bee's programs cannot load here: the embedded BPF object cannot enforce: no \
+             program `bee_file_open`"
+        );
+        assert!(
+            gate.fix
+                .is_some_and(|f| f.contains("docs/kernel-testing.md"))
+        );
+        let gate = programs_gate(false);
+        assert!(!gate.passed && gate.reason == "not tried: the LSM probe failed");
+    }
+
+    #[test]
+    fn a_programs_gate_refused_for_lack_of_capabilities_is_a_permission_problem() {
+        let gates = vec![
+            Gate::fail(GateId::Capabilities, "no CAP_BPF", "grant it"),
+            Gate::fail(GateId::LsmProbe, "EPERM", "see capabilities"),
+            Gate::fail(GateId::Programs, "not tried", "probe first"),
+        ];
+        assert!(report(gates).lacks_only_capabilities());
+    }
+
+    #[test]
     fn display_lists_gates_and_fixes() {
         let text = report(vec![
             Gate::pass(GateId::Btf, "present"),
@@ -557,7 +833,7 @@ mod tests {
         ])
         .to_string();
         assert!(text.contains("pass btf"));
-        assert!(text.contains("FAIL lsm-probe     EPERM at load"));
+        assert!(text.contains("FAIL lsm-probe       EPERM at load"));
         assert!(text.contains("fix: use another kernel"));
         assert!(text.ends_with("BPF LSM enforcement NOT supported"));
     }

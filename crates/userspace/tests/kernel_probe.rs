@@ -11,7 +11,7 @@
 mod kernel_support;
 
 use bee_userspace::support::{GateId, SupportReport};
-use kernel_support::{TestResult, assert_expected_kernel};
+use kernel_support::{TestResult, assert_expected_kernel, dircache_refused_here};
 
 #[test]
 fn support_probe_passes() -> TestResult {
@@ -20,6 +20,24 @@ fn support_probe_passes() -> TestResult {
     assert_expected_kernel(&report.kernel_release);
     let probe = report.gate(GateId::LsmProbe).ok_or("no probe gate")?;
     assert!(probe.passed, "LSM probe failed: {}", probe.reason);
+    let programs = report.gate(GateId::Programs).ok_or("no programs gate")?;
+    if !programs.passed {
+        // The gate shows the end of the verifier's log; the whole log says where.
+        if let Err(e) = bee_userspace::engine::Engine::verify(&Default::default()) {
+            println!("{e}");
+        }
+    }
+    assert!(
+        programs.passed,
+        "bee's programs refused: {}",
+        programs.reason
+    );
+    assert_eq!(
+        programs.reason.contains("directory cache compiled out"),
+        dircache_refused_here(),
+        "{}",
+        programs.reason
+    );
     assert!(report.is_supported(), "not supported:\n{report}");
     assert!(report.lsms.iter().any(|l| l == "bpf"));
     Ok(())

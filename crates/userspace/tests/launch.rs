@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bee_userspace::cgroup::{CgroupParent, ScopeCgroup, ScopeLimits};
 use bee_userspace::launch::{
-    Credentials, LaunchError, LaunchSpec, Launched, Rlimits, StdioMode, Step, exit_code,
+    Credentials, LaunchError, LaunchSpec, Launched, Launcher, Rlimits, StdioMode, Step, exit_code,
 };
 use bee_userspace::support::parse_cgroup2_mount;
 
@@ -47,9 +47,24 @@ fn spawn(spec: &LaunchSpec, cg: &ScopeCgroup) -> Launched {
     }
 }
 
+fn spawn_with(spec: &LaunchSpec, cg: &ScopeCgroup, launcher: Launcher) -> Launched {
+    match spec.spawn_with(cg, launcher) {
+        Ok(l) => {
+            assert_eq!(l.launcher(), launcher);
+            l
+        }
+        Err(e) => unreachable!("{e}"),
+    }
+}
+
 /// Runs `spec` in `cg` and returns (exit code, stdout).
 fn output(spec: &LaunchSpec, cg: &ScopeCgroup) -> (i32, String, u32) {
-    let mut child = spawn(spec, cg);
+    output_with(spec, cg, Launcher::Clone3IntoCgroup)
+}
+
+/// As [`output`], with the given launcher.
+fn output_with(spec: &LaunchSpec, cg: &ScopeCgroup, launcher: Launcher) -> (i32, String, u32) {
+    let mut child = spawn_with(spec, cg, launcher);
     let pid = child.id();
     let mut out = String::new();
     if let Some(mut s) = child.take_stdout() {
@@ -122,8 +137,31 @@ fn limit_line<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
         .unwrap_or_default()
 }
 
+/// This host's kernel (6.1 or newer) has `clone3(CLONE_INTO_CGROUP)`: `spawn` uses it.
+#[test]
+fn the_command_is_born_in_its_scope_with_clone3() {
+    let cg = scope();
+    let mut l = spawn(&sh("cat /proc/self/cgroup"), &cg);
+    assert_eq!(l.launcher(), Launcher::Clone3IntoCgroup);
+    let mut out = String::new();
+    if let Some(mut s) = l.take_stdout() {
+        let _ = s.read_to_string(&mut out);
+    }
+    let _ = l.wait_timeout(None);
+    assert!(out.trim().ends_with(&format!("/{}", cg.name())), "{out}");
+}
+
 #[test]
 fn the_command_starts_hardened_inside_its_scope() {
+    starts_hardened_inside_its_scope(Launcher::Clone3IntoCgroup);
+}
+
+#[test]
+fn the_cgroup_procs_launcher_starts_it_hardened_inside_its_scope_too() {
+    starts_hardened_inside_its_scope(Launcher::CgroupProcs);
+}
+
+fn starts_hardened_inside_its_scope(launcher: Launcher) {
     let cg = scope();
     // An inheritable (not close-on-exec) fd in bee must not reach the command.
     let leak = fs::File::open("/proc/self/status").map(|f| {
@@ -142,11 +180,12 @@ fn the_command_starts_hardened_inside_its_scope() {
             cpu_seconds: Some(30),
             address_space: Some(1 << 32),
         });
-    let (code, out, pid) = output(&spec, &cg);
+    let (code, out, pid) = output_with(&spec, &cg, launcher);
     // The fds of the exec'd image, seen from outside while it runs.
-    let mut sleeper = spawn(
+    let mut sleeper = spawn_with(
         &LaunchSpec::new("sleep").arg("300").stdin(StdioMode::Null),
         &cg,
+        launcher,
     );
     let fd_dir = format!("/proc/{}/fd", sleeper.id());
     wait_for_nanosleep(sleeper.id());

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use bee_core::{CompileOptions, compile_str};
 use bee_userspace::cgroup::{CgroupParent, ScopeCgroup, ScopeLimits};
 use bee_userspace::engine::{EngineOptions, SharedEngine};
-use bee_userspace::launch::{LaunchSpec, StdioMode};
+use bee_userspace::launch::{LaunchSpec, Launcher, StdioMode};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{Enforcer as _, Scope, ScopeOptions};
 
@@ -870,6 +870,7 @@ fn bee_once(
     parent: &CgroupParent,
     policy: &bee_core::CompiledPolicy,
     plan: &EnforcementPlan,
+    launcher: Launcher,
 ) -> Res<(Duration, Duration, Duration, Duration)> {
     let t = Instant::now();
     let scope = Scope::create(engine, parent, policy, plan, ScopeOptions::default())?;
@@ -877,8 +878,9 @@ fn bee_once(
     let spec = LaunchSpec::new(BUSYBOX)
         .args(["echo", "x"])
         .stdout(StdioMode::Piped);
-    let mut launched = scope.spawn(&spec)?;
-    // `Command::spawn` returns once the child's `execve` succeeded.
+    let cgroup = scope.cgroup().ok_or("no scope cgroup")?;
+    let mut launched = spec.spawn_with(cgroup, launcher)?;
+    // Either launcher returns once the child's `execve` succeeded.
     let spawned = t.elapsed() - created;
     let mut so = launched.take_stdout().ok_or("stdout")?;
     first_byte(&mut so)?;
@@ -909,7 +911,8 @@ fn setup(
     for _ in 0..5 {
         plain_once(false)?;
         plain_once(true)?;
-        bee_once(engine, parent, policy, plan)?;
+        bee_once(engine, parent, policy, plan, Launcher::Clone3IntoCgroup)?;
+        bee_once(engine, parent, policy, plan, Launcher::CgroupProcs)?;
         if bwrap {
             bwrap_once(root)?;
         }
@@ -917,13 +920,15 @@ fn setup(
     let mut plain = (Vec::new(), Vec::new());
     let mut forked = (Vec::new(), Vec::new());
     let mut bee = (Vec::new(), Vec::new());
+    let mut bee_procs = (Vec::new(), Vec::new());
     let mut bee_create = Vec::new();
     let mut bee_spawn = Vec::new();
+    let mut bee_procs_spawn = Vec::new();
     let mut bw = (Vec::new(), Vec::new());
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     for i in 0..o.setup_iters {
-        for k in 0..4 {
-            match (i + k) % 4 {
+        for k in 0..5 {
+            match (i + k) % 5 {
                 0 => {
                     let (r, t) = plain_once(false)?;
                     plain.0.push(ms(r));
@@ -935,11 +940,19 @@ fn setup(
                     forked.1.push(ms(t));
                 }
                 1 => {
-                    let (c, sp, r, t) = bee_once(engine, parent, policy, plan)?;
+                    let (c, sp, r, t) =
+                        bee_once(engine, parent, policy, plan, Launcher::Clone3IntoCgroup)?;
                     bee_create.push(ms(c));
                     bee_spawn.push(ms(sp));
                     bee.0.push(ms(r));
                     bee.1.push(ms(t));
+                }
+                4 => {
+                    let (_, sp, r, t) =
+                        bee_once(engine, parent, policy, plan, Launcher::CgroupProcs)?;
+                    bee_procs_spawn.push(ms(sp));
+                    bee_procs.0.push(ms(r));
+                    bee_procs.1.push(ms(t));
                 }
                 _ if bwrap => {
                     let (r, t) = bwrap_once(root)?;
@@ -954,6 +967,7 @@ fn setup(
     let b50 = median(&mut bee.0);
     let w50 = median(&mut bw.0);
     let f50 = median(&mut forked.0);
+    let q50 = median(&mut bee_procs.0);
     out("");
     out(&format!(
         "### Scope setup: request → child's first output ({} iterations each, interleaved)",
@@ -976,16 +990,23 @@ fn setup(
     line("plain spawn (posix_spawn: vfork+exec)", &mut plain, p50);
     line("plain fork+exec (no-op pre_exec)", &mut forked, f50);
     line(
-        "bee scope (cgroup + install + hardened spawn)",
+        "bee scope (cgroup + install + hardened spawn, clone3 CLONE_INTO_CGROUP)",
         &mut bee,
         b50,
+    );
+    line(
+        "bee scope, the cgroup.procs launcher (fork, then join)",
+        &mut bee_procs,
+        q50,
     );
     if bwrap {
         line("bwrap --ro-bind / / --dev /dev --proc /proc", &mut bw, w50);
         out("");
         out(&format!(
-            "Overhead over plain, bee / bwrap: {:.2} (target ≤ 0.33)",
-            (b50 - p50) / (w50 - p50)
+            "Overhead over plain, bee / bwrap: {:.2} (target ≤ 0.33); with the cgroup.procs \
+             launcher {:.2}",
+            (b50 - p50) / (w50 - p50),
+            (q50 - p50) / (w50 - p50)
         ));
     } else {
         out("");
@@ -993,11 +1014,13 @@ fn setup(
     }
     out(&format!(
         "Of bee's start-up, `Scope::create` (cgroup mkdir + plan install): p50 {:.2} ms, p99 {:.2} ms; \
-         `Scope::spawn` until the `execve` returned: p50 {:.2} ms; \
+         the spawn until the `execve` returned: p50 {:.2} ms with clone3, {:.2} ms with the \
+         cgroup.procs launcher; \
          `fork` instead of `vfork` (p50 of the two plain rows): {:.2} ms",
         median(&mut bee_create),
         percentile(&mut bee_create, 99.0),
         median(&mut bee_spawn),
+        median(&mut bee_procs_spawn),
         f50 - p50
     ));
     Ok(())

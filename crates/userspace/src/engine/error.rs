@@ -89,3 +89,59 @@ pub enum EngineError {
         cgroup_id: u64,
     },
 }
+
+impl EngineError {
+    /// The error in one line: for a program the verifier refused, the call, the program, the
+    /// hook, the OS error and the two lines of the verifier's log that say why (the last two
+    /// without its statistics, or the error and the `Verification failed:` line that newer
+    /// verifiers follow it with) instead of the whole log; any other error as it displays, with its
+    /// sources.
+    pub fn summary(&self) -> String {
+        if let EngineError::Program {
+            call,
+            program,
+            hook,
+            source,
+        } = self
+            && let aya::programs::ProgramError::LoadError {
+                io_error,
+                verifier_log,
+            } = source.as_ref()
+        {
+            let log = verifier_log.to_string();
+            let lines: Vec<&str> = log
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("processed ")
+                        && !l.starts_with("verification time")
+                        && !l.starts_with("stack depth")
+                        && !l.starts_with("subprog ")
+                })
+                .collect();
+            // Newer verifiers follow the error with an explanation that starts
+            // `Verification failed:`; the error is the line before it.
+            let end = lines
+                .iter()
+                .position(|l| l.starts_with("Verification failed"))
+                .map_or(lines.len(), |i| i + 1);
+            let tail = lines[end.saturating_sub(2)..end].join(" / ");
+            return format!(
+                "{call} of program `{program}` on LSM hook `{hook}` failed: {io_error}; the \
+                 verifier: {tail}"
+            );
+        }
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(s) = source {
+            let msg = s.to_string();
+            if !text.contains(&msg) {
+                text.push_str(": ");
+                text.push_str(&msg);
+            }
+            source = s.source();
+        }
+        text
+    }
+}

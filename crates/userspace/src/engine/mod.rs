@@ -28,7 +28,10 @@
 //! # Kernel requirements
 //! As [`crate::support`]: BPF LSM active, kernel BTF, cgroup v2, CAP_BPF + CAP_PERFMON (or
 //! CAP_SYS_ADMIN), bpffs mounted at the pin root's parent and the pin root writable by this
-//! process (`docs/enforcement.md`, "Privileges"). Tested on Linux 6.1 and 6.12.
+//! process (`docs/enforcement.md`, "Privileges"). Linux 6.1 or newer (task storage, `bpf_loop`,
+//! the `userns_create` hook); tested on Debian's 6.1, 6.12, 6.12 with `preempt=full`, 6.12 with
+//! `PREEMPT_RT` and 7.3, where the directory cache is compiled out because the verifier refuses
+//! it (`docs/kernel-testing.md`, "The kernel matrix").
 
 pub mod alloc;
 mod error;
@@ -239,6 +242,121 @@ pub struct Engine {
     /// The next `bee_scope.install` (never 0, never reused).
     next_install: u32,
     dircache: bool,
+    dircache_refused: Option<String>,
+}
+
+/// What [`Engine::verify`] proved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verification {
+    /// LSM programs the verifier accepted ([`PROGRAMS`] and the [`OPTIONAL_PROGRAMS`] whose
+    /// hook the kernel has).
+    pub programs: usize,
+    /// Why the directory cache had to be compiled out (see [`Engine::dircache_refused`]);
+    /// `None` when the programs verified with it.
+    pub dircache_refused: Option<String>,
+}
+
+/// The `.rodata` constant of `bee.bpf.o` that compiles the directory cache in (1) or out (0).
+const CFG_DIRCACHE: &str = "bee_cfg_dircache";
+
+/// `bee.bpf.o` loaded and its LSM programs verified, nothing attached yet.
+struct Verified {
+    ebpf: Ebpf,
+    /// `(program, hook)` of every program loaded: [`PROGRAMS`] and the available
+    /// [`OPTIONAL_PROGRAMS`].
+    programs: Vec<(&'static str, &'static str)>,
+    dircache_refused: Option<String>,
+}
+
+/// Loads the object (maps created, CO-RE relocated) with the directory cache compiled in or
+/// out.
+fn load_object(options: &EngineOptions, btf: &Btf, dircache: bool) -> Result<Ebpf, EngineError> {
+    let cfg = u32::from(dircache);
+    let mut loader = EbpfLoader::new();
+    loader.btf(Some(btf));
+    for (name, size) in maps::sizes(options) {
+        loader.map_max_entries(name, size);
+    }
+    loader.override_global(CFG_DIRCACHE, &cfg, true);
+    // aya 0.14 has no type for task storage (the per-task path and event buffers, which only
+    // the programs use): create those maps without one.
+    loader.allow_unsupported_maps();
+    loader
+        .load(bee_ebpf::BEE_OBJECT)
+        .map_err(|e| EngineError::Load(Box::new(e)))
+}
+
+/// The LSM program `program` of `ebpf`.
+fn lsm_program<'e>(
+    ebpf: &'e mut Ebpf,
+    program: &'static str,
+    hook: &'static str,
+) -> Result<&'e mut Lsm, EngineError> {
+    ebpf.program_mut(program)
+        .ok_or_else(|| EngineError::NotEnforcer {
+            reason: format!("no program `{program}`"),
+        })?
+        .try_into()
+        .map_err(|source| EngineError::Program {
+            call: "BPF_PROG_LOAD",
+            program,
+            hook,
+            source: Box::new(source),
+        })
+}
+
+/// Has the kernel verify (`BPF_PROG_LOAD`) every LSM program; returns those loaded. An
+/// optional program whose hook the kernel lacks is left out.
+fn verify_programs(
+    ebpf: &mut Ebpf,
+    btf: &Btf,
+) -> Result<Vec<(&'static str, &'static str)>, EngineError> {
+    let mut loaded = Vec::with_capacity(PROGRAMS.len() + OPTIONAL_PROGRAMS.len());
+    let required = PROGRAMS.iter().map(|&(p, h)| (p, h, true));
+    let optional = OPTIONAL_PROGRAMS.iter().map(|&(p, h)| (p, h, false));
+    for (program, hook, needed) in required.chain(optional) {
+        match lsm_program(ebpf, program, hook)?.load(hook, btf) {
+            Ok(()) => loaded.push((program, hook)),
+            Err(aya::programs::ProgramError::Btf(aya::BtfError::UnknownBtfTypeName { .. }))
+                if !needed => {}
+            Err(source) => {
+                return Err(EngineError::Program {
+                    call: "BPF_PROG_LOAD",
+                    program,
+                    hook,
+                    source: Box::new(source),
+                });
+            }
+        }
+    }
+    Ok(loaded)
+}
+
+/// Loads and verifies the programs with the directory cache; when the verifier refuses one,
+/// loads them again without it (the cache only saves work: without it every path is resolved
+/// and walked in full). An error of the second load is returned as it is; the first one's is
+/// kept as the reason the cache is off.
+fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Verified, EngineError> {
+    let mut ebpf = load_object(options, btf, true)?;
+    let first = match verify_programs(&mut ebpf, btf) {
+        Ok(programs) => {
+            return Ok(Verified {
+                ebpf,
+                programs,
+                dircache_refused: None,
+            });
+        }
+        Err(e @ EngineError::Program { .. }) => e,
+        Err(e) => return Err(e),
+    };
+    drop(ebpf);
+    let mut ebpf = load_object(options, btf, false)?;
+    let programs = verify_programs(&mut ebpf, btf)?;
+    Ok(Verified {
+        ebpf,
+        programs,
+        dircache_refused: Some(first.summary()),
+    })
 }
 
 const _: fn() = || {
@@ -270,16 +388,13 @@ impl Engine {
         check_object(bee_ebpf::BEE_OBJECT)?;
         let stale = pins::clean_stale(&options.pin_root)?;
         let btf = Btf::from_sys_fs().map_err(|e| EngineError::Btf(Box::new(e)))?;
-        let mut loader = EbpfLoader::new();
-        loader.btf(Some(&btf));
-        for (name, size) in maps::sizes(options) {
-            loader.map_max_entries(name, size);
-        }
-        let mut ebpf = loader
-            .load(bee_ebpf::BEE_OBJECT)
-            .map_err(|e| EngineError::Load(Box::new(e)))?;
+        let Verified {
+            mut ebpf,
+            programs,
+            dircache_refused,
+        } = load_and_verify(options, &btf)?;
         let instance_dir = pins::create_instance_dir(&options.pin_root)?;
-        let built = Self::attach_and_pin(&mut ebpf, &btf, &instance_dir);
+        let built = Self::attach_and_pin(&mut ebpf, &programs, &instance_dir);
         let (mut links, mut maps) = match built {
             Ok(v) => v,
             Err(e) => {
@@ -287,15 +402,17 @@ impl Engine {
                 return Err(e);
             }
         };
-        // The directory cache is an optimisation: without its tracing programs it stays off
-        // and every path is resolved in full.
-        let dircache = match Self::attach_cache_programs(&mut ebpf, &btf, &instance_dir) {
-            Ok(cache_links) => {
-                links.extend(cache_links);
-                maps.enable_dircache().is_ok()
-            }
-            Err(_) => false,
-        };
+        // The directory cache is an optimisation: without its tracing programs, or compiled
+        // out because this kernel's verifier refused it, it stays off and every path is
+        // resolved in full.
+        let dircache = dircache_refused.is_none()
+            && match Self::attach_cache_programs(&mut ebpf, &btf, &instance_dir) {
+                Ok(cache_links) => {
+                    links.extend(cache_links);
+                    maps.enable_dircache().is_ok()
+                }
+                Err(_) => false,
+            };
         Ok(Self {
             _ebpf: ebpf,
             _links: links,
@@ -309,6 +426,25 @@ impl Engine {
             stale,
             next_install: 1,
             dircache,
+            dircache_refused,
+        })
+    }
+
+    /// Loads `bee.bpf.o` and has this kernel's verifier check every program, as
+    /// [`Engine::load`] does, without attaching or pinning anything; everything is unloaded
+    /// again before this returns. This is the proof `bee check` gives that `bee exec` will
+    /// load here: a kernel may run a trivial LSM program and still refuse bee's.
+    ///
+    /// # Errors
+    /// As [`Engine::load`]: the [`EngineError`] of the first step that failed (for a program
+    /// the verifier refuses, its `BPF_PROG_LOAD` with the verifier's log).
+    pub fn verify(options: &EngineOptions) -> Result<Verification, EngineError> {
+        check_object(bee_ebpf::BEE_OBJECT)?;
+        let btf = Btf::from_sys_fs().map_err(|e| EngineError::Btf(Box::new(e)))?;
+        let verified = load_and_verify(options, &btf)?;
+        Ok(Verification {
+            programs: verified.programs.len(),
+            dircache_refused: verified.dircache_refused,
         })
     }
 
@@ -362,43 +498,24 @@ impl Engine {
         self.dircache
     }
 
+    /// Why the directory cache was compiled out of the programs: this kernel's verifier
+    /// refused them with it (Linux 7.x refuses `bpf_inode_storage_get` on an inode reached
+    /// through `d_parent`), so they were loaded without it. `None` when it was not.
+    pub fn dircache_refused(&self) -> Option<&str> {
+        self.dircache_refused.as_deref()
+    }
+
+    /// Attaches and pins the verified LSM `programs` and pins the maps.
     fn attach_and_pin(
         ebpf: &mut Ebpf,
-        btf: &Btf,
+        programs: &[(&'static str, &'static str)],
         dir: &Path,
     ) -> Result<(Vec<PinnedLink>, maps::Maps), EngineError> {
         let maps = maps::Maps::take(ebpf, &dir.join("maps"))?;
         let links_dir = dir.join("links");
-        let mut links = Vec::with_capacity(PROGRAMS.len() + OPTIONAL_PROGRAMS.len());
-        let required = PROGRAMS.iter().map(|&(p, h)| (p, h, true));
-        let optional = OPTIONAL_PROGRAMS.iter().map(|&(p, h)| (p, h, false));
-        for (program, hook, needed) in required.chain(optional) {
-            let prog: &mut Lsm = ebpf
-                .program_mut(program)
-                .ok_or_else(|| EngineError::NotEnforcer {
-                    reason: format!("no program `{program}`"),
-                })?
-                .try_into()
-                .map_err(|source| EngineError::Program {
-                    call: "BPF_PROG_LOAD",
-                    program,
-                    hook,
-                    source: Box::new(source),
-                })?;
-            match prog.load(hook, btf) {
-                Ok(()) => {}
-                Err(aya::programs::ProgramError::Btf(aya::BtfError::UnknownBtfTypeName {
-                    ..
-                })) if !needed => continue,
-                Err(source) => {
-                    return Err(EngineError::Program {
-                        call: "BPF_PROG_LOAD",
-                        program,
-                        hook,
-                        source: Box::new(source),
-                    });
-                }
-            }
+        let mut links = Vec::with_capacity(programs.len());
+        for &(program, hook) in programs {
+            let prog = lsm_program(ebpf, program, hook)?;
             let id = prog.attach().map_err(|source| EngineError::Program {
                 call: "BPF_LINK_CREATE",
                 program,

@@ -1,6 +1,8 @@
 //! Parsers for the kernel files support detection reads. Pure functions on
 //! text, so they are tested on fixtures.
 
+use std::collections::BTreeSet;
+use std::fmt;
 use std::path::PathBuf;
 
 /// Capability bit numbers (`include/uapi/linux/capability.h`).
@@ -233,6 +235,182 @@ pub fn parse_lockdown(text: &str) -> Option<Lockdown> {
     }
 }
 
+/// The names in the string section of a BTF blob (`/sys/kernel/btf/vmlinux`): every type,
+/// member, enumerator and function name the kernel describes. `None` when `btf` is not BTF.
+pub fn btf_names(btf: &[u8]) -> Option<BTreeSet<&str>> {
+    let u32_at = |at: usize, little: bool| -> Option<usize> {
+        let b: [u8; 4] = btf.get(at..at + 4)?.try_into().ok()?;
+        let v = if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        };
+        usize::try_from(v).ok()
+    };
+    // struct btf_header { u16 magic (0xeB9F); u8 version; u8 flags; u32 hdr_len;
+    //                     u32 type_off, type_len, str_off, str_len; }
+    let little = match btf.get(..2)? {
+        [0x9f, 0xeb] => true,
+        [0xeb, 0x9f] => false,
+        _ => return None,
+    };
+    let hdr_len = u32_at(4, little)?;
+    let str_off = u32_at(16, little)?;
+    let str_len = u32_at(20, little)?;
+    let start = hdr_len.checked_add(str_off)?;
+    let strings = btf.get(start..start.checked_add(str_len)?)?;
+    Some(
+        strings
+            .split(|&b| b == 0)
+            .filter_map(|s| std::str::from_utf8(s).ok())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    )
+}
+
+/// A Linux version, `major.minor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KernelVersion(pub u32, pub u32);
+
+impl fmt::Display for KernelVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.0, self.1)
+    }
+}
+
+/// What kind of kernel piece a [`KernelPiece`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PieceKind {
+    /// A BPF helper function (`enum bpf_func_id`).
+    Helper,
+    /// A BPF map type (`enum bpf_map_type`).
+    MapType,
+    /// A BPF program type (`enum bpf_prog_type`).
+    ProgramType,
+    /// An LSM hook a BPF LSM program attaches to (its `bpf_lsm_*` function).
+    LsmHook,
+}
+
+/// One piece of the kernel that bee's BPF programs need, found by a name in the kernel's BTF,
+/// with the first Linux release that has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelPiece {
+    /// What kind of piece.
+    pub kind: PieceKind,
+    /// Its name as people know it (`bpf_loop`, `userns_create`, `BPF_MAP_TYPE_RINGBUF`).
+    pub name: String,
+    /// The name the kernel's BTF has when the kernel has the piece (`BPF_FUNC_loop`,
+    /// `bpf_lsm_userns_create`).
+    pub btf_name: String,
+    /// The first Linux release that has it.
+    pub since: KernelVersion,
+}
+
+impl fmt::Display for KernelPiece {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            PieceKind::Helper => write!(f, "the {} helper", self.name),
+            PieceKind::MapType => write!(f, "{} maps", self.name),
+            PieceKind::ProgramType => write!(f, "{} programs", self.name),
+            PieceKind::LsmHook => write!(f, "the {} LSM hook", self.name),
+        }?;
+        write!(f, " (Linux {})", self.since)
+    }
+}
+
+/// BPF LSM itself: `BPF_PROG_TYPE_LSM` and the `bpf_lsm_*` attach points came in Linux 5.7.
+pub const BPF_LSM_SINCE: KernelVersion = KernelVersion(5, 7);
+
+/// The BPF helpers bee's programs call (`crates/ebpf/bpf/bee.bpf.c`), by their
+/// `enum bpf_func_id` number and name, with the Linux release that added each.
+pub const HELPERS: &[(u32, &str, KernelVersion)] = &[
+    (1, "map_lookup_elem", KernelVersion(3, 19)),
+    (2, "map_update_elem", KernelVersion(3, 19)),
+    (3, "map_delete_elem", KernelVersion(3, 19)),
+    (14, "get_current_pid_tgid", KernelVersion(4, 2)),
+    (16, "get_current_comm", KernelVersion(4, 2)),
+    (35, "get_current_task", KernelVersion(4, 8)),
+    (80, "get_current_cgroup_id", KernelVersion(4, 18)),
+    (93, "spin_lock", KernelVersion(5, 1)),
+    (94, "spin_unlock", KernelVersion(5, 1)),
+    (112, "probe_read_user", KernelVersion(5, 5)),
+    (113, "probe_read_kernel", KernelVersion(5, 5)),
+    (130, "ringbuf_output", KernelVersion(5, 8)),
+    (145, "inode_storage_get", KernelVersion(5, 10)),
+    (156, "task_storage_get", KernelVersion(5, 11)),
+    (158, "get_current_task_btf", KernelVersion(5, 11)),
+    (181, "loop", KernelVersion(5, 17)),
+];
+
+/// The map types bee's programs use, with the Linux release that added each.
+pub const MAP_TYPES: &[(&str, KernelVersion)] = &[
+    ("BPF_MAP_TYPE_HASH", KernelVersion(3, 19)),
+    ("BPF_MAP_TYPE_ARRAY", KernelVersion(3, 19)),
+    ("BPF_MAP_TYPE_LPM_TRIE", KernelVersion(4, 11)),
+    ("BPF_MAP_TYPE_RINGBUF", KernelVersion(5, 8)),
+    ("BPF_MAP_TYPE_INODE_STORAGE", KernelVersion(5, 10)),
+    ("BPF_MAP_TYPE_TASK_STORAGE", KernelVersion(5, 11)),
+];
+
+/// LSM hooks that came after BPF LSM itself ([`BPF_LSM_SINCE`]): the Linux release that
+/// added each. Every other hook bee attaches to is older than BPF LSM.
+pub const LATE_HOOKS: &[(&str, KernelVersion)] = &[
+    ("userns_create", KernelVersion(6, 1)),
+    ("inode_set_acl", KernelVersion(6, 2)),
+    ("inode_remove_acl", KernelVersion(6, 2)),
+    ("file_ioctl_compat", KernelVersion(6, 8)),
+];
+
+/// Every kernel piece bee's programs need, given the LSM hooks they attach to unconditionally:
+/// the LSM program type, the helpers of [`HELPERS`], the map types of [`MAP_TYPES`] and one
+/// `bpf_lsm_*` function per hook.
+pub fn required_kernel_pieces<'a>(hooks: impl IntoIterator<Item = &'a str>) -> Vec<KernelPiece> {
+    let mut pieces = vec![KernelPiece {
+        kind: PieceKind::ProgramType,
+        name: "BPF_PROG_TYPE_LSM".to_owned(),
+        btf_name: "BPF_PROG_TYPE_LSM".to_owned(),
+        since: BPF_LSM_SINCE,
+    }];
+    pieces.extend(HELPERS.iter().map(|&(_, name, since)| KernelPiece {
+        kind: PieceKind::Helper,
+        name: format!("bpf_{name}"),
+        btf_name: format!("BPF_FUNC_{name}"),
+        since,
+    }));
+    pieces.extend(MAP_TYPES.iter().map(|&(name, since)| KernelPiece {
+        kind: PieceKind::MapType,
+        name: name.to_owned(),
+        btf_name: name.to_owned(),
+        since,
+    }));
+    pieces.extend(hooks.into_iter().map(|hook| {
+        KernelPiece {
+            kind: PieceKind::LsmHook,
+            name: hook.to_owned(),
+            btf_name: format!("bpf_lsm_{hook}"),
+            since: LATE_HOOKS
+                .iter()
+                .find(|(h, _)| *h == hook)
+                .map_or(BPF_LSM_SINCE, |&(_, v)| v),
+        }
+    }));
+    pieces
+}
+
+/// The pieces of `required` whose BTF name is not among `names` ([`btf_names`]).
+pub fn missing_kernel_pieces(required: &[KernelPiece], names: &BTreeSet<&str>) -> Vec<KernelPiece> {
+    required
+        .iter()
+        .filter(|p| !names.contains(p.btf_name.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The lowest Linux release that has every piece of `missing`: the newest of their releases.
+pub fn lowest_kernel_with(missing: &[KernelPiece]) -> Option<KernelVersion> {
+    missing.iter().map(|p| p.since).max()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,5 +545,64 @@ mod tests {
             Some(Lockdown::Confidentiality)
         );
         assert_eq!(parse_lockdown("none"), None);
+    }
+
+    /// A BTF blob with no types and the given strings (little-endian header).
+    fn btf_with(strings: &[&str]) -> Vec<u8> {
+        let mut strs = vec![0u8];
+        for s in strings {
+            strs.extend_from_slice(s.as_bytes());
+            strs.push(0);
+        }
+        let mut b = vec![0x9f, 0xeb, 1, 0];
+        for v in [24u32, 0, 0, 0, u32::try_from(strs.len()).unwrap_or(0)] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&strs);
+        b
+    }
+
+    #[test]
+    fn btf_names_reads_the_string_section() {
+        let blob = btf_with(&["BPF_FUNC_loop", "bpf_lsm_file_open"]);
+        let names = btf_names(&blob);
+        assert_eq!(
+            names.map(|n| n.into_iter().collect::<Vec<_>>()),
+            Some(vec!["BPF_FUNC_loop", "bpf_lsm_file_open"])
+        );
+        assert_eq!(btf_names(b"\x7fELF"), None);
+        assert_eq!(btf_names(&blob[..30]), None, "a cut blob is no BTF");
+    }
+
+    #[test]
+    fn missing_pieces_name_the_lowest_kernel_that_has_them() {
+        let required = required_kernel_pieces(["file_open", "userns_create"]);
+        let all: Vec<&str> = required.iter().map(|p| p.btf_name.as_str()).collect();
+        let blob = btf_with(&all);
+        let names = btf_names(&blob).unwrap_or_default();
+        assert!(missing_kernel_pieces(&required, &names).is_empty());
+        assert_eq!(lowest_kernel_with(&[]), None);
+
+        // Linux 5.10: no bpf_loop, no userns_create hook.
+        let old: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|n| *n != "BPF_FUNC_loop" && *n != "bpf_lsm_userns_create")
+            .collect();
+        let blob = btf_with(&old);
+        let names = btf_names(&blob).unwrap_or_default();
+        let missing = missing_kernel_pieces(&required, &names);
+        let shown: Vec<String> = missing.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "the bpf_loop helper (Linux 5.17)",
+                "the userns_create LSM hook (Linux 6.1)"
+            ]
+        );
+        assert_eq!(lowest_kernel_with(&missing), Some(KernelVersion(6, 1)));
+        assert_eq!(KernelVersion(6, 1).to_string(), "6.1");
+        assert!(KernelVersion(5, 17) < KernelVersion(6, 1));
+        assert!(KernelVersion(6, 1) < KernelVersion(6, 12));
     }
 }

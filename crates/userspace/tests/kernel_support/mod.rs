@@ -43,6 +43,20 @@ pub fn assert_expected_kernel(release: &str) {
     }
 }
 
+/// Whether this kernel's verifier is expected to refuse the directory cache, so that the
+/// engine loads bee's programs with it compiled out: measured on Linux 7.3, whose verifier
+/// refuses `bpf_inode_storage_get` on an inode reached through `d_parent`; 6.1 and 6.12 accept
+/// it. Taken as "7.0 and newer" (`docs/kernel-testing.md`).
+pub fn dircache_refused_here() -> bool {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let major: u32 = release
+        .split('.')
+        .next()
+        .and_then(|m| m.trim().parse().ok())
+        .unwrap();
+    major >= 7
+}
+
 /// The engine of this test binary, loaded on first use. Panics (fails the test) if it cannot
 /// be loaded: a kernel test never skips.
 pub fn engine() -> MutexGuard<'static, Engine> {
@@ -700,6 +714,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
     // SAFETY: plain syscalls on owned descriptors and NUL-terminated strings.
     unsafe {
         match action {
+            "stress-open" => stress_open(a),
             "open-read" => {
                 let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
                 check(fd.into())
@@ -1865,6 +1880,53 @@ pub fn helper_main() {
     let code = act(parts[0], &parts[1..]);
     eprintln!("helper {spec:?}: errno {code}");
     std::process::exit(code);
+}
+
+/// The helper action `stress-open COUNT START PATH=EXPECT…`: opens the paths for reading in
+/// turn, starting at index START, COUNT times in all, and compares each outcome with EXPECT
+/// (`ok` or `eperm`). Prints `stress checks=N wrong=W` (and the first wrong outcome) on
+/// stdout; the errno returned is 0, or 1 when an outcome was wrong.
+fn stress_open(a: &[&str]) -> i32 {
+    let count: u64 = a.first().and_then(|c| c.parse().ok()).unwrap_or(0);
+    let start: usize = a.get(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let cases: Vec<(CString, bool)> = a[2.min(a.len())..]
+        .iter()
+        .filter_map(|c| c.rsplit_once('='))
+        .map(|(p, e)| (cstr(p), e == "ok"))
+        .collect();
+    if cases.is_empty() || count == 0 {
+        println!("stress checks=0 wrong=0 (no cases)");
+        return 22;
+    }
+    let (mut checks, mut wrong) = (0u64, 0u64);
+    let mut first = String::new();
+    for i in 0..count {
+        let (path, expect_ok) = &cases[(start + i as usize) % cases.len()];
+        // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
+        let (ok, err) = unsafe {
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::close(fd);
+                (true, 0)
+            } else {
+                (false, errno())
+            }
+        };
+        checks += 1;
+        let right = if *expect_ok {
+            ok
+        } else {
+            !ok && err == libc::EPERM
+        };
+        if !right {
+            wrong += 1;
+            if first.is_empty() {
+                first = format!(" first={path:?} ok={ok} errno={err} at={i}");
+            }
+        }
+    }
+    println!("stress checks={checks} wrong={wrong}{first}");
+    i32::from(wrong != 0)
 }
 
 /// Creates `n` nested directories named `seg` under `base` (with *at() calls, so the chain

@@ -1,0 +1,321 @@
+//! Starting the command with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7): the child is created
+//! inside its scope cgroup, so it never runs a single instruction outside it, and no write to
+//! `cgroup.procs` is needed (a migration waits for an RCU grace period; a fork into the cgroup
+//! does not).
+//!
+//! The parent prepares everything as plain values (paths and arguments as C strings with their
+//! pointer arrays, the descriptors of the standard streams), calls `clone3` without `CLONE_VM`
+//! (fork semantics: the child has its own copy of memory), and the child runs only raw,
+//! async-signal-safe system calls: signal mask and `SIGPIPE` back to their defaults, the
+//! standard streams, the working directory, every hardening step of [`ChildPlan::run`] but the
+//! cgroup join, and `execve`. A failure is reported on the close-on-exec pipe (the step, or 0
+//! for the spawn itself, and the errno) before the child exits with 127.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io::{self, Read as _};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Path, PathBuf};
+
+use super::{ChildPlan, LaunchError, LaunchSpec, Launched, StdioMode, Step, cloexec_pipe};
+use crate::cgroup::ScopeCgroup;
+
+/// `CLONE_PIDFD` (`include/uapi/linux/sched.h`).
+const CLONE_PIDFD: u64 = 0x1000;
+/// `CLONE_INTO_CGROUP` (`include/uapi/linux/sched.h`, Linux 5.7).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` up to `cgroup` (`CLONE_ARGS_SIZE_VER2`, 88 bytes).
+#[repr(C)]
+#[derive(Debug, Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+const _: () = assert!(size_of::<CloneArgs>() == 88);
+
+/// What [`spawn`] did.
+pub(super) enum Clone3 {
+    /// The command runs (or ran) in its scope.
+    Started(Launched),
+    /// This kernel has no `clone3` or no `CLONE_INTO_CGROUP` (before 5.7): nothing was
+    /// started; the caller uses the launcher that joins through `cgroup.procs`.
+    Unsupported,
+}
+
+/// One standard stream of the child: the descriptor it gets (if not inherited) and the
+/// parent's end of a pipe.
+struct Stream {
+    child: Option<OwnedFd>,
+    parent: Option<OwnedFd>,
+}
+
+fn prepare_err(what: &'static str) -> impl FnOnce(io::Error) -> LaunchError {
+    move |source| LaunchError::Prepare { what, source }
+}
+
+fn cstring(s: &OsStr, what: &'static str) -> Result<CString, LaunchError> {
+    CString::new(s.as_bytes()).map_err(|_| LaunchError::Prepare {
+        what,
+        source: io::Error::from(io::ErrorKind::InvalidInput),
+    })
+}
+
+/// The stream `mode` for descriptor `target` (0 is read by the child, 1 and 2 written).
+fn stream(mode: StdioMode, target: RawFd) -> Result<Stream, LaunchError> {
+    match mode {
+        StdioMode::Inherit => Ok(Stream {
+            child: None,
+            parent: None,
+        }),
+        StdioMode::Null => {
+            let null = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+                .map_err(prepare_err("open /dev/null"))?;
+            Ok(Stream {
+                child: Some(OwnedFd::from(null)),
+                parent: None,
+            })
+        }
+        StdioMode::Piped => {
+            let (read, write) = cloexec_pipe()?;
+            Ok(if target == 0 {
+                Stream {
+                    child: Some(read),
+                    parent: Some(write),
+                }
+            } else {
+                Stream {
+                    child: Some(write),
+                    parent: Some(read),
+                }
+            })
+        }
+    }
+}
+
+/// The program's path as `execvp` would find it: as given when it has a `/`, else the first
+/// executable file of that name in the `PATH` the command gets.
+fn resolve_program(program: &OsStr, env: &[(OsString, OsString)]) -> Option<PathBuf> {
+    if program.as_bytes().contains(&b'/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map_or_else(|| OsString::from("/usr/bin:/bin"), |(_, v)| v.clone());
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) on a NUL-terminated path.
+    let ok = unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0;
+    ok && path.is_file()
+}
+
+/// Starts `spec` in `cgroup` with `clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)`.
+pub(super) fn spawn(spec: &LaunchSpec, cgroup: &ScopeCgroup) -> Result<Clone3, LaunchError> {
+    let program = spec.program.to_string_lossy().into_owned();
+    let env = spec.environment();
+    let Some(path) = resolve_program(&spec.program, &env) else {
+        return Err(LaunchError::Spawn {
+            program,
+            source: io::Error::from(io::ErrorKind::NotFound),
+        });
+    };
+    let path = cstring(path.as_os_str(), "the program path holds a NUL byte")?;
+    let mut argv = vec![cstring(&spec.program, "the program holds a NUL byte")?];
+    for a in &spec.args {
+        argv.push(cstring(a, "an argument holds a NUL byte")?);
+    }
+    let envp: Vec<CString> = env
+        .iter()
+        .map(|(k, v)| {
+            let mut kv = k.clone();
+            kv.push("=");
+            kv.push(v);
+            cstring(&kv, "an environment variable holds a NUL byte")
+        })
+        .collect::<Result<_, _>>()?;
+    let argv_ptrs: Vec<*const libc::c_char> = argv
+        .iter()
+        .map(|a| a.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let envp_ptrs: Vec<*const libc::c_char> = envp
+        .iter()
+        .map(|e| e.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect();
+    let cwd = spec
+        .cwd
+        .as_ref()
+        .map(|d| cstring(d.as_os_str(), "the working directory holds a NUL byte"))
+        .transpose()?;
+    let streams = [
+        stream(spec.stdin, 0)?,
+        stream(spec.stdout, 1)?,
+        stream(spec.stderr, 2)?,
+    ];
+    let child_fds: [RawFd; 3] = [0, 1, 2].map(|i| {
+        streams[i]
+            .child
+            .as_ref()
+            .map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
+    });
+    let dir = std::fs::File::open(cgroup.path()).map_err(prepare_err("open the scope cgroup"))?;
+    let (report_read, report_write) = cloexec_pipe()?;
+    let plan = ChildPlan::prepare(spec, None, report_write.as_raw_fd())?;
+
+    let mut pidfd: libc::c_int = -1;
+    let args = CloneArgs {
+        flags: CLONE_PIDFD | CLONE_INTO_CGROUP,
+        pidfd: &raw mut pidfd as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: dir.as_raw_fd() as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: clone3 without CLONE_VM forks this process; `args` is a valid clone_args of the
+    // size passed. In the child only async-signal-safe system calls run (`child_main`), on
+    // memory prepared above, and it never returns.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_clone3,
+            &raw const args,
+            size_of::<CloneArgs>() as libc::size_t,
+        )
+    };
+    if rc == 0 {
+        // SAFETY: this is the child; see child_main.
+        unsafe {
+            child_main(
+                &plan,
+                &child_fds,
+                cwd.as_ref(),
+                &path,
+                &argv_ptrs,
+                &envp_ptrs,
+            )
+        }
+    }
+    if rc < 0 {
+        let source = io::Error::last_os_error();
+        return match source.raw_os_error() {
+            // No clone3 (before 5.3), a clone_args without `cgroup` (E2BIG) or an unknown
+            // flag (EINVAL, before 5.7).
+            Some(libc::ENOSYS | libc::E2BIG | libc::EINVAL) => Ok(Clone3::Unsupported),
+            _ => Err(LaunchError::Step {
+                program,
+                step: Step::JoinCgroup,
+                source,
+            }),
+        };
+    }
+    let pid = rc as libc::pid_t;
+    // SAFETY: CLONE_PIDFD stored a new descriptor that nothing else owns.
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
+    // The child's ends and the report pipe's write end must close here, so that the read
+    // below ends at the child's execve or exit.
+    drop(report_write);
+    drop(dir);
+    let [stdin, stdout, stderr] = streams.map(|s| {
+        drop(s.child);
+        s.parent
+    });
+    let mut report = [0u8; 5];
+    let mut got = 0;
+    let mut reader = std::fs::File::from(report_read);
+    while got < report.len() {
+        match reader.read(&mut report[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let launched = Launched::from_parts(pid, pidfd, stdin, stdout, stderr);
+    if got == 0 {
+        return Ok(Clone3::Started(launched));
+    }
+    // The child failed before execve and exits with 127: reap it.
+    let mut launched = launched;
+    let _ = launched.wait_timeout(None);
+    let errno = i32::from_le_bytes([report[1], report[2], report[3], report[4]]);
+    let source = io::Error::from_raw_os_error(errno);
+    Err(match Step::from_raw(report[0]) {
+        Some(step) => LaunchError::Step {
+            program,
+            step,
+            source,
+        },
+        None => LaunchError::Spawn { program, source },
+    })
+}
+
+/// The child, between `clone3` and `execve`. Raw, async-signal-safe system calls only.
+///
+/// # Safety
+/// Must run only in the child of [`spawn`]'s `clone3`, with the values it prepared.
+unsafe fn child_main(
+    plan: &ChildPlan,
+    fds: &[RawFd; 3],
+    cwd: Option<&CString>,
+    path: &CString,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> ! {
+    // SAFETY (whole function): plain system calls on integers, on this frame's stack and on
+    // memory the parent prepared before clone3 and nobody mutates.
+    unsafe {
+        // Signals as a new process expects them: nothing blocked, SIGPIPE not ignored.
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        for (target, &fd) in fds.iter().enumerate() {
+            if fd < 0 {
+                continue;
+            }
+            let target = target as RawFd;
+            let rc = if fd == target {
+                // dup2 onto itself keeps close-on-exec: clear it.
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, target)
+            };
+            if rc < 0 {
+                plan.report_spawn();
+                libc::_exit(127);
+            }
+        }
+        if let Some(dir) = cwd
+            && libc::chdir(dir.as_ptr()) < 0
+        {
+            plan.report_spawn();
+            libc::_exit(127);
+        }
+        if plan.run().is_err() {
+            libc::_exit(127);
+        }
+        libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        plan.report_spawn();
+        libc::_exit(127)
+    }
+}
