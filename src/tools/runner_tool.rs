@@ -22,6 +22,12 @@ impl RunnerTool {
     pub fn new(name: &str) -> Option<Self> {
         defs::definition(name).map(|def| Self { def })
     }
+
+    /// A tool the runner serves under `def`'s name (the review tools).
+    #[must_use]
+    pub fn from_definition(def: ToolDef) -> Self {
+        Self { def }
+    }
 }
 
 impl Tool for RunnerTool {

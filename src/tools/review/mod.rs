@@ -4,6 +4,7 @@
 
 #[cfg(feature = "cvss")]
 pub mod cvss;
+mod defs;
 
 use std::sync::Arc;
 
@@ -13,7 +14,15 @@ use super::Tool;
 #[must_use]
 pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![
+        #[cfg(feature = "astgrep")]
+        runner(defs::ast_grep()),
         #[cfg(feature = "cvss")]
         Arc::new(cvss::CvssTool),
     ]
+}
+
+/// A tool the runner serves, as `bee __tool NAME` in the scope.
+#[cfg(feature = "astgrep")]
+fn runner(def: crate::provider::ToolDef) -> Arc<dyn Tool> {
+    Arc::new(super::RunnerTool::from_definition(def))
 }

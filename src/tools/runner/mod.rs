@@ -6,6 +6,8 @@
 //! against the workspace; a path outside it is still attempted (the kernel decides, not the
 //! harness), and the answer notes that it is outside.
 
+#[cfg(feature = "astgrep")]
+mod ast_grep;
 mod files;
 mod search;
 
@@ -91,6 +93,12 @@ impl RunnerResponse {
     }
 }
 
+/// The languages `ast_grep` searches in this build (its grammar features), e.g. `rust`.
+#[cfg(feature = "astgrep")]
+pub fn ast_grep_languages() -> Vec<String> {
+    ast_grep::languages()
+}
+
 /// The runner's one tool the model is never offered: a workspace file's raw text for the
 /// harness (project instructions), answered as `{"text": …, "total_bytes": N}`.
 pub const READ_TEXT: &str = "read_text";
@@ -124,6 +132,12 @@ pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
         "glob" => with_args(name, args, |a| search::glob(&cx, a)),
         "grep" => with_args(name, args, |a| search::grep(&cx, a)),
         READ_TEXT => with_args(name, args, |a| files::read_text(&cx, a)),
+        #[cfg(feature = "astgrep")]
+        "ast_grep" => with_args(name, args, |a| ast_grep::ast_grep(&cx, a)),
+        #[cfg(feature = "gitlog")]
+        "git_log" => with_args(name, args, |a| {
+            git_log::git_log(&cx, a, request.time_budget_ms)
+        }),
         other => RunnerResponse::could_not_run(format!("the tool runner has no tool `{other}`")),
     }
 }
