@@ -60,6 +60,8 @@ pub(crate) fn run_runner(
         workspace: sandbox.workspace().to_owned(),
         output_cap: limits.output_cap,
         args: args.clone(),
+        // Three quarters of the timeout, so a long walk answers before it is killed.
+        time_budget_ms: u64::try_from(limits.file_timeout.as_millis() / 4 * 3).ok(),
     };
     let input = match serde_json::to_vec(&request) {
         Ok(i) => i,

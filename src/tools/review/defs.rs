@@ -1,9 +1,9 @@
-//! The definitions of the review tools that run in the scope.
+//! The definitions of the review tools that run in the scope (`ast_grep`, `git_log`).
 
-#[cfg(feature = "astgrep")]
+#[cfg(any(feature = "astgrep", feature = "gitlog"))]
 use serde_json::json;
 
-#[cfg(feature = "astgrep")]
+#[cfg(any(feature = "astgrep", feature = "gitlog"))]
 use crate::provider::ToolDef;
 
 /// `ast_grep`: its description names the languages this build was compiled with.
@@ -40,6 +40,32 @@ pub(crate) fn ast_grep() -> ToolDef {
                 "mode": {"type": "string", "enum": ["search", "dump"], "description": "`search` (default) or `dump`."}
             },
             "required": ["pattern", "language"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// `git_log`.
+#[cfg(feature = "gitlog")]
+pub(crate) fn git_log() -> ToolDef {
+    ToolDef {
+        name: "git_log".to_owned(),
+        description: "Read the repository's history (read-only). mode `log`: the commits that \
+                      changed `path`, newest first, following renames (each with id, date, \
+                      author and summary). mode `blame`: the commit that last changed one line \
+                      of `path` as committed at `rev` (id, author, date, summary, and the \
+                      path and line it had there)."
+            .to_owned(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "mode": {"type": "string", "enum": ["log", "blame"], "description": "`log` (default) or `blame`."},
+                "path": {"type": "string", "description": "A file or directory, relative to the workspace; `log` without it lists every commit."},
+                "line": {"type": "integer", "minimum": 1, "description": "The line to blame (1-based; mode `blame`)."},
+                "rev": {"type": "string", "description": "Where to start: a commit, branch or tag (default HEAD)."},
+                "max_count": {"type": "integer", "minimum": 1, "maximum": 500, "description": "The most commits to list (default 20)."},
+                "follow": {"type": "boolean", "description": "Follow renames in `log` (default true)."}
+            },
             "additionalProperties": false
         }),
     }

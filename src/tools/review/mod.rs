@@ -16,13 +16,15 @@ pub fn tools() -> Vec<Arc<dyn Tool>> {
     vec![
         #[cfg(feature = "astgrep")]
         runner(defs::ast_grep()),
+        #[cfg(feature = "gitlog")]
+        runner(defs::git_log()),
         #[cfg(feature = "cvss")]
         Arc::new(cvss::CvssTool),
     ]
 }
 
 /// A tool the runner serves, as `bee __tool NAME` in the scope.
-#[cfg(feature = "astgrep")]
+#[cfg(any(feature = "astgrep", feature = "gitlog"))]
 fn runner(def: crate::provider::ToolDef) -> Arc<dyn Tool> {
     Arc::new(super::RunnerTool::from_definition(def))
 }

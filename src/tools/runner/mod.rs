@@ -9,6 +9,8 @@
 #[cfg(feature = "astgrep")]
 mod ast_grep;
 mod files;
+#[cfg(feature = "gitlog")]
+mod git_log;
 mod search;
 
 use std::io;
@@ -29,6 +31,10 @@ pub struct RunnerRequest {
     pub output_cap: usize,
     /// The tool's arguments, as the model gave them.
     pub args: serde_json::Value,
+    /// How long a tool that walks history may work before it answers with what it has (the
+    /// harness kills the runner at its timeout, which is longer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_budget_ms: Option<u64>,
 }
 
 /// What the runner answers.
