@@ -226,7 +226,14 @@ fn run(cx: &Context<'_>, a: AstGrepArgs) -> RunnerResponse {
         };
         match fs::metadata(&t.path) {
             Ok(m) if m.is_file() => search.file(cx, &t.path, m.len()),
-            Ok(_) => search.tree(cx, &t, &filters),
+            // A directory that cannot be listed fails like any other unreadable path.
+            Ok(_) => match fs::read_dir(&t.path) {
+                Ok(_) => search.tree(cx, &t, &filters),
+                Err(e) if paths.len() == 1 => {
+                    return RunnerResponse::io("search", &t, &e).noted(&t);
+                }
+                Err(e) => search.report.unreadable(t.shown.clone(), &e),
+            },
             Err(e) if paths.len() == 1 => return RunnerResponse::io("search", &t, &e).noted(&t),
             Err(e) => search.report.unreadable(t.shown.clone(), &e),
         }
@@ -482,6 +489,25 @@ impl Report {
     }
 }
 
+/// The OS error number behind a walk's error (ignore wraps walkdir's, which wraps the OS's).
+fn errno_of(e: &ignore::Error) -> Option<i32> {
+    let io = e.io_error()?;
+    if let Some(n) = io.raw_os_error() {
+        return Some(n);
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = io.get_ref().map(|e| e as _);
+    while let Some(c) = cause {
+        if let Some(n) = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+        {
+            return Some(n);
+        }
+        cause = c.source();
+    }
+    None
+}
+
 /// Up to five names, then how many more.
 fn list(names: &[String]) -> String {
     let mut s = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
@@ -514,8 +540,7 @@ impl Search<'_> {
             let entry = match entry {
                 Ok(e) => e,
                 Err(e) => {
-                    let errno = e.io_error().and_then(std::io::Error::raw_os_error);
-                    self.report.errno = self.report.errno.or(errno);
+                    self.report.errno = self.report.errno.or(errno_of(&e));
                     self.report
                         .unreadable
                         .push((t.shown.clone(), e.to_string()));
