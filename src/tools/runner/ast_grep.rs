@@ -212,9 +212,16 @@ fn run(cx: &Context<'_>, a: AstGrepArgs) -> RunnerResponse {
     } else {
         a.paths.clone()
     };
+    let mut vars: Vec<String> = pattern
+        .defined_vars()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    vars.sort_unstable();
     let mut search = Search {
         lang,
         pattern: &pattern,
+        vars,
         max,
         report: Report::default(),
     };
@@ -530,6 +537,8 @@ fn one_line(text: &str, chars: usize) -> String {
 struct Search<'p> {
     lang: SupportLang,
     pattern: &'p Pattern,
+    /// The pattern's metavariables, sorted.
+    vars: Vec<String>,
     max: usize,
     report: Report,
 }
@@ -613,11 +622,11 @@ impl Search<'_> {
             }
             let start = m.start_pos();
             let line = start.line() + 1;
-            let mut vars: Vec<&str> = self.pattern.defined_vars().into_iter().collect();
-            vars.sort_unstable();
             let env = m.get_env();
-            let bindings = vars
-                .into_iter()
+            let bindings = self
+                .vars
+                .iter()
+                .map(String::as_str)
                 .filter_map(|v| {
                     if let Some(node) = env.get_match(v) {
                         return Some((format!("${v}"), one_line(&node.text(), BINDING_CHARS)));
