@@ -222,6 +222,29 @@ fn a_corrupted_object_store_fails_with_what_was_found() {
 }
 
 #[test]
+fn a_truncated_pack_fails_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    fixture(dir.path());
+    git(dir.path(), &["gc", "-q"], 6);
+    let packs = dir.path().join(".git/objects/pack");
+    for entry in std::fs::read_dir(&packs).unwrap_or_else(|e| unreachable!("{e}")) {
+        let path = entry.unwrap_or_else(|e| unreachable!("{e}")).path();
+        if path.extension().is_some_and(|e| e == "pack") {
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| unreachable!("{e}"));
+            std::fs::write(&path, &bytes[..bytes.len() / 2])
+                .unwrap_or_else(|e| unreachable!("{e}"));
+        }
+    }
+    for args in [
+        json!({"path": "b.txt"}),
+        json!({"mode": "blame", "path": "b.txt", "line": 1}),
+    ] {
+        let r = call(dir.path(), args);
+        assert_eq!(r.state, ToolState::Failed, "{}", r.content);
+    }
+}
+
+#[test]
 fn a_walk_past_its_budget_answers_with_what_it_has() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
     // 3,000 commits through fast-import, each changing one file.
