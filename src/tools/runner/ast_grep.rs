@@ -222,6 +222,7 @@ fn run(cx: &Context<'_>, a: AstGrepArgs) -> RunnerResponse {
         lang,
         pattern: &pattern,
         vars,
+        fixed: pattern.fixed_string().into_owned(),
         max,
         report: Report::default(),
     };
@@ -539,6 +540,8 @@ struct Search<'p> {
     pattern: &'p Pattern,
     /// The pattern's metavariables, sorted.
     vars: Vec<String>,
+    /// The pattern's longest literal token (empty when it has none).
+    fixed: String,
     max: usize,
     report: Report,
 }
@@ -600,6 +603,13 @@ impl Search<'_> {
         let Ok(text) = String::from_utf8(bytes) else {
             return self.report.skip("not UTF-8", name);
         };
+        // Every match holds the pattern's longest literal token: a file without it has none,
+        // and is searched without being parsed (the ast-grep CLI skips the matching of such
+        // a file; this skips its parse as well).
+        if !self.fixed.is_empty() && !text.contains(self.fixed.as_str()) {
+            self.report.files_searched += 1;
+            return;
+        }
         let Ok(doc) = StrDoc::try_new(&text, self.lang) else {
             return self.report.skip("the parser gave no tree", name);
         };
