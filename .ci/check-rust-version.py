@@ -6,6 +6,10 @@ proven the other way round: every crate in a package's normal+build dependency c
 (as resolved in Cargo.lock for the default features) must declare a rust-version no newer
 than the package's, and the package's must be exactly the newest of those (or 1.85, the
 first release with edition 2024) -- the lowest version its dependencies allow.
+
+The application package (bee) is checked with every feature selected: its optional review
+tools (ast-grep, gix, ...) are part of what a user can build, so its rust-version follows
+them. The embeddable crates are checked with their default features, as they are published.
 """
 import json
 import subprocess
@@ -19,16 +23,28 @@ def version(text):
     return tuple((parts + [0, 0])[:2])
 
 
-def main():
+APPLICATION = "bee"
+
+
+def metadata(*extra):
     meta = json.loads(
         subprocess.check_output(
-            ["cargo", "metadata", "--format-version", "1", "--locked"], text=True
+            ["cargo", "metadata", "--format-version", "1", "--locked", *extra], text=True
         )
     )
-    packages = {p["id"]: p for p in meta["packages"]}
-    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
+    return meta, {p["id"]: p for p in meta["packages"]}, {
+        n["id"]: n for n in meta["resolve"]["nodes"]
+    }
+
+
+def main():
+    default = metadata()
+    every = metadata("--all-features")
+    meta = default[0]
     failed = False
     for member in meta["workspace_members"]:
+        application = default[1][member]["name"] == APPLICATION
+        _, packages, nodes = every if application else default
         pkg = packages[member]
         if pkg["name"] == "xtask":
             continue
@@ -39,11 +55,12 @@ def main():
             continue
         # Optional dependencies of the package itself count only when a default feature
         # turns them on; further down, the unified resolve is used as it is.
-        default = set(pkg["features"].get("default", []))
-        optional = {
+        # (The application's are all selected.)
+        default_features = set(pkg["features"].get("default", []))
+        optional = set() if application else {
             d["rename"] or d["name"]
             for d in pkg["dependencies"]
-            if d["optional"] and f"dep:{d['rename'] or d['name']}" not in default
+            if d["optional"] and f"dep:{d['rename'] or d['name']}" not in default_features
         }
         seen, stack, floor, culprit = set(), [member], EDITION_2024, "edition 2024"
         while stack:

@@ -107,10 +107,10 @@ fn serve(bodies: Vec<Vec<u8>>, split: Split) -> (String, mpsc::Receiver<Value>) 
                 if h.is_empty() {
                     break;
                 }
-                if let Some((n, v)) = h.split_once(':') {
-                    if n.eq_ignore_ascii_case("content-length") {
-                        len = v.trim().parse().unwrap();
-                    }
+                if let Some((n, v)) = h.split_once(':')
+                    && n.eq_ignore_ascii_case("content-length")
+                {
+                    len = v.trim().parse().unwrap();
                 }
             }
             let mut request = vec![0; len];

@@ -19,6 +19,16 @@ fn every_tool_has_an_object_schema_whose_required_fields_exist() {
     let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
     let mut expected: Vec<&str> = RUNNER_TOOLS.to_vec();
     expected.push(SHELL_TOOL);
+    // The review tools a build selects, after the built-in ones; none by default.
+    let review: Vec<&str> = vec![
+        #[cfg(feature = "astgrep")]
+        "ast_grep",
+        #[cfg(feature = "gitlog")]
+        "git_log",
+        #[cfg(feature = "cvss")]
+        "cvss",
+    ];
+    expected.extend(review);
     assert_eq!(names, expected);
     for def in &defs {
         assert!(!def.description.is_empty(), "{}", def.name);

@@ -135,17 +135,17 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         if record.verdict == Verdict::Deny {
             eprintln!("bee: denied: {}", record.explanation());
         }
-        if let Some(out) = audit.as_mut() {
-            if let Err(e) = write_jsonl(out, record) {
-                audit_error.get_or_insert(e);
-            }
+        if let Some(out) = audit.as_mut()
+            && let Err(e) = write_jsonl(out, record)
+        {
+            audit_error.get_or_insert(e);
         }
     };
     let result = scope.run(&spec, &mut on_record);
-    if let Some(out) = audit.as_mut() {
-        if let Err(e) = out.flush() {
-            audit_error.get_or_insert(e);
-        }
+    if let Some(out) = audit.as_mut()
+        && let Err(e) = out.flush()
+    {
+        audit_error.get_or_insert(e);
     }
     let report = match result {
         Ok(report) => report,

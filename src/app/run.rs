@@ -579,11 +579,11 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return RunStatus::of_refusal(&refusal);
         }
     };
-    if let Some(audit) = &plan.audit {
-        if let Err(why) = factory.write_audit_to(audit) {
-            let _ = writeln!(ctx.err, "bee run: --audit: {why}; no model was called");
-            return RunStatus::NoInput;
-        }
+    if let Some(audit) = &plan.audit
+        && let Err(why) = factory.write_audit_to(audit)
+    {
+        let _ = writeln!(ctx.err, "bee run: --audit: {why}; no model was called");
+        return RunStatus::NoInput;
     }
     for problem in &plan.skill_problems {
         let _ = writeln!(ctx.err, "bee run: a skill was skipped: {problem}");

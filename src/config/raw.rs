@@ -262,15 +262,15 @@ pub(super) fn apply(
                 );
             }
         }
-        if let (Some(t1), Some(max)) = (&t.shell_timeout_seconds, &t.shell_timeout_max_seconds) {
-            if t1.get_ref() > max.get_ref() {
-                r.problem(
-                    t1.span(),
-                    "tools.shell_timeout_seconds",
-                    "is longer than tools.shell_timeout_max_seconds",
-                    "the default timeout must be within the longest one",
-                );
-            }
+        if let (Some(t1), Some(max)) = (&t.shell_timeout_seconds, &t.shell_timeout_max_seconds)
+            && t1.get_ref() > max.get_ref()
+        {
+            r.problem(
+                t1.span(),
+                "tools.shell_timeout_seconds",
+                "is longer than tools.shell_timeout_max_seconds",
+                "the default timeout must be within the longest one",
+            );
         }
         let c = &mut config.tools;
         for (slot, v) in [

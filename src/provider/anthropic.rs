@@ -346,10 +346,10 @@ impl Provider for Anthropic {
                     if let Some(r) = e.delta.stop_reason {
                         stop = stop_reason(&r);
                     }
-                    if stop == StopReason::Refusal {
-                        if let Some(detail) = e.delta.stop_details.and_then(StopDetails::describe) {
-                            asm.refusal_detail(detail);
-                        }
+                    if stop == StopReason::Refusal
+                        && let Some(detail) = e.delta.stop_details.and_then(StopDetails::describe)
+                    {
+                        asm.refusal_detail(detail);
                     }
                     if let Some(u) = e.usage {
                         counts.update(&u);

@@ -63,10 +63,10 @@ impl Http {
     /// `text` with the key removed and cut to a readable length.
     pub(crate) fn redact(&self, text: &str) -> String {
         let mut text = text.to_owned();
-        if let Some(k) = self.key() {
-            if !k.is_empty() {
-                text = text.replace(k, "<redacted>");
-            }
+        if let Some(k) = self.key()
+            && !k.is_empty()
+        {
+            text = text.replace(k, "<redacted>");
         }
         let text = text.trim();
         if text.chars().count() > DETAIL_CHARS {

@@ -39,10 +39,10 @@ impl Price {
             ("output", Some(self.output)),
             ("reasoning", self.reasoning),
         ] {
-            if let Some(v) = v {
-                if !v.is_finite() || v < 0.0 {
-                    return Err(format!("prices.{name} = {v} is not a price ≥ 0"));
-                }
+            if let Some(v) = v
+                && (!v.is_finite() || v < 0.0)
+            {
+                return Err(format!("prices.{name} = {v} is not a price ≥ 0"));
             }
         }
         Ok(())

@@ -287,15 +287,15 @@ impl ProviderSpec {
             }
         }
 
-        if let Some(p) = &raw.prices {
-            if let Err(msg) = p.get_ref().check() {
-                problem(
-                    p.span(),
-                    "prices",
-                    msg,
-                    "prices are USD per million tokens, ≥ 0",
-                );
-            }
+        if let Some(p) = &raw.prices
+            && let Err(msg) = p.get_ref().check()
+        {
+            problem(
+                p.span(),
+                "prices",
+                msg,
+                "prices are USD per million tokens, ≥ 0",
+            );
         }
 
         let max_output_tokens = match &raw.max_output_tokens {
@@ -461,13 +461,12 @@ fn api_key_env_value_span(text: &str) -> Option<std::ops::Range<usize>> {
     let mut start = 0;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        if let Some(rest) = trimmed.strip_prefix("api_key_env") {
-            if let Some(eq) = rest.find('=') {
-                let value_start =
-                    start + (line.len() - trimmed.len()) + "api_key_env".len() + eq + 1;
-                let value_end = start + line.trim_end().len();
-                return Some(value_start..value_end);
-            }
+        if let Some(rest) = trimmed.strip_prefix("api_key_env")
+            && let Some(eq) = rest.find('=')
+        {
+            let value_start = start + (line.len() - trimmed.len()) + "api_key_env".len() + eq + 1;
+            let value_end = start + line.trim_end().len();
+            return Some(value_start..value_end);
         }
         start += line.len();
     }

@@ -226,10 +226,10 @@ impl<'s> Assembler<'s> {
     /// that sends the name in a later fragment).
     pub fn tool_name(&mut self, key: &str, name: &str) {
         let Some(i) = self.open(key) else { return };
-        if let Slot::Tool { call, .. } = &mut self.slots[i] {
-            if call.name.is_empty() {
-                name.clone_into(&mut call.name);
-            }
+        if let Slot::Tool { call, .. } = &mut self.slots[i]
+            && call.name.is_empty()
+        {
+            name.clone_into(&mut call.name);
         }
     }
 

@@ -394,17 +394,17 @@ impl Store {
             for (run_id, transcripts) in &runs {
                 for (episode_id, path) in transcripts {
                     let t = read_transcript(path)?;
-                    if let Some(EventBody::EpisodeStarted(s)) = t.events.first().map(|e| &e.body) {
-                        if (&s.run_id, &s.episode_id) != (run_id, episode_id) {
-                            return Err(StoreError::Transcript(TranscriptError::Malformed {
-                                path: path.clone(),
-                                line: 1,
-                                reason: format!(
-                                    "episode_started names {}/{}, but the file is {run_id}/{episode_id}.jsonl",
-                                    s.run_id, s.episode_id
-                                ),
-                            }));
-                        }
+                    if let Some(EventBody::EpisodeStarted(s)) = t.events.first().map(|e| &e.body)
+                        && (&s.run_id, &s.episode_id) != (run_id, episode_id)
+                    {
+                        return Err(StoreError::Transcript(TranscriptError::Malformed {
+                            path: path.clone(),
+                            line: 1,
+                            reason: format!(
+                                "episode_started names {}/{}, but the file is {run_id}/{episode_id}.jsonl",
+                                s.run_id, s.episode_id
+                            ),
+                        }));
                     }
                     if t.truncated_tail.is_some() {
                         report.truncated.push(path.clone());

@@ -298,10 +298,11 @@ pub fn transcripts_in(dir: &Path) -> Result<Vec<(String, PathBuf)>, TranscriptEr
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let path = entry.map_err(io)?.path();
-        if path.extension().is_some_and(|x| x == "jsonl") && path.is_file() {
-            if let Some(stem) = path.file_stem() {
-                out.push((stem.to_string_lossy().into_owned(), path));
-            }
+        if path.extension().is_some_and(|x| x == "jsonl")
+            && path.is_file()
+            && let Some(stem) = path.file_stem()
+        {
+            out.push((stem.to_string_lossy().into_owned(), path));
         }
     }
     out.sort();

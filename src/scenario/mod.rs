@@ -292,10 +292,10 @@ impl Resolver {
             repeat: raw.repeat.as_ref().map(|v| *v.get_ref()),
             ..Layer::default()
         };
-        if let Some(n) = &raw.name {
-            if let Err(e) = crate::records::check_id(n.get_ref()) {
-                self.problem(n.span(), "name", e.to_string(), "names become file names");
-            }
+        if let Some(n) = &raw.name
+            && let Err(e) = crate::records::check_id(n.get_ref())
+        {
+            self.problem(n.span(), "name", e.to_string(), "names become file names");
         }
         if let Some(m) = &raw.workspace_mode {
             layer.workspace_mode = match m.get_ref().as_str() {

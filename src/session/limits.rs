@@ -87,13 +87,13 @@ pub(super) fn before_call(
             ));
         }
     }
-    if let (Some(d), Some(wall)) = (deadline, l.wall) {
-        if Instant::now() >= d {
-            return Some(limit(
-                LimitKind::Wall,
-                format!("wall time of {} s reached", wall.as_secs_f64()),
-            ));
-        }
+    if let (Some(d), Some(wall)) = (deadline, l.wall)
+        && Instant::now() >= d
+    {
+        return Some(limit(
+            LimitKind::Wall,
+            format!("wall time of {} s reached", wall.as_secs_f64()),
+        ));
     }
     if let Some(max) = l.cost_usd {
         let model_name = model.provider.model();

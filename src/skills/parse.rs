@@ -308,14 +308,14 @@ impl Check<'_> {
                 self.report(open, key, format!("`{key}` is missing"), Some(help));
             }
         }
-        if let (Some(name), Some(folder)) = (&fields.name, folder) {
-            if name != folder {
-                self.value(
-                    "name",
-                    format!("the name `{name}` differs from its folder's name `{folder}`"),
-                    &format!("rename the folder to `{name}`, or set `name: {folder}`"),
-                );
-            }
+        if let (Some(name), Some(folder)) = (&fields.name, folder)
+            && name != folder
+        {
+            self.value(
+                "name",
+                format!("the name `{name}` differs from its folder's name `{folder}`"),
+                &format!("rename the folder to `{name}`, or set `name: {folder}`"),
+            );
         }
     }
 

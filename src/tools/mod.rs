@@ -21,6 +21,7 @@
 mod defs;
 mod denial;
 mod registry;
+mod review;
 pub mod runner;
 mod runner_tool;
 mod shell;
@@ -37,6 +38,8 @@ use crate::sandbox::{Sandbox, SandboxError};
 pub use crate::records::ToolState;
 pub use denial::{denial_lines, is_permission_errno};
 pub use registry::{Registry, RegistryError};
+#[cfg(feature = "cvss")]
+pub use review::cvss;
 pub use runner::{RunnerRequest, RunnerResponse};
 pub use runner_tool::RunnerTool;
 pub(crate) use runner_tool::run_runner;

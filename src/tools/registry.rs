@@ -46,7 +46,9 @@ impl Registry {
         }
     }
 
-    /// bee's built-in tools: the six file tools (run as `bee __tool NAME`) and the shell.
+    /// bee's built-in tools: the six file tools (run as `bee __tool NAME`), the shell, and the
+    /// review tools this build was compiled with (`ast_grep`, `git_log`, `cvss`; none by
+    /// default).
     #[must_use]
     pub fn standard(limits: ToolLimits) -> Self {
         let mut r = Self::new(limits);
@@ -54,7 +56,8 @@ impl Registry {
             .iter()
             .filter_map(|name| RunnerTool::new(name))
             .map(|t| Arc::new(t) as Arc<dyn Tool>)
-            .chain(std::iter::once(Arc::new(ShellTool) as Arc<dyn Tool>));
+            .chain(std::iter::once(Arc::new(ShellTool) as Arc<dyn Tool>))
+            .chain(super::review::tools());
         for tool in builtins {
             // The built-in names are distinct.
             let _ = r.register(tool);

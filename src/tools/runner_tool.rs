@@ -22,6 +22,12 @@ impl RunnerTool {
     pub fn new(name: &str) -> Option<Self> {
         defs::definition(name).map(|def| Self { def })
     }
+
+    /// A tool the runner serves under `def`'s name (the review tools).
+    #[must_use]
+    pub fn from_definition(def: ToolDef) -> Self {
+        Self { def }
+    }
 }
 
 impl Tool for RunnerTool {
@@ -54,6 +60,8 @@ pub(crate) fn run_runner(
         workspace: sandbox.workspace().to_owned(),
         output_cap: limits.output_cap,
         args: args.clone(),
+        // Three quarters of the timeout, so a long walk answers before it is killed.
+        time_budget_ms: u64::try_from(limits.file_timeout.as_millis() / 4 * 3).ok(),
     };
     let input = match serde_json::to_vec(&request) {
         Ok(i) => i,

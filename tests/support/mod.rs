@@ -192,3 +192,153 @@ pub fn processes_with(needle: &str) -> Vec<String> {
     }
     found
 }
+
+/// The review example (`examples/review/`), compiled in so that it can be laid out in a guest
+/// that has no copy of the repository: its files, and its workspace with the crate's history
+/// as `.git` (what `examples/review/setup.sh` does).
+const REVIEW_EXAMPLE: [(&str, &[u8]); 13] = [
+    (
+        "scenario.toml",
+        include_bytes!("../../examples/review/scenario.toml"),
+    ),
+    (
+        "policy.toml",
+        include_bytes!("../../examples/review/policy.toml"),
+    ),
+    (
+        "provider.toml",
+        include_bytes!("../../examples/review/provider.toml"),
+    ),
+    (
+        "recording.jsonl",
+        include_bytes!("../../examples/review/recording.jsonl"),
+    ),
+    (
+        "workspace/Cargo.toml",
+        include_bytes!("../../examples/review/crate/Cargo.toml"),
+    ),
+    (
+        "workspace/src/lib.rs",
+        include_bytes!("../../examples/review/crate/src/lib.rs"),
+    ),
+    (
+        "workspace/src/config.rs",
+        include_bytes!("../../examples/review/crate/src/config.rs"),
+    ),
+    (
+        "workspace/src/hooks.rs",
+        include_bytes!("../../examples/review/crate/src/hooks.rs"),
+    ),
+    (
+        "workspace/.git/HEAD",
+        include_bytes!("../../examples/review/history/HEAD"),
+    ),
+    (
+        "workspace/.git/config",
+        include_bytes!("../../examples/review/history/config"),
+    ),
+    (
+        "workspace/.git/packed-refs",
+        include_bytes!("../../examples/review/history/packed-refs"),
+    ),
+    (
+        "workspace/.git/objects/pack/pack-449e60833305df9afe00b8cf99202b02b4f8fa27.idx",
+        include_bytes!(
+            "../../examples/review/history/objects/pack/pack-449e60833305df9afe00b8cf99202b02b4f8fa27.idx"
+        ),
+    ),
+    (
+        "workspace/.git/objects/pack/pack-449e60833305df9afe00b8cf99202b02b4f8fa27.pack",
+        include_bytes!(
+            "../../examples/review/history/objects/pack/pack-449e60833305df9afe00b8cf99202b02b4f8fa27.pack"
+        ),
+    ),
+];
+
+/// Lays the review example out in `dir` (`dir/scenario.toml`, `dir/workspace/.git`, …).
+#[expect(
+    clippy::unwrap_used,
+    reason = "a fixture that cannot be written fails the test"
+)]
+pub fn review_example(dir: &Path) {
+    for (name, bytes) in REVIEW_EXAMPLE {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    for refs in ["refs/heads", "refs/tags"] {
+        std::fs::create_dir_all(dir.join("workspace/.git").join(refs)).unwrap();
+    }
+}
+
+/// The events of the one transcript under `records`.
+#[expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "records that are not there fail the test"
+)]
+pub fn transcript_events(records: &Path) -> Vec<serde_json::Value> {
+    for run in std::fs::read_dir(records).unwrap() {
+        let run = run.unwrap().path();
+        if !run.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&run).unwrap() {
+            let f = f.unwrap().path();
+            if f.extension().is_some_and(|e| e == "jsonl") {
+                return std::fs::read_to_string(&f)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str(l).unwrap())
+                    .collect();
+            }
+        }
+    }
+    panic!("no transcript under {}", records.display());
+}
+
+/// Asserts what the review example's tools answered (call ids `r1`…`r6` of its recording):
+/// the structural matches, the history through the rename, the blamed commit, the computed
+/// severity; and that the search outside the workspace (`r5`) did not complete.
+#[expect(clippy::expect_used, reason = "a missing result fails the test")]
+pub fn assert_review_results(events: &[serde_json::Value]) {
+    let result = |id: &str| -> (String, String) {
+        let e = events
+            .iter()
+            .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
+            .expect("a result for every call");
+        (
+            e["state"].as_str().unwrap_or_default().to_owned(),
+            e["output"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    let expect = [
+        (
+            "r1",
+            "src/hooks.rs:8:5: Command::new(\"sh\").arg(\"-c\").arg(format!(\"hooks/{name}\"))",
+        ),
+        ("r1", "$CMD = format!(\"hooks/{name}\")"),
+        (
+            "r2",
+            "2 match(es) of `$X.unwrap()` (Rust) in 1 of 3 file(s) searched",
+        ),
+        ("r3", "renamed src/hook.rs → src/hooks.rs"),
+        (
+            "r3",
+            "a41923f7e0f805cd9eaa763d4f7aac15b4e01f91 2026-01-12 10:00:00 +0000 Rin Okabe",
+        ),
+        (
+            "r4",
+            "last changed by a41923f7e0f805cd9eaa763d4f7aac15b4e01f91",
+        ),
+        ("r4", "there: src/hook.rs:8"),
+        ("r6", "CVSS 3.1 base score 9.8, severity critical"),
+    ];
+    for (id, needle) in expect {
+        let (state, output) = result(id);
+        assert_eq!(state, "completed", "{id}: {output}");
+        assert!(output.contains(needle), "{id}: {needle}\n{output}");
+    }
+    let (state, output) = result("r5");
+    assert_ne!(state, "completed", "r5: {output}");
+}

@@ -5,9 +5,10 @@
 //!    kernel of the matrix;
 //! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
 //!    enforced `bee run` episode — `kernel_agents` — subagents each in its own scope, a
-//!    per-tool scope, Ctrl-C teardown — and `kernel_caps` — bee with exactly its minimal
-//!    capability set, and with each capability missing) in the same VMs, with the `bee`
-//!    executable copied in.
+//!    per-tool scope, Ctrl-C teardown — `kernel_caps` — bee with exactly its minimal
+//!    capability set, and with each capability missing — and `kernel_review` — the review
+//!    example's episode) in the same VMs, with the `bee` executable copied in. They are built
+//!    with [`BEE_FEATURES`], so the review tools are in that `bee`.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
 
@@ -19,6 +20,10 @@ use crate::demo::cargo;
 use crate::error::{Error, Result};
 use crate::kernels::Tests;
 use crate::vm::{self, AccelChoice, KernelChoice, TestArgs, VmOpts};
+
+/// The features of the command-line kernel tests: `kernel-tests`, and the review tools with
+/// the grammars `.ci/run` tests them with (one set, so cargo builds their crates once).
+pub const BEE_FEATURES: &str = "kernel-tests,sec,astgrep-rust,astgrep-python";
 
 /// Arguments of `cargo xtask test`.
 #[derive(Debug, clap::Args)]
@@ -102,7 +107,7 @@ pub fn run(args: &Args) -> Result<()> {
             opts: opts(full, vec![vm::target_dir().join("debug").join("bee")]),
             package: "bee".to_owned(),
             test: "kernel_*".to_owned(),
-            features: "kernel-tests".to_owned(),
+            features: BEE_FEATURES.to_owned(),
             binary: None,
             same_everywhere: false,
             args: Vec::new(),

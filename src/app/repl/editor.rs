@@ -110,10 +110,10 @@ impl LineEditor {
         );
         let mut history_error = None;
         if let Some(path) = &history {
-            if let Some(dir) = path.parent() {
-                if let Err(e) = std::fs::create_dir_all(dir) {
-                    history_error = Some(format!("{}: {e}", dir.display()));
-                }
+            if let Some(dir) = path.parent()
+                && let Err(e) = std::fs::create_dir_all(dir)
+            {
+                history_error = Some(format!("{}: {e}", dir.display()));
             }
             match editor.load_history(path) {
                 Ok(()) => {}

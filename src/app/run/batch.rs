@@ -156,10 +156,10 @@ pub(super) fn open(
 ) -> Result<RunDir, Refused> {
     std::fs::create_dir_all(records_dir)
         .map_err(|e| cant_create(format!("{}: {e}", records_dir.display())))?;
-    if args.resume {
-        if let Some(dir) = resumable(args, records_dir, manifest)? {
-            return resume(&dir, manifest, hashes, store);
-        }
+    if args.resume
+        && let Some(dir) = resumable(args, records_dir, manifest)?
+    {
+        return resume(&dir, manifest, hashes, store);
     }
     let run_id = args.run_id.clone().unwrap_or_else(run_id);
     crate::records::check_id(&run_id)

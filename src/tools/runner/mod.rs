@@ -6,7 +6,11 @@
 //! against the workspace; a path outside it is still attempted (the kernel decides, not the
 //! harness), and the answer notes that it is outside.
 
+#[cfg(feature = "astgrep")]
+mod ast_grep;
 mod files;
+#[cfg(feature = "gitlog")]
+mod git_log;
 mod search;
 
 use std::io;
@@ -27,6 +31,10 @@ pub struct RunnerRequest {
     pub output_cap: usize,
     /// The tool's arguments, as the model gave them.
     pub args: serde_json::Value,
+    /// How long a tool that walks history may work before it answers with what it has (the
+    /// harness kills the runner at its timeout, which is longer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_budget_ms: Option<u64>,
 }
 
 /// What the runner answers.
@@ -91,6 +99,12 @@ impl RunnerResponse {
     }
 }
 
+/// The languages `ast_grep` searches in this build (its grammar features), e.g. `rust`.
+#[cfg(feature = "astgrep")]
+pub fn ast_grep_languages() -> Vec<String> {
+    ast_grep::languages()
+}
+
 /// The runner's one tool the model is never offered: a workspace file's raw text for the
 /// harness (project instructions), answered as `{"text": …, "total_bytes": N}`.
 pub const READ_TEXT: &str = "read_text";
@@ -124,6 +138,12 @@ pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
         "glob" => with_args(name, args, |a| search::glob(&cx, a)),
         "grep" => with_args(name, args, |a| search::grep(&cx, a)),
         READ_TEXT => with_args(name, args, |a| files::read_text(&cx, a)),
+        #[cfg(feature = "astgrep")]
+        "ast_grep" => with_args(name, args, |a| ast_grep::ast_grep(&cx, a)),
+        #[cfg(feature = "gitlog")]
+        "git_log" => with_args(name, args, |a| {
+            git_log::git_log(&cx, a, request.time_budget_ms)
+        }),
         other => RunnerResponse::could_not_run(format!("the tool runner has no tool `{other}`")),
     }
 }

@@ -17,7 +17,7 @@ const MAX_PATHS: usize = 1000;
 /// Characters of a matching line shown before it is cut.
 const LINE_CHARS: usize = 500;
 
-fn walker(root: &Path) -> Walk {
+pub(super) fn walker(root: &Path) -> Walk {
     WalkBuilder::new(root)
         .hidden(false)
         .parents(false)
@@ -50,14 +50,14 @@ impl WalkErrors {
     }
 }
 
-fn shown(cx: &Context<'_>, path: &Path) -> String {
+pub(super) fn shown(cx: &Context<'_>, path: &Path) -> String {
     match path.strip_prefix(cx.workspace) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
         _ => path.display().to_string(),
     }
 }
 
-fn glob_matcher(pattern: &str, tool: &str) -> Result<GlobMatcher, RunnerResponse> {
+pub(super) fn glob_matcher(pattern: &str, tool: &str) -> Result<GlobMatcher, RunnerResponse> {
     GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
