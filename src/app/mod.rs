@@ -15,6 +15,8 @@ mod repl;
 pub mod run;
 mod setup;
 mod tool_runner;
+#[cfg(feature = "tui")]
+mod tui;
 mod user;
 mod validate;
 
