@@ -6,6 +6,7 @@ use ratatui::text::Line;
 use super::style;
 use crate::panels::{Widget, draw};
 use crate::records::ToolState;
+use crate::render::wrap::wrap;
 use crate::render::{self, Role, Theme, lines, markdown_lines, sanitize};
 
 /// Most lines of a tool's output shown when its cell is expanded.
@@ -141,10 +142,12 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
             v.push(render::Line::default());
             v
         }
-        Kind::Assistant { text, done: false } => sanitize(text)
-            .split('\n')
-            .flat_map(|l| wrap_line(render::Line::styled(l, anstyle::Style::new()), width))
-            .collect(),
+        Kind::Assistant { text, done: false } => {
+            wrap(&vec![(sanitize(text), anstyle::Style::new())], width)
+                .into_iter()
+                .flat_map(|l| wrap_line(l, width))
+                .collect()
+        }
         Kind::Tool {
             name,
             args,

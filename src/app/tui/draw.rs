@@ -246,34 +246,42 @@ fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect, column: bool) {
     } else {
         format!("{} ({})", t.cost, sources.join(", "))
     };
+    let host = app.status.confinement.starts_with("--host");
+    // What matters most comes first, for narrow terminals: how tools are confined, the
+    // denials, where the panels are; then the model, tokens and cost.
     let mut spans = vec![
         Span::styled(
-            format!(" {} ", app.status.model),
-            style::style(app.theme.style(Role::Heading)),
+            format!(" {}", app.status.confinement),
+            style::style(
+                app.theme
+                    .style(if host { Role::Denial } else { Role::ToolOk }),
+            ),
         ),
-        Span::styled("· ", muted),
         Span::styled(
-            app.status.confinement.clone(),
-            if app.status.confinement.starts_with("--host") {
+            format!(" · {} denial(s)", t.denials),
+            if t.denials > 0 {
                 style::style(app.theme.style(Role::Denial))
             } else {
-                Style::default()
+                muted
             },
-        ),
-        Span::styled(
-            format!(
-                " · {} tokens · {} · {} denial(s)",
-                t.input_tokens + t.output_tokens,
-                cost,
-                t.denials
-            ),
-            muted,
         ),
     ];
     let n = app.board.panels().len();
     if n > 0 && !column {
-        spans.push(Span::styled(format!(" · p: {n} panel(s)"), muted));
+        spans.push(Span::styled(
+            format!(" · p: {n} panel(s)"),
+            style::style(app.theme.style(Role::Notice)),
+        ));
     }
+    spans.push(Span::styled(" · ", muted));
+    spans.push(Span::styled(
+        app.status.model.clone(),
+        style::style(app.theme.style(Role::Heading)),
+    ));
+    spans.push(Span::styled(
+        format!(" · {} tokens · {cost}", t.input_tokens + t.output_tokens),
+        muted,
+    ));
     if let Some(h) = &app.hint {
         spans.push(Span::styled(
             format!(" · {h}"),

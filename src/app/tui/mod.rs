@@ -16,6 +16,8 @@ pub(crate) mod draw;
 pub(crate) mod keys;
 mod style;
 mod terminal;
+#[cfg(test)]
+mod tests;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -47,10 +49,16 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
         std::env::var(k).ok()
     });
     let status = Status {
-        model: format!("{} via {}", p.model.provider.model(), p.model.kind),
+        model: p.model.provider.model().to_owned(),
         confinement: match &p.policy_file {
-            Some(f) => format!("policy {} (kernel-enforced)", f.display()),
-            None => "--host (no kernel scope)".to_owned(),
+            Some(f) => format!(
+                "{} (kernel-enforced)",
+                f.file_name().map_or_else(
+                    || f.display().to_string(),
+                    |n| n.to_string_lossy().into_owned()
+                )
+            ),
+            None => "--host (not enforced)".to_owned(),
         },
     };
     let mut app = App::new(theme, status);
