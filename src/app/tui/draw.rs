@@ -35,7 +35,10 @@ pub(super) const HELP: [(&str, &str); 16] = [
     ("PgUp PgDn", "page the conversation"),
     ("Ctrl-P Ctrl-N", "the previous / next input"),
     ("Tab", "focus: input → conversation → panels"),
-    ("Esc", "back to the input; closes an overlay"),
+    (
+        "Esc",
+        "closes an overlay; from the input to the conversation, and back",
+    ),
     (
         "↑ ↓ (conversation)",
         "select a message; Enter expands or folds a tool call",

@@ -9,7 +9,7 @@
 //! | gg G | the top / the end of the conversation (conversation or panels focused) |
 //! | Ctrl-P Ctrl-N | the previous / next input of the history |
 //! | Tab | focus: input → conversation → panels |
-//! | Esc | back to the input; closes an overlay |
+//! | Esc | closes an overlay; from the input to the conversation, and back |
 //! | Enter (conversation) | expand or fold a tool call |
 //! | p | the panels as an overlay |
 //! | y | yank the selected message or panel (OSC 52) |
