@@ -130,7 +130,14 @@ impl TurnInterrupt {
 }
 
 fn repl(args: &Args) -> Result<(), Refused> {
-    let tui = args.tui && !args.no_tui && full_screen_here();
+    // `repl.tui` from the configuration; a configuration that does not resolve is reported
+    // by `prepare`, with the same refusal as without it.
+    let configured = crate::config::Env::from_process()
+        .ok()
+        .and_then(|env| crate::config::Config::resolve_in(&args.flags, &env).ok())
+        .and_then(|c| c.repl_tui.map(|s| s.value))
+        .unwrap_or(false);
+    let tui = (args.tui || configured) && !args.no_tui && full_screen_here();
     let surface = if tui {
         Surface::Panels
     } else {

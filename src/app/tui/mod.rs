@@ -11,6 +11,7 @@
 //!   the theme's roles as ratatui styles.
 
 pub(crate) mod app;
+pub mod bench;
 pub(crate) mod cells;
 pub(crate) mod draw;
 pub(crate) mod keys;
