@@ -23,7 +23,7 @@ mod tests;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use ratatui::Terminal;
@@ -114,9 +114,21 @@ fn show(
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     terminal.clear()?;
     let mut last = Instant::now() - FRAME;
+    let mut session_gone = false;
     while !app.quit && !term.load(Ordering::Relaxed) {
-        while let Ok(ev) = from_session.try_recv() {
-            app.session(ev);
+        loop {
+            match from_session.try_recv() {
+                Ok(ev) => app.session(ev),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    if !std::mem::replace(&mut session_gone, true) {
+                        app.session(FromSession::Failed(
+                            "the session has stopped (its records say why); q quits".to_owned(),
+                        ));
+                    }
+                    break;
+                }
+            }
         }
         app.tick(Instant::now());
         if app.dirty && last.elapsed() >= FRAME {
