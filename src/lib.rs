@@ -8,6 +8,7 @@ pub mod agents;
 pub mod app;
 pub mod config;
 pub mod episode;
+pub mod panels;
 pub mod provider;
 pub mod records;
 pub mod render;

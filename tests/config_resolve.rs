@@ -210,7 +210,22 @@ fn entries_show_every_value_with_its_origin() {
     assert_eq!(get("tools.shell_timeout_seconds").1, "120");
     assert_eq!(get("tools.shell_timeout_seconds").2.to_string(), "default");
     assert_eq!(get("repl.theme").1, "dark");
-    assert_eq!(entries.len(), 16);
+    assert_eq!(get("repl.tui").1, "false");
+    assert_eq!(entries.len(), 17);
+}
+
+#[test]
+fn the_tui_can_be_the_default() {
+    let w = World::new();
+    let p = w.project(
+        "[repl]
+tui = true
+",
+    );
+    let c = w.resolve(&Flags::default());
+    let tui = c.repl_tui.as_ref().unwrap();
+    assert!(tui.value);
+    assert_eq!(tui.origin, file(&p, 2));
 }
 
 #[test]

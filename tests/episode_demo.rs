@@ -173,8 +173,8 @@ fn cargo_test(dir: &Path, target: &Path) -> (bool, String) {
         .env("CARGO_TARGET_DIR", target)
         .output()
         .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned()
+        + String::from_utf8_lossy(&out.stderr).as_ref();
     (out.status.success(), text)
 }
 

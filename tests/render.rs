@@ -80,7 +80,7 @@ fn wraps_to_the_width_except_code_and_long_words() {
 
 #[test]
 fn code_blocks_are_never_wrapped() {
-    let long = "let x = 1; // ".to_owned() + &"words and more words ".repeat(8);
+    let long = "let x = 1; // ".to_owned() + "words and more words ".repeat(8).as_str();
     let md = format!("Before.\n\n```sh\n{long}\n  indented\tand tabbed\n```\n\nAfter.\n");
     let out = render_markdown(&md, &Theme::plain(), 40);
     insta::assert_snapshot!("code_block_at_40", out);

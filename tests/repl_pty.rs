@@ -395,3 +395,59 @@ fn the_agent_delegates_and_the_subagents_work_is_shown() {
         "{child}"
     );
 }
+
+#[test]
+fn the_render_tool_shows_widgets_inline_and_panels_under_their_names() {
+    let script = r#"render(table([\"file\", \"lines\"], [[\"a.rs\", 10], [\"b.rs\", 7]])); render_to_ttl(\"metrics\", sparkline([1, 5, 3]), 30); render(gauge(\"cpu\", 2.0));"#;
+    let good =
+        r#"render(kv(#{ model: \"replay\" })); render_to(\"metrics\", sparkline([1, 5, 3]));"#;
+    let first = format!(
+        r#"{{"tool_calls": [{{"id": "r1", "name": "render", "arguments": {{"script": "{script}"}}}}], "usage": {{"input_tokens": 10, "output_tokens": 5}}}}"#
+    );
+    let second = format!(
+        r#"{{"tool_calls": [{{"id": "r2", "name": "render", "arguments": {{"script": "{good}"}}}}], "usage": {{"input_tokens": 10, "output_tokens": 5}}}}"#
+    );
+    let done = r#"{"text": "Shown.", "usage": {"input_tokens": 10, "output_tokens": 5}}"#;
+    let f = Fixture::new(&[&first, &second, done]);
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("show me").unwrap();
+    // The bad gauge fails the whole script, with its place; nothing of it is shown.
+    s.expect("failed").unwrap();
+    s.expect("the script failed at line 1, column").unwrap();
+    // The second script: the widget inline, the panel under its name, with the note.
+    s.expect("model").unwrap();
+    s.expect("replay").unwrap();
+    s.expect("── panel metrics (shown inline: panels need bee repl --tui)")
+        .unwrap();
+    s.expect("▁█▅").unwrap();
+    s.expect("Shown.").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+}
+
+#[test]
+fn tui_without_a_terminal_falls_back_with_a_note() {
+    let f = Fixture::new(&[
+        r#"{"text": "Inline here.", "usage": {"input_tokens": 1, "output_tokens": 1}}"#,
+    ]);
+    let records = f.records();
+    let out = f
+        .command(&[
+            "--host",
+            "--tui",
+            "--provider",
+            "provider.toml",
+            "--workspace",
+            "ws",
+            "--records-dir",
+            records.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("using the inline REPL"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}

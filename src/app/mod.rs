@@ -15,6 +15,11 @@ mod repl;
 pub mod run;
 mod setup;
 mod tool_runner;
+#[cfg(feature = "tui")]
+mod tui;
+#[cfg(feature = "tui")]
+#[doc(hidden)]
+pub use tui::bench as tui_bench;
 mod user;
 mod validate;
 

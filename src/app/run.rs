@@ -516,7 +516,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     }
     let ids: Vec<String> = episodes.iter().map(|e| e.def.id.clone()).collect();
     let manifest = batch::manifest(args, shard, &hashes, &ids);
-    let tools = Arc::new(tool_registry(&config, &skills)?);
+    let tools = Arc::new(tool_registry(&config, &skills, None)?);
     // Per-tool policies are proven within each episode's policy before anything runs.
     for ep in &episodes {
         let session = match &ep.policy {

@@ -13,6 +13,7 @@ use super::user::invoking_home;
 use crate::agents::Roles;
 use crate::config::{Config, Env, FileError};
 use crate::episode::{SandboxFactory, ToolExecutor, ToolScopes};
+use crate::panels::{RENDER_TOOL, RenderTool};
 use crate::provider::{ErrorCategory, Provider, ProviderSpec};
 use crate::records::Timestamp;
 use crate::skills::{SkillError, SkillSet, SkillTool};
@@ -56,16 +57,28 @@ pub(crate) fn discover_skills(env: &Env) -> (Arc<SkillSet>, Vec<SkillError>) {
 }
 
 /// The tools of the configuration: bee's built-in ones with the configured limits, the
-/// `skill` tool when there are skills, less those `tools.disabled` names (an unknown name is
-/// an invalid configuration, 65).
-pub(crate) fn tool_registry(config: &Config, skills: &Arc<SkillSet>) -> Result<Registry, Refused> {
+/// `skill` tool when there are skills, the `render` tool in interactive sessions (`render`),
+/// less those `tools.disabled` names (an unknown name is an invalid configuration, 65;
+/// `render` is known to `bee run` too, which never offers it).
+pub(crate) fn tool_registry(
+    config: &Config,
+    skills: &Arc<SkillSet>,
+    render: Option<Arc<RenderTool>>,
+) -> Result<Registry, Refused> {
     let mut registry = Registry::standard(config.tools.limits());
     if !skills.is_empty() {
         // The built-in names never include `skill`.
         let _ = registry.register(Arc::new(SkillTool::new(Arc::clone(skills))));
     }
+    if let Some(render) = render {
+        // Nor `render`.
+        let _ = registry.register(render);
+    }
     if let Some(disabled) = &config.tools.disabled {
         for name in &disabled.value {
+            if name == RENDER_TOOL && registry.placement(name).is_none() {
+                continue;
+            }
             registry.remove(name).map_err(|e| {
                 Refused(
                     RunStatus::DataErr,

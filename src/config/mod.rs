@@ -200,6 +200,9 @@ pub struct Config {
     /// `repl.theme`: the theme of `bee repl` (a built-in one — `dark`, `light`, `ansi16`,
     /// `plain` — or a `[themes.NAME]` table); default `dark`.
     pub repl_theme: Option<Sourced<String>>,
+    /// `repl.tui`: whether `bee repl` opens the full-screen TUI without `--tui` (a build with
+    /// the `tui` feature; `--no-tui` overrides it); default false.
+    pub repl_tui: Option<Sourced<bool>>,
     /// `[themes.NAME]`: user themes, checked when their file was read.
     #[serde(skip)]
     pub themes: BTreeMap<String, Sourced<crate::render::Theme>>,
@@ -373,6 +376,7 @@ impl Config {
             tools: ToolsConfig::default(),
             agents: AgentsConfig::default(),
             repl_theme: None,
+            repl_tui: None,
             themes: BTreeMap::new(),
             scanners: BTreeMap::new(),
             files: Vec::new(),
@@ -557,6 +561,13 @@ impl Config {
             match &self.repl_theme {
                 Some(s) => (s.value.clone(), s.origin.clone()),
                 None => ("dark".to_owned(), Origin::Default),
+            },
+        );
+        push(
+            "repl.tui",
+            match &self.repl_tui {
+                Some(s) => (s.value.to_string(), s.origin.clone()),
+                None => ("false".to_owned(), Origin::Default),
             },
         );
         for (name, theme) in &self.themes {

@@ -33,6 +33,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawRepl {
     theme: Option<Spanned<String>>,
+    tui: Option<Spanned<bool>>,
 }
 
 /// `[tools]`: its own keys, and a `[tools.NAME]` table per tool (read by hand, so that an
@@ -315,6 +316,9 @@ pub(super) fn apply(
     }
     if let Some(t) = raw.repl.as_ref().and_then(|r| r.theme.as_ref()) {
         config.repl_theme = Some(r.sourced(t));
+    }
+    if let Some(t) = raw.repl.as_ref().and_then(|r| r.tui.as_ref()) {
+        config.repl_tui = Some(r.sourced(t));
     }
     if let Some(s) = &raw.security {
         for (name, table) in &s.scanners {

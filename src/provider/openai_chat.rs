@@ -60,7 +60,7 @@ pub fn body(model: &str, req: &Request) -> Value {
             Item::AssistantText { text } => {
                 if let Some(last) = open_assistant(&mut messages) {
                     let prev = last["content"].as_str().unwrap_or_default().to_owned();
-                    last["content"] = json!(prev + text);
+                    last["content"] = json!(prev + text.as_str());
                 } else {
                     messages.push(json!({"role": "assistant", "content": text}));
                 }

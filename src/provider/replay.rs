@@ -5,6 +5,7 @@
 //! name ends in `.toml`, a TOML file with one `[[turn]]` table per turn. A turn has `text`,
 //! `tool_calls` (each `name`, `arguments` as a JSON object or TOML table, optional `id`), or
 //! both, or `refusal` (refusal text); optionally `usage` (the [`Usage`] fields, in tokens)
+//! `pace_ms` (milliseconds between streamed words, at most 1,000: a demo of streaming),
 //! and `stop` (a [`StopReason`] spelling: `end_turn`, `tool_use`, `max_tokens`, `refusal`,
 //! `content_filter`, `pause`, …; by default `refusal` with refusal text, else `tool_use` when
 //! there are calls, else `end_turn`). A turn without `usage` reports none, so its tokens are
@@ -45,6 +46,10 @@ pub struct Turn {
     /// Why the model stopped.
     #[serde(default)]
     pub stop: Option<StopReason>,
+    /// Milliseconds between words of `text` as it streams (demos of a streaming screen);
+    /// by default the text comes in one piece.
+    #[serde(default)]
+    pub pace_ms: Option<u64>,
 }
 
 /// One recorded tool call.
@@ -224,8 +229,15 @@ impl Provider for Replay {
             });
         };
         let mut asm = Assembler::new(sink, started, &self.model);
-        if let Some(text) = &turn.text {
-            asm.text(text);
+        match (&turn.text, turn.pace_ms) {
+            (Some(text), Some(ms)) if ms > 0 => {
+                for word in text.split_inclusive(' ') {
+                    asm.text(word);
+                    std::thread::sleep(std::time::Duration::from_millis(ms.min(1_000)));
+                }
+            }
+            (Some(text), _) => asm.text(text),
+            (None, _) => {}
         }
         if let Some(text) = &turn.refusal {
             asm.refusal(text);

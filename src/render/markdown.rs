@@ -30,6 +30,22 @@ const MIN_TEXT_WIDTH: usize = 10;
 /// one newline (an empty answer renders as `"\n"`).
 #[must_use]
 pub fn render_markdown(text: &str, theme: &Theme, width: usize) -> String {
+    let lines = markdown_lines(text, theme, width);
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    for line in &lines {
+        out.push_str(&line.render());
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
+
+/// The lines [`render_markdown`] writes, styled but not yet escape sequences (the TUI draws
+/// them into its cells). Trailing blank lines are dropped; an empty answer has no lines.
+#[must_use]
+pub fn markdown_lines(text: &str, theme: &Theme, width: usize) -> Vec<Line> {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     // Carriage returns of CRLF line ends would otherwise show as `␍` in code blocks.
@@ -41,7 +57,7 @@ pub fn render_markdown(text: &str, theme: &Theme, width: usize) -> String {
     let mut r = Renderer {
         theme,
         width,
-        out: String::with_capacity(text.len() + text.len() / 4),
+        out: Vec::new(),
         containers: Vec::new(),
         inline: Vec::new(),
         styles: Vec::new(),
@@ -54,9 +70,9 @@ pub fn render_markdown(text: &str, theme: &Theme, width: usize) -> String {
         r.event(event);
     }
     r.flush();
-    let end = r.out.trim_end_matches('\n').len();
-    r.out.truncate(end);
-    r.out.push('\n');
+    while r.out.last().is_some_and(Line::is_empty) {
+        r.out.pop();
+    }
     r.out
 }
 
@@ -78,7 +94,7 @@ struct CodeBlock {
 struct Renderer<'t> {
     theme: &'t Theme,
     width: usize,
-    out: String,
+    out: Vec<Line>,
     containers: Vec<Container>,
     /// The paragraph (or heading, item text, table cell) being collected.
     inline: Inline,
@@ -435,8 +451,7 @@ impl Renderer<'_> {
         }
         full.append(&line);
         full.trim_end();
-        self.out.push_str(&full.render());
-        self.out.push('\n');
+        self.out.push(full);
     }
 
     /// A blank line: only the quotes' gutters.
@@ -454,8 +469,7 @@ impl Renderer<'_> {
             }
         }
         line.trim_end();
-        self.out.push_str(&line.render());
-        self.out.push('\n');
+        self.out.push(line);
     }
 }
 

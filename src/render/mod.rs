@@ -14,15 +14,15 @@
 pub mod lines;
 mod markdown;
 pub mod style;
-mod table;
+pub(crate) mod table;
 mod text;
 pub mod theme;
 mod user;
-mod wrap;
+pub(crate) mod wrap;
 
-pub use markdown::render_markdown;
+pub use markdown::{markdown_lines, render_markdown};
 pub use style::parse_style;
-pub use text::{sanitize, width};
+pub use text::{Line, sanitize, width};
 pub use theme::{BUILTIN_THEMES, Role, Theme};
 pub use user::user_theme;
 

@@ -36,14 +36,30 @@ pub(crate) fn char_width(c: char) -> usize {
 }
 
 /// One line of styled text: runs of text, each with a style. Text pushed here must be
-/// sanitized and hold no newline.
+/// sanitized and hold no newline. The renderer's output before it becomes escape sequences:
+/// the inline REPL writes [`Line::render`], the full-screen TUI maps the runs to its cells.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Line {
+pub struct Line {
     runs: Vec<(String, Style)>,
 }
 
 impl Line {
-    pub(crate) fn push(&mut self, text: &str, style: Style) {
+    /// A line of one run.
+    #[must_use]
+    pub fn styled(text: &str, style: Style) -> Self {
+        let mut l = Self::default();
+        l.push(text, style);
+        l
+    }
+
+    /// The runs of text and their styles, left to right.
+    #[must_use]
+    pub fn runs(&self) -> &[(String, Style)] {
+        &self.runs
+    }
+
+    /// Appends `text` (sanitized, no newline) in `style`.
+    pub fn push(&mut self, text: &str, style: Style) {
         if text.is_empty() {
             return;
         }
@@ -64,16 +80,20 @@ impl Line {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// True when the line holds no text.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
         self.runs.is_empty()
     }
 
-    pub(crate) fn width(&self) -> usize {
+    /// The width in terminal columns.
+    #[must_use]
+    pub fn width(&self) -> usize {
         self.runs.iter().map(|(t, _)| width(t)).sum()
     }
 
     /// Cuts the line to at most `max` columns, ending it with `…` when anything was cut.
-    pub(crate) fn truncate(&mut self, max: usize) {
+    pub fn truncate(&mut self, max: usize) {
         if self.width() <= max {
             return;
         }
@@ -111,7 +131,8 @@ impl Line {
     }
 
     /// The line with its escape sequences, and no newline.
-    pub(crate) fn render(&self) -> String {
+    #[must_use]
+    pub fn render(&self) -> String {
         self.runs.iter().map(|(t, s)| paint(*s, t)).collect()
     }
 }

@@ -10,6 +10,7 @@
 //! killed terminal loses nothing.
 
 mod editor;
+mod prepare;
 mod slash;
 mod view;
 
@@ -23,21 +24,17 @@ use editor::{Input, LineEditor};
 use slash::{COMMANDS, KEYS, Slash};
 use view::View;
 
-use super::run::{RunStatus, sandbox_factory};
-use super::setup::{
-    Refused, agents_on, compile_policy, connect, discover_roles, discover_skills, file_refusal,
-    load_provider, run_id, session_executor, tool_policies, tool_registry, with_catalogue,
-};
-use crate::agents::{AgentExecutor, Caller, Delegation};
-use crate::config::{Config, Env, Flags};
+pub(crate) use prepare::{Prepared, prepare};
+
+use super::run::RunStatus;
+use super::setup::Refused;
+use crate::agents::AgentExecutor;
+use crate::config::Flags;
+use crate::panels::Surface;
 use crate::records::LimitKind;
-use crate::records::{
-    Enforcement, Outcome, RunSummary, STORE_FILE, Store, Timestamp, nearest_rank,
-};
+use crate::records::{Enforcement, Outcome, RunSummary, nearest_rank};
 use crate::render::{self, Role};
-use crate::session::{
-    EpisodeLimits, Interrupt, Model, Session, SessionSpec, ToolExecutor, TurnEnd, Update,
-};
+use crate::session::{Interrupt, Session, ToolExecutor, TurnEnd, Update};
 use crate::skills::SkillSet;
 
 /// Arguments of `bee repl`.
@@ -45,6 +42,14 @@ use crate::skills::SkillSet;
 pub struct Args {
     #[command(flatten)]
     flags: Flags,
+    /// Opens the full-screen TUI (a build with the `tui` feature): the conversation, an
+    /// input box, a status line and the model's panels. Without a terminal of at least
+    /// 40×10 the inline REPL runs instead, with a note.
+    #[arg(long)]
+    tui: bool,
+    /// Forces the inline REPL, whatever else asks for the TUI (`--tui`, `repl.tui = true`).
+    #[arg(long)]
+    no_tui: bool,
 }
 
 /// The session id of a REPL session: its transcript is `<run id>/repl.jsonl`.
@@ -79,14 +84,15 @@ pub fn run(args: &Args) -> ExitCode {
 /// ends the session: it stops the running turn (every subagent and scope with it), after
 /// which the session finishes; at the prompt, bee exits at once (143).
 #[derive(Debug, Default, Clone)]
-struct TurnInterrupt {
+pub(crate) struct TurnInterrupt {
     current: Arc<Mutex<Interrupt>>,
     terminate: Arc<AtomicBool>,
     in_turn: Arc<AtomicBool>,
 }
 
 impl TurnInterrupt {
-    fn fresh(&self) -> Interrupt {
+    /// A new interrupt for the next turn.
+    pub(crate) fn fresh(&self) -> Interrupt {
         let i = Interrupt::new();
         if let Ok(mut slot) = self.current.lock() {
             *slot = i.clone();
@@ -94,7 +100,8 @@ impl TurnInterrupt {
         i
     }
 
-    fn raise(&self) {
+    /// Raises the current turn's interrupt.
+    pub(crate) fn raise(&self) {
         if let Ok(slot) = self.current.lock() {
             slot.raise();
         }
@@ -123,93 +130,88 @@ impl TurnInterrupt {
 }
 
 fn repl(args: &Args) -> Result<(), Refused> {
-    let env = Env::from_process().map_err(|e| {
-        Refused(
-            RunStatus::NoInput,
-            format!("cannot determine the current directory: {e}"),
-        )
-    })?;
-    let config = Config::resolve_in(&args.flags, &env).map_err(|e| file_refusal(&e))?;
-    let theme = config
-        .theme()
-        .map_err(|why| Refused(RunStatus::DataErr, why))?;
-    let policy_file = match config.require_policy_or_host() {
-        Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
-        Ok(crate::config::Enforcement::Host(_)) => None,
-        Err(refusal) => return Err(Refused(RunStatus::Usage, refusal.to_string())),
-    };
-    let provider = load_provider(&config)?;
-    let workspace = config.workspace.value.clone();
-    if !workspace.is_dir() {
-        return Err(Refused(
-            RunStatus::NoInput,
-            format!("the workspace {} is not a directory", workspace.display()),
-        ));
-    }
-    let policy = match &policy_file {
-        Some(p) => Some(compile_policy(p, &workspace)?),
-        None => None,
-    };
-    let (skills, skill_problems) = discover_skills(&env);
-    let tools = Arc::new(tool_registry(&config, &skills)?);
-    let scoped = tool_policies(
-        &config,
-        &tools,
-        &workspace,
-        policy.as_ref().zip(policy_file.as_deref()),
-    )?;
-    let roles = discover_roles(&env);
-    let agents = agents_on(&config, &roles);
-    let enforcement = if policy.is_some() {
-        Enforcement::Kernel
+    // `repl.tui` from the configuration; a configuration that does not resolve is reported
+    // by `prepare`, with the same refusal as without it.
+    let configured = crate::config::Env::from_process()
+        .ok()
+        .and_then(|env| crate::config::Config::resolve_in(&args.flags, &env).ok())
+        .and_then(|c| c.repl_tui.map(|s| s.value))
+        .unwrap_or(false);
+    let tui = (args.tui || configured) && !args.no_tui && full_screen_here();
+    let surface = if tui {
+        Surface::Panels
     } else {
-        Enforcement::Host
+        Surface::Inline
     };
-    // The same checks, in the same order, as `bee run`: before any model call.
-    let factory = match sandbox_factory(enforcement) {
-        Ok(f) => f,
-        Err(refusal) => {
-            return Err(Refused(
-                RunStatus::of_refusal(&refusal),
-                refusal.render("bee repl", "no model was called"),
-            ));
-        }
-    };
-    let connected = connect(&provider)?;
-    let prices = provider.price_table().map_err(|e| {
-        Refused(
-            RunStatus::Software,
-            format!("the price table is malformed: {e}"),
-        )
-    })?;
-    let records_dir = config.records_dir.value.clone();
-    let store = Store::open(&records_dir.join(STORE_FILE))
-        .map_err(|e| Refused(RunStatus::Software, format!("metrics store: {e}")))?;
-    let run_id = run_id();
-    let run_dir = records_dir.join(&run_id);
-    std::fs::create_dir_all(&run_dir)
-        .map_err(|e| Refused(RunStatus::Software, format!("{}: {e}", run_dir.display())))?;
-    let executor = session_executor(
-        factory.as_ref(),
-        &workspace,
-        policy.clone(),
-        &tools,
-        &scoped,
-    )
-    .map_err(|why| {
-        Refused(
-            RunStatus::EnforcementUnavailable,
-            format!("{why}; no model was called"),
-        )
-    })?;
-    let prices = Arc::new(prices);
-    let store = Arc::new(store);
-    let run_started_at = Timestamp::now();
+    let (prepared, executor) = prepare(args, surface)?;
+    #[cfg(feature = "tui")]
+    if tui {
+        return super::tui::run(prepared, executor);
+    }
+    inline(&prepared, executor)
+}
 
+/// Whether the full-screen TUI can run in this process; when not, says why in one line and
+/// the inline REPL runs instead.
+fn full_screen_here() -> bool {
+    let size = terminal_size::terminal_size().map(|(w, h)| (w.0, h.0));
+    let why = fallback(
+        cfg!(feature = "tui"),
+        std::io::stdout().is_terminal() && std::io::stdin().is_terminal(),
+        std::env::var("TERM").ok().as_deref(),
+        size,
+    );
+    if let Some(why) = &why {
+        eprintln!("bee repl: {why}; using the inline REPL");
+    }
+    why.is_none()
+}
+
+/// The smallest terminal the TUI starts in, columns and rows.
+pub(crate) const MIN_SIZE: (u16, u16) = (40, 10);
+
+/// Why the full-screen TUI cannot run, if it cannot: a build without it, no terminal,
+/// `TERM=dumb`, or a terminal smaller than [`MIN_SIZE`].
+fn fallback(
+    built: bool,
+    terminal: bool,
+    term: Option<&str>,
+    size: Option<(u16, u16)>,
+) -> Option<String> {
+    if !built {
+        return Some(
+            "--tui needs a bee built with the `tui` feature (cargo build --features tui)".into(),
+        );
+    }
+    if !terminal {
+        return Some("--tui needs a terminal, and input or output is not one".into());
+    }
+    if term.is_none_or(|t| t == "dumb" || t.is_empty()) {
+        return Some("--tui needs a capable terminal, and TERM is dumb or unset".into());
+    }
+    match size {
+        Some((w, h)) if w >= MIN_SIZE.0 && h >= MIN_SIZE.1 => None,
+        Some((w, h)) => Some(format!(
+            "--tui needs at least {}×{} and the terminal is {w}×{h}",
+            MIN_SIZE.0, MIN_SIZE.1
+        )),
+        None => Some("--tui cannot tell the terminal's size".into()),
+    }
+}
+
+/// The inline REPL.
+fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> {
+    let enforcement = p.enforcement;
+    let (policy, policy_file, run_dir) = (&p.policy, &p.policy_file, &p.run_dir);
     let stdout_terminal = std::io::stdout().is_terminal();
-    let theme = render::choose(theme, stdout_terminal, &|k| std::env::var(k).ok());
-    let view = View::new(Box::new(std::io::stdout()), theme, stdout_terminal);
-    for problem in &skill_problems {
+    let theme = render::choose(p.theme.clone(), stdout_terminal, &|k| std::env::var(k).ok());
+    let view = View::new(
+        Box::new(std::io::stdout()),
+        theme,
+        stdout_terminal,
+        p.outbox.clone(),
+    );
+    for problem in &p.skill_problems {
         view.styled(Role::Notice, &format!("a skill was skipped: {problem}"));
     }
     if enforcement == Enforcement::Host {
@@ -219,8 +221,8 @@ fn repl(args: &Args) -> Result<(), Refused> {
              confines them (recorded as enforcement \"host\")",
         );
     }
-    if agents {
-        for problem in roles.problems() {
+    if p.agents {
+        for problem in p.roles.problems() {
             view.styled(
                 Role::Notice,
                 &format!(
@@ -228,87 +230,31 @@ fn repl(args: &Args) -> Result<(), Refused> {
                 ),
             );
         }
-        for note in roles.notes() {
+        for note in p.roles.notes() {
             view.styled(Role::Muted, note);
         }
     }
     let observer = |u: Update<'_>| view.update(u);
     let subagent_events = |id: &str, u: Update<'_>| view.subagent(id, u);
-    let delegation = Delegation {
-        run_id: run_id.clone(),
-        records_dir: records_dir.clone(),
-        store: Some(Arc::clone(&store)),
-        run_started_at,
-        factory: factory.as_ref(),
-        provider: provider.clone(),
-        prices: Arc::clone(&prices),
-        roles: Arc::clone(&roles),
-        tools: Arc::clone(&tools),
-        tool_policies: scoped
-            .iter()
-            .map(|(t, f, _)| (t.clone(), f.clone()))
-            .collect(),
-        home: super::user::invoking_home(),
-        settings: config.agents.settings(),
-        observer: &subagent_events,
-    };
-    let executor: Box<dyn crate::episode::ToolExecutor + '_> = if agents {
-        Box::new(AgentExecutor::new(
-            executor,
-            &delegation,
-            Caller {
-                session_id: SESSION_ID.to_owned(),
-                scenario: "repl".to_owned(),
-                workspace: workspace.clone(),
-                depth: 0,
-                lineage: Vec::new(),
-                policy_name: policy_file
-                    .as_ref()
-                    .map_or_else(|| "the session".to_owned(), |p| p.display().to_string()),
-            },
-        ))
+    let delegation = p.delegation(&subagent_events);
+    let executor: Box<dyn ToolExecutor + '_> = if p.agents {
+        Box::new(AgentExecutor::new(executor, &delegation, p.caller()))
     } else {
         executor
     };
-    let spec = SessionSpec {
-        run_id: run_id.clone(),
-        session_id: SESSION_ID.to_owned(),
-        scenario: "repl".to_owned(),
-        system_prompt: with_catalogue(Some(system_prompt(&workspace)), &skills),
-        limits: EpisodeLimits {
-            turns: config.limits.turns.as_ref().map(|s| s.value),
-            tokens: config.limits.tokens.as_ref().map(|s| s.value),
-            wall: config
-                .limits
-                .wall_seconds
-                .as_ref()
-                .map(|s| std::time::Duration::from_secs(s.value)),
-            cost_usd: config.limits.cost_usd.as_ref().map(|s| s.value),
-        },
-        workspace: workspace.clone(),
-        policy: policy_file.as_ref().map(|p| p.display().to_string()),
-        run_started_at,
-        max_output_tokens: None,
-        parent: None,
-        content_hash: None,
-    };
-    let model = Model {
-        provider: Arc::from(connected),
-        kind: provider.kind.as_str().to_owned(),
-        prices,
-        max_output_tokens: provider.max_output_tokens,
-    };
     let mut session = Session::start(
-        spec,
-        model,
+        p.spec.clone(),
+        p.model.clone(),
         executor.as_ref(),
-        &records_dir,
-        Some(store),
+        &p.records_dir,
+        Some(Arc::clone(&p.store)),
         &observer,
     )
     .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
-    project_instructions(&mut session, executor.as_ref(), &view)
-        .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+    project_instructions(&mut session, executor.as_ref(), &|note| {
+        view.styled(Role::Notice, note);
+    })
+    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
 
     let turn = TurnInterrupt::default();
     let handler = turn.clone();
@@ -321,24 +267,21 @@ fn repl(args: &Args) -> Result<(), Refused> {
                 format!("cannot install the Ctrl-C and SIGTERM handlers: {e}"),
             )
         })?;
-    let mut editor = LineEditor::new(editor::history_path(&env))
+    let mut editor = LineEditor::new(editor::history_path(&p.env))
         .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
-    banner(&view, &session, &policy_file, enforcement, editor.history());
+    banner(&view, &session, policy_file, enforcement, editor.history());
 
-    let tool_policy_files: Vec<(String, PathBuf)> = scoped
-        .iter()
-        .map(|(t, f, _)| (t.clone(), f.clone()))
-        .collect();
+    let tool_policy_files = p.tool_policy_files();
     let ctx = Ctx {
-        roles: &roles,
-        agents,
+        roles: &p.roles,
+        agents: p.agents,
         tool_policies: &tool_policy_files,
         view: &view,
-        skills: &skills,
+        skills: &p.skills,
         policy: policy.as_ref(),
         policy_file: policy_file.as_deref(),
         enforcement,
-        run_dir: &run_dir,
+        run_dir,
     };
     let outcome = converse(&mut session, &mut editor, &turn, &ctx)?;
     if let Some(e) = &editor.history_error {
@@ -348,7 +291,7 @@ fn repl(args: &Args) -> Result<(), Refused> {
     let finished = session
         .finish(outcome, None)
         .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
-    write_summary(&run_dir);
+    write_summary(run_dir);
     view.styled(
         Role::Muted,
         &format!(
@@ -696,10 +639,10 @@ fn banner(
 /// sandbox like any workspace file (so the policy decides), cut at [`AGENTS_MD_CAP`] bytes
 /// with a note. A missing file is skipped; one the policy or the file system refuses is said
 /// on screen and in the transcript.
-fn project_instructions(
+pub(crate) fn project_instructions(
     session: &mut Session<'_>,
     executor: &dyn ToolExecutor,
-    view: &View,
+    note: &dyn Fn(&str),
 ) -> Result<(), crate::session::SessionError> {
     let workspace = session.spec().workspace.clone();
     // Only whether it exists is looked at from here; the content comes through the scope.
@@ -713,27 +656,46 @@ fn project_instructions(
                 read.text
             );
             if read.total_bytes > read.text.len() {
-                let note = format!(
+                let n = format!(
                     "AGENTS.md is {} bytes; only the first {} were read",
                     read.total_bytes,
                     read.text.len()
                 );
-                text.push_str(&format!("\n\n[{note}]"));
-                view.styled(Role::Notice, &note);
+                text.push_str(&format!("\n\n[{n}]"));
+                note(&n);
             }
             session.add_system(&text)
         }
         Err(why) => {
-            let note = format!("AGENTS.md was not read: {why}");
-            view.styled(Role::Notice, &note);
-            session.add_system(&format!("[{note}]"))
+            let n = format!("AGENTS.md was not read: {why}");
+            note(&n);
+            session.add_system(&format!("[{n}]"))
         }
     }
 }
 
 /// Rewrites the run summary (a failure only costs the summary: the transcript is the record).
-fn write_summary(run_dir: &Path) {
+pub(crate) fn write_summary(run_dir: &Path) {
     if let Ok(summary) = RunSummary::from_run_dir(run_dir) {
         let _ = summary.write_atomic(run_dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tui_falls_back_with_a_reason() {
+        let ok = fallback(true, true, Some("xterm-256color"), Some((80, 24)));
+        assert_eq!(ok, None);
+        let why = |b, t, term, size| fallback(b, t, term, size).unwrap_or_default();
+        assert!(why(false, true, Some("xterm"), Some((80, 24))).contains("--features tui"));
+        assert!(why(true, false, Some("xterm"), Some((80, 24))).contains("needs a terminal"));
+        assert!(why(true, true, Some("dumb"), Some((80, 24))).contains("TERM is dumb"));
+        assert!(why(true, true, None, Some((80, 24))).contains("TERM"));
+        assert!(why(true, true, Some("xterm"), Some((39, 24))).contains("40×10"));
+        assert!(why(true, true, Some("xterm"), Some((80, 9))).contains("is 80×9"));
+        assert_eq!(fallback(true, true, Some("xterm"), Some((40, 10))), None);
     }
 }

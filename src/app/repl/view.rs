@@ -7,6 +7,7 @@
 use std::io::Write;
 use std::sync::Mutex;
 
+use crate::panels::{Outbox, Placement, draw};
 use crate::provider;
 use crate::records::{EventBody, Role as Author};
 use crate::render::{Role, Theme, lines, render_markdown, sanitize, width as text_width};
@@ -19,6 +20,8 @@ pub(super) struct View {
     theme: Theme,
     /// Whether the output is a terminal: stream text, then re-draw it as markdown.
     live: bool,
+    /// What the render tool placed, shown after its result.
+    outbox: Outbox,
 }
 
 #[derive(Default)]
@@ -31,12 +34,55 @@ struct State {
 }
 
 impl View {
-    pub(super) fn new(out: Box<dyn Write + Send>, theme: Theme, live: bool) -> Self {
+    pub(super) fn new(
+        out: Box<dyn Write + Send>,
+        theme: Theme,
+        live: bool,
+        outbox: Outbox,
+    ) -> Self {
         Self {
             out: Mutex::new(out),
             state: Mutex::new(State::default()),
             theme,
             live,
+            outbox,
+        }
+    }
+
+    /// Shows what the render tool placed: inline widgets as they are, a panel's widget
+    /// under the panel's name (this screen has no panels), panel removals as a note.
+    fn placements(&self) {
+        let width = self.width();
+        for p in self.outbox.take() {
+            let widget = match &p {
+                Placement::Inline(w) => Some(w),
+                Placement::Panel { name, widget, ttl } => {
+                    let ttl = ttl.map_or(String::new(), |t| {
+                        format!(", for {}", crate::render::lines::duration(millis(t)))
+                    });
+                    self.styled(
+                        Role::Heading,
+                        &format!("── panel {name}{ttl} (shown inline: panels need bee repl --tui)"),
+                    );
+                    Some(widget)
+                }
+                Placement::Remove(name) => {
+                    self.styled(Role::Muted, &format!("── panel {name} removed"));
+                    None
+                }
+                Placement::Clear => {
+                    self.styled(Role::Muted, "── panels cleared");
+                    None
+                }
+            };
+            if let Some(w) = widget {
+                let mut text = String::new();
+                for line in draw::lines(w, &self.theme, width) {
+                    text.push_str(&line.render());
+                    text.push('\n');
+                }
+                self.print(&text);
+            }
         }
     }
 
@@ -180,6 +226,7 @@ impl View {
                     r.duration_ms,
                     first,
                 ));
+                self.placements();
             }
             EventBody::ModelLatency(l) => {
                 if let Ok(mut s) = self.state.lock() {
@@ -227,12 +274,16 @@ fn summary(arguments: &str) -> String {
     ) {
         return format!("{role}: {task}");
     }
-    for key in ["command", "path", "pattern", "name"] {
+    for key in ["command", "path", "pattern", "name", "script"] {
         if let Some(s) = v.get(key).and_then(serde_json::Value::as_str) {
             return s.to_owned();
         }
     }
     arguments.to_owned()
+}
+
+fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// How many terminal rows `text` takes at `width` columns.

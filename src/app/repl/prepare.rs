@@ -1,0 +1,247 @@
+//! What `bee repl` checks and builds before the first model call, for either screen (the
+//! inline REPL or the full-screen TUI): the same refusals, in the same order, as `bee run`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bee_core::CompiledPolicy;
+
+use super::super::run::{RunStatus, SandboxFactory, sandbox_factory};
+use super::super::setup::{
+    Refused, ToolPolicy, agents_on, compile_policy, connect, discover_roles, discover_skills,
+    file_refusal, load_provider, run_id, session_executor, tool_policies, tool_registry,
+    with_catalogue,
+};
+use super::{Args, SESSION_ID, system_prompt};
+use crate::agents::{AgentSettings, Caller, Delegation, Roles};
+use crate::config::{Config, Env};
+use crate::panels::{Outbox, RenderTool, Surface};
+use crate::provider::ProviderSpec;
+use crate::records::{Enforcement, STORE_FILE, Store, Timestamp};
+use crate::render::Theme;
+use crate::session::{EpisodeLimits, Model, SessionSpec, ToolExecutor, Update};
+use crate::skills::{SkillError, SkillSet};
+use crate::tools::Registry;
+
+/// Everything a REPL session needs, checked (the tool executor is handed over apart: the
+/// screen wraps it for subagents).
+pub(crate) struct Prepared {
+    /// The process's environment.
+    pub(crate) env: Env,
+    /// The configured theme (before the colour policy).
+    pub(crate) theme: Theme,
+    /// The policy file, or `None` with `--host`.
+    pub(crate) policy_file: Option<PathBuf>,
+    /// The compiled policy.
+    pub(crate) policy: Option<CompiledPolicy>,
+    /// How tool calls are confined.
+    pub(crate) enforcement: Enforcement,
+    /// The skills found.
+    pub(crate) skills: Arc<SkillSet>,
+    /// The skills that did not load.
+    pub(crate) skill_problems: Vec<SkillError>,
+    /// The roles subagents may take.
+    pub(crate) roles: Arc<Roles>,
+    /// Whether the model is offered `agent`.
+    pub(crate) agents: bool,
+    agent_settings: AgentSettings,
+    scoped: Vec<ToolPolicy>,
+    tools: Arc<Registry>,
+    provider: ProviderSpec,
+    factory: Box<dyn SandboxFactory>,
+    /// The session's definition.
+    pub(crate) spec: SessionSpec,
+    /// The model.
+    pub(crate) model: Model,
+    /// The metrics store.
+    pub(crate) store: Arc<Store>,
+    /// Where records go.
+    pub(crate) records_dir: PathBuf,
+    /// This run's records.
+    pub(crate) run_dir: PathBuf,
+    /// Where the render tool puts what it placed.
+    pub(crate) outbox: Outbox,
+}
+
+/// Checks and builds everything; the render tool shows its panels on `surface`.
+pub(crate) fn prepare(
+    args: &Args,
+    surface: Surface,
+) -> Result<(Prepared, Box<dyn ToolExecutor>), Refused> {
+    let env = Env::from_process().map_err(|e| {
+        Refused(
+            RunStatus::NoInput,
+            format!("cannot determine the current directory: {e}"),
+        )
+    })?;
+    let config = Config::resolve_in(&args.flags, &env).map_err(|e| file_refusal(&e))?;
+    let theme = config
+        .theme()
+        .map_err(|why| Refused(RunStatus::DataErr, why))?;
+    let policy_file = match config.require_policy_or_host() {
+        Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
+        Ok(crate::config::Enforcement::Host(_)) => None,
+        Err(refusal) => return Err(Refused(RunStatus::Usage, refusal.to_string())),
+    };
+    let provider = load_provider(&config)?;
+    let workspace = config.workspace.value.clone();
+    if !workspace.is_dir() {
+        return Err(Refused(
+            RunStatus::NoInput,
+            format!("the workspace {} is not a directory", workspace.display()),
+        ));
+    }
+    let policy = match &policy_file {
+        Some(p) => Some(compile_policy(p, &workspace)?),
+        None => None,
+    };
+    let (skills, skill_problems) = discover_skills(&env);
+    let outbox = Outbox::default();
+    let render = Arc::new(RenderTool::new(surface, outbox.clone()));
+    let tools = Arc::new(tool_registry(&config, &skills, Some(render))?);
+    let scoped = tool_policies(
+        &config,
+        &tools,
+        &workspace,
+        policy.as_ref().zip(policy_file.as_deref()),
+    )?;
+    let roles = discover_roles(&env);
+    let agents = agents_on(&config, &roles);
+    let enforcement = if policy.is_some() {
+        Enforcement::Kernel
+    } else {
+        Enforcement::Host
+    };
+    // The same checks, in the same order, as `bee run`: before any model call.
+    let factory = sandbox_factory(enforcement).map_err(|refusal| {
+        Refused(
+            RunStatus::of_refusal(&refusal),
+            refusal.render("bee repl", "no model was called"),
+        )
+    })?;
+    let connected = connect(&provider)?;
+    let prices = provider.price_table().map_err(|e| {
+        Refused(
+            RunStatus::Software,
+            format!("the price table is malformed: {e}"),
+        )
+    })?;
+    let records_dir = config.records_dir.value.clone();
+    let store = Store::open(&records_dir.join(STORE_FILE))
+        .map_err(|e| Refused(RunStatus::Software, format!("metrics store: {e}")))?;
+    let run_id = run_id();
+    let run_dir = records_dir.join(&run_id);
+    std::fs::create_dir_all(&run_dir)
+        .map_err(|e| Refused(RunStatus::Software, format!("{}: {e}", run_dir.display())))?;
+    let executor = session_executor(
+        factory.as_ref(),
+        &workspace,
+        policy.clone(),
+        &tools,
+        &scoped,
+    )
+    .map_err(|why| {
+        Refused(
+            RunStatus::EnforcementUnavailable,
+            format!("{why}; no model was called"),
+        )
+    })?;
+    let spec = SessionSpec {
+        run_id,
+        session_id: SESSION_ID.to_owned(),
+        scenario: "repl".to_owned(),
+        system_prompt: with_catalogue(Some(system_prompt(&workspace)), &skills),
+        limits: EpisodeLimits {
+            turns: config.limits.turns.as_ref().map(|s| s.value),
+            tokens: config.limits.tokens.as_ref().map(|s| s.value),
+            wall: config
+                .limits
+                .wall_seconds
+                .as_ref()
+                .map(|s| std::time::Duration::from_secs(s.value)),
+            cost_usd: config.limits.cost_usd.as_ref().map(|s| s.value),
+        },
+        workspace,
+        policy: policy_file.as_ref().map(|p| p.display().to_string()),
+        run_started_at: Timestamp::now(),
+        max_output_tokens: None,
+        parent: None,
+        content_hash: None,
+    };
+    let model = Model {
+        provider: Arc::from(connected),
+        kind: provider.kind.as_str().to_owned(),
+        prices: Arc::new(prices),
+        max_output_tokens: provider.max_output_tokens,
+    };
+    let prepared = Prepared {
+        env,
+        theme,
+        policy_file,
+        policy,
+        enforcement,
+        skills,
+        skill_problems,
+        roles,
+        agents,
+        agent_settings: config.agents.settings(),
+        scoped,
+        tools,
+        provider,
+        factory,
+        spec,
+        model,
+        store: Arc::new(store),
+        records_dir,
+        run_dir,
+        outbox,
+    };
+    Ok((prepared, executor))
+}
+
+impl Prepared {
+    /// The tools that run in scopes of their own, and their policy files.
+    pub(crate) fn tool_policy_files(&self) -> Vec<(String, PathBuf)> {
+        self.scoped
+            .iter()
+            .map(|(t, f, _)| (t.clone(), f.clone()))
+            .collect()
+    }
+
+    /// What subagents run under; their events go to `observer`.
+    pub(crate) fn delegation<'a>(
+        &'a self,
+        observer: &'a (dyn Fn(&str, Update<'_>) + Sync),
+    ) -> Delegation<'a> {
+        Delegation {
+            run_id: self.spec.run_id.clone(),
+            records_dir: self.records_dir.clone(),
+            store: Some(Arc::clone(&self.store)),
+            run_started_at: self.spec.run_started_at,
+            factory: self.factory.as_ref(),
+            provider: self.provider.clone(),
+            prices: Arc::clone(&self.model.prices),
+            roles: Arc::clone(&self.roles),
+            tools: Arc::clone(&self.tools),
+            tool_policies: self.tool_policy_files(),
+            home: super::super::user::invoking_home(),
+            settings: self.agent_settings,
+            observer,
+        }
+    }
+
+    /// The REPL session as the caller of its subagents.
+    pub(crate) fn caller(&self) -> Caller {
+        Caller {
+            session_id: SESSION_ID.to_owned(),
+            scenario: "repl".to_owned(),
+            workspace: self.spec.workspace.clone(),
+            depth: 0,
+            lineage: Vec::new(),
+            policy_name: self
+                .policy_file
+                .as_ref()
+                .map_or_else(|| "the session".to_owned(), |p| p.display().to_string()),
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The conversation: cells that render themselves for a width and keep what they rendered,
+//! so a long conversation is drawn by looking at the cells on screen only.
+
+use ratatui::text::Line;
+
+use super::style;
+use crate::panels::{Widget, draw};
+use crate::records::ToolState;
+use crate::render::wrap::wrap;
+use crate::render::{self, Role, Theme, lines, markdown_lines, sanitize};
+
+/// Most lines of a tool's output shown when its cell is expanded.
+const EXPANDED_LINES: usize = 200;
+
+/// A tool call's end.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ToolEnd {
+    /// Its state.
+    pub(super) state: ToolState,
+    /// How long it took, milliseconds.
+    pub(super) ms: u64,
+    /// What the model got.
+    pub(super) output: String,
+}
+
+/// What a cell shows.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Kind {
+    /// What the person sent.
+    User(String),
+    /// The model's answer: plain while it streams, Markdown once complete.
+    Assistant {
+        /// The text so far.
+        text: String,
+        /// Whether the message is complete.
+        done: bool,
+    },
+    /// A tool call: one line, its result on a second; the output when expanded.
+    Tool {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments in a few words.
+        args: String,
+        /// How it ended, once it has.
+        end: Option<ToolEnd>,
+        /// Whether its output is shown.
+        expanded: bool,
+    },
+    /// A kernel denial.
+    Denial(String),
+    /// An error.
+    Error(String),
+    /// The model declined.
+    Refusal(String),
+    /// A note from bee.
+    Notice(String),
+    /// A widget the render tool placed inline.
+    Widget(Widget),
+}
+
+/// One cell and its rendering at the last width asked for.
+#[derive(Debug, Clone)]
+pub(super) struct Cell {
+    /// What it shows.
+    pub(super) kind: Kind,
+    cache: Option<(usize, Vec<Line<'static>>)>,
+}
+
+impl Cell {
+    /// A cell of `kind`.
+    pub(super) fn new(kind: Kind) -> Self {
+        Self { kind, cache: None }
+    }
+
+    /// The cell changed: render it again when next drawn.
+    pub(super) fn touch(&mut self) {
+        self.cache = None;
+    }
+
+    /// The cell's lines at `width`, rendered once per width and change.
+    pub(super) fn lines(&mut self, theme: &Theme, width: usize) -> &[Line<'static>] {
+        if self.cache.as_ref().is_none_or(|(w, _)| *w != width) {
+            let lines = render_kind(&self.kind, theme, width)
+                .iter()
+                .map(style::line)
+                .collect();
+            self.cache = Some((width, lines));
+        }
+        self.cache.as_ref().map_or(&[], |(_, l)| l.as_slice())
+    }
+
+    /// How many rows the cell takes at `width`.
+    pub(super) fn height(&mut self, theme: &Theme, width: usize) -> usize {
+        self.lines(theme, width).len()
+    }
+
+    /// The cell's text, for yanking: what was said, without styling.
+    pub(super) fn text(&self) -> String {
+        match &self.kind {
+            Kind::User(t) | Kind::Denial(t) | Kind::Error(t) | Kind::Refusal(t) => t.clone(),
+            Kind::Notice(t) => t.clone(),
+            Kind::Assistant { text, .. } => text.clone(),
+            Kind::Tool {
+                name, args, end, ..
+            } => {
+                let mut s = format!("{name} {args}");
+                if let Some(e) = end {
+                    s.push('\n');
+                    s.push_str(&e.output);
+                }
+                s
+            }
+            Kind::Widget(w) => draw::lines(w, &Theme::plain(), 80)
+                .iter()
+                .map(render::Line::render)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
+    let width = width.max(1);
+    let mut out = match kind {
+        Kind::User(text) => {
+            let mut v = Vec::new();
+            for (i, l) in sanitize(text).split('\n').enumerate() {
+                let mut line = render::Line::styled(
+                    if i == 0 { "› " } else { "  " },
+                    theme.style(Role::Prompt),
+                );
+                line.push(l, theme.style(Role::Strong));
+                v.extend(wrap_line(line, width));
+            }
+            v.push(render::Line::default());
+            v
+        }
+        Kind::Assistant { text, done: true } => {
+            let mut v = markdown_lines(text, theme, width);
+            v.push(render::Line::default());
+            v
+        }
+        Kind::Assistant { text, done: false } => {
+            wrap(&vec![(sanitize(text), anstyle::Style::new())], width)
+                .into_iter()
+                .flat_map(|l| wrap_line(l, width))
+                .collect()
+        }
+        Kind::Tool {
+            name,
+            args,
+            end,
+            expanded,
+            ..
+        } => {
+            let mut v = vec![lines::tool_call_line(theme, width, name, args)];
+            match end {
+                Some(e) => {
+                    let first = e
+                        .output
+                        .lines()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("");
+                    v.push(lines::tool_result_line(theme, width, e.state, e.ms, first));
+                    if *expanded {
+                        for l in sanitize(&e.output).lines().take(EXPANDED_LINES) {
+                            let mut line = render::Line::styled("    ", anstyle::Style::new());
+                            line.push(&l.replace('\t', "    "), theme.style(Role::Muted));
+                            line.truncate(width);
+                            v.push(line);
+                        }
+                    }
+                }
+                None => v.push(render::Line::styled(
+                    "  … running",
+                    theme.style(Role::Muted),
+                )),
+            }
+            v
+        }
+        Kind::Denial(t) => vec![lines::denial_line(theme, width, t)],
+        Kind::Error(t) => vec![lines::error_line(theme, width, t)],
+        Kind::Refusal(t) => vec![lines::refusal_line(theme, width, t)],
+        Kind::Notice(t) => vec![lines::notice_line(theme, width, t)],
+        Kind::Widget(w) => {
+            let mut v = draw::lines(w, theme, width);
+            v.push(render::Line::default());
+            v
+        }
+    };
+    if out.is_empty() {
+        out.push(render::Line::default());
+    }
+    out
+}
+
+/// `line` cut into rows of `width` columns (characters kept whole).
+fn wrap_line(line: render::Line, width: usize) -> Vec<render::Line> {
+    if line.width() <= width {
+        return vec![line];
+    }
+    let mut rows = Vec::new();
+    let mut row = render::Line::default();
+    let mut used = 0;
+    for (text, style) in line.runs() {
+        for c in text.chars() {
+            let w = render::width(c.encode_utf8(&mut [0; 4]));
+            if used + w > width && used > 0 {
+                rows.push(std::mem::take(&mut row));
+                used = 0;
+            }
+            row.push(c.encode_utf8(&mut [0; 4]), *style);
+            used += w;
+        }
+    }
+    rows.push(row);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_renders_once_per_width() {
+        let mut c = Cell::new(Kind::Assistant {
+            text: "word ".repeat(30),
+            done: false,
+        });
+        let t = Theme::plain();
+        assert_eq!(c.height(&t, 50), 3);
+        assert_eq!(c.height(&t, 200), 1);
+        if let Kind::Assistant { text, .. } = &mut c.kind {
+            text.push_str("\nmore");
+        }
+        assert_eq!(c.height(&t, 200), 1, "the cache holds until touched");
+        c.touch();
+        assert_eq!(c.height(&t, 200), 2);
+    }
+
+    #[test]
+    fn wide_characters_wrap_whole() {
+        let rows = wrap_line(render::Line::styled("漢字漢字漢", anstyle::Style::new()), 4);
+        let text: Vec<String> = rows.iter().map(render::Line::render).collect();
+        assert_eq!(text, ["漢字", "漢字", "漢"]);
+    }
+
+    #[test]
+    fn a_tool_cell_expands_to_its_output() {
+        let mut c = Cell::new(Kind::Tool {
+            id: "c1".into(),
+            name: "shell".into(),
+            args: "ls".into(),
+            end: Some(ToolEnd {
+                state: ToolState::Completed,
+                ms: 12,
+                output: "a\nb\nc".into(),
+            }),
+            expanded: false,
+        });
+        let t = Theme::plain();
+        assert_eq!(c.height(&t, 40), 2);
+        if let Kind::Tool { expanded, .. } = &mut c.kind {
+            *expanded = true;
+        }
+        c.touch();
+        assert_eq!(c.height(&t, 40), 5);
+        assert_eq!(c.text(), "shell ls\na\nb\nc");
+    }
+}

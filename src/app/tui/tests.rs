@@ -1,0 +1,335 @@
+//! Every screen state as a snapshot: the frame ratatui would put on a terminal, drawn into a
+//! `TestBackend` of a fixed size.
+
+use std::time::{Duration, Instant};
+
+use insta::assert_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::app::{App, FromSession, Status, ToSession};
+use super::draw::draw;
+use crate::panels::{PanelName, Placement, Widget};
+use crate::provider;
+use crate::records::{
+    Denial, DenialTarget, EventBody, GrantKind, Message, Role as Author, ToolResult, ToolState,
+};
+use crate::render::Theme;
+
+fn app(theme: Theme) -> App {
+    App::new(
+        theme,
+        Status {
+            model: "replay-model".into(),
+            confinement: "dev.toml (kernel-enforced)".into(),
+        },
+    )
+}
+
+fn frame(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| draw(f, app)).unwrap();
+    t
+}
+
+fn key(app: &mut App, code: KeyCode) -> Option<ToSession> {
+    app.key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn said(app: &mut App, text: &str) {
+    type_text(app, text);
+    assert_eq!(
+        key(app, KeyCode::Enter),
+        Some(ToSession::Send(text.to_owned()))
+    );
+}
+
+fn answer(app: &mut App, text: &str) {
+    app.session(FromSession::Recorded(Box::new(EventBody::Message(
+        Message {
+            role: Author::Assistant,
+            text: text.into(),
+        },
+    ))));
+}
+
+fn tool(app: &mut App, id: &str, name: &str, args: &str, output: Option<&str>) {
+    app.session(FromSession::ToolStarted(provider::ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args.into(),
+    }));
+    if let Some(out) = output {
+        app.session(FromSession::Recorded(Box::new(EventBody::ToolResult(
+            ToolResult {
+                call_id: id.into(),
+                state: ToolState::Completed,
+                output: out.into(),
+                truncated: None,
+                exit: None,
+                duration_ms: 12,
+            },
+        ))));
+    }
+}
+
+fn end_turn(app: &mut App) {
+    app.session(FromSession::TurnEnded(crate::session::TurnEnd::Done));
+}
+
+fn panel(name: &str, widget: Widget, ttl: Option<u64>) -> Placement {
+    Placement::Panel {
+        name: PanelName::parse(name).unwrap(),
+        widget,
+        ttl: ttl.map(Duration::from_secs),
+    }
+}
+
+fn metrics() -> Vec<Placement> {
+    vec![
+        panel(
+            "metrics",
+            Widget::table(
+                vec!["file".into(), "lines".into()],
+                vec![
+                    vec!["main.rs".into(), "120".into()],
+                    vec!["漢字.rs".into(), "7".into()],
+                ],
+            )
+            .unwrap(),
+            None,
+        ),
+        panel(
+            "load",
+            Widget::Sparkline(vec![1.0, 5.0, 3.0, 8.0, 2.0]),
+            None,
+        ),
+    ]
+}
+
+#[test]
+fn empty() {
+    let mut a = app(Theme::plain());
+    assert_snapshot!(frame(&mut a, 60, 12).backend());
+}
+
+#[test]
+fn streaming() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "what do my notes say?");
+    for d in [
+        "The notes ",
+        "say: **remember** the milk, and 漢字 and 😀 ",
+        "and more",
+    ] {
+        a.session(FromSession::Stream(provider::Event::TextDelta {
+            text: d.into(),
+        }));
+    }
+    assert_snapshot!(frame(&mut a, 60, 12).backend());
+}
+
+#[test]
+fn a_finished_answer_is_markdown() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "hi");
+    a.session(FromSession::Stream(provider::Event::TextDelta {
+        text: "# Done".into(),
+    }));
+    answer(&mut a, "# Done\n\n- **one**\n- `two`");
+    end_turn(&mut a);
+    assert_snapshot!(frame(&mut a, 60, 12).backend());
+}
+
+#[test]
+fn tool_cell_expanded() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "list it");
+    tool(
+        &mut a,
+        "c1",
+        "shell",
+        r#"{"command": "ls"}"#,
+        Some("a.rs\nb.rs\nc.rs"),
+    );
+    end_turn(&mut a);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Enter);
+    assert_snapshot!(frame(&mut a, 60, 12).backend());
+}
+
+#[test]
+fn denial() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "read my key");
+    tool(
+        &mut a,
+        "c1",
+        "read_file",
+        r#"{"path": "/home/u/.ssh/id_rsa"}"#,
+        None,
+    );
+    a.session(FromSession::Recorded(Box::new(EventBody::Denial(Denial {
+        call_id: "c1".into(),
+        hook: "file_open".into(),
+        explanation: "open /home/u/.ssh/id_rsa for read: no fs.read grant covers it".into(),
+        target: DenialTarget::Path("/home/u/.ssh/id_rsa".into()),
+        missing: GrantKind::FsRead,
+    }))));
+    assert_snapshot!(frame(&mut a, 70, 12).backend());
+}
+
+#[test]
+fn panels_beside_the_conversation() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "show the metrics");
+    a.session(FromSession::Placements(metrics()));
+    end_turn(&mut a);
+    assert_snapshot!(frame(&mut a, 100, 16).backend());
+}
+
+#[test]
+fn panels_overlay_on_a_narrow_terminal() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "show the metrics");
+    a.session(FromSession::Placements(metrics()));
+    end_turn(&mut a);
+    // Narrow: the column is hidden, the status line says how to see the panels.
+    assert_snapshot!("narrow_without_overlay", frame(&mut a, 60, 14).backend());
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Char('p'));
+    assert_snapshot!(frame(&mut a, 60, 14).backend());
+}
+
+#[test]
+fn help() {
+    let mut a = app(Theme::plain());
+    a.key(KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE));
+    assert_snapshot!(frame(&mut a, 100, 24).backend());
+}
+
+#[test]
+fn too_small() {
+    let mut a = app(Theme::plain());
+    assert_snapshot!(frame(&mut a, 39, 9).backend());
+}
+
+#[test]
+fn each_theme_styles_the_roles() {
+    for name in crate::render::BUILTIN_THEMES {
+        let mut a = app(Theme::builtin(name).unwrap());
+        said(&mut a, "hi");
+        tool(&mut a, "c1", "shell", r#"{"command": "ls"}"#, Some("a.rs"));
+        answer(&mut a, "**bold** and `code`");
+        end_turn(&mut a);
+        let t = frame(&mut a, 40, 10);
+        // The buffer with its styles: the theme's colours, cell by cell.
+        insta::assert_debug_snapshot!(format!("theme_{name}"), t.backend().buffer());
+    }
+}
+
+#[test]
+fn panels_expire_after_their_ttl() {
+    let mut a = app(Theme::plain());
+    a.session(FromSession::Placements(vec![panel(
+        "metrics",
+        Widget::Text("soon gone".into()),
+        Some(30),
+    )]));
+    assert_eq!(a.board.panels().len(), 1);
+    assert!(!a.tick(Instant::now()));
+    assert!(a.tick(Instant::now() + Duration::from_secs(31)));
+    assert!(a.board.is_empty());
+}
+
+#[test]
+fn a_long_conversation_scrolls_by_pages_and_jumps_to_the_ends() {
+    let mut a = app(Theme::plain());
+    for i in 0..200 {
+        a.session(FromSession::Recorded(Box::new(EventBody::Message(
+            Message {
+                role: Author::Assistant,
+                text: format!("message {i}"),
+            },
+        ))));
+    }
+    frame(&mut a, 60, 12);
+    key(&mut a, KeyCode::PageUp);
+    let t = frame(&mut a, 60, 12);
+    let shown = format!("{}", t.backend());
+    assert!(shown.contains("message 195"), "{shown}");
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Char('g'));
+    key(&mut a, KeyCode::Char('g'));
+    let shown = format!("{}", frame(&mut a, 60, 12).backend());
+    assert!(shown.contains("▌message 0"), "{shown}");
+    a.key(KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT));
+    let shown = format!("{}", frame(&mut a, 60, 12).backend());
+    assert!(shown.contains("▌message 199"), "{shown}");
+    // The mouse wheel scrolls too.
+    key(&mut a, KeyCode::Esc);
+    a.wheel(true);
+    assert_eq!(a.scroll, 3);
+}
+
+#[test]
+fn yank_takes_the_selected_message() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "hi");
+    answer(&mut a, "the **answer**");
+    end_turn(&mut a);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Char('y'));
+    assert_eq!(a.yank.as_deref(), Some("the **answer**"));
+}
+
+#[test]
+fn history_walks_with_ctrl_p_and_ctrl_n() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "first");
+    end_turn(&mut a);
+    said(&mut a, "second");
+    end_turn(&mut a);
+    let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+    a.key(ctrl('p'));
+    assert_eq!(a.input.lines(), ["second"]);
+    a.key(ctrl('p'));
+    assert_eq!(a.input.lines(), ["first"]);
+    a.key(ctrl('n'));
+    assert_eq!(a.input.lines(), ["second"]);
+    a.key(ctrl('n'));
+    assert_eq!(a.input.lines(), [""]);
+}
+
+#[test]
+fn shift_enter_makes_a_multi_line_message() {
+    let mut a = app(Theme::plain());
+    type_text(&mut a, "one");
+    a.key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT));
+    type_text(&mut a, "two");
+    assert_eq!(
+        key(&mut a, KeyCode::Enter),
+        Some(ToSession::Send("one\ntwo".into()))
+    );
+}
+
+#[test]
+fn q_quits_from_the_conversation_and_types_in_the_input() {
+    let mut a = app(Theme::plain());
+    type_text(&mut a, "q");
+    assert!(!a.quit);
+    assert_eq!(a.input.lines(), ["q"]);
+    a.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    said(&mut a, "x");
+    end_turn(&mut a);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Char('q'));
+    assert!(a.quit);
+}
