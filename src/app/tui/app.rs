@@ -309,11 +309,11 @@ impl App {
     }
 
     fn toggle(&mut self) {
-        if let Some(cell) = self.selected.and_then(|i| self.cells.get_mut(i)) {
-            if let Kind::Tool { expanded, .. } = &mut cell.kind {
-                *expanded = !*expanded;
-                cell.touch();
-            }
+        if let Some(cell) = self.selected.and_then(|i| self.cells.get_mut(i))
+            && let Kind::Tool { expanded, .. } = &mut cell.kind
+        {
+            *expanded = !*expanded;
+            cell.touch();
         }
     }
 
@@ -385,10 +385,10 @@ impl App {
         self.history_at = None;
         self.set_input("");
         let trimmed = text.trim();
-        if let Some(cmd) = trimmed.strip_prefix('/') {
-            if !cmd.starts_with('/') {
-                return self.slash(cmd);
-            }
+        if let Some(cmd) = trimmed.strip_prefix('/')
+            && !cmd.starts_with('/')
+        {
+            return self.slash(cmd);
         }
         if self.busy {
             self.hint = Some("a turn is running: wait, or Ctrl-C to stop it".to_owned());

@@ -155,10 +155,10 @@ fn show(
                 if busy && !before && is_ctrl_c(&k) {
                     interrupt.raise();
                 }
-                if let Some(ask) = ask {
-                    if to_session.send(ask).is_err() {
-                        app.notice("the session has ended");
-                    }
+                if let Some(ask) = ask
+                    && to_session.send(ask).is_err()
+                {
+                    app.notice("the session has ended");
                 }
             }
             Event::Mouse(m) => match m.kind {
@@ -190,13 +190,13 @@ fn converse(
 ) -> Result<String, String> {
     // Subagents' work shows as one note when each ends; their transcripts have the rest.
     let subagent_events = |id: &str, u: Update<'_>| {
-        if let Update::Recorded(e) = u {
-            if let crate::records::EventBody::EpisodeFinished(f) = &e.body {
-                let _ = to_ui.send(FromSession::Note(format!(
-                    "subagent {id} finished: {}",
-                    f.outcome.as_str()
-                )));
-            }
+        if let Update::Recorded(e) = u
+            && let crate::records::EventBody::EpisodeFinished(f) = &e.body
+        {
+            let _ = to_ui.send(FromSession::Note(format!(
+                "subagent {id} finished: {}",
+                f.outcome.as_str()
+            )));
         }
     };
     let delegation = p.delegation(&subagent_events);

@@ -276,7 +276,7 @@ fn bad_patterns_and_languages_are_refused_by_name() {
     let huge = "a + ".repeat(256 * 1024) + "a";
     refused(json!({"pattern": huge, "language": "rust"}), "bytes");
     // A pattern nested past the limit within the size limit.
-    let deep = "(".repeat(4000) + "a" + &")".repeat(4000);
+    let deep = format!("{}a{}", "(".repeat(4000), ")".repeat(4000));
     refused(
         json!({"pattern": deep, "language": "rust"}),
         "nested more than",
