@@ -46,7 +46,8 @@ impl Tmux {
         let cmd = format!(
             "cd {dir} && env -i PATH=/usr/bin:/bin HOME={dir}/home XDG_STATE_HOME={dir}/state \
              XDG_CONFIG_HOME={dir}/config TERM=xterm-256color {bee} repl --tui --host \
-             --provider provider.toml --workspace ws --records-dir {dir}/records",
+             --provider provider.toml --workspace ws --records-dir {dir}/records; \
+             echo \"[bee exited $?]\"",
             dir = p.display()
         );
         let t = Self { socket, dir };
@@ -106,6 +107,19 @@ impl Tmux {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// The pid of bee: the pane runs `sh -c "cd … && env … bee …; echo …"`, so bee is the
+    /// shell's child.
+    fn bee_pid(&self) -> String {
+        let shell = self.format("#{pane_pid}");
+        let out = Command::new("pgrep")
+            .args(["-P", &shell, "bee"])
+            .output()
+            .unwrap();
+        let bee = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert!(!bee.is_empty(), "no bee under the pane's shell {shell}");
+        bee
     }
 
     fn records(&self) -> &Path {
@@ -204,13 +218,15 @@ fn a_session_streams_shows_panels_that_expire_and_every_key_works() {
     t.keys(&["Tab", "q"]);
     let s = t.wait_for("session ended");
     assert!(s.contains("2 model call(s), 1 tool call(s)"), "{s}");
+    // The closing line comes before bee has finished exiting: wait for its status (the
+    // shell's line, not tmux's pane status, which tmux 3.3 may leave unset).
+    t.wait_for("[bee exited 0]");
     assert_eq!(
         t.format("#{alternate_on}"),
         "0",
         "the alternate screen is left"
     );
     assert_eq!(t.format("#{mouse_any_flag}"), "0", "mouse reporting is off");
-    assert_eq!(t.format("#{pane_dead_status}"), "0");
     let runs = std::fs::read_dir(t.records().join("records"))
         .unwrap()
         .count();
@@ -221,26 +237,14 @@ fn a_session_streams_shows_panels_that_expire_and_every_key_works() {
 fn sigterm_restores_the_terminal() {
     let t = Tmux::start("term", &demo(), 80, 24);
     t.wait_for("Type below and press Enter");
-    let pid = t.format("#{pane_pid}");
-    // The pane runs `sh -c "cd … && env … bee"`: bee is the shell's child (or the shell
-    // itself after exec).
-    let bee = String::from_utf8_lossy(
-        &Command::new("pgrep")
-            .args(["-P", &pid, "bee"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .trim()
-    .to_owned();
-    let target = if bee.is_empty() { pid } else { bee };
+    let target = t.bee_pid();
     let killed = Command::new("kill")
         .args(["-TERM", &target])
         .status()
         .unwrap();
     assert!(killed.success());
     // bee ends the session (its closing line names the transcript) and exits 0.
-    let s = t.wait_for("Pane is dead (status 0");
+    let s = t.wait_for("[bee exited 0]");
     assert!(s.contains("repl.jsonl"), "{s}");
     assert_eq!(
         t.format("#{alternate_on}"),
@@ -248,6 +252,32 @@ fn sigterm_restores_the_terminal() {
         "the alternate screen is left"
     );
     assert_eq!(t.format("#{mouse_any_flag}"), "0", "mouse reporting is off");
+}
+
+/// A terminal that goes away (its window closed, the ssh connection lost) hangs up: bee ends
+/// the session and exits instead of reading the dead terminal's end of file forever.
+#[test]
+fn a_hangup_ends_the_session() {
+    let t = Tmux::start("hup", &demo(), 80, 24);
+    t.wait_for("Type below and press Enter");
+    let bee = t.bee_pid();
+    t.tmux(&["kill-server"]);
+    let proc = Path::new("/proc").join(&bee);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while proc.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !proc.exists(),
+        "bee {bee} still runs after its terminal hung up"
+    );
+    // The session's records were finished: the run directory has its transcript.
+    let runs: Vec<_> = std::fs::read_dir(t.records().join("records"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("repl.jsonl").exists())
+        .collect();
+    assert_eq!(runs.len(), 1, "one session's transcript");
 }
 
 #[test]
