@@ -9,9 +9,10 @@
 //! after every event, the metrics store, the run summary — so `bee metrics` reports it and a
 //! killed terminal loses nothing.
 
+pub(crate) mod commands;
 mod editor;
 mod prepare;
-mod slash;
+pub(crate) mod slash;
 mod view;
 
 use std::io::IsTerminal;
@@ -308,36 +309,6 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
 }
 
 /// `/agents`: the roles, whether the agent is offered `agent`, and the per-tool scopes.
-fn show_agents(ctx: &Ctx<'_>) {
-    let view = ctx.view;
-    if !ctx.agents {
-        view.styled(
-            Role::Muted,
-            "the agent cannot delegate: no roles were found in .bee/agents or \
-             ~/.config/bee/agents (or agents.max_depth is 0); see docs/agents.md",
-        );
-    }
-    for role in ctx.roles.iter() {
-        let words: Vec<&str> = role.description.split_whitespace().collect();
-        view.line(&format!(
-            "  {}  {}  ({})",
-            view.theme().paint(Role::Code, &role.name),
-            words.join(" "),
-            role.policy.display()
-        ));
-    }
-    for problem in ctx.roles.problems() {
-        view.styled(Role::Error, problem);
-    }
-    for (tool, file) in ctx.tool_policies {
-        view.line(&format!(
-            "  tool {} runs in a scope of its own under {}",
-            view.theme().paint(Role::Code, tool),
-            file.display()
-        ));
-    }
-}
-
 /// What the conversation loop needs besides the session.
 struct Ctx<'a> {
     roles: &'a crate::agents::Roles,
@@ -441,32 +412,10 @@ fn command(
                 view.line(&format!("  {}  {what}", view.theme().paint(Role::Code, k)));
             }
         }
-        Slash::Agents => show_agents(ctx),
-        Slash::Skills => {
-            if ctx.skills.is_empty() {
-                view.styled(
-                    Role::Muted,
-                    "no skills were found (.bee/skills, ~/.config/bee/skills; see docs/skills.md)",
-                );
-            }
-            for skill in ctx.skills {
-                view.line(&format!(
-                    "  {}  {}",
-                    view.theme().paint(Role::Code, &skill.name),
-                    skill
-                        .description
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ));
-            }
-            for note in ctx.skills.notes() {
-                view.styled(Role::Muted, note);
-            }
-        }
-        Slash::Skill(name) => match ctx.skills.get(&name) {
-            Some(skill) => {
-                let text = skill.instructions();
+        Slash::Agents => view.show(&commands::agents(ctx.roles, ctx.agents, ctx.tool_policies)),
+        Slash::Skills => view.show(&commands::skills(ctx.skills)),
+        Slash::Skill(name) => match commands::skill(ctx.skills, &name) {
+            Ok(text) => {
                 view.markdown(&text);
                 session.add_context(&text)?;
                 view.styled(
@@ -474,19 +423,13 @@ fn command(
                     &format!("skill `{name}` is loaded into the conversation"),
                 );
             }
-            None => {
-                let known: Vec<&str> = ctx.skills.iter().map(|s| s.name.as_str()).collect();
-                view.styled(
-                    Role::Error,
-                    &if known.is_empty() {
-                        format!("no skill `{name}`: no skills were found (/skills)")
-                    } else {
-                        format!("no skill `{name}`; the skills are {}", known.join(", "))
-                    },
-                );
-            }
+            Err(line) => view.show(&[line]),
         },
-        Slash::Policy => show_policy(ctx),
+        Slash::Policy => view.show(&commands::policy(
+            ctx.enforcement,
+            ctx.policy,
+            ctx.policy_file,
+        )),
         Slash::Cost => show_cost(session, view),
         Slash::Clear => {
             session.clear();
@@ -499,69 +442,6 @@ fn command(
         Slash::Unknown(hint) => view.styled(Role::Error, &hint),
     }
     Ok(())
-}
-
-fn show_policy(ctx: &Ctx<'_>) {
-    let view = ctx.view;
-    match (ctx.enforcement, ctx.policy, ctx.policy_file) {
-        (Enforcement::Kernel, Some(p), Some(file)) => {
-            view.styled(
-                Role::Heading,
-                &format!(
-                    "policy {} — enforced by the kernel: every tool call runs in a scope",
-                    file.display()
-                ),
-            );
-            let list = |key: &str, rules: Vec<String>| {
-                let shown = if rules.is_empty() {
-                    "(none)".to_owned()
-                } else {
-                    rules.join(", ")
-                };
-                view.line(&format!(
-                    "  {}  {shown}",
-                    view.theme().paint(Role::Code, key)
-                ));
-            };
-            list(
-                "fs.read",
-                p.fs.read.iter().map(|r| r.pattern.to_string()).collect(),
-            );
-            list(
-                "fs.write",
-                p.fs.write.iter().map(|r| r.pattern.to_string()).collect(),
-            );
-            list(
-                "exec.allow",
-                p.exec.iter().map(|r| r.pattern.to_string()).collect(),
-            );
-            list(
-                "net.allow",
-                p.net
-                    .allow
-                    .iter()
-                    .map(|r| {
-                        let protos: Vec<String> =
-                            r.protocols.iter().map(ToString::to_string).collect();
-                        format!("{} port {} {}", r.net, r.ports, protos.join("+"))
-                    })
-                    .collect(),
-            );
-            list(
-                "net.unix",
-                p.net.unix.iter().map(|r| r.pattern.to_string()).collect(),
-            );
-            view.styled(
-                Role::Muted,
-                "(the tool runner is granted its own executable and libraries on top; `bee \
-                 validate --emit compiled` shows every rule)",
-            );
-        }
-        _ => view.styled(
-            Role::Denial,
-            "no policy: --host runs tools as hardened host processes with NO kernel scope",
-        ),
-    }
 }
 
 fn show_cost(session: &Session<'_>, view: &View) {

@@ -2,7 +2,7 @@
 
 /// A command the user typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Slash {
+pub(crate) enum Slash {
     /// `/help`: the commands and keys.
     Help,
     /// `/skills`: the skills found, by name and description.
@@ -74,7 +74,7 @@ pub(super) const KEYS: [(&str, &str); 5] = [
 impl Slash {
     /// The command `line` holds, or `None` when it is a message for the model (a line that
     /// does not start with `/`, or starts with `//`, which sends the rest with one `/`).
-    pub(super) fn parse(line: &str) -> Option<Self> {
+    pub(crate) fn parse(line: &str) -> Option<Self> {
         let line = line.trim();
         let rest = line.strip_prefix('/')?;
         if rest.starts_with('/') {

@@ -7,6 +7,8 @@
 use std::io::Write;
 use std::sync::Mutex;
 
+use super::commands::Shown;
+
 use crate::panels::{Outbox, Placement, draw};
 use crate::provider;
 use crate::records::{EventBody, Role as Author};
@@ -114,6 +116,21 @@ impl View {
     /// A line of `style`.
     pub(super) fn styled(&self, role: Role, text: &str) {
         self.line(&self.theme.paint(role, text));
+    }
+
+    /// Writes what a command shows ([`Shown`]), each line in its role's style.
+    pub(super) fn show(&self, lines: &[Shown]) {
+        for l in lines {
+            match l {
+                Shown::Heading(t) => self.styled(Role::Heading, t),
+                Shown::Item(name, what) => {
+                    self.line(&format!("  {}  {what}", self.theme.paint(Role::Code, name)));
+                }
+                Shown::Muted(t) => self.styled(Role::Muted, t),
+                Shown::Error(t) => self.styled(Role::Error, t),
+                Shown::Unconfined(t) => self.styled(Role::Denial, t),
+            }
+        }
     }
 
     /// Renders markdown (a loaded skill, say) with the theme.

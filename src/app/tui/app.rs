@@ -6,6 +6,8 @@ use std::time::Instant;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui_textarea::{CursorMove, TextArea};
 
+use super::super::repl::commands::Shown;
+use super::super::repl::slash::Slash;
 use super::cells::{Cell, Kind, ToolEnd};
 use super::keys::{self, Action, Focus, KeyCtx, Overlay};
 use crate::panels::{Board, Placement, draw};
@@ -29,6 +31,8 @@ pub(super) enum FromSession {
     TurnEnded(TurnEnd),
     /// A note (AGENTS.md, skills).
     Note(String),
+    /// What a slash command shows (`/skills`, `/agents`, `/policy`).
+    Shown(Vec<Shown>),
     /// The session cannot go on.
     Failed(String),
 }
@@ -40,6 +44,10 @@ pub(super) enum ToSession {
     Send(String),
     /// Forget the conversation.
     Clear,
+    /// A slash command about the session's set-up: `/skills`, `/skill NAME`, `/agents`,
+    /// `/policy` (the session thread has what they show, and `/skill` changes the
+    /// conversation).
+    Command(Slash),
 }
 
 /// The status line's fixed part.
@@ -388,7 +396,7 @@ impl App {
         if let Some(cmd) = trimmed.strip_prefix('/')
             && !cmd.starts_with('/')
         {
-            return self.slash(cmd);
+            return self.slash(trimmed);
         }
         if self.busy {
             self.hint = Some("a turn is running: wait, or Ctrl-C to stop it".to_owned());
@@ -402,19 +410,22 @@ impl App {
         Some(ToSession::Send(message))
     }
 
-    fn slash(&mut self, cmd: &str) -> Option<ToSession> {
-        match cmd.split_whitespace().next().unwrap_or("") {
-            "quit" | "exit" => self.quit = true,
-            "help" => self.overlay = Overlay::Help,
-            "clear" if !self.busy => {
+    /// A slash command (`line` starts with one `/`): the screen's own (`/help`, `/cost`,
+    /// `/clear`, `/quit`) are done here, those about the session's set-up are asked of the
+    /// session thread.
+    fn slash(&mut self, line: &str) -> Option<ToSession> {
+        let busy = "a turn is running: wait, or Ctrl-C to stop it";
+        match Slash::parse(line)? {
+            Slash::Quit => self.quit = true,
+            Slash::Help => self.overlay = Overlay::Help,
+            Slash::Clear if !self.busy => {
                 self.cells.clear();
                 self.scroll = 0;
                 self.selected = None;
                 self.notice("the conversation is forgotten; the transcript and the limits go on");
                 return Some(ToSession::Clear);
             }
-            "clear" => self.hint = Some("a turn is running: wait, or Ctrl-C to stop it".into()),
-            "cost" => {
+            Slash::Cost => {
                 let t = &self.totals;
                 let sources: Vec<String> = t.cost.sources.iter().map(ToString::to_string).collect();
                 let text = format!(
@@ -432,10 +443,12 @@ impl App {
                 );
                 self.notice(&text);
             }
-            other => self.notice(&format!(
-                "/{other} is not in the full-screen TUI; the commands here are /help, /cost, \
-                 /clear and /quit (bee repl --no-tui has them all)"
-            )),
+            Slash::Unknown(hint) => self.push(Kind::Error(hint)),
+            Slash::Clear => self.hint = Some(busy.into()),
+            _ if self.busy => self.hint = Some(busy.into()),
+            cmd @ (Slash::Skills | Slash::Skill(_) | Slash::Agents | Slash::Policy) => {
+                return Some(ToSession::Command(cmd));
+            }
         }
         None
     }
@@ -488,6 +501,7 @@ impl App {
                 }
             }
             FromSession::Note(n) => self.notice(&n),
+            FromSession::Shown(lines) => self.push(Kind::Shown(lines)),
             FromSession::Failed(why) => {
                 self.busy = false;
                 self.push(Kind::Error(why));

@@ -3,6 +3,7 @@
 
 use ratatui::text::Line;
 
+use super::super::repl::commands::Shown;
 use super::style;
 use crate::panels::{Widget, draw};
 use crate::records::ToolState;
@@ -56,6 +57,8 @@ pub(super) enum Kind {
     Refusal(String),
     /// A note from bee.
     Notice(String),
+    /// What a slash command shows.
+    Shown(Vec<Shown>),
     /// A widget the render tool placed inline.
     Widget(Widget),
 }
@@ -101,6 +104,17 @@ impl Cell {
         match &self.kind {
             Kind::User(t) | Kind::Denial(t) | Kind::Error(t) | Kind::Refusal(t) => t.clone(),
             Kind::Notice(t) => t.clone(),
+            Kind::Shown(lines) => lines
+                .iter()
+                .map(|l| match l {
+                    Shown::Item(name, what) => format!("  {name}  {what}"),
+                    Shown::Heading(t)
+                    | Shown::Muted(t)
+                    | Shown::Error(t)
+                    | Shown::Unconfined(t) => t.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
             Kind::Assistant { text, .. } => text.clone(),
             Kind::Tool {
                 name, args, end, ..
@@ -184,6 +198,30 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
         Kind::Error(t) => vec![lines::error_line(theme, width, t)],
         Kind::Refusal(t) => vec![lines::refusal_line(theme, width, t)],
         Kind::Notice(t) => vec![lines::notice_line(theme, width, t)],
+        Kind::Shown(shown) => {
+            let mut v = Vec::new();
+            for l in shown {
+                let line = match l {
+                    Shown::Item(name, what) => {
+                        let mut line = render::Line::styled("  ", anstyle::Style::new());
+                        line.push(&sanitize(name), theme.style(Role::Code));
+                        line.push(&format!("  {}", sanitize(what)), anstyle::Style::new());
+                        line
+                    }
+                    Shown::Heading(t) => {
+                        render::Line::styled(&sanitize(t), theme.style(Role::Heading))
+                    }
+                    Shown::Muted(t) => render::Line::styled(&sanitize(t), theme.style(Role::Muted)),
+                    Shown::Error(t) => render::Line::styled(&sanitize(t), theme.style(Role::Error)),
+                    Shown::Unconfined(t) => {
+                        render::Line::styled(&sanitize(t), theme.style(Role::Denial))
+                    }
+                };
+                v.extend(wrap_line(line, width));
+            }
+            v.push(render::Line::default());
+            v
+        }
         Kind::Widget(w) => {
             let mut v = draw::lines(w, theme, width);
             v.push(render::Line::default());

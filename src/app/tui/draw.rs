@@ -25,7 +25,7 @@ pub(super) const PANEL_COLUMN_MIN: u16 = 100;
 pub(super) const HELP: [(&str, &str); 16] = [
     (
         "Enter",
-        "send the input (a line starting with / is a command: /help /cost /clear /quit)",
+        "send the input; a line starting with / is a command: /skills, /skill NAME, /agents, /policy, /cost, /clear, /quit",
     ),
     ("Shift+Enter, Alt+Enter", "a new line in the input"),
     (

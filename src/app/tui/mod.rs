@@ -33,6 +33,8 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseEventKind};
 use app::{App, FromSession, Status, ToSession};
 use terminal::Screen;
 
+use super::repl::commands;
+use super::repl::slash::Slash;
 use super::repl::{Prepared, TurnInterrupt, project_instructions, write_summary};
 use super::run::RunStatus;
 use super::setup::Refused;
@@ -51,16 +53,7 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
     });
     let status = Status {
         model: p.model.provider.model().to_owned(),
-        confinement: match &p.policy_file {
-            Some(f) => format!(
-                "{} (kernel-enforced)",
-                f.file_name().map_or_else(
-                    || f.display().to_string(),
-                    |n| n.to_string_lossy().into_owned()
-                )
-            ),
-            None => "--host (not enforced)".to_owned(),
-        },
+        confinement: confinement(p.policy_file.as_deref(), p.policy.as_ref()),
     };
     let mut app = App::new(theme, status);
     for problem in &p.skill_problems {
@@ -256,6 +249,7 @@ fn converse(
                 write_summary(&p.run_dir);
             }
             ToSession::Clear => session.clear(),
+            ToSession::Command(cmd) => command(p, &mut session, cmd, to_ui)?,
         }
     }
     let transcript = session.transcript().to_owned();
@@ -266,6 +260,60 @@ fn converse(
     };
     let finished = session.finish(outcome, None).map_err(|e| e.to_string())?;
     Ok(closing(&finished.totals, &transcript))
+}
+
+/// The status line's confinement: the policy's `name` (its file's name when it has none),
+/// kernel-enforced, or `--host`.
+fn confinement(
+    file: Option<&std::path::Path>,
+    policy: Option<&bee_core::CompiledPolicy>,
+) -> String {
+    let Some(f) = file else {
+        return "--host (not enforced)".to_owned();
+    };
+    let named = policy.and_then(|p| p.name.clone());
+    let name = named.unwrap_or_else(|| {
+        f.file_name().map_or_else(
+            || f.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    });
+    format!("policy {name} (kernel-enforced)")
+}
+
+/// A slash command the session thread answers: what it shows goes to the screen; `/skill`
+/// loads the skill's instructions into the conversation.
+///
+/// # Errors
+/// When the transcript refuses the loaded skill (the session cannot go on).
+fn command(
+    p: &Prepared,
+    session: &mut Session<'_>,
+    cmd: Slash,
+    to_ui: &Sender<FromSession>,
+) -> Result<(), String> {
+    let shown = match cmd {
+        Slash::Skills => commands::skills(&p.skills),
+        Slash::Agents => commands::agents(&p.roles, p.agents, &p.tool_policy_files()),
+        Slash::Policy => {
+            commands::policy(p.enforcement, p.policy.as_ref(), p.policy_file.as_deref())
+        }
+        Slash::Skill(name) => match commands::skill(&p.skills, &name) {
+            Ok(text) => {
+                session.add_context(&text).map_err(|e| e.to_string())?;
+                let _ = to_ui.send(FromSession::Note(format!(
+                    "skill `{name}` is loaded into the conversation ({} lines of instructions)",
+                    text.lines().count()
+                )));
+                return Ok(());
+            }
+            Err(line) => vec![line],
+        },
+        // The screen does the others itself.
+        _ => return Ok(()),
+    };
+    let _ = to_ui.send(FromSession::Shown(shown));
+    Ok(())
 }
 
 fn closing(t: &Totals, transcript: &std::path::Path) -> String {

@@ -165,6 +165,53 @@ fn tool_cell_expanded() {
     assert_snapshot!(frame(&mut a, 60, 12).backend());
 }
 
+/// The set-up commands are asked of the session thread (which has the skills, roles and
+/// policy, and loads a skill into the conversation); what it shows becomes a cell.
+#[test]
+fn slash_commands_about_the_set_up() {
+    use super::super::repl::commands::Shown;
+    use super::super::repl::slash::Slash;
+    let mut a = app(Theme::plain());
+    for (typed, asked) in [
+        ("/skills", Slash::Skills),
+        ("/skill review", Slash::Skill("review".into())),
+        ("/agents", Slash::Agents),
+        ("/policy", Slash::Policy),
+    ] {
+        type_text(&mut a, typed);
+        assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Command(asked)));
+    }
+    // An unknown command gets the inline REPL's hint, never the model.
+    type_text(&mut a, "/polcy");
+    assert_eq!(key(&mut a, KeyCode::Enter), None);
+    // `//` sends the rest with one `/`.
+    said_as(&mut a, "//etc is a path", "/etc is a path");
+    // While a turn runs, the session thread is busy: a hint, not a queued command.
+    type_text(&mut a, "/agents");
+    assert_eq!(key(&mut a, KeyCode::Enter), None);
+    end_turn(&mut a);
+    a.session(FromSession::Shown(vec![
+        Shown::Item(
+            "reviewer".into(),
+            "reads the code and reports (.bee/policies/review.toml)".into(),
+        ),
+        Shown::Item(
+            "tool shell".into(),
+            "runs in a scope of its own under shell.toml".into(),
+        ),
+        Shown::Unconfined("no policy: --host runs tools with NO kernel scope".into()),
+    ]));
+    assert_snapshot!(frame(&mut a, 70, 14).backend());
+}
+
+fn said_as(app: &mut App, typed: &str, sent: &str) {
+    type_text(app, typed);
+    assert_eq!(
+        key(app, KeyCode::Enter),
+        Some(ToSession::Send(sent.to_owned()))
+    );
+}
+
 #[test]
 fn denial() {
     let mut a = app(Theme::plain());
@@ -332,4 +379,31 @@ fn q_quits_from_the_conversation_and_types_in_the_input() {
     key(&mut a, KeyCode::Tab);
     key(&mut a, KeyCode::Char('q'));
     assert!(a.quit);
+}
+
+/// The status line names the policy by its `name`, by its file when it has none, and says
+/// `--host` when there is no policy.
+#[test]
+fn the_status_line_names_the_policy() {
+    use std::path::Path;
+    let options = bee_core::CompileOptions {
+        base: "/w".into(),
+        home: None,
+    };
+    let named = bee_core::compile_str("p.toml", "version = 1\nname = \"dev\"\n", &options)
+        .unwrap()
+        .policy;
+    let unnamed = bee_core::compile_str("p.toml", "version = 1\n", &options)
+        .unwrap()
+        .policy;
+    let file = Path::new("/w/.bee/policy.toml");
+    assert_eq!(
+        super::confinement(Some(file), Some(&named)),
+        "policy dev (kernel-enforced)"
+    );
+    assert_eq!(
+        super::confinement(Some(file), Some(&unnamed)),
+        "policy policy.toml (kernel-enforced)"
+    );
+    assert_eq!(super::confinement(None, None), "--host (not enforced)");
 }

@@ -1,0 +1,162 @@
+//! What the slash commands about the session's set-up show — `/skills`, `/skill NAME`,
+//! `/agents`, `/policy` — as [`Shown`] lines, so the inline REPL and the full-screen TUI say
+//! the same thing, each drawing it its own way.
+
+use std::path::{Path, PathBuf};
+
+use bee_core::CompiledPolicy;
+
+use crate::agents::Roles;
+use crate::records::Enforcement;
+use crate::skills::SkillSet;
+
+/// One line of what a command shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Shown {
+    /// A title.
+    Heading(String),
+    /// A name and what it is (`  name  description`); the name is drawn as code.
+    Item(String, String),
+    /// Secondary information.
+    Muted(String),
+    /// Something that went wrong.
+    Error(String),
+    /// A warning that tools run without a kernel scope.
+    Unconfined(String),
+}
+
+/// `/skills`: each skill found, by name and description, and the notes of the search.
+pub(crate) fn skills(skills: &SkillSet) -> Vec<Shown> {
+    let mut out = Vec::new();
+    if skills.is_empty() {
+        out.push(Shown::Muted(
+            "no skills were found (.bee/skills, ~/.config/bee/skills; see docs/skills.md)".into(),
+        ));
+    }
+    for skill in skills {
+        out.push(Shown::Item(
+            skill.name.clone(),
+            one_line(&skill.description),
+        ));
+    }
+    out.extend(skills.notes().iter().map(|n| Shown::Muted(n.clone())));
+    out
+}
+
+/// `/skill NAME`: the skill's instructions, to load into the conversation.
+///
+/// # Errors
+/// The line to show when there is no skill of that name (naming those there are).
+pub(crate) fn skill(skills: &SkillSet, name: &str) -> Result<String, Shown> {
+    match skills.get(name) {
+        Some(skill) => Ok(skill.instructions()),
+        None => {
+            let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+            Err(Shown::Error(if known.is_empty() {
+                format!("no skill `{name}`: no skills were found (/skills)")
+            } else {
+                format!("no skill `{name}`; the skills are {}", known.join(", "))
+            }))
+        }
+    }
+}
+
+/// `/agents`: the roles subagents can play (with their policy files), the problems of the
+/// role files that were skipped, and the tools that run in scopes of their own.
+pub(crate) fn agents(
+    roles: &Roles,
+    delegation_on: bool,
+    tool_policies: &[(String, PathBuf)],
+) -> Vec<Shown> {
+    let mut out = Vec::new();
+    if !delegation_on {
+        out.push(Shown::Muted(
+            "the agent cannot delegate: no roles were found in .bee/agents or \
+             ~/.config/bee/agents (or agents.max_depth is 0); see docs/agents.md"
+                .into(),
+        ));
+    }
+    for role in roles.iter() {
+        out.push(Shown::Item(
+            role.name.clone(),
+            format!(
+                "{}  ({})",
+                one_line(&role.description),
+                role.policy.display()
+            ),
+        ));
+    }
+    out.extend(roles.problems().map(|p| Shown::Error(p.to_owned())));
+    for (tool, file) in tool_policies {
+        out.push(Shown::Item(
+            format!("tool {tool}"),
+            format!("runs in a scope of its own under {}", file.display()),
+        ));
+    }
+    out
+}
+
+/// `/policy`: the effective policy's rules and whether the kernel enforces them, or that
+/// there is none (`--host`).
+pub(crate) fn policy(
+    enforcement: Enforcement,
+    policy: Option<&CompiledPolicy>,
+    file: Option<&Path>,
+) -> Vec<Shown> {
+    let (Enforcement::Kernel, Some(p), Some(file)) = (enforcement, policy, file) else {
+        return vec![Shown::Unconfined(
+            "no policy: --host runs tools as hardened host processes with NO kernel scope".into(),
+        )];
+    };
+    let list = |key: &str, rules: Vec<String>| {
+        Shown::Item(
+            key.to_owned(),
+            if rules.is_empty() {
+                "(none)".to_owned()
+            } else {
+                rules.join(", ")
+            },
+        )
+    };
+    let net = p
+        .net
+        .allow
+        .iter()
+        .map(|r| {
+            let protos: Vec<String> = r.protocols.iter().map(ToString::to_string).collect();
+            format!("{} port {} {}", r.net, r.ports, protos.join("+"))
+        })
+        .collect();
+    vec![
+        Shown::Heading(format!(
+            "policy {} — enforced by the kernel: every tool call runs in a scope",
+            file.display()
+        )),
+        list(
+            "fs.read",
+            p.fs.read.iter().map(|r| r.pattern.to_string()).collect(),
+        ),
+        list(
+            "fs.write",
+            p.fs.write.iter().map(|r| r.pattern.to_string()).collect(),
+        ),
+        list(
+            "exec.allow",
+            p.exec.iter().map(|r| r.pattern.to_string()).collect(),
+        ),
+        list("net.allow", net),
+        list(
+            "net.unix",
+            p.net.unix.iter().map(|r| r.pattern.to_string()).collect(),
+        ),
+        Shown::Muted(
+            "(the tool runner is granted its own executable and libraries on top; `bee \
+             validate --emit compiled` shows every rule)"
+                .into(),
+        ),
+    ]
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
