@@ -166,3 +166,70 @@ fn a_widened_subagent_is_refused_with_counterexamples() {
     assert_eq!(excess[0]["witness"]["path"], "/etc/passwd");
     assert_eq!(excess[0]["child"]["origin"]["key"], "fs.write[2]");
 }
+
+/// `bee policy diff`: the subagent's policy grants nothing beyond its parent, the parent
+/// grants more; each difference is a rule with a counterexample, and the JSON says the same.
+#[test]
+fn policy_diff_shows_each_side_with_counterexamples() {
+    let o = bee(&[
+        "policy",
+        "diff",
+        "policies/parent.toml",
+        "policies/subagent.toml",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("policies/subagent.toml grants 0 rule(s) beyond policies/parent.toml"),
+        "{out}"
+    );
+    assert!(out.lines().skip(1).all(|l| l.starts_with("- ")), "{out}");
+    assert!(
+        out.contains(", which policies/subagent.toml does not;"),
+        "{out}"
+    );
+
+    let o = bee(&[
+        "policy",
+        "diff",
+        "--json",
+        "policies/subagent.toml",
+        "policies/parent.toml",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["identical"], false);
+    assert_eq!(v["removed"].as_array().map(Vec::len), Some(0));
+    let added = v["added"].as_array().unwrap();
+    assert!(!added.is_empty());
+    assert!(
+        added.iter().all(|e| e["witness"]["kind"].is_string()),
+        "{v}"
+    );
+
+    let o = bee(&[
+        "policy",
+        "diff",
+        "policies/parent.toml",
+        "policies/parent.toml",
+    ]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("grant exactly the same"),
+        "{}",
+        stdout(&o)
+    );
+    // A missing policy is 66, an invalid one 65, as for `bee validate`.
+    let o = bee(&["policy", "diff", "policies/parent.toml", "nope.toml"]);
+    assert_eq!(code(&o), 66, "{}", stderr(&o));
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        bad.path(),
+        "version = 1\n[fs]\nread = [\"relative/**\", 3]\n",
+    )
+    .unwrap();
+    let bad = bad.path().to_str().unwrap();
+    let o = bee(&["policy", "diff", "policies/parent.toml", bad]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+}

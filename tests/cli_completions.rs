@@ -8,8 +8,9 @@ use std::process::Command;
 use support::{bee, code, stderr, stdout};
 
 /// Every command `bee --help` lists, but `help`.
-const COMMANDS: [&str; 10] = [
+const COMMANDS: [&str; 11] = [
     "validate",
+    "policy",
     "check",
     "exec",
     "run",
@@ -190,6 +191,7 @@ fn man_out_writes_a_page_per_public_command() {
     expected.extend([
         "bee.1".to_owned(),
         "bee-config-show.1".to_owned(),
+        "bee-policy-diff.1".to_owned(),
         "bee-records-merge.1".to_owned(),
     ]);
     expected.sort();

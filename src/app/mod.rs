@@ -10,6 +10,7 @@ mod exec;
 mod exit;
 mod man;
 mod metrics;
+mod policy_cmd;
 mod records_cmd;
 mod repl;
 pub mod run;
@@ -62,6 +63,8 @@ enum Invocation {
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
     Validate(validate::Args),
+    /// Compare policies: `bee policy diff OLD NEW` shows what each grants that the other does not.
+    Policy(policy_cmd::Args),
     /// Check whether this kernel can enforce policies, gate by gate (0: yes, 65: no).
     Check(check::Args),
     /// Run one command in a fresh scope confined by a policy; exits with its status.
@@ -128,6 +131,7 @@ pub fn main() -> ExitCode {
         }
         Some(Invocation::Public(command)) => match command {
             Command::Validate(args) => validate::run(&args),
+            Command::Policy(args) => policy_cmd::run(&args),
             Command::Check(args) => check::run(&args),
             Command::Exec(args) => return exec::run(&args),
             Command::Config(args) => config_cmd::run(&args),

@@ -128,7 +128,7 @@ pub fn run(args: &Args) -> Exit {
     Exit::Ok
 }
 
-fn options(base: Option<&Path>) -> Result<CompileOptions, (Exit, String)> {
+pub(super) fn options(base: Option<&Path>) -> Result<CompileOptions, (Exit, String)> {
     let base = match base {
         Some(b) => std::path::absolute(b),
         None => std::env::current_dir(),
@@ -158,7 +158,7 @@ fn rule_counts(c: &Compiled) -> Value {
 }
 
 /// Compiles one policy, reporting errors itself; returns the exit status on failure.
-fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<Compiled, Exit> {
+pub(super) fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<Compiled, Exit> {
     compile_file(path, options).map_err(|e| match e {
         PolicyError::Read { ref source, .. } => {
             let exit = match source.kind() {
@@ -193,7 +193,7 @@ fn plan(path: &Path, compiled: &Compiled, json: bool) -> Result<PlanStats, Exit>
         })
 }
 
-fn fail(json: bool, exit: Exit, message: &str) -> Exit {
+pub(super) fn fail(json: bool, exit: Exit, message: &str) -> Exit {
     if json {
         println!("{}", json!({ "ok": false, "error": message }));
     } else {

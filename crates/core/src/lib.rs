@@ -23,7 +23,7 @@ pub mod net;
 pub mod path;
 mod raw;
 
-pub use attenuate::{AttenuationReport, attenuate};
+pub use attenuate::{AttenuationReport, PolicyDiff, attenuate, diff};
 pub use compile::{CompileOptions, Compiled, compile_file, compile_str};
 pub use compiled::CompiledPolicy;
 pub use error::{PolicyDiagnostic, PolicyDiagnostics, PolicyError, PolicyWarning};

@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-use bee_core::attenuate::{AttenuationReport, Witness, attenuate};
+use bee_core::attenuate::{AttenuationReport, Witness, attenuate, diff};
 use bee_core::compiled::{
     COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, NetGrants, NetRule, Origin,
     PathRule,
@@ -165,6 +165,55 @@ proptest! {
             }
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// `bee policy diff`: each side's differences are exactly what brute force finds in one
+    /// policy and not the other — nothing missed, and every counterexample real.
+    #[test]
+    fn policy_diff_matches_brute_force(
+        old in prop::collection::vec(pattern_text(), 0..=3),
+        new in prop::collection::vec(pattern_text(), 0..=3),
+    ) {
+        let d = diff(&policy(&old, vec![]), &policy(&new, vec![]));
+        let olds: Vec<PathPattern> = old.iter().map(|t| parse(t)).collect();
+        let news: Vec<PathPattern> = new.iter().map(|t| parse(t)).collect();
+        let paths = universe();
+        for (side, from, other, theirs) in [
+            ("added", &news, &olds, &d.added),
+            ("removed", &olds, &news, &d.removed),
+        ] {
+            let grants = |ps: &[PathPattern], path: &str| ps.iter().any(|p| p.matches(path));
+            for (i, rule) in from.iter().enumerate() {
+                let key = format!("fs.read[{i}]");
+                match theirs.iter().find(|e| e.child.origin.key == key).map(|e| &e.witness) {
+                    Some(Witness::Path { path }) => {
+                        prop_assert!(rule.matches(path), "{side}: {rule} does not match {path}");
+                        prop_assert!(!grants(other, path), "{side}: {path} is granted by both");
+                    }
+                    Some(w) => prop_assert!(false, "{side}: unexpected witness {w:?}"),
+                    None => {
+                        let missed = paths.iter().find(|p| rule.matches(p) && !grants(other, p));
+                        prop_assert!(missed.is_none(), "{side}: {rule} differs at {missed:?}");
+                    }
+                }
+            }
+        }
+        // Identical exactly when brute force sees the same grants on both sides.
+        let same = paths.iter().all(|p| grants_any(&olds, p) == grants_any(&news, p));
+        if !same {
+            prop_assert!(!d.is_empty(), "{old:?} and {new:?} differ, the diff is empty");
+        }
+        if d.is_empty() {
+            prop_assert!(same);
+        }
+    }
+}
+
+fn grants_any(ps: &[PathPattern], path: &str) -> bool {
+    ps.iter().any(|p| p.matches(path))
 }
 
 /// A rule over the small universe 10.0.0.0/29 × ports 0..=7 × {tcp, udp}.

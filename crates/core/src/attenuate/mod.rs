@@ -78,6 +78,20 @@ pub enum Capability {
     NetUnix,
 }
 
+impl Capability {
+    /// What a grant of this capability allows, before its object: `read of `, `executing `.
+    #[must_use]
+    pub fn granting(self) -> &'static str {
+        match self {
+            Self::FsRead => "read of ",
+            Self::FsWrite => "write to ",
+            Self::Exec => "executing ",
+            Self::NetIp => "connecting to ",
+            Self::NetUnix => "connecting to the unix socket ",
+        }
+    }
+}
+
 impl fmt::Display for Capability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -208,13 +222,7 @@ impl fmt::Display for Excess {
     /// E.g. ``fs.read[2] (line 7) `/home/**` grants read of `/home/a/.ssh/x`, which the
     /// parent does not grant; nearest parent rule fs.read[0] (line 4) `/home/a/src/**` ``.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = match self.capability {
-            Capability::FsRead => "read of ",
-            Capability::FsWrite => "write to ",
-            Capability::Exec => "executing ",
-            Capability::NetIp => "connecting to ",
-            Capability::NetUnix => "connecting to the unix socket ",
-        };
+        let what = self.capability.granting();
         match &self.witness {
             Witness::Unproven { reason } => write!(
                 f,
@@ -338,6 +346,37 @@ pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> Attenuation
         &all(&parent.net.unix),
     ));
     AttenuationReport { excess }
+}
+
+/// What two policies grant differently: [`attenuate`] in both directions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PolicyDiff {
+    /// Grants of the new policy the old one does not have, each with a counterexample
+    /// (`child` is the new policy's rule, `nearest_parent` the old policy's nearest).
+    pub added: Vec<Excess>,
+    /// Grants of the old policy the new one does not have (`child` is the old policy's rule,
+    /// `nearest_parent` the new policy's nearest).
+    pub removed: Vec<Excess>,
+}
+
+impl PolicyDiff {
+    /// Whether the two policies grant exactly the same, capability by capability (both
+    /// proofs of inclusion hold).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// What `new` grants that `old` does not, and what `old` grants that `new` does not, each
+/// difference a rule with a counterexample, as exact as [`attenuate`] (which it runs in both
+/// directions). Never panics, whatever the input.
+#[must_use]
+pub fn diff(old: &CompiledPolicy, new: &CompiledPolicy) -> PolicyDiff {
+    PolicyDiff {
+        added: attenuate(new, old).excess,
+        removed: attenuate(old, new).excess,
+    }
 }
 
 /// Prints a path pattern for a [`RuleRef`].
