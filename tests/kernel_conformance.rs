@@ -63,6 +63,8 @@ struct Case {
     #[serde(default)]
     write: Vec<String>,
     net: Option<toml::Table>,
+    /// A bind mount made before the scope starts: `[source, mount point]`.
+    bind: Option<[String; 2]>,
     op: Vec<String>,
     landlock: Outcome,
     expect: Outcome,
@@ -145,6 +147,49 @@ impl Drop for Outside {
     }
 }
 
+/// The bind mounts the cases made, undone (lazily) when the run ends.
+struct Mounts(Vec<PathBuf>);
+
+impl Mounts {
+    /// `mount --bind source target`, as the selftests' `layout1_bind` fixture does.
+    fn bind(&mut self, source: &Path, target: &Path) {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt as _;
+        let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap();
+        let (src, dst) = (c(source), c(target));
+        // SAFETY: two NUL-terminated paths; no file system type or data for a bind mount.
+        let rc = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                dst.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(
+            rc,
+            0,
+            "bind {} on {}: {}",
+            source.display(),
+            target.display(),
+            std::io::Error::last_os_error()
+        );
+        self.0.push(target.to_owned());
+    }
+}
+
+impl Drop for Mounts {
+    fn drop(&mut self) {
+        for target in self.0.iter().rev() {
+            if let Ok(c) = std::ffi::CString::new(target.as_os_str().as_encoded_bytes()) {
+                // SAFETY: a NUL-terminated path.
+                unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            }
+        }
+    }
+}
+
 /// Lays out layout1 below `root`.
 fn layout1(root: &Path) {
     for entry in LAYOUT1 {
@@ -171,6 +216,7 @@ fn run_all(cases: &[(&str, Case)], probe: &Path, outside: &Outside) -> Vec<Strin
     let probe_s = probe.display().to_string();
     let (mut read, mut write, mut net) = (vec![probe_s.clone()], Vec::new(), String::new());
     let mut lines = Vec::new();
+    let mut mounts = Mounts(Vec::new());
     for (n, (_, case)) in cases.iter().enumerate() {
         let root = dir.path().join(format!("case-{n}"));
         layout1(&root);
@@ -187,6 +233,9 @@ fn run_all(cases: &[(&str, Case)], probe: &Path, outside: &Outside) -> Vec<Strin
         if let Some(t) = &case.net {
             net.push_str("[[net.allow]]\n");
             net.push_str(&toml::to_string(t).unwrap());
+        }
+        if let Some([source, target]) = &case.bind {
+            mounts.bind(Path::new(&at(source)), Path::new(&at(target)));
         }
         lines.push(case.op.iter().map(|o| at(o)).collect::<Vec<_>>().join("\t"));
     }
