@@ -218,9 +218,12 @@ pub(super) fn spawn(spec: &LaunchSpec, cgroup: &ScopeCgroup) -> Result<Clone3, L
     if rc < 0 {
         let source = io::Error::last_os_error();
         return match source.raw_os_error() {
-            // No clone3 (before 5.3), a clone_args without `cgroup` (E2BIG) or an unknown
-            // flag (EINVAL, before 5.7).
-            Some(libc::ENOSYS | libc::E2BIG | libc::EINVAL) => Ok(Clone3::Unsupported),
+            // No clone3 (before 5.3, or a seccomp filter that hides it, as container
+            // runtimes' default profiles do) or a clone_args without `cgroup` (E2BIG, before
+            // 5.7). EINVAL is not among them: it also meant an unknown flag before 5.7, but bee
+            // refuses kernels older than 6.1, where it means the scope's cgroup was refused
+            // (`clone3(2)`), which falling back would only hide.
+            Some(libc::ENOSYS | libc::E2BIG) => Ok(Clone3::Unsupported),
             _ => Err(LaunchError::Step {
                 program,
                 step: Step::JoinCgroup,
