@@ -21,7 +21,7 @@ use std::io::{self, Write as _};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::support::parse_cgroup2_mount;
@@ -286,6 +286,7 @@ impl CgroupParent {
                         name,
                         id,
                         removed: false,
+                        killed: AtomicBool::new(false),
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -396,6 +397,8 @@ pub struct ScopeCgroup {
     name: String,
     id: u64,
     removed: bool,
+    /// Whether bee wrote `cgroup.kill` here (see [`ScopeCgroup::was_killed`]).
+    killed: AtomicBool,
 }
 
 impl ScopeCgroup {
@@ -460,6 +463,15 @@ impl ScopeCgroup {
         }
     }
 
+    /// Whether bee has written `cgroup.kill` in this cgroup. Some kernels then kill every
+    /// child later born into it with `clone3(CLONE_INTO_CGROUP)` (Linux 6.18.44 here: the
+    /// fork compares the kill sequence of the parent's cgroup with the target's), so the
+    /// launcher joins such a cgroup through `cgroup.procs` instead
+    /// ([`crate::launch::LaunchSpec::spawn`]).
+    pub fn was_killed(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
+    }
+
     /// Kills every process in the scope, with `cgroup.kill` where the kernel has it and
     /// signals otherwise; returns the method used. Does not wait: see
     /// [`ScopeCgroup::wait_empty`].
@@ -483,7 +495,10 @@ impl ScopeCgroup {
     /// `cgroup.procs` within five seconds.
     pub fn kill_with(&self, method: KillMethod) -> Result<(), CgroupError> {
         match method {
-            KillMethod::CgroupKill => write_file(&self.path.join("cgroup.kill"), "1"),
+            KillMethod::CgroupKill => {
+                self.killed.store(true, Ordering::SeqCst);
+                write_file(&self.path.join("cgroup.kill"), "1")
+            }
             KillMethod::Signals => self.kill_by_signals(),
         }
     }

@@ -466,6 +466,11 @@ impl LaunchSpec {
     /// when `fork`/`execve` failed, [`LaunchError::Prepare`] or [`LaunchError::Cgroup`] for
     /// the parent's preparations. In every case the command has not run.
     pub fn spawn(&self, cgroup: &ScopeCgroup) -> Result<Launched, LaunchError> {
+        // A cgroup killed with `cgroup.kill` may kill every child clone3 starts in it
+        // (`ScopeCgroup::was_killed`); joining through `cgroup.procs` is not affected.
+        if cgroup.was_killed() {
+            return self.spawn_joining(cgroup);
+        }
         match clone3::spawn(self, cgroup)? {
             clone3::Clone3::Started(launched) => Ok(launched),
             clone3::Clone3::Unsupported => self.spawn_joining(cgroup),

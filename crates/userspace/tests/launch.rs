@@ -385,6 +385,35 @@ fn an_escaped_grandchild_stays_in_the_scope_and_dies_with_it() {
     assert!(fs::metadata(format!("/proc/{grandchild}")).is_err());
 }
 
+/// A scope killed with `cgroup.kill` (a tool call's timeout) runs the next command normally:
+/// some kernels kill every child clone3 starts in a killed cgroup (6.18.44 does), so bee
+/// joins such a scope through `cgroup.procs`.
+#[test]
+fn a_scope_runs_commands_again_after_a_kill() {
+    let cg = scope();
+    let mut child = spawn(&sh("sleep 300").stdout(StdioMode::Null), &cg);
+    let outcome = match child.wait_or_kill(&cg, Some(Duration::from_millis(100))) {
+        Ok(o) => o,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert!(outcome.timed_out);
+    assert!(cg.was_killed());
+    assert!(cg.wait_empty(Duration::from_secs(5)).is_ok());
+    for _ in 0..3 {
+        let mut l = spawn(&sh("echo alive; exit 7"), &cg);
+        assert_eq!(l.launcher(), Launcher::CgroupProcs);
+        let mut out = String::new();
+        if let Some(mut s) = l.take_stdout() {
+            let _ = s.read_to_string(&mut out);
+        }
+        let code = match l.wait_or_kill(&cg, Some(Duration::from_secs(30))) {
+            Ok(o) => o.exit_code(),
+            Err(e) => unreachable!("{e}"),
+        };
+        assert_eq!((code, out.trim()), (7, "alive"), "the command after a kill");
+    }
+}
+
 #[test]
 fn a_timeout_kills_the_whole_scope() {
     let cg = scope();
