@@ -363,6 +363,60 @@ fn a_duplicate_is_reported_and_counted_once_and_missing_shards_are_named() {
     assert_eq!(m["total"]["episodes"].as_u64(), Some(shard_one));
 }
 
+/// `bee run` and `bee repl` share a records directory; a merge leaves the REPL's sessions
+/// out and says so, instead of refusing the directory.
+#[test]
+fn repl_sessions_in_a_records_directory_are_left_out_and_named() {
+    let dir = project(2);
+    let p = dir.path();
+    let o = output({
+        let mut c = bee(p);
+        c.args(run_args("rec", &[]));
+        c
+    });
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut c = bee(p);
+    c.args([
+        "repl",
+        "--host",
+        "--provider",
+        "replay.toml",
+        "--workspace",
+        "ws",
+        "--records-dir",
+        "rec",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"/quit\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let sessions = std::fs::read_dir(p.join("rec"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("repl.jsonl").is_file())
+        .count();
+    assert_eq!(sessions, 1, "the REPL wrote its session into rec");
+
+    let mut c = bee(p);
+    c.args(["records", "merge", "rec", "--into", "m", "--json"]);
+    let o = output(c);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["episodes"].as_u64(), Some(2), "{v}");
+    assert_eq!(
+        v["skipped_sessions"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
+    assert_eq!(v["complete"], Value::Bool(true), "{v}");
+}
+
 #[test]
 fn bad_shards_are_usage_errors() {
     let dir = project(4);

@@ -112,6 +112,13 @@ fn report(s: &MergeSummary, m: &MergeArgs) {
             s.unfinished_episodes.join(", ")
         );
     }
+    if !s.skipped_sessions.is_empty() {
+        eprintln!(
+            "left out {} bee repl session(s), which are not runs of a scenario: {}",
+            s.skipped_sessions.len(),
+            s.skipped_sessions.join(", ")
+        );
+    }
     for d in &s.duplicates {
         eprintln!(
             "duplicate: episode {} ran more than once; kept {}, left out {}",

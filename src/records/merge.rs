@@ -51,6 +51,11 @@ pub struct MergeSummary {
     pub totals: Totals,
     /// Whether every shard and every episode is present and finished.
     pub complete: bool,
+    /// Directories of the records directories given that were left out because they are
+    /// `bee repl` sessions, not runs of a scenario (they share the default records
+    /// directory with `bee run`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_sessions: Vec<String>,
 }
 
 /// One run directory of a merge.
@@ -118,9 +123,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MergeError + '_ {
     }
 }
 
+/// The session id of a `bee repl` session: its transcript is `repl.jsonl` at the top of its
+/// run directory, which has no manifest.
+pub const REPL_SESSION_ID: &str = "repl";
+
 /// The run directories of a source: itself when it holds `run.json`, otherwise its
-/// subdirectories that hold transcripts (each must then have a manifest).
-fn run_dirs(source: &Path) -> Result<Vec<PathBuf>, MergeError> {
+/// subdirectories that hold transcripts (each must then have a manifest), leaving out — and
+/// adding to `skipped` — those of `bee repl` sessions (a transcript `repl.jsonl` and no
+/// manifest).
+fn run_dirs(source: &Path, skipped: &mut Vec<String>) -> Result<Vec<PathBuf>, MergeError> {
     if source.join(MANIFEST_FILE).is_file() {
         return Ok(vec![source.to_owned()]);
     }
@@ -130,11 +141,16 @@ fn run_dirs(source: &Path) -> Result<Vec<PathBuf>, MergeError> {
         if !path.is_dir() {
             continue;
         }
-        if path.join(MANIFEST_FILE).is_file() || !transcripts_in(&path)?.is_empty() {
+        if path.join(MANIFEST_FILE).is_file() {
+            dirs.push(path);
+        } else if path.join(format!("{REPL_SESSION_ID}.jsonl")).is_file() {
+            skipped.push(path.display().to_string());
+        } else if !transcripts_in(&path)?.is_empty() {
             dirs.push(path);
         }
     }
     dirs.sort();
+    skipped.sort();
     Ok(dirs)
 }
 
@@ -173,8 +189,9 @@ pub fn merge(sources: &[PathBuf], into: &Path) -> Result<MergeSummary, MergeErro
     let mut runs = Vec::new();
     let mut locks = Vec::new();
     let mut seen = BTreeSet::new();
+    let mut skipped_sessions = Vec::new();
     for source in sources {
-        for dir in run_dirs(source)? {
+        for dir in run_dirs(source, &mut skipped_sessions)? {
             // The same directory named twice is one run, not a duplicate.
             if !seen.insert(std::fs::canonicalize(&dir).map_err(io(&dir))?) {
                 continue;
@@ -303,6 +320,7 @@ pub fn merge(sources: &[PathBuf], into: &Path) -> Result<MergeSummary, MergeErro
         .cloned()
         .collect();
     let summary = MergeSummary {
+        skipped_sessions,
         scenario_hash: reference.scenario_hash.clone(),
         bee_version: reference.bee_version.clone(),
         shard_count,

@@ -37,7 +37,9 @@ pub use event::{
 pub use manifest::{
     BEE_VERSION, LOCK_FILE, MANIFEST_FILE, MANIFEST_FORMAT, ManifestError, RunLock, RunManifest,
 };
-pub use merge::{Duplicate, MERGE_FILE, MergeError, MergeSummary, MergedRun, merge};
+pub use merge::{
+    Duplicate, MERGE_FILE, MergeError, MergeSummary, MergedRun, REPL_SESSION_ID, merge,
+};
 pub use query::{
     Delegations, Group, GroupBy, MAIN_AGENT_GROUP, ModelStats, Percentiles, Report,
     SUCCESS_CHECK_GROUP, Stats, Tokens, ToolStats, nearest_rank,

@@ -54,7 +54,7 @@ pub struct Args {
 }
 
 /// The session id of a REPL session: its transcript is `<run id>/repl.jsonl`.
-const SESSION_ID: &str = "repl";
+const SESSION_ID: &str = crate::records::REPL_SESSION_ID;
 
 /// The longest `AGENTS.md` put into the system prompt, in bytes.
 pub const AGENTS_MD_CAP: usize = 32 * 1024;
