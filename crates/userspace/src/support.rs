@@ -556,6 +556,12 @@ fn probe_failure(err: &ProbeError, missing: &[Requirement]) -> Gate {
     let mut source = std::error::Error::source(err);
     while let Some(s) = source {
         let msg = s.to_string();
+        // aya appends "Verifier output: " and the log, empty when the kernel refused the
+        // program before verifying it.
+        let msg = msg
+            .strip_suffix(". Verifier output: ")
+            .map_or(msg.as_str(), |m| m)
+            .to_owned();
         if !reason.contains(&msg) {
             reason.push_str(": ");
             reason.push_str(&msg);

@@ -114,10 +114,10 @@ pub(crate) fn prepare(
     };
     // The same checks, in the same order, as `bee run`: before any model call.
     let factory = sandbox_factory(enforcement).map_err(|refusal| {
-        Refused(
-            RunStatus::of_refusal(&refusal),
-            refusal.render("bee repl", "no model was called"),
-        )
+        // `repl::run` prints the prefix of the first line itself.
+        let text = refusal.render("bee repl", "no model was called");
+        let text = text.strip_prefix("bee repl: ").unwrap_or(&text).trim_end();
+        Refused(RunStatus::of_refusal(&refusal), text.to_owned())
     })?;
     let connected = connect(&provider)?;
     let prices = provider.price_table().map_err(|e| {
