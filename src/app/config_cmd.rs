@@ -33,7 +33,8 @@ pub fn run(args: &Args) -> Exit {
     };
     let enforcement = match config.require_policy_or_host() {
         Ok(Enforcement::Policy(p)) => format!(
-            "each tool call runs in a kernel scope under {}",
+            "each tool call runs in a kernel scope under {}, where the kernel can enforce it \
+             (`bee check`; a session refuses to start where it cannot)",
             p.value.display()
         ),
         Ok(Enforcement::Host(origin)) => format!(

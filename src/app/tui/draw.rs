@@ -53,7 +53,7 @@ pub(super) const HELP: [(&str, &str); 16] = [
         "yank the selected message or panel to the clipboard (OSC 52, works over SSH)",
     ),
     ("? F1", "this help"),
-    ("q", "quit, when the input is empty"),
+    ("q", "quit (outside the input: there it is typed)"),
     ("Ctrl-C", "stop the turn; else clear the input; else quit"),
     ("Ctrl-D", "quit, when the input is empty"),
     (

@@ -14,7 +14,7 @@
 //! | p | the panels as an overlay |
 //! | y | yank the selected message or panel (OSC 52) |
 //! | ? or F1 | help |
-//! | q | quit, when the input is empty |
+//! | q | quit (outside the input: there it is typed) |
 //! | Ctrl-C | stop the turn; else clear the input; else quit |
 //! | Ctrl-D | quit, when the input is empty |
 //!
