@@ -84,7 +84,7 @@ impl<T> Sourced<T> {
         }
     }
 
-    fn default(value: T) -> Self {
+    pub(crate) fn default(value: T) -> Self {
         Self {
             value,
             origin: Origin::Default,

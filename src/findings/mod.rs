@@ -45,11 +45,26 @@ pub const LEDGER_VERSION: u32 = 1;
 /// The source name of findings the model records with `record_finding`.
 pub const MODEL_TOOL: &str = "model";
 
-/// Text with every run of whitespace made one space, trimmed: what a match's hash is taken of,
-/// so that re-indented or re-wrapped code keeps its finding.
+/// Text with its layout taken out, which is what a match's hash is taken of, so that
+/// re-indented or re-wrapped code keeps its finding: a run of whitespace between two word
+/// characters (letters, digits, `_`) becomes one space, and any other is removed.
 #[must_use]
 pub fn normalise(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut pending = false;
+    for c in text.trim().chars() {
+        if c.is_whitespace() {
+            pending = true;
+            continue;
+        }
+        if pending && word(c) && out.chars().next_back().is_some_and(word) {
+            out.push(' ');
+        }
+        pending = false;
+        out.push(c);
+    }
+    out
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -102,7 +117,7 @@ pub struct Identity {
     pub rule: String,
     /// The repository-relative path.
     pub path: String,
-    /// SHA-256 (hex) of the matched text, whitespace normalised ([`normalise`]).
+    /// SHA-256 (hex) of the matched text, its layout normalised ([`normalise`]).
     pub text_hash: String,
     /// Which of the matches of the same text by the same rule in the same file, from 0 in
     /// file order.
@@ -699,3 +714,60 @@ impl Findings {
 
 #[cfg(test)]
 mod tests;
+
+static CURRENT_RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the run this process is (`bee run`'s or `bee repl`'s run id): the run of the
+/// sightings its tools record. The first call wins.
+pub fn set_current_run(id: &str) {
+    let _ = CURRENT_RUN.set(id.to_owned());
+}
+
+/// Where a session's tools record findings: the ledger, the commit the session started at,
+/// and the run.
+#[derive(Debug)]
+pub struct Recorder {
+    /// The ledger.
+    pub ledger: Ledger,
+    /// The repository's `HEAD` when the session started.
+    pub commit: Option<String>,
+    run: Option<String>,
+}
+
+impl Recorder {
+    /// Records into `ledger`, at `commit`, in the process's run ([`set_current_run`]).
+    #[must_use]
+    pub fn new(ledger: Ledger, commit: Option<String>) -> Self {
+        Self {
+            ledger,
+            commit,
+            run: None,
+        }
+    }
+
+    /// The same, in the run `run`.
+    #[must_use]
+    pub fn with_run(self, run: &str) -> Self {
+        Self {
+            run: Some(run.to_owned()),
+            ..self
+        }
+    }
+
+    /// The run sightings are recorded in.
+    #[must_use]
+    pub fn run(&self) -> Option<&str> {
+        self.run
+            .as_deref()
+            .or_else(|| CURRENT_RUN.get().map(String::as_str))
+    }
+
+    /// Records `sightings` made by `by` ([`Ledger::record`]).
+    ///
+    /// # Errors
+    /// As [`Ledger::record`].
+    pub fn record(&self, sightings: &[Sighting], by: &str) -> Result<Vec<Recorded>, LedgerError> {
+        self.ledger
+            .record(sightings, by, self.run(), self.commit.as_deref())
+    }
+}

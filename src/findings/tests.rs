@@ -45,6 +45,14 @@ fn identity_ignores_whitespace_and_line_but_not_occurrence() {
 }
 
 #[test]
+fn normalising_removes_layout_only() {
+    assert_eq!(normalise("  f( a,\n\tb )  "), "f(a,b)");
+    assert_eq!(normalise("return   x"), "return x");
+    assert_ne!(normalise("return x"), normalise("returnx"));
+    assert_eq!(normalise("a\r\n  .b()"), "a.b()");
+}
+
+#[test]
 fn relative_paths_are_normalised_and_escapes_refused() {
     assert_eq!(relative_path("./src//a.rs").as_deref(), Ok("src/a.rs"));
     assert!(relative_path("/etc/passwd").is_err_and(|e| e.contains("absolute")));

@@ -24,6 +24,8 @@ mod registry;
 mod review;
 pub mod runner;
 mod runner_tool;
+#[cfg(feature = "scanners")]
+pub mod scan;
 mod shell;
 
 use std::time::Duration;
@@ -40,6 +42,8 @@ pub use denial::{denial_lines, is_permission_errno};
 pub use registry::{Registry, RegistryError};
 #[cfg(feature = "cvss")]
 pub use review::cvss;
+#[cfg(feature = "findings")]
+pub use review::findings;
 pub use runner::{RunnerRequest, RunnerResponse};
 pub use runner_tool::RunnerTool;
 pub(crate) use runner_tool::run_runner;
