@@ -1,8 +1,6 @@
 //! The findings ledger under concurrent writers: 16 processes appending at once never
 //! interleave or lose a line.
 
-#![cfg(feature = "findings")]
-
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -496,3 +496,46 @@ fn a_declined_language_never_runs_the_binary() {
     assert!(a.body.contains("needs a `language`"), "{}", a.body);
     ok(sb.finish());
 }
+
+#[test]
+fn scanner_findings_export_to_a_valid_sarif_log() {
+    let t = ok(tempfile::tempdir());
+    let ws = ok(std::fs::canonicalize(t.path()));
+    let rec = Recorder::new(Ledger::in_project(&ws), None).with_run("r1");
+    let og = ok(opengrep::parse(
+        &ws,
+        "tmp.sgt.rules.",
+        SEMGREP_JSON.as_bytes(),
+    ));
+    let cq = ok(codeql::parse(&ws, CODEQL_SARIF.as_bytes()));
+    ok(rec.record(&og.sightings, "opengrep"));
+    ok(rec.record(&cq.sightings, "codeql"));
+    let loaded = ok(rec.ledger.read());
+    let id = loaded
+        .findings
+        .findings
+        .keys()
+        .next()
+        .cloned()
+        .unwrap_or_default();
+    ok(rec
+        .ledger
+        .adjudicate(&id, crate::findings::Verdict::Fixed, "patched", "bob", None));
+    let log = crate::findings::sarif::export(&ok(rec.ledger.read()).findings);
+    let schema: serde_json::Value = ok(serde_json::from_str(include_str!(
+        "../../../tests/fixtures/findings/sarif-schema-2.1.0.json"
+    )));
+    let validator = ok(jsonschema::draft4::new(&schema));
+    let errors: Vec<String> = validator.iter_errors(&log).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let names: Vec<&str> = log["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["tool"]["driver"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["codeql", "opengrep"]);
+    // The two runs of the recorded log report one unused variable with one fingerprint: the
+    // alias merges them into one finding.
+    assert_eq!(log["runs"][0]["results"].as_array().map(Vec::len), Some(2));
+}
