@@ -13,7 +13,7 @@ const CHILD: &str = "BEE_TEST_LEDGER_CHILD";
 fn sighting(writer: usize, i: usize) -> Sighting {
     // Half the matches are shared by every writer (one finding each, many sightings), half
     // are the writer's own; messages of 5,000 bytes make each line longer than a pipe buffer (4 KiB).
-    let text = if i % 2 == 0 {
+    let text = if i.is_multiple_of(2) {
         format!("shared({i})")
     } else {
         format!("own({writer}, {i})")

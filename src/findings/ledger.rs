@@ -284,7 +284,7 @@ impl Ledger {
                     by: by.to_owned(),
                     run: run.map(str::to_owned),
                     commit: commit.map(str::to_owned),
-                    body: Body::Sighting(s.clone()),
+                    body: Body::Sighting(Box::new(s.clone())),
                 };
                 // Later sightings of the batch see this one (one scan's duplicates merge).
                 let (one, _) = Findings::fold([(0, &e)]);

@@ -378,7 +378,7 @@ pub struct Ruling {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
     /// A tool or the model saw the finding.
-    Sighting(Sighting),
+    Sighting(Box<Sighting>),
     /// A person ruled on it.
     Verdict(Ruling),
 }
@@ -438,7 +438,7 @@ impl Event {
     #[must_use]
     pub fn to_line(&self) -> String {
         let (sighting, verdict) = match &self.body {
-            Body::Sighting(s) => (Some(s.clone()), None),
+            Body::Sighting(s) => (Some(s.as_ref().clone()), None),
             Body::Verdict(r) => (None, Some(r.clone())),
         };
         let raw = RawEvent {
@@ -488,7 +488,7 @@ impl Event {
         }
         let raw: RawEvent = serde_json::from_value(value).map_err(|e| e.to_string())?;
         let body = match (raw.kind.as_str(), raw.sighting, raw.verdict) {
-            ("sighting", Some(s), None) => Body::Sighting(s),
+            ("sighting", Some(s), None) => Body::Sighting(Box::new(s)),
             ("verdict", None, Some(r)) => Body::Verdict(r),
             (kind, _, _) => {
                 return Err(format!(
@@ -608,7 +608,7 @@ impl Findings {
                             id: e.finding.clone(),
                             identity: s.identity.clone(),
                             aliases: BTreeSet::new(),
-                            latest: s.clone(),
+                            latest: s.as_ref().clone(),
                             sightings: 0,
                             first_seen: e.at,
                             last_seen: e.at,
@@ -619,7 +619,7 @@ impl Findings {
                             seen_since_verdict: 0,
                         });
                     f.sightings += 1;
-                    f.latest = s.clone();
+                    f.latest = s.as_ref().clone();
                     f.first_seen = f.first_seen.min(e.at);
                     f.last_seen = f.last_seen.max(e.at);
                     f.commit.clone_from(&e.commit);

@@ -64,11 +64,11 @@ fn relative_paths_are_normalised_and_escapes_refused() {
 fn rerunning_merges_and_verdicts_stick() {
     let (_t, l) = ledger();
     let s = sighting("opengrep", "sqli", "src/db.py", "cur.execute(q % x)", 0);
-    let first = l.record(&[s.clone()], "opengrep", Some("run-1"), None);
+    let first = l.record(std::slice::from_ref(&s), "opengrep", Some("run-1"), None);
     let first = first.unwrap_or_else(|e| unreachable!("{e}"));
     assert!(first[0].new);
     let second = l
-        .record(&[s.clone()], "opengrep", Some("run-2"), None)
+        .record(std::slice::from_ref(&s), "opengrep", Some("run-2"), None)
         .unwrap_or_else(|e| unreachable!("{e}"));
     assert!(!second[0].new);
     assert_eq!(first[0].id, second[0].id);
@@ -149,7 +149,7 @@ fn adjudicating_an_unknown_id_is_an_error_and_writes_nothing() {
 fn broken_lines_are_reported_with_their_line_and_skipped() {
     let (_t, l) = ledger();
     let s = sighting("opengrep", "r", "a.py", "eval(x)", 0);
-    l.record(&[s.clone()], "opengrep", Some("r1"), None)
+    l.record(std::slice::from_ref(&s), "opengrep", Some("r1"), None)
         .unwrap_or_else(|e| unreachable!("{e}"));
     let good = std::fs::read_to_string(l.path()).unwrap_or_default();
     let dup = good.clone();
@@ -176,7 +176,7 @@ fn broken_lines_are_reported_with_their_line_and_skipped() {
 fn a_truncated_last_line_is_reported_and_the_next_append_starts_a_new_line() {
     let (_t, l) = ledger();
     let s = sighting("opengrep", "r", "a.py", "eval(x)", 0);
-    l.record(&[s.clone()], "opengrep", Some("r1"), None)
+    l.record(std::slice::from_ref(&s), "opengrep", Some("r1"), None)
         .unwrap_or_else(|e| unreachable!("{e}"));
     let good = std::fs::read_to_string(l.path()).unwrap_or_default();
     let cut = &good[..good.len() / 2];
