@@ -194,9 +194,8 @@ fn man_out_writes_a_page_per_public_command() {
     ]);
     // `bee findings` exists in builds with the findings ledger.
     if cfg!(feature = "findings") {
-        expected.extend(
-            ["", "-list", "-adjudicate", "-export"].map(|s| format!("bee-findings{s}.1")),
-        );
+        expected
+            .extend(["", "-list", "-adjudicate", "-export"].map(|s| format!("bee-findings{s}.1")));
     }
     expected.sort();
     assert_eq!(files, expected);

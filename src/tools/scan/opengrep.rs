@@ -243,7 +243,6 @@ pub(crate) fn run(
         ));
     };
     let targets = targets(paths)?;
-    let binary = granted(sandbox, "opengrep", settings)?;
     // Canonical: Semgrep skips rules below a directory whose name starts with `.`, `..`
     // included.
     let rules = std::fs::canonicalize(&rules_setting.value).map_err(|e| {
@@ -253,6 +252,7 @@ pub(crate) fn run(
             rules_setting.value.display()
         ))
     })?;
+    let binary = granted(sandbox, "opengrep", settings)?;
     let timeout = settings
         .timeout_seconds
         .as_ref()

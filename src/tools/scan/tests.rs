@@ -117,6 +117,22 @@ fn the_tool_refuses_in_host_mode_and_without_configuration() {
     assert!(a.body.contains("unknown field `flags`"), "{}", a.body);
     let a = tool.call(&json!({"scanner": "opengrep", "paths": ["../etc"]}), &ctx);
     assert!(a.body.contains(".."), "{}", a.body);
+    let missing = ScanTool::new(
+        Some(ScannerConfig {
+            rules: Some(crate::config::Sourced::default(ws.join("no-rules"))),
+            ..ScannerConfig::default()
+        }),
+        None,
+        Arc::new(Recorder::new(Ledger::in_project(&ws), None)),
+    );
+    let a = missing.call(&json!({"scanner": "opengrep"}), &ctx);
+    assert_eq!(a.state, ToolState::CouldNotRun);
+    assert!(
+        a.body.contains("security.scanners.opengrep.rules: `"),
+        "{}",
+        a.body
+    );
+    assert!(a.body.contains("No such file"), "{}", a.body);
     assert!(
         tool.definition()
             .description
