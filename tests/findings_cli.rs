@@ -12,59 +12,18 @@ use support::{bee_in, code, stderr, stdout};
 
 const SCHEMA: &str = include_str!("fixtures/findings/sarif-schema-2.1.0.json");
 
-const APP: &str = r#"import sqlite3
-
-
-def lookup(request):
-    cur = sqlite3.connect("app.db").cursor()
-    cur.execute("SELECT * FROM users WHERE name = '%s'" % request.args["name"])
-    return cur.fetchall()
-
-
-def calculate(request):
-    return eval(request.args["expr"])
-"#;
-
 fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e:?}"))
 }
 
-/// A replayed review: two findings recorded, then the ledger listed.
+/// `examples/findings`, copied into `dir`: a replayed review that records two findings, then
+/// lists the ledger.
 fn episode(dir: &Path) {
-    ok(std::fs::create_dir_all(dir.join("workspace")));
-    ok(std::fs::write(dir.join("workspace/app.py"), APP));
-    ok(std::fs::write(
-        dir.join("scenario.toml"),
-        "name = \"review-app\"\nprompt = \"Review app.py and record what you find.\"\n\
-         workspace = \"workspace\"\nworkspace_mode = \"copy\"\n[limits]\nturns = 5\n",
-    ));
-    ok(std::fs::write(
-        dir.join("provider.toml"),
-        "kind = \"replay\"\nfile = \"recording.jsonl\"\nmodel = \"findings-replay\"\n\
-         [prices]\ninput = 0.0\noutput = 0.0\n",
-    ));
-    let turns = [
-        json!({"text": "Two problems in app.py.", "tool_calls": [
-            {"id": "f1", "name": "record_finding", "arguments": {
-                "title": "SQL query built with % from a request parameter",
-                "rule": "sql-injection", "path": "app.py", "line": 6,
-                "snippet": "cur.execute(\"SELECT * FROM users WHERE name = '%s'\" % request.args[\"name\"])",
-                "evidence": "request.args[\"name\"] reaches cur.execute unescaped",
-                "cvss_vector": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:N"}},
-            {"id": "f2", "name": "record_finding", "arguments": {
-                "title": "eval of a request parameter",
-                "rule": "code-injection", "path": "app.py", "line": 11,
-                "snippet": "return eval(request.args[\"expr\"])",
-                "evidence": "request.args[\"expr\"] is evaluated as Python",
-                "cvss_vector": "CVSS:3.1/AV:N/AC:L/PR:N/UI:N/S:U/C:H/I:H/A:H"}}
-        ], "usage": {"input_tokens": 100, "output_tokens": 50}}),
-        json!({"text": "Recorded.", "tool_calls": [
-            {"id": "l1", "name": "list_findings", "arguments": {}}
-        ], "usage": {"input_tokens": 200, "output_tokens": 20}}),
-        json!({"text": "Done: two findings recorded.", "usage": {"input_tokens": 300, "output_tokens": 10}}),
-    ];
-    let lines: String = turns.iter().map(|t| format!("{t}\n")).collect();
-    ok(std::fs::write(dir.join("recording.jsonl"), lines));
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/findings");
+    for f in ["scenario.toml", "provider.toml", "recording.jsonl", "workspace/app.py"] {
+        ok(std::fs::create_dir_all(dir.join(f).parent().unwrap_or(dir)));
+        ok(std::fs::copy(example.join(f), dir.join(f)));
+    }
 }
 
 fn run_episode(dir: &Path) {
