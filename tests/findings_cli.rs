@@ -20,7 +20,12 @@ fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
 /// lists the ledger.
 fn episode(dir: &Path) {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/findings");
-    for f in ["scenario.toml", "provider.toml", "recording.jsonl", "workspace/app.py"] {
+    for f in [
+        "scenario.toml",
+        "provider.toml",
+        "recording.jsonl",
+        "workspace/app.py",
+    ] {
         ok(std::fs::create_dir_all(dir.join(f).parent().unwrap_or(dir)));
         ok(std::fs::copy(example.join(f), dir.join(f)));
     }

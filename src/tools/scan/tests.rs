@@ -276,8 +276,9 @@ fn the_opengrep_adapter_runs_a_stand_in_and_maps_its_exits() {
     ));
     assert_eq!(a.state, ToolState::Failed);
     assert!(a.body.contains("over bee's limit"), "{}", a.body);
-    // Last: after a timeout this sandbox kills every later command at once (a sandbox
-    // defect outside the adapter, reported separately).
+    // Last: once a timeout has written the scope's `cgroup.kill`, some kernels (6.18 here)
+    // kill every later `clone3(CLONE_INTO_CGROUP)` child of that scope at birth — a defect
+    // below the adapter, reported separately.
     let a = err(run("exec sleep 30", Duration::from_millis(300)));
     assert_eq!(a.state, ToolState::Failed);
     assert!(
