@@ -265,6 +265,11 @@ fn the_opengrep_adapter_runs_a_stand_in_and_maps_its_exits() {
     );
     assert!(a.body.contains("rules: oops"), "{}", a.body);
     let a = err(run(
+        "echo 'Fatal error' >&2; exit 2",
+        Duration::from_secs(30),
+    ));
+    assert!(a.body.contains("status 2 (a fatal error)"), "{}", a.body);
+    let a = err(run(
         "echo '{\"results\": [' ; exit 0",
         Duration::from_secs(30),
     ));
