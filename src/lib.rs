@@ -8,6 +8,8 @@ pub mod agents;
 pub mod app;
 pub mod config;
 pub mod episode;
+#[cfg(feature = "findings")]
+pub mod findings;
 pub mod panels;
 pub mod provider;
 pub mod records;

@@ -194,6 +194,11 @@ fn man_out_writes_a_page_per_public_command() {
         "bee-policy-diff.1".to_owned(),
         "bee-records-merge.1".to_owned(),
     ]);
+    // `bee findings` exists in builds with the findings ledger.
+    if cfg!(feature = "findings") {
+        expected
+            .extend(["", "-list", "-adjudicate", "-export"].map(|s| format!("bee-findings{s}.1")));
+    }
     expected.sort();
     assert_eq!(files, expected);
 

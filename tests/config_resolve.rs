@@ -178,12 +178,12 @@ bundle_version = "codeql-bundle-v2.26.1"
     assert_eq!(c.limits.tokens.unwrap().value, 2_000_000);
     assert_eq!(c.limits.wall_seconds.unwrap().value, 900);
     assert_eq!(c.limits.cost_usd.unwrap().value, 2.5);
-    let og = &c.scanners["opengrep"];
-    assert_eq!(og.value["rules"].as_str(), Some("/etc/bee/opengrep-rules"));
-    assert_eq!(og.origin, file(&p, 14));
+    let og = c.scanners["opengrep"].rules.clone().unwrap();
+    assert_eq!(og.value, PathBuf::from("/etc/bee/opengrep-rules"));
+    assert_eq!(og.origin, file(&p, 15));
     assert_eq!(
-        c.scanners["codeql"].value["bundle_version"].as_str(),
-        Some("codeql-bundle-v2.26.1")
+        c.scanners["codeql"].bundle_version.clone().unwrap().value,
+        "2.26.1"
     );
 }
 
@@ -211,7 +211,12 @@ fn entries_show_every_value_with_its_origin() {
     assert_eq!(get("tools.shell_timeout_seconds").2.to_string(), "default");
     assert_eq!(get("repl.theme").1, "dark");
     assert_eq!(get("repl.tui").1, "false");
-    assert_eq!(entries.len(), 17);
+    assert!(
+        get("security.ledger")
+            .1
+            .ends_with(".bee/findings/ledger.jsonl")
+    );
+    assert_eq!(entries.len(), 18);
 }
 
 #[test]
@@ -426,4 +431,69 @@ fn a_syntax_error_has_a_position() {
     let d = &e.diagnostics().unwrap().problems[0];
     assert_eq!(d.file, p.display().to_string());
     assert_eq!(d.line, 2);
+}
+
+#[test]
+fn scanner_settings_are_checked_by_key() {
+    let w = World::new();
+    w.project(
+        "[security.scanners.opengrep]\nrules = \"auto\"\nbundle_version = \"1.0.0\"\n\
+         [security.scanners.codeql]\nbundle_version = \"latest\"\ntimeout_seconds = 0\n\
+         rules = \"x\"\n[security.scanners.bandit]\npath = \"/bin/bandit\"\n",
+    );
+    let e = error(&w, &Flags::default());
+    let text = e.to_string();
+    let mut found = keys(&e);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            (2, "security.scanners.opengrep.rules".to_owned()),
+            (3, "security.scanners.opengrep.bundle_version".to_owned()),
+            (5, "security.scanners.codeql.bundle_version".to_owned()),
+            (6, "security.scanners.codeql.timeout_seconds".to_owned()),
+            (7, "security.scanners.codeql.rules".to_owned()),
+            (8, "security.scanners.bandit".to_owned()),
+        ],
+        "{text}"
+    );
+    assert!(text.contains("no egress"), "{text}");
+    assert!(text.contains("unknown scanner `bandit`"), "{text}");
+    for remote in [
+        "p/python",
+        "https://semgrep.dev/c/p/ci",
+        "r/python.lang.security",
+    ] {
+        w.project(&format!(
+            "[security.scanners.opengrep]\nrules = \"{remote}\"\n"
+        ));
+        let e = error(&w, &Flags::default());
+        assert_eq!(
+            keys(&e),
+            vec![(2, "security.scanners.opengrep.rules".to_owned())]
+        );
+    }
+    w.project("[security.scanners.opengrep]\ncolour = 1\n");
+    let e = error(&w, &Flags::default());
+    assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+
+    let p = w.project(
+        "[security]\nledger = \"findings.jsonl\"\n[security.scanners.opengrep]\n\
+         path = \"/opt/opengrep\"\nrules = \"rules\"\ntimeout_seconds = 30\n",
+    );
+    let c = w.resolve(&Flags::default());
+    let dir = p.parent().unwrap();
+    assert_eq!(c.ledger.value, dir.join("findings.jsonl"));
+    let og = &c.scanners["opengrep"];
+    assert_eq!(og.rules.clone().unwrap().value, dir.join("rules"));
+    assert_eq!(
+        og.path.clone().unwrap().value,
+        PathBuf::from("/opt/opengrep")
+    );
+    assert_eq!(og.timeout_seconds.clone().unwrap().value, 30);
+    assert!(
+        c.entries()
+            .iter()
+            .any(|(k, v, _)| k == "security.scanners.opengrep.timeout_seconds" && v == "30")
+    );
 }

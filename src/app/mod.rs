@@ -8,6 +8,8 @@ mod config_cmd;
 pub mod enforcement;
 mod exec;
 mod exit;
+#[cfg(feature = "findings")]
+mod findings_cmd;
 mod man;
 mod metrics;
 mod policy_cmd;
@@ -77,6 +79,9 @@ enum Command {
     Run(run::Args),
     /// Work with records directories: merge the records of a scenario's shards.
     Records(records_cmd::Args),
+    /// The findings ledger: list findings, rule on one, export SARIF.
+    #[cfg(feature = "findings")]
+    Findings(findings_cmd::Args),
     /// Chat with a sandboxed agent in the terminal; every tool call confined by the policy.
     Repl(repl::Args),
     /// Print a shell completion script for bash, zsh or fish.
@@ -138,6 +143,8 @@ pub fn main() -> ExitCode {
             Command::Metrics(args) => metrics::run(&args),
             Command::Run(args) => return run::run(&args),
             Command::Records(args) => records_cmd::run(&args),
+            #[cfg(feature = "findings")]
+            Command::Findings(args) => findings_cmd::run(&args),
             Command::Repl(args) => return repl::run(&args),
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),

@@ -651,6 +651,8 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         let _ = writeln!(ctx.err, "bee run: {note}");
     }
     let run_id = batch.run_id.clone();
+    #[cfg(feature = "findings")]
+    crate::findings::set_current_run(&run_id);
     let run_dir = batch.dir.clone();
     let episodes: Vec<Planned> = plan
         .episodes

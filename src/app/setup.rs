@@ -66,6 +66,11 @@ pub(crate) fn tool_registry(
     render: Option<Arc<RenderTool>>,
 ) -> Result<Registry, Refused> {
     let mut registry = Registry::standard(config.tools.limits());
+    #[cfg(feature = "findings")]
+    for tool in findings_tools(config)? {
+        // Their names are none of the built-in ones.
+        let _ = registry.register(tool);
+    }
     if !skills.is_empty() {
         // The built-in names never include `skill`.
         let _ = registry.register(Arc::new(SkillTool::new(Arc::clone(skills))));
@@ -88,6 +93,31 @@ pub(crate) fn tool_registry(
         }
     }
     Ok(registry)
+}
+
+/// The tools of the findings ledger (`record_finding`, `list_findings`) and, with feature
+/// `scanners`, `scan`: all record into the configured ledger, at the workspace's `HEAD`.
+#[cfg(feature = "findings")]
+fn findings_tools(config: &Config) -> Result<Vec<Arc<dyn crate::tools::Tool>>, Refused> {
+    use crate::findings::{Ledger, Recorder, git::head_commit};
+    use crate::tools::findings::{ListFindings, RecordFinding};
+    let recorder = Arc::new(Recorder::new(
+        Ledger::at(&config.ledger.value),
+        head_commit(&config.workspace.value),
+    ));
+    #[cfg_attr(
+        not(feature = "scanners"),
+        expect(unused_mut, reason = "scan adds to it")
+    )]
+    let mut tools: Vec<Arc<dyn crate::tools::Tool>> = vec![
+        Arc::new(RecordFinding::new(Arc::clone(&recorder))),
+        Arc::new(ListFindings::new(Arc::clone(&recorder))),
+    ];
+    #[cfg(feature = "scanners")]
+    tools.push(Arc::new(crate::tools::scan::ScanTool::from_config(
+        config, recorder,
+    )));
+    Ok(tools)
 }
 
 /// Compiles a policy against the workspace it will confine (65 invalid, 66 missing).

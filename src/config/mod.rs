@@ -84,7 +84,7 @@ impl<T> Sourced<T> {
         }
     }
 
-    fn default(value: T) -> Self {
+    pub(crate) fn default(value: T) -> Self {
         Self {
             value,
             origin: Origin::Default,
@@ -173,6 +173,24 @@ impl ToolsConfig {
     }
 }
 
+/// The scanners bee has adapters for, as `[security.scanners.NAME]` names them.
+pub const SCANNERS: [&str; 2] = ["opengrep", "codeql"];
+
+/// `[security.scanners.NAME]`: one operator-provisioned scanner.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ScannerConfig {
+    /// `path`: the scanner's executable (Opengrep's binary, the CodeQL bundle's `codeql`),
+    /// which the session's policy must pin (`exec.allow = ["!/path"]`).
+    pub path: Option<Sourced<PathBuf>>,
+    /// `rules` (Opengrep): a local rules file or directory; never `auto`, a registry name or
+    /// a URL.
+    pub rules: Option<Sourced<PathBuf>>,
+    /// `bundle_version` (CodeQL): `codeql-bundle-v2.26.1` or `2.26.1`, as `X.Y.Z`.
+    pub bundle_version: Option<Sourced<String>>,
+    /// `timeout_seconds`: bee's own wall-clock limit on one scan.
+    pub timeout_seconds: Option<Sourced<u64>>,
+}
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
@@ -206,8 +224,11 @@ pub struct Config {
     /// `[themes.NAME]`: user themes, checked when their file was read.
     #[serde(skip)]
     pub themes: BTreeMap<String, Sourced<crate::render::Theme>>,
-    /// `[security.scanners.NAME]` tables, kept as data for the scanner tools.
-    pub scanners: BTreeMap<String, Sourced<toml::Table>>,
+    /// `security.ledger`: the findings ledger (default `.bee/findings/ledger.jsonl` in the
+    /// current directory).
+    pub ledger: Sourced<PathBuf>,
+    /// `[security.scanners.NAME]`: the operator's scanners (`opengrep`, `codeql`).
+    pub scanners: BTreeMap<String, ScannerConfig>,
     /// The files that were read, highest precedence first.
     pub files: Vec<PathBuf>,
 }
@@ -378,6 +399,7 @@ impl Config {
             repl_theme: None,
             repl_tui: None,
             themes: BTreeMap::new(),
+            ledger: Sourced::default(env.cwd.join(".bee").join("findings").join("ledger.jsonl")),
             scanners: BTreeMap::new(),
             files: Vec::new(),
         };
@@ -583,14 +605,29 @@ impl Config {
                 None => ("[]".to_owned(), Origin::Default),
             },
         );
-        for (name, table) in &self.scanners {
-            push(
-                &format!("security.scanners.{name}"),
-                (
-                    toml::Value::Table(table.value.clone()).to_string(),
-                    table.origin.clone(),
-                ),
-            );
+        push(
+            "security.ledger",
+            (
+                self.ledger.value.display().to_string(),
+                self.ledger.origin.clone(),
+            ),
+        );
+        for (name, s) in &self.scanners {
+            let key = |k: &str| format!("security.scanners.{name}.{k}");
+            for (k, v) in [("path", &s.path), ("rules", &s.rules)] {
+                if let Some(v) = v {
+                    push(&key(k), (v.value.display().to_string(), v.origin.clone()));
+                }
+            }
+            if let Some(v) = &s.bundle_version {
+                push(&key("bundle_version"), (v.value.clone(), v.origin.clone()));
+            }
+            if let Some(v) = &s.timeout_seconds {
+                push(
+                    &key("timeout_seconds"),
+                    (v.value.to_string(), v.origin.clone()),
+                );
+            }
         }
         out
     }

@@ -9,7 +9,10 @@ use bee_core::error::Source;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{Config, Env, FileDiagnostic, FileDiagnostics, FileError, Origin, Sourced, parse_toml};
+use super::{
+    Config, Env, FileDiagnostic, FileDiagnostics, FileError, Origin, ScannerConfig, Sourced,
+    parse_toml,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -140,8 +143,46 @@ impl RawLimits {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSecurity {
+    ledger: Option<Spanned<String>>,
     #[serde(default)]
-    scanners: BTreeMap<String, Spanned<toml::Table>>,
+    scanners: BTreeMap<String, Spanned<RawScanner>>,
+}
+
+/// `[security.scanners.NAME]`: every key any scanner has; which apply is checked by name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScanner {
+    path: Option<Spanned<String>>,
+    rules: Option<Spanned<String>>,
+    bundle_version: Option<Spanned<String>>,
+    timeout_seconds: Option<Spanned<u64>>,
+}
+
+/// Why `rules` is not a local path: `auto`, a registry name (`p/…`, `r/…`, `s/…`) or a URL,
+/// which the scanner would fetch over the network a scanning scope does not have.
+pub(crate) fn remote_rules(rules: &str) -> Option<&'static str> {
+    let r = rules.trim();
+    if r == "auto" {
+        Some("`auto` fetches rules from the registry")
+    } else if r.contains("://") {
+        Some("a URL is fetched over the network")
+    } else if ["p/", "r/", "s/"].iter().any(|p| r.starts_with(p)) {
+        Some("`p/…`, `r/…` and `s/…` name registry rules")
+    } else {
+        None
+    }
+}
+
+/// `X.Y.Z` from `codeql-bundle-vX.Y.Z` or `X.Y.Z`.
+pub(crate) fn bundle_version(v: &str) -> Option<String> {
+    let v = v.trim();
+    let bare = v.strip_prefix("codeql-bundle-v").unwrap_or(v);
+    let parts: Vec<&str> = bare.split('.').collect();
+    (parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+    .then(|| bare.to_owned())
 }
 
 struct Resolver<'a> {
@@ -187,6 +228,95 @@ impl Resolver<'_> {
             value: self.env.absolute(&self.dir, Path::new(v.get_ref())),
             origin: self.origin(&v.span()),
         })
+    }
+}
+
+/// Checks `[security.scanners.NAME]` and overwrites the keys it sets.
+fn scanner(r: &mut Resolver<'_>, config: &mut Config, name: &str, table: &Spanned<RawScanner>) {
+    let at = |k: &str| format!("security.scanners.{name}.{k}");
+    if !super::SCANNERS.contains(&name) {
+        r.problem(
+            table.span(),
+            &format!("security.scanners.{name}"),
+            &format!("unknown scanner `{name}`"),
+            &format!("bee has adapters for {}", super::SCANNERS.join(" and ")),
+        );
+        return;
+    }
+    let t = table.get_ref();
+    if let (Some(v), "codeql") = (&t.rules, name) {
+        r.problem(
+            v.span(),
+            &at("rules"),
+            "CodeQL runs its bundle's own query suites; `rules` is Opengrep's",
+            "remove the key",
+        );
+    }
+    if let (Some(v), "opengrep") = (&t.bundle_version, name) {
+        r.problem(
+            v.span(),
+            &at("bundle_version"),
+            "`bundle_version` is CodeQL's; Opengrep has none",
+            "remove the key",
+        );
+    }
+    let mut ok = ScannerConfig::default();
+    if let Some(v) = &t.rules
+        && let Some(why) = remote_rules(v.get_ref())
+    {
+        r.problem(
+            v.span(),
+            &at("rules"),
+            &format!(
+                "the rules must be a local file or directory: {why}, and a scanning scope has \
+                 no egress"
+            ),
+            "e.g. rules = \"/etc/bee/opengrep-rules\" (write `./p/…` for a local directory \
+             named p)",
+        );
+    } else {
+        ok.rules = r.path(&t.rules, &at("rules"));
+    }
+    ok.path = r.path(&t.path, &at("path"));
+    if let Some(v) = &t.bundle_version {
+        match bundle_version(v.get_ref()) {
+            Some(version) => {
+                ok.bundle_version = Some(Sourced {
+                    value: version,
+                    origin: r.origin(&v.span()),
+                });
+            }
+            None => r.problem(
+                v.span(),
+                &at("bundle_version"),
+                &format!("`{}` is not a CodeQL bundle version", v.get_ref()),
+                "e.g. bundle_version = \"2.26.1\" or \"codeql-bundle-v2.26.1\"",
+            ),
+        }
+    }
+    if let Some(v) = &t.timeout_seconds {
+        if *v.get_ref() == 0 {
+            r.problem(
+                v.span(),
+                &at("timeout_seconds"),
+                "must be at least 1",
+                "remove the key for the default",
+            );
+        } else {
+            ok.timeout_seconds = Some(r.sourced(v));
+        }
+    }
+    let slot = config.scanners.entry(name.to_owned()).or_default();
+    for (dst, src) in [(&mut slot.path, ok.path), (&mut slot.rules, ok.rules)] {
+        if src.is_some() {
+            *dst = src;
+        }
+    }
+    if ok.bundle_version.is_some() {
+        slot.bundle_version = ok.bundle_version;
+    }
+    if ok.timeout_seconds.is_some() {
+        slot.timeout_seconds = ok.timeout_seconds;
     }
 }
 
@@ -321,8 +451,11 @@ pub(super) fn apply(
         config.repl_tui = Some(r.sourced(t));
     }
     if let Some(s) = &raw.security {
+        if let Some(p) = r.path(&s.ledger, "security.ledger") {
+            config.ledger = p;
+        }
         for (name, table) in &s.scanners {
-            config.scanners.insert(name.clone(), r.sourced(table));
+            scanner(&mut r, config, name, table);
         }
     }
 

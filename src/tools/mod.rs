@@ -6,7 +6,8 @@
 //! |---|---|---|
 //! | `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep` | [`Placement::Runner`] | `bee __tool NAME` in the sandbox ([`runner`]) |
 //! | `shell` | [`Placement::Command`] | `/bin/sh -c COMMAND` in the sandbox |
-//! | `skill` (and later panels, findings) | [`Placement::Harness`] | in bee itself, with no access to the workspace |
+//! | `skill`, `cvss`, `render`, `record_finding`, `list_findings` | [`Placement::Harness`] | in bee itself, with no access to the workspace |
+//! | `scan` (feature `scanners`) | [`Placement::Command`] | the operator's pinned scanner in the sandbox |
 //!
 //! Nothing here touches the workspace from the harness process: every file access happens in
 //! a child inside the sandbox, where the kernel decides it. The harness only builds the
@@ -24,6 +25,8 @@ mod registry;
 mod review;
 pub mod runner;
 mod runner_tool;
+#[cfg(feature = "scanners")]
+pub mod scan;
 mod shell;
 
 use std::time::Duration;
@@ -40,6 +43,8 @@ pub use denial::{denial_lines, is_permission_errno};
 pub use registry::{Registry, RegistryError};
 #[cfg(feature = "cvss")]
 pub use review::cvss;
+#[cfg(feature = "findings")]
+pub use review::findings;
 pub use runner::{RunnerRequest, RunnerResponse};
 pub use runner_tool::RunnerTool;
 pub(crate) use runner_tool::run_runner;
@@ -65,9 +70,9 @@ pub enum Placement {
     /// Inside the scope, as `bee __tool NAME` (file tools, search): the kernel decides every
     /// file it touches.
     Runner,
-    /// Inside the scope, as a command the policy must grant (the shell; scanners later).
+    /// Inside the scope, as a command the policy must grant (the shell, the scanners).
     Command,
-    /// In the harness, with no access to the workspace (skills; panels and findings later).
+    /// In the harness, with no access to the workspace (skills, panels, findings).
     Harness,
 }
 

@@ -130,6 +130,8 @@ pub(crate) fn prepare(
     let store = Store::open(&records_dir.join(STORE_FILE))
         .map_err(|e| Refused(RunStatus::Software, format!("metrics store: {e}")))?;
     let run_id = run_id();
+    #[cfg(feature = "findings")]
+    crate::findings::set_current_run(&run_id);
     let run_dir = records_dir.join(&run_id);
     std::fs::create_dir_all(&run_dir)
         .map_err(|e| Refused(RunStatus::Software, format!("{}: {e}", run_dir.display())))?;

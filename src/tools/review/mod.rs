@@ -1,10 +1,14 @@
 //! The review tools, each behind a default-off feature: `ast_grep` (feature `astgrep` and one
 //! `astgrep-<lang>` per grammar) and `git_log` (`gitlog`) run in the scope as `bee __tool
-//! NAME`, like the file tools; `cvss` (`cvss`) touches no file and runs in the harness.
+//! NAME`, like the file tools; `cvss` (`cvss`) touches no file and runs in the harness, and so
+//! do `record_finding` and `list_findings` (`findings`), which the session's set-up registers
+//! with the project's ledger ([`findings`]).
 
 #[cfg(feature = "cvss")]
 pub mod cvss;
 mod defs;
+#[cfg(feature = "findings")]
+pub mod findings;
 
 use std::sync::Arc;
 

@@ -1,0 +1,129 @@
+//! The Opengrep adapter against the real Semgrep CLI (Opengrep's upstream, which speaks the
+//! same command line and JSON and is on PyPI), on a small vulnerable fixture with local
+//! rules. `BEE_SEMGREP` names the `semgrep` executable; `.ci/run` installs it in a virtual
+//! environment. Without it this test fails: it is never skipped.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bee::findings::{Ledger, Recorder};
+use bee::sandbox::{Sandbox, SandboxConfig, SandboxMode};
+use bee::tools::scan::opengrep;
+use bee::tools::{Context, ToolLimits};
+
+fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| unreachable!("{e:?}"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    ok(std::fs::create_dir_all(to));
+    for entry in ok(std::fs::read_dir(from)) {
+        let entry = ok(entry);
+        let dst = to.join(entry.file_name());
+        if ok(entry.file_type()).is_dir() {
+            copy_dir(&entry.path(), &dst);
+        } else {
+            ok(std::fs::copy(entry.path(), dst));
+        }
+    }
+}
+
+#[test]
+fn semgrep_scans_the_fixture_with_suppressions_disabled() {
+    let semgrep = std::env::var_os("BEE_SEMGREP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            unreachable!(
+                "set BEE_SEMGREP to a semgrep executable (e.g. `python3 -m venv v && v/bin/pip \
+             install semgrep`, then BEE_SEMGREP=v/bin/semgrep)"
+            )
+        });
+    let semgrep = ok(std::fs::canonicalize(semgrep));
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/findings/opengrep");
+    // Outside the repository: Semgrep scans only the files git tracks in a repository, and
+    // skips directories named `tests`.
+    let t = ok(tempfile::tempdir());
+    let root = ok(std::fs::canonicalize(t.path()));
+    copy_dir(&fixture.join("rules"), &root.join("rules"));
+    copy_dir(&fixture.join("workspace"), &root.join("ws"));
+    let ws = root.join("ws");
+    let home = root.join("home");
+    ok(std::fs::create_dir(&home));
+    let mut config = SandboxConfig::new(SandboxMode::Host, &ws);
+    config.env.push(("HOME".into(), home.into_os_string()));
+    let sb = ok(Sandbox::new(config));
+    let limits = ToolLimits::default();
+    let ctx = Context {
+        sandbox: Some(&sb),
+        limits: &limits,
+        stop: &|| false,
+    };
+    let rules = root.join("rules");
+    let scan = opengrep::scan_with(
+        &sb,
+        &semgrep,
+        &rules,
+        &[".".to_owned()],
+        Duration::from_secs(300),
+        &ctx,
+    );
+    let scan = match scan {
+        Ok(s) => s,
+        Err(a) => unreachable!("{:?}: {}", a.state, a.body),
+    };
+    assert_eq!(scan.scanned, Some(1), "{scan:?}");
+    assert!(scan.incomplete.is_empty(), "{:?}", scan.incomplete);
+    let mut got: Vec<(String, u32)> = scan
+        .sightings
+        .iter()
+        .map(|s| (s.identity.rule.clone(), s.location.start_line))
+        .collect();
+    got.sort();
+    // The eval on line 21 has a `nosemgrep` comment: reported anyway. The constant eval on
+    // line 10 is excluded by the rule itself.
+    assert_eq!(
+        got,
+        [
+            ("python-eval-of-input".to_owned(), 6),
+            ("python-eval-of-input".to_owned(), 21),
+            ("python-sql-format".to_owned(), 15),
+        ]
+    );
+    assert!(
+        scan.sightings
+            .iter()
+            .all(|s| s.location.path == "app/views.py")
+    );
+
+    // Recorded twice: three findings, each seen twice.
+    let rec = Recorder::new(Ledger::in_project(&root), None).with_run("r1");
+    ok(rec.record(&scan.sightings, "opengrep"));
+    let again = ok(opengrep::scan_with(
+        &sb,
+        &semgrep,
+        &rules,
+        &["app".to_owned()],
+        Duration::from_secs(300),
+        &ctx,
+    )
+    .map_err(|a| a.body));
+    ok(rec.record(&again.sightings, "opengrep"));
+    let loaded = ok(rec.ledger.read());
+    assert_eq!(loaded.findings.findings.len(), 3);
+    assert!(loaded.findings.findings.values().all(|f| f.sightings == 2));
+
+    // A rules path that is not there: Semgrep's own exit status, mapped.
+    let missing = opengrep::scan_with(
+        &sb,
+        &semgrep,
+        &root.join("no-such-rules"),
+        &[".".to_owned()],
+        Duration::from_secs(300),
+        &ctx,
+    );
+    match missing {
+        Ok(s) => unreachable!("scanned with missing rules: {s:?}"),
+        Err(a) => assert!(a.body.contains("opengrep exited with status"), "{}", a.body),
+    }
+    ok(sb.finish());
+}
