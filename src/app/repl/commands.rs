@@ -82,7 +82,7 @@ pub(crate) fn agents(
             format!(
                 "{}  ({})",
                 one_line(&role.description),
-                role.policy.display()
+                lexical(&role.policy).display()
             ),
         ));
     }
@@ -157,6 +157,43 @@ pub(crate) fn policy(
     ]
 }
 
+/// `path` with `.` and `name/..` taken out, without touching the file system (role files name
+/// their policy relative to `.bee/agents/`, so `.bee/agents/../../policies/x.toml` reads as
+/// `policies/x.toml`).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            // The root's parent is the root.
+            Component::ParentDir if out.has_root() && out.parent().is_none() => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    #[test]
+    fn role_policy_paths_read_without_dot_dot() {
+        assert_eq!(
+            super::lexical(Path::new("/w/.bee/agents/../../policies/keeper.toml")),
+            Path::new("/w/policies/keeper.toml")
+        );
+        assert_eq!(super::lexical(Path::new("/a/./b/../../..")), Path::new("/"));
+        assert_eq!(super::lexical(Path::new("../x/./y")), Path::new("../x/y"));
+    }
 }
