@@ -201,7 +201,8 @@ fn a_session_streams_shows_panels_that_expire_and_every_key_works() {
     t.wait_for("yanked");
     // gg to the top, G to the end, PgUp, PgDn, the wheel's keys: nothing breaks.
     t.keys(&["g", "g"]);
-    t.wait_for("▌› measure it");
+    // The first cell: `--host` said out loud at the start.
+    t.wait_for("▌--host: tools run as hardened host processes with NO kernel scope");
     t.keys(&["G"]);
     t.keys(&["PPage", "NPage", "Up", "Down"]);
     // Ctrl-P brings back the last input; Ctrl-C clears it.

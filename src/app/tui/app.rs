@@ -132,6 +132,12 @@ impl App {
     }
 
     /// A note from bee in the conversation.
+    /// A warning that tools run without a kernel scope, drawn as a denial is.
+    pub(super) fn push_unconfined(&mut self, text: &str) {
+        self.push(Kind::Shown(vec![Shown::Unconfined(text.to_owned())]));
+        self.dirty = true;
+    }
+
     pub(super) fn notice(&mut self, text: &str) {
         self.push(Kind::Notice(text.to_owned()));
         self.dirty = true;

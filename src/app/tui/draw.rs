@@ -151,7 +151,12 @@ fn draw_conversation(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
     }
     let theme = app.theme.clone();
     shown.reverse();
-    if app.cells.is_empty() {
+    // Until the person first sends something (bee's own notes may be there already).
+    if !app
+        .cells
+        .iter()
+        .any(|c| matches!(c.kind, super::cells::Kind::User(_)))
+    {
         shown.push(Line::styled(
             " Type below and press Enter. ? or F1 shows the keys.",
             style::style(theme.style(Role::Muted)),

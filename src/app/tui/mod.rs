@@ -56,6 +56,10 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
         confinement: confinement(p.policy_file.as_deref(), p.policy.as_ref()),
     };
     let mut app = App::new(theme, status);
+    if p.policy_file.is_none() {
+        // Said out loud at the start, as the inline REPL does, not only in the status line.
+        app.push_unconfined("--host: tools run as hardened host processes with NO kernel scope");
+    }
     for problem in &p.skill_problems {
         app.notice(&format!("a skill was skipped: {problem}"));
     }
