@@ -12,7 +12,8 @@
 //! - the same worker process measures both states of a round, so its placement (address
 //!   space, pages, translated code under TCG) cannot favour one of them;
 //! - after a drop the phase waits until the kernel lists no bee program, and after a load it
-//!   checks that the programs are there: "not loaded" means not loaded.
+//!   checks that the programs are there: "not loaded" means not loaded; then it pauses
+//!   ([`SETTLE`]) and runs a discarded warm-up before measuring.
 //!
 //! The engine left loaded at the end is returned for the other phases.
 
@@ -25,6 +26,10 @@ use crate::{OPS, Options, Res, Worker, median, out, program_stats};
 
 /// Samples per operation per state per round (the workload runs once per state per round).
 const SAMPLES: usize = 2;
+
+/// Pause after a load or a drop before the warm-up: the kernel finishes freeing what the
+/// verifier and the dropped programs held (RCU callbacks, deferred frees) in the background.
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// How long a dropped engine's programs may take to leave the kernel (they are freed after an
 /// RCU grace period).
@@ -145,6 +150,7 @@ pub fn host_tax(o: &Options, port: u16, targets: &mut Targets) -> Res<SharedEngi
             work.add_round(state, vec![worker.run("work", 1)?]);
             if phase == 0 {
                 toggle(&mut engine)?;
+                std::thread::sleep(SETTLE);
             }
         }
         worker.stop()?;
