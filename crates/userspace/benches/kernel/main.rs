@@ -566,11 +566,14 @@ fn orchestrate(args: &[String]) -> Res<()> {
         rule_count(&text),
         rule_count(&minimal_policy_text(&exe, port))
     ));
-    micro(&o, &engine, &parent, &variants, port, &mut targets)?;
+    let work_denied = micro(&o, &engine, &parent, &variants, port, &mut targets)?;
     setup(&o, &engine, &parent, &policy, &plan, &mut targets)?;
     drop(server);
     targets.print();
-    Ok(())
+    match work_denied {
+        Some(why) => Err(why.into()),
+        None => Ok(()),
+    }
 }
 
 /// Quoted entries of a policy's rule lists, plus one per `[[net.allow]]` table.
@@ -616,6 +619,8 @@ struct Variant<'a> {
     plan: Option<&'a EnforcementPlan>,
 }
 
+/// The per-operation loops and the workload (module docs, 1 and 3). Returns why the workload's
+/// figures are not valid when a bee worker was denied there (the run then fails at its end).
 fn micro(
     o: &Options,
     engine: &SharedEngine,
@@ -623,7 +628,7 @@ fn micro(
     variants: &[Variant<'_>],
     port: u16,
     targets: &mut Targets,
-) -> Res<()> {
+) -> Res<Option<String>> {
     // Every worker sits in a fresh cgroup of the same depth; only bee's have a plan.
     let mut cgroups = Vec::new();
     let mut installs = Vec::new();
@@ -684,6 +689,21 @@ fn micro(
             }
         }
     }
+    // Any denial of the loops makes their figures worthless: fail now.
+    let denials: Vec<_> = installs
+        .iter()
+        .flat_map(|(id, _)| engine.drain_events(*id))
+        .collect();
+    if let Some(first) = denials.first() {
+        return Err(format!(
+            "a bee worker met {} denials in the per-operation loops (first: hook {}, path \
+             {:?}); the policy must grant the benchmark",
+            denials.len(),
+            first.hook,
+            String::from_utf8_lossy(first.path())
+        )
+        .into());
+    }
     for round in 0..o.work_rounds {
         let mut workers = start_all()?;
         for i in 0..n {
@@ -704,16 +724,17 @@ fn micro(
     for cg in cgroups {
         cg.remove()?;
     }
-    if let Some(first) = denials.first() {
-        return Err(format!(
-            "a bee worker met {} denials (first: hook {}, path {:?}); the policy must grant \
-             the benchmark",
+    // Denials of the workload (the loops' were checked above) invalidate only its figures: they
+    // are printed, marked, left out of the targets, and the run fails at its end.
+    let work_denied = denials.first().map(|first| {
+        format!(
+            "a bee worker met {} denials in the workload (first: hook {}, path {:?}); the \
+             policy must grant the benchmark",
             denials.len(),
             first.hook,
             String::from_utf8_lossy(first.path())
         )
-        .into());
-    }
+    });
 
     let header = |unit: &str| {
         let mut h = String::from("| Operation |");
@@ -761,6 +782,13 @@ fn micro(
         1e6,
         1,
     );
+    if let Some(why) = &work_denied {
+        out("");
+        out(&format!(
+            "**Not valid:** {why}. A denied operation is cheaper than a granted one: these \
+             workload figures flatter bee and are left out of the targets."
+        ));
+    }
     // The figures issue 10 sets targets for (`median` sorts in place; again is harmless).
     let ratio = |s: &mut [Vec<f64>], name: &str| -> Option<f64> {
         let i = variants.iter().position(|v| v.name == name)?;
@@ -772,7 +800,9 @@ fn micro(
     if let Some(r) = ratio(&mut samples[0], "Landlock") {
         targets.reference("open+close under Landlock ×", r);
     }
-    if let Some(r) = ratio(&mut work, "bee") {
+    if let Some(r) = ratio(&mut work, "bee")
+        && work_denied.is_none()
+    {
         targets.limit("workload in a scope, bee ×", r, 1.02);
     }
     if let Some(r) = ratio(&mut work, "Landlock") {
@@ -791,7 +821,7 @@ fn micro(
         }
         Err(e) => out(&format!("unavailable: {e}")),
     }
-    Ok(())
+    Ok(work_denied)
 }
 
 /// `(run_count, run_time ns)` of every loaded program, by name.
