@@ -5,9 +5,9 @@
 //! 2. makes sure bubblewrap is installed on the host (it is shipped into the guest as the
 //!    start-up reference);
 //! 3. per selected kernel of the matrix ([`crate::kernels::MATRIX`], in its order), boots one
-//!    VM through `cargo xtask vm` (this same executable), where a small script gives bwrap a
-//!    root it can `pivot_root` from (tmpfs with bind mounts; an initramfs root cannot be
-//!    pivoted) and runs the benchmark; kernels where bee fails closed (5.10) have nothing to
+//!    VM through `cargo xtask vm` (this same executable) and runs the benchmark there (which
+//!    mounts a root bwrap can `pivot_root` from, tmpfs with bind mounts, before its setup
+//!    phase: an initramfs root cannot be pivoted); kernels where bee fails closed (5.10) have nothing to
 //!    measure: `all` leaves them out, naming one is an error;
 //! 4. collects the benchmark's `kbench|` lines (Markdown tables) and `kbench-target|` lines
 //!    (issue 10's targets) from the console and prints them per kernel, the package version
@@ -60,12 +60,9 @@ const MARKER: &str = "kbench|";
 /// Prefix of the benchmark's target lines: `kbench-target|label|value|limit`.
 const TARGET_MARKER: &str = "kbench-target|";
 
-/// Gives bwrap a root with a parent mount (a tmpfs with the system directories bound in),
-/// then runs the benchmark binary `$1` with the remaining arguments.
-const GUEST_SCRIPT: &str = "set -e; mkdir -p /nr; mount -t tmpfs tmpfs /nr; \
-    for d in bin lib lib64 usr etc dev proc sys; do if [ -d /$d ]; then mkdir -p /nr/$d; \
-    mount -o rbind /$d /nr/$d; fi; done; mkdir -p /nr/tmp; \
-    b=$1; shift; exec \"$b\" --bench --bwrap-root /nr \"$@\"";
+/// Runs the benchmark binary `$1` with the remaining arguments; its setup phase mounts a root
+/// bwrap can `pivot_root` from at `/nr` (an initramfs root cannot be pivoted).
+const GUEST_SCRIPT: &str = "b=$1; shift; exec \"$b\" --bench --bwrap-root /nr \"$@\"";
 
 /// The kernels `choices` select for the benchmark, in matrix order, and the fail-closed ones
 /// that `all` brought in and that are left out.
