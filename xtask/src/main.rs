@@ -63,7 +63,9 @@ enum Task {
     /// Measure the harness: per-tool-call cost (kernel vs --host) and
     /// throughput at 1/4/16 concurrent episodes, in a 6.12 guest.
     BenchHarness(hbench::Args),
-    /// Measure enforcement cost in the VM: per-operation, scope start-up, a workload.
+    /// Measure enforcement cost in the VM, one boot per kernel of the matrix
+    /// (`--kernel 6.1,6.12,6.12-rt,7.x` or `all`): per-operation, a workload, scope start-up
+    /// with both launchers and bwrap, and the tax on processes outside every scope.
     BenchKernel(kbench::Args),
     /// Measure subagent start-up: an `agent` call to the subagent's first
     /// model request, 1 and 8 at once, kernel vs --host, in a 6.12 guest.
