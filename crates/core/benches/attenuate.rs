@@ -65,6 +65,7 @@ fn compile(r: &Rules) -> CompiledPolicy {
         fs: FsGrants {
             read: path_rules("fs.read", &r.read),
             write: path_rules("fs.write", &r.write),
+            ..FsGrants::default()
         },
         exec: r
             .exec
@@ -78,6 +79,7 @@ fn compile(r: &Rules) -> CompiledPolicy {
                 })
             })
             .collect(),
+        exec_deny: Vec::new(),
         net: NetGrants {
             allow: r
                 .net

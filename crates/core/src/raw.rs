@@ -30,6 +30,12 @@ pub(crate) struct RawFs {
     pub read: Vec<Spanned<String>>,
     #[serde(default)]
     pub write: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub protect: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub unprotect: Vec<Spanned<String>>,
 }
 
 /// `[exec]`.
@@ -38,6 +44,8 @@ pub(crate) struct RawFs {
 pub(crate) struct RawExec {
     #[serde(default)]
     pub allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
 }
 
 /// `[net]`.

@@ -96,8 +96,10 @@ fn policy(read: &[String], allow: Vec<NetRule>) -> CompiledPolicy {
                 })
                 .collect(),
             write: Vec::new(),
+            ..FsGrants::default()
         },
         exec: Vec::new(),
+        exec_deny: Vec::new(),
         net: NetGrants {
             allow,
             unix: Vec::new(),

@@ -65,9 +65,9 @@ fn empty_file_is_missing_its_version() {
 
 #[test]
 fn unknown_version_is_refused() {
-    let p = one_problem("version = 2\n");
+    let p = one_problem("version = 3\n");
     assert_eq!(p.key.as_deref(), Some("version"));
-    assert!(p.message.contains("version 2"), "{}", p.message);
+    assert!(p.message.contains("version 3"), "{}", p.message);
     let p = one_problem("version = \"1\"\n");
     assert!(p.message.contains("integer"), "{}", p.message);
 }
@@ -136,7 +136,7 @@ fn bad_paths_name_their_key_and_column() {
 #[test]
 fn every_problem_is_reported_not_only_the_first() {
     let p = problems(
-        "version = 3\n[fs]\nread = [\"/a/**/b/**\", \"/..\"]\n[exec]\nallow = [\"!/x/*\"]\n",
+        "version = 3\n[fs]\nread = [\"/a/**/b/**/c\", \"/..\"]\n[exec]\nallow = [\"!/x/*\"]\n",
     );
     let keys: Vec<_> = p.iter().filter_map(|d| d.key.clone()).collect();
     assert_eq!(
@@ -147,7 +147,7 @@ fn every_problem_is_reported_not_only_the_first() {
 
 #[test]
 fn unsupported_globs_are_refused_with_the_shapes() {
-    for bad in ["/a/**/b/**", "/a/?", "/a/{b,c}", "/a**", "/a/**/x*y"] {
+    for bad in ["/a/**/b/**/c", "/a/?", "/a/{b,c}", "/a**", "/a/**/x*y"] {
         let p = one_problem(&format!("version = 1\n[fs]\nread = [\"{bad}\"]\n"));
         assert_eq!(p.key.as_deref(), Some("fs.read[0]"), "{bad}");
         assert!(

@@ -133,8 +133,10 @@ fn workstation_policy() -> CompiledPolicy {
         fs: FsGrants {
             read: rules("fs.read", &read),
             write: rules("fs.write", &write),
+            ..FsGrants::default()
         },
         exec,
+        exec_deny: Vec::new(),
         net: NetGrants {
             allow,
             unix: rules("net.unix", &unix),

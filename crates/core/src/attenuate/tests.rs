@@ -77,6 +77,7 @@ impl P {
             fs: FsGrants {
                 read: path_rules("fs.read", &self.read),
                 write: path_rules("fs.write", &self.write),
+                ..FsGrants::default()
             },
             exec: self
                 .exec
@@ -88,6 +89,7 @@ impl P {
                     origin: origin("exec", i, p),
                 })
                 .collect(),
+            exec_deny: Vec::new(),
             net: NetGrants {
                 allow: self
                     .net

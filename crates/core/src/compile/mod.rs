@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+mod carve;
 mod net;
 
 use rustc_hash::FxHashMap;
@@ -30,7 +31,11 @@ use crate::path::{Anchors, normalize};
 use crate::raw::RawPolicy;
 
 /// The policy language versions this build understands.
-pub const LANGUAGE_VERSIONS: &[i64] = &[1];
+pub const LANGUAGE_VERSIONS: &[i64] = &[1, 2];
+
+/// The newest language version, which new policies (and `bee exec --learn`) are written in.
+/// Version 2 added the built-in protected paths ([`crate::protected`]).
+pub const LANGUAGE_VERSION: u32 = 2;
 
 /// The most rules (after expansion) one policy may hold; more is refused, not truncated.
 pub const MAX_RULES: usize = 1 << 20;
@@ -163,11 +168,25 @@ impl Compiler<'_> {
 
     fn policy(&mut self, raw: RawPolicy) -> CompiledPolicy {
         let version = self.version(raw.version.as_ref());
+        let mut protect = self.builtin_protected(version, raw.version.as_ref());
+        protect.extend(self.path_rules("fs.protect", &raw.fs.protect));
+        if version == 1 && !raw.fs.unprotect.is_empty() {
+            self.problem(
+                raw.fs.unprotect[0].span(),
+                "fs.unprotect",
+                "version 1 policies protect nothing but what `fs.protect` names, so there is nothing to unprotect",
+                Some("move the policy to `version = 2` (which protects .git/hooks, .git/config, .bee, .envrc and editor task files), or drop `fs.unprotect`"),
+            );
+        }
         let fs = FsGrants {
             read: self.path_rules("fs.read", &raw.fs.read),
             write: self.path_rules("fs.write", &raw.fs.write),
+            deny: self.path_rules("fs.deny", &raw.fs.deny),
+            protect,
+            unprotect: self.path_rules("fs.unprotect", &raw.fs.unprotect),
         };
         let exec = self.exec_rules(&raw.exec.allow);
+        let exec_deny = self.path_rules("exec.deny", &raw.exec.deny);
         let mut allow = Vec::new();
         for (i, rule) in raw.net.allow.iter().enumerate() {
             self.net_rule(&indexed_key("net.allow", i), rule, &mut allow);
@@ -182,7 +201,15 @@ impl Compiler<'_> {
             allow,
             unix: self.path_rules("net.unix", &raw.net.unix),
         };
-        let total = fs.read.len() + fs.write.len() + exec.len() + net.allow.len() + net.unix.len();
+        let total = fs.read.len()
+            + fs.write.len()
+            + fs.deny.len()
+            + fs.protect.len()
+            + fs.unprotect.len()
+            + exec.len()
+            + exec_deny.len()
+            + net.allow.len()
+            + net.unix.len();
         if total > MAX_RULES {
             self.problem(
                 0..0,
@@ -191,7 +218,7 @@ impl Compiler<'_> {
                 Some("split the work across several scopes, or use subtree rules"),
             );
         }
-        CompiledPolicy {
+        let policy = CompiledPolicy {
             format: COMPILED_FORMAT,
             version,
             name: raw.name.map(Spanned::into_inner),
@@ -200,8 +227,30 @@ impl Compiler<'_> {
             base: self.options.base.to_string_lossy().into_owned(),
             fs,
             exec,
+            exec_deny,
             net,
+        };
+        if self.problems.is_empty() {
+            self.warnings
+                .extend(carve::lint(&policy, &self.source.name));
         }
+        policy
+    }
+
+    /// The built-in protected paths of `version`, each with the `version` value as its origin.
+    fn builtin_protected(&self, version: u32, at: Option<&Spanned<Value>>) -> Vec<PathRule> {
+        let span = at.map_or(0..0, Spanned::span);
+        crate::protected::protected(version)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let pattern = PathPattern::parse(p.pattern).ok()?;
+                Some(PathRule {
+                    pattern,
+                    origin: self.origin(&span, indexed_key("protected", i), p.pattern),
+                })
+            })
+            .collect()
     }
 
     fn version(&mut self, v: Option<&Spanned<Value>>) -> u32 {
@@ -265,7 +314,7 @@ impl Compiler<'_> {
         match PathPattern::parse_owned(normalised) {
             Ok(p) => Some(p),
             Err(e) => {
-                self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /a/*/b (optionally ending in /**)"));
+                self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /dir/**/a/b (optionally ending in /**), /a/*/b (optionally ending in /**)"));
                 None
             }
         }
@@ -296,7 +345,8 @@ impl Compiler<'_> {
             PathPattern::Exact { path } => path.as_str(),
             PathPattern::Subtree { root }
             | PathPattern::Postfix { root, .. }
-            | PathPattern::Segment { root, .. } => root.as_str(),
+            | PathPattern::Segment { root, .. }
+            | PathPattern::Nested { root, .. } => root.as_str(),
             PathPattern::BoundedStar { segments, .. } => match &segments[..] {
                 [proc, link, ..] if proc == "proc" => {
                     if link == "self" {

@@ -11,8 +11,9 @@
 //! moves it to where the loader places it in the shared maps. Anything the kernel matcher could
 //! not enforce exactly is refused with a [`PlanError`] naming the rule.
 
+mod classes;
 mod error;
-pub mod exec;
+mod exec;
 mod net;
 mod paths;
 
@@ -31,7 +32,7 @@ use serde::Serialize;
 pub use error::{PlanError, RuleUse};
 pub use exec::kernel_dev;
 
-use paths::PathInput;
+use paths::{PathInput, Role};
 
 /// Size caps for one policy's plan; exceeding one is a [`PlanError::TooLarge`] (or
 /// [`PlanError::TooManyNetPrefixes`]). The loader sizes the shared maps from them.
@@ -131,9 +132,13 @@ impl EnforcementPlan {
     /// As [`EnforcementPlan::new`].
     pub fn with_limits(policy: &CompiledPolicy, limits: &PlanLimits) -> Result<Self, PlanError> {
         fn input(rule: &bee_core::compiled::PathRule, accept: u32) -> PathInput<'_> {
+            carve(rule, accept, Role::Grant)
+        }
+        fn carve(rule: &bee_core::compiled::PathRule, accept: u32, role: Role) -> PathInput<'_> {
             PathInput {
                 pattern: &rule.pattern,
                 accept,
+                role,
                 origin: &rule.origin,
             }
         }
@@ -141,6 +146,7 @@ impl EnforcementPlan {
             PathInput {
                 pattern: &rule.pattern,
                 accept,
+                role: Role::Grant,
                 origin: &rule.origin,
             }
         }
@@ -172,6 +178,27 @@ impl EnforcementPlan {
         }
         let pin_offset = inputs.len();
         inputs.extend(pinned.iter().map(|r| exec_input(r, ACCESS_EXEC_PINNED)));
+        // Carve-outs (bee_core::compiled::FsGrants): after every grant, so the grants keep
+        // their indices.
+        const EXEC_ANY: u32 = ACCESS_EXEC | ACCESS_EXEC_PINNED;
+        let fs = &policy.fs;
+        inputs.extend(
+            fs.deny
+                .iter()
+                .map(|r| carve(r, ACCESS_READ | ACCESS_WRITE | EXEC_ANY, Role::Deny)),
+        );
+        inputs.extend(
+            policy
+                .exec_deny
+                .iter()
+                .map(|r| carve(r, EXEC_ANY, Role::Deny)),
+        );
+        inputs.extend(
+            fs.protect
+                .iter()
+                .map(|r| carve(r, ACCESS_WRITE, Role::Protect)),
+        );
+        inputs.extend(fs.unprotect.iter().map(|r| carve(r, 0, Role::Unprotect)));
 
         let automaton = paths::build(&inputs, limits)?;
         let ends: BTreeMap<usize, u32> = automaton
@@ -237,6 +264,7 @@ impl EnforcementPlan {
                         glob(v.glob_first)?
                     },
                     glob_count: v.glob_count,
+                    class: v.class,
                 })
             })
             .collect::<Result<_, PlanError>>()?;

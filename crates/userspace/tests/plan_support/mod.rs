@@ -19,6 +19,7 @@ pub fn policy() -> CompiledPolicy {
         base: "/".to_owned(),
         fs: FsGrants::default(),
         exec: Vec::new(),
+        exec_deny: Vec::new(),
         net: NetGrants::default(),
     }
 }
