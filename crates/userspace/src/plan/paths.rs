@@ -546,12 +546,12 @@ pub(crate) fn build(
         });
         id += 1;
     }
+    out.edges_short = edges_short.into_iter().collect();
+    out.edges_long = edges_long.into_iter().collect();
+    out.combos = combos.into_iter().collect();
     let classes = super::classes::classes(&out);
     for (s, &c) in out.states.iter_mut().zip(classes.iter().skip(1)) {
         s.class = c;
     }
-    out.edges_short = edges_short.into_iter().collect();
-    out.edges_long = edges_long.into_iter().collect();
-    out.combos = combos.into_iter().collect();
     Ok(out)
 }

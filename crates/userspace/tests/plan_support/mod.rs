@@ -87,3 +87,23 @@ pub fn net(p: &mut CompiledPolicy, block: &str, ports: (u16, u16), protocols: &[
         origin: origin(&key, block),
     });
 }
+
+pub fn deny(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("fs.deny[{}]", p.fs.deny.len());
+    p.fs.deny.push(path_rule(&key, text));
+}
+
+pub fn exec_deny(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("exec.deny[{}]", p.exec_deny.len());
+    p.exec_deny.push(path_rule(&key, text));
+}
+
+pub fn protect(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("fs.protect[{}]", p.fs.protect.len());
+    p.fs.protect.push(path_rule(&key, text));
+}
+
+pub fn unprotect(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("fs.unprotect[{}]", p.fs.unprotect.len());
+    p.fs.unprotect.push(path_rule(&key, text));
+}
