@@ -38,6 +38,7 @@
 #define BEE_EVENT_ALLOWED 1
 #define BEE_EVENT_PATH_TRUNCATED 2
 #define BEE_EVENT_PATH_UNRESOLVED 4
+#define BEE_EVENT_REPARENT 8 /* a directory move between places granted differently below */
 
 /* Hook ids (bee_common::Hook); ABI, never reused. */
 enum bee_hook {

@@ -941,10 +941,11 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
  * directory cache is used: a hit walks the leaf alone from the cached state
  * of its directory; a deny, or an allow the scope reports, is then resolved
  * in full, so that every event carries the whole path. */
-static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_scope *scope,
-				      struct vfsmount *vfsmnt, struct dentry *dentry,
-				      struct inode *inode, __u32 access, enum need need,
-				      int cacheable)
+static __always_inline int check_path_state(__u32 hook, __u64 cgid,
+					    const struct bee_scope *scope,
+					    struct vfsmount *vfsmnt, struct dentry *dentry,
+					    struct inode *inode, __u32 access, enum need need,
+					    int cacheable, long *final)
 {
 	struct dircache_probe cp = {};
 	const unsigned char *leafname = NULL;
@@ -979,8 +980,11 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 				leafmemo_put(&cp, dir, &sc, state, leaf);
 			}
 			if (leaf >= 0 && !decide(leaf, inode, access, need) &&
-			    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS))
+			    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS)) {
+				if (final)
+					*final = leaf;
 				return 0;
+			}
 		}
 	}
 	deny = 1;
@@ -999,11 +1003,15 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 				state = walk_path(pstate, 0, 1);
 				leafmemo_put(&cp, dir, &sc, pstate, state);
 				deny = decide(state, inode, access, need);
+				if (final)
+					*final = state;
 			}
 		}
 	} else if (resolve(vfsmnt, dentry, &rc) == 0) {
-		deny = decide(walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs), inode, access,
-			      need);
+		state = walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs);
+		deny = decide(state, inode, access, need);
+		if (final)
+			*final = state;
 	}
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, access, deny);
@@ -1014,6 +1022,16 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 		}
 	}
 	return deny;
+}
+
+/* check_path_state without the final state. */
+static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_scope *scope,
+				      struct vfsmount *vfsmnt, struct dentry *dentry,
+				      struct inode *inode, __u32 access, enum need need,
+				      int cacheable)
+{
+	return check_path_state(hook, cgid, scope, vfsmnt, dentry, inode, access, need, cacheable,
+				NULL);
 }
 
 /* Files of pipefs, sockfs and anon_inodefs have no path to name in a policy;
@@ -1183,22 +1201,68 @@ int BPF_PROG(bee_path_symlink, const struct path *dir, struct dentry *dentry)
 	return check_write(BEE_HOOK_PATH_SYMLINK, dir, dentry);
 }
 
+/* The class of a final state (0 for the dead state or a failed walk). */
+static __always_inline __u32 state_class(long state)
+{
+	struct bee_state *st;
+	__u32 key;
+
+	if (state <= 0)
+		return 0;
+	key = (__u32)state;
+	st = bpf_map_lookup_elem(&bee_states, &key);
+	return st ? st->class : 0;
+}
+
+static __always_inline int is_dir(struct dentry *dentry)
+{
+	return (BPF_CORE_READ(dentry, d_inode, i_mode) & BEE_S_IFMT) == BEE_S_IFDIR;
+}
+
+/* A directory moved between two places whose grants below differ (or over a
+ * directory): reported at the destination with BEE_EVENT_REPARENT. */
+static __always_inline void report_reparent(__u64 cgid, const struct bee_scope *scope,
+					    struct vfsmount *mnt, struct dentry *dentry)
+{
+	struct resolve_ctx rc;
+	struct bee_event *ev;
+
+	resolve(mnt, dentry, &rc);
+	ev = event_start(BEE_HOOK_PATH_RENAME, cgid, scope, BEE_ACCESS_WRITE, 1);
+	if (ev) {
+		ev->flags |= BEE_EVENT_REPARENT;
+		event_path(ev, &rc);
+		event_send(ev);
+	}
+}
+
+/* Both ends need WRITE. A move of a directory (either way, for
+ * RENAME_EXCHANGE) moves every path below it, which neither end's check
+ * sees: it is allowed only between states of one class (the same grants at
+ * every path below, bee_common::StateValue::class), so that no file leaves a
+ * carve-out or enters a grant it lacked. */
 SEC("lsm/path_rename")
 int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_dentry,
 	     const struct path *new_dir, struct dentry *new_dentry)
 {
 	__u64 cgid;
 	struct bee_scope *scope = current_scope(&cgid);
+	long from = -1, to = -1;
 	int deny;
 
 	if (!scope)
 		return 0;
-	deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
-			  old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1);
+	deny = check_path_state(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
+				old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1, &from);
 	if (!deny)
-		deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope,
-				  BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
-				  BEE_ACCESS_WRITE, NEED_ACCESS, 1);
+		deny = check_path_state(BEE_HOOK_PATH_RENAME, cgid, scope,
+					BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
+					BEE_ACCESS_WRITE, NEED_ACCESS, 1, &to);
+	if (!deny && (is_dir(old_dentry) || is_dir(new_dentry)) &&
+	    (state_class(from) == 0 || state_class(from) != state_class(to))) {
+		deny = 1;
+		report_reparent(cgid, scope, BPF_CORE_READ(new_dir, mnt), new_dentry);
+	}
 	return verdict(deny);
 }
 

@@ -55,6 +55,7 @@
 #define BEE_S_IFMT 00170000 /* include/uapi/linux/stat.h */
 #define BEE_S_IFCHR 0020000
 #define BEE_S_IFBLK 0060000
+#define BEE_S_IFDIR 0040000
 /* include/uapi/linux/netlink.h, rtnetlink.h */
 #define BEE_NLMSG_HDRLEN 16
 #define BEE_NLMSG_MIN_TYPE 0x10
