@@ -31,13 +31,9 @@ pub struct StateValue {
     pub glob_first: u32,
     /// Number of star segments to try (0..=8); bit `i` of the mask is glob `glob_first + i`.
     pub glob_count: u32,
-    /// The state's equivalence class within its policy (1 and up): two states of one class
-    /// grant the same bits at themselves and at every path below them. A directory may be
-    /// renamed only between paths whose states share a class (`path_rename`).
-    pub class: u32,
 }
 
-const _: () = assert!(size_of::<StateValue>() == 20 && align_of::<StateValue>() == 4);
+const _: () = assert!(size_of::<StateValue>() == 16 && align_of::<StateValue>() == 4);
 
 /// Key of a literal edge for a segment of at most [`SHORT_SEGMENT_MAX`] bytes.
 ///

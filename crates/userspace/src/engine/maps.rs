@@ -124,7 +124,6 @@ const NO_STATE: StateValue = StateValue {
     default_next: 0,
     glob_first: 0,
     glob_count: 0,
-    class: 0,
 };
 
 const NO_GLOB: GlobValue = GlobValue {

@@ -11,11 +11,12 @@
 //! moves it to where the loader places it in the shared maps. Anything the kernel matcher could
 //! not enforce exactly is refused with a [`PlanError`] naming the rule.
 
-mod classes;
 mod error;
 mod exec;
+mod minimize;
 mod net;
 mod paths;
+mod protect;
 
 use std::collections::BTreeMap;
 
@@ -150,6 +151,7 @@ impl EnforcementPlan {
                 origin: &rule.origin,
             }
         }
+        let protected = protect::narrowed(&policy.fs.protect, &policy.fs.write);
         let mut inputs: Vec<PathInput<'_>> = Vec::new();
         inputs.extend(policy.fs.read.iter().map(|r| input(r, ACCESS_READ)));
         inputs.extend(
@@ -264,7 +266,6 @@ impl EnforcementPlan {
                         glob(v.glob_first)?
                     },
                     glob_count: v.glob_count,
-                    class: v.class,
                 })
             })
             .collect::<Result<_, PlanError>>()?;

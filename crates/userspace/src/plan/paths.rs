@@ -542,16 +542,11 @@ pub(crate) fn build(
             default_next,
             glob_first,
             glob_count,
-            class: 0,
         });
         id += 1;
     }
     out.edges_short = edges_short.into_iter().collect();
     out.edges_long = edges_long.into_iter().collect();
     out.combos = combos.into_iter().collect();
-    let classes = super::classes::classes(&out);
-    for (s, &c) in out.states.iter_mut().zip(classes.iter().skip(1)) {
-        s.class = c;
-    }
-    Ok(out)
+    Ok(super::minimize::minimize(out))
 }

@@ -1,26 +1,29 @@
-//! Equivalence classes of the path automaton's states, for moving directories.
+//! Minimising the path automaton: states that grant alike at themselves and at every path
+//! below them become one state.
 //!
-//! Moving a directory moves every path below it, and the kernel checks only the two ends of
-//! a `rename(2)`. It lets a directory move only between two states of the same class: the
-//! same access bits at the state and at every path below it, whatever the names. So a move
-//! can neither carry files out of a carve-out (`.git` renamed, its `hooks` written, renamed
-//! back) nor into a grant they lacked.
+//! Two reasons. Carve-outs anchored nowhere (the protected paths, `/**/.git/hooks/**`) make
+//! the subset construction track their positions in every state, though inside a carved
+//! subtree nothing they say matters any more; merged, the automaton is about as small as
+//! without them. And moving a directory moves every path below it, while the kernel checks
+//! only the two ends of a `rename(2)`: it lets a directory move only between two paths that
+//! end in the *same* state, which after minimisation means the same grants at every path
+//! below, whatever the names — so no file leaves a carve-out or enters a grant it lacked.
 //!
-//! Classes are computed by partition refinement (Moore's algorithm) over the automaton as
+//! Equivalence is computed by partition refinement (Moore's algorithm) over the automaton as
 //! the kernel walks it: two states stay in one class while their access bits agree and, for
 //! every segment, their next states are in one class. A segment's next state is its literal
 //! edge if any, else the glob combo of the segment's mask, else the default; literal edges
 //! and combos that lead where the fallback would (up to class) are left out of the
-//! comparison, so states that differ only in such redundant entries share a class. A pinned
-//! state is a class of its own (its pins are keyed by state). Equal classes imply equal
-//! behaviour; the converse may fail only by splitting more than needed, which refuses a move,
-//! never allows one. Class 0 is the dead state's; live states' classes start at 1.
+//! comparison. A pinned state stays a class of its own (its pins are keyed by state). Merged
+//! states are always equivalent; some equivalent states may stay apart (two glob sets that
+//! happen to accept the same names), which only refuses a move, never allows one.
 
 use std::collections::{BTreeSet, HashMap};
 
 use bee_common::{DEAD_STATE, glob_segment_matches};
 
 use super::paths::PathAutomaton;
+use bee_common::{EdgeKeyLong, EdgeKeyShort};
 
 /// What a state's transitions are, up to the classes of their targets.
 #[derive(Hash, PartialEq, Eq)]
@@ -36,7 +39,7 @@ struct Signature {
 }
 
 /// The class of each state, indexed by plan-local id (`classes[0]` is the dead state's, 0).
-pub(crate) fn classes(a: &PathAutomaton) -> Vec<u32> {
+fn classes(a: &PathAutomaton) -> Vec<u32> {
     let n = a.states.len();
     let mut edges: Vec<Vec<(&[u8], u32)>> = vec![Vec::new(); n + 1];
     for (k, &next) in &a.edges_short {
@@ -138,5 +141,95 @@ pub(crate) fn classes(a: &PathAutomaton) -> Vec<u32> {
             return class;
         }
         count = refined;
+    }
+}
+
+/// Merges the equivalent states of `a`: each class keeps its first state (in id order, so
+/// the start state stays 1), renumbered densely; edges of merged-away states are dropped, and
+/// every target points at its class's state.
+pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
+    let classes = classes(&a);
+    let mut new_id = vec![DEAD_STATE; a.states.len() + 1];
+    let mut of_class: HashMap<u32, u32> = HashMap::new();
+    let mut keep = vec![false; a.states.len() + 1];
+    for id in 1..=a.states.len() {
+        let next = of_class.len() as u32 + 1;
+        let n = *of_class.entry(classes[id]).or_insert(next);
+        keep[id] = n == next;
+        new_id[id] = n;
+    }
+    if of_class.len() == a.states.len() {
+        return a;
+    }
+    let map = |s: u32| -> u32 { new_id.get(s as usize).copied().unwrap_or(DEAD_STATE) };
+    // Glob groups still used, renumbered in order of first use.
+    let mut globs = Vec::new();
+    let mut group: HashMap<u32, u32> = HashMap::new();
+    for (i, v) in a.states.iter().enumerate() {
+        if !keep[i + 1] || v.glob_count == 0 || group.contains_key(&v.glob_first) {
+            continue;
+        }
+        group.insert(v.glob_first, globs.len() as u32);
+        let first = v.glob_first as usize;
+        globs.extend_from_slice(
+            a.globs
+                .get(first..first + v.glob_count as usize)
+                .unwrap_or(&[]),
+        );
+    }
+    let states = a
+        .states
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep[i + 1])
+        .map(|(_, v)| bee_common::StateValue {
+            default_next: map(v.default_next),
+            glob_first: group.get(&v.glob_first).copied().unwrap_or(0),
+            ..*v
+        })
+        .collect();
+    let edges_short = a
+        .edges_short
+        .iter()
+        .filter(|(k, _)| keep.get(k.state as usize).copied().unwrap_or(false))
+        .map(|(k, &n)| {
+            (
+                EdgeKeyShort {
+                    state: map(k.state),
+                    ..*k
+                },
+                map(n),
+            )
+        })
+        .collect();
+    let edges_long = a
+        .edges_long
+        .iter()
+        .filter(|(k, _)| keep.get(k.state as usize).copied().unwrap_or(false))
+        .map(|(k, &n)| {
+            (
+                EdgeKeyLong {
+                    state: map(k.state),
+                    ..*k
+                },
+                map(n),
+            )
+        })
+        .collect();
+    PathAutomaton {
+        start: map(a.start),
+        states,
+        globs,
+        edges_short,
+        edges_long,
+        combos: a
+            .combos
+            .into_iter()
+            .filter_map(|(k, n)| {
+                let g = *group.get(&k.group)?;
+                Some((bee_common::ComboKey { group: g, ..k }, map(n)))
+            })
+            .collect(),
+        pinned: a.pinned.into_iter().map(|(r, s)| (r, map(s))).collect(),
     }
 }
