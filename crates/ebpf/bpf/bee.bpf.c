@@ -310,6 +310,63 @@ static __always_inline int decide_plain(__u32 hook, __u64 cgid,
 /* ---- Path resolution: dentry chain → segments ------------------------- */
 
 
+/* Whether a dentry name (len bytes at name) is the decimal form of id, with no
+ * leading zero. */
+static __always_inline int name_is_id(const unsigned char *name, __u32 len, __u32 id)
+{
+	unsigned char buf[16] = {};
+	__u32 v = id;
+
+	if (len == 0 || len > 10)
+		return 0;
+	if (bpf_probe_read_kernel(buf, len & 15, name))
+		return 0;
+	for (int i = 0; i < 10; i++) {
+		if (i >= len)
+			break;
+		if (buf[(len - 1 - i) & 15] != '0' + v % 10)
+			return 0;
+		v /= 10;
+	}
+	return v == 0 && (len == 1 || buf[0] != '0');
+}
+
+/* The caller's own /proc entries are named as a policy names them:
+ * /proc/<tgid> as /proc/self, and /proc/<tgid>/task/<tid> of the calling
+ * thread as /proc/self/task/self (what a policy's /proc/thread-self means).
+ * The kernel resolved the symbolic links /proc/self and /proc/thread-self
+ * before any hook, so without this a rule under them would match nothing.
+ * Only procfs dentries directly below its root (and task/<tid> below them)
+ * are considered; other tasks' entries keep their numbers. */
+static __always_inline int proc_self_name(struct dentry *d, struct dentry *parent,
+					  const unsigned char *name, __u32 len)
+{
+	struct dentry *root, *gp;
+	const unsigned char *pname, *gname;
+	unsigned char task[4] = {};
+	__u64 id;
+
+	if (BPF_CORE_READ(d, d_sb, s_magic) != BEE_PROC_SUPER_MAGIC)
+		return 0;
+	root = BPF_CORE_READ(d, d_sb, s_root);
+	id = bpf_get_current_pid_tgid();
+	if (parent == root)
+		return name_is_id(name, len, id >> 32);
+	/* <tid> in task/ of <tgid> directly below the root. */
+	if (BPF_CORE_READ(parent, d_name.len) != 4)
+		return 0;
+	pname = BPF_CORE_READ(parent, d_name.name);
+	if (bpf_probe_read_kernel(task, 4, pname) || task[0] != 't' || task[1] != 'a' ||
+	    task[2] != 's' || task[3] != 'k')
+		return 0;
+	gp = BPF_CORE_READ(parent, d_parent);
+	if (!gp || BPF_CORE_READ(gp, d_parent) != root)
+		return 0;
+	gname = BPF_CORE_READ(gp, d_name.name);
+	return name_is_id(name, len, (__u32)id) &&
+	       name_is_id(gname, BPF_CORE_READ(gp, d_name.len), id >> 32);
+}
+
 static long resolve_step(__u32 i, void *data)
 {
 	struct bee_path *p = path_buf();
@@ -319,6 +376,7 @@ static long resolve_step(__u32 i, void *data)
 	struct mount *m;
 	const unsigned char *name;
 	__u32 len, w, k;
+	int self;
 
 	if (!p || !sg)
 		return 1;
@@ -349,6 +407,9 @@ static long resolve_step(__u32 i, void *data)
 		c->flags |= BEE_EVENT_PATH_UNRESOLVED;
 		return 1;
 	}
+	self = parent && parent != d && proc_self_name(d, parent, name, len);
+	if (self)
+		len = 4;
 	k = c->nsegs;
 	w = c->pos;
 	/* The path would reach BEE_PATH_MAX bytes: the walk refuses such paths. */
@@ -361,7 +422,14 @@ static long resolve_step(__u32 i, void *data)
 	BEE_BOUND(w, BEE_PATH_MASK);
 	BEE_BOUND(len, BEE_NAME_MAX);
 	p->buf[w] = '/';
-	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
+	if (self) {
+		p->buf[(w + 1) & BEE_PATH_MASK] = 's';
+		p->buf[(w + 2) & BEE_PATH_MASK] = 'e';
+		p->buf[(w + 3) & BEE_PATH_MASK] = 'l';
+		p->buf[(w + 4) & BEE_PATH_MASK] = 'f';
+	} else {
+		bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
+	}
 	BEE_BOUND(k, BEE_SEGS_MAX - 1);
 	sg->seg_off[k] = w + 1;
 	sg->seg_len[k] = len;

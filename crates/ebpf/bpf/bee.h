@@ -106,6 +106,7 @@
 #define BEE_PIPEFS_MAGIC 0x50495045
 #define BEE_SOCKFS_MAGIC 0x534F434B
 #define BEE_ANON_INODE_FS_MAGIC 0x09041934
+#define BEE_PROC_SUPER_MAGIC 0x9fa0 /* include/uapi/linux/magic.h */
 
 /*
  * The path buffer. A path is assembled backwards from the dentry chain: the

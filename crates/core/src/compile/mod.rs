@@ -311,7 +311,7 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        match PathPattern::parse_owned(normalised) {
+        match PathPattern::parse_owned(thread_self(normalised)) {
             Ok(p) => Some(p),
             Err(e) => {
                 self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /dir/**/a/b (optionally ending in /**), /a/*/b (optionally ending in /**)"));
@@ -326,54 +326,10 @@ impl Compiler<'_> {
             let key = indexed_key(list, i);
             if let Some(pattern) = self.pattern(&key, raw, raw.get_ref()) {
                 let origin = self.origin(&raw.span(), key, raw.get_ref());
-                self.warn_unreachable(&pattern, &origin);
                 rules.push(PathRule { pattern, origin });
             }
         }
         self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
-    }
-
-    /// `/proc/self` and `/proc/thread-self` are symbolic links the kernel resolves before any
-    /// hook runs: it checks `/proc/<pid>/…`, so a rule written under them matches nothing.
-    fn warn_unreachable(&mut self, pattern: &PathPattern, origin: &Origin) {
-        let under = |dir: &str, link: &str| {
-            dir.strip_prefix("/proc/")
-                .and_then(|rest| rest.strip_prefix(link))
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        };
-        let start = match pattern {
-            PathPattern::Exact { path } => path.as_str(),
-            PathPattern::Subtree { root }
-            | PathPattern::Postfix { root, .. }
-            | PathPattern::Segment { root, .. }
-            | PathPattern::Nested { root, .. } => root.as_str(),
-            PathPattern::BoundedStar { segments, .. } => match &segments[..] {
-                [proc, link, ..] if proc == "proc" => {
-                    if link == "self" {
-                        "/proc/self"
-                    } else if link == "thread-self" {
-                        "/proc/thread-self"
-                    } else {
-                        return;
-                    }
-                }
-                _ => return,
-            },
-        };
-        for link in ["self", "thread-self"] {
-            if under(start, link) {
-                self.warnings.push(PolicyWarning {
-                    file: self.source.name.clone(),
-                    line: origin.line,
-                    column: origin.column,
-                    key: origin.key.clone(),
-                    message: format!(
-                        "`/proc/{link}` is a symbolic link the kernel resolves to `/proc/<pid>`, \
-                         so this rule never matches anything"
-                    ),
-                });
-            }
-        }
     }
 
     fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
@@ -496,6 +452,18 @@ impl Compiler<'_> {
             .zip(keep)
             .filter_map(|(rule, keep)| keep.then_some(rule))
             .collect()
+    }
+}
+
+/// `/proc/thread-self…` as the kernel programs name the calling thread's entries:
+/// `/proc/self/task/self…` (`/proc/self` is the calling process's own directory; see
+/// `proc_self_name` in the kernel programs). Other paths are returned unchanged.
+fn thread_self(path: String) -> String {
+    match path.strip_prefix("/proc/thread-self") {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            format!("/proc/self/task/self{rest}")
+        }
+        _ => path,
     }
 }
 

@@ -195,11 +195,12 @@ impl EnforcementPlan {
                 .iter()
                 .map(|r| carve(r, EXEC_ANY, Role::Deny)),
         );
-        inputs.extend(
-            fs.protect
-                .iter()
-                .map(|r| carve(r, ACCESS_WRITE, Role::Protect)),
-        );
+        inputs.extend(protected.iter().map(|(pattern, origin)| PathInput {
+            pattern,
+            accept: ACCESS_WRITE,
+            role: Role::Protect,
+            origin,
+        }));
         inputs.extend(fs.unprotect.iter().map(|r| carve(r, 0, Role::Unprotect)));
 
         let automaton = paths::build(&inputs, limits)?;
