@@ -62,6 +62,7 @@ fn compile(r: &Rules) -> CompiledPolicy {
         description: None,
         source: "bench.toml".to_owned(),
         base: "/".to_owned(),
+        include: Vec::new(),
         fs: FsGrants {
             read: path_rules("fs.read", &r.read),
             write: path_rules("fs.write", &r.write),

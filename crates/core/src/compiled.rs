@@ -33,6 +33,10 @@ pub struct CompiledPolicy {
     pub source: String,
     /// The absolute directory that relative paths were resolved against.
     pub base: String,
+    /// The fragments `include` expanded, in order, as diagnostics name them (`shipped
+    /// fragment rust (version 2)`, or a path); their rules' keys start with `FRAGMENT:`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
     /// File-system grants.
     pub fs: FsGrants,
     /// Executables that may be run.

@@ -15,6 +15,27 @@ pub(crate) struct RawPolicy {
     pub name: Option<Spanned<String>>,
     pub description: Option<Spanned<String>>,
     #[serde(default)]
+    pub include: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub fs: RawFs,
+    #[serde(default)]
+    pub exec: RawExec,
+    #[serde(default)]
+    pub net: RawNet,
+}
+
+/// An included fragment: a policy's tables without `version` or `name`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFragment {
+    #[allow(
+        dead_code,
+        reason = "documentation for people; read so that it is not refused"
+    )]
+    pub description: Option<Spanned<String>>,
+    #[serde(default)]
+    pub include: Vec<Spanned<String>>,
+    #[serde(default)]
     pub fs: RawFs,
     #[serde(default)]
     pub exec: RawExec,

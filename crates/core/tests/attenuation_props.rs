@@ -97,6 +97,7 @@ fn policy(read: &[String], allow: Vec<NetRule>) -> CompiledPolicy {
         description: None,
         source: String::new(),
         base: "/".to_owned(),
+        include: Vec::new(),
         fs: FsGrants {
             read: read
                 .iter()

@@ -130,6 +130,7 @@ fn workstation_policy() -> CompiledPolicy {
         description: None,
         source: "bench.toml".to_owned(),
         base: "/home/dev/proj".to_owned(),
+        include: Vec::new(),
         fs: FsGrants {
             read: rules("fs.read", &read),
             write: rules("fs.write", &write),

@@ -74,6 +74,7 @@ impl P {
             description: None,
             source: "test.toml".to_owned(),
             base: "/".to_owned(),
+            include: Vec::new(),
             fs: FsGrants {
                 read: path_rules("fs.read", &self.read),
                 write: path_rules("fs.write", &self.write),

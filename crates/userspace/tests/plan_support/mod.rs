@@ -17,6 +17,7 @@ pub fn policy() -> CompiledPolicy {
         description: None,
         source: "test.toml".to_owned(),
         base: "/".to_owned(),
+        include: Vec::new(),
         fs: FsGrants::default(),
         exec: Vec::new(),
         exec_deny: Vec::new(),
