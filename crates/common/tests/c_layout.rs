@@ -75,7 +75,7 @@ fn layouts() -> Layouts {
         &mut l,
         StateValue,
         "bee_state",
-        [accept, default_next, glob_first, glob_count]
+        [accept, default_next, glob_first, glob_count, move_class]
     );
     layout!(&mut l, EdgeKeyShort, "bee_edge_short", [state, len, name]);
     layout!(&mut l, EdgeKeyLong, "bee_edge_long", [state, len, name]);

@@ -1269,6 +1269,19 @@ int BPF_PROG(bee_path_symlink, const struct path *dir, struct dentry *dentry)
 	return check_write(BEE_HOOK_PATH_SYMLINK, dir, dentry);
 }
 
+/* The move class of a final state (0 for the dead state or a failed walk). */
+static __always_inline __u32 move_class(long state)
+{
+	struct bee_state *st;
+	__u32 key;
+
+	if (state <= 0)
+		return 0;
+	key = (__u32)state;
+	st = bpf_map_lookup_elem(&bee_states, &key);
+	return st ? st->move_class : 0;
+}
+
 static __always_inline int is_dir(struct dentry *dentry)
 {
 	return (BPF_CORE_READ(dentry, d_inode, i_mode) & BEE_S_IFMT) == BEE_S_IFDIR;
@@ -1293,10 +1306,10 @@ static __always_inline void report_reparent(__u64 cgid, const struct bee_scope *
 
 /* Both ends need WRITE. A move of a directory (either way, for
  * RENAME_EXCHANGE) moves every path below it, which neither end's check
- * sees: it is allowed only when both ends walk to the same state of the
- * minimised automaton (the same grants at every path below, whatever the
- * names: crates/userspace/src/plan/minimize.rs), so that no file leaves a
- * carve-out or enters a grant it lacked. */
+ * sees: it is allowed only when both ends walk to states of one move class
+ * (the same grants at every path below, whatever the names, but for EXEC on
+ * writable paths: crates/userspace/src/plan/minimize.rs), so that no file
+ * leaves a carve-out or enters a grant it lacked. */
 SEC("lsm/path_rename")
 int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_dentry,
 	     const struct path *new_dir, struct dentry *new_dentry)
@@ -1315,7 +1328,7 @@ int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_den
 					BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
 					BEE_ACCESS_WRITE, NEED_ACCESS, 1, &to);
 	if (!deny && (is_dir(old_dentry) || is_dir(new_dentry)) &&
-	    (from <= 0 || from != to)) {
+	    (move_class(from) == 0 || move_class(from) != move_class(to))) {
 		deny = 1;
 		report_reparent(cgid, scope, BPF_CORE_READ(new_dir, mnt), new_dentry);
 	}

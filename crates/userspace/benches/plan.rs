@@ -1,4 +1,5 @@
-//! Planning time for a realistic 10,000-rule policy, and the reference walk's cost per path.
+//! Planning time for a realistic 10,000-rule policy (with and without 1,000 carve-outs and
+//! the protected paths of language version 2), and the reference walk's cost per path.
 //!
 //! `cargo bench -p bee-userspace --bench plan`
 
@@ -145,6 +146,24 @@ fn workstation_policy() -> CompiledPolicy {
     }
 }
 
+/// The workstation policy with 1,000 `fs.deny` carve-outs inside its grants (a secrets
+/// directory per project module, and files by name) and version 2's protected paths.
+fn with_carve_outs(policy: &CompiledPolicy) -> CompiledPolicy {
+    let mut p = policy.clone();
+    p.version = 2;
+    let mut deny: Vec<String> = (0..900)
+        .map(|m| format!("/home/dev/proj/src/mod{m}/secrets/**"))
+        .collect();
+    deny.extend((0..100).map(|i| format!("/home/dev/proj/**/key{i}.pem")));
+    p.fs.deny = rules("fs.deny", &deny);
+    let protect: Vec<String> = bee_core::protected::protected(2)
+        .iter()
+        .map(|x| x.pattern.to_owned())
+        .collect();
+    p.fs.protect = rules("protected", &protect);
+    p
+}
+
 fn bench(c: &mut Criterion) {
     let policy = workstation_policy();
     let count = policy.fs.read.len()
@@ -156,10 +175,23 @@ fn bench(c: &mut Criterion) {
         Ok(plan) => eprintln!("{count} rules → {:?}", plan.stats()),
         Err(e) => eprintln!("{count} rules → refused: {e}"),
     }
+    let carved = with_carve_outs(&policy);
+    match EnforcementPlan::new(&carved) {
+        Ok(plan) => eprintln!(
+            "{count} rules + {} carve-outs + {} protected → {:?}",
+            carved.fs.deny.len(),
+            carved.fs.protect.len(),
+            plan.stats()
+        ),
+        Err(e) => eprintln!("carved → refused: {e}"),
+    }
     let mut g = c.benchmark_group("plan");
     g.sample_size(20).measurement_time(Duration::from_secs(4));
     g.bench_function("10k_rules", |b| {
         b.iter(|| EnforcementPlan::new(black_box(&policy)))
+    });
+    g.bench_function("10k_rules_1k_carve_outs", |b| {
+        b.iter(|| EnforcementPlan::new(black_box(&carved)))
     });
     g.finish();
 

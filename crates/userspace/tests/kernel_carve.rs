@@ -282,6 +282,16 @@ deny = ["{root}/bin/echo""#
         "copy it again",
     );
     assert_ok(&run(cg, &w("bin/true"), &[]), "granted exec");
+    // A directory built under a temporary name and renamed into the executable tree (as
+    // cargo makes target/): its files gain only EXEC, on paths the agent may write anyway.
+    assert_ok(
+        &run(cg, BUSYBOX, &["mkdir", "-p", &w(".tmp1/deep")]),
+        "a temporary dir",
+    );
+    assert_ok(
+        &run(cg, BUSYBOX, &["mv", &w(".tmp1"), &w("bin/built")]),
+        "renamed into bin/",
+    );
     let denied = sh(cg, r#""$1" x"#, &[&w("bin/echo")]);
     assert!(
         !denied.status.success() && denied.stdout.is_empty(),

@@ -277,10 +277,11 @@ proptest! {
         }
     }
 
-    /// Two paths that end in one state grant alike at every path below them: the kernel
-    /// lets a directory move between them, and nothing below may gain or lose.
+    /// Two paths that end in one state grant alike at every path below them; two paths of
+    /// one move class grant alike below them but for EXEC on writable paths. The kernel lets
+    /// a directory move only within a move class, so nothing below gains or loses more.
     #[test]
-    fn paths_ending_in_one_state_grant_alike_below(
+    fn paths_of_one_move_class_grant_alike_below(
         rules in prop::collection::vec(rule(), 0..8),
     ) {
         let (pol, lowered) = build(&rules);
@@ -290,21 +291,33 @@ proptest! {
         let paths = all_paths();
         let short: Vec<&String> = paths.iter().filter(|p| p.matches('/').count() <= 2).collect();
         let suffixes: Vec<&str> = short.iter().map(|p| p.as_str()).filter(|p| *p != "/").collect();
-        let mut first_of_class: std::collections::BTreeMap<u32, &str> = Default::default();
+        let exec = ACCESS_EXEC | ACCESS_EXEC_PINNED;
+        let movable = |b: u32| if b & ACCESS_WRITE != 0 { b & !exec } else { b };
+        let join_at = |d: &str, s: &str| if d == "/" { s.to_owned() } else { format!("{d}{s}") };
+        let mut first_state: std::collections::BTreeMap<u32, &str> = Default::default();
+        let mut first_class: std::collections::BTreeMap<u32, &str> = Default::default();
         for dir in &short {
             let state = walk_state(&plan, plan.start_state(), dir.as_bytes()).unwrap_or(DEAD_STATE);
             if state == DEAD_STATE {
                 continue;
             }
-            let class = state;
-            let other = *first_of_class.entry(class).or_insert(dir.as_str());
-            let join_at = |d: &str, s: &str| if d == "/" { s.to_owned() } else { format!("{d}{s}") };
-            prop_assert_eq!(expected_access(&lowered, dir), expected_access(&lowered, other));
-            for s in &suffixes {
+            let Some(class) = plan.states().find(|(id, _)| *id == state).map(|(_, v)| v.move_class) else {
+                return Err(TestCaseError::fail(format!("no state {state}")));
+            };
+            prop_assert!(class > 0);
+            let same = *first_state.entry(state).or_insert(dir.as_str());
+            let moved = *first_class.entry(class).or_insert(dir.as_str());
+            for s in std::iter::once("").chain(suffixes.iter().copied()) {
+                let here = expected_access(&lowered, &join_at(dir, s));
                 prop_assert_eq!(
-                    expected_access(&lowered, &join_at(dir, s)),
-                    expected_access(&lowered, &join_at(other, s)),
-                    "{} and {} end in state {} but differ at {}", dir, other, class, s
+                    here,
+                    expected_access(&lowered, &join_at(same, s)),
+                    "{} and {} end in state {} but differ at {}", dir, same, state, s
+                );
+                prop_assert_eq!(
+                    movable(here),
+                    movable(expected_access(&lowered, &join_at(moved, s))),
+                    "{} and {} share move class {} but differ at {}", dir, moved, class, s
                 );
             }
         }

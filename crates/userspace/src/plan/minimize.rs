@@ -39,7 +39,7 @@ struct Signature {
 }
 
 /// The class of each state, indexed by plan-local id (`classes[0]` is the dead state's, 0).
-fn classes(a: &PathAutomaton) -> Vec<u32> {
+fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
     let n = a.states.len();
     let mut edges: Vec<Vec<(&[u8], u32)>> = vec![Vec::new(); n + 1];
     for (k, &next) in &a.edges_short {
@@ -61,7 +61,7 @@ fn classes(a: &PathAutomaton) -> Vec<u32> {
     for id in 1..=n {
         let Some(s) = state(id) else { continue };
         let key = (
-            s.accept,
+            bits(s.accept),
             if pinned.contains(&(id as u32)) {
                 id as u32
             } else {
@@ -148,7 +148,7 @@ fn classes(a: &PathAutomaton) -> Vec<u32> {
 /// the start state stays 1), renumbered densely; edges of merged-away states are dropped, and
 /// every target points at its class's state.
 pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
-    let classes = classes(&a);
+    let classes = classes(&a, |b| b);
     let mut new_id = vec![DEAD_STATE; a.states.len() + 1];
     let mut of_class: HashMap<u32, u32> = HashMap::new();
     let mut keep = vec![false; a.states.len() + 1];
@@ -159,7 +159,7 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
         new_id[id] = n;
     }
     if of_class.len() == a.states.len() {
-        return a;
+        return with_move_classes(a);
     }
     let map = |s: u32| -> u32 { new_id.get(s as usize).copied().unwrap_or(DEAD_STATE) };
     // Glob groups still used, renumbered in order of first use.
@@ -216,7 +216,7 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
             )
         })
         .collect();
-    PathAutomaton {
+    with_move_classes(PathAutomaton {
         start: map(a.start),
         states,
         globs,
@@ -231,5 +231,25 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
             })
             .collect(),
         pinned: a.pinned.into_iter().map(|(r, s)| (r, map(s))).collect(),
+    })
+}
+
+/// Sets each state's [`bee_common::StateValue::move_class`]: the classes of the automaton
+/// refined with EXEC ignored wherever WRITE is granted. A directory may move between two
+/// paths of one move class: below them, every path grants the same, except that a writable
+/// path may gain or lose EXEC — no more than the agent could do by writing the file there
+/// (build tools make a directory under a temporary name and rename it into `target/`).
+fn with_move_classes(mut a: PathAutomaton) -> PathAutomaton {
+    const EXEC_ANY: u32 = bee_common::ACCESS_EXEC | bee_common::ACCESS_EXEC_PINNED;
+    let moves = classes(&a, |b| {
+        if b & bee_common::ACCESS_WRITE != 0 {
+            b & !EXEC_ANY
+        } else {
+            b
+        }
+    });
+    for (s, &c) in a.states.iter_mut().zip(moves.iter().skip(1)) {
+        s.move_class = c;
     }
+    a
 }

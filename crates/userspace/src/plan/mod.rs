@@ -267,6 +267,7 @@ impl EnforcementPlan {
                         glob(v.glob_first)?
                     },
                     glob_count: v.glob_count,
+                    move_class: v.move_class,
                 })
             })
             .collect::<Result<_, PlanError>>()?;

@@ -542,6 +542,7 @@ pub(crate) fn build(
             default_next,
             glob_first,
             glob_count,
+            move_class: 0,
         });
         id += 1;
     }
