@@ -32,7 +32,7 @@ pub struct StateValue {
     /// Number of star segments to try (0..=8); bit `i` of the mask is glob `glob_first + i`.
     pub glob_count: u32,
     /// The state's move class within its policy (1 and up; 0 for none): below two paths of
-    /// one move class every path grants the same, except that writable paths may differ in
+    /// one move class every path grants the same, except that readable paths may differ in
     /// EXEC. `path_rename` moves a directory only between two paths of one move class.
     pub move_class: u32,
 }

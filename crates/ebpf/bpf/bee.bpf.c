@@ -1308,7 +1308,7 @@ static __always_inline void report_reparent(__u64 cgid, const struct bee_scope *
  * RENAME_EXCHANGE) moves every path below it, which neither end's check
  * sees: it is allowed only when both ends walk to states of one move class
  * (the same grants at every path below, whatever the names, but for EXEC on
- * writable paths: crates/userspace/src/plan/minimize.rs), so that no file
+ * readable paths: crates/userspace/src/plan/minimize.rs), so that no file
  * leaves a carve-out or enters a grant it lacked. */
 SEC("lsm/path_rename")
 int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_dentry,

@@ -283,7 +283,7 @@ deny = ["{root}/bin/echo""#
     );
     assert_ok(&run(cg, &w("bin/true"), &[]), "granted exec");
     // A directory built under a temporary name and renamed into the executable tree (as
-    // cargo makes target/): its files gain only EXEC, on paths the agent may write anyway.
+    // cargo makes target/): its files gain only EXEC, on paths the agent can read.
     assert_ok(
         &run(cg, BUSYBOX, &["mkdir", "-p", &w(".tmp1/deep")]),
         "a temporary dir",

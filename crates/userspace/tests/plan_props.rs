@@ -278,7 +278,7 @@ proptest! {
     }
 
     /// Two paths that end in one state grant alike at every path below them; two paths of
-    /// one move class grant alike below them but for EXEC on writable paths. The kernel lets
+    /// one move class grant alike below them but for EXEC on readable paths. The kernel lets
     /// a directory move only within a move class, so nothing below gains or loses more.
     #[test]
     fn paths_of_one_move_class_grant_alike_below(
@@ -292,7 +292,7 @@ proptest! {
         let short: Vec<&String> = paths.iter().filter(|p| p.matches('/').count() <= 2).collect();
         let suffixes: Vec<&str> = short.iter().map(|p| p.as_str()).filter(|p| *p != "/").collect();
         let exec = ACCESS_EXEC | ACCESS_EXEC_PINNED;
-        let movable = |b: u32| if b & ACCESS_WRITE != 0 { b & !exec } else { b };
+        let movable = |b: u32| if b & (ACCESS_READ | ACCESS_WRITE) != 0 { b & !exec } else { b };
         let join_at = |d: &str, s: &str| if d == "/" { s.to_owned() } else { format!("{d}{s}") };
         let mut first_state: std::collections::BTreeMap<u32, &str> = Default::default();
         let mut first_class: std::collections::BTreeMap<u32, &str> = Default::default();

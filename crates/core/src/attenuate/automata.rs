@@ -337,24 +337,26 @@ pub(crate) fn counterexample(
     Ok(None)
 }
 
-/// Searches for the shortest valid path accepted by `autos[0]` on which `pred` holds, `pred`
-/// being given whether each automaton of `autos` accepts the path (in order; `pred` is only
-/// asked where `autos[0]` accepts). A dead state of `autos[0]` ends a branch; the others are
+/// Searches for the shortest valid path accepted by automaton `roles[0]` on which `pred`
+/// holds, `pred` being given whether each automaton of `roles` (indices into `store`; one
+/// automaton may fill several roles) accepts the path, in role order. `pred` is only asked
+/// where `roles[0]` accepts. A dead state of `roles[0]` ends a branch; the others are
 /// followed to the end, so `pred` may ask for an automaton *not* to accept. Carve-outs make
 /// the inclusion questions boolean combinations of unions (`g ∧ ¬D ∧ ¬(P ∧ ¬U) ∧ …`), which
 /// this decides as [`counterexample`] decides the plain one.
 pub(crate) fn search(
-    autos: &mut [Lazy],
+    store: &mut [Lazy],
+    roles: &[usize],
     valid: &Dfa,
     alphabet: &[u8],
     pred: impl Fn(&[bool]) -> bool,
 ) -> Result<Option<Vec<u8>>, BuildError> {
-    if autos.is_empty() {
+    if roles.is_empty() || roles.iter().any(|&r| r >= store.len()) {
         return Ok(None);
     }
-    let mut start = Vec::with_capacity(autos.len());
-    for a in autos.iter_mut() {
-        start.push(a.start()?);
+    let mut start = Vec::with_capacity(roles.len());
+    for &r in roles {
+        start.push(store[r].start()?);
     }
     type Key = (Vec<LazyStateID>, StateID);
     let start: Key = (start, start_of(valid)?);
@@ -362,11 +364,11 @@ pub(crate) fn search(
     let mut trail: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
     seen.insert(start.clone(), 0);
     let mut queue = VecDeque::from([(start, 0usize)]);
-    let mut accepting = vec![false; autos.len()];
+    let mut accepting = vec![false; roles.len()];
     while let Some(((states, v), at)) = queue.pop_front() {
-        if accepts(valid, v) && autos[0].accepts(states[0])? {
-            for (i, (a, &s)) in autos.iter_mut().zip(&states).enumerate() {
-                accepting[i] = !s.is_dead() && a.accepts(s)?;
+        if accepts(valid, v) && store[roles[0]].accepts(states[0])? {
+            for (i, (&r, &s)) in roles.iter().zip(&states).enumerate() {
+                accepting[i] = !s.is_dead() && store[r].accepts(s)?;
             }
             if pred(&accepting) {
                 let mut bytes = Vec::new();
@@ -388,8 +390,8 @@ pub(crate) fn search(
                 continue;
             }
             let mut next = Vec::with_capacity(states.len());
-            for (a, &s) in autos.iter_mut().zip(&states) {
-                next.push(if s.is_dead() { s } else { a.next(s, b)? });
+            for (&r, &s) in roles.iter().zip(&states) {
+                next.push(if s.is_dead() { s } else { store[r].next(s, b)? });
             }
             if next[0].is_dead() {
                 continue;

@@ -137,7 +137,14 @@ fn unpinned_outcome<'a>(
     if !carved {
         return set.check(pattern);
     }
-    match carve::excess(pattern, child_carve, set, patterns, parent_carve) {
+    match carve::excess(
+        &mut carve::Searcher::default(),
+        pattern,
+        child_carve,
+        set,
+        patterns,
+        parent_carve,
+    ) {
         Ok(None) => Outcome::Covered,
         Ok(Some(path)) => Outcome::Counterexample(path),
         Err(reason) => Outcome::Unproven(reason),

@@ -370,19 +370,9 @@ impl<'a> Carves<'a> {
         let mut exec = pats(&p.exec_deny);
         exec.extend(&deny);
         Self {
-            read: carve::Carve {
-                deny: deny.clone(),
-                ..Default::default()
-            },
-            write: carve::Carve {
-                deny,
-                protect: pats(&p.fs.protect),
-                unprotect: pats(&p.fs.unprotect),
-            },
-            exec: carve::Carve {
-                deny: exec,
-                ..Default::default()
-            },
+            read: carve::Carve::indexed(deny.clone(), Vec::new(), Vec::new()),
+            write: carve::Carve::indexed(deny, pats(&p.fs.protect), pats(&p.fs.unprotect)),
+            exec: carve::Carve::indexed(exec, Vec::new(), Vec::new()),
         }
     }
 }

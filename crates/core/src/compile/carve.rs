@@ -4,7 +4,7 @@
 //! grant (a typo, or a grant that moved), an `fs.unprotect` rule that lifts no protection,
 //! and a grant whose every path is carved out (it grants nothing).
 
-use crate::attenuate::carve::{Carve, leaves_something, meets_any};
+use crate::attenuate::carve::{Carve, Searcher, leaves_something, meets_any};
 use crate::compiled::{CompiledPolicy, Origin, PathRule};
 use crate::error::PolicyWarning;
 use crate::glob::PathPattern;
@@ -27,13 +27,14 @@ fn warning(file: &str, origin: &Origin, message: String) -> PolicyWarning {
 pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     let fs = &policy.fs;
     let mut out = Vec::new();
+    let mut searcher = Searcher::default();
     let readable: Vec<&PathPattern> = fs.readable().map(|r| &r.pattern).collect();
     let exec: Vec<&PathPattern> = policy.exec.iter().map(|r| &r.pattern).collect();
     let write = patterns(&fs.write);
     let all: Vec<&PathPattern> = readable.iter().chain(&exec).copied().collect();
     let mut nothing = |rules: &[PathRule], grants: &[&PathPattern], what: &str| {
         for r in rules {
-            if meets_any(&r.pattern, grants) == Some(false) {
+            if meets_any(&mut searcher, &r.pattern, grants) == Some(false) {
                 out.push(warning(
                     file,
                     &r.origin,
@@ -56,7 +57,7 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     nothing(&policy.exec_deny, &exec, "exec");
     let protect = patterns(&fs.protect);
     for r in &fs.unprotect {
-        if meets_any(&r.pattern, &protect) == Some(false) {
+        if meets_any(&mut searcher, &r.pattern, &protect) == Some(false) {
             out.push(warning(
                 file,
                 &r.origin,
@@ -68,23 +69,13 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         }
     }
     let deny = patterns(&fs.deny);
-    let read_carve = Carve {
-        deny: deny.clone(),
-        ..Carve::default()
-    };
-    let write_carve = Carve {
-        deny: deny.clone(),
-        protect,
-        unprotect: patterns(&fs.unprotect),
-    };
+    let read_carve = Carve::indexed(deny.clone(), Vec::new(), Vec::new());
+    let write_carve = Carve::indexed(deny.clone(), protect, patterns(&fs.unprotect));
     let mut exec_deny = patterns(&policy.exec_deny);
     exec_deny.extend(&deny);
-    let exec_carve = Carve {
-        deny: exec_deny,
-        ..Carve::default()
-    };
+    let exec_carve = Carve::indexed(exec_deny, Vec::new(), Vec::new());
     let mut empty = |pattern: &PathPattern, origin: &Origin, carve: &Carve<'_>| {
-        if !carve.is_empty() && leaves_something(pattern, carve) == Some(false) {
+        if !carve.is_empty() && leaves_something(&mut searcher, pattern, carve) == Some(false) {
             out.push(warning(
                 file,
                 origin,

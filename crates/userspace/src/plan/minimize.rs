@@ -235,14 +235,17 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
 }
 
 /// Sets each state's [`bee_common::StateValue::move_class`]: the classes of the automaton
-/// refined with EXEC ignored wherever WRITE is granted. A directory may move between two
-/// paths of one move class: below them, every path grants the same, except that a writable
-/// path may gain or lose EXEC — no more than the agent could do by writing the file there
-/// (build tools make a directory under a temporary name and rename it into `target/`).
+/// refined with EXEC ignored wherever READ is granted. A directory may move between two
+/// paths of one move class: below them every path grants the same, except that a readable
+/// path may gain or lose EXEC. That is no new power: moving needs WRITE on both ends, so
+/// whatever the agent wrote into the directory it could have written at the destination,
+/// and what it did not write (files it found there) it can read, and runs confined either
+/// way. Build tools need it: cargo makes `target/` under a temporary name and renames it
+/// into place, and only `target/**` is executable.
 fn with_move_classes(mut a: PathAutomaton) -> PathAutomaton {
     const EXEC_ANY: u32 = bee_common::ACCESS_EXEC | bee_common::ACCESS_EXEC_PINNED;
     let moves = classes(&a, |b| {
-        if b & bee_common::ACCESS_WRITE != 0 {
+        if b & (bee_common::ACCESS_READ | bee_common::ACCESS_WRITE) != 0 {
             b & !EXEC_ANY
         } else {
             b
