@@ -146,15 +146,24 @@ fn workstation_policy() -> CompiledPolicy {
     }
 }
 
-/// The workstation policy with 1,000 `fs.deny` carve-outs inside its grants (a secrets
-/// directory per project module, and files by name) and version 2's protected paths.
-fn with_carve_outs(policy: &CompiledPolicy) -> CompiledPolicy {
+/// The workstation policy with 1,000 `fs.deny` carve-outs inside its grants (a secrets file
+/// per project module, and key files) and version 2's protected paths. (With `secrets/**`
+/// subtrees instead, under `/home/dev/**/*.md`'s tree, the automaton before minimisation
+/// needs more glob groups than the plan allows, and the policy is refused: see
+/// `docs/benchmarks.md`.)
+fn with_carve_outs(policy: &CompiledPolicy, subtrees: bool) -> CompiledPolicy {
     let mut p = policy.clone();
     p.version = 2;
     let mut deny: Vec<String> = (0..900)
-        .map(|m| format!("/home/dev/proj/src/mod{m}/secrets/**"))
+        .map(|m| {
+            if subtrees {
+                format!("/home/dev/proj/src/mod{m}/secrets/**")
+            } else {
+                format!("/home/dev/proj/src/mod{m}/.env")
+            }
+        })
         .collect();
-    deny.extend((0..100).map(|i| format!("/home/dev/proj/**/key{i}.pem")));
+    deny.extend((0..100).map(|m| format!("/home/dev/proj/src/mod{m}/key.pem")));
     p.fs.deny = rules("fs.deny", &deny);
     let protect: Vec<String> = bee_core::protected::protected(2)
         .iter()
@@ -175,7 +184,10 @@ fn bench(c: &mut Criterion) {
         Ok(plan) => eprintln!("{count} rules → {:?}", plan.stats()),
         Err(e) => eprintln!("{count} rules → refused: {e}"),
     }
-    let carved = with_carve_outs(&policy);
+    if let Err(e) = EnforcementPlan::new(&with_carve_outs(&policy, true)) {
+        eprintln!("with 900 subtree carve-outs: refused: {e}");
+    }
+    let carved = with_carve_outs(&policy, false);
     match EnforcementPlan::new(&carved) {
         Ok(plan) => eprintln!(
             "{count} rules + {} carve-outs + {} protected → {:?}",

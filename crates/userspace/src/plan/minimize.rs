@@ -30,60 +30,56 @@ use bee_common::{EdgeKeyLong, EdgeKeyShort};
 struct Signature {
     class: u32,
     default: u32,
-    /// `(segment, class)` of each literal edge that leads elsewhere than its fallback.
-    literals: Vec<(Vec<u8>, u32)>,
-    /// The star segments and `(mask, class)` of each combo that leads elsewhere than the
-    /// default; both empty when every combo does.
-    globs: Vec<Vec<u8>>,
+    /// `(segment id, class)` of each literal edge that leads elsewhere than its fallback.
+    literals: Vec<(u32, u32)>,
+    /// The state's glob group and `(mask, class)` of each combo that leads elsewhere than
+    /// the default; both empty when every combo does. (Two groups with the same star
+    /// segments count as different: finer classes, never wrong ones.)
+    group: Option<u32>,
     combos: Vec<(u32, u32)>,
 }
 
-/// The class of each state, indexed by plan-local id (`classes[0]` is the dead state's, 0).
-fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
-    let n = a.states.len();
-    let mut edges: Vec<Vec<(&[u8], u32)>> = vec![Vec::new(); n + 1];
-    for (k, &next) in &a.edges_short {
-        if let Some(e) = edges.get_mut(k.state as usize) {
-            e.push((k.name.get(..k.len as usize).unwrap_or(&[]), next));
-        }
-    }
-    for (k, &next) in &a.edges_long {
-        if let Some(e) = edges.get_mut(k.state as usize) {
-            e.push((k.name.get(..k.len as usize).unwrap_or(&[]), next));
-        }
-    }
-    let pinned: BTreeSet<u32> = a.pinned.values().copied().collect();
-    let state = |id: usize| a.states.get(id.wrapping_sub(1));
+/// A state's transitions, as the kernel walks them, computed once.
+struct Moves {
+    default: u32,
+    /// `(segment id, target, fallback)`: the literal edge, and where the segment would go
+    /// without it (glob combo or default).
+    literals: Vec<(u32, u32, u32)>,
+    group: u32,
+    /// `(mask, target)` for every non-zero glob mask.
+    combos: Vec<(u32, u32)>,
+}
 
-    // Initial partition: access bits, pinned states alone.
-    let mut initial: HashMap<(u32, u32), u32> = HashMap::new();
-    let mut class = vec![0u32; n + 1];
-    for id in 1..=n {
-        let Some(s) = state(id) else { continue };
-        let key = (
-            bits(s.accept),
-            if pinned.contains(&(id as u32)) {
-                id as u32
-            } else {
-                0
-            },
+fn moves(a: &PathAutomaton) -> Vec<Moves> {
+    let n = a.states.len();
+    let mut symbols: HashMap<&[u8], u32> = HashMap::new();
+    let mut edges: Vec<Vec<(u32, u32, &[u8])>> = (0..=n).map(|_| Vec::new()).collect();
+    let names = a
+        .edges_short
+        .iter()
+        .map(|(k, &next)| (k.state, k.name.get(..k.len as usize).unwrap_or(&[]), next))
+        .chain(
+            a.edges_long
+                .iter()
+                .map(|(k, &next)| (k.state, k.name.get(..k.len as usize).unwrap_or(&[]), next)),
         );
-        let next = initial.len() as u32 + 1;
-        class[id] = *initial.entry(key).or_insert(next);
+    for (state, name, next) in names {
+        let fresh = symbols.len() as u32;
+        let sym = *symbols.entry(name).or_insert(fresh);
+        if let Some(e) = edges.get_mut(state as usize) {
+            e.push((sym, next, name));
+        }
     }
-    let mut count = initial.len();
-    loop {
-        let cls = |s: u32| -> u32 {
-            if s == DEAD_STATE {
-                0
-            } else {
-                class.get(s as usize).copied().unwrap_or(0)
-            }
-        };
-        let mut seen: HashMap<Signature, u32> = HashMap::with_capacity(count);
-        let mut next_class = vec![0u32; n + 1];
-        for id in 1..=n {
-            let Some(s) = state(id) else { continue };
+    (0..=n)
+        .map(|id| {
+            let Some(s) = id.checked_sub(1).and_then(|i| a.states.get(i)) else {
+                return Moves {
+                    default: DEAD_STATE,
+                    literals: Vec::new(),
+                    group: 0,
+                    combos: Vec::new(),
+                };
+            };
             let globs: Vec<&[u8]> = (0..s.glob_count)
                 .filter_map(|i| a.globs.get(s.glob_first.checked_add(i)? as usize))
                 .map(|g| g.pattern())
@@ -100,43 +96,84 @@ fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
                     .copied()
                     .unwrap_or(s.default_next)
             };
-            let fallback = |name: &[u8]| -> u32 {
-                let mut mask = 0u32;
-                for (i, g) in globs.iter().enumerate() {
-                    if glob_segment_matches(g, name) {
-                        mask |= 1 << i;
-                    }
-                }
-                target(mask)
-            };
-            let mut literals: Vec<(Vec<u8>, u32)> = edges[id]
+            let literals = edges[id]
                 .iter()
-                .filter(|(name, next)| cls(*next) != cls(fallback(name)))
-                .map(|(name, next)| (name.to_vec(), cls(*next)))
+                .map(|&(sym, next, name)| {
+                    let mut mask = 0u32;
+                    for (i, g) in globs.iter().enumerate() {
+                        if glob_segment_matches(g, name) {
+                            mask |= 1 << i;
+                        }
+                    }
+                    (sym, next, target(mask))
+                })
+                .collect();
+            Moves {
+                default: s.default_next,
+                literals,
+                group: s.glob_first,
+                combos: (1u32..(1 << globs.len())).map(|m| (m, target(m))).collect(),
+            }
+        })
+        .collect()
+}
+
+/// The class of each state, indexed by plan-local id (`classes[0]` is the dead state's, 0),
+/// the states being first told apart by `bits(accept)`.
+fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
+    let n = a.states.len();
+    let moves = moves(a);
+    let pinned: BTreeSet<u32> = a.pinned.values().copied().collect();
+
+    // Initial partition: access bits, pinned states alone.
+    let mut initial: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut class = vec![0u32; n + 1];
+    for (i, s) in a.states.iter().enumerate() {
+        let id = i + 1;
+        let key = (
+            bits(s.accept),
+            if pinned.contains(&(id as u32)) {
+                id as u32
+            } else {
+                0
+            },
+        );
+        let next = initial.len() as u32 + 1;
+        class[id] = *initial.entry(key).or_insert(next);
+    }
+    let mut count = initial.len();
+    let mut next_class = vec![0u32; n + 1];
+    loop {
+        let cls = |s: u32| -> u32 { class.get(s as usize).copied().unwrap_or(0) };
+        let mut seen: HashMap<Signature, u32> = HashMap::with_capacity(count * 2);
+        for id in 1..=n {
+            let m = &moves[id];
+            let default = cls(m.default);
+            let mut literals: Vec<(u32, u32)> = m
+                .literals
+                .iter()
+                .filter(|(_, next, fallback)| cls(*next) != cls(*fallback))
+                .map(|(sym, next, _)| (*sym, cls(*next)))
                 .collect();
             literals.sort_unstable();
-            let default = cls(s.default_next);
-            let combos: Vec<(u32, u32)> = (1u32..(1 << globs.len()))
-                .map(|mask| (mask, cls(target(mask))))
+            let combos: Vec<(u32, u32)> = m
+                .combos
+                .iter()
+                .map(|&(mask, t)| (mask, cls(t)))
                 .filter(|&(_, c)| c != default)
                 .collect();
-            let globs = if combos.is_empty() {
-                Vec::new()
-            } else {
-                globs.iter().map(|g| g.to_vec()).collect()
-            };
             let sig = Signature {
                 class: class[id],
                 default,
                 literals,
-                globs,
+                group: (!combos.is_empty()).then_some(m.group),
                 combos,
             };
             let fresh = seen.len() as u32 + 1;
             next_class[id] = *seen.entry(sig).or_insert(fresh);
         }
         let refined = seen.len();
-        class = next_class;
+        std::mem::swap(&mut class, &mut next_class);
         if refined == count {
             return class;
         }
