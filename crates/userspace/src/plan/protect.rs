@@ -11,6 +11,7 @@
 //!   begins inside `L`;
 //! * `L` (or `L/**`) when `L` ends with the whole tail.
 //!
+//! An exact write rule contributes only its own path, when a protected pattern matches it.
 //! Patterns anchored below `/`, and any pattern when a write rule's prefix is `/`, are planned
 //! as written.
 
@@ -22,7 +23,12 @@ pub(crate) fn narrowed<'a>(
     protect: &'a [PathRule],
     write: &[PathRule],
 ) -> Vec<(PathPattern, &'a Origin)> {
-    let mut roots: Vec<Vec<&str>> = write.iter().map(|r| r.pattern.literal_prefix()).collect();
+    // An exact write rule needs no pattern below it: only whether its own path is protected.
+    let mut roots: Vec<Vec<&str>> = write
+        .iter()
+        .filter(|r| !matches!(r.pattern, PathPattern::Exact { .. }))
+        .map(|r| r.pattern.literal_prefix())
+        .collect();
     roots.sort_by_key(Vec::len);
     roots.dedup();
     let mut kept: Vec<Vec<&str>> = Vec::new();
@@ -32,6 +38,13 @@ pub(crate) fn narrowed<'a>(
         }
     }
     let mut out = Vec::new();
+    for w in write {
+        if let PathPattern::Exact { path } = &w.pattern {
+            if let Some(rule) = protect.iter().find(|p| p.pattern.matches(path)) {
+                out.push((w.pattern.clone(), &rule.origin));
+            }
+        }
+    }
     for rule in protect {
         let (tail, subtree): (Vec<&str>, bool) = match &rule.pattern {
             PathPattern::Nested {
