@@ -159,7 +159,7 @@ impl PathPattern {
         };
         let has_star = |segs: &[&str]| segs.iter().any(|s| s.contains('*'));
         match double {
-            None if !has_star(&segments) => Ok(Self::Exact {
+            None if !has_star(segments) => Ok(Self::Exact {
                 path: normalised.to_owned(),
             }),
             None => Ok(Self::BoundedStar {

@@ -28,7 +28,7 @@ pub(crate) struct RawPolicy {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFragment {
-    #[allow(
+    #[expect(
         dead_code,
         reason = "documentation for people; read so that it is not refused"
     )]

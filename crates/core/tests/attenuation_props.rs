@@ -482,7 +482,8 @@ fn carved_policy((write, deny, protect, unprotect): &Carved) -> CompiledPolicy {
 fn carved_grants((write, deny, protect, unprotect): &Carved, path: &str) -> (bool, bool) {
     let any = |texts: &[String]| texts.iter().any(|t| parse(t).matches(path));
     let granted = any(write) && !any(deny);
-    (granted, granted && !(any(protect) && !any(unprotect)))
+    let protected = any(protect) && !any(unprotect);
+    (granted, granted && !protected)
 }
 
 proptest! {

@@ -212,8 +212,11 @@ impl CarveIdx {
 #[derive(Default)]
 pub(crate) struct Searcher {
     store: Vec<Lazy>,
-    index: HashMap<Vec<usize>, Result<(usize, [bool; 256]), String>>,
+    index: HashMap<Vec<usize>, Result<Built, String>>,
 }
+
+/// A union built once: its index in the store and the bytes its patterns name.
+type Built = (usize, [bool; 256]);
 
 /// One search's roles: automaton indices, and the bytes their patterns name.
 struct Roles {

@@ -579,13 +579,12 @@ impl Compiler<'_> {
                 Err(message) => self.problem(raw.span(), &key, message, Some("a pinned executable must exist when the policy is compiled; its inode is recorded then")),
             }
         }
-        let rules = self.dedup(
+        self.dedup(
             "exec.allow",
             rules,
             |r| (r.pattern.clone(), r.pin),
             |r| &r.origin,
-        );
-        rules
+        )
     }
 
     /// A pin that an unpinned rule also admits would pin nothing: refuse the contradiction.
