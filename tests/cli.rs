@@ -101,8 +101,16 @@ fn emit_compiled_is_deterministic_json() {
     let v: serde_json::Value =
         serde_json::from_str(&stdout(&a)).unwrap_or_else(|e| unreachable!("{e}"));
     assert_eq!(v["format"], 1);
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["version"], 2);
     assert!(v["fs"]["read"].as_array().is_some_and(|r| !r.is_empty()));
+    // Version 2's protected paths are part of the compiled form, each named by its origin.
+    let protect = v["fs"]["protect"].as_array().cloned().unwrap_or_default();
+    assert!(
+        protect
+            .iter()
+            .any(|r| r["origin"]["text"] == "/**/.git/hooks/**"),
+        "{protect:?}"
+    );
 }
 
 #[test]
@@ -232,4 +240,116 @@ fn policy_diff_shows_each_side_with_counterexamples() {
     let bad = bad.path().to_str().unwrap();
     let o = bee(&["policy", "diff", "policies/parent.toml", bad]);
     assert_eq!(code(&o), 65, "{}", stderr(&o));
+}
+
+fn policy_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap_or_else(|e| unreachable!("{e}"));
+    p.display().to_string()
+}
+
+/// `bee validate` lists the protected paths in force and where each comes from; version 1
+/// protects nothing and refuses `fs.unprotect`; carve-outs that carve nothing warn.
+#[test]
+fn validate_lists_protected_paths_and_warns_about_idle_carve_outs() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let v2 = policy_file(
+        dir.path(),
+        "v2.toml",
+        "version = 2\n[fs]\nwrite = [\"/w/**\"]\nprotect = [\"/w/deploy/**\"]\nunprotect = [\"/w/.envrc\"]\ndeny = [\"/w/secret/**\", \"/elsewhere/**\"]\nread = [\"/r/a\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &v2]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("/**/.git/hooks/** (version 2): git runs hooks"),
+        "{err}"
+    );
+    assert!(
+        err.contains("/w/deploy/** (fs.protect[0] (line 4))"),
+        "{err}"
+    );
+    assert!(err.contains("unprotected: /w/.envrc"), "{err}");
+    assert!(err.contains("carve-outs: fs.deny 2"), "{err}");
+    assert!(
+        err.contains("fs.deny[1]") && err.contains("carves nothing out"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("fs.deny[0]"),
+        "the used carve-out is not warned about: {err}"
+    );
+
+    let o = bee(&["validate", "--policy", &v2, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+    assert_eq!(v["rules"]["fs.deny"], 2);
+    assert_eq!(v["protected"].as_array().map(Vec::len), Some(7), "{v}");
+
+    let v1 = policy_file(
+        dir.path(),
+        "v1.toml",
+        "version = 1\n[fs]\nwrite = [\"/w/**\"]\nunprotect = [\"/w/.git/hooks/**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &v1]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(stderr(&o).contains("fs.unprotect"), "{}", stderr(&o));
+
+    let empty = policy_file(
+        dir.path(),
+        "empty.toml",
+        "version = 1\n[fs]\nread = [\"/w/secret/**\"]\ndeny = [\"/w/**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &empty]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("fs.read[0]") && stderr(&o).contains("grants nothing"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A child that drops its parent's carve-out, or writes where the parent protects, grants
+/// more: refused with the carved path as the counterexample.
+#[test]
+fn a_child_that_drops_a_carve_out_is_wider() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let parent = policy_file(
+        dir.path(),
+        "parent.toml",
+        "version = 2\n[fs]\nwrite = [\"/w/**\"]\ndeny = [\"/w/secret/**\"]\n",
+    );
+    let child = policy_file(
+        dir.path(),
+        "child.toml",
+        "version = 2\n[fs]\nread = [\"/w/**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &child, "--parent", &parent]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(stderr(&o).contains("`/w/secret`"), "{}", stderr(&o));
+
+    let kept = policy_file(
+        dir.path(),
+        "kept.toml",
+        "version = 2\n[fs]\nread = [\"/w/**\"]\ndeny = [\"/w/secret/**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &kept, "--parent", &parent]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    // A version 1 child writes where a version 2 parent protects.
+    let v1 = policy_file(
+        dir.path(),
+        "v1.toml",
+        "version = 1\n[fs]\nwrite = [\"/w/src/**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &v1, "--parent", &parent]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(".git/hooks") || stderr(&o).contains(".bee"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = bee(&["policy", "diff", &parent, &kept]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("write to"), "{}", stdout(&o));
 }

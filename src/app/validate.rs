@@ -56,6 +56,8 @@ pub fn run(args: &Args) -> Exit {
         "policy": args.policy.display().to_string(),
         "warnings": child.warnings,
         "rules": rule_counts(&child),
+        "protected": protected(&child),
+        "unprotected": child.policy.fs.unprotect.iter().map(|r| r.pattern.to_string()).collect::<Vec<_>>(),
         "plan": stats,
     });
     if let Some(parent_path) = &args.parent {
@@ -110,6 +112,37 @@ pub fn run(args: &Args) -> Exit {
             r["net.allow"],
             r["net.unix"],
         );
+        let carved: u64 = ["fs.deny", "exec.deny"]
+            .iter()
+            .filter_map(|k| r[*k].as_u64())
+            .sum();
+        if carved > 0 {
+            eprintln!(
+                "   carve-outs: fs.deny {} · exec.deny {} (a carve-out always wins over a grant)",
+                r["fs.deny"], r["exec.deny"]
+            );
+        }
+        if let Some(list) = report["protected"].as_array().filter(|l| !l.is_empty()) {
+            eprintln!("   protected from writing (fs.unprotect lifts one):");
+            for p in list {
+                let why = p["reason"]
+                    .as_str()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "     {} ({}){why}",
+                    p["pattern"].as_str().unwrap_or_default(),
+                    p["from"].as_str().unwrap_or_default()
+                );
+            }
+        } else if child.policy.version == 1 {
+            eprintln!(
+                "   protected from writing: nothing (version 1; version 2 protects .git/hooks, .git/config, .bee, .envrc and editor task files)"
+            );
+        }
+        for u in report["unprotected"].as_array().into_iter().flatten() {
+            eprintln!("   unprotected: {}", u.as_str().unwrap_or_default());
+        }
         eprintln!(
             "   enforcement plan: {} states, {} edges, {} globs, {} exec pins, {} network prefixes",
             stats.states,
@@ -154,7 +187,33 @@ fn rule_counts(c: &Compiled) -> Value {
         "exec.pinned": p.exec.iter().filter(|r| r.pin.is_some()).count(),
         "net.allow": p.net.allow.len(),
         "net.unix": p.net.unix.len(),
+        "fs.deny": p.fs.deny.len(),
+        "exec.deny": p.exec_deny.len(),
+        "fs.protect": p.fs.protect.len(),
+        "fs.unprotect": p.fs.unprotect.len(),
     })
+}
+
+/// The protected paths in force, as `bee validate` lists them: each pattern, where it comes
+/// from (`version 2` for the built-in set, or its `fs.protect` key) and why it is protected.
+fn protected(c: &Compiled) -> Vec<Value> {
+    let p = &c.policy;
+    let builtin = bee_core::protected::protected(p.version);
+    p.fs.protect
+        .iter()
+        .map(|r| {
+            let reason = builtin
+                .iter()
+                .find(|b| b.pattern == r.origin.text && r.origin.key.starts_with("protected["))
+                .map(|b| b.reason);
+            let from = if reason.is_some() {
+                format!("version {}", p.version)
+            } else {
+                format!("{} (line {})", r.origin.key, r.origin.line)
+            };
+            json!({ "pattern": r.pattern.to_string(), "from": from, "reason": reason })
+        })
+        .collect()
 }
 
 /// Compiles one policy, reporting errors itself; returns the exit status on failure.

@@ -38,6 +38,7 @@
 #define BEE_EVENT_ALLOWED 1
 #define BEE_EVENT_PATH_TRUNCATED 2
 #define BEE_EVENT_PATH_UNRESOLVED 4
+#define BEE_EVENT_REPARENT 8 /* a directory move between places granted differently below */
 
 /* Hook ids (bee_common::Hook); ABI, never reused. */
 enum bee_hook {
@@ -122,6 +123,7 @@ struct bee_state {
 	__u32 default_next;
 	__u32 glob_first; /* also the state's glob group: the combo key */
 	__u32 glob_count; /* 0..=8 */
+	__u32 move_class; /* a directory moves only between paths of one move class */
 };
 
 /* Literal edge keys (hash) -> __u32 next state. Segments of 1..=48 bytes use the short map,
@@ -207,7 +209,7 @@ struct bee_event {
 };
 
 _Static_assert(sizeof(struct bee_scope) == 16, "bee_scope");
-_Static_assert(sizeof(struct bee_state) == 16, "bee_state");
+_Static_assert(sizeof(struct bee_state) == 20, "bee_state");
 _Static_assert(sizeof(struct bee_edge_short) == 56, "bee_edge_short");
 _Static_assert(sizeof(struct bee_edge_long) == 264, "bee_edge_long");
 _Static_assert(sizeof(struct bee_glob) == 64, "bee_glob");

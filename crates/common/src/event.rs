@@ -10,6 +10,9 @@ pub const EVENT_ALLOWED: u8 = 1;
 pub const EVENT_PATH_TRUNCATED: u8 = 2;
 /// [`AuditEvent::flags`]: the path could not be resolved (`bpf_d_path` failed) and was denied.
 pub const EVENT_PATH_UNRESOLVED: u8 = 4;
+/// [`AuditEvent::flags`]: a `path_rename` of a directory refused because the two places
+/// grant differently at some path below them (the path is the destination).
+pub const EVENT_REPARENT: u8 = 8;
 
 /// The LSM hook an event comes from. Stored in [`AuditEvent::hook`] as its `u32`
 /// discriminant; the values are ABI and never reused.

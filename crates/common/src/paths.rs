@@ -31,9 +31,13 @@ pub struct StateValue {
     pub glob_first: u32,
     /// Number of star segments to try (0..=8); bit `i` of the mask is glob `glob_first + i`.
     pub glob_count: u32,
+    /// The state's move class within its policy (1 and up; 0 for none): below two paths of
+    /// one move class every path grants the same, except that readable paths may differ in
+    /// EXEC. `path_rename` moves a directory only between two paths of one move class.
+    pub move_class: u32,
 }
 
-const _: () = assert!(size_of::<StateValue>() == 16 && align_of::<StateValue>() == 4);
+const _: () = assert!(size_of::<StateValue>() == 20 && align_of::<StateValue>() == 4);
 
 /// Key of a literal edge for a segment of at most [`SHORT_SEGMENT_MAX`] bytes.
 ///

@@ -6,7 +6,9 @@ use std::mem::{align_of, offset_of, size_of};
 use std::path::Path;
 use std::process::Command;
 
-use bee_common::event::{EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED};
+use bee_common::event::{
+    EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
+};
 use bee_common::scope::SCOPE_AUDIT_ALLOWS;
 use bee_common::*;
 
@@ -73,7 +75,7 @@ fn layouts() -> Layouts {
         &mut l,
         StateValue,
         "bee_state",
-        [accept, default_next, glob_first, glob_count]
+        [accept, default_next, glob_first, glob_count, move_class]
     );
     layout!(&mut l, EdgeKeyShort, "bee_edge_short", [state, len, name]);
     layout!(&mut l, EdgeKeyLong, "bee_edge_long", [state, len, name]);
@@ -119,6 +121,7 @@ fn layouts() -> Layouts {
         EVENT_ALLOWED => "BEE_EVENT_ALLOWED",
         EVENT_PATH_TRUNCATED => "BEE_EVENT_PATH_TRUNCATED",
         EVENT_PATH_UNRESOLVED => "BEE_EVENT_PATH_UNRESOLVED",
+        EVENT_REPARENT => "BEE_EVENT_REPARENT",
     );
     for hook in Hook::ALL {
         let c = format!("BEE_HOOK_{}", hook.name().to_ascii_uppercase());

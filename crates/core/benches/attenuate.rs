@@ -62,9 +62,11 @@ fn compile(r: &Rules) -> CompiledPolicy {
         description: None,
         source: "bench.toml".to_owned(),
         base: "/".to_owned(),
+        include: Vec::new(),
         fs: FsGrants {
             read: path_rules("fs.read", &r.read),
             write: path_rules("fs.write", &r.write),
+            ..FsGrants::default()
         },
         exec: r
             .exec
@@ -78,6 +80,7 @@ fn compile(r: &Rules) -> CompiledPolicy {
                 })
             })
             .collect(),
+        exec_deny: Vec::new(),
         net: NetGrants {
             allow: r
                 .net
@@ -206,6 +209,45 @@ fn bench(cr: &mut Criterion) {
     });
     cr.bench_function("attenuate 10k parent vs itself", |b| {
         b.iter(|| attenuate(black_box(&parent), black_box(&parent)));
+    });
+    // `bee policy diff` of the two 10k-rule policies: the proof both ways.
+    let d = bee_core::diff(&parent, &child);
+    eprintln!("diff: {} added, {} removed", d.added.len(), d.removed.len());
+    cr.bench_function("diff 10k vs 10k", |b| {
+        b.iter(|| bee_core::diff(black_box(&parent), black_box(&child)));
+    });
+    // The same with 1,000 carve-outs on each side and version 2's protected paths.
+    let carve = |p: &CompiledPolicy, salt: usize| {
+        let mut p = p.clone();
+        p.version = 2;
+        for i in 0..1_000 {
+            let text = format!("/home/u{}/secrets{}/**", i % 100, (i + salt) % 17);
+            if let Ok(pattern) = PathPattern::parse(&text) {
+                p.fs.deny.push(PathRule {
+                    pattern,
+                    origin: origin("fs.deny", i, &text),
+                });
+            }
+        }
+        for (i, x) in bee_core::protected::protected(2).iter().enumerate() {
+            if let Ok(pattern) = PathPattern::parse(x.pattern) {
+                p.fs.protect.push(PathRule {
+                    pattern,
+                    origin: origin("protected", i, x.pattern),
+                });
+            }
+        }
+        p
+    };
+    let (cparent, cchild) = (carve(&parent, 0), carve(&child, 1));
+    let d = bee_core::diff(&cparent, &cchild);
+    eprintln!(
+        "carved diff: {} added, {} removed",
+        d.added.len(),
+        d.removed.len()
+    );
+    cr.bench_function("diff 10k vs 10k, 1k carve-outs each", |b| {
+        b.iter(|| bee_core::diff(black_box(&cparent), black_box(&cchild)));
     });
     // Broad child rules that no single parent rule covers: each is decided by automata
     // over the union of every parent rule below it (1,000 or more).

@@ -1,7 +1,7 @@
 //! The backend-neutral compiled form of a policy.
 //!
 //! A [`CompiledPolicy`] is what the policy *means*: every path absolute and normalised, every
-//! glob lowered to one of the five [`PathPattern`] kinds, every pinned executable resolved to
+//! glob lowered to one of the six [`PathPattern`] kinds, every pinned executable resolved to
 //! its inode, every network grant split into one rule per protocol set and port range. It is
 //! deterministic (rules in source order, duplicates merged) so that the same input gives
 //! byte-identical JSON, and it keeps each rule's [`Origin`] so that diagnostics and audit explanations can name
@@ -33,10 +33,17 @@ pub struct CompiledPolicy {
     pub source: String,
     /// The absolute directory that relative paths were resolved against.
     pub base: String,
+    /// The fragments `include` expanded, in order, as diagnostics name them (`shipped
+    /// fragment rust (version 2)`, or a path); their rules' keys start with `FRAGMENT:`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
     /// File-system grants.
     pub fs: FsGrants,
     /// Executables that may be run.
     pub exec: Vec<ExecRule>,
+    /// `exec.deny`: paths never executed, whatever `exec` grants (`fs.deny` also applies).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec_deny: Vec<PathRule>,
     /// Network egress grants.
     pub net: NetGrants,
 }
@@ -65,12 +72,20 @@ pub struct PathRule {
     pub origin: Origin,
 }
 
-/// File-system grants.
+/// File-system grants and carve-outs.
 ///
 /// A write grant covers, for every path it matches: opening for writing, creating, deleting,
 /// renaming to or from, hard-linking, symlinking, truncating, changing mode and ownership, and
 /// making directories and special files. A write grant also implies read on the same paths;
 /// [`FsGrants::readable`] lists both.
+///
+/// Carve-outs are subtracted from the grants, and always win:
+///
+/// | capability | granted paths |
+/// |---|---|
+/// | read | (`read` ∪ `write`) ∖ `deny` |
+/// | write | `write` ∖ (`deny` ∪ (`protect` ∖ `unprotect`)) |
+/// | exec | `exec` ∖ (`exec_deny` ∪ `deny`) |
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FsGrants {
@@ -78,6 +93,16 @@ pub struct FsGrants {
     pub read: Vec<PathRule>,
     /// `fs.write` rules.
     pub write: Vec<PathRule>,
+    /// `fs.deny`: paths neither read, written nor executed, whatever the grants say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deny: Vec<PathRule>,
+    /// Protected paths, never written unless `unprotect` also matches: the built-in set of
+    /// the policy's language version ([`crate::protected`]), then `fs.protect`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protect: Vec<PathRule>,
+    /// `fs.unprotect`: paths taken out of `protect` (they still need a write grant).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unprotect: Vec<PathRule>,
 }
 
 impl FsGrants {

@@ -1,4 +1,4 @@
-//! Path patterns: the five glob shapes a policy may use, lowered from text.
+//! Path patterns: the six glob shapes a policy may use, lowered from text.
 //!
 //! Every pattern is matched against a *normalised absolute path* (see [`crate::path`]):
 //! it starts with `/`, has no empty, `.` or `..` segments and no trailing `/` (the root is
@@ -18,9 +18,10 @@
 //! | postfix | literals, `**`, `*SUFFIX` | `/src/**/*.rs` | files below `/src` (at any depth) whose name ends in `.rs` |
 //! | segment | literals, `**`, `NAME` | `/work/**/.git` | entries named `.git` at any depth below `/work` |
 //! | bounded star | at least one star segment, no `**` except a final one | `/usr/lib/python3.*/**` | `*` stays inside one segment |
+//! | nested | literals, `**`, two or more literals, or literals then a final `**` | `/work/**/.git/hooks/**` | the relative path `.git/hooks` at any depth below `/work` (and, with the final `**`, everything below it) |
 //!
-//! Anything else (`**` twice, `**` inside a segment, `?`, `[…]`, `{…}`) is refused with
-//! [`GlobError`].
+//! Anything else (`**` in the middle of a pattern twice, `**` inside a segment, `?`, `[…]`,
+//! `{…}`) is refused with [`GlobError`].
 
 use std::fmt;
 
@@ -55,6 +56,18 @@ pub enum PathPattern {
         /// The literal last segment; never empty, never contains `/` or `*`.
         name: String,
     },
+    /// `ROOT/**/A/B…` (with `subtree`, followed by `/**`): any path strictly below `ROOT` whose
+    /// last segments are the literal `tail` (with `subtree`, that path and everything below
+    /// it). A one-segment tail without `subtree` is a [`PathPattern::Segment`] instead.
+    Nested {
+        /// The normalised root directory.
+        root: String,
+        /// The literal segments that must follow some (possibly empty) run of segments below
+        /// `root`; never empty, none empty or containing `/` or `*`.
+        tail: Vec<String>,
+        /// Whether the pattern ends in `/**`.
+        subtree: bool,
+    },
     /// Segments where at least one contains `*`; with `subtree`, a final `/**` follows.
     BoundedStar {
         /// Segments below `/`, each literal or containing `*` (which never crosses `/`).
@@ -68,7 +81,9 @@ pub enum PathPattern {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GlobError {
     /// `**` appears more than once or somewhere other than the supported positions.
-    #[error("`**` may appear once, as a whole segment, followed by nothing, `*SUFFIX` or `NAME`")]
+    #[error(
+        "`**` may appear once as a whole segment, followed by nothing, `*SUFFIX`, or literal segments (then optionally a final `/**`)"
+    )]
     MisplacedDoubleStar,
     /// `**` is mixed with other text inside one segment, e.g. `a**`.
     #[error("`**` must be a whole segment (`a/**`, not `a**`)")]
@@ -89,7 +104,7 @@ impl PathPattern {
     /// Lowers a normalised absolute pattern (as produced by [`crate::path::normalize`]).
     ///
     /// # Errors
-    /// [`GlobError`] when the text is not one of the five supported shapes.
+    /// [`GlobError`] when the text is not one of the six supported shapes.
     pub fn parse(normalised: &str) -> Result<Self, GlobError> {
         Self::parse_owned(normalised.to_owned())
     }
@@ -98,7 +113,7 @@ impl PathPattern {
     /// keep its allocation.
     ///
     /// # Errors
-    /// [`GlobError`] when the text is not one of the five supported shapes.
+    /// [`GlobError`] when the text is not one of the six supported shapes.
     pub fn parse_owned(normalised: String) -> Result<Self, GlobError> {
         if let Some(&b) = normalised
             .as_bytes()
@@ -121,19 +136,30 @@ impl PathPattern {
         let normalised = normalised.as_str();
         let segments = split_segments(normalised);
         let mut double = None;
+        // A second `**` is accepted as the very last segment of a nested pattern only.
+        let mut final_double = false;
         for (i, seg) in segments.iter().enumerate() {
             if *seg == "**" {
                 if double.is_some() {
-                    return Err(GlobError::MisplacedDoubleStar);
+                    if i + 1 != segments.len() || final_double {
+                        return Err(GlobError::MisplacedDoubleStar);
+                    }
+                    final_double = true;
+                } else {
+                    double = Some(i);
                 }
-                double = Some(i);
             } else if seg.contains("**") {
                 return Err(GlobError::DoubleStarInSegment);
             }
         }
+        let segments = if final_double {
+            &segments[..segments.len() - 1]
+        } else {
+            &segments[..]
+        };
         let has_star = |segs: &[&str]| segs.iter().any(|s| s.contains('*'));
         match double {
-            None if !has_star(&segments) => Ok(Self::Exact {
+            None if !has_star(segments) => Ok(Self::Exact {
                 path: normalised.to_owned(),
             }),
             None => Ok(Self::BoundedStar {
@@ -152,6 +178,20 @@ impl PathPattern {
                     });
                 }
                 let root = join_segments(before);
+                if final_double || after.len() > 1 {
+                    if after.is_empty() {
+                        return Err(GlobError::MisplacedDoubleStar);
+                    }
+                    if has_star(after) {
+                        return Err(GlobError::StarAfterDoubleStar);
+                    }
+                    let tail: Vec<String> = after.iter().map(|s| (*s).to_owned()).collect();
+                    return Ok(Self::Nested {
+                        root,
+                        tail,
+                        subtree: final_double,
+                    });
+                }
                 match after {
                     [] => Ok(Self::Subtree { root }),
                     [last] => match last.strip_prefix('*') {
@@ -181,6 +221,7 @@ impl PathPattern {
             Self::Subtree { .. } => "subtree",
             Self::Postfix { .. } => "postfix",
             Self::Segment { .. } => "segment",
+            Self::Nested { .. } => "nested",
             Self::BoundedStar { .. } => "bounded_star",
         }
     }
@@ -190,9 +231,10 @@ impl PathPattern {
     pub fn literal_prefix(&self) -> Vec<&str> {
         match self {
             Self::Exact { path } => split_segments(path),
-            Self::Subtree { root } | Self::Postfix { root, .. } | Self::Segment { root, .. } => {
-                split_segments(root)
-            }
+            Self::Subtree { root }
+            | Self::Postfix { root, .. }
+            | Self::Segment { root, .. }
+            | Self::Nested { root, .. } => split_segments(root),
             Self::BoundedStar { segments, .. } => segments
                 .iter()
                 .take_while(|s| !s.contains('*'))
@@ -219,6 +261,27 @@ impl PathPattern {
                 segs.len() > root.len()
                     && starts_with_segments(&segs, &root)
                     && segs.last() == Some(&name.as_str())
+            }
+            Self::Nested {
+                root,
+                tail,
+                subtree,
+            } => {
+                let root = split_segments(root);
+                if segs.len() < root.len() + tail.len() || !starts_with_segments(&segs, &root) {
+                    return false;
+                }
+                let at_end = |end: usize| {
+                    segs[end - tail.len()..end]
+                        .iter()
+                        .zip(tail)
+                        .all(|(a, b)| *a == b.as_str())
+                };
+                if *subtree {
+                    (root.len() + tail.len()..=segs.len()).any(at_end)
+                } else {
+                    at_end(segs.len())
+                }
             }
             Self::BoundedStar { segments, subtree } => {
                 let long_enough = if *subtree {
@@ -251,6 +314,20 @@ impl fmt::Display for PathPattern {
             Self::Subtree { root } => write!(f, "{}/**", dir(root)),
             Self::Postfix { root, suffix } => write!(f, "{}/**/*{suffix}", dir(root)),
             Self::Segment { root, name } => write!(f, "{}/**/{name}", dir(root)),
+            Self::Nested {
+                root,
+                tail,
+                subtree,
+            } => {
+                write!(f, "{}/**", dir(root))?;
+                for t in tail {
+                    write!(f, "/{t}")?;
+                }
+                if *subtree {
+                    f.write_str("/**")?;
+                }
+                Ok(())
+            }
             Self::BoundedStar { segments, subtree } => {
                 for s in segments {
                     write!(f, "/{s}")?;
@@ -334,6 +411,29 @@ mod tests {
         assert_eq!(p("/w/**/.git").kind(), "segment");
         assert_eq!(p("/a/*/b").kind(), "bounded_star");
         assert_eq!(p("/usr/lib/python3.*/**").kind(), "bounded_star");
+        assert_eq!(p("/w/**/.git/hooks/**").kind(), "nested");
+        assert_eq!(p("/**/.git/config").kind(), "nested");
+        assert_eq!(p("/**/.bee/**").kind(), "nested");
+    }
+
+    #[test]
+    fn nested_matches_a_relative_path_at_any_depth() {
+        let hooks = p("/w/**/.git/hooks/**");
+        assert!(hooks.matches("/w/.git/hooks"));
+        assert!(hooks.matches("/w/.git/hooks/pre-commit"));
+        assert!(hooks.matches("/w/a/b/.git/hooks/x/y"));
+        assert!(!hooks.matches("/w/.git"));
+        assert!(!hooks.matches("/w/.git/config"));
+        assert!(!hooks.matches("/.git/hooks/x"));
+        let config = p("/**/.git/config");
+        assert!(config.matches("/.git/config"));
+        assert!(config.matches("/a/.git/config"));
+        assert!(!config.matches("/a/.git/config/x"));
+        assert!(!config.matches("/a/git/config"));
+        let bee = p("/**/.bee/**");
+        assert!(bee.matches("/.bee"));
+        assert!(bee.matches("/x/.bee/records/a.json"));
+        assert!(!bee.matches("/x/.beex/a"));
     }
 
     #[test]
@@ -348,6 +448,9 @@ mod tests {
             "/w/**/.git",
             "/a/*/b",
             "/usr/lib/python3.*/**",
+            "/w/**/.git/hooks/**",
+            "/**/.git/config",
+            "/**/.bee/**",
         ] {
             assert_eq!(p(s).to_string(), s);
             assert_eq!(p(&p(s).to_string()), p(s));
@@ -357,12 +460,20 @@ mod tests {
     #[test]
     fn refuses_unsupported_shapes() {
         assert_eq!(
-            PathPattern::parse("/a/**/b/**"),
+            PathPattern::parse("/a/**/b/**/c"),
             Err(GlobError::MisplacedDoubleStar)
         );
         assert_eq!(
-            PathPattern::parse("/a/**/b/c"),
+            PathPattern::parse("/a/**/**"),
             Err(GlobError::MisplacedDoubleStar)
+        );
+        assert_eq!(
+            PathPattern::parse("/a/**/b*/**"),
+            Err(GlobError::StarAfterDoubleStar)
+        );
+        assert_eq!(
+            PathPattern::parse("/a/**/b/*.rs"),
+            Err(GlobError::StarAfterDoubleStar)
         );
         assert_eq!(
             PathPattern::parse("/a**"),

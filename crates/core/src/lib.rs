@@ -21,6 +21,7 @@ pub mod error;
 pub mod glob;
 pub mod net;
 pub mod path;
+pub mod protected;
 mod raw;
 
 pub use attenuate::{AttenuationReport, PolicyDiff, attenuate, diff};

@@ -15,6 +15,27 @@ pub(crate) struct RawPolicy {
     pub name: Option<Spanned<String>>,
     pub description: Option<Spanned<String>>,
     #[serde(default)]
+    pub include: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub fs: RawFs,
+    #[serde(default)]
+    pub exec: RawExec,
+    #[serde(default)]
+    pub net: RawNet,
+}
+
+/// An included fragment: a policy's tables without `version` or `name`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFragment {
+    #[expect(
+        dead_code,
+        reason = "documentation for people; read so that it is not refused"
+    )]
+    pub description: Option<Spanned<String>>,
+    #[serde(default)]
+    pub include: Vec<Spanned<String>>,
+    #[serde(default)]
     pub fs: RawFs,
     #[serde(default)]
     pub exec: RawExec,
@@ -30,6 +51,12 @@ pub(crate) struct RawFs {
     pub read: Vec<Spanned<String>>,
     #[serde(default)]
     pub write: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub protect: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub unprotect: Vec<Spanned<String>>,
 }
 
 /// `[exec]`.
@@ -38,6 +65,8 @@ pub(crate) struct RawFs {
 pub(crate) struct RawExec {
     #[serde(default)]
     pub allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
 }
 
 /// `[net]`.

@@ -30,9 +30,20 @@ fn dir(segs: &[&str]) -> String {
     segs.iter().map(|s| format!("/{s}")).collect()
 }
 
-/// Pattern text of one of the five kinds, at most 4 segments deep.
+/// Pattern text of one of the six kinds, at most 4 segments deep.
 fn pattern_text() -> impl Strategy<Value = String> {
     prop_oneof![
+        (
+            prop::collection::vec(literal(), 0..=1),
+            prop::collection::vec(literal(), 1..=2),
+            any::<bool>()
+        )
+            .prop_map(|(root, tail, subtree)| format!(
+                "{}/**{}{}",
+                dir(&root),
+                dir(&tail),
+                if subtree { "/**" } else { "" }
+            )),
         prop::collection::vec(literal(), 0..=4).prop_map(|s| {
             if s.is_empty() {
                 "/".to_owned()
@@ -86,6 +97,7 @@ fn policy(read: &[String], allow: Vec<NetRule>) -> CompiledPolicy {
         description: None,
         source: String::new(),
         base: "/".to_owned(),
+        include: Vec::new(),
         fs: FsGrants {
             read: read
                 .iter()
@@ -96,8 +108,10 @@ fn policy(read: &[String], allow: Vec<NetRule>) -> CompiledPolicy {
                 })
                 .collect(),
             write: Vec::new(),
+            ..FsGrants::default()
         },
         exec: Vec::new(),
+        exec_deny: Vec::new(),
         net: NetGrants {
             allow,
             unix: Vec::new(),
@@ -428,6 +442,88 @@ proptest! {
             if let Some(Witness::Path { path }) = excess_of(&report, &format!("fs.read[{i}]")) {
                 prop_assert!(is_valid_path(path), "{path:?}");
                 prop_assert!(pattern.matches(path), "{pattern:?} !~ {path:?}");
+            }
+        }
+    }
+}
+
+/// A policy's write side with carve-outs: `(write, deny, protect, unprotect)`.
+type Carved = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+
+fn carved() -> impl Strategy<Value = Carved> {
+    (
+        prop::collection::vec(pattern_text(), 0..=3),
+        prop::collection::vec(pattern_text(), 0..=2),
+        prop::collection::vec(pattern_text(), 0..=2),
+        prop::collection::vec(pattern_text(), 0..=1),
+    )
+}
+
+fn carved_policy((write, deny, protect, unprotect): &Carved) -> CompiledPolicy {
+    let rules = |key: &str, texts: &[String]| -> Vec<PathRule> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| PathRule {
+                pattern: parse(t),
+                origin: origin(key, i),
+            })
+            .collect()
+    };
+    let mut p = policy(&[], vec![]);
+    p.fs.write = rules("fs.write", write);
+    p.fs.deny = rules("fs.deny", deny);
+    p.fs.protect = rules("fs.protect", protect);
+    p.fs.unprotect = rules("fs.unprotect", unprotect);
+    p
+}
+
+/// The reference meaning of a carved write side: (read, write) of `path`.
+fn carved_grants((write, deny, protect, unprotect): &Carved, path: &str) -> (bool, bool) {
+    let any = |texts: &[String]| texts.iter().any(|t| parse(t).matches(path));
+    let granted = any(write) && !any(deny);
+    let protected = any(protect) && !any(unprotect);
+    (granted, granted && !protected)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
+
+    /// Carve-outs on both sides: a child rule is reported exactly when brute force finds a
+    /// path it still grants that the parent (less its carve-outs) does not, for read and
+    /// write; a child that drops a parent's carve-out is wider.
+    #[test]
+    fn carved_inclusion_matches_brute_force(child in carved(), parent in carved()) {
+        let report = attenuate(&carved_policy(&child), &carved_policy(&parent));
+        let paths = universe();
+        for (i, text) in child.0.iter().enumerate() {
+            let key = format!("fs.write[{i}]");
+            let rule = parse(text);
+            for (cap, pick) in [("read", 0usize), ("write", 1)] {
+                let get = |c: &Carved, p: &str| {
+                    let (r, w) = carved_grants(c, p);
+                    if pick == 0 { r } else { w }
+                };
+                let found = report
+                    .excess
+                    .iter()
+                    .find(|e| e.child.origin.key == key && e.capability.to_string() == cap)
+                    .map(|e| &e.witness);
+                match found {
+                    Some(Witness::Path { path }) => {
+                        prop_assert!(is_valid_path(path), "{path:?}");
+                        prop_assert!(rule.matches(path), "{cap}: {text} does not match {path}");
+                        prop_assert!(get(&child, path), "{cap}: the child does not grant {path}");
+                        prop_assert!(!get(&parent, path), "{cap}: the parent grants {path}");
+                    }
+                    Some(w) => prop_assert!(false, "{cap}: unexpected witness {w:?}"),
+                    None => {
+                        let missed = paths
+                            .iter()
+                            .find(|p| rule.matches(p) && get(&child, p) && !get(&parent, p));
+                        prop_assert!(missed.is_none(), "{cap}: {text} of {child:?} ⊄ {parent:?}: {missed:?}");
+                    }
+                }
             }
         }
     }

@@ -310,6 +310,63 @@ static __always_inline int decide_plain(__u32 hook, __u64 cgid,
 /* ---- Path resolution: dentry chain → segments ------------------------- */
 
 
+/* Whether a dentry name (len bytes at name) is the decimal form of id, with no
+ * leading zero. */
+static __always_inline int name_is_id(const unsigned char *name, __u32 len, __u32 id)
+{
+	unsigned char buf[16] = {};
+	__u32 v = id;
+
+	if (len == 0 || len > 10)
+		return 0;
+	if (bpf_probe_read_kernel(buf, len & 15, name))
+		return 0;
+	for (int i = 0; i < 10; i++) {
+		if (i >= len)
+			break;
+		if (buf[(len - 1 - i) & 15] != '0' + v % 10)
+			return 0;
+		v /= 10;
+	}
+	return v == 0 && (len == 1 || buf[0] != '0');
+}
+
+/* The caller's own /proc entries are named as a policy names them:
+ * /proc/<tgid> as /proc/self, and /proc/<tgid>/task/<tid> of the calling
+ * thread as /proc/self/task/self (what a policy's /proc/thread-self means).
+ * The kernel resolved the symbolic links /proc/self and /proc/thread-self
+ * before any hook, so without this a rule under them would match nothing.
+ * Only procfs dentries directly below its root (and task/<tid> below them)
+ * are considered; other tasks' entries keep their numbers. */
+static __always_inline int proc_self_name(struct dentry *d, struct dentry *parent,
+					  const unsigned char *name, __u32 len)
+{
+	struct dentry *root, *gp;
+	const unsigned char *pname, *gname;
+	unsigned char task[4] = {};
+	__u64 id;
+
+	if (BPF_CORE_READ(d, d_sb, s_magic) != BEE_PROC_SUPER_MAGIC)
+		return 0;
+	root = BPF_CORE_READ(d, d_sb, s_root);
+	id = bpf_get_current_pid_tgid();
+	if (parent == root)
+		return name_is_id(name, len, id >> 32);
+	/* <tid> in task/ of <tgid> directly below the root. */
+	if (BPF_CORE_READ(parent, d_name.len) != 4)
+		return 0;
+	pname = BPF_CORE_READ(parent, d_name.name);
+	if (bpf_probe_read_kernel(task, 4, pname) || task[0] != 't' || task[1] != 'a' ||
+	    task[2] != 's' || task[3] != 'k')
+		return 0;
+	gp = BPF_CORE_READ(parent, d_parent);
+	if (!gp || BPF_CORE_READ(gp, d_parent) != root)
+		return 0;
+	gname = BPF_CORE_READ(gp, d_name.name);
+	return name_is_id(name, len, (__u32)id) &&
+	       name_is_id(gname, BPF_CORE_READ(gp, d_name.len), id >> 32);
+}
+
 static long resolve_step(__u32 i, void *data)
 {
 	struct bee_path *p = path_buf();
@@ -319,6 +376,7 @@ static long resolve_step(__u32 i, void *data)
 	struct mount *m;
 	const unsigned char *name;
 	__u32 len, w, k;
+	int self;
 
 	if (!p || !sg)
 		return 1;
@@ -349,6 +407,9 @@ static long resolve_step(__u32 i, void *data)
 		c->flags |= BEE_EVENT_PATH_UNRESOLVED;
 		return 1;
 	}
+	self = parent && parent != d && proc_self_name(d, parent, name, len);
+	if (self)
+		len = 4;
 	k = c->nsegs;
 	w = c->pos;
 	/* The path would reach BEE_PATH_MAX bytes: the walk refuses such paths. */
@@ -361,7 +422,14 @@ static long resolve_step(__u32 i, void *data)
 	BEE_BOUND(w, BEE_PATH_MASK);
 	BEE_BOUND(len, BEE_NAME_MAX);
 	p->buf[w] = '/';
-	bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
+	if (self) {
+		p->buf[(w + 1) & BEE_PATH_MASK] = 's';
+		p->buf[(w + 2) & BEE_PATH_MASK] = 'e';
+		p->buf[(w + 3) & BEE_PATH_MASK] = 'l';
+		p->buf[(w + 4) & BEE_PATH_MASK] = 'f';
+	} else {
+		bpf_probe_read_kernel(&p->buf[(w + 1) & BEE_PATH_MASK], len, name);
+	}
 	BEE_BOUND(k, BEE_SEGS_MAX - 1);
 	sg->seg_off[k] = w + 1;
 	sg->seg_len[k] = len;
@@ -941,10 +1009,11 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
  * directory cache is used: a hit walks the leaf alone from the cached state
  * of its directory; a deny, or an allow the scope reports, is then resolved
  * in full, so that every event carries the whole path. */
-static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_scope *scope,
-				      struct vfsmount *vfsmnt, struct dentry *dentry,
-				      struct inode *inode, __u32 access, enum need need,
-				      int cacheable)
+static __always_inline int check_path_state(__u32 hook, __u64 cgid,
+					    const struct bee_scope *scope,
+					    struct vfsmount *vfsmnt, struct dentry *dentry,
+					    struct inode *inode, __u32 access, enum need need,
+					    int cacheable, long *final)
 {
 	struct dircache_probe cp = {};
 	const unsigned char *leafname = NULL;
@@ -979,8 +1048,11 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 				leafmemo_put(&cp, dir, &sc, state, leaf);
 			}
 			if (leaf >= 0 && !decide(leaf, inode, access, need) &&
-			    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS))
+			    !(sc.flags & BEE_SCOPE_AUDIT_ALLOWS)) {
+				if (final)
+					*final = leaf;
 				return 0;
+			}
 		}
 	}
 	deny = 1;
@@ -999,11 +1071,15 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 				state = walk_path(pstate, 0, 1);
 				leafmemo_put(&cp, dir, &sc, pstate, state);
 				deny = decide(state, inode, access, need);
+				if (final)
+					*final = state;
 			}
 		}
 	} else if (resolve(vfsmnt, dentry, &rc) == 0) {
-		deny = decide(walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs), inode, access,
-			      need);
+		state = walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs);
+		deny = decide(state, inode, access, need);
+		if (final)
+			*final = state;
 	}
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, access, deny);
@@ -1014,6 +1090,16 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
 		}
 	}
 	return deny;
+}
+
+/* check_path_state without the final state. */
+static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_scope *scope,
+				      struct vfsmount *vfsmnt, struct dentry *dentry,
+				      struct inode *inode, __u32 access, enum need need,
+				      int cacheable)
+{
+	return check_path_state(hook, cgid, scope, vfsmnt, dentry, inode, access, need, cacheable,
+				NULL);
 }
 
 /* Files of pipefs, sockfs and anon_inodefs have no path to name in a policy;
@@ -1183,22 +1269,69 @@ int BPF_PROG(bee_path_symlink, const struct path *dir, struct dentry *dentry)
 	return check_write(BEE_HOOK_PATH_SYMLINK, dir, dentry);
 }
 
+/* The move class of a final state (0 for the dead state or a failed walk). */
+static __always_inline __u32 move_class(long state)
+{
+	struct bee_state *st;
+	__u32 key;
+
+	if (state <= 0)
+		return 0;
+	key = (__u32)state;
+	st = bpf_map_lookup_elem(&bee_states, &key);
+	return st ? st->move_class : 0;
+}
+
+static __always_inline int is_dir(struct dentry *dentry)
+{
+	return (BPF_CORE_READ(dentry, d_inode, i_mode) & BEE_S_IFMT) == BEE_S_IFDIR;
+}
+
+/* A directory moved between two places whose grants below differ (or over a
+ * directory): reported at the destination with BEE_EVENT_REPARENT. */
+static __always_inline void report_reparent(__u64 cgid, const struct bee_scope *scope,
+					    struct vfsmount *mnt, struct dentry *dentry)
+{
+	struct resolve_ctx rc;
+	struct bee_event *ev;
+
+	resolve(mnt, dentry, &rc);
+	ev = event_start(BEE_HOOK_PATH_RENAME, cgid, scope, BEE_ACCESS_WRITE, 1);
+	if (ev) {
+		ev->flags |= BEE_EVENT_REPARENT;
+		event_path(ev, &rc);
+		event_send(ev);
+	}
+}
+
+/* Both ends need WRITE. A move of a directory (either way, for
+ * RENAME_EXCHANGE) moves every path below it, which neither end's check
+ * sees: it is allowed only when both ends walk to states of one move class
+ * (the same grants at every path below, whatever the names, but for EXEC on
+ * readable paths: crates/userspace/src/plan/minimize.rs), so that no file
+ * leaves a carve-out or enters a grant it lacked. */
 SEC("lsm/path_rename")
 int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_dentry,
 	     const struct path *new_dir, struct dentry *new_dentry)
 {
 	__u64 cgid;
 	struct bee_scope *scope = current_scope(&cgid);
+	long from = -1, to = -1;
 	int deny;
 
 	if (!scope)
 		return 0;
-	deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
-			  old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1);
+	deny = check_path_state(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
+				old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1, &from);
 	if (!deny)
-		deny = check_path(BEE_HOOK_PATH_RENAME, cgid, scope,
-				  BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
-				  BEE_ACCESS_WRITE, NEED_ACCESS, 1);
+		deny = check_path_state(BEE_HOOK_PATH_RENAME, cgid, scope,
+					BPF_CORE_READ(new_dir, mnt), new_dentry, NULL,
+					BEE_ACCESS_WRITE, NEED_ACCESS, 1, &to);
+	if (!deny && (is_dir(old_dentry) || is_dir(new_dentry)) &&
+	    (move_class(from) == 0 || move_class(from) != move_class(to))) {
+		deny = 1;
+		report_reparent(cgid, scope, BPF_CORE_READ(new_dir, mnt), new_dentry);
+	}
 	return verdict(deny);
 }
 

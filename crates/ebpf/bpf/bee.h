@@ -55,6 +55,7 @@
 #define BEE_S_IFMT 00170000 /* include/uapi/linux/stat.h */
 #define BEE_S_IFCHR 0020000
 #define BEE_S_IFBLK 0060000
+#define BEE_S_IFDIR 0040000
 /* include/uapi/linux/netlink.h, rtnetlink.h */
 #define BEE_NLMSG_HDRLEN 16
 #define BEE_NLMSG_MIN_TYPE 0x10
@@ -105,6 +106,7 @@
 #define BEE_PIPEFS_MAGIC 0x50495045
 #define BEE_SOCKFS_MAGIC 0x534F434B
 #define BEE_ANON_INODE_FS_MAGIC 0x09041934
+#define BEE_PROC_SUPER_MAGIC 0x9fa0 /* include/uapi/linux/magic.h */
 
 /*
  * The path buffer. A path is assembled backwards from the dentry chain: the

@@ -18,7 +18,9 @@ use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bee_common::event::{EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED};
+use bee_common::event::{
+    EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
+};
 use bee_common::{
     ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_NET, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
     AuditEvent, Hook, PROTO_TCP, PROTO_UDP,
@@ -84,6 +86,19 @@ pub enum Reason {
     },
     /// The kernel could not resolve the path, and denies unresolved paths.
     Unresolved,
+    /// A carve-out (`fs.deny`, `exec.deny`) covers the path; a carve-out always wins.
+    CarvedOut {
+        /// The carve-out rule.
+        rule: RuleRef,
+    },
+    /// The path is protected (`bee_core::protected`, `fs.protect`): write grants do not cover
+    /// it unless `fs.unprotect` names it.
+    Protected {
+        /// The protected pattern (key `protected[N]` for the built-in set).
+        rule: RuleRef,
+    },
+    /// A directory move between two places whose grants differ at some path below them.
+    Reparent,
     /// The operation is never granted inside a scope (`bpf(2)`, mounting, signalling or tracing
     /// processes outside the scope, abstract unix sockets, device nodes, listening IP sockets,
     /// netlink requests that change kernel state, perf events, `CLONE_INTO_CGROUP`).
@@ -377,13 +392,38 @@ impl AuditRecord {
         if event.flags & EVENT_PATH_UNRESOLVED != 0 {
             return Reason::Unresolved;
         }
+        if event.flags & EVENT_REPARENT != 0 {
+            return Reason::Reparent;
+        }
         if event.family == AF_UNIX && self.path.is_none() {
             return Reason::NeverGranted;
         }
         let Some(path) = self.path.as_deref().filter(|_| !self.path_truncated) else {
             return Reason::NoGrant;
         };
+        if let Some(r) = first_match(&policy.fs.deny, path) {
+            return Reason::CarvedOut {
+                rule: (&r.origin).into(),
+            };
+        }
+        if self.grant.as_deref() == Some("fs.write")
+            && first_match(&policy.fs.write, path).is_some()
+            && first_match(&policy.fs.unprotect, path).is_none()
+        {
+            if let Some(r) = first_match(&policy.fs.protect, path) {
+                return Reason::Protected {
+                    rule: (&r.origin).into(),
+                };
+            }
+        }
         match self.grant.as_deref() {
+            Some("exec.allow") if first_match(&policy.exec_deny, path).is_some() => {
+                first_match(&policy.exec_deny, path).map_or(Reason::NoGrant, |r| {
+                    Reason::CarvedOut {
+                        rule: (&r.origin).into(),
+                    }
+                })
+            }
             Some("exec.allow") => policy
                 .exec
                 .iter()
@@ -469,6 +509,15 @@ impl AuditRecord {
                 "the kernel could not resolve the path, and unresolved paths are denied".to_owned()
             }
             Some(Reason::NeverGranted) => "never allowed inside a scope".to_owned(),
+            Some(Reason::CarvedOut { rule }) => format!(
+                "{} (line {}) `{}` carves it out, and a carve-out always wins",
+                rule.key, rule.line, rule.text
+            ),
+            Some(Reason::Protected { rule }) => format!(
+                "it is a protected path (`{}`, {}): write grants never cover it unless fs.unprotect names it",
+                rule.text, rule.key
+            ),
+            Some(Reason::Reparent) => "a directory moves only between places granted alike at every path below, and these two are not (a carve-out or a different grant)".to_owned(),
         };
         format!("{what}: {why}")
     }

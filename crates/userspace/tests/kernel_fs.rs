@@ -422,3 +422,63 @@ allow = ["/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
         "both verdicts occur"
     );
 }
+
+/// `/proc/self/**` grants the calling process's own entries and `/proc/thread-self/**` the
+/// calling thread's; another process's `/proc/<pid>` stays denied, and the events name it by
+/// number.
+#[test]
+fn proc_self_grants_only_the_callers_own_entries() {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().display().to_string();
+    let text = format!(
+        r#"version = 1
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{dir}/**", "/proc/self/**"]
+write = ["/dev/null"]
+[exec]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{dir}/**"]
+"#
+    );
+    let scope = Scope::new("procself", &text, 0);
+    let cg = Some(&scope.cg);
+    assert_ok(
+        &run(cg, BUSYBOX, &["cat", "/proc/self/status"]),
+        "own status",
+    );
+    assert_ok(
+        &sh(cg, r#"cat /proc/$$/cmdline"#, &[]),
+        "own entries by number",
+    );
+    let outside = format!("/proc/{}/status", std::process::id());
+    assert_eperm(&run(cg, BUSYBOX, &["cat", &outside]), "another process");
+    assert_eperm(&run(cg, BUSYBOX, &["cat", "/proc/1/status"]), "init");
+    assert_eperm(
+        &run(cg, BUSYBOX, &["cat", "/proc/cpuinfo"]),
+        "not under self",
+    );
+    // A child of the scope reading its parent's entries: another process.
+    assert_eperm(
+        &sh(cg, r#"exec cat /proc/$PPID/status"#, &[]),
+        "the parent's entries",
+    );
+    let evs = events(&scope.cg);
+    denial(&evs, Hook::FileOpen, &outside, &scope);
+    denial(&evs, Hook::FileOpen, "/proc/1/status", &scope);
+    drop(scope);
+
+    let thread = text.replace("/proc/self/**", "/proc/thread-self/**");
+    let scope = Scope::new("threadself", &thread, 0);
+    let cg = Some(&scope.cg);
+    assert_ok(
+        &run(cg, BUSYBOX, &["cat", "/proc/thread-self/status"]),
+        "own thread",
+    );
+    assert_ok(
+        &sh(cg, r#"cat /proc/$$/task/$$/status"#, &[]),
+        "own thread by numbers",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["cat", "/proc/self/status"]),
+        "the process is not the thread",
+    );
+}

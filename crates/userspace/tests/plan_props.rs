@@ -1,5 +1,6 @@
-//! Property: walking the planned automaton grants exactly the union of the rules' access bits,
-//! with `PathPattern::matches` as the reference semantics.
+//! Property: walking the planned automaton grants exactly the union of the rules' access bits
+//! less what the carve-outs take, with `PathPattern::matches` as the reference semantics; and
+//! paths that end in one state of the (minimised) automaton grant alike below them.
 
 mod plan_support;
 
@@ -28,6 +29,10 @@ enum Kind {
     Unix,
     Exec,
     Pinned,
+    Deny,
+    ExecDeny,
+    Protect,
+    Unprotect,
 }
 
 impl Kind {
@@ -38,8 +43,34 @@ impl Kind {
             Kind::Unix => ACCESS_UNIX,
             Kind::Exec => ACCESS_EXEC,
             Kind::Pinned => ACCESS_EXEC_PINNED,
+            Kind::Deny | Kind::ExecDeny | Kind::Protect | Kind::Unprotect => 0,
         }
     }
+}
+
+/// The reference semantics (`bee_core::compiled::FsGrants`): grants less carve-outs.
+fn expected_access(lowered: &[(Kind, PathPattern, u64)], path: &str) -> u32 {
+    let hit = |k: Kind| {
+        lowered
+            .iter()
+            .any(|(kind, p, _)| *kind == k && p.matches(path))
+    };
+    let granted = lowered
+        .iter()
+        .filter(|(_, p, _)| p.matches(path))
+        .fold(0, |acc, (k, _, _)| acc | k.accept());
+    let exec = ACCESS_EXEC | ACCESS_EXEC_PINNED;
+    let mut denied = 0;
+    if hit(Kind::Deny) {
+        denied |= ACCESS_READ | ACCESS_WRITE | exec;
+    }
+    if hit(Kind::ExecDeny) {
+        denied |= exec;
+    }
+    if hit(Kind::Protect) && !hit(Kind::Unprotect) {
+        denied |= ACCESS_WRITE;
+    }
+    granted & !denied
 }
 
 fn join(segs: &[&str]) -> String {
@@ -54,9 +85,20 @@ fn literals(max: usize) -> impl Strategy<Value = Vec<&'static str>> {
     prop::collection::vec(literal(), 0..=max)
 }
 
-/// Pattern text of one of the five kinds over the tiny alphabet.
+/// Pattern text of one of the six kinds over the tiny alphabet.
 fn pattern_text() -> impl Strategy<Value = String> {
     prop_oneof![
+        (
+            literals(1),
+            prop::collection::vec(literal(), 1..=2),
+            any::<bool>()
+        )
+            .prop_map(|(root, tail, subtree)| format!(
+                "{}/**{}{}",
+                join(&root),
+                join(&tail),
+                if subtree { "/**" } else { "" }
+            )),
         literals(3).prop_map(|s| if s.is_empty() {
             "/".to_owned()
         } else {
@@ -89,6 +131,8 @@ fn rule() -> impl Strategy<Value = (Kind, String, u64)> {
         4 => (prop::sample::select(vec![Kind::Read, Kind::Write, Kind::Unix, Kind::Exec]),
               pattern_text(), Just(0u64)),
         1 => (Just(Kind::Pinned), exact_text(), 1u64..4),
+        2 => (prop::sample::select(vec![Kind::Deny, Kind::ExecDeny, Kind::Protect, Kind::Unprotect]),
+              pattern_text(), Just(0u64)),
     ]
 }
 
@@ -105,6 +149,10 @@ fn build(rules: &[(Kind, String, u64)]) -> (CompiledPolicy, Vec<(Kind, PathPatte
             Kind::Write => write(&mut pol, text),
             Kind::Unix => unix(&mut pol, text),
             Kind::Exec | Kind::Pinned => exec(&mut pol, text, pin),
+            Kind::Deny => deny(&mut pol, text),
+            Kind::ExecDeny => exec_deny(&mut pol, text),
+            Kind::Protect => protect(&mut pol, text),
+            Kind::Unprotect => unprotect(&mut pol, text),
         }
         lowered.push((*kind, pattern(text), *ino));
     }
@@ -204,10 +252,7 @@ proptest! {
         check_invariants(&plan)?;
         check_invariants(&moved)?;
         for path in all_paths() {
-            let expected = lowered
-                .iter()
-                .filter(|(_, p, _)| p.matches(&path))
-                .fold(0, |acc, (k, _, _)| acc | k.accept());
+            let expected = expected_access(&lowered, &path);
             prop_assert_eq!(plan.path_access(&path), Ok(expected), "{}", path);
             prop_assert_eq!(moved.path_access(&path), Ok(expected), "{}", path);
             // The pinned check: the pin entries of the final state are exactly the pins of
@@ -229,6 +274,52 @@ proptest! {
                 .map(|k: &ExecPinKey| k.ino)
                 .collect();
             prop_assert_eq!(entries, pinned, "{}", path);
+        }
+    }
+
+    /// Two paths that end in one state grant alike at every path below them; two paths of
+    /// one move class grant alike below them but for EXEC on readable paths. The kernel lets
+    /// a directory move only within a move class, so nothing below gains or loses more.
+    #[test]
+    fn paths_of_one_move_class_grant_alike_below(
+        rules in prop::collection::vec(rule(), 0..8),
+    ) {
+        let (pol, lowered) = build(&rules);
+        let plan = EnforcementPlan::new(&pol);
+        prop_assert!(plan.is_ok(), "{:?}", plan.err());
+        let Ok(plan) = plan else { return Ok(()) };
+        let paths = all_paths();
+        let short: Vec<&String> = paths.iter().filter(|p| p.matches('/').count() <= 2).collect();
+        let suffixes: Vec<&str> = short.iter().map(|p| p.as_str()).filter(|p| *p != "/").collect();
+        let exec = ACCESS_EXEC | ACCESS_EXEC_PINNED;
+        let movable = |b: u32| if b & (ACCESS_READ | ACCESS_WRITE) != 0 { b & !exec } else { b };
+        let join_at = |d: &str, s: &str| if d == "/" { s.to_owned() } else { format!("{d}{s}") };
+        let mut first_state: std::collections::BTreeMap<u32, &str> = Default::default();
+        let mut first_class: std::collections::BTreeMap<u32, &str> = Default::default();
+        for dir in &short {
+            let state = walk_state(&plan, plan.start_state(), dir.as_bytes()).unwrap_or(DEAD_STATE);
+            if state == DEAD_STATE {
+                continue;
+            }
+            let Some(class) = plan.states().find(|(id, _)| *id == state).map(|(_, v)| v.move_class) else {
+                return Err(TestCaseError::fail(format!("no state {state}")));
+            };
+            prop_assert!(class > 0);
+            let same = *first_state.entry(state).or_insert(dir.as_str());
+            let moved = *first_class.entry(class).or_insert(dir.as_str());
+            for s in std::iter::once("").chain(suffixes.iter().copied()) {
+                let here = expected_access(&lowered, &join_at(dir, s));
+                prop_assert_eq!(
+                    here,
+                    expected_access(&lowered, &join_at(same, s)),
+                    "{} and {} end in state {} but differ at {}", dir, same, state, s
+                );
+                prop_assert_eq!(
+                    movable(here),
+                    movable(expected_access(&lowered, &join_at(moved, s))),
+                    "{} and {} share move class {} but differ at {}", dir, moved, class, s
+                );
+            }
         }
     }
 }

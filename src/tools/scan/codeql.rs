@@ -4,7 +4,7 @@
 //!    `--build-mode=none`, which analyses [`LANGUAGES`]; any other is declined, named.
 //! 2. `codeql version --format=json` must report the configured `bundle_version`; a mismatch
 //!    (or no version configured) is an explicit unavailability, before anything is analysed.
-//! 3. `codeql database create .bee/scan/codeql-db-LANG --language=LANG --build-mode=none
+//! 3. `codeql database create .bee-scan/codeql-db-LANG --language=LANG --build-mode=none
 //!    --source-root=. --overwrite`, then `codeql database analyze … --format=sarif-latest
 //!    --output=/dev/stdout` with the bundle's default suite for the language.
 //!
@@ -302,7 +302,7 @@ pub fn scan_with(
              analysed"
         )));
     }
-    let db = format!(".bee/scan/codeql-db-{language}");
+    let db = format!(".bee-scan/codeql-db-{language}");
     let lang = format!("--language={language}");
     step(
         sandbox,

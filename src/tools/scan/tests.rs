@@ -397,8 +397,8 @@ fn the_codeql_adapter_checks_the_version_then_builds_without_a_build() {
     assert_eq!(
         calls,
         "version --format=json\n\
-         database create .bee/scan/codeql-db-javascript --language=javascript --build-mode=none --source-root=. --overwrite\n\
-         database analyze .bee/scan/codeql-db-javascript --format=sarif-latest --output=/dev/stdout\n"
+         database create .bee-scan/codeql-db-javascript --language=javascript --build-mode=none --source-root=. --overwrite\n\
+         database analyze .bee-scan/codeql-db-javascript --format=sarif-latest --output=/dev/stdout\n"
     );
     // Both runs of the recorded log: LGTM's and the CodeQL CLI's.
     assert_eq!(scan.sightings.len(), 3);

@@ -42,6 +42,7 @@ fn st(accept: u32, default_next: u32, glob_first: u32, glob_count: u32) -> State
         default_next,
         glob_first,
         glob_count,
+        move_class: 1,
     }
 }
 

@@ -183,6 +183,23 @@ pub(crate) fn regex(p: &PathPattern) -> String {
             r.push_str("/(?:.*/)?");
             push_literal(&mut r, name);
         }
+        PathPattern::Nested {
+            root,
+            tail,
+            subtree,
+        } => {
+            push_dir(&mut r, root);
+            r.push_str("/(?:.*/)?");
+            for (i, t) in tail.iter().enumerate() {
+                if i > 0 {
+                    r.push('/');
+                }
+                push_literal(&mut r, t);
+            }
+            if *subtree {
+                r.push_str("(?:/.*)?");
+            }
+        }
         PathPattern::BoundedStar { segments, subtree } => {
             if segments.is_empty() && !subtree {
                 r.push('/');
@@ -217,6 +234,10 @@ pub(crate) fn literal_bytes(p: &PathPattern, set: &mut [bool; 256]) {
         PathPattern::Segment { root, name } => {
             mark(root);
             mark(name);
+        }
+        PathPattern::Nested { root, tail, .. } => {
+            mark(root);
+            tail.iter().for_each(|t| mark(t));
         }
         PathPattern::BoundedStar { segments, .. } => segments.iter().for_each(|s| mark(s)),
     }
@@ -308,6 +329,76 @@ pub(crate) fn counterexample(
             let key = (nc, np, nv);
             if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(key) {
                 e.insert(trail.len());
+                queue.push_back((key, trail.len()));
+                trail.push((at, b));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Searches for the shortest valid path accepted by automaton `roles[0]` on which `pred`
+/// holds, `pred` being given whether each automaton of `roles` (indices into `store`; one
+/// automaton may fill several roles) accepts the path, in role order. `pred` is only asked
+/// where `roles[0]` accepts. A dead state of `roles[0]` ends a branch; the others are
+/// followed to the end, so `pred` may ask for an automaton *not* to accept. Carve-outs make
+/// the inclusion questions boolean combinations of unions (`g ∧ ¬D ∧ ¬(P ∧ ¬U) ∧ …`), which
+/// this decides as [`counterexample`] decides the plain one.
+pub(crate) fn search(
+    store: &mut [Lazy],
+    roles: &[usize],
+    valid: &Dfa,
+    alphabet: &[u8],
+    pred: impl Fn(&[bool]) -> bool,
+) -> Result<Option<Vec<u8>>, BuildError> {
+    if roles.is_empty() || roles.iter().any(|&r| r >= store.len()) {
+        return Ok(None);
+    }
+    let mut start = Vec::with_capacity(roles.len());
+    for &r in roles {
+        start.push(store[r].start()?);
+    }
+    type Key = (Vec<LazyStateID>, StateID);
+    let start: Key = (start, start_of(valid)?);
+    let mut seen: HashMap<Key, usize> = HashMap::new();
+    let mut trail: Vec<(usize, u8)> = vec![(usize::MAX, 0)];
+    seen.insert(start.clone(), 0);
+    let mut queue = VecDeque::from([(start, 0usize)]);
+    let mut accepting = vec![false; roles.len()];
+    while let Some(((states, v), at)) = queue.pop_front() {
+        if accepts(valid, v) && store[roles[0]].accepts(states[0])? {
+            for (i, (&r, &s)) in roles.iter().zip(&states).enumerate() {
+                accepting[i] = !s.is_dead() && store[r].accepts(s)?;
+            }
+            if pred(&accepting) {
+                let mut bytes = Vec::new();
+                let mut i = at;
+                while let Some(&(prev, b)) = trail.get(i) {
+                    if prev == usize::MAX {
+                        break;
+                    }
+                    bytes.push(b);
+                    i = prev;
+                }
+                bytes.reverse();
+                return Ok(Some(bytes));
+            }
+        }
+        for &b in alphabet {
+            let nv = valid.next_state(v, b);
+            if valid.is_dead_state(nv) {
+                continue;
+            }
+            let mut next = Vec::with_capacity(states.len());
+            for (&r, &s) in roles.iter().zip(&states) {
+                next.push(if s.is_dead() { s } else { store[r].next(s, b)? });
+            }
+            if next[0].is_dead() {
+                continue;
+            }
+            let key = (next, nv);
+            if !seen.contains_key(&key) {
+                seen.insert(key.clone(), trail.len());
                 queue.push_back((key, trail.len()));
                 trail.push((at, b));
             }

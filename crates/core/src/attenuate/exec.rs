@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::carve::{self, Carve};
 use super::paths::{Outcome, PathSet, is_valid_path};
 use super::{Capability, Excess, RuleRef, Witness, pattern_text};
 use crate::compiled::{ExecRule, FileId};
@@ -30,10 +31,19 @@ fn rule_ref(r: &ExecRule) -> RuleRef {
 /// matching `p` or a pin of `p` with the same `id`. An unpinned child rule admits every file
 /// at its paths, which a parent pin never covers, so it must be covered by the parent's
 /// unpinned rules alone. A pinned rule that is not an exact path is malformed: a child one
-/// is refused, a parent one grants nothing.
-pub(crate) fn check(child: &[ExecRule], parent: &[ExecRule]) -> Vec<Excess> {
+/// is refused, a parent one grants nothing. Carve-outs (`exec.deny`, `fs.deny`) are taken
+/// from both sides: a child rule grants what its carve-out leaves, a parent rule what the
+/// parent's leaves.
+pub(crate) fn check<'a>(
+    child: &'a [ExecRule],
+    child_carve: &Carve<'a>,
+    parent: &'a [ExecRule],
+    parent_carve: &Carve<'a>,
+) -> Vec<Excess> {
     let unpinned: Vec<&ExecRule> = parent.iter().filter(|r| r.pin.is_none()).collect();
-    let mut set = PathSet::new(unpinned.iter().map(|r| &r.pattern).collect());
+    let patterns: Vec<&PathPattern> = unpinned.iter().map(|r| &r.pattern).collect();
+    let mut set = PathSet::new(patterns.clone());
+    let carved = !child_carve.is_empty() || !parent_carve.is_empty();
     let mut pins: HashMap<&str, Vec<&ExecRule>> = HashMap::new();
     for r in parent {
         if let (Some(_), PathPattern::Exact { path }) = (r.pin, &r.pattern) {
@@ -50,7 +60,10 @@ pub(crate) fn check(child: &[ExecRule], parent: &[ExecRule]) -> Vec<Excess> {
                     .get(path.as_str())
                     .map(Vec::as_slice)
                     .unwrap_or_default();
-                if set.matches(path) || parent_pins.iter().any(|r| r.pin == Some(id)) {
+                if child_carve.matches(path)
+                    || (!parent_carve.matches(path)
+                        && (set.matches(path) || parent_pins.iter().any(|r| r.pin == Some(id))))
+                {
                     continue;
                 }
                 let nearest = parent_pins
@@ -73,9 +86,19 @@ pub(crate) fn check(child: &[ExecRule], parent: &[ExecRule]) -> Vec<Excess> {
                 },
                 None,
             ),
-            (None, pattern) => match set.check(pattern) {
+            (None, pattern) => match unpinned_outcome(
+                pattern,
+                carved,
+                child_carve,
+                &mut set,
+                &patterns,
+                parent_carve,
+            ) {
                 Outcome::Covered => continue,
-                Outcome::Counterexample(path) => match pins.get(path.as_str()) {
+                Outcome::Counterexample(path) => match pins
+                    .get(path.as_str())
+                    .filter(|_| !parent_carve.matches(&path))
+                {
                     Some(rules) => (
                         Witness::FileOtherThan {
                             pinned: pinned_ids(rules),
@@ -99,4 +122,31 @@ pub(crate) fn check(child: &[ExecRule], parent: &[ExecRule]) -> Vec<Excess> {
         });
     }
     out
+}
+
+/// Whether an unpinned child pattern is within the parent's unpinned rules, carve-outs of
+/// both sides included when there are any.
+fn unpinned_outcome<'a>(
+    pattern: &'a PathPattern,
+    carved: bool,
+    child_carve: &Carve<'a>,
+    set: &mut PathSet<'a>,
+    patterns: &[&'a PathPattern],
+    parent_carve: &Carve<'a>,
+) -> Outcome {
+    if !carved {
+        return set.check(pattern);
+    }
+    match carve::excess(
+        &mut carve::Searcher::default(),
+        pattern,
+        child_carve,
+        set,
+        patterns,
+        parent_carve,
+    ) {
+        Ok(None) => Outcome::Covered,
+        Ok(Some(path)) => Outcome::Counterexample(path),
+        Err(reason) => Outcome::Unproven(reason),
+    }
 }

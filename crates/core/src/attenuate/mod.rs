@@ -15,7 +15,7 @@
 //! # Sound and complete
 //! Path grants are regular languages over the path's bytes. The check decides inclusion
 //! exactly over the universe of *valid normalised paths* (absolute, no empty, `.` or `..`
-//! segment, no trailing `/`, no NUL byte), for all five [`PathPattern`] kinds; IP grants are
+//! segment, no trailing `/`, no NUL byte), for all six [`PathPattern`] kinds; IP grants are
 //! decided exactly over protocol × 128-bit address × port:
 //!
 //! * **sound**: when the report is empty, every valid path (every peer) the child grants is
@@ -49,6 +49,7 @@
 //! sweep over the child's address range finds any point no parent box covers.
 
 mod automata;
+pub(crate) mod carve;
 mod exec;
 mod net;
 mod paths;
@@ -327,18 +328,23 @@ pub struct AttenuationError {
 /// is checked and in what sense it is exact. Never panics, whatever the input.
 #[must_use]
 pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> AttenuationReport {
+    let (cc, pc) = (Carves::of(child), Carves::of(parent));
     let mut excess = Vec::new();
-    excess.extend(paths::check_rules(
+    excess.extend(carve::check_rules(
         Capability::FsRead,
         &child.fs.readable().collect::<Vec<_>>(),
+        &cc.read,
         &parent.fs.readable().collect::<Vec<_>>(),
+        &pc.read,
     ));
-    excess.extend(paths::check_rules(
+    excess.extend(carve::check_rules(
         Capability::FsWrite,
         &all(&child.fs.write),
+        &cc.write,
         &all(&parent.fs.write),
+        &pc.write,
     ));
-    excess.extend(exec::check(&child.exec, &parent.exec));
+    excess.extend(exec::check(&child.exec, &cc.exec, &parent.exec, &pc.exec));
     excess.extend(net::check(&child.net.allow, &parent.net.allow));
     excess.extend(paths::check_rules(
         Capability::NetUnix,
@@ -346,6 +352,29 @@ pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> Attenuation
         &all(&parent.net.unix),
     ));
     AttenuationReport { excess }
+}
+
+/// A policy's carve-outs, per capability (see [`crate::compiled::FsGrants`]).
+struct Carves<'a> {
+    read: carve::Carve<'a>,
+    write: carve::Carve<'a>,
+    exec: carve::Carve<'a>,
+}
+
+impl<'a> Carves<'a> {
+    fn of(p: &'a CompiledPolicy) -> Self {
+        let pats = |rules: &'a [PathRule]| -> Vec<&'a PathPattern> {
+            rules.iter().map(|r| &r.pattern).collect()
+        };
+        let deny = pats(&p.fs.deny);
+        let mut exec = pats(&p.exec_deny);
+        exec.extend(&deny);
+        Self {
+            read: carve::Carve::indexed(deny.clone(), Vec::new(), Vec::new()),
+            write: carve::Carve::indexed(deny, pats(&p.fs.protect), pats(&p.fs.unprotect)),
+            exec: carve::Carve::indexed(exec, Vec::new(), Vec::new()),
+        }
+    }
 }
 
 /// What two policies grant differently: [`attenuate`] in both directions.

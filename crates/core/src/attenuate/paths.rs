@@ -33,6 +33,11 @@ pub(crate) fn well_formed(p: &PathPattern) -> bool {
         PathPattern::Postfix { root, suffix: s } | PathPattern::Segment { root, name: s } => {
             is_valid_path(root) && is_segment_text(s)
         }
+        PathPattern::Nested { root, tail, .. } => {
+            is_valid_path(root)
+                && !tail.is_empty()
+                && tail.iter().all(|s| is_segment_text(s) && !s.contains('*'))
+        }
         PathPattern::BoundedStar { segments, .. } => {
             !segments.is_empty() && segments.iter().all(|s| is_segment_text(s))
         }
@@ -82,6 +87,15 @@ fn positional(p: &PathPattern) -> Positional<'_> {
                 min_len: n,
             }
         }
+        PathPattern::Nested { root, tail, .. } => {
+            let segs = split_segments(root);
+            let n = segs.len() + tail.len();
+            Positional {
+                segs,
+                fixed: false,
+                min_len: n,
+            }
+        }
         PathPattern::BoundedStar { segments, subtree } => Positional {
             segs: segments.iter().map(String::as_str).collect(),
             fixed: !subtree,
@@ -106,7 +120,7 @@ fn segments_may_meet(a: &str, b: &str) -> bool {
 }
 
 /// Sound test that `p` and `c` match no common path; `false` means "may intersect".
-fn disjoint(p: &PathPattern, c: &PathPattern) -> bool {
+pub(crate) fn disjoint(p: &PathPattern, c: &PathPattern) -> bool {
     let (a, b) = (positional(p), positional(c));
     if (a.fixed && b.min_len > a.segs.len()) || (b.fixed && a.min_len > b.segs.len()) {
         return true;
@@ -192,7 +206,7 @@ fn covers(p: &PathPattern, c: &PathPattern, clp: &[&str]) -> bool {
             };
             positional_kind && fits && ps.iter().zip(&cp.segs).all(|(p, c)| segment_covers(p, c))
         }
-        PathPattern::Exact { .. } => false,
+        PathPattern::Nested { .. } | PathPattern::Exact { .. } => false,
     }
 }
 

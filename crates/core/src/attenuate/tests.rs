@@ -74,9 +74,11 @@ impl P {
             description: None,
             source: "test.toml".to_owned(),
             base: "/".to_owned(),
+            include: Vec::new(),
             fs: FsGrants {
                 read: path_rules("fs.read", &self.read),
                 write: path_rules("fs.write", &self.write),
+                ..FsGrants::default()
             },
             exec: self
                 .exec
@@ -88,6 +90,7 @@ impl P {
                     origin: origin("exec", i, p),
                 })
                 .collect(),
+            exec_deny: Vec::new(),
             net: NetGrants {
                 allow: self
                     .net

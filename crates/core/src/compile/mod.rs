@@ -16,21 +16,28 @@ use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+mod carve;
+pub mod include;
 mod net;
 
 use rustc_hash::FxHashMap;
 use toml::{Spanned, Value};
 
+use crate::compiled::NetRule;
 use crate::compiled::{
     COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, NetGrants, Origin, PathRule,
 };
 use crate::error::{PolicyDiagnostic, PolicyDiagnostics, PolicyError, PolicyWarning, Source};
 use crate::glob::PathPattern;
 use crate::path::{Anchors, normalize};
-use crate::raw::RawPolicy;
+use crate::raw::{RawExec, RawFragment, RawFs, RawNet, RawPolicy};
 
 /// The policy language versions this build understands.
-pub const LANGUAGE_VERSIONS: &[i64] = &[1];
+pub const LANGUAGE_VERSIONS: &[i64] = &[1, 2];
+
+/// The newest language version, which new policies (and `bee exec --learn`) are written in.
+/// Version 2 added the built-in protected paths ([`crate::protected`]).
+pub const LANGUAGE_VERSION: u32 = 2;
 
 /// The most rules (after expansion) one policy may hold; more is refused, not truncated.
 pub const MAX_RULES: usize = 1 << 20;
@@ -106,9 +113,24 @@ pub fn compile_str(
             vec![source.diagnostic(span, key, e.message().trim().to_owned(), help)],
         )
     })?;
+    let dir = Path::new(name)
+        .parent()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                d
+            }
+        })
+        .map(Path::to_owned);
+    let identity =
+        std::fs::canonicalize(name).map_or_else(|_| name.to_owned(), |p| p.display().to_string());
     let mut cx = Compiler {
         source,
         options,
+        prefix: String::new(),
+        dir,
+        identity,
         problems: Vec::new(),
         warnings: Vec::new(),
     };
@@ -135,6 +157,75 @@ struct Compiler<'a> {
     options: &'a CompileOptions,
     problems: Vec<PolicyDiagnostic>,
     warnings: Vec<PolicyWarning>,
+    /// Prefix of every origin's key: empty for the policy, `FRAGMENT:` in an included file.
+    prefix: String,
+    /// The directory the file's relative includes resolve against.
+    dir: Option<PathBuf>,
+    /// The file's identity for include cycles.
+    identity: String,
+}
+
+/// How deep includes may nest.
+const MAX_INCLUDE_DEPTH: usize = 8;
+
+/// The rules of one or more files, by list.
+#[derive(Default)]
+struct Parts {
+    read: Vec<PathRule>,
+    write: Vec<PathRule>,
+    deny: Vec<PathRule>,
+    protect: Vec<PathRule>,
+    unprotect: Vec<PathRule>,
+    exec: Vec<ExecRule>,
+    exec_deny: Vec<PathRule>,
+    allow: Vec<NetRule>,
+    unix: Vec<PathRule>,
+}
+
+impl Parts {
+    fn append(&mut self, mut other: Parts) {
+        self.read.append(&mut other.read);
+        self.write.append(&mut other.write);
+        self.deny.append(&mut other.deny);
+        self.protect.append(&mut other.protect);
+        self.unprotect.append(&mut other.unprotect);
+        self.exec.append(&mut other.exec);
+        self.exec_deny.append(&mut other.exec_deny);
+        self.allow.append(&mut other.allow);
+        self.unix.append(&mut other.unix);
+    }
+
+    fn len(&self) -> usize {
+        self.read.len()
+            + self.write.len()
+            + self.deny.len()
+            + self.protect.len()
+            + self.unprotect.len()
+            + self.exec.len()
+            + self.exec_deny.len()
+            + self.allow.len()
+            + self.unix.len()
+    }
+
+    /// Rules repeated across files merged into the first (each file warned about its own
+    /// repeats already; two fragments granting the same path is not worth a warning).
+    fn deduplicated(self) -> Parts {
+        fn first<T, K: Hash + Eq>(rules: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+            let mut seen = rustc_hash::FxHashSet::default();
+            rules.into_iter().filter(|r| seen.insert(key(r))).collect()
+        }
+        Parts {
+            read: first(self.read, |r| r.pattern.clone()),
+            write: first(self.write, |r| r.pattern.clone()),
+            deny: first(self.deny, |r| r.pattern.clone()),
+            protect: first(self.protect, |r| r.pattern.clone()),
+            unprotect: first(self.unprotect, |r| r.pattern.clone()),
+            exec: first(self.exec, |r| (r.pattern.clone(), r.pin)),
+            exec_deny: first(self.exec_deny, |r| r.pattern.clone()),
+            allow: first(self.allow, |r| (r.net, r.ports, r.protocols.clone())),
+            unix: first(self.unix, |r| r.pattern.clone()),
+        }
+    }
 }
 
 impl Compiler<'_> {
@@ -154,7 +245,11 @@ impl Compiler<'_> {
     fn origin(&self, span: &Range<usize>, key: String, text: &str) -> Origin {
         let (line, column) = self.source.line_column(span.start);
         Origin {
-            key,
+            key: if self.prefix.is_empty() {
+                key
+            } else {
+                format!("{}{key}", self.prefix)
+            },
             line,
             column,
             text: text.to_owned(),
@@ -163,26 +258,37 @@ impl Compiler<'_> {
 
     fn policy(&mut self, raw: RawPolicy) -> CompiledPolicy {
         let version = self.version(raw.version.as_ref());
-        let fs = FsGrants {
-            read: self.path_rules("fs.read", &raw.fs.read),
-            write: self.path_rules("fs.write", &raw.fs.write),
+        let mut all = Parts {
+            protect: self.builtin_protected(version, raw.version.as_ref()),
+            ..Parts::default()
         };
-        let exec = self.exec_rules(&raw.exec.allow);
-        let mut allow = Vec::new();
-        for (i, rule) in raw.net.allow.iter().enumerate() {
-            self.net_rule(&indexed_key("net.allow", i), rule, &mut allow);
-        }
-        let allow = self.dedup(
-            "net.allow",
-            allow,
-            |r| (r.net, r.ports, r.protocols.clone()),
-            |r| &r.origin,
+        let mut stack = vec![self.identity.clone()];
+        let dir = self.dir.clone();
+        let mut includes = Vec::new();
+        self.includes(
+            &raw.include,
+            version,
+            dir.as_deref(),
+            &mut stack,
+            &mut all,
+            &mut includes,
         );
-        let net = NetGrants {
-            allow,
-            unix: self.path_rules("net.unix", &raw.net.unix),
-        };
-        let total = fs.read.len() + fs.write.len() + exec.len() + net.allow.len() + net.unix.len();
+        let own = self.parts(&raw.fs, &raw.exec, &raw.net);
+        all.append(own);
+        let mut all = all.deduplicated();
+        if version == 1 {
+            if let Some(first) = all.unprotect.first() {
+                let span = self.span_of(&first.origin);
+                self.problem(
+                    span,
+                    "fs.unprotect",
+                    "version 1 policies protect nothing but what `fs.protect` names, so there is nothing to unprotect",
+                    Some("move the policy to `version = 2` (which protects .git/hooks, .git/config, .bee, .envrc and editor task files), or drop `fs.unprotect`"),
+                );
+            }
+        }
+        self.check_shadowed_pins(&all.exec);
+        let total = all.len();
         if total > MAX_RULES {
             self.problem(
                 0..0,
@@ -191,17 +297,166 @@ impl Compiler<'_> {
                 Some("split the work across several scopes, or use subtree rules"),
             );
         }
-        CompiledPolicy {
+        let policy = CompiledPolicy {
             format: COMPILED_FORMAT,
             version,
             name: raw.name.map(Spanned::into_inner),
             description: raw.description.map(Spanned::into_inner),
             source: self.source.name.clone(),
             base: self.options.base.to_string_lossy().into_owned(),
-            fs,
-            exec,
-            net,
+            include: includes,
+            fs: FsGrants {
+                read: std::mem::take(&mut all.read),
+                write: std::mem::take(&mut all.write),
+                deny: std::mem::take(&mut all.deny),
+                protect: std::mem::take(&mut all.protect),
+                unprotect: std::mem::take(&mut all.unprotect),
+            },
+            exec: std::mem::take(&mut all.exec),
+            exec_deny: std::mem::take(&mut all.exec_deny),
+            net: NetGrants {
+                allow: std::mem::take(&mut all.allow),
+                unix: std::mem::take(&mut all.unix),
+            },
+        };
+        if self.problems.is_empty() {
+            self.warnings
+                .extend(carve::lint(&policy, &self.source.name));
         }
+        policy
+    }
+
+    /// The rules of one file's `[fs]`, `[exec]` and `[net]`, each list deduplicated within it.
+    fn parts(&mut self, fs: &RawFs, exec: &RawExec, net: &RawNet) -> Parts {
+        let mut allow = Vec::new();
+        for (i, rule) in net.allow.iter().enumerate() {
+            self.net_rule(&indexed_key("net.allow", i), rule, &mut allow);
+        }
+        let allow = self.dedup(
+            "net.allow",
+            allow,
+            |r| (r.net, r.ports, r.protocols.clone()),
+            |r| &r.origin,
+        );
+        Parts {
+            read: self.path_rules("fs.read", &fs.read),
+            write: self.path_rules("fs.write", &fs.write),
+            deny: self.path_rules("fs.deny", &fs.deny),
+            protect: self.path_rules("fs.protect", &fs.protect),
+            unprotect: self.path_rules("fs.unprotect", &fs.unprotect),
+            exec: self.exec_rules(&exec.allow),
+            exec_deny: self.path_rules("exec.deny", &exec.deny),
+            allow,
+            unix: self.path_rules("net.unix", &net.unix),
+        }
+    }
+
+    /// Expands `entries` (the `include` list of this compiler's file, whose directory is
+    /// `dir`) into `out`, depth first; `stack` holds the identities of the files being
+    /// expanded, to refuse cycles; `names` collects what was included, as diagnostics name it.
+    fn includes(
+        &mut self,
+        entries: &[Spanned<String>],
+        version: u32,
+        dir: Option<&Path>,
+        stack: &mut Vec<String>,
+        out: &mut Parts,
+        names: &mut Vec<String>,
+    ) {
+        for (i, entry) in entries.iter().enumerate() {
+            let key = indexed_key("include", i);
+            let resolved =
+                match include::resolve(entry.get_ref(), version, dir, self.options.home.as_deref())
+                {
+                    Ok(r) => r,
+                    Err((message, help)) => {
+                        self.problem(entry.span(), &key, message, Some(&help));
+                        continue;
+                    }
+                };
+            if stack.contains(&resolved.identity) {
+                self.problem(
+                    entry.span(),
+                    &key,
+                    format!(
+                        "`{}` includes itself (through {})",
+                        entry.get_ref(),
+                        stack.join(" → ")
+                    ),
+                    Some("remove one of the includes that close the cycle"),
+                );
+                continue;
+            }
+            if stack.len() > MAX_INCLUDE_DEPTH {
+                self.problem(
+                    entry.span(),
+                    &key,
+                    format!("includes nest deeper than {MAX_INCLUDE_DEPTH}"),
+                    Some("flatten the fragments"),
+                );
+                continue;
+            }
+            let source = Source::new(resolved.source_name.clone(), &resolved.text);
+            let raw: RawFragment = match toml::from_str(&resolved.text) {
+                Ok(r) => r,
+                Err(e) => {
+                    let span = e.span().unwrap_or(0..0);
+                    let (k, help) = crate::error::toml_hint(
+                        &resolved.text,
+                        &span,
+                        e.message(),
+                        "a fragment has the tables of a policy ([fs], [exec], [net]), an optional `description` and `include`, and no `version`",
+                    );
+                    self.problems.push(source.diagnostic(
+                        span,
+                        k,
+                        e.message().trim().to_owned(),
+                        help,
+                    ));
+                    continue;
+                }
+            };
+            names.push(resolved.source_name.clone());
+            let mut sub = Compiler {
+                source,
+                options: self.options,
+                problems: Vec::new(),
+                warnings: Vec::new(),
+                prefix: format!("{}:", resolved.label),
+                dir: resolved.dir.clone(),
+                identity: resolved.identity.clone(),
+            };
+            stack.push(resolved.identity);
+            sub.includes(
+                &raw.include,
+                version,
+                resolved.dir.as_deref(),
+                stack,
+                out,
+                names,
+            );
+            stack.pop();
+            let parts = sub.parts(&raw.fs, &raw.exec, &raw.net);
+            out.append(parts);
+            self.problems.append(&mut sub.problems);
+            self.warnings.append(&mut sub.warnings);
+        }
+    }
+
+    /// The built-in protected paths of `version`, each with the `version` value as its origin.
+    fn builtin_protected(&self, version: u32, at: Option<&Spanned<Value>>) -> Vec<PathRule> {
+        let span = at.map_or(0..0, Spanned::span);
+        crate::protected::protected(version)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let pattern = PathPattern::parse(p.pattern).ok()?;
+                Some(PathRule {
+                    pattern,
+                    origin: self.origin(&span, indexed_key("protected", i), p.pattern),
+                })
+            })
+            .collect()
     }
 
     fn version(&mut self, v: Option<&Spanned<Value>>) -> u32 {
@@ -262,10 +517,10 @@ impl Compiler<'_> {
                 return None;
             }
         };
-        match PathPattern::parse_owned(normalised) {
+        match PathPattern::parse_owned(thread_self(normalised)) {
             Ok(p) => Some(p),
             Err(e) => {
-                self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /a/*/b (optionally ending in /**)"));
+                self.problem(raw.span(), key, e.to_string(), Some("supported shapes: /exact/path, /dir/**, /dir/**/*.ext, /dir/**/name, /dir/**/a/b (optionally ending in /**), /a/*/b (optionally ending in /**)"));
                 None
             }
         }
@@ -277,53 +532,10 @@ impl Compiler<'_> {
             let key = indexed_key(list, i);
             if let Some(pattern) = self.pattern(&key, raw, raw.get_ref()) {
                 let origin = self.origin(&raw.span(), key, raw.get_ref());
-                self.warn_unreachable(&pattern, &origin);
                 rules.push(PathRule { pattern, origin });
             }
         }
         self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
-    }
-
-    /// `/proc/self` and `/proc/thread-self` are symbolic links the kernel resolves before any
-    /// hook runs: it checks `/proc/<pid>/…`, so a rule written under them matches nothing.
-    fn warn_unreachable(&mut self, pattern: &PathPattern, origin: &Origin) {
-        let under = |dir: &str, link: &str| {
-            dir.strip_prefix("/proc/")
-                .and_then(|rest| rest.strip_prefix(link))
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-        };
-        let start = match pattern {
-            PathPattern::Exact { path } => path.as_str(),
-            PathPattern::Subtree { root }
-            | PathPattern::Postfix { root, .. }
-            | PathPattern::Segment { root, .. } => root.as_str(),
-            PathPattern::BoundedStar { segments, .. } => match &segments[..] {
-                [proc, link, ..] if proc == "proc" => {
-                    if link == "self" {
-                        "/proc/self"
-                    } else if link == "thread-self" {
-                        "/proc/thread-self"
-                    } else {
-                        return;
-                    }
-                }
-                _ => return,
-            },
-        };
-        for link in ["self", "thread-self"] {
-            if under(start, link) {
-                self.warnings.push(PolicyWarning {
-                    file: self.source.name.clone(),
-                    line: origin.line,
-                    column: origin.column,
-                    key: origin.key.clone(),
-                    message: format!(
-                        "`/proc/{link}` is a symbolic link the kernel resolves to `/proc/<pid>`, \
-                         so this rule never matches anything"
-                    ),
-                });
-            }
-        }
     }
 
     fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
@@ -367,14 +579,12 @@ impl Compiler<'_> {
                 Err(message) => self.problem(raw.span(), &key, message, Some("a pinned executable must exist when the policy is compiled; its inode is recorded then")),
             }
         }
-        let rules = self.dedup(
+        self.dedup(
             "exec.allow",
             rules,
             |r| (r.pattern.clone(), r.pin),
             |r| &r.origin,
-        );
-        self.check_shadowed_pins(&rules);
-        rules
+        )
     }
 
     /// A pin that an unpinned rule also admits would pin nothing: refuse the contradiction.
@@ -446,6 +656,18 @@ impl Compiler<'_> {
             .zip(keep)
             .filter_map(|(rule, keep)| keep.then_some(rule))
             .collect()
+    }
+}
+
+/// `/proc/thread-self…` as the kernel programs name the calling thread's entries:
+/// `/proc/self/task/self…` (`/proc/self` is the calling process's own directory; see
+/// `proc_self_name` in the kernel programs). Other paths are returned unchanged.
+fn thread_self(path: String) -> String {
+    match path.strip_prefix("/proc/thread-self") {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            format!("/proc/self/task/self{rest}")
+        }
+        _ => path,
     }
 }
 

@@ -124,6 +124,7 @@ const NO_STATE: StateValue = StateValue {
     default_next: 0,
     glob_first: 0,
     glob_count: 0,
+    move_class: 0,
 };
 
 const NO_GLOB: GlobValue = GlobValue {

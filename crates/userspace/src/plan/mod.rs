@@ -12,9 +12,11 @@
 //! not enforce exactly is refused with a [`PlanError`] naming the rule.
 
 mod error;
-pub mod exec;
+mod exec;
+mod minimize;
 mod net;
 mod paths;
+mod protect;
 
 use std::collections::BTreeMap;
 
@@ -31,7 +33,7 @@ use serde::Serialize;
 pub use error::{PlanError, RuleUse};
 pub use exec::kernel_dev;
 
-use paths::PathInput;
+use paths::{PathInput, Role};
 
 /// Size caps for one policy's plan; exceeding one is a [`PlanError::TooLarge`] (or
 /// [`PlanError::TooManyNetPrefixes`]). The loader sizes the shared maps from them.
@@ -131,9 +133,13 @@ impl EnforcementPlan {
     /// As [`EnforcementPlan::new`].
     pub fn with_limits(policy: &CompiledPolicy, limits: &PlanLimits) -> Result<Self, PlanError> {
         fn input(rule: &bee_core::compiled::PathRule, accept: u32) -> PathInput<'_> {
+            carve(rule, accept, Role::Grant)
+        }
+        fn carve(rule: &bee_core::compiled::PathRule, accept: u32, role: Role) -> PathInput<'_> {
             PathInput {
                 pattern: &rule.pattern,
                 accept,
+                role,
                 origin: &rule.origin,
             }
         }
@@ -141,9 +147,11 @@ impl EnforcementPlan {
             PathInput {
                 pattern: &rule.pattern,
                 accept,
+                role: Role::Grant,
                 origin: &rule.origin,
             }
         }
+        let protected = protect::narrowed(&policy.fs.protect, &policy.fs.write);
         let mut inputs: Vec<PathInput<'_>> = Vec::new();
         inputs.extend(policy.fs.read.iter().map(|r| input(r, ACCESS_READ)));
         inputs.extend(
@@ -172,6 +180,28 @@ impl EnforcementPlan {
         }
         let pin_offset = inputs.len();
         inputs.extend(pinned.iter().map(|r| exec_input(r, ACCESS_EXEC_PINNED)));
+        // Carve-outs (bee_core::compiled::FsGrants): after every grant, so the grants keep
+        // their indices.
+        const EXEC_ANY: u32 = ACCESS_EXEC | ACCESS_EXEC_PINNED;
+        let fs = &policy.fs;
+        inputs.extend(
+            fs.deny
+                .iter()
+                .map(|r| carve(r, ACCESS_READ | ACCESS_WRITE | EXEC_ANY, Role::Deny)),
+        );
+        inputs.extend(
+            policy
+                .exec_deny
+                .iter()
+                .map(|r| carve(r, EXEC_ANY, Role::Deny)),
+        );
+        inputs.extend(protected.iter().map(|(pattern, origin)| PathInput {
+            pattern,
+            accept: ACCESS_WRITE,
+            role: Role::Protect,
+            origin,
+        }));
+        inputs.extend(fs.unprotect.iter().map(|r| carve(r, 0, Role::Unprotect)));
 
         let automaton = paths::build(&inputs, limits)?;
         let ends: BTreeMap<usize, u32> = automaton
@@ -237,6 +267,7 @@ impl EnforcementPlan {
                         glob(v.glob_first)?
                     },
                     glob_count: v.glob_count,
+                    move_class: v.move_class,
                 })
             })
             .collect::<Result<_, PlanError>>()?;

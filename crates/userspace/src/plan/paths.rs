@@ -30,12 +30,30 @@ use bee_core::glob::PathPattern;
 
 use super::{PlanError, PlanLimits, RuleUse};
 
-/// One path rule to compile: a pattern, the access bits a match grants and where it came from.
+/// One path rule to compile: a pattern, the access bits a match grants (or, for a
+/// carve-out, takes away) and where it came from.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PathInput<'a> {
     pub pattern: &'a PathPattern,
     pub accept: u32,
+    pub role: Role,
     pub origin: &'a Origin,
+}
+
+/// What a rule's match does to a path's access bits. A state's bits are those its grants
+/// give, less those its denials take, less those its protections take where no unprotection
+/// also matches: the automaton of grant ∧ ¬carve-out, exact, since a state is the set of
+/// rule positions every path reaching it shares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Grants `accept`.
+    Grant,
+    /// Takes `accept` away, always.
+    Deny,
+    /// Takes `accept` away unless an [`Role::Unprotect`] rule matches too.
+    Protect,
+    /// Lifts [`Role::Protect`] rules.
+    Unprotect,
 }
 
 /// The automaton's map contents with plan-local ids: state `i + 1` is `states[i]`.
@@ -109,7 +127,8 @@ impl<'a> Nfa<'a> {
             PathPattern::Exact { path } => path,
             PathPattern::Subtree { root }
             | PathPattern::Postfix { root, .. }
-            | PathPattern::Segment { root, .. } => root,
+            | PathPattern::Segment { root, .. }
+            | PathPattern::Nested { root, .. } => root,
             PathPattern::BoundedStar { segments, subtree } => {
                 for s in segments {
                     if s.contains('*') {
@@ -138,6 +157,15 @@ impl<'a> Nfa<'a> {
             PathPattern::Segment { name, .. } => {
                 self.push(r, Elem::AnyDepth);
                 self.literal(r, input, name)?;
+            }
+            PathPattern::Nested { tail, subtree, .. } => {
+                self.push(r, Elem::AnyDepth);
+                for t in tail {
+                    self.literal(r, input, t)?;
+                }
+                if *subtree {
+                    self.push(r, Elem::AnyDepth);
+                }
             }
             PathPattern::Exact { .. } | PathPattern::BoundedStar { .. } => {}
         }
@@ -366,6 +394,7 @@ pub(crate) fn build(
     let mut id = 1u32;
     while let Some(set) = b.sets.get(id as usize - 1).map(Rc::clone) {
         let mut accept = 0u32;
+        let (mut denied, mut protected, mut unprotected) = (0u32, 0u32, false);
         stays.clear();
         literals.clear();
         stars.clear();
@@ -377,9 +406,16 @@ pub(crate) fn build(
                     let Some(input) = inputs.get(rule) else {
                         continue;
                     };
-                    accept |= input.accept;
-                    if input.accept & ACCESS_EXEC_PINNED != 0 {
-                        out.pinned.insert(rule, id);
+                    match input.role {
+                        Role::Grant => {
+                            accept |= input.accept;
+                            if input.accept & ACCESS_EXEC_PINNED != 0 {
+                                out.pinned.insert(rule, id);
+                            }
+                        }
+                        Role::Deny => denied |= input.accept,
+                        Role::Protect => protected |= input.accept,
+                        Role::Unprotect => unprotected = true,
                     }
                 }
                 Some(Elem::AnyDepth) => {
@@ -498,16 +534,20 @@ pub(crate) fn build(
             (first, globs.len() as u32)
         };
 
+        if !unprotected {
+            denied |= protected;
+        }
         out.states.push(StateValue {
-            accept,
+            accept: accept & !denied,
             default_next,
             glob_first,
             glob_count,
+            move_class: 0,
         });
         id += 1;
     }
     out.edges_short = edges_short.into_iter().collect();
     out.edges_long = edges_long.into_iter().collect();
     out.combos = combos.into_iter().collect();
-    Ok(out)
+    Ok(super::minimize::minimize(out))
 }

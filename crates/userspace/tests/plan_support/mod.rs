@@ -17,8 +17,10 @@ pub fn policy() -> CompiledPolicy {
         description: None,
         source: "test.toml".to_owned(),
         base: "/".to_owned(),
+        include: Vec::new(),
         fs: FsGrants::default(),
         exec: Vec::new(),
+        exec_deny: Vec::new(),
         net: NetGrants::default(),
     }
 }
@@ -85,4 +87,24 @@ pub fn net(p: &mut CompiledPolicy, block: &str, ports: (u16, u16), protocols: &[
         protocols: protocols.to_vec(),
         origin: origin(&key, block),
     });
+}
+
+pub fn deny(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("fs.deny[{}]", p.fs.deny.len());
+    p.fs.deny.push(path_rule(&key, text));
+}
+
+pub fn exec_deny(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("exec.deny[{}]", p.exec_deny.len());
+    p.exec_deny.push(path_rule(&key, text));
+}
+
+pub fn protect(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("fs.protect[{}]", p.fs.protect.len());
+    p.fs.protect.push(path_rule(&key, text));
+}
+
+pub fn unprotect(p: &mut CompiledPolicy, text: &str) {
+    let key = format!("fs.unprotect[{}]", p.fs.unprotect.len());
+    p.fs.unprotect.push(path_rule(&key, text));
 }

@@ -1,0 +1,438 @@
+//! Carve-outs in the proof: a capability's language is its grants less what is carved out.
+//!
+//! For one capability a policy grants `G ∖ C`, where `G` is the union of its grant rules and
+//! the carve-out `C = D ∪ (P ∖ U)`: `D` the rules that deny outright (`fs.deny`,
+//! `exec.deny`), `P` the protected paths (built-in and `fs.protect`, write only) and `U` the
+//! `fs.unprotect` rules that lift protection. A child rule `g` is within the parent when
+//! `g ∖ C_child ⊆ G_parent ∖ C_parent`, decided in two steps:
+//!
+//! 1. `g ⊆ G_parent` by the plain check ([`PathSet::check`]); a counterexample the child's own
+//!    carve-out removes does not count, and then the whole question goes to the product
+//!    search;
+//! 2. `(g ∖ C_child) ∩ C_parent = ∅`: nothing the child still grants falls in the parent's
+//!    carve-out (a child that drops a parent's carve-out is wider, and the path in the
+//!    carve-out is the witness).
+//!
+//! Both are searches of one product automaton ([`automata::search`]) over the rules that can
+//! meet `g` (the others are syntactically disjoint from it), so the answer stays exact.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::automata::{self, Lazy};
+use super::paths::{Outcome, PathSet, disjoint, is_valid_path, rule_ref, well_formed};
+use super::{Capability, Excess, Witness};
+use crate::compiled::PathRule;
+use crate::glob::{PathPattern, join_segments, split_segments};
+
+/// What one policy carves out of one capability's grants.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Carve<'a> {
+    /// Rules that remove the capability outright.
+    pub deny: Vec<&'a PathPattern>,
+    /// Protected rules: removed unless an `unprotect` rule also matches.
+    pub protect: Vec<&'a PathPattern>,
+    /// Rules that lift protection.
+    pub unprotect: Vec<&'a PathPattern>,
+    /// The three lists indexed by literal prefix ([`Carve::indexed`]); without it, lookups
+    /// scan the lists.
+    index: Option<Box<[PrefixIndex; 3]>>,
+}
+
+/// Rules by literal prefix (joined, `/` for none): a rule can match a path only if its
+/// literal prefix is a segment-prefix of the path, and can meet a pattern only if its prefix
+/// is on the path to the pattern's literal prefix or below it.
+#[derive(Debug, Clone, Default)]
+struct PrefixIndex {
+    by_prefix: BTreeMap<String, Vec<usize>>,
+}
+
+impl PrefixIndex {
+    fn new(patterns: &[&PathPattern]) -> Self {
+        let mut by_prefix: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, p) in patterns.iter().enumerate() {
+            // A malformed rule (never from the compiler) is a candidate everywhere, so that
+            // the automata refuse it rather than the index hide it.
+            let key = if well_formed(p) {
+                join_segments(&p.literal_prefix())
+            } else {
+                "/".to_owned()
+            };
+            by_prefix.entry(key).or_default().push(i);
+        }
+        Self { by_prefix }
+    }
+
+    /// Rules whose literal prefix is a segment-prefix of `segs` (or, with `below`, also
+    /// lies below `segs`).
+    fn candidates(&self, segs: &[&str], below: bool, out: &mut Vec<usize>) {
+        for k in 0..=segs.len() {
+            if let Some(v) = self.by_prefix.get(&join_segments(&segs[..k])) {
+                out.extend_from_slice(v);
+            }
+        }
+        if below {
+            let at = join_segments(segs);
+            if at == "/" {
+                for (key, v) in &self.by_prefix {
+                    if key != "/" {
+                        out.extend_from_slice(v);
+                    }
+                }
+            } else {
+                for (_, v) in self.by_prefix.range(format!("{at}/")..format!("{at}0")) {
+                    out.extend_from_slice(v);
+                }
+            }
+        }
+    }
+}
+
+impl<'a> Carve<'a> {
+    /// A carve-out whose lookups go through an index (for the policies' own carve-outs,
+    /// asked once per rule of the other side).
+    pub(crate) fn indexed(
+        deny: Vec<&'a PathPattern>,
+        protect: Vec<&'a PathPattern>,
+        unprotect: Vec<&'a PathPattern>,
+    ) -> Self {
+        let index = Box::new([
+            PrefixIndex::new(&deny),
+            PrefixIndex::new(&protect),
+            PrefixIndex::new(&unprotect),
+        ]);
+        Self {
+            deny,
+            protect,
+            unprotect,
+            index: Some(index),
+        }
+    }
+
+    /// The rules of list `which` (0 deny, 1 protect, 2 unprotect) that `keep` keeps, among
+    /// the candidates the index gives for `segs` (every rule without an index).
+    fn pick(
+        &self,
+        which: usize,
+        segs: &[&str],
+        below: bool,
+        keep: impl Fn(&PathPattern) -> bool,
+    ) -> Vec<&'a PathPattern> {
+        let list = match which {
+            0 => &self.deny,
+            1 => &self.protect,
+            _ => &self.unprotect,
+        };
+        match &self.index {
+            Some(index) => {
+                let mut at = Vec::new();
+                index[which].candidates(segs, below, &mut at);
+                at.sort_unstable();
+                at.dedup();
+                at.into_iter()
+                    .filter_map(|i| list.get(i).copied())
+                    .filter(|p| keep(p))
+                    .collect()
+            }
+            None => list.iter().copied().filter(|p| keep(p)).collect(),
+        }
+    }
+    /// Whether nothing is carved out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.deny.is_empty() && self.protect.is_empty()
+    }
+
+    /// Whether the valid path `path` is carved out.
+    pub(crate) fn matches(&self, path: &str) -> bool {
+        let segs = split_segments(path);
+        let any = |which: usize| {
+            !self
+                .pick(which, &segs, false, |p| p.matches(path))
+                .is_empty()
+        };
+        any(0) || (any(1) && !any(2))
+    }
+
+    /// `self` without the rules `other` carves out alike (see [`excess`]): a deny rule
+    /// `other` also denies, and, if `other` unprotects nothing `self` keeps protected, a
+    /// protected rule `other` also protects.
+    fn less(&self, other: &Carve<'a>) -> Carve<'a> {
+        let lifts_nothing_more = other.unprotect.iter().all(|u| self.unprotect.contains(u));
+        Carve {
+            deny: self
+                .deny
+                .iter()
+                .copied()
+                .filter(|d| !other.deny.contains(d))
+                .collect(),
+            protect: self
+                .protect
+                .iter()
+                .copied()
+                .filter(|p| !(lifts_nothing_more && other.protect.contains(p)))
+                .collect(),
+            unprotect: self.unprotect.clone(),
+            index: None,
+        }
+    }
+
+    /// The rules that may meet `g` (malformed ones are kept: they make the automaton fail,
+    /// and the answer is then "unproven", never "covered").
+    fn near(&self, g: &PathPattern) -> Carve<'a> {
+        let segs = g.literal_prefix();
+        let keep = |p: &PathPattern| !well_formed(p) || !disjoint(p, g);
+        Carve {
+            deny: self.pick(0, &segs, true, keep),
+            protect: self.pick(1, &segs, true, keep),
+            unprotect: self.pick(2, &segs, true, keep),
+            index: None,
+        }
+    }
+}
+
+/// Indices of one carve-out's unions in a [`Searcher`]'s roles (absent when empty).
+#[derive(Clone, Copy, Default)]
+struct CarveIdx {
+    deny: Option<usize>,
+    protect: Option<usize>,
+    unprotect: Option<usize>,
+}
+
+impl CarveIdx {
+    /// Whether the path the acceptance flags `a` describe is carved out.
+    fn carved(self, a: &[bool]) -> bool {
+        let on = |i: Option<usize>| i.is_some_and(|i| a[i]);
+        on(self.deny) || (on(self.protect) && !on(self.unprotect))
+    }
+}
+
+/// Product searches over unions of patterns, each union's lazy DFA built once and reused
+/// (most rules of a policy meet the same few carve-outs, such as the protected paths).
+/// Unions are keyed by the addresses of their patterns, which the caller borrows for the
+/// searcher's whole life.
+#[derive(Default)]
+pub(crate) struct Searcher {
+    store: Vec<Lazy>,
+    index: HashMap<Vec<usize>, Result<Built, String>>,
+}
+
+/// A union built once: its index in the store and the bytes its patterns name.
+type Built = (usize, [bool; 256]);
+
+/// One search's roles: automaton indices, and the bytes their patterns name.
+struct Roles {
+    roles: Vec<usize>,
+    literal: [bool; 256],
+}
+
+impl Searcher {
+    /// Adds the union of `patterns` as the next role (`None` for the empty union).
+    fn add(&mut self, r: &mut Roles, patterns: &[&PathPattern]) -> Result<Option<usize>, String> {
+        if patterns.is_empty() {
+            return Ok(None);
+        }
+        let key: Vec<usize> = patterns
+            .iter()
+            .map(|p| std::ptr::from_ref(*p) as usize)
+            .collect();
+        let store = &mut self.store;
+        let entry = self.index.entry(key).or_insert_with(|| {
+            let mut set = [false; 256];
+            let regexes: Vec<String> = patterns
+                .iter()
+                .map(|p| {
+                    automata::literal_bytes(p, &mut set);
+                    automata::regex(p)
+                })
+                .collect();
+            let lazy = Lazy::new(&regexes)?;
+            store.push(lazy);
+            Ok((store.len() - 1, set))
+        });
+        let (i, set) = entry.as_ref().map_err(Clone::clone)?;
+        for (b, on) in set.iter().enumerate() {
+            r.literal[b] |= on;
+        }
+        r.roles.push(*i);
+        Ok(Some(r.roles.len() - 1))
+    }
+
+    fn carve(&mut self, r: &mut Roles, c: &Carve<'_>) -> Result<CarveIdx, String> {
+        Ok(CarveIdx {
+            deny: self.add(r, &c.deny)?,
+            protect: self.add(r, &c.protect)?,
+            unprotect: self.add(r, &c.unprotect)?,
+        })
+    }
+
+    /// The shortest valid path `g` grants, the child's carve-out leaves, and `lost` calls
+    /// lost, given the parent's grant union role, carve-out roles and the acceptance flags.
+    fn witness(
+        &mut self,
+        g: &PathPattern,
+        child: &Carve<'_>,
+        parent_grants: &[&PathPattern],
+        parent: &Carve<'_>,
+        lost: impl Fn(Option<usize>, CarveIdx, &[bool]) -> bool,
+    ) -> Result<Option<String>, String> {
+        let valid = automata::validity()?;
+        let mut r = Roles {
+            roles: Vec::new(),
+            literal: [false; 256],
+        };
+        self.add(&mut r, &[g])?;
+        let c = self.carve(&mut r, child)?;
+        let grants = self.add(&mut r, parent_grants)?;
+        let p = self.carve(&mut r, parent)?;
+        let alphabet = automata::alphabet(r.literal);
+        let found = automata::search(&mut self.store, &r.roles, valid, &alphabet, |a| {
+            !c.carved(a) && lost(grants, p, a)
+        })?;
+        Ok(found.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+}
+
+/// The shortest valid path `g` grants (less `child_carve`) that the parent — the grants
+/// indexed in `set` (the same rules as `parent`, in order) less `parent_carve` — does not:
+/// `Ok(None)` when there is none, `Err` when it cannot be decided.
+pub(crate) fn excess<'a>(
+    searcher: &mut Searcher,
+    g: &'a PathPattern,
+    child_carve: &Carve<'a>,
+    set: &mut PathSet<'a>,
+    parent: &[&'a PathPattern],
+    parent_carve: &Carve<'a>,
+) -> Result<Option<String>, String> {
+    if let PathPattern::Exact { path } = g {
+        if !is_valid_path(path) {
+            return Err(format!("`{g}` is not a normalised pattern"));
+        }
+        let granted = set.matches(path) && !parent_carve.matches(path);
+        return Ok((!child_carve.matches(path) && !granted).then(|| path.clone()));
+    }
+    let (cc, pc) = (child_carve.near(g), parent_carve.near(g));
+    // Step 1: g ∖ C_child ⊆ G_parent.
+    let outside = match set.check(g) {
+        Outcome::Covered => None,
+        Outcome::Counterexample(w) if !cc.matches(&w) => Some(w),
+        Outcome::Counterexample(_) => {
+            let near: Vec<&PathPattern> = parent
+                .iter()
+                .copied()
+                .filter(|p| !well_formed(p) || !disjoint(p, g))
+                .collect();
+            searcher
+                .witness(g, &cc, &near, &Carve::default(), |grants, _, a| {
+                    !grants.is_some_and(|i| a[i])
+                })
+                .map_err(|e| format!("automaton for `{g}`: {e}"))?
+        }
+        Outcome::Unproven(reason) => return Err(reason),
+    };
+    // What both sides carve out alike cannot be in g ∖ C_child: the parent's deny rules the
+    // child also has, and (when the child lifts nothing the parent keeps) its protected
+    // rules the child also has.
+    let pc = pc.less(&cc);
+    match outside {
+        Some(w) => Ok(Some(w)),
+        None if pc.is_empty() => Ok(None),
+        // Step 2: (g ∖ C_child) ∩ C_parent = ∅.
+        None => searcher
+            .witness(g, &cc, &[], &pc, |_, p, a| p.carved(a))
+            .map_err(|e| format!("automaton for `{g}`: {e}")),
+    }
+}
+
+/// Checks every child rule of one path capability against the parent's, carve-outs of both
+/// sides included (see the module docs). With no carve-out on either side this is
+/// [`super::paths::check_rules`].
+pub(crate) fn check_rules<'a>(
+    capability: Capability,
+    child: &[&'a PathRule],
+    child_carve: &Carve<'a>,
+    parent: &[&'a PathRule],
+    parent_carve: &Carve<'a>,
+) -> Vec<Excess> {
+    if child_carve.is_empty() && parent_carve.is_empty() {
+        return super::paths::check_rules(capability, child, parent);
+    }
+    let patterns: Vec<&PathPattern> = parent.iter().map(|r| &r.pattern).collect();
+    let mut set = PathSet::new(patterns.clone());
+    let mut searcher = Searcher::default();
+    let mut out = Vec::new();
+    for c in child {
+        let g = &c.pattern;
+        let witness = match excess(
+            &mut searcher,
+            g,
+            child_carve,
+            &mut set,
+            &patterns,
+            parent_carve,
+        ) {
+            Ok(None) => continue,
+            Ok(Some(path)) => Witness::Path { path },
+            Err(reason) => Witness::Unproven { reason },
+        };
+        let nearest = match &witness {
+            Witness::Path { path } => set.nearest(path),
+            _ => set.nearest(&crate::glob::join_segments(&g.literal_prefix())),
+        };
+        out.push(Excess {
+            capability,
+            child: rule_ref(c),
+            witness,
+            nearest_parent: nearest.and_then(|i| parent.get(i)).map(|r| rule_ref(r)),
+        });
+    }
+    out
+}
+
+/// Whether some valid path matched by `g` is left by `carve`: `None` when it cannot be
+/// decided (an automaton over its limit).
+pub(crate) fn leaves_something(
+    searcher: &mut Searcher,
+    g: &PathPattern,
+    carve: &Carve<'_>,
+) -> Option<bool> {
+    if let PathPattern::Exact { path } = g {
+        return Some(!carve.matches(path));
+    }
+    let near = carve.near(g);
+    if near.is_empty() {
+        return Some(true);
+    }
+    searcher
+        .witness(g, &near, &[], &Carve::default(), |_, _, _| true)
+        .ok()
+        .map(|w| w.is_some())
+}
+
+/// Whether the carve-out rule `d` meets some valid path one of `grants` matches (a carve-out
+/// that meets none carves nothing): `None` when it cannot be decided.
+pub(crate) fn meets_any(
+    searcher: &mut Searcher,
+    d: &PathPattern,
+    grants: &[&PathPattern],
+) -> Option<bool> {
+    if let PathPattern::Exact { path } = d {
+        return Some(grants.iter().any(|g| g.matches(path)));
+    }
+    let near: Vec<&PathPattern> = grants
+        .iter()
+        .copied()
+        .filter(|p| well_formed(p) && !disjoint(p, d))
+        .collect();
+    if near.is_empty() {
+        return Some(false);
+    }
+    searcher
+        .witness(
+            d,
+            &Carve::default(),
+            &near,
+            &Carve::default(),
+            |grants, _, a| grants.is_some_and(|i| a[i]),
+        )
+        .ok()
+        .map(|w| w.is_some())
+}

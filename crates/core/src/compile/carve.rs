@@ -1,0 +1,96 @@
+//! Warnings about carve-outs that do nothing, and grants that carve-outs empty.
+//!
+//! Neither changes what a policy means, so both are warnings: a carve-out that meets no
+//! grant (a typo, or a grant that moved), an `fs.unprotect` rule that lifts no protection,
+//! and a grant whose every path is carved out (it grants nothing).
+
+use crate::attenuate::carve::{Carve, Searcher, leaves_something, meets_any};
+use crate::compiled::{CompiledPolicy, Origin, PathRule};
+use crate::error::PolicyWarning;
+use crate::glob::PathPattern;
+
+fn patterns(rules: &[PathRule]) -> Vec<&PathPattern> {
+    rules.iter().map(|r| &r.pattern).collect()
+}
+
+fn warning(file: &str, origin: &Origin, message: String) -> PolicyWarning {
+    PolicyWarning {
+        file: file.to_owned(),
+        line: origin.line,
+        column: origin.column,
+        key: origin.key.clone(),
+        message,
+    }
+}
+
+/// The carve-out warnings of `policy`, read from `file`.
+pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
+    let fs = &policy.fs;
+    let mut out = Vec::new();
+    let mut searcher = Searcher::default();
+    let readable: Vec<&PathPattern> = fs.readable().map(|r| &r.pattern).collect();
+    let exec: Vec<&PathPattern> = policy.exec.iter().map(|r| &r.pattern).collect();
+    let write = patterns(&fs.write);
+    let all: Vec<&PathPattern> = readable.iter().chain(&exec).copied().collect();
+    let mut nothing = |rules: &[PathRule], grants: &[&PathPattern], what: &str| {
+        for r in rules {
+            if meets_any(&mut searcher, &r.pattern, grants) == Some(false) {
+                out.push(warning(
+                    file,
+                    &r.origin,
+                    format!(
+                        "`{}` carves nothing out: no {what} grant covers any path it matches",
+                        r.pattern
+                    ),
+                ));
+            }
+        }
+    };
+    nothing(&fs.deny, &all, "read, write or exec");
+    let user_protect: Vec<PathRule> = fs
+        .protect
+        .iter()
+        .filter(|r| r.origin.key.starts_with("fs."))
+        .cloned()
+        .collect();
+    nothing(&user_protect, &write, "write");
+    nothing(&policy.exec_deny, &exec, "exec");
+    let protect = patterns(&fs.protect);
+    for r in &fs.unprotect {
+        if meets_any(&mut searcher, &r.pattern, &protect) == Some(false) {
+            out.push(warning(
+                file,
+                &r.origin,
+                format!(
+                    "`{}` lifts no protection: no protected path matches it",
+                    r.pattern
+                ),
+            ));
+        }
+    }
+    let deny = patterns(&fs.deny);
+    let read_carve = Carve::indexed(deny.clone(), Vec::new(), Vec::new());
+    let write_carve = Carve::indexed(deny.clone(), protect, patterns(&fs.unprotect));
+    let mut exec_deny = patterns(&policy.exec_deny);
+    exec_deny.extend(&deny);
+    let exec_carve = Carve::indexed(exec_deny, Vec::new(), Vec::new());
+    let mut empty = |pattern: &PathPattern, origin: &Origin, carve: &Carve<'_>| {
+        if !carve.is_empty() && leaves_something(&mut searcher, pattern, carve) == Some(false) {
+            out.push(warning(
+                file,
+                origin,
+                format!("`{pattern}` grants nothing: every path it matches is carved out"),
+            ));
+        }
+    };
+    for r in &fs.read {
+        empty(&r.pattern, &r.origin, &read_carve);
+    }
+    for r in &fs.write {
+        empty(&r.pattern, &r.origin, &write_carve);
+    }
+    for r in &policy.exec {
+        empty(&r.pattern, &r.origin, &exec_carve);
+    }
+    out
+}

@@ -1,0 +1,154 @@
+//! Policy composition: `include = ["base", "rust", "./team.toml"]`.
+//!
+//! An entry without `/` that does not end in `.toml` names a *shipped fragment*: a policy
+//! piece bee carries for its language version (as AppArmor carries abstractions). Any other
+//! entry is a fragment file of the user's, relative to the directory of the file that
+//! includes it (`~/` for the home directory). A fragment has the tables of a policy (`[fs]`,
+//! `[exec]`, `[net]`), an optional `description` and its own `include`, and no `version`:
+//! it means what the including policy's version says. Includes are expanded before anything
+//! else is compiled; their rules come first, in include order, and keep their origin (key
+//! `FRAGMENT:fs.read[2]`, line in the fragment).
+
+use std::path::{Path, PathBuf};
+
+/// One shipped fragment: its name and TOML text.
+#[derive(Debug, Clone, Copy)]
+pub struct Fragment {
+    /// The name an `include` entry gives.
+    pub name: &'static str,
+    /// The fragment's TOML.
+    pub text: &'static str,
+}
+
+/// The fragments of language version 2.
+const V2: &[Fragment] = &[
+    Fragment {
+        name: "base",
+        text: include_str!("../../fragments/v2/base.toml"),
+    },
+    Fragment {
+        name: "c",
+        text: include_str!("../../fragments/v2/c.toml"),
+    },
+    Fragment {
+        name: "go",
+        text: include_str!("../../fragments/v2/go.toml"),
+    },
+    Fragment {
+        name: "node",
+        text: include_str!("../../fragments/v2/node.toml"),
+    },
+    Fragment {
+        name: "python",
+        text: include_str!("../../fragments/v2/python.toml"),
+    },
+    Fragment {
+        name: "rust",
+        text: include_str!("../../fragments/v2/rust.toml"),
+    },
+];
+
+/// The shipped fragments of policy language `version` (none for version 1, whose meaning
+/// predates them).
+#[must_use]
+pub fn fragments(version: u32) -> &'static [Fragment] {
+    match version {
+        2 => V2,
+        _ => &[],
+    }
+}
+
+/// What an include entry resolved to.
+pub(super) struct Resolved {
+    /// Its key prefix label: the fragment name, or the entry as written.
+    pub label: String,
+    /// The name diagnostics give its source: `shipped fragment rust (version 2)` or the path.
+    pub source_name: String,
+    /// Identity for cycle detection: `shipped:NAME` or the canonical path.
+    pub identity: String,
+    /// Its text.
+    pub text: String,
+    /// The directory its own relative includes resolve against (`None` for shipped ones).
+    pub dir: Option<PathBuf>,
+}
+
+/// Whether an include entry names a shipped fragment rather than a file.
+fn is_shipped(entry: &str) -> bool {
+    !entry.contains('/') && !entry.ends_with(".toml")
+}
+
+/// Resolves one include entry, written in a file whose directory is `dir` (`None` for a
+/// shipped fragment, which may include only other shipped fragments).
+///
+/// # Errors
+/// A message for the include entry: unknown fragment, a file that cannot be read or is not
+/// UTF-8, a file named from a shipped fragment.
+pub(super) fn resolve(
+    entry: &str,
+    version: u32,
+    dir: Option<&Path>,
+    home: Option<&Path>,
+) -> Result<Resolved, (String, String)> {
+    if is_shipped(entry) {
+        let all = fragments(version);
+        let names: Vec<&str> = all.iter().map(|f| f.name).collect();
+        return match all.iter().find(|f| f.name == entry) {
+            Some(f) => Ok(Resolved {
+                label: f.name.to_owned(),
+                source_name: format!("shipped fragment {} (version {version})", f.name),
+                identity: format!("shipped:{}", f.name),
+                text: f.text.to_owned(),
+                dir: None,
+            }),
+            None if names.is_empty() => Err((
+                format!("version {version} policies have no shipped fragments, so `{entry}` is unknown"),
+                "move the policy to `version = 2`, or include a file (a path with `/` or ending in `.toml`)".to_owned(),
+            )),
+            None => Err((
+                format!("`{entry}` is not a shipped fragment"),
+                format!("shipped fragments of version {version}: {}; a file of yours is a path (`./{entry}.toml`)", names.join(", ")),
+            )),
+        };
+    }
+    let Some(dir) = dir else {
+        return Err((
+            format!("a shipped fragment cannot include the file `{entry}`"),
+            "only shipped fragments include each other".to_owned(),
+        ));
+    };
+    let path = match (entry.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        (Some(_), None) => {
+            return Err((
+                format!("`{entry}` starts with `~/` but no home directory is known"),
+                "write the fragment's path in full".to_owned(),
+            ));
+        }
+        (None, _) => dir.join(entry),
+    };
+    let hint =
+        || "an include entry names a shipped fragment (`base`) or a readable TOML file".to_owned();
+    let bytes = std::fs::read(&path).map_err(|e| {
+        (
+            format!("cannot read the fragment {}: {e}", path.display()),
+            hint(),
+        )
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        (
+            format!("the fragment {} is not UTF-8", path.display()),
+            hint(),
+        )
+    })?;
+    let identity = std::fs::canonicalize(&path)
+        .unwrap_or_else(|_| path.clone())
+        .display()
+        .to_string();
+    Ok(Resolved {
+        label: entry.to_owned(),
+        source_name: path.display().to_string(),
+        identity,
+        text,
+        dir: Some(path.parent().map_or_else(|| dir.to_owned(), Path::to_owned)),
+    })
+}

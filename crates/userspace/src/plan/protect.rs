@@ -1,0 +1,164 @@
+//! Protected patterns narrowed to where writing is granted, before they enter the automaton.
+//!
+//! The built-in protected paths are anchored nowhere (`/**/.git/hooks/**`): planned as
+//! written, every state of the automaton would carry their positions, multiplying states and
+//! edges by the protected set's size. They only ever take WRITE away, and WRITE is granted
+//! only below the literal prefix `L` of some write rule, so each such pattern is planned as
+//! its part below each `L` — exactly the same bits everywhere:
+//!
+//! * `L/**/T` (and `L/**/T/**`): the tail `T` anywhere below `L`;
+//! * `L/T[k..]` (and `…/**`) for each `k` where `L` itself ends with `T[..k]`: a tail that
+//!   begins inside `L`;
+//! * `L` (or `L/**`) when `L` ends with the whole tail.
+//!
+//! An exact write rule contributes only its own path, when a protected pattern matches it.
+//! Patterns anchored below `/`, and any pattern when a write rule's prefix is `/`, are planned
+//! as written.
+
+use bee_core::compiled::{Origin, PathRule};
+use bee_core::glob::{PathPattern, join_segments};
+
+/// The patterns to plan for `protect`, given the policy's write rules.
+pub(crate) fn narrowed<'a>(
+    protect: &'a [PathRule],
+    write: &[PathRule],
+) -> Vec<(PathPattern, &'a Origin)> {
+    // An exact write rule needs no pattern below it: only whether its own path is protected.
+    let mut roots: Vec<Vec<&str>> = write
+        .iter()
+        .filter(|r| !matches!(r.pattern, PathPattern::Exact { .. }))
+        .map(|r| r.pattern.literal_prefix())
+        .collect();
+    roots.sort_by_key(Vec::len);
+    roots.dedup();
+    let mut kept: Vec<Vec<&str>> = Vec::new();
+    for r in roots {
+        if !kept.iter().any(|k| r.starts_with(k)) {
+            kept.push(r);
+        }
+    }
+    let mut out = Vec::new();
+    for w in write {
+        if let PathPattern::Exact { path } = &w.pattern {
+            if let Some(rule) = protect.iter().find(|p| p.pattern.matches(path)) {
+                out.push((w.pattern.clone(), &rule.origin));
+            }
+        }
+    }
+    for rule in protect {
+        let (tail, subtree): (Vec<&str>, bool) = match &rule.pattern {
+            PathPattern::Nested {
+                root,
+                tail,
+                subtree,
+            } if root == "/" => (tail.iter().map(String::as_str).collect(), *subtree),
+            PathPattern::Segment { root, name } if root == "/" => (vec![name.as_str()], false),
+            other => {
+                out.push((other.clone(), &rule.origin));
+                continue;
+            }
+        };
+        if kept.iter().any(Vec::is_empty) {
+            out.push((rule.pattern.clone(), &rule.origin));
+            continue;
+        }
+        for l in &kept {
+            let root = join_segments(l);
+            out.push((anywhere_below(&root, &tail, subtree), &rule.origin));
+            for k in 1..=tail.len() {
+                if l.len() >= k && l.ends_with(&tail[..k]) {
+                    let mut segs = l.clone();
+                    segs.extend_from_slice(&tail[k..]);
+                    let path = join_segments(&segs);
+                    out.push((
+                        if subtree {
+                            PathPattern::Subtree { root: path }
+                        } else {
+                            PathPattern::Exact { path }
+                        },
+                        &rule.origin,
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `ROOT/**/T` (with `subtree`, `ROOT/**/T/**`) in its canonical kind.
+fn anywhere_below(root: &str, tail: &[&str], subtree: bool) -> PathPattern {
+    match tail {
+        [name] if !subtree => PathPattern::Segment {
+            root: root.to_owned(),
+            name: (*name).to_owned(),
+        },
+        _ => PathPattern::Nested {
+            root: root.to_owned(),
+            tail: tail.iter().map(|s| (*s).to_owned()).collect(),
+            subtree,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(text: &str) -> PathRule {
+        PathRule {
+            pattern: PathPattern::parse(text).unwrap_or_else(|e| unreachable!("{e}")),
+            origin: Origin {
+                key: "k".to_owned(),
+                line: 1,
+                column: 1,
+                text: text.to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn narrows_to_each_outermost_write_prefix_and_keeps_the_meaning() {
+        let protect = [
+            rule("/**/.git/hooks/**"),
+            rule("/**/.envrc"),
+            rule("/w/x/**"),
+        ];
+        let write = [rule("/w/**"), rule("/w/a/**"), rule("/v/.git/**")];
+        let got: Vec<String> = narrowed(&protect, &write)
+            .iter()
+            .map(|(p, _)| p.to_string())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "/w/**/.git/hooks/**",
+                "/v/.git/**/.git/hooks/**",
+                "/v/.git/hooks/**",
+                "/w/**/.envrc",
+                "/v/.git/**/.envrc",
+                "/w/x/**",
+            ]
+        );
+        let universe = [
+            "/w/.git/hooks/a",
+            "/v/.git/hooks",
+            "/v/.git/hooks/x",
+            "/v/.git/a/.git/hooks/b",
+            "/w/.envrc",
+            "/v/.git/.envrc",
+            "/w/.git/config",
+            "/z/.git/hooks/a",
+        ];
+        let written = |p: &str| write.iter().any(|r| r.pattern.matches(p));
+        let planned = narrowed(&protect, &write);
+        for p in universe {
+            let full = protect.iter().any(|r| r.pattern.matches(p));
+            let part = planned.iter().any(|(n, _)| n.matches(p));
+            if written(p) {
+                assert_eq!(full, part, "{p}");
+            }
+        }
+        // With no write rule there is nothing to protect.
+        assert_eq!(narrowed(&protect[..2], &[]).len(), 0);
+    }
+}

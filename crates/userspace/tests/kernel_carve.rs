@@ -1,0 +1,339 @@
+//! Kernel tests: carve-outs (`fs.deny`, `exec.deny`), protected paths (language version 2)
+//! and directory moves between places granted differently, attacked the ways an agent
+//! would: hook planting, hard links, renames into and out of a carved path, symbolic links.
+//! In the VM matrix via `cargo xtask vm test`; they fail, never skip, elsewhere.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "helpers of kernel tests: a step that fails fails the test"
+)]
+
+mod kernel_support;
+
+use bee_common::Hook;
+use bee_common::event::EVENT_REPARENT;
+use kernel_support::*;
+
+helper_entry!();
+
+/// The read and exec grants a scoped busybox needs, then `extra` lines of `[fs]`, and
+/// `exec_extra` lines of `[exec]`.
+fn policy(version: u32, fs_extra: &str, exec_extra: &str) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().display().to_string();
+    format!(
+        r#"version = {version}
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{dir}/**"]
+{fs_extra}
+
+[exec]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{dir}/**"{exec_extra}]
+"#
+    )
+}
+
+/// A workspace that looks like a git checkout.
+fn checkout(name: &str) -> Scratch {
+    let ws = Scratch::new(name);
+    ws.write(".git/HEAD", "ref: refs/heads/main\n");
+    ws.write(".git/config", "[core]\n\tbare = false\n");
+    ws.write(".git/hooks/pre-commit.sample", "#!/bin/sh\n");
+    ws.write("src/main.rs", "fn main() {}\n");
+    ws
+}
+
+#[test]
+fn an_agent_cannot_plant_a_git_hook_with_the_whole_workspace_writable() {
+    let ws = checkout("plant");
+    let text = policy(
+        2,
+        &format!(r#"write = ["/dev/null", "{}/**"]"#, ws.path.display()),
+        "",
+    );
+    let scope = Scope::new("plant", &text, 0);
+    let cg = Some(&scope.cg);
+    let w = |n: &str| ws.s(n);
+
+    // Ordinary work in the workspace goes on.
+    assert_ok(
+        &sh(cg, r#"echo x >> "$1""#, &[&w("src/main.rs")]),
+        "edit a source file",
+    );
+    assert_ok(&run(cg, BUSYBOX, &["mkdir", "-p", &w("a/b")]), "mkdir");
+    assert_ok(
+        &run(cg, BUSYBOX, &["mv", &w("a"), &w("c")]),
+        "rename a directory",
+    );
+    assert_ok(
+        &sh(cg, r#"echo x > "$1""#, &[&w(".git/HEAD")]),
+        "git's own files",
+    );
+    assert_ok(
+        &run(cg, BUSYBOX, &["cat", &w(".git/config")]),
+        "protected paths stay readable",
+    );
+
+    // Every way to plant a hook or rewrite git's configuration.
+    let hook = w(".git/hooks/pre-commit");
+    assert_eperm(&sh(cg, r#"echo evil > "$1""#, &[&hook]), "create a hook");
+    assert_eperm(
+        &sh(cg, r#"echo evil >> "$1""#, &[&w(".git/config")]),
+        "append to .git/config",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["rm", &w(".git/config")]),
+        "unlink .git/config",
+    );
+    assert_eperm(
+        &run(
+            cg,
+            BUSYBOX,
+            &["chmod", "777", &w(".git/hooks/pre-commit.sample")],
+        ),
+        "chmod a hook",
+    );
+    assert_ok(
+        &sh(cg, r#"echo evil > "$1""#, &[&w("evil")]),
+        "a file to link",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["ln", &w("evil"), &hook]),
+        "hard link into hooks",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["ln", &w(".git/config"), &w("cfg")]),
+        "hard link out of .git/config",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w("evil"), &hook]),
+        "rename a file into hooks",
+    );
+    assert_ok(
+        &run(cg, BUSYBOX, &["ln", "-s", &w(".git/hooks"), &w("h")]),
+        "a symlink is only a name",
+    );
+    assert_eperm(
+        &sh(cg, r#"echo evil > "$1""#, &[&w("h/pre-commit")]),
+        "write through a symlink",
+    );
+    // Moving the hooks (or all of .git) out, writing, and moving back.
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w(".git/hooks"), &w("hooks2")]),
+        "move hooks out",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w(".git"), &w("git-old")]),
+        "move .git out",
+    );
+    // Building a .git elsewhere and moving it in.
+    assert_ok(
+        &run(cg, BUSYBOX, &["mkdir", "-p", &w("x/hooks")]),
+        "mkdir x/hooks",
+    );
+    assert_ok(
+        &sh(cg, r#"echo evil > "$1""#, &[&w("x/hooks/pre-commit")]),
+        "an unprotected hooks dir",
+    );
+    assert_ok(&run(cg, BUSYBOX, &["mkdir", &w("sub")]), "mkdir sub");
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w("x"), &w("sub/.git")]),
+        "move a built .git in",
+    );
+
+    assert!(!ws.join(".git/hooks/pre-commit").exists());
+    assert!(!ws.join("sub/.git").exists());
+    assert!(ws.join(".git/hooks/pre-commit.sample").exists());
+    let evs = events(&scope.cg);
+    denial(&evs, Hook::PathMknod, &hook, &scope);
+    denial(&evs, Hook::FileOpen, &w(".git/config"), &scope);
+    let moved = denial(&evs, Hook::PathRename, &w("sub/.git"), &scope);
+    assert_ne!(
+        moved.flags & EVENT_REPARENT,
+        0,
+        "the move in is reported as a reparent"
+    );
+    let out = denial(&evs, Hook::PathRename, &w("git-old"), &scope);
+    assert_ne!(
+        out.flags & EVENT_REPARENT,
+        0,
+        "the move out is reported as a reparent"
+    );
+}
+
+#[test]
+fn version_1_keeps_its_meaning_and_unprotect_lifts_protection() {
+    let ws = checkout("v1");
+    let text = policy(1, &format!(r#"write = ["{}/**"]"#, ws.path.display()), "");
+    let scope = Scope::new("v1", &text, 0);
+    let hook = ws.s(".git/hooks/pre-commit");
+    assert_ok(
+        &sh(Some(&scope.cg), r#"echo ok > "$1""#, &[&hook]),
+        "version 1 protects nothing",
+    );
+    drop(scope);
+
+    let ws = checkout("unprotect");
+    let text = policy(
+        2,
+        &format!(
+            r#"write = ["{ws}/**"]
+unprotect = ["{ws}/.git/hooks/**"]"#,
+            ws = ws.path.display()
+        ),
+        "",
+    );
+    let scope = Scope::new("unprotect", &text, 0);
+    let cg = Some(&scope.cg);
+    assert_ok(
+        &sh(cg, r#"echo ok > "$1""#, &[&ws.s(".git/hooks/pre-commit")]),
+        "unprotected hooks",
+    );
+    assert_eperm(
+        &sh(cg, r#"echo x >> "$1""#, &[&ws.s(".git/config")]),
+        ".git/config still protected",
+    );
+}
+
+#[test]
+fn a_carve_out_under_a_subtree_grant_holds_for_read_write_and_exec() {
+    let ws = Scratch::new("carve");
+    ws.write("pub/readme", "public\n");
+    ws.write("secret/key", "SECRET\n");
+    ws.write("d/private/token", "TOKEN\n");
+    let root = ws.path.display().to_string();
+    let text = policy(
+        1,
+        &format!(
+            r#"write = ["/dev/null", "{root}/**"]
+deny = ["{root}/secret/**", "{root}/**/private/**"]"#
+        ),
+        &format!(
+            r#", "{root}/bin/**"]
+deny = ["{root}/bin/echo""#
+        ),
+    );
+    let scope = Scope::new("carve", &text, 0);
+    let cg = Some(&scope.cg);
+    let w = |n: &str| ws.s(n);
+
+    assert_ok(
+        &run(cg, BUSYBOX, &["cat", &w("pub/readme")]),
+        "granted read",
+    );
+    assert_eperm(&run(cg, BUSYBOX, &["cat", &w("secret/key")]), "carved read");
+    assert_eperm(
+        &sh(cg, r#"echo x > "$1""#, &[&w("secret/new")]),
+        "carved create",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["cat", &w("d/private/token")]),
+        "carved at any depth",
+    );
+    // Hard links and renames out of the carve-out, and into it.
+    assert_eperm(
+        &run(cg, BUSYBOX, &["ln", &w("secret/key"), &w("pub/k")]),
+        "hard link out",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w("secret/key"), &w("pub/k")]),
+        "rename a file out",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w("secret"), &w("open")]),
+        "rename the carved dir",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w("pub/readme"), &w("secret/readme")]),
+        "rename into",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &w("d/private"), &w("d/public")]),
+        "rename private out",
+    );
+    // A directory holding a carve-out moves where the carve-out follows it.
+    assert_ok(
+        &run(cg, BUSYBOX, &["mv", &w("d"), &w("e")]),
+        "move a dir with a private inside",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["cat", &w("e/private/token")]),
+        "still carved after the move",
+    );
+    // Symbolic links resolve to the carved path.
+    assert_ok(
+        &run(cg, BUSYBOX, &["ln", "-s", &w("secret"), &w("link")]),
+        "symlink",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["cat", &w("link/key")]),
+        "read through a symlink",
+    );
+    // exec.deny inside an exec grant.
+    assert_ok(&run(cg, BUSYBOX, &["mkdir", &w("bin")]), "mkdir bin");
+    // busybox runs the applet its file is named after.
+    assert_ok(
+        &run(cg, BUSYBOX, &["cp", BUSYBOX, &w("bin/true")]),
+        "copy a binary",
+    );
+    assert_ok(
+        &run(cg, BUSYBOX, &["cp", BUSYBOX, &w("bin/echo")]),
+        "copy it again",
+    );
+    assert_ok(&run(cg, &w("bin/true"), &[]), "granted exec");
+    // A directory built under a temporary name and renamed into the executable tree (as
+    // cargo makes target/): its files gain only EXEC, on paths the agent can read.
+    assert_ok(
+        &run(cg, BUSYBOX, &["mkdir", "-p", &w(".tmp1/deep")]),
+        "a temporary dir",
+    );
+    assert_ok(
+        &run(cg, BUSYBOX, &["mv", &w(".tmp1"), &w("bin/built")]),
+        "renamed into bin/",
+    );
+    let denied = sh(cg, r#""$1" x"#, &[&w("bin/echo")]);
+    assert!(
+        !denied.status.success() && denied.stdout.is_empty(),
+        "exec.deny: {}",
+        show(&denied)
+    );
+
+    assert!(ws.join("secret/key").exists() && !ws.join("open").exists());
+    let evs = events(&scope.cg);
+    denial(&evs, Hook::FileOpen, &w("secret/key"), &scope);
+    denial(&evs, Hook::BprmCheckSecurity, &w("bin/echo"), &scope);
+}
+
+#[test]
+fn a_directory_never_moves_into_a_wider_grant() {
+    // `w/*` grants the entries of w/ but nothing below them; `out/**` grants everything.
+    // Moving w/d (holding an ungranted file) to out/d would grant the file.
+    let ws = Scratch::new("reparent");
+    ws.write("w/d/inner", "INNER\n");
+    let root = ws.path.display().to_string();
+    let text = policy(
+        1,
+        &format!(r#"write = ["{root}/w/*", "{root}/out/**"]"#),
+        "",
+    );
+    let scope = Scope::new("reparent", &text, 0);
+    let cg = Some(&scope.cg);
+    assert_eperm(
+        &run(cg, BUSYBOX, &["cat", &ws.s("w/d/inner")]),
+        "not granted where it is",
+    );
+    assert_ok(&run(cg, BUSYBOX, &["mkdir", &ws.s("out")]), "mkdir out");
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &ws.s("w/d"), &ws.s("out/d")]),
+        "move into a wider grant",
+    );
+    assert_ok(
+        &run(cg, BUSYBOX, &["mv", &ws.s("w/d"), &ws.s("w/e")]),
+        "move within the same grant",
+    );
+    assert!(!ws.join("out/d").exists());
+    let evs = events(&scope.cg);
+    let ev = denial(&evs, Hook::PathRename, &ws.s("out/d"), &scope);
+    assert_ne!(ev.flags & EVENT_REPARENT, 0);
+}
