@@ -121,3 +121,75 @@ fn a_live_replace_is_never_seen_torn() {
     );
     scope.uninstall();
 }
+
+/// Nearest-rank percentile `p` of sorted `v`, in milliseconds.
+fn ms(v: &[Duration], p: usize) -> f64 {
+    let i = (v.len() * p).div_ceil(100).clamp(1, v.len()) - 1;
+    v[i].as_secs_f64() * 1000.0
+}
+
+/// The benchmark of `docs/benchmarks.md`, "Live policy change": `ROUNDS` replaces of an idle
+/// scope's policy (base grants and 100 exact reads) by the same plus one path, and the cost
+/// of the grace periods to `install`: an install straight after an uninstall against one a
+/// while after it. Run it alone:
+/// `cargo xtask vm test --kernel 6.12,7.x --test kernel_replace -- --ignored --nocapture --exact replace_bench`.
+#[test]
+#[ignore = "a benchmark: run it alone (see its documentation)"]
+fn replace_bench() {
+    const ROUNDS: usize = 50;
+    let ws = Scratch::new("replace-bench");
+    let reads: Vec<String> = (0..100).map(|i| ws.write(&format!("f{i}"), "x")).collect();
+    let extra = ws.write("extra", "x");
+    let text = |more: Option<&str>| {
+        let mut all = reads.clone();
+        all.extend(more.map(str::to_owned));
+        let list: Vec<String> = all.iter().map(|p| format!("\"{p}\"")).collect();
+        format!("version = 1\n{}", base_grants())
+            .replace("read = [", &format!("read = [{}, ", list.join(", ")))
+    };
+    let (narrow, wide) = (plan(&text(None)), plan(&text(Some(&extra))));
+    let mut scope = Scope::new("replace-bench", &text(None), 0);
+    let mut replace = Vec::new();
+    for i in 0..ROUNDS {
+        let installed = scope.installed.as_mut().unwrap();
+        let next = if i % 2 == 0 { &wide } else { &narrow };
+        let t = Instant::now();
+        engine().replace(installed, next).expect("replace");
+        replace.push(t.elapsed());
+    }
+    scope.uninstall();
+    // Install straight after an uninstall (the background grace period may not have ended)
+    // and 200 ms after one (it has).
+    let cg = Cgroup::create("replace-bench-2");
+    let (mut soon, mut later) = (Vec::new(), Vec::new());
+    for i in 0..ROUNDS {
+        let installed = engine().install(&narrow, cg.id(), 0).expect("install");
+        engine().uninstall(installed).expect("uninstall");
+        if i % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let t = Instant::now();
+        let installed = engine().install(&narrow, cg.id(), 0).expect("install");
+        if i % 2 == 0 { &mut soon } else { &mut later }.push(t.elapsed());
+        engine().uninstall(installed).expect("uninstall");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for v in [&mut replace, &mut soon, &mut later] {
+        v.sort();
+    }
+    println!(
+        "bench replace: {ROUNDS} replaces of {} states, p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+        wide.stats().states,
+        ms(&replace, 50),
+        ms(&replace, 95),
+        ms(&replace, 100)
+    );
+    println!(
+        "bench install right after an uninstall: p50 {:.2} ms, p95 {:.2} ms; 200 ms after: p50 \
+         {:.2} ms, p95 {:.2} ms",
+        ms(&soon, 50),
+        ms(&soon, 95),
+        ms(&later, 50),
+        ms(&later, 95)
+    );
+}

@@ -20,6 +20,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
@@ -95,5 +97,63 @@ impl Grace {
         put_u64(&mut attr, 8, std::ptr::from_ref(&key) as u64); // key
         put_u64(&mut attr, 16, std::ptr::from_ref(&value) as u64); // value
         bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+    }
+}
+
+/// Grace periods since the last unlink of a `bee_scopes` element: a grace period starts in the
+/// background at each unlink, so that the next write into the map rarely has to wait.
+#[derive(Debug)]
+pub(super) struct Graces {
+    grace: Arc<Grace>,
+    /// Unlinks so far.
+    unlinked: u64,
+    /// The unlinks a completed grace period covers: every unlink numbered up to it happened
+    /// before a grace period began that has since ended.
+    covered: Arc<AtomicU64>,
+}
+
+impl Graces {
+    /// The maps ([`Grace::new`]); no unlink yet.
+    ///
+    /// # Errors
+    /// The `BPF_MAP_CREATE` error.
+    pub(super) fn new() -> io::Result<Self> {
+        Ok(Self {
+            grace: Arc::new(Grace::new()?),
+            unlinked: 0,
+            covered: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// An element was unlinked (deleted or replaced). With `background`, a thread starts a
+    /// grace period now (a failed one covers nothing: [`Graces::settle`] then waits itself).
+    pub(super) fn unlinked(&mut self, background: bool) {
+        self.unlinked += 1;
+        if !background {
+            return;
+        }
+        let n = self.unlinked;
+        let (grace, covered) = (Arc::clone(&self.grace), Arc::clone(&self.covered));
+        let _ = std::thread::Builder::new()
+            .name("bee-grace".into())
+            .spawn(move || {
+                if grace.wait().is_ok() {
+                    covered.fetch_max(n, Ordering::SeqCst);
+                }
+            });
+    }
+
+    /// Returns once a grace period has ended that began after the last unlink: at once when
+    /// one already has, else after waiting for one here.
+    ///
+    /// # Errors
+    /// The `BPF_MAP_UPDATE_ELEM` error of the wait.
+    pub(super) fn settle(&self) -> io::Result<()> {
+        if self.covered.load(Ordering::SeqCst) >= self.unlinked {
+            return Ok(());
+        }
+        self.grace.wait()?;
+        self.covered.fetch_max(self.unlinked, Ordering::SeqCst);
+        Ok(())
     }
 }

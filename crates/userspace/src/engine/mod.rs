@@ -251,11 +251,10 @@ pub struct Engine {
     stale: Vec<PathBuf>,
     /// The next `bee_scope.install` (never 0, never reused).
     next_install: u32,
-    /// Waits for an RCU grace period (see [`grace`]).
-    grace: grace::Grace,
-    /// A `bee_scopes` element was unlinked (deleted or replaced) since the last grace period:
-    /// an in-flight check may still read it, so it must not be rewritten yet.
-    unlinked: bool,
+    /// Grace periods since `bee_scopes` elements were unlinked (see [`grace`]): an element
+    /// unlinked (deleted or replaced) since the last one may still be read by an in-flight
+    /// check, so the map is not written until one has passed.
+    graces: grace::Graces,
     dircache: bool,
     dircache_refused: Option<String>,
 }
@@ -408,7 +407,7 @@ impl Engine {
             programs,
             dircache_refused,
         } = load_and_verify(options, &btf)?;
-        let grace = grace::Grace::new().map_err(|io_error| EngineError::Syscall {
+        let graces = grace::Graces::new().map_err(|io_error| EngineError::Syscall {
             call: "BPF_MAP_CREATE (the grace-period map of maps)",
             path: PathBuf::new(),
             io_error,
@@ -445,8 +444,7 @@ impl Engine {
             scopes: BTreeMap::new(),
             stale,
             next_install: 1,
-            grace,
-            unlinked: false,
+            graces,
             dircache,
             dircache_refused,
         })
@@ -622,7 +620,8 @@ impl Engine {
     /// enforcing); later failures leave unreachable entries behind but free nothing.
     pub fn uninstall(&mut self, installed: InstalledPolicy) -> Result<(), EngineError> {
         self.maps.remove_scope(installed.cgroup_id)?;
-        self.unlinked = true;
+        // A grace period starts now, in the background: the next install rarely waits.
+        self.graces.unlinked(true);
         self.scopes.remove(&installed.cgroup_id);
         self.maps.remove_plan(&installed.plan)?;
         let p = installed.plan.placement();
@@ -681,11 +680,7 @@ impl Engine {
     /// that the next write into the map cannot reuse an element an in-flight check still
     /// reads (`docs/enforcement.md`, "Live policy changes").
     fn quiesce(&mut self) -> Result<(), EngineError> {
-        if self.unlinked {
-            self.grace.wait().map_err(EngineError::Grace)?;
-            self.unlinked = false;
-        }
-        Ok(())
+        self.graces.settle().map_err(EngineError::Grace)
     }
 
     /// Replaces the policy of a live scope with `plan`, atomically for every check: each one
@@ -698,9 +693,8 @@ impl Engine {
     /// flags stay as they were. `docs/enforcement.md`, "Live policy changes", gives the
     /// argument.
     ///
-    /// On success `installed` describes the new policy. Takes one grace period (two when a
-    /// scope was uninstalled or replaced since the last one); `docs/benchmarks.md` has the
-    /// time.
+    /// On success `installed` describes the new policy. Takes one grace period (more when an
+    /// uninstall's background one has not ended yet); `docs/benchmarks.md` has the time.
     ///
     /// # Errors
     /// [`EngineError::NoScope`] when `installed` is not this engine's scope of its cgroup,
@@ -746,7 +740,7 @@ impl Engine {
         };
         // The switch unlinked the old element: it and the old policy's entries stay as they
         // are until every check that may hold them has returned.
-        self.unlinked = true;
+        self.graces.unlinked(false);
         self.scopes.insert(cgroup_id, placement.policy_id);
         let old = std::mem::replace(
             installed,
