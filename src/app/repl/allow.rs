@@ -194,3 +194,161 @@ pub(crate) fn apply(
     }
     Ok(shown)
 }
+
+#[cfg(test)]
+mod tests {
+    use bee_core::{CompileOptions, CompiledPolicy, compile_str};
+    use bee_userspace::audit::{AuditRecord, Reason, Verdict};
+
+    use super::{Shown, is_yes, proposal};
+    use crate::provider::{ToolCall, ToolDef};
+    use crate::records::Enforcement;
+    use crate::session::{Bounds, ToolExecution, ToolExecutor};
+
+    /// A kernel-mode executor with a policy, recent denials and maybe a parent.
+    struct Fake {
+        policy: Option<CompiledPolicy>,
+        denials: Vec<AuditRecord>,
+        parent: Option<CompiledPolicy>,
+    }
+
+    impl ToolExecutor for Fake {
+        fn definitions(&self) -> Vec<ToolDef> {
+            Vec::new()
+        }
+        fn call(&self, _: &ToolCall, _: &Bounds) -> ToolExecution {
+            ToolExecution::could_not_run("fake")
+        }
+        fn check(&self, _: &str, _: &Bounds) -> ToolExecution {
+            ToolExecution::could_not_run("fake")
+        }
+        fn enforcement(&self) -> Enforcement {
+            Enforcement::Kernel
+        }
+        fn policies(&self) -> Option<(CompiledPolicy, CompiledPolicy)> {
+            self.policy.clone().map(|p| (p.clone(), p))
+        }
+        fn recent_denials(&self) -> Vec<AuditRecord> {
+            self.denials.clone()
+        }
+        fn bound(&self) -> Option<(CompiledPolicy, String)> {
+            self.parent
+                .clone()
+                .map(|p| (p, "the caller's policy".to_owned()))
+        }
+    }
+
+    fn policy(text: &str) -> CompiledPolicy {
+        let options = CompileOptions {
+            base: "/w".into(),
+            home: None,
+        };
+        compile_str("p.toml", text, &options).unwrap().policy
+    }
+
+    fn read_denial(path: &str) -> AuditRecord {
+        AuditRecord {
+            time: "2026-12-01T17:00:00.000Z".into(),
+            scope: 7,
+            pid: 10,
+            tid: 10,
+            comm: "cat".into(),
+            hook: "file_open".into(),
+            verdict: Verdict::Deny,
+            errno: Some(1),
+            access: vec!["read".into()],
+            path: Some(path.into()),
+            path_truncated: false,
+            proto: None,
+            addr: None,
+            port: None,
+            capability: None,
+            grant: Some("fs.read".into()),
+            reason: Some(Reason::NoGrant),
+            policy: "p.toml".into(),
+        }
+    }
+
+    fn text(shown: &[Shown]) -> String {
+        format!("{shown:?}")
+    }
+
+    #[test]
+    fn a_denial_gets_its_rule_and_the_provers_lines_and_a_question() {
+        let fake = Fake {
+            policy: Some(policy("version = 1\n[fs]\nread = [\"/w/**\"]\n")),
+            // Oldest first, as executors keep them.
+            denials: vec![read_denial("/etc/a"), read_denial("/etc/b")],
+            parent: None,
+        };
+        let (shown, pending) = proposal(&fake, 1);
+        let t = text(&shown);
+        assert!(pending.is_some(), "{t}");
+        assert!(
+            t.contains(r#"fs.read += \"/etc/b\""#),
+            "the latest first: {t}"
+        );
+        assert!(t.contains("grants read of `/etc/b`"), "{t}");
+        assert!(t.contains("/allow 2"), "the others are listed: {t}");
+        let (shown, pending) = proposal(&fake, 2);
+        assert!(pending.is_some());
+        assert!(text(&shown).contains(r#"fs.read += \"/etc/a\""#));
+        let (shown, pending) = proposal(&fake, 3);
+        assert!(pending.is_none());
+        assert!(text(&shown).contains("no denial 3"));
+    }
+
+    #[test]
+    fn no_policy_no_denial_no_rule_and_a_parent_each_change_nothing() {
+        let host = Fake {
+            policy: None,
+            denials: vec![read_denial("/etc/a")],
+            parent: None,
+        };
+        let (shown, pending) = proposal(&host, 1);
+        assert!(pending.is_none() && text(&shown).contains("nothing to allow"));
+        let quiet = Fake {
+            policy: Some(policy("version = 1\n")),
+            denials: Vec::new(),
+            parent: None,
+        };
+        let (shown, pending) = proposal(&quiet, 1);
+        assert!(pending.is_none() && text(&shown).contains("no denial yet"));
+        let mut never = read_denial("/dev/sda");
+        never.reason = Some(Reason::NeverGranted);
+        never.grant = None;
+        let refused = Fake {
+            policy: Some(policy("version = 1\n")),
+            denials: vec![never],
+            parent: None,
+        };
+        let (shown, pending) = proposal(&refused, 1);
+        assert!(pending.is_none());
+        assert!(
+            text(&shown).contains("whatever the policy says"),
+            "{shown:?}"
+        );
+        let child = Fake {
+            policy: Some(policy("version = 1\n[fs]\nread = [\"/w/src/**\"]\n")),
+            denials: vec![read_denial("/etc/shadow")],
+            parent: Some(policy("version = 1\n[fs]\nread = [\"/w/**\"]\n")),
+        };
+        let (shown, pending) = proposal(&child, 1);
+        let t = text(&shown);
+        assert!(pending.is_none(), "{t}");
+        assert!(
+            t.contains("beyond its parent") && t.contains("/etc/shadow"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn only_y_or_yes_is_a_yes() {
+        for yes in ["y", "Y", " yes ", "YES"] {
+            assert!(is_yes(yes), "{yes}");
+        }
+        for no in ["", "n", "no", "yep", "sure", "y es"] {
+            assert!(!is_yes(no), "{no}");
+        }
+    }
+}
