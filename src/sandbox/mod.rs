@@ -353,7 +353,8 @@ impl Sandbox {
     /// [`SandboxError::NoScope`] in host mode, [`SandboxError::Finished`] after teardown,
     /// [`SandboxError::Plan`] when the new policy cannot be planned, and
     /// [`SandboxError::Enforce`] when the switch fails; in each case the old policy stays in
-    /// force, except for an `Enforce` error that says the new one is.
+    /// force, except after an [`EnforceError::Replace`] with `new_in_force` (the switch
+    /// happened, freeing the old entries failed): then [`Sandbox::policy`] is the new one.
     pub fn replace_policy(&mut self, requested: CompiledPolicy) -> Result<(), SandboxError> {
         let (Some(enforcer), Some(grant)) = (self.enforcer.clone(), self.grant.as_ref()) else {
             return Err(SandboxError::NoScope);
@@ -362,11 +363,17 @@ impl Sandbox {
         grant.apply(&mut policy);
         let plan = EnforcementPlan::new(&policy)?;
         let id = self.lock().install_id().ok_or(SandboxError::Finished)?;
-        enforcer.replace(id, &plan)?;
-        self.requested = Some(requested);
-        self.policy = Some(policy);
-        self.plan = Some(plan);
-        Ok(())
+        let switched = enforcer.replace(id, &plan);
+        if let Ok(())
+        | Err(EnforceError::Replace {
+            new_in_force: true, ..
+        }) = &switched
+        {
+            self.requested = Some(requested);
+            self.policy = Some(policy);
+            self.plan = Some(plan);
+        }
+        Ok(switched?)
     }
 
     /// A launch of `program` as tool calls get it: in the workspace, as the sandbox's user,

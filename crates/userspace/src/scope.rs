@@ -56,6 +56,8 @@ pub enum EnforceError {
     Replace {
         /// What failed, and whether the old or the new policy is in force.
         detail: String,
+        /// The new policy is in force (the switch happened; what failed came after it).
+        new_in_force: bool,
     },
     /// Removing an installed plan's entries failed.
     #[error("removing the enforcement plan failed: {detail}")]
@@ -101,6 +103,7 @@ pub trait Enforcer {
         Err(EnforceError::Replace {
             detail: "this enforcer cannot change a live policy; the old one stays in force"
                 .to_owned(),
+            new_in_force: false,
         })
     }
 
