@@ -5,6 +5,7 @@
 //! in `bee-common` and the kernel programs in `bee-ebpf`.
 
 pub mod agents;
+pub mod allow;
 pub mod app;
 pub mod config;
 pub mod episode;

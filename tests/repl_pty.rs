@@ -213,6 +213,13 @@ fn slash_commands_never_reach_the_model() {
     s.send_line("/policy").unwrap();
     s.expect("NO kernel scope").unwrap();
     prompt(&mut s);
+    // `/allow` without a kernel scope: nothing to allow, nothing asked.
+    s.send_line("/allow").unwrap();
+    s.expect("nothing to allow").unwrap();
+    prompt(&mut s);
+    s.send_line("/allow zero").unwrap();
+    s.expect("the number of a recent denial").unwrap();
+    prompt(&mut s);
     s.send_line("/skill nothing-here").unwrap();
     s.expect(Regex("no skill|not found|no skills")).unwrap();
     prompt(&mut s);

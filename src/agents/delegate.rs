@@ -357,6 +357,10 @@ impl<'a> AgentExecutor<'a> {
                 .map_err(|e| format!("its sandbox could not be made: {e}"))
         };
         let mut scoped = ToolScopes::new(made(policy.clone(), &planned.registry)?);
+        // The subagent's scope may never be widened beyond its caller's policy.
+        if let Some((caller_policy, _)) = self.inner.policies() {
+            scoped = scoped.bounded_by(caller_policy, self.caller.policy_name.clone());
+        }
         for (tool, source, tool_policy) in &planned.tool_scopes {
             let only = Arc::new(planned.registry.only(tool));
             let p = policy.as_ref().map(|_| tool_policy.clone());
@@ -471,5 +475,17 @@ impl ToolExecutor for AgentExecutor<'_> {
 
     fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
         self.inner.read_text(path, cap)
+    }
+
+    fn recent_denials(&self) -> Vec<bee_userspace::audit::AuditRecord> {
+        self.inner.recent_denials()
+    }
+
+    fn bound(&self) -> Option<(CompiledPolicy, String)> {
+        self.inner.bound()
+    }
+
+    fn replace_policy(&self, policy: &CompiledPolicy) -> Result<(), String> {
+        self.inner.replace_policy(policy)
     }
 }

@@ -102,6 +102,12 @@ fn text(d: &PolicyDiff, old: &Path, new: &Path) -> String {
 
 /// `+ fs.read[2] (line 7) `/home/**` grants read of `/home/a/.ssh/x`; OLD's nearest rule …`.
 fn line(sign: char, e: &Excess, other: &str) -> String {
+    format!("{sign} {}\n", line_body(e, other))
+}
+
+/// One difference without its sign: the rule, what it grants that `other` does not, and
+/// `other`'s nearest rule (also `/allow`'s diff in `bee repl`).
+pub(crate) fn line_body(e: &Excess, other: &str) -> String {
     let body = match &e.witness {
         Witness::Unproven { reason } => {
             format!("{} cannot be compared with {other} ({reason})", e.child)
@@ -116,5 +122,5 @@ fn line(sign: char, e: &Excess, other: &str) -> String {
         Some(r) => format!("nearest rule in {other}: {r}"),
         None => format!("{other} has no rule near it"),
     };
-    format!("{sign} {body}; {near}\n")
+    format!("{body}; {near}")
 }

@@ -1,9 +1,10 @@
 //! The real [`ToolExecutor`]: bee's tools, each call run in the episode's [`Sandbox`].
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use bee_userspace::audit::{AuditRecord, write_jsonl};
+use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
 use std::time::{Duration, Instant};
 
 use crate::provider::{ToolCall, ToolDef};
@@ -12,7 +13,7 @@ use crate::sandbox::{RunOutput, Sandbox};
 use crate::tools::runner::READ_TEXT;
 use crate::tools::{self, Registry, ToolLimits};
 
-use crate::session::{Bounds, ReadText, ToolDenial, ToolExecution, ToolExecutor};
+use crate::session::{Bounds, RECENT_DENIALS, ReadText, ToolDenial, ToolExecution, ToolExecutor};
 
 /// Most bytes of a success check's output kept for the record.
 const CHECK_OUTPUT_CAP: usize = 64 * 1024;
@@ -27,6 +28,8 @@ pub struct SandboxExecutor {
     registry: Arc<Registry>,
     enforcement: Enforcement,
     audit: Option<AuditSink>,
+    /// The last [`RECENT_DENIALS`] denials of the scope, oldest first (for `/allow`).
+    recent: Mutex<VecDeque<AuditRecord>>,
 }
 
 impl std::fmt::Debug for SandboxExecutor {
@@ -50,6 +53,7 @@ impl SandboxExecutor {
             registry,
             enforcement,
             audit: None,
+            recent: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -62,6 +66,14 @@ impl SandboxExecutor {
     }
 
     fn record(&self, records: &[AuditRecord]) {
+        if let Ok(mut recent) = self.recent.lock() {
+            for record in records.iter().filter(|r| r.verdict == Verdict::Deny) {
+                if recent.len() == RECENT_DENIALS {
+                    recent.pop_front();
+                }
+                recent.push_back(record.clone());
+            }
+        }
         let Some(audit) = &self.audit else { return };
         if let Ok(mut out) = audit.lock() {
             for record in records {
@@ -152,6 +164,23 @@ impl ToolExecutor for SandboxExecutor {
             sandbox.requested_policy()?.clone(),
             sandbox.policy()?.clone(),
         ))
+    }
+
+    fn recent_denials(&self) -> Vec<AuditRecord> {
+        self.recent
+            .lock()
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn replace_policy(&self, policy: &bee_core::CompiledPolicy) -> Result<(), String> {
+        let mut sandbox = self
+            .sandbox
+            .lock()
+            .map_err(|_| "the sandbox is unusable; the old policy stays in force".to_owned())?;
+        sandbox
+            .replace_policy(policy.clone())
+            .map_err(|e| e.to_string())
     }
 
     fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {

@@ -15,6 +15,8 @@ pub struct ToolScopes<'a> {
     session: Box<dyn ToolExecutor + 'a>,
     /// Tool name → (its policy's source, the executor of its scope).
     scoped: BTreeMap<String, (String, Box<dyn ToolExecutor + 'a>)>,
+    /// The policy the session's scope must stay within, and its name (a subagent's caller's).
+    bound: Option<(bee_core::CompiledPolicy, String)>,
 }
 
 impl std::fmt::Debug for ToolScopes<'_> {
@@ -32,7 +34,17 @@ impl<'a> ToolScopes<'a> {
         Self {
             session,
             scoped: BTreeMap::new(),
+            bound: None,
         }
+    }
+
+    /// The session's scope must stay within `parent` (named `name` in refusals): a subagent's
+    /// caller's policy. `/allow`-style changes are proven against it
+    /// ([`ToolExecutor::bound`]).
+    #[must_use]
+    pub fn bounded_by(mut self, parent: bee_core::CompiledPolicy, name: String) -> Self {
+        self.bound = Some((parent, name));
+        self
     }
 
     /// Runs calls of `tool` through `executor` (a scope under the policy from `source`).
@@ -90,5 +102,26 @@ impl ToolExecutor for ToolScopes<'_> {
 
     fn read_text(&self, path: &str, cap: usize) -> Result<ReadText, String> {
         self.session.read_text(path, cap)
+    }
+
+    fn recent_denials(&self) -> Vec<bee_userspace::audit::AuditRecord> {
+        self.session.recent_denials()
+    }
+
+    fn bound(&self) -> Option<(bee_core::CompiledPolicy, String)> {
+        self.bound.clone().or_else(|| self.session.bound())
+    }
+
+    fn replace_policy(&self, policy: &bee_core::CompiledPolicy) -> Result<(), String> {
+        if let Some((parent, name)) = self.bound() {
+            let proof = bee_core::attenuate(policy, &parent);
+            if !proof.is_subset() {
+                return Err(format!(
+                    "{}; the old policy stays in force",
+                    proof.refusal("the new policy", &name)
+                ));
+            }
+        }
+        self.session.replace_policy(policy)
     }
 }

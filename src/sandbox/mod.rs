@@ -160,6 +160,9 @@ pub enum SandboxError {
     /// The sandbox was already torn down.
     #[error("the sandbox was already torn down")]
     Finished,
+    /// The sandbox has no kernel scope whose policy could change (`--host`).
+    #[error("there is no kernel scope: --host runs tools with no policy to change")]
+    NoScope,
     /// Processes of the sandbox survived a kill. The plan stays installed and the cgroup stays,
     /// so that they stay confined.
     #[error("tearing down the sandbox failed (processes survive; the plan stays installed): {0}")]
@@ -339,6 +342,38 @@ impl Sandbox {
     /// The runner grant added to the policy (enforced mode).
     pub fn runner_grant(&self) -> Option<&RunnerGrant> {
         self.grant.as_ref()
+    }
+
+    /// Replaces the policy of the live scope with `requested` (as given, before the runner
+    /// grant, which is added again): plans it and has the enforcer switch the scope to it
+    /// atomically ([`Enforcer::replace`]: every check sees the old policy whole or the new one
+    /// whole). Calls running meanwhile keep running, under whichever policy each check finds.
+    ///
+    /// # Errors
+    /// [`SandboxError::NoScope`] in host mode, [`SandboxError::Finished`] after teardown,
+    /// [`SandboxError::Plan`] when the new policy cannot be planned, and
+    /// [`SandboxError::Enforce`] when the switch fails; in each case the old policy stays in
+    /// force, except after an [`EnforceError::Replace`] with `new_in_force` (the switch
+    /// happened, freeing the old entries failed): then [`Sandbox::policy`] is the new one.
+    pub fn replace_policy(&mut self, requested: CompiledPolicy) -> Result<(), SandboxError> {
+        let (Some(enforcer), Some(grant)) = (self.enforcer.clone(), self.grant.as_ref()) else {
+            return Err(SandboxError::NoScope);
+        };
+        let mut policy = requested.clone();
+        grant.apply(&mut policy);
+        let plan = EnforcementPlan::new(&policy)?;
+        let id = self.lock().install_id().ok_or(SandboxError::Finished)?;
+        let switched = enforcer.replace(id, &plan);
+        if let Ok(())
+        | Err(EnforceError::Replace {
+            new_in_force: true, ..
+        }) = &switched
+        {
+            self.requested = Some(requested);
+            self.policy = Some(policy);
+            self.plan = Some(plan);
+        }
+        Ok(switched?)
     }
 
     /// A launch of `program` as tool calls get it: in the workspace, as the sandbox's user,

@@ -188,6 +188,28 @@ pub trait ToolExecutor: Send + Sync {
         std::collections::BTreeMap::new()
     }
 
+    /// The kernel's most recent denials in the scope tool calls run in, oldest first, at most
+    /// [`RECENT_DENIALS`] (what `/allow` offers). Empty by default.
+    fn recent_denials(&self) -> Vec<AuditRecord> {
+        Vec::new()
+    }
+
+    /// The policy this executor's scope must stay within, with its name in refusals: a
+    /// subagent's caller's policy. `None` for a top-level session.
+    fn bound(&self) -> Option<(bee_core::CompiledPolicy, String)> {
+        None
+    }
+
+    /// Replaces the policy of the scope tool calls run in (as requested: bee's runner grant
+    /// is added again) on the live scope, atomically for every check (`/allow`).
+    ///
+    /// # Errors
+    /// Why not, in words, saying which policy is in force. By default: this executor cannot.
+    fn replace_policy(&self, policy: &bee_core::CompiledPolicy) -> Result<(), String> {
+        let _ = policy;
+        Err("this executor cannot change its policy; the old one stays in force".to_owned())
+    }
+
     /// Reads the workspace file `path` (relative to the workspace) as text for the harness
     /// (project instructions, say), through the same confinement as a tool call, keeping at
     /// most `cap` bytes.
@@ -200,6 +222,9 @@ pub trait ToolExecutor: Send + Sync {
         Err("this executor cannot read workspace files".to_owned())
     }
 }
+
+/// How many denials [`ToolExecutor::recent_denials`] keeps.
+pub const RECENT_DENIALS: usize = 20;
 
 /// A workspace file read for the harness.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -49,7 +49,9 @@ use call::{CallEnd, call_model, millis, record_failed_call, record_not_run, reco
 pub use limits::Budget;
 use log::Log;
 
-pub use executor::{Bounds, Interrupt, ReadText, ToolDenial, ToolExecution, ToolExecutor};
+pub use executor::{
+    Bounds, Interrupt, RECENT_DENIALS, ReadText, ToolDenial, ToolExecution, ToolExecutor,
+};
 
 use crate::provider::price::PriceTable;
 use crate::provider::{self, ErrorCategory, Item, Provider, Request, ToolDef};

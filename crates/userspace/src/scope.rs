@@ -51,6 +51,14 @@ pub enum EnforceError {
         /// What failed.
         detail: String,
     },
+    /// Replacing a live scope's plan failed ([`Enforcer::replace`]).
+    #[error("replacing the enforcement plan of a live scope failed: {detail}")]
+    Replace {
+        /// What failed, and whether the old or the new policy is in force.
+        detail: String,
+        /// The new policy is in force (the switch happened; what failed came after it).
+        new_in_force: bool,
+    },
     /// Removing an installed plan's entries failed.
     #[error("removing the enforcement plan failed: {detail}")]
     Uninstall {
@@ -82,6 +90,22 @@ pub trait Enforcer {
     /// # Errors
     /// [`EnforceError::Uninstall`].
     fn uninstall(&self, id: InstallId) -> Result<(), EnforceError>;
+
+    /// Replaces the plan installed as `id` with `plan`, atomically for every check of the
+    /// scope (the old policy whole or the new one whole, then only the new one); `id` stays
+    /// the handle of the scope. The default refuses: an enforcer that cannot do it atomically
+    /// must not do it at all.
+    ///
+    /// # Errors
+    /// [`EnforceError::Replace`], saying which policy is in force.
+    fn replace(&self, id: InstallId, plan: &EnforcementPlan) -> Result<(), EnforceError> {
+        let _ = (id, plan);
+        Err(EnforceError::Replace {
+            detail: "this enforcer cannot change a live policy; the old one stays in force"
+                .to_owned(),
+            new_in_force: false,
+        })
+    }
 
     /// Takes the audit events received so far for `cgroup_id`, oldest first.
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent>;
@@ -166,6 +190,11 @@ impl ScopeLease {
             cgroup: Some(cgroup),
             install,
         }
+    }
+
+    /// The installed plan's handle, until teardown (`None` without a kernel scope).
+    pub fn install_id(&self) -> Option<InstallId> {
+        self.install
     }
 
     /// The cgroup, until teardown.

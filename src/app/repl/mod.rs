@@ -9,6 +9,7 @@
 //! after every event, the metrics store, the run summary — so `bee metrics` reports it and a
 //! killed terminal loses nothing.
 
+pub(crate) mod allow;
 pub(crate) mod commands;
 mod editor;
 mod prepare;
@@ -283,6 +284,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
         policy_file: policy_file.as_deref(),
         enforcement,
         run_dir,
+        executor: executor.as_ref(),
     };
     let outcome = converse(&mut session, &mut editor, &turn, &ctx)?;
     if let Some(e) = &editor.history_error {
@@ -320,6 +322,7 @@ struct Ctx<'a> {
     policy_file: Option<&'a Path>,
     enforcement: Enforcement,
     run_dir: &'a Path,
+    executor: &'a dyn ToolExecutor,
 }
 
 /// Reads and answers lines until the user quits; returns the session's outcome.
@@ -346,6 +349,11 @@ fn converse(
         }
         let message = match Slash::parse(&line) {
             Some(Slash::Quit) => break,
+            Some(Slash::Allow(n)) => {
+                allow_inline(n, session, editor, ctx)
+                    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+                continue;
+            }
             Some(cmd) => {
                 command(cmd, session, ctx)
                     .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
@@ -425,11 +433,17 @@ fn command(
             }
             Err(line) => view.show(&[line]),
         },
-        Slash::Policy => view.show(&commands::policy(
-            ctx.enforcement,
-            ctx.policy,
-            ctx.policy_file,
-        )),
+        Slash::Policy => {
+            // The policy in force: after `/allow`, the changed one.
+            let live = ctx.executor.policies().map(|(requested, _)| requested);
+            view.show(&commands::policy(
+                ctx.enforcement,
+                live.as_ref().or(ctx.policy),
+                ctx.policy_file,
+            ));
+        }
+        // Asks a question: the conversation loop runs it.
+        Slash::Allow(_) => {}
         Slash::Cost => show_cost(session, view),
         Slash::Clear => {
             session.clear();
@@ -441,6 +455,39 @@ fn command(
         Slash::Quit => {}
         Slash::Unknown(hint) => view.styled(Role::Error, &hint),
     }
+    Ok(())
+}
+
+/// `/allow N` in the inline REPL: the proposal, then the question on the prompt line, then the
+/// change on yes.
+///
+/// # Errors
+/// When the transcript refuses the change's record.
+fn allow_inline(
+    n: usize,
+    session: &mut Session<'_>,
+    editor: &mut LineEditor,
+    ctx: &Ctx<'_>,
+) -> Result<(), crate::session::SessionError> {
+    let view = ctx.view;
+    let (shown, pending) = allow::proposal(ctx.executor, n);
+    view.show(&shown);
+    let Some(pending) = pending else {
+        return Ok(());
+    };
+    let answer = match editor.read(&view.theme().paint(Role::Prompt, allow::QUESTION)) {
+        Ok(Input::Line(l)) => l,
+        Ok(Input::Quit) | Err(_) => String::new(),
+    };
+    if !allow::is_yes(&answer) {
+        view.styled(
+            Role::Notice,
+            "not applied: the policy in force is unchanged",
+        );
+        return Ok(());
+    }
+    let shown = allow::apply(ctx.executor, session, pending, ctx.run_dir)?;
+    view.show(&shown);
     Ok(())
 }
 

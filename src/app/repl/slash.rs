@@ -15,6 +15,9 @@ pub(crate) enum Slash {
     Policy,
     /// `/cost`: tokens, cost with its price source, latency so far.
     Cost,
+    /// `/allow [N]`: the narrowest rule that would have allowed the N-th most recent denial
+    /// (1, the default, is the latest), its proof, and on yes the live change.
+    Allow(usize),
     /// `/clear`: forget the conversation (the records go on).
     Clear,
     /// `/quit` (or `/exit`): end the session.
@@ -24,7 +27,7 @@ pub(crate) enum Slash {
 }
 
 /// The commands, for `/help` and for hints.
-pub(super) const COMMANDS: [(&str, &str); 8] = [
+pub(super) const COMMANDS: [(&str, &str); 9] = [
     ("/help", "this list, and the keys"),
     (
         "/skills",
@@ -41,6 +44,10 @@ pub(super) const COMMANDS: [(&str, &str); 8] = [
     (
         "/policy",
         "the effective policy, and whether the kernel enforces it",
+    ),
+    (
+        "/allow [N]",
+        "after a denial: the narrowest rule that allows it, proven, applied live on yes",
     ),
     (
         "/cost",
@@ -92,6 +99,13 @@ impl Slash {
             ("agents", _) => Self::Agents,
             ("policy", _) => Self::Policy,
             ("cost", _) => Self::Cost,
+            ("allow", "") => Self::Allow(1),
+            ("allow", n) => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => Self::Allow(n),
+                _ => Self::Unknown(format!(
+                    "/allow takes the number of a recent denial, 1 (the latest) or more: not `{n}`"
+                )),
+            },
             ("clear", _) => Self::Clear,
             ("quit" | "exit" | "q", _) => Self::Quit,
             (other, _) => Self::Unknown(hint(other)),
@@ -144,6 +158,10 @@ mod tests {
             Some(Slash::Skill("review".into()))
         );
         assert_eq!(Slash::parse("/exit"), Some(Slash::Quit));
+        assert_eq!(Slash::parse("/allow"), Some(Slash::Allow(1)));
+        assert_eq!(Slash::parse("/allow 3"), Some(Slash::Allow(3)));
+        assert!(matches!(Slash::parse("/allow 0"), Some(Slash::Unknown(_))));
+        assert!(matches!(Slash::parse("/allow x"), Some(Slash::Unknown(_))));
         assert_eq!(Slash::parse("fix the bug"), None);
         assert_eq!(Slash::parse("//etc/passwd is a path"), None);
     }

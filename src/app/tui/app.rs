@@ -33,6 +33,8 @@ pub(super) enum FromSession {
     Note(String),
     /// What a slash command shows (`/skills`, `/agents`, `/policy`).
     Shown(Vec<Shown>),
+    /// A question whose answer is the next line typed (`/allow`'s y/N).
+    Ask(String),
     /// The session cannot go on.
     Failed(String),
 }
@@ -48,6 +50,8 @@ pub(super) enum ToSession {
     /// `/policy` (the session thread has what they show, and `/skill` changes the
     /// conversation).
     Command(Slash),
+    /// The answer to the question asked ([`FromSession::Ask`]): yes or not.
+    Answer(bool),
 }
 
 /// The status line's fixed part.
@@ -85,6 +89,8 @@ pub(super) struct App {
     pub(super) yank: Option<String>,
     /// A short-lived hint in the status line.
     pub(super) hint: Option<String>,
+    /// The question the next line typed answers (`/allow`'s y/N), if one was asked.
+    pub(super) asking: Option<String>,
     /// The conversation's size at the last frame (columns, rows).
     pub(super) view: (usize, usize),
     pub(super) dirty: bool,
@@ -115,6 +121,7 @@ impl App {
             quit: false,
             yank: None,
             hint: None,
+            asking: None,
             view: (80, 20),
             dirty: true,
         }
@@ -398,6 +405,11 @@ impl App {
         }
         self.history_at = None;
         self.set_input("");
+        if self.asking.take().is_some() {
+            self.hint = None;
+            self.push(Kind::User(text.clone()));
+            return Some(ToSession::Answer(crate::app::repl::allow::is_yes(&text)));
+        }
         let trimmed = text.trim();
         if let Some(cmd) = trimmed.strip_prefix('/')
             && !cmd.starts_with('/')
@@ -452,7 +464,11 @@ impl App {
             Slash::Unknown(hint) => self.push(Kind::Error(hint)),
             Slash::Clear => self.hint = Some(busy.into()),
             _ if self.busy => self.hint = Some(busy.into()),
-            cmd @ (Slash::Skills | Slash::Skill(_) | Slash::Agents | Slash::Policy) => {
+            cmd @ (Slash::Skills
+            | Slash::Skill(_)
+            | Slash::Agents
+            | Slash::Policy
+            | Slash::Allow(_)) => {
                 return Some(ToSession::Command(cmd));
             }
         }
@@ -508,6 +524,11 @@ impl App {
             }
             FromSession::Note(n) => self.notice(&n),
             FromSession::Shown(lines) => self.push(Kind::Shown(lines)),
+            FromSession::Ask(question) => {
+                self.notice(&question);
+                self.hint = Some(question.clone());
+                self.asking = Some(question);
+            }
             FromSession::Failed(why) => {
                 self.busy = false;
                 self.push(Kind::Error(why));

@@ -33,7 +33,8 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseEventKind};
 use app::{App, FromSession, Status, ToSession};
 use terminal::Screen;
 
-use super::repl::commands;
+use super::repl::allow;
+use super::repl::commands::{self, Shown};
 use super::repl::slash::Slash;
 use super::repl::{Prepared, TurnInterrupt, project_instructions, write_summary};
 use super::run::RunStatus;
@@ -235,7 +236,11 @@ fn converse(
     })
     .map_err(|e| e.to_string())?;
     let mut limited = false;
+    // A proven `/allow` change waiting for the answer to its question; anything but the
+    // answer drops it.
+    let mut pending: Option<allow::Pending> = None;
     while let Ok(ask) = from_ui.recv() {
+        let waiting = pending.take();
         match ask {
             ToSession::Send(text) => {
                 let turn = interrupt.fresh();
@@ -253,7 +258,27 @@ fn converse(
                 write_summary(&p.run_dir);
             }
             ToSession::Clear => session.clear(),
-            ToSession::Command(cmd) => command(p, &mut session, cmd, to_ui)?,
+            ToSession::Command(Slash::Allow(n)) => {
+                let (shown, proposed) = allow::proposal(executor.as_ref(), n);
+                let _ = to_ui.send(FromSession::Shown(shown));
+                if proposed.is_some() {
+                    let _ = to_ui.send(FromSession::Ask(allow::QUESTION.trim().to_owned()));
+                }
+                pending = proposed;
+            }
+            ToSession::Command(cmd) => command(p, executor.as_ref(), &mut session, cmd, to_ui)?,
+            ToSession::Answer(yes) => {
+                let shown = match waiting {
+                    Some(change) if yes => {
+                        allow::apply(executor.as_ref(), &mut session, change, &p.run_dir)
+                            .map_err(|e| e.to_string())?
+                    }
+                    _ => vec![Shown::Muted(
+                        "not applied: the policy in force is unchanged".into(),
+                    )],
+                };
+                let _ = to_ui.send(FromSession::Shown(shown));
+            }
         }
     }
     let transcript = session.transcript().to_owned();
@@ -292,6 +317,7 @@ fn confinement(
 /// When the transcript refuses the loaded skill (the session cannot go on).
 fn command(
     p: &Prepared,
+    executor: &dyn ToolExecutor,
     session: &mut Session<'_>,
     cmd: Slash,
     to_ui: &Sender<FromSession>,
@@ -300,7 +326,13 @@ fn command(
         Slash::Skills => commands::skills(&p.skills),
         Slash::Agents => commands::agents(&p.roles, p.agents, &p.tool_policy_files()),
         Slash::Policy => {
-            commands::policy(p.enforcement, p.policy.as_ref(), p.policy_file.as_deref())
+            // The policy in force: after `/allow`, the changed one.
+            let live = executor.policies().map(|(requested, _)| requested);
+            commands::policy(
+                p.enforcement,
+                live.as_ref().or(p.policy.as_ref()),
+                p.policy_file.as_deref(),
+            )
         }
         Slash::Skill(name) => match commands::skill(&p.skills, &name) {
             Ok(text) => {

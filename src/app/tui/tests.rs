@@ -407,3 +407,29 @@ fn the_status_line_names_the_policy() {
     );
     assert_eq!(super::confinement(None, None), "--host (not enforced)");
 }
+
+/// `/allow` is asked of the session thread; its question makes the next line typed the
+/// answer (never a message for the model), and an answer is asked for only once.
+#[test]
+fn allow_asks_and_the_next_line_answers() {
+    use super::super::repl::slash::Slash;
+    let mut a = app(Theme::plain());
+    type_text(&mut a, "/allow 2");
+    assert_eq!(
+        key(&mut a, KeyCode::Enter),
+        Some(ToSession::Command(Slash::Allow(2)))
+    );
+    a.session(FromSession::Ask("apply this change? [y/N]".into()));
+    type_text(&mut a, "y");
+    assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Answer(true)));
+    // The next line is a message again.
+    type_text(&mut a, "y");
+    assert_eq!(
+        key(&mut a, KeyCode::Enter),
+        Some(ToSession::Send("y".into()))
+    );
+    end_turn(&mut a);
+    a.session(FromSession::Ask("apply this change? [y/N]".into()));
+    type_text(&mut a, "fix the bug");
+    assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Answer(false)));
+}

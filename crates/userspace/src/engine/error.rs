@@ -88,6 +88,20 @@ pub enum EngineError {
         /// The cgroup v2 id.
         cgroup_id: u64,
     },
+    /// The cgroup has no scope in this engine (a replace of a policy that is not installed).
+    #[error("cgroup {cgroup_id} has no scope in this engine")]
+    NoScope {
+        /// The cgroup v2 id.
+        cgroup_id: u64,
+    },
+    /// Waiting for an RCU grace period (`BPF_MAP_UPDATE_ELEM` of the engine's private map of
+    /// maps) failed: no in-flight check is known to have finished, so nothing it may read was
+    /// rewritten or freed.
+    #[error(
+        "waiting for the running checks to finish (BPF_MAP_UPDATE_ELEM of a map of maps) \
+         failed: {0}"
+    )]
+    Grace(#[source] io::Error),
 }
 
 impl EngineError {

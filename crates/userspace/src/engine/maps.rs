@@ -218,6 +218,24 @@ impl Maps {
             .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::SCOPES))
     }
 
+    /// Switches the existing scope entry of `cgroup_id` to `plan` in one update
+    /// (`BPF_EXIST`: a cgroup without a scope does not get one here).
+    pub(super) fn switch_scope(
+        &mut self,
+        cgroup_id: u64,
+        plan: &EnforcementPlan,
+        flags: u32,
+        install: u32,
+    ) -> Result<(), EngineError> {
+        /// `BPF_EXIST` of `include/uapi/linux/bpf.h`: update an existing element only.
+        const BPF_EXIST: u64 = 2;
+        let mut value = plan.scope_value(flags);
+        value.install = install;
+        self.scopes
+            .insert(cgroup_id, value, BPF_EXIST)
+            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::SCOPES))
+    }
+
     /// Turns the kernel's directory cache on (after its tracing programs are attached).
     pub(super) fn enable_dircache(&mut self) -> Result<(), EngineError> {
         self.cache_on

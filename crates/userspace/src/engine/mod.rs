@@ -7,6 +7,9 @@
 //! engine.install(&plan, cgroup, fl)   place the plan (policy id, state and glob ranges),
 //!                                     write every map entry, then the scope entry LAST
 //! engine.uninstall(installed)         remove the scope entry FIRST, then the rest
+//! engine.replace(&installed, &plan)   a live policy change: the new plan's entries under a
+//!                                     new policy id, the scope entry switched in one update,
+//!                                     a grace period, then the old entries freed
 //! engine.read_events(limit)           drain the audit ring buffer
 //! ```
 //!
@@ -36,6 +39,7 @@
 pub mod alloc;
 mod error;
 pub mod events;
+mod grace;
 mod maps;
 mod pins;
 mod shared;
@@ -196,6 +200,7 @@ impl Default for EngineOptions {
 #[derive(Debug)]
 pub struct InstalledPolicy {
     cgroup_id: u64,
+    flags: u32,
     plan: EnforcementPlan,
     states: u32,
     globs: u32,
@@ -205,6 +210,11 @@ impl InstalledPolicy {
     /// The governed cgroup (v2 id).
     pub fn cgroup_id(&self) -> u64 {
         self.cgroup_id
+    }
+
+    /// The scope's `SCOPE_*` flags.
+    pub fn flags(&self) -> u32 {
+        self.flags
     }
 
     /// The policy id (first word of its LPM keys, `policy_id` of its audit events).
@@ -241,6 +251,10 @@ pub struct Engine {
     stale: Vec<PathBuf>,
     /// The next `bee_scope.install` (never 0, never reused).
     next_install: u32,
+    /// Grace periods since `bee_scopes` elements were unlinked (see [`grace`]): an element
+    /// unlinked (deleted or replaced) since the last one may still be read by an in-flight
+    /// check, so the map is not written until one has passed.
+    graces: grace::Graces,
     dircache: bool,
     dircache_refused: Option<String>,
 }
@@ -393,6 +407,11 @@ impl Engine {
             programs,
             dircache_refused,
         } = load_and_verify(options, &btf)?;
+        let graces = grace::Graces::new().map_err(|io_error| EngineError::Syscall {
+            call: "BPF_MAP_CREATE (the grace-period map of maps)",
+            path: PathBuf::new(),
+            io_error,
+        })?;
         let instance_dir = pins::create_instance_dir(&options.pin_root)?;
         let built = Self::attach_and_pin(&mut ebpf, &programs, &instance_dir);
         let (mut links, mut maps) = match built {
@@ -425,6 +444,7 @@ impl Engine {
             scopes: BTreeMap::new(),
             stale,
             next_install: 1,
+            graces,
             dircache,
             dircache_refused,
         })
@@ -555,6 +575,70 @@ impl Engine {
         if self.scopes.contains_key(&cgroup_id) {
             return Err(EngineError::ScopeExists { cgroup_id });
         }
+        let (placement, states, globs, install) = self.place(plan)?;
+        let (policy_id, state_first, glob_first) = (
+            placement.policy_id,
+            placement.state_base + 1,
+            placement.glob_base,
+        );
+        let installed = plan
+            .relocated(placement)
+            .map_err(|e| EngineError::Plan(Box::new(e)))
+            .and_then(|relocated| {
+                self.maps.write_plan(&relocated)?;
+                self.quiesce()?;
+                self.maps
+                    .insert_scope(cgroup_id, &relocated, flags, install)?;
+                Ok(relocated)
+            });
+        match installed {
+            Ok(relocated) => {
+                self.scopes.insert(cgroup_id, policy_id);
+                Ok(InstalledPolicy {
+                    cgroup_id,
+                    flags,
+                    plan: relocated,
+                    states,
+                    globs,
+                })
+            }
+            Err(e) => {
+                if let Ok(relocated) = plan.relocated(placement) {
+                    let _ = self.maps.remove_plan(&relocated);
+                }
+                self.release(policy_id, state_first, states, glob_first, globs);
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes a policy: the scope entry first (the cgroup's tasks are no longer governed and
+    /// can no longer reach the other entries), then every other entry, then frees its ids.
+    ///
+    /// # Errors
+    /// A map error. If removing the scope entry fails, the policy stays installed (and
+    /// enforcing); later failures leave unreachable entries behind but free nothing.
+    pub fn uninstall(&mut self, installed: InstalledPolicy) -> Result<(), EngineError> {
+        self.maps.remove_scope(installed.cgroup_id)?;
+        // A grace period starts now, in the background: the next install rarely waits.
+        self.graces.unlinked(true);
+        self.scopes.remove(&installed.cgroup_id);
+        self.maps.remove_plan(&installed.plan)?;
+        let p = installed.plan.placement();
+        self.release(
+            p.policy_id,
+            p.state_base + 1,
+            installed.states,
+            p.glob_base,
+            installed.globs,
+        );
+        Ok(())
+    }
+
+    /// Allocates what `plan` needs: an install serial, a policy id, its states and globs.
+    /// Returns the placement, the state and glob counts and the serial; on error nothing stays
+    /// allocated (a serial is never given back).
+    fn place(&mut self, plan: &EnforcementPlan) -> Result<(Placement, u32, u32, u32), EngineError> {
         let stats = plan.stats();
         let states = count("states", stats.states)?;
         let globs = count("globs", stats.globs)?;
@@ -589,52 +673,94 @@ impl Engine {
             state_base: state_first.saturating_sub(1),
             glob_base: glob_first,
         };
-        let installed = plan
+        Ok((placement, states, globs, install))
+    }
+
+    /// Waits for a grace period if a `bee_scopes` element was unlinked since the last one, so
+    /// that the next write into the map cannot reuse an element an in-flight check still
+    /// reads (`docs/enforcement.md`, "Live policy changes").
+    fn quiesce(&mut self) -> Result<(), EngineError> {
+        self.graces.settle().map_err(EngineError::Grace)
+    }
+
+    /// Replaces the policy of a live scope with `plan`, atomically for every check: each one
+    /// decides under the old policy whole or the new one whole, and once this returns, only
+    /// under the new one. The new plan's entries are written under a new policy id, install
+    /// serial and state/glob ranges, none of which the old policy's checks can reach; then the
+    /// cgroup's `bee_scopes` entry is switched to them in one `BPF_MAP_UPDATE_ELEM`
+    /// (`BPF_EXIST`); then, after an RCU grace period (every check that may have read the old
+    /// entry has returned), the old policy's entries are removed and its ids freed. The scope's
+    /// flags stay as they were. `docs/enforcement.md`, "Live policy changes", gives the
+    /// argument.
+    ///
+    /// On success `installed` describes the new policy. Takes one grace period (more when an
+    /// uninstall's background one has not ended yet); `docs/benchmarks.md` has the time.
+    ///
+    /// # Errors
+    /// [`EngineError::NoScope`] when `installed` is not this engine's scope of its cgroup,
+    /// [`EngineError::Full`], or a map error: before the switch, the old policy stays in force
+    /// and nothing of the new one stays in the maps. [`EngineError::Grace`] or a map error
+    /// after the switch: the new policy is in force and `installed` describes it; the old
+    /// policy's entries stay behind, unreachable, and its ids are not reused.
+    pub fn replace(
+        &mut self,
+        installed: &mut InstalledPolicy,
+        plan: &EnforcementPlan,
+    ) -> Result<(), EngineError> {
+        let cgroup_id = installed.cgroup_id;
+        if self.scopes.get(&cgroup_id) != Some(&installed.policy_id()) {
+            return Err(EngineError::NoScope { cgroup_id });
+        }
+        let (placement, states, globs, install) = self.place(plan)?;
+        let written = plan
             .relocated(placement)
             .map_err(|e| EngineError::Plan(Box::new(e)))
             .and_then(|relocated| {
                 self.maps.write_plan(&relocated)?;
+                self.quiesce()?;
                 self.maps
-                    .insert_scope(cgroup_id, &relocated, flags, install)?;
+                    .switch_scope(cgroup_id, &relocated, installed.flags, install)?;
                 Ok(relocated)
             });
-        match installed {
-            Ok(relocated) => {
-                self.scopes.insert(cgroup_id, policy_id);
-                Ok(InstalledPolicy {
-                    cgroup_id,
-                    plan: relocated,
-                    states,
-                    globs,
-                })
-            }
+        let relocated = match written {
+            Ok(r) => r,
             Err(e) => {
                 if let Ok(relocated) = plan.relocated(placement) {
                     let _ = self.maps.remove_plan(&relocated);
                 }
-                self.release(policy_id, state_first, states, glob_first, globs);
-                Err(e)
+                self.release(
+                    placement.policy_id,
+                    placement.state_base + 1,
+                    states,
+                    placement.glob_base,
+                    globs,
+                );
+                return Err(e);
             }
-        }
-    }
-
-    /// Removes a policy: the scope entry first (the cgroup's tasks are no longer governed and
-    /// can no longer reach the other entries), then every other entry, then frees its ids.
-    ///
-    /// # Errors
-    /// A map error. If removing the scope entry fails, the policy stays installed (and
-    /// enforcing); later failures leave unreachable entries behind but free nothing.
-    pub fn uninstall(&mut self, installed: InstalledPolicy) -> Result<(), EngineError> {
-        self.maps.remove_scope(installed.cgroup_id)?;
-        self.scopes.remove(&installed.cgroup_id);
-        self.maps.remove_plan(&installed.plan)?;
-        let p = installed.plan.placement();
+        };
+        // The switch unlinked the old element: it and the old policy's entries stay as they
+        // are until every check that may hold them has returned.
+        self.graces.unlinked(false);
+        self.scopes.insert(cgroup_id, placement.policy_id);
+        let old = std::mem::replace(
+            installed,
+            InstalledPolicy {
+                cgroup_id,
+                flags: installed.flags,
+                plan: relocated,
+                states,
+                globs,
+            },
+        );
+        self.quiesce()?;
+        self.maps.remove_plan(&old.plan)?;
+        let p = old.plan.placement();
         self.release(
             p.policy_id,
             p.state_base + 1,
-            installed.states,
+            old.states,
             p.glob_base,
-            installed.globs,
+            old.globs,
         );
         Ok(())
     }

@@ -111,6 +111,34 @@ impl Enforcer for SharedEngine {
         result
     }
 
+    fn replace(&self, id: InstallId, plan: &EnforcementPlan) -> Result<(), EnforceError> {
+        let mut state = self.lock();
+        let State {
+            engine, installed, ..
+        } = &mut *state;
+        let current = installed
+            .get_mut(&id.0)
+            .ok_or_else(|| EnforceError::Replace {
+                detail: format!("no installed plan has id {}", id.0),
+                new_in_force: false,
+            })?;
+        let before = current.policy_id();
+        engine.replace(current, plan).map_err(|e| {
+            let new_in_force = current.policy_id() != before;
+            EnforceError::Replace {
+                detail: if new_in_force {
+                    format!(
+                        "{}; the new policy is in force, the old one's entries were left behind",
+                        e.summary()
+                    )
+                } else {
+                    format!("{}; the old policy stays in force", e.summary())
+                },
+                new_in_force,
+            }
+        })
+    }
+
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent> {
         let mut state = self.lock();
         let events = state.engine.read_events(usize::MAX);

@@ -715,6 +715,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
     unsafe {
         match action {
             "stress-open" => stress_open(a),
+            "replace-watch" => replace_watch(a),
             "open-read" => {
                 let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
                 check(fd.into())
@@ -1927,6 +1928,63 @@ fn stress_open(a: &[&str]) -> i32 {
     }
     println!("stress checks={checks} wrong={wrong}{first}");
     i32::from(wrong != 0)
+}
+
+/// The helper action `replace-watch GRANTED NEW STOP`: opens GRANTED and NEW for reading in
+/// turn until the file STOP exists (looked at every 64 rounds) while the test replaces the
+/// scope's policy. GRANTED must open every time; NEW is denied (EPERM) until the replace that
+/// grants it, and opens every time after its first success. Prints `ready` after the first
+/// 1,000 rounds, then `watch rounds=N granted_failed=G new_denied=D new_ok=K back=B other=O`
+/// (B: denials of NEW after it had opened; O: errors other than EPERM); the errno returned is
+/// 0, or 1 when G, B or O is not 0 or NEW never opened.
+fn replace_watch(a: &[&str]) -> i32 {
+    use std::io::Write as _;
+    let granted = cstr(a.first().copied().unwrap_or(""));
+    let new = cstr(a.get(1).copied().unwrap_or(""));
+    let stop = PathBuf::from(a.get(2).copied().unwrap_or("/"));
+    let open = |p: &CString| {
+        // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
+        unsafe {
+            let fd = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::close(fd);
+                0
+            } else {
+                errno()
+            }
+        }
+    };
+    let (mut rounds, mut granted_failed, mut denied, mut ok, mut back, mut other) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    loop {
+        if rounds % 64 == 0 && stop.exists() {
+            break;
+        }
+        rounds += 1;
+        if rounds == 1000 {
+            println!("ready");
+            let _ = std::io::stdout().flush();
+        }
+        match open(&granted) {
+            0 => {}
+            libc::EPERM => granted_failed += 1,
+            _ => other += 1,
+        }
+        match open(&new) {
+            0 => ok += 1,
+            libc::EPERM if ok > 0 => back += 1,
+            libc::EPERM => denied += 1,
+            _ => other += 1,
+        }
+    }
+    if rounds < 1000 {
+        println!("ready");
+    }
+    println!(
+        "watch rounds={rounds} granted_failed={granted_failed} new_denied={denied} new_ok={ok} \
+         back={back} other={other}"
+    );
+    i32::from(granted_failed != 0 || back != 0 || other != 0 || ok == 0)
 }
 
 /// Creates `n` nested directories named `seg` under `base` (with *at() calls, so the chain

@@ -1,0 +1,159 @@
+//! Waiting for an RCU grace period from user space: until every LSM program that was running
+//! when the wait began has returned.
+//!
+//! bee's programs are non-sleepable BPF LSM programs; the kernel runs each one inside an RCU
+//! read-side critical section (the trampoline's `__bpf_prog_enter` takes `rcu_read_lock`). A
+//! map-element pointer a program got from `bpf_map_lookup_elem` is only guaranteed to stay
+//! what it was for that section, and bee_scopes (a preallocated hash map) hands an element
+//! that was replaced or deleted to the very next update on the same CPU. So before the engine
+//! rewrites such an element, or frees the entries a replaced policy's checks may still be
+//! walking, it waits for a grace period here.
+//!
+//! There is no system call that only waits for a grace period, but updating a map of maps is
+//! documented to do so: `kernel/bpf/syscall.c`, `maybe_wait_bpf_programs()` ("Wait for any
+//! running non-sleepable BPF programs to complete so that userspace, when we return to it,
+//! knows that all non-sleepable programs that could be running use the new map value"),
+//! `synchronize_rcu()` — or `synchronize_rcu_expedited()`, the same guarantee sooner, in
+//! kernels that took the 2025 patch that made it so — after every `BPF_MAP_UPDATE_ELEM` on a `BPF_MAP_TYPE_ARRAY_OF_MAPS`. [`Grace`] owns such a map
+//! of one entry, private to this process (no program references it), and an inner array to
+//! store in it.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const BPF_MAP_CREATE: libc::c_long = 0;
+const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+const BPF_MAP_TYPE_ARRAY: u32 = 2;
+const BPF_MAP_TYPE_ARRAY_OF_MAPS: u32 = 12;
+/// `union bpf_attr` as bytes: larger than every field used, zero beyond them (the kernel
+/// accepts a shorter or longer attribute as long as the bytes it does not know are zero).
+const ATTR: usize = 128;
+
+/// A private map of maps whose update waits for an RCU grace period. See the module docs.
+#[derive(Debug)]
+pub(super) struct Grace {
+    outer: OwnedFd,
+    inner: OwnedFd,
+}
+
+fn bpf(cmd: libc::c_long, attr: &mut [u8; ATTR]) -> io::Result<libc::c_long> {
+    // SAFETY: `attr` is a valid, writable `union bpf_attr` of `ATTR` bytes for this command
+    // (the fields the command reads are set, the rest zero).
+    let r = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr.as_mut_ptr(), ATTR as libc::c_uint) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn put_u32(attr: &mut [u8; ATTR], at: usize, v: u32) {
+    attr[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+}
+
+fn put_u64(attr: &mut [u8; ATTR], at: usize, v: u64) {
+    attr[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+}
+
+/// `BPF_MAP_CREATE` of a map with 4-byte keys and values and one entry.
+fn create(map_type: u32, inner: Option<&OwnedFd>) -> io::Result<OwnedFd> {
+    let mut attr = [0u8; ATTR];
+    put_u32(&mut attr, 0, map_type); // map_type
+    put_u32(&mut attr, 4, 4); // key_size
+    put_u32(&mut attr, 8, 4); // value_size
+    put_u32(&mut attr, 12, 1); // max_entries
+    if let Some(inner) = inner {
+        put_u32(&mut attr, 20, inner.as_raw_fd() as u32); // inner_map_fd
+    }
+    let fd = bpf(BPF_MAP_CREATE, &mut attr)?;
+    let fd = i32::try_from(fd).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))?;
+    // SAFETY: BPF_MAP_CREATE returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl Grace {
+    /// Creates the two maps (needs what creating any map needs: `CAP_BPF`).
+    ///
+    /// # Errors
+    /// The `BPF_MAP_CREATE` error.
+    pub(super) fn new() -> io::Result<Self> {
+        let inner = create(BPF_MAP_TYPE_ARRAY, None)?;
+        let outer = create(BPF_MAP_TYPE_ARRAY_OF_MAPS, Some(&inner))?;
+        Ok(Self { outer, inner })
+    }
+
+    /// Returns once every BPF program that was running when it was called has returned: one
+    /// `BPF_MAP_UPDATE_ELEM` of the map of maps.
+    ///
+    /// # Errors
+    /// The `BPF_MAP_UPDATE_ELEM` error (then no grace period is known to have passed).
+    pub(super) fn wait(&self) -> io::Result<()> {
+        let key: u32 = 0;
+        let value: u32 = self.inner.as_raw_fd() as u32;
+        let mut attr = [0u8; ATTR];
+        put_u32(&mut attr, 0, self.outer.as_raw_fd() as u32); // map_fd
+        put_u64(&mut attr, 8, std::ptr::from_ref(&key) as u64); // key
+        put_u64(&mut attr, 16, std::ptr::from_ref(&value) as u64); // value
+        bpf(BPF_MAP_UPDATE_ELEM, &mut attr).map(|_| ())
+    }
+}
+
+/// Grace periods since the last unlink of a `bee_scopes` element: a grace period starts in the
+/// background at each unlink, so that the next write into the map rarely has to wait.
+#[derive(Debug)]
+pub(super) struct Graces {
+    grace: Arc<Grace>,
+    /// Unlinks so far.
+    unlinked: u64,
+    /// The unlinks a completed grace period covers: every unlink numbered up to it happened
+    /// before a grace period began that has since ended.
+    covered: Arc<AtomicU64>,
+}
+
+impl Graces {
+    /// The maps ([`Grace::new`]); no unlink yet.
+    ///
+    /// # Errors
+    /// The `BPF_MAP_CREATE` error.
+    pub(super) fn new() -> io::Result<Self> {
+        Ok(Self {
+            grace: Arc::new(Grace::new()?),
+            unlinked: 0,
+            covered: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// An element was unlinked (deleted or replaced). With `background`, a thread starts a
+    /// grace period now (a failed one covers nothing: [`Graces::settle`] then waits itself).
+    pub(super) fn unlinked(&mut self, background: bool) {
+        self.unlinked += 1;
+        if !background {
+            return;
+        }
+        let n = self.unlinked;
+        let (grace, covered) = (Arc::clone(&self.grace), Arc::clone(&self.covered));
+        let _ = std::thread::Builder::new()
+            .name("bee-grace".into())
+            .spawn(move || {
+                if grace.wait().is_ok() {
+                    covered.fetch_max(n, Ordering::SeqCst);
+                }
+            });
+    }
+
+    /// Returns once a grace period has ended that began after the last unlink: at once when
+    /// one already has, else after waiting for one here.
+    ///
+    /// # Errors
+    /// The `BPF_MAP_UPDATE_ELEM` error of the wait.
+    pub(super) fn settle(&self) -> io::Result<()> {
+        if self.covered.load(Ordering::SeqCst) >= self.unlinked {
+            return Ok(());
+        }
+        self.grace.wait()?;
+        self.covered.fetch_max(self.unlinked, Ordering::SeqCst);
+        Ok(())
+    }
+}

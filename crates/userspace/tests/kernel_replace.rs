@@ -1,0 +1,195 @@
+//! Kernel tests: a live policy change ([`Engine::replace`], what `/allow` in `bee repl` does).
+//! Processes of the scope open a file both policies grant and one only the new policy grants,
+//! in a tight loop, while the test replaces the policy: once to grant the new file, then again
+//! and again with the same grants under new ids (each replace frees the entries of the policy
+//! before it while checks may still be walking them). Not one check may see a torn policy:
+//! the granted file opens every time, the new file is refused with EPERM until the replace
+//! that grants it and opens every time after its first success.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "helpers of kernel tests: a step that fails fails the test"
+)]
+
+mod kernel_support;
+
+use std::io::{BufRead as _, BufReader};
+use std::time::{Duration, Instant};
+
+use kernel_support::*;
+
+helper_entry!();
+
+/// Watchers in the scope (the guest has two vCPUs).
+const WATCHERS: usize = 2;
+/// Replaces after the one that grants the new file.
+const AGAIN: usize = 20;
+
+/// The policy: the base grants, `granted`, and `extra` when given (exact paths).
+fn policy(granted: &str, extra: Option<&str>) -> String {
+    let text = format!("version = 1\n{}", base_grants());
+    let mut reads = format!("\"{granted}\"");
+    if let Some(extra) = extra {
+        reads.push_str(&format!(", \"{extra}\""));
+    }
+    text.replace("read = [", &format!("read = [{reads}, "))
+}
+
+#[test]
+fn a_live_replace_is_never_seen_torn() {
+    let ws = Scratch::new("replace");
+    let granted = ws.write("granted", "x");
+    let new = ws.write("new", "x");
+    let stop = ws.s("stop");
+    let mut scope = Scope::new("replace", &policy(&granted, None), 0);
+    let wider = plan(&policy(&granted, Some(&new)));
+
+    // Before: the new file is refused.
+    let before = helper(Some(&scope.cg), "open-read", &[&new]);
+    assert_eq!(
+        errno_of(&before),
+        libc::EPERM,
+        "open new before: {}",
+        show(&before)
+    );
+
+    let mut watchers: Vec<_> = (0..WATCHERS)
+        .map(|_| helper_spawn(&scope.cg, "replace-watch", &[&granted, &new, &stop]))
+        .collect();
+    let mut lines: Vec<_> = watchers
+        .iter_mut()
+        .map(|w| BufReader::new(w.stdout.take().unwrap()).lines())
+        .collect();
+    // The test harness prints a line or two of its own first.
+    for l in &mut lines {
+        assert!(
+            l.any(|line| line.unwrap() == "ready"),
+            "a watcher never got ready"
+        );
+    }
+
+    let first = scope.policy_id();
+    let mut times = Vec::new();
+    for _ in 0..=AGAIN {
+        let installed = scope.installed.as_mut().unwrap();
+        let before = installed.policy_id();
+        let t = Instant::now();
+        engine().replace(installed, &wider).expect("replace");
+        times.push(t.elapsed());
+        assert_ne!(installed.policy_id(), before, "a new policy id");
+    }
+
+    // The watchers run a while under the last policy too.
+    std::thread::sleep(Duration::from_millis(500));
+    ws.write("stop", "");
+    let mut reports = Vec::new();
+    for (w, l) in watchers.iter_mut().zip(&mut lines) {
+        let report = l
+            .map(Result::unwrap)
+            .find(|line| line.starts_with("watch "))
+            .unwrap_or_default();
+        let status = w.wait().unwrap();
+        assert!(status.success(), "a watcher saw a torn policy: {report}");
+        reports.push(report);
+    }
+    // After: the new file opens, in a new process too.
+    let after = helper(Some(&scope.cg), "open-read", &[&new]);
+    assert_eq!(errno_of(&after), 0, "open new after: {}", show(&after));
+    // Every denial of the workspace reported is of the new file, under the first policy (the
+    // test harness's own probes of /proc are refused too).
+    let mut denials = 0;
+    for ev in events(&scope.cg)
+        .iter()
+        .filter(|e| e.error != 0 && path_of(e).starts_with(&ws.s("")))
+    {
+        denials += 1;
+        assert_eq!(path_of(ev), new, "only the new file is ever refused");
+        assert_eq!(ev.policy_id, first, "denials only under the first policy");
+    }
+    assert!(
+        denials > 0,
+        "the new file's denials before the replace were reported"
+    );
+    times.sort();
+    println!(
+        "replace: {} times, median {:?}, max {:?}; {denials} denials reported; watchers: \
+         {reports:?}",
+        times.len(),
+        times[times.len() / 2],
+        times.last().copied().unwrap_or(Duration::ZERO)
+    );
+    scope.uninstall();
+}
+
+/// Nearest-rank percentile `p` of sorted `v`, in milliseconds.
+fn ms(v: &[Duration], p: usize) -> f64 {
+    let i = (v.len() * p).div_ceil(100).clamp(1, v.len()) - 1;
+    v[i].as_secs_f64() * 1000.0
+}
+
+/// The benchmark of `docs/benchmarks.md`, "Live policy change": `ROUNDS` replaces of an idle
+/// scope's policy (base grants and 100 exact reads) by the same plus one path, and the cost
+/// of the grace periods to `install`: an install straight after an uninstall against one a
+/// while after it. Run it alone:
+/// `cargo xtask vm test --kernel 6.12,7.x --test kernel_replace -- --ignored --nocapture --exact replace_bench`.
+#[test]
+#[ignore = "a benchmark: run it alone (see its documentation)"]
+fn replace_bench() {
+    const ROUNDS: usize = 50;
+    let ws = Scratch::new("replace-bench");
+    let reads: Vec<String> = (0..100).map(|i| ws.write(&format!("f{i}"), "x")).collect();
+    let extra = ws.write("extra", "x");
+    let text = |more: Option<&str>| {
+        let mut all = reads.clone();
+        all.extend(more.map(str::to_owned));
+        let list: Vec<String> = all.iter().map(|p| format!("\"{p}\"")).collect();
+        format!("version = 1\n{}", base_grants())
+            .replace("read = [", &format!("read = [{}, ", list.join(", ")))
+    };
+    let (narrow, wide) = (plan(&text(None)), plan(&text(Some(&extra))));
+    let mut scope = Scope::new("replace-bench", &text(None), 0);
+    let mut replace = Vec::new();
+    for i in 0..ROUNDS {
+        let installed = scope.installed.as_mut().unwrap();
+        let next = if i % 2 == 0 { &wide } else { &narrow };
+        let t = Instant::now();
+        engine().replace(installed, next).expect("replace");
+        replace.push(t.elapsed());
+    }
+    scope.uninstall();
+    // Install straight after an uninstall (the background grace period may not have ended)
+    // and 200 ms after one (it has).
+    let cg = Cgroup::create("replace-bench-2");
+    let (mut soon, mut later) = (Vec::new(), Vec::new());
+    for i in 0..ROUNDS {
+        let installed = engine().install(&narrow, cg.id(), 0).expect("install");
+        engine().uninstall(installed).expect("uninstall");
+        if i % 2 == 1 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let t = Instant::now();
+        let installed = engine().install(&narrow, cg.id(), 0).expect("install");
+        if i % 2 == 0 { &mut soon } else { &mut later }.push(t.elapsed());
+        engine().uninstall(installed).expect("uninstall");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for v in [&mut replace, &mut soon, &mut later] {
+        v.sort();
+    }
+    println!(
+        "bench replace: {ROUNDS} replaces of {} states, p50 {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+        wide.stats().states,
+        ms(&replace, 50),
+        ms(&replace, 95),
+        ms(&replace, 100)
+    );
+    println!(
+        "bench install right after an uninstall: p50 {:.2} ms, p95 {:.2} ms; 200 ms after: p50 \
+         {:.2} ms, p95 {:.2} ms",
+        ms(&soon, 50),
+        ms(&soon, 95),
+        ms(&later, 50),
+        ms(&later, 95)
+    );
+}
