@@ -202,6 +202,26 @@ pub fn propose(
                 rule.key, rule.line
             )));
         }
+        Some(Reason::CarvedOut { rule }) => {
+            return Err(cannot(&format!(
+                "{} (line {}) `{}` carves it out, and a carve-out wins over any grant — \
+                 a live change only adds grants; edit the policy to drop the carve-out",
+                rule.key, rule.line, rule.text
+            )));
+        }
+        Some(Reason::Protected { rule }) => {
+            return Err(cannot(&format!(
+                "it is a protected path (`{}`): a live change never lifts protection; \
+                 `fs.unprotect` in the policy file does, if that is what you mean",
+                rule.text
+            )));
+        }
+        Some(Reason::Reparent) => {
+            return Err(cannot(
+                "a directory moves only between places granted alike below, and no single \
+                 narrow rule makes two places alike",
+            ));
+        }
         Some(Reason::NoGrant | Reason::ReadOnly { .. }) | None => {}
     }
     let path = || -> Result<String, Cannot> {

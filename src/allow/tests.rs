@@ -140,6 +140,57 @@ fn a_unix_denial_gets_the_socket_path_and_abstract_ones_cannot() {
     assert!(propose(&r, &some_pin).unwrap_err().0.contains("abstract"));
 }
 
+/// Carve-outs win over grants, and a live change only adds grants: denials they cause
+/// (and refused directory moves) get a reason, never a useless rule.
+#[test]
+fn carve_outs_protected_paths_and_moves_are_not_answered_by_a_grant() {
+    let rule = RuleRef {
+        key: "fs.deny[0]".into(),
+        line: 4,
+        text: "./secrets/**".into(),
+    };
+    let mut r = denial(
+        "file_open",
+        Some("fs.read"),
+        &["read"],
+        Some("/w/secrets/k"),
+    );
+    r.reason = Some(Reason::CarvedOut { rule: rule.clone() });
+    assert!(
+        propose(&r, &some_pin)
+            .unwrap_err()
+            .0
+            .contains("carves it out")
+    );
+    let mut r = denial(
+        "file_open",
+        Some("fs.write"),
+        &["write"],
+        Some("/w/.git/config"),
+    );
+    r.reason = Some(Reason::Protected {
+        rule: RuleRef {
+            key: "protected[1]".into(),
+            line: 1,
+            text: "/**/.git/config".into(),
+        },
+    });
+    assert!(
+        propose(&r, &some_pin)
+            .unwrap_err()
+            .0
+            .contains("fs.unprotect")
+    );
+    let mut r = denial("path_rename", Some("fs.write"), &["write"], Some("/w/g"));
+    r.reason = Some(Reason::Reparent);
+    assert!(
+        propose(&r, &some_pin)
+            .unwrap_err()
+            .0
+            .contains("directory moves")
+    );
+}
+
 #[test]
 fn refusals_no_policy_changes_cannot_be_allowed() {
     for hook in [
