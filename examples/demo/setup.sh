@@ -9,3 +9,6 @@ chmod 700 "$dir"
 printf 'demo-token=bee-demo-%s\n' "$(date +%s)" > "$dir/credentials"
 chmod 600 "$dir/credentials"
 echo "wrote $dir/credentials (a fake secret for the demo)"
+# cargo keeps its package-cache lock in ~/.cargo, which rustup creates and the policy does
+# not let the agent create (see the `rust` fragment); a machine without one gets it here.
+mkdir -p /root/.cargo

@@ -86,6 +86,7 @@ pub struct PathRule {
 /// | read | (`read` ∪ `write`) ∖ `deny` |
 /// | write | `write` ∖ (`deny` ∪ (`protect` ∖ `unprotect`)) |
 /// | exec | `exec` ∖ (`exec_deny` ∪ `deny`) |
+/// | unix sockets (`net.unix`) | `net.unix` ∖ `deny` |
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FsGrants {
@@ -93,7 +94,8 @@ pub struct FsGrants {
     pub read: Vec<PathRule>,
     /// `fs.write` rules.
     pub write: Vec<PathRule>,
-    /// `fs.deny`: paths neither read, written nor executed, whatever the grants say.
+    /// `fs.deny`: paths neither read, written, executed nor connected to (as unix sockets),
+    /// whatever the grants say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deny: Vec<PathRule>,
     /// Protected paths, never written unless `unprotect` also matches: the built-in set of

@@ -19,12 +19,44 @@ pub struct Protected {
 /// The set of language version 2.
 const V2: &[Protected] = &[
     Protected {
+        pattern: "/**/.git",
+        reason: "a repository's .git itself: replaced by a file naming another git directory (`gitdir:`), git would run that one's hooks",
+    },
+    Protected {
         pattern: "/**/.git/hooks/**",
         reason: "git runs hooks, outside any sandbox, on the next commit, checkout or push",
     },
     Protected {
         pattern: "/**/.git/config",
         reason: "git config can name programs git runs (core.hooksPath, core.fsmonitor, aliases, filters)",
+    },
+    Protected {
+        pattern: "/**/.git/config.worktree",
+        reason: "per-worktree git config, with the same power as .git/config",
+    },
+    Protected {
+        pattern: "/**/.git/commondir",
+        reason: "points git at another git directory, whose config and hooks it then uses",
+    },
+    Protected {
+        pattern: "/**/.git/modules/**",
+        reason: "submodules' git directories, each with its own config and hooks",
+    },
+    Protected {
+        pattern: "/**/.git/worktrees/**",
+        reason: "linked worktrees' git directories (commondir, config)",
+    },
+    Protected {
+        pattern: "/**/.husky/**",
+        reason: "husky's git hooks, run on commit",
+    },
+    Protected {
+        pattern: "/**/.pre-commit-config.yaml",
+        reason: "pre-commit runs the hooks it lists, local commands included",
+    },
+    Protected {
+        pattern: "/**/lefthook.yml",
+        reason: "lefthook runs the commands it lists as git hooks",
     },
     Protected {
         pattern: "/**/.bee/**",
@@ -35,11 +67,15 @@ const V2: &[Protected] = &[
         reason: "direnv runs it when a shell enters the directory",
     },
     Protected {
-        pattern: "/**/.vscode/tasks.json",
-        reason: "VS Code runs its tasks",
+        pattern: "/**/.vscode/**",
+        reason: "VS Code runs its tasks and launch configurations, and settings name interpreters it starts",
     },
     Protected {
-        pattern: "/**/.idea/workspace.xml",
+        pattern: "/**/.devcontainer/**",
+        reason: "dev containers run its lifecycle commands (postCreateCommand…)",
+    },
+    Protected {
+        pattern: "/**/.idea/**",
         reason: "JetBrains IDEs run its run configurations",
     },
 ];
@@ -82,6 +118,16 @@ mod tests {
             "/w/.envrc",
             "/w/.vscode/tasks.json",
             "/w/.idea/workspace.xml",
+            "/w/.git",
+            "/w/sub/.git",
+            "/w/.git/commondir",
+            "/w/.git/config.worktree",
+            "/w/.git/modules/sm/config",
+            "/w/.git/modules/sm/hooks/pre-commit",
+            "/w/.git/worktrees/wt/commondir",
+            "/w/.husky/pre-commit",
+            "/w/.pre-commit-config.yaml",
+            "/w/.devcontainer/devcontainer.json",
         ] {
             assert!(set.iter().any(|p| p.matches(planted)), "{planted}");
         }

@@ -341,12 +341,20 @@ static __always_inline int name_is_id(const unsigned char *name, __u32 len, __u3
 static __always_inline int proc_self_name(struct dentry *d, struct dentry *parent,
 					  const unsigned char *name, __u32 len)
 {
+	struct proc_fs_info *info;
 	struct dentry *root, *gp;
 	const unsigned char *pname, *gname;
 	unsigned char task[4] = {};
 	__u64 id;
 
 	if (BPF_CORE_READ(d, d_sb, s_magic) != BEE_PROC_SUPER_MAGIC)
+		return 0;
+	/* The ids compared are the initial pid namespace's: a procfs mounted for
+	 * another pid namespace (a container's /proc) numbers its entries in that
+	 * namespace, so nothing there is named self (a rule under /proc/self then
+	 * matches nothing: a deny, never another task's entries). */
+	info = BPF_CORE_READ(d, d_sb, s_fs_info);
+	if (!info || BPF_CORE_READ(info, pid_ns, level) != 0)
 		return 0;
 	root = BPF_CORE_READ(d, d_sb, s_root);
 	id = bpf_get_current_pid_tgid();
@@ -1224,10 +1232,36 @@ static __always_inline int check_write_path(__u32 hook, const struct path *path)
 	return check_write(hook, path, path->dentry);
 }
 
+/* Whether a dentry is a character or block device node. */
+static __always_inline int is_device(struct dentry *dentry)
+{
+	__u32 type = BPF_CORE_READ(dentry, d_inode, i_mode) & BEE_S_IFMT;
+
+	return type == BEE_S_IFCHR || type == BEE_S_IFBLK;
+}
+
+/* A device node is never removed or replaced in a scope, as it is never
+ * created: a write grant on /dev/null lets a scope write to it, not delete it
+ * for the whole host and put a file of its own in its place. */
+static __always_inline int check_unlink(__u32 hook, const struct path *dir,
+					struct dentry *dentry)
+{
+	__u64 cgid;
+	struct bee_scope *scope;
+
+	if (!is_device(dentry))
+		return check_write(hook, dir, dentry);
+	scope = current_scope(&cgid);
+	if (!scope)
+		return 0;
+	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL, 0,
+				  NEED_NEVER, 1));
+}
+
 SEC("lsm/path_unlink")
 int BPF_PROG(bee_path_unlink, const struct path *dir, struct dentry *dentry)
 {
-	return check_write(BEE_HOOK_PATH_UNLINK, dir, dentry);
+	return check_unlink(BEE_HOOK_PATH_UNLINK, dir, dentry);
 }
 
 SEC("lsm/path_rmdir")
@@ -1321,6 +1355,10 @@ int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_den
 
 	if (!scope)
 		return 0;
+	if (is_device(old_dentry) || is_device(new_dentry))
+		return verdict(check_path(BEE_HOOK_PATH_RENAME, cgid, scope,
+					  BPF_CORE_READ(new_dir, mnt), new_dentry, NULL, 0,
+					  NEED_NEVER, 1));
 	deny = check_path_state(BEE_HOOK_PATH_RENAME, cgid, scope, BPF_CORE_READ(old_dir, mnt),
 				old_dentry, NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1, &from);
 	if (!deny)

@@ -385,7 +385,10 @@ impl AuditRecord {
     fn reason_for(&self, hook: Hook, event: &AuditEvent, policy: &CompiledPolicy) -> Reason {
         // A device node or an ioctl such as TIOCSTI (reported with no access): never allowed.
         if never_granted(hook)
-            || (matches!(hook, Hook::PathMknod | Hook::FileIoctl) && event.access == 0)
+            || (matches!(
+                hook,
+                Hook::PathMknod | Hook::FileIoctl | Hook::PathUnlink | Hook::PathRename
+            ) && event.access == 0)
         {
             return Reason::NeverGranted;
         }

@@ -127,7 +127,7 @@ fn an_agent_cannot_plant_a_git_hook_with_the_whole_workspace_writable() {
         &run(cg, BUSYBOX, &["mv", &w(".git"), &w("git-old")]),
         "move .git out",
     );
-    // Building a .git elsewhere and moving it in.
+    // Building a .git elsewhere and moving it in, or naming another git directory.
     assert_ok(
         &run(cg, BUSYBOX, &["mkdir", "-p", &w("x/hooks")]),
         "mkdir x/hooks",
@@ -141,25 +141,39 @@ fn an_agent_cannot_plant_a_git_hook_with_the_whole_workspace_writable() {
         &run(cg, BUSYBOX, &["mv", &w("x"), &w("sub/.git")]),
         "move a built .git in",
     );
+    assert_eperm(
+        &sh(cg, r#"echo "gitdir: ../x" > "$1""#, &[&w("sub/.git")]),
+        "a .git file",
+    );
+    assert_eperm(
+        &sh(cg, r#"echo ../x > "$1""#, &[&w(".git/commondir")]),
+        "commondir",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mkdir", "-p", &w(".git/modules/sm")]),
+        "a submodule's git dir",
+    );
+    assert_eperm(&run(cg, BUSYBOX, &["mkdir", &w(".husky")]), "husky's hooks");
+    assert_eperm(
+        &sh(cg, r#"echo x > "$1""#, &[&w(".pre-commit-config.yaml")]),
+        "pre-commit's config",
+    );
+    // Plain directories still move (their protected names below go with them).
+    assert_ok(&run(cg, BUSYBOX, &["mkdir", "-p", &w("y/z")]), "mkdir y/z");
+    assert_ok(
+        &run(cg, BUSYBOX, &["mv", &w("y"), &w("y2")]),
+        "a plain directory moves",
+    );
 
     assert!(!ws.join(".git/hooks/pre-commit").exists());
-    assert!(!ws.join("sub/.git").exists());
+    assert!(!ws.join("sub/.git").exists() && !ws.join(".git/commondir").exists());
     assert!(ws.join(".git/hooks/pre-commit.sample").exists());
     let evs = events(&scope.cg);
     denial(&evs, Hook::PathMknod, &hook, &scope);
     denial(&evs, Hook::FileOpen, &w(".git/config"), &scope);
-    let moved = denial(&evs, Hook::PathRename, &w("sub/.git"), &scope);
-    assert_ne!(
-        moved.flags & EVENT_REPARENT,
-        0,
-        "the move in is reported as a reparent"
-    );
-    let out = denial(&evs, Hook::PathRename, &w("git-old"), &scope);
-    assert_ne!(
-        out.flags & EVENT_REPARENT,
-        0,
-        "the move out is reported as a reparent"
-    );
+    denial(&evs, Hook::PathRename, &w("sub/.git"), &scope);
+    denial(&evs, Hook::PathRename, &w(".git"), &scope);
+    denial(&evs, Hook::PathMknod, &w("sub/.git"), &scope);
 }
 
 #[test]
@@ -336,4 +350,36 @@ fn a_directory_never_moves_into_a_wider_grant() {
     let evs = events(&scope.cg);
     let ev = denial(&evs, Hook::PathRename, &ws.s("out/d"), &scope);
     assert_ne!(ev.flags & EVENT_REPARENT, 0);
+}
+
+/// A write grant on a device node lets a scope write to it, never remove or replace it (for
+/// the whole host), as a device node is never created in a scope either.
+#[test]
+fn a_write_grant_on_dev_null_does_not_let_a_scope_delete_it() {
+    let ws = Scratch::new("devnull");
+    ws.write("file", "x\n");
+    let root = ws.path.display().to_string();
+    let text = policy(2, &format!(r#"write = ["/dev/null", "{root}/**"]"#), "");
+    let scope = Scope::new("devnull", &text, 0);
+    let cg = Some(&scope.cg);
+    assert_ok(&sh(cg, "echo x > /dev/null", &[]), "writing to /dev/null");
+    assert_eperm(
+        &run(cg, BUSYBOX, &["rm", "-f", "/dev/null"]),
+        "unlink /dev/null",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", &ws.s("file"), "/dev/null"]),
+        "rename over it",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["mv", "/dev/null", &ws.s("null")]),
+        "rename it away",
+    );
+    let meta = std::fs::metadata("/dev/null").unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &meta.file_type()
+    ));
+    let evs = events(&scope.cg);
+    let ev = denial(&evs, Hook::PathUnlink, "/dev/null", &scope);
+    assert_eq!(ev.access, 0, "reported as never granted");
 }

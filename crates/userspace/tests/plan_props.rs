@@ -62,7 +62,7 @@ fn expected_access(lowered: &[(Kind, PathPattern, u64)], path: &str) -> u32 {
     let exec = ACCESS_EXEC | ACCESS_EXEC_PINNED;
     let mut denied = 0;
     if hit(Kind::Deny) {
-        denied |= ACCESS_READ | ACCESS_WRITE | exec;
+        denied |= ACCESS_READ | ACCESS_WRITE | exec | ACCESS_UNIX;
     }
     if hit(Kind::ExecDeny) {
         denied |= exec;

@@ -346,10 +346,12 @@ pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> Attenuation
     ));
     excess.extend(exec::check(&child.exec, &cc.exec, &parent.exec, &pc.exec));
     excess.extend(net::check(&child.net.allow, &parent.net.allow));
-    excess.extend(paths::check_rules(
+    excess.extend(carve::check_rules(
         Capability::NetUnix,
         &all(&child.net.unix),
+        &cc.read,
         &all(&parent.net.unix),
+        &pc.read,
     ));
     AttenuationReport { excess }
 }

@@ -31,7 +31,8 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     let readable: Vec<&PathPattern> = fs.readable().map(|r| &r.pattern).collect();
     let exec: Vec<&PathPattern> = policy.exec.iter().map(|r| &r.pattern).collect();
     let write = patterns(&fs.write);
-    let all: Vec<&PathPattern> = readable.iter().chain(&exec).copied().collect();
+    let unix = patterns(&policy.net.unix);
+    let all: Vec<&PathPattern> = readable.iter().chain(&exec).chain(&unix).copied().collect();
     let mut nothing = |rules: &[PathRule], grants: &[&PathPattern], what: &str| {
         for r in rules {
             if meets_any(&mut searcher, &r.pattern, grants) == Some(false) {
@@ -46,7 +47,7 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
             }
         }
     };
-    nothing(&fs.deny, &all, "read, write or exec");
+    nothing(&fs.deny, &all, "read, write, exec or unix-socket");
     let user_protect: Vec<PathRule> = fs
         .protect
         .iter()

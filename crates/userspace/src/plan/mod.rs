@@ -184,11 +184,13 @@ impl EnforcementPlan {
         // their indices.
         const EXEC_ANY: u32 = ACCESS_EXEC | ACCESS_EXEC_PINNED;
         let fs = &policy.fs;
-        inputs.extend(
-            fs.deny
-                .iter()
-                .map(|r| carve(r, ACCESS_READ | ACCESS_WRITE | EXEC_ANY, Role::Deny)),
-        );
+        inputs.extend(fs.deny.iter().map(|r| {
+            carve(
+                r,
+                ACCESS_READ | ACCESS_WRITE | EXEC_ANY | ACCESS_UNIX,
+                Role::Deny,
+            )
+        }));
         inputs.extend(
             policy
                 .exec_deny
