@@ -316,10 +316,13 @@ static __always_inline int name_is_id(const unsigned char *name, __u32 len, __u3
 {
 	unsigned char buf[16] = {};
 	__u32 v = id;
+	__u32 n = len;
 
 	if (len == 0 || len > 10)
 		return 0;
-	if (bpf_probe_read_kernel(buf, len & 15, name))
+	/* A bound the verifier keeps (6.1 loses `len & 15` once clang folds it). */
+	BEE_BOUND(n, 15);
+	if (bpf_probe_read_kernel(buf, n, name))
 		return 0;
 	for (int i = 0; i < 10; i++) {
 		if (i >= len)
