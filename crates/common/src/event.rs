@@ -10,6 +10,9 @@ pub const EVENT_ALLOWED: u8 = 1;
 pub const EVENT_PATH_TRUNCATED: u8 = 2;
 /// [`AuditEvent::flags`]: the path could not be resolved (`bpf_d_path` failed) and was denied.
 pub const EVENT_PATH_UNRESOLVED: u8 = 4;
+/// [`AuditEvent::flags`]: the policy denied the access and learn mode (`SCOPE_LEARN`) allowed
+/// it; [`AuditEvent::error`] keeps the errno enforcement would have returned.
+pub const EVENT_LEARNED: u8 = 8;
 
 /// The LSM hook an event comes from. Stored in [`AuditEvent::hook`] as its `u32`
 /// discriminant; the values are ABI and never reused.
