@@ -20,6 +20,10 @@ const CHECK_OUTPUT_CAP: usize = 64 * 1024;
 /// Where audit records are appended as JSON lines, shared by the episodes of a run.
 pub type AuditSink = Arc<Mutex<dyn Write + Send>>;
 
+/// Called with every audit record of every call, and the workspace of the sandbox it came
+/// from (learn mode collects the run's accesses this way).
+pub type AuditObserver = Arc<dyn Fn(&std::path::Path, &AuditRecord) + Send + Sync>;
+
 /// Runs the calls of a [`Registry`]'s tools in one session's sandbox, one call at a time.
 pub struct SandboxExecutor {
     // One call at a time: a call's denials are the scope's events drained after it.
@@ -27,6 +31,7 @@ pub struct SandboxExecutor {
     registry: Arc<Registry>,
     enforcement: Enforcement,
     audit: Option<AuditSink>,
+    observer: Option<AuditObserver>,
 }
 
 impl std::fmt::Debug for SandboxExecutor {
@@ -36,6 +41,7 @@ impl std::fmt::Debug for SandboxExecutor {
             .field("tools", &self.registry.names().collect::<Vec<_>>())
             .field("enforcement", &self.enforcement)
             .field("audit", &self.audit.is_some())
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }
@@ -50,6 +56,7 @@ impl SandboxExecutor {
             registry,
             enforcement,
             audit: None,
+            observer: None,
         }
     }
 
@@ -61,7 +68,21 @@ impl SandboxExecutor {
         self
     }
 
+    /// Also hands every call's audit records to `observer`.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Option<AuditObserver>) -> Self {
+        self.observer = observer;
+        self
+    }
+
     fn record(&self, records: &[AuditRecord]) {
+        if let Some(observe) = &self.observer
+            && let Ok(sandbox) = self.sandbox.lock()
+        {
+            for record in records {
+                observe(sandbox.workspace(), record);
+            }
+        }
         let Some(audit) = &self.audit else { return };
         if let Ok(mut out) = audit.lock() {
             for record in records {

@@ -32,6 +32,10 @@ pub struct Synthesis<'a> {
     pub home: Option<&'a str>,
     /// The command that ran, for the header (one line).
     pub command: &'a str,
+    /// The directory the base policy's relative paths resolve against (normalised): learned
+    /// paths below it are written relative to it (`./target/**`), as a base policy writes
+    /// them, so the learned policy holds wherever that directory is.
+    pub workspace: Option<&'a str>,
 }
 
 impl std::fmt::Debug for Synthesis<'_> {
@@ -186,11 +190,11 @@ pub fn synthesize(s: &Synthesis<'_>) -> Result<String, toml::de::Error> {
     let base_write = take_strings(&mut fs, "write");
     out.push_str("\n[fs]\n");
     let mut learned_read = Vec::new();
-    learned_read.extend(read_roots.iter().map(|r| subtree_entry(r)));
+    learned_read.extend(read_roots.iter().map(|r| subtree_entry(r, s)));
     learned_read.extend(read_exact.iter().map(|p| exact_entry(p, s)));
     list(&mut out, "read", &base_read, "learned: read", &learned_read);
     let mut learned_write = Vec::new();
-    learned_write.extend(write_roots.iter().map(|r| subtree_entry(r)));
+    learned_write.extend(write_roots.iter().map(|r| subtree_entry(r, s)));
     learned_write.extend(write_exact.iter().map(|p| exact_entry(p, s)));
     list(
         &mut out,
@@ -213,14 +217,14 @@ pub fn synthesize(s: &Synthesis<'_>) -> Result<String, toml::de::Error> {
                     .any(|w| parent(w).is_some_and(|d| parent(p) == Some(d)))
                 || write_roots.iter().any(|r| within(p, r));
             if !s.fs.exists(p) {
-                (p.clone(), Some("gone: not pinned".to_owned()))
+                (shown(p, s), Some("gone: not pinned".to_owned()))
             } else if written {
                 (
-                    p.clone(),
+                    shown(p, s),
                     Some("written by the run: not pinned (a pin is one inode)".to_owned()),
                 )
             } else {
-                (format!("!{p}"), review(p, s))
+                (format!("!{}", shown(p, s)), review(p, s))
             }
         })
         .collect();
@@ -354,7 +358,7 @@ fn list(
     out.push_str("]\n");
 }
 
-fn subtree_entry(root: &str) -> (String, Option<String>) {
+fn subtree_entry(root: &str, s: &Synthesis<'_>) -> (String, Option<String>) {
     let pattern = if root == "/" {
         "/**".to_owned()
     } else {
@@ -364,7 +368,22 @@ fn subtree_entry(root: &str) -> (String, Option<String>) {
         PathPattern::parse(&pattern),
         Ok(PathPattern::Subtree { .. })
     ));
-    (pattern, Some("every entry was observed".to_owned()))
+    (
+        shown(&pattern, s),
+        Some("every entry was observed".to_owned()),
+    )
+}
+
+/// `path` as the learned policy writes it: relative (`./…`, `.`) below the workspace.
+fn shown(path: &str, s: &Synthesis<'_>) -> String {
+    match s.workspace.filter(|w| *w != "/") {
+        Some(w) if path == w => ".".to_owned(),
+        Some(w) => match path.strip_prefix(w).and_then(|r| r.strip_prefix('/')) {
+            Some(rest) => format!("./{rest}"),
+            None => path.to_owned(),
+        },
+        None => path.to_owned(),
+    }
 }
 
 fn exact_entry(path: &str, s: &Synthesis<'_>) -> (String, Option<String>) {
@@ -373,7 +392,7 @@ fn exact_entry(path: &str, s: &Synthesis<'_>) -> (String, Option<String>) {
     } else {
         Some("gone: did not exist when the run ended".to_owned())
     };
-    (path.to_owned(), note)
+    (shown(path, s), note)
 }
 
 fn review(path: &str, s: &Synthesis<'_>) -> Option<String> {
