@@ -194,6 +194,95 @@ fn what_no_policy_can_grant_stays_refused_in_learn_mode() {
     assert!(!grants.contains("null2"), "{learned}");
 }
 
+#[test]
+fn an_episode_run_with_learn_records_learned_denials_and_writes_a_policy() {
+    let f = Fixture::new();
+    let secret = f.secret.display().to_string();
+    let turns = [
+        serde_json::json!({"text": "Copying the secret.", "tool_calls": [
+            {"id": "c1", "name": "shell", "arguments": {"command": format!("cat {secret} > copy.txt")}}]}),
+        serde_json::json!({"text": "Finished."}),
+    ];
+    let lines: Vec<String> = turns.iter().map(|t| t.to_string()).collect();
+    std::fs::write(f.root.join("recording.jsonl"), lines.join("\n") + "\n").unwrap();
+    std::fs::write(
+        f.root.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"recording.jsonl\"\nmodel = \"kernel-test\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        f.root.join("scenario.toml"),
+        format!(
+            "name = \"learn-episode\"\nprompt = \"Copy it.\"\nworkspace = \"{}\"\n\
+             workspace_mode = \"in-place\"\npolicy = \"policy.toml\"\n\
+             [success_check]\ncommand = \"grep -q s3cret copy.txt\"\n",
+            f.workspace.display()
+        ),
+    )
+    .unwrap();
+    let records = f.root.join("records");
+    let out = f.root.join("learned.toml");
+    let o = bee(
+        &[
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+            "--records",
+            &records.display().to_string(),
+            "--learn",
+            &out.display().to_string(),
+        ],
+        &f.root,
+    );
+    let err = text(&o.stderr);
+    // The read went through (the success check found the copy), loudly.
+    assert_eq!(code(&o), 0, "{}\n{err}", text(&o.stdout));
+    assert!(
+        err.contains("bee run: LEARN MODE") || err.contains("bee: LEARN MODE: "),
+        "{err}"
+    );
+    assert!(err.contains("LEARN MODE ended: "), "{err}");
+    let transcript = std::fs::read_dir(&records)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|r| r.path().is_dir())
+        .flat_map(|r| std::fs::read_dir(r.path()).unwrap().filter_map(Result::ok))
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .expect("a transcript");
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let denial = events
+        .iter()
+        .find(|e| {
+            e["event"] == "denial"
+                && e["explanation"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&secret)
+        })
+        .expect("the secret's denial");
+    assert_eq!(denial["learn"], true, "{denial}");
+    let learned = std::fs::read_to_string(&out).unwrap();
+    assert!(learned.contains(&format!("\"{secret}\"")), "{learned}");
+    let o = bee(
+        &["validate", "--policy", &out.display().to_string()],
+        &f.workspace,
+    );
+    assert_eq!(
+        code(&o),
+        0,
+        "{}{}\n{learned}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
 /// The build: sources generated from templates, sorted, archived and compressed, a test
 /// script installed into the output and run, a checksum written.
 const BUILD: &str = r#"set -e
