@@ -32,6 +32,9 @@ pub struct SandboxExecutor {
     enforcement: Enforcement,
     audit: Option<AuditSink>,
     observer: Option<AuditObserver>,
+    /// The sandbox's workspace, for the observer (the sandbox's lock is held while a call's
+    /// records are handed on).
+    workspace: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for SandboxExecutor {
@@ -51,7 +54,9 @@ impl SandboxExecutor {
     /// every call (shortened further by the session's wall-clock deadline).
     pub fn new(sandbox: Sandbox, registry: Arc<Registry>) -> Self {
         let enforcement = sandbox.enforcement();
+        let workspace = sandbox.workspace().to_path_buf();
         Self {
+            workspace,
             sandbox: Mutex::new(sandbox),
             registry,
             enforcement,
@@ -76,11 +81,9 @@ impl SandboxExecutor {
     }
 
     fn record(&self, records: &[AuditRecord]) {
-        if let Some(observe) = &self.observer
-            && let Ok(sandbox) = self.sandbox.lock()
-        {
+        if let Some(observe) = &self.observer {
             for record in records {
-                observe(sandbox.workspace(), record);
+                observe(&self.workspace, record);
             }
         }
         let Some(audit) = &self.audit else { return };
