@@ -602,7 +602,9 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     if let Some((l, _, _)) = &learn {
         let sink = Arc::clone(l);
         let observer: crate::episode::AuditObserver = Arc::new(move |ws, record| {
-            if let Ok(mut l) = sink.lock() {
+            if let Ok(mut l) = sink.lock()
+                && let Some(l) = l.as_mut()
+            {
                 l.record_from(Some(ws), record);
             }
         });
@@ -610,7 +612,9 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             let _ = writeln!(ctx.err, "bee run: --learn: {why}; no model was called");
             return RunStatus::Usage;
         }
-        if let Ok(l) = l.lock() {
+        if let Ok(l) = l.lock()
+            && let Some(l) = l.as_ref()
+        {
             l.banner_start();
         }
     }
@@ -775,7 +779,8 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     let status = RunStatus::of_run(statuses.into_iter().chain(batch.completed_statuses));
     progress.done(&summary, status, &run_dir);
     if let Some((l, base, command)) = learn {
-        let Some(l) = Arc::into_inner(l).and_then(|m| m.into_inner().ok()) else {
+        // The factory's executors still hold the observer: take the observations out.
+        let Some(l) = l.lock().ok().and_then(|mut l| l.take()) else {
             let _ = writeln!(ctx.err, "bee run: --learn: the observed accesses were lost");
             return RunStatus::Software;
         };
@@ -790,7 +795,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
 
 /// A learn run's state: the observations (shared with every executor), the base policy
 /// compiled against the episodes' workspace, and what ran (for the output's header).
-type LearnState = (Arc<Mutex<Learn>>, bee_core::CompiledPolicy, String);
+type LearnState = (Arc<Mutex<Option<Learn>>>, bee_core::CompiledPolicy, String);
 
 /// `--learn`: every episode must have the same policy and workspace (the learned policy is
 /// one policy on top of one base), in kernel mode; OUT must be writable before anything runs.
@@ -830,7 +835,7 @@ fn prepare_learn(args: &Args, plan: &Plan) -> Result<Option<LearnState>, Refused
         Refused(status, format!("--learn {}: see above", out.display()))
     })?;
     let command = format!("bee run --scenario {}", args.scenario.display());
-    Ok(Some((Arc::new(Mutex::new(learn)), base, command)))
+    Ok(Some((Arc::new(Mutex::new(Some(learn))), base, command)))
 }
 
 /// What every episode thread shares.
