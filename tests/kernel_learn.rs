@@ -418,7 +418,7 @@ fn learn_mode_overhead_on_the_build() {
     let learned_s = learned.display().to_string();
     let scratch = f.root.join("bench-learned.toml").display().to_string();
     let repeat =
-        format!("for i in $(seq {BENCH_REPEAT}); do sh build.sh >/dev/null || exit 1; done");
+        format!("for i in $(seq {BENCH_REPEAT}); do sh build.sh > out/log || exit 1; done");
     let timed = |learn: bool, script: &str| {
         let mut args = vec!["exec", "--policy"];
         if learn {
