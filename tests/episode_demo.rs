@@ -35,6 +35,7 @@ fn secret_denial() -> ToolDenial {
         explanation: format!("open {SECRET} for read: no fs.read grant covers it"),
         target: DenialTarget::Path(SECRET.to_owned()),
         missing: GrantKind::FsRead,
+        learn: false,
     }
 }
 
@@ -44,6 +45,7 @@ fn connect_denial() -> ToolDenial {
         explanation: "connect tcp 127.0.0.1:9999: no net.allow rule covers it".to_owned(),
         target: DenialTarget::Peer("127.0.0.1:9999".to_owned()),
         missing: GrantKind::Net,
+        learn: false,
     }
 }
 

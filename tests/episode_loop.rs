@@ -107,6 +107,7 @@ fn secret_denial() -> ToolDenial {
         explanation: "open /secret for read: no fs.read grant covers it".to_owned(),
         target: DenialTarget::Path("/secret".to_owned()),
         missing: GrantKind::FsRead,
+        learn: false,
     }
 }
 

@@ -91,6 +91,7 @@ fn tool(
             explanation: format!("write to /etc/x{i} refused: no fs.write grant covers it"),
             target: DenialTarget::Path(format!("/etc/x{i}")),
             missing: GrantKind::FsWrite,
+            learn: false,
         }))?;
     }
     rec.record(EventBody::ToolResult(ToolResult {
@@ -142,6 +143,7 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) -> TestResult {
         explanation: "unlink /etc/y: no fs.write grant covers it".into(),
         target: DenialTarget::Path("/etc/y".into()),
         missing: GrantKind::FsWrite,
+        learn: false,
     }))?;
     rec.finish(
         Outcome::Passed,

@@ -79,6 +79,7 @@ fn every_kind() -> Vec<EventBody> {
             explanation: "read of /etc/shadow refused: no fs.read grant covers it".into(),
             target: DenialTarget::Path("/etc/shadow".into()),
             missing: GrantKind::FsRead,
+            learn: false,
         }),
         EventBody::Denial(Denial {
             call_id: "c1".into(),
@@ -86,6 +87,7 @@ fn every_kind() -> Vec<EventBody> {
             explanation: "tcp connect to 1.1.1.1:443 refused: no net.allow grant".into(),
             target: DenialTarget::Peer("1.1.1.1:443".into()),
             missing: GrantKind::Net,
+            learn: false,
         }),
         EventBody::ToolResult(ToolResult {
             call_id: "c1".into(),

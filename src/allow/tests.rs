@@ -28,6 +28,7 @@ fn denial(hook: &str, grant: Option<&str>, access: &[&str], path: Option<&str>) 
         grant: grant.map(str::to_owned),
         reason: Some(Reason::NoGrant),
         policy: "p.toml".into(),
+        learn: false,
     }
 }
 

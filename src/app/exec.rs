@@ -10,6 +10,11 @@
 //! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
 //! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
 //! not found and 126 when it could not be executed, as with env(1)).
+//!
+//! With `--learn OUT` the scope runs in learn mode ([`super::learn`]): OUT's directory must be
+//! writable before anything runs (73 otherwise), the policy's denials are allowed and recorded,
+//! and the learned policy is written to OUT when the command ends; the status is still the
+//! command's (74 if OUT could not be written at the end).
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -18,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use bee_common::scope::SCOPE_LEARN;
 use bee_core::{CompileOptions, PolicyError, compile_file};
 use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
@@ -26,14 +32,20 @@ use bee_userspace::scope::{Scope, ScopeError, ScopeOptions};
 
 use super::Exit;
 use super::enforcement::{self, Refusal};
+use super::learn::Learn;
 use super::user::invoking_home;
 
 /// Arguments of `bee exec`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The policy that confines the command.
+    /// The policy that confines the command (with `--learn`: the base policy).
     #[arg(long, value_name = "FILE")]
     policy: PathBuf,
+    /// Learn mode: do NOT enforce the policy's denials but allow and record them, then write
+    /// the smallest policy that would have allowed the run (the base's grants and the learned
+    /// ones) to OUT. What no policy can grant stays refused. Command line only.
+    #[arg(long, value_name = "OUT.toml")]
+    learn: Option<PathBuf>,
     /// Also append every audit record to FILE, one JSON object per line.
     #[arg(long, value_name = "FILE")]
     audit: Option<PathBuf>,
@@ -97,6 +109,14 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         )
     })?;
 
+    let mut learn = match &args.learn {
+        Some(out) => Some(Learn::prepare(
+            out,
+            &args.policy,
+            Some(Path::new(&policy.base)),
+        )?),
+        None => None,
+    };
     let program = args
         .command
         .first()
@@ -125,15 +145,27 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     }
     let spec = spec.credentials(credentials);
     let scope_options = ScopeOptions {
+        flags: if learn.is_some() { SCOPE_LEARN } else { 0 },
         timeout: args.timeout.map(Duration::from_secs),
         ..ScopeOptions::default()
     };
     let scope = Scope::create(&enforcer, &parent, &policy, &plan, scope_options)
         .map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
+    if let Some(l) = &learn {
+        l.banner_start();
+    }
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
-        if record.verdict == Verdict::Deny {
-            eprintln!("bee: denied: {}", record.explanation());
+        match learn.as_mut() {
+            Some(l) if record.learn => l.record(record),
+            Some(l) if record.verdict == Verdict::Deny => {
+                l.record(record);
+                eprintln!("bee: denied: {}", record.explanation());
+            }
+            _ if record.verdict == Verdict::Deny => {
+                eprintln!("bee: denied: {}", record.explanation());
+            }
+            _ => {}
         }
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
@@ -169,6 +201,15 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     }
     if report.outcome.timed_out {
         eprintln!("bee: `{program}` timed out; its scope was killed");
+    }
+    if let Some(l) = learn {
+        let command = args
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
+        l.finish(&policy, invoking_home().as_deref(), &command)?;
     }
     Ok(report.outcome.exit_code())
 }

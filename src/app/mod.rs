@@ -10,6 +10,7 @@ mod exec;
 mod exit;
 #[cfg(feature = "findings")]
 mod findings_cmd;
+mod learn;
 mod man;
 mod metrics;
 mod policy_cmd;

@@ -48,7 +48,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
+use super::Exit;
 use super::enforcement;
+use super::learn::Learn;
 use super::setup::{
     Refused, agents_on, compile_policy, compile_tool_policies, connect, discover_roles,
     discover_skills, file_refusal, load_provider, session_executor, tool_policies, tool_registry,
@@ -110,6 +112,11 @@ pub struct Args {
     /// `JOB_COMPLETION_INDEX` from the environment (`bee run` reads it; used with --shards).
     #[arg(skip)]
     pub job_completion_index: Option<String>,
+    /// Learn mode: do NOT enforce the episodes' policy but allow and record what it denies,
+    /// then write the smallest policy that would have allowed the run to OUT. Every episode
+    /// must share one policy and one workspace. Command line only: no configuration key.
+    #[arg(long, value_name = "OUT.toml")]
+    pub learn: Option<PathBuf>,
 }
 
 #[derive(Debug, Parser)]
@@ -568,6 +575,13 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return status;
         }
     };
+    let learn = match prepare_learn(args, &plan) {
+        Ok(l) => l,
+        Err(Refused(status, msg)) => {
+            let _ = writeln!(ctx.err, "bee run: {}", msg.trim_end());
+            return status;
+        }
+    };
     let mut factory = match (ctx.factory)(plan.enforcement) {
         Ok(f) => f,
         Err(refusal) => {
@@ -584,6 +598,25 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     {
         let _ = writeln!(ctx.err, "bee run: --audit: {why}; no model was called");
         return RunStatus::NoInput;
+    }
+    if let Some((l, _, _)) = &learn {
+        let sink = Arc::clone(l);
+        let observer: crate::episode::AuditObserver = Arc::new(move |ws, record| {
+            if let Ok(mut l) = sink.lock()
+                && let Some(l) = l.as_mut()
+            {
+                l.record_from(Some(ws), record);
+            }
+        });
+        if let Err(why) = factory.learn_with(observer) {
+            let _ = writeln!(ctx.err, "bee run: --learn: {why}; no model was called");
+            return RunStatus::Usage;
+        }
+        if let Ok(l) = l.lock()
+            && let Some(l) = l.as_ref()
+        {
+            l.banner_start();
+        }
     }
     for problem in &plan.skill_problems {
         let _ = writeln!(ctx.err, "bee run: a skill was skipped: {problem}");
@@ -745,7 +778,64 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     }
     let status = RunStatus::of_run(statuses.into_iter().chain(batch.completed_statuses));
     progress.done(&summary, status, &run_dir);
+    if let Some((l, base, command)) = learn {
+        // The factory's executors still hold the observer: take the observations out.
+        let Some(l) = l.lock().ok().and_then(|mut l| l.take()) else {
+            let _ = writeln!(ctx.err, "bee run: --learn: the observed accesses were lost");
+            return RunStatus::Software;
+        };
+        if l.finish(&base, super::user::invoking_home().as_deref(), &command)
+            .is_err()
+        {
+            return RunStatus::Software;
+        }
+    }
     status
+}
+
+/// A learn run's state: the observations (shared with every executor), the base policy
+/// compiled against the episodes' workspace, and what ran (for the output's header).
+type LearnState = (Arc<Mutex<Option<Learn>>>, bee_core::CompiledPolicy, String);
+
+/// `--learn`: every episode must have the same policy and workspace (the learned policy is
+/// one policy on top of one base), in kernel mode; OUT must be writable before anything runs.
+fn prepare_learn(args: &Args, plan: &Plan) -> Result<Option<LearnState>, Refused> {
+    let Some(out) = &args.learn else {
+        return Ok(None);
+    };
+    if plan.enforcement == Enforcement::Host {
+        return Err(Refused(
+            RunStatus::Usage,
+            "--learn needs kernel scopes; with --host no policy is enforced, so there is \
+             nothing to learn"
+                .to_owned(),
+        ));
+    }
+    let mut pairs = plan.episodes.iter().map(|e| (&e.policy, &e.def.workspace));
+    let Some((Some(policy), workspace)) = pairs.next() else {
+        return Err(Refused(
+            RunStatus::Usage,
+            "--learn needs a policy to learn on top of".to_owned(),
+        ));
+    };
+    if pairs.any(|(p, w)| p.as_ref() != Some(policy) || w != workspace) {
+        return Err(Refused(
+            RunStatus::Usage,
+            "--learn learns one policy: every episode must have the same policy and workspace"
+                .to_owned(),
+        ));
+    }
+    let base = compile_policy(policy, workspace)?;
+    let learn = Learn::prepare(out, policy, Some(workspace)).map_err(|e| {
+        let status = match e {
+            Exit::CantCreat => RunStatus::CantCreate,
+            Exit::NoInput => RunStatus::NoInput,
+            _ => RunStatus::Software,
+        };
+        Refused(status, format!("--learn {}: see above", out.display()))
+    })?;
+    let command = format!("bee run --scenario {}", args.scenario.display());
+    Ok(Some((Arc::new(Mutex::new(Some(learn))), base, command)))
 }
 
 /// What every episode thread shares.

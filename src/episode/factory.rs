@@ -38,4 +38,14 @@ pub trait SandboxFactory: Send + Sync {
             path.display()
         ))
     }
+
+    /// Learn mode (`bee run --learn`): every scope it creates from now on runs with
+    /// `SCOPE_LEARN`, and every call's audit records go to `observer`.
+    ///
+    /// # Errors
+    /// Why this sandbox cannot learn (a factory without kernel scopes refuses).
+    fn learn_with(&mut self, observer: crate::episode::AuditObserver) -> Result<(), String> {
+        let _ = observer;
+        Err("this sandbox has no kernel scope to learn in".to_owned())
+    }
 }

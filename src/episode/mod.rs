@@ -33,6 +33,6 @@ pub use fake::{Rule, ScriptedExecutor, completed, denied};
 pub use run::{
     CheckSpec, EpisodeError, EpisodeReport, EpisodeSpec, SUCCESS_CHECK_CALL_ID, run_episode,
 };
-pub use sandboxed::{AuditSink, SandboxExecutor};
+pub use sandboxed::{AuditObserver, AuditSink, SandboxExecutor};
 pub use tool_scopes::ToolScopes;
 pub use workspace::{copy_path, copy_workspace};

@@ -21,6 +21,10 @@ const CHECK_OUTPUT_CAP: usize = 64 * 1024;
 /// Where audit records are appended as JSON lines, shared by the episodes of a run.
 pub type AuditSink = Arc<Mutex<dyn Write + Send>>;
 
+/// Called with every audit record of every call, and the workspace of the sandbox it came
+/// from (learn mode collects the run's accesses this way).
+pub type AuditObserver = Arc<dyn Fn(&std::path::Path, &AuditRecord) + Send + Sync>;
+
 /// Runs the calls of a [`Registry`]'s tools in one session's sandbox, one call at a time.
 pub struct SandboxExecutor {
     // One call at a time: a call's denials are the scope's events drained after it.
@@ -30,6 +34,10 @@ pub struct SandboxExecutor {
     audit: Option<AuditSink>,
     /// The last [`RECENT_DENIALS`] denials of the scope, oldest first (for `/allow`).
     recent: Mutex<VecDeque<AuditRecord>>,
+    observer: Option<AuditObserver>,
+    /// The sandbox's workspace, for the observer (the sandbox's lock is held while a call's
+    /// records are handed on).
+    workspace: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for SandboxExecutor {
@@ -39,6 +47,7 @@ impl std::fmt::Debug for SandboxExecutor {
             .field("tools", &self.registry.names().collect::<Vec<_>>())
             .field("enforcement", &self.enforcement)
             .field("audit", &self.audit.is_some())
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }
@@ -48,12 +57,15 @@ impl SandboxExecutor {
     /// every call (shortened further by the session's wall-clock deadline).
     pub fn new(sandbox: Sandbox, registry: Arc<Registry>) -> Self {
         let enforcement = sandbox.enforcement();
+        let workspace = sandbox.workspace().to_path_buf();
         Self {
+            workspace,
             sandbox: Mutex::new(sandbox),
             registry,
             enforcement,
             audit: None,
             recent: Mutex::new(VecDeque::new()),
+            observer: None,
         }
     }
 
@@ -65,6 +77,13 @@ impl SandboxExecutor {
         self
     }
 
+    /// Also hands every call's audit records to `observer`.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Option<AuditObserver>) -> Self {
+        self.observer = observer;
+        self
+    }
+
     fn record(&self, records: &[AuditRecord]) {
         if let Ok(mut recent) = self.recent.lock() {
             for record in records.iter().filter(|r| r.verdict == Verdict::Deny) {
@@ -72,6 +91,11 @@ impl SandboxExecutor {
                     recent.pop_front();
                 }
                 recent.push_back(record.clone());
+            }
+        }
+        if let Some(observe) = &self.observer {
+            for record in records {
+                observe(&self.workspace, record);
             }
         }
         let Some(audit) = &self.audit else { return };

@@ -323,6 +323,10 @@ pub struct Denial {
     pub target: DenialTarget,
     /// The kind of grant that would have allowed it.
     pub missing: GrantKind,
+    /// Learn mode (`bee run --learn`): the policy refused it, and learn mode allowed it and
+    /// recorded it for the learned policy. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub learn: bool,
 }
 
 /// What a refused operation was aimed at.

@@ -75,6 +75,8 @@ pub struct ToolDenial {
     pub target: DenialTarget,
     /// The kind of grant that would have allowed it.
     pub missing: GrantKind,
+    /// Learn mode: the policy refused it and learn mode allowed it.
+    pub learn: bool,
 }
 
 impl ToolDenial {
@@ -112,6 +114,7 @@ impl ToolDenial {
             explanation: record.explanation(),
             target,
             missing,
+            learn: record.learn,
         })
     }
 }

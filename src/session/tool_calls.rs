@@ -43,6 +43,7 @@ impl Session<'_> {
                 explanation: d.explanation.clone(),
                 target: d.target.clone(),
                 missing: d.missing,
+                learn: d.learn,
             }))?;
         }
         Ok(())

@@ -6,7 +6,8 @@
 //! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
 //!    enforced `bee run` episode — `kernel_agents` — subagents each in its own scope, a
 //!    per-tool scope, Ctrl-C teardown — `kernel_caps` — bee with exactly its minimal
-//!    capability set, and with each capability missing — and `kernel_review` — the review
+//!    capability set, and with each capability missing — `kernel_learn` — learn mode, a build
+//!    learned then enforced — and `kernel_review` — the review
 //!    example's episode) in the same VMs, with the `bee` executable copied in. They are built
 //!    with [`BEE_FEATURES`], so the review tools are in that `bee`.
 //!

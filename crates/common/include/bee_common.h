@@ -34,11 +34,13 @@
 #define BEE_PROTO_UDP 2
 
 #define BEE_SCOPE_AUDIT_ALLOWS 1u
+#define BEE_SCOPE_LEARN 2u /* learn mode: a denial a policy could grant is reported and allowed */
 
 #define BEE_EVENT_ALLOWED 1
 #define BEE_EVENT_PATH_TRUNCATED 2
 #define BEE_EVENT_PATH_UNRESOLVED 4
 #define BEE_EVENT_REPARENT 8 /* a directory move between places granted differently below */
+#define BEE_EVENT_LEARNED 16 /* denied by the policy, allowed by learn mode */
 
 /* Hook ids (bee_common::Hook); ABI, never reused. */
 enum bee_hook {

@@ -13,6 +13,9 @@ pub const EVENT_PATH_UNRESOLVED: u8 = 4;
 /// [`AuditEvent::flags`]: a `path_rename` of a directory refused because the two places
 /// grant differently at some path below them (the path is the destination).
 pub const EVENT_REPARENT: u8 = 8;
+/// [`AuditEvent::flags`]: the policy denied the access and learn mode (`SCOPE_LEARN`) allowed
+/// it; [`AuditEvent::error`] keeps the errno enforcement would have returned.
+pub const EVENT_LEARNED: u8 = 16;
 
 /// The LSM hook an event comes from. Stored in [`AuditEvent::hook`] as its `u32`
 /// discriminant; the values are ABI and never reused.

@@ -5,6 +5,15 @@ use core::mem::{align_of, size_of};
 /// [`ScopeValue::flags`]: also report allowed accesses, not only denials.
 pub const SCOPE_AUDIT_ALLOWS: u32 = 1;
 
+/// [`ScopeValue::flags`]: learn mode. A denial that some policy could lift (a file, exec,
+/// unix-socket or IP peer access with a resolved path or address) is reported with
+/// `EVENT_LEARNED` and then allowed. Denials no policy can lift (`bpf(2)`, mounts, device
+/// nodes, signals and tracing outside the scope, capabilities…), unresolved or truncated paths,
+/// and writes to the kernel's own filesystems (cgroupfs, bpffs, sysfs, procfs, securityfs,
+/// debugfs, tracefs) stay denied: learn mode never lets a scope leave its cgroup or touch
+/// enforcement. Set only from the command line (`--learn`).
+pub const SCOPE_LEARN: u32 = 2;
+
 /// Value of the scope map, a hash map keyed by the cgroup v2 id (`u64`, as
 /// `bpf_get_current_cgroup_id()` returns it and as `name_to_handle_at(2)` on the cgroup
 /// directory reports it).

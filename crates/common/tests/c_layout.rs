@@ -7,9 +7,9 @@ use std::path::Path;
 use std::process::Command;
 
 use bee_common::event::{
-    EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
+    EVENT_ALLOWED, EVENT_LEARNED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
 };
-use bee_common::scope::SCOPE_AUDIT_ALLOWS;
+use bee_common::scope::{SCOPE_AUDIT_ALLOWS, SCOPE_LEARN};
 use bee_common::*;
 
 fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
@@ -118,10 +118,12 @@ fn layouts() -> Layouts {
         PROTO_TCP => "BEE_PROTO_TCP",
         PROTO_UDP => "BEE_PROTO_UDP",
         SCOPE_AUDIT_ALLOWS => "BEE_SCOPE_AUDIT_ALLOWS",
+        SCOPE_LEARN => "BEE_SCOPE_LEARN",
         EVENT_ALLOWED => "BEE_EVENT_ALLOWED",
         EVENT_PATH_TRUNCATED => "BEE_EVENT_PATH_TRUNCATED",
         EVENT_PATH_UNRESOLVED => "BEE_EVENT_PATH_UNRESOLVED",
         EVENT_REPARENT => "BEE_EVENT_REPARENT",
+        EVENT_LEARNED => "BEE_EVENT_LEARNED",
     );
     for hook in Hook::ALL {
         let c = format!("BEE_HOOK_{}", hook.name().to_ascii_uppercase());

@@ -32,7 +32,9 @@
  * (6.1 refuses it in the path_* hooks and both kernels in file_mprotect).
  * Paths are walked through the segment automaton exactly as
  * bee_common::walk_state does. Every denial (and, with
- * BEE_SCOPE_AUDIT_ALLOWS, every decision) is reported on bee_events.
+ * BEE_SCOPE_AUDIT_ALLOWS, every decision) is reported on bee_events. In
+ * learn mode (BEE_SCOPE_LEARN) a denial a policy could lift is reported as
+ * learned and allowed (see "Learn mode" below).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -282,6 +284,72 @@ static __always_inline void event_send(struct bee_event *ev)
 static __always_inline int should_report(const struct bee_scope *scope, int deny)
 {
 	return deny || (scope->flags & BEE_SCOPE_AUDIT_ALLOWS);
+}
+
+/* What a path check asks for. */
+enum need {
+	NEED_ACCESS,       /* every bit of `access` */
+	NEED_EXEC,         /* EXEC, or EXEC_PINNED with a pin for the inode */
+	NEED_EXEC_OR_READ, /* as NEED_EXEC, or READ (opening a binary to run it) */
+	NEED_NEVER,        /* denied whatever the policy grants (reported with access 0) */
+};
+
+/* ---- Learn mode (BEE_SCOPE_LEARN, docs/enforcement.md "Learn mode") ----
+ * A denial that a policy could lift is reported marked BEE_EVENT_LEARNED and
+ * then allowed; only a denial whose event was built is ever lifted, so learn
+ * mode never allows anything silently. Everything else stays denied: what no
+ * policy can grant (decide_family, decide_plain, capable, device nodes),
+ * unresolved or truncated paths, non-TCP/UDP peers, and writes to the
+ * filesystems through which a scope could leave its cgroup or touch
+ * enforcement (cgroup.procs, pins, LSM and tracing knobs, /proc and /sys). */
+
+/* Superblock magics (include/uapi/linux/magic.h). */
+#define BEE_CGROUP_SUPER_MAGIC 0x27e0eb
+#define BEE_CGROUP2_SUPER_MAGIC 0x63677270
+#define BEE_BPF_FS_MAGIC 0xcafe4a11
+#define BEE_SYSFS_MAGIC 0x62656572
+#define BEE_PROC_SUPER_MAGIC 0x9fa0
+#define BEE_SECURITYFS_MAGIC 0x73636673
+#define BEE_DEBUGFS_MAGIC 0x64626720
+#define BEE_TRACEFS_MAGIC 0x74726163
+
+/* Whether a write under dentry stays denied in learn mode. */
+static __always_inline int learn_fs_refused(struct dentry *dentry)
+{
+	unsigned long magic = BPF_CORE_READ(dentry, d_sb, s_magic);
+
+	return !dentry || magic == BEE_CGROUP_SUPER_MAGIC || magic == BEE_CGROUP2_SUPER_MAGIC ||
+	       magic == BEE_BPF_FS_MAGIC || magic == BEE_SYSFS_MAGIC ||
+	       magic == BEE_PROC_SUPER_MAGIC || magic == BEE_SECURITYFS_MAGIC ||
+	       magic == BEE_DEBUGFS_MAGIC || magic == BEE_TRACEFS_MAGIC;
+}
+
+/* The deny to enforce for a denial being reported in ev: 0 (and the event
+ * marked learned) when the scope learns and the access is learnable. */
+static __always_inline int learn_lift(const struct bee_scope *scope, struct bee_event *ev,
+				      int learnable)
+{
+	if (!(scope->flags & BEE_SCOPE_LEARN) || !learnable)
+		return 1;
+	ev->flags |= BEE_EVENT_LEARNED;
+	return 0;
+}
+
+/* A path denial is learnable when a policy could name the path and grant the
+ * access: resolved, not truncated, not a device node, and not a write to the
+ * kernel's own filesystems. */
+static __always_inline int path_learnable(const struct bee_event *ev, struct dentry *dentry,
+					  __u32 access, enum need need)
+{
+	if (need == NEED_NEVER)
+		return 0;
+	if (ev->flags & (BEE_EVENT_PATH_TRUNCATED | BEE_EVENT_PATH_UNRESOLVED))
+		return 0;
+	if (!ev->path_len)
+		return 0;
+	if ((access & BEE_ACCESS_WRITE) && learn_fs_refused(dentry))
+		return 0;
+	return 1;
 }
 
 /* A decision reported with no path or peer address, only the access asked
@@ -771,14 +839,6 @@ static __always_inline int pinned(__u32 state, struct inode *inode)
 	return bpf_map_lookup_elem(&bee_exec_pins, &key) != NULL;
 }
 
-/* What a path check asks for. */
-enum need {
-	NEED_ACCESS,       /* every bit of `access` */
-	NEED_EXEC,         /* EXEC, or EXEC_PINNED with a pin for the inode */
-	NEED_EXEC_OR_READ, /* as NEED_EXEC, or READ (opening a binary to run it) */
-	NEED_NEVER,        /* denied whatever the policy grants (reported with access 0) */
-};
-
 /* Whether a final state grants what the hook needs. Returns 1 to deny. */
 static __always_inline int decide(long state, struct inode *inode, __u32 access, enum need need)
 {
@@ -1097,6 +1157,9 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 
 		if (ev) {
 			event_path(ev, &rc);
+			if (deny)
+				deny = learn_lift(scope, ev,
+						  path_learnable(ev, dentry, access, need));
 			event_send(ev);
 		}
 	}
@@ -1325,20 +1388,26 @@ static __always_inline int is_dir(struct dentry *dentry)
 }
 
 /* A directory moved between two places whose grants below differ (or over a
- * directory): reported at the destination with BEE_EVENT_REPARENT. */
-static __always_inline void report_reparent(__u64 cgid, const struct bee_scope *scope,
-					    struct vfsmount *mnt, struct dentry *dentry)
+ * directory): reported at the destination with BEE_EVENT_REPARENT. Returns the
+ * deny to enforce: 1, or 0 when learn mode lifts it (a policy that grants both
+ * places alike would allow the move). */
+static __always_inline int report_reparent(__u64 cgid, const struct bee_scope *scope,
+					   struct vfsmount *mnt, struct dentry *dentry)
 {
 	struct resolve_ctx rc;
 	struct bee_event *ev;
+	int deny = 1;
 
 	resolve(mnt, dentry, &rc);
 	ev = event_start(BEE_HOOK_PATH_RENAME, cgid, scope, BEE_ACCESS_WRITE, 1);
 	if (ev) {
 		ev->flags |= BEE_EVENT_REPARENT;
 		event_path(ev, &rc);
+		deny = learn_lift(scope, ev,
+				  path_learnable(ev, dentry, BEE_ACCESS_WRITE, NEED_ACCESS));
 		event_send(ev);
 	}
+	return deny;
 }
 
 /* Both ends need WRITE. A move of a directory (either way, for
@@ -1370,8 +1439,7 @@ int BPF_PROG(bee_path_rename, const struct path *old_dir, struct dentry *old_den
 					BEE_ACCESS_WRITE, NEED_ACCESS, 1, &to);
 	if (!deny && (is_dir(old_dentry) || is_dir(new_dentry)) &&
 	    (move_class(from) == 0 || move_class(from) != move_class(to))) {
-		deny = 1;
-		report_reparent(cgid, scope, BPF_CORE_READ(new_dir, mnt), new_dentry);
+		deny = report_reparent(cgid, scope, BPF_CORE_READ(new_dir, mnt), new_dentry);
 	}
 	return verdict(deny);
 }
@@ -1589,6 +1657,10 @@ static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 				resolve(&m->mnt, dentry, &rc);
 			}
 			event_path(ev, &rc);
+			if (deny)
+				deny = learn_lift(scope, ev,
+						  path_learnable(ev, dentry, BEE_ACCESS_WRITE,
+								 NEED_ACCESS));
 			event_send(ev);
 		}
 	}
@@ -1781,6 +1853,9 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 			__builtin_memcpy(ev->addr, a, 16);
 			if (v4)
 				__builtin_memset(&ev->addr[4], 0, 12);
+			/* A TCP or UDP peer is what net.allow names. */
+			if (deny)
+				deny = learn_lift(scope, ev, proto != 0);
 			event_send(ev);
 		}
 	}

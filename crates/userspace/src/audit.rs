@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bee_common::event::{
-    EVENT_ALLOWED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
+    EVENT_ALLOWED, EVENT_LEARNED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
 };
 use bee_common::{
     ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_NET, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
@@ -122,7 +122,12 @@ pub struct AuditRecord {
     pub hook: String,
     /// The decision.
     pub verdict: Verdict,
-    /// The positive errno returned to the process (`EACCES` 13, `EPERM` 1); absent if allowed.
+    /// Learn mode (`bee exec --learn`, `bee run --learn`): the policy denied this access
+    /// (`verdict` is `deny`, `reason` says why) and learn mode allowed it. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub learn: bool,
+    /// The positive errno returned to the process (`EACCES` 13, `EPERM` 1); absent if allowed
+    /// (learned accesses included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errno: Option<i32>,
     /// The attempted access, by name: `read`, `write`, `exec`, `unix`, `net`.
@@ -315,6 +320,7 @@ impl AuditRecord {
     pub fn from_event(event: &AuditEvent, policy: &CompiledPolicy, time: SystemTime) -> Self {
         let hook = Hook::from_raw(event.hook);
         let allowed = event.flags & EVENT_ALLOWED != 0;
+        let learn = !allowed && event.flags & EVENT_LEARNED != 0;
         let mut record = Self {
             time: rfc3339(time),
             scope: event.cgroup_id,
@@ -330,7 +336,8 @@ impl AuditRecord {
             } else {
                 Verdict::Deny
             },
-            errno: (!allowed).then_some(event.error.saturating_neg()),
+            learn,
+            errno: (!allowed && !learn).then_some(event.error.saturating_neg()),
             access: access_names(event.access),
             path: None,
             path_truncated: event.flags & EVENT_PATH_TRUNCATED != 0,
@@ -522,7 +529,11 @@ impl AuditRecord {
             ),
             Some(Reason::Reparent) => "a directory moves only between places granted alike at every path below, and these two are not (a carve-out or a different grant)".to_owned(),
         };
-        format!("{what}: {why}")
+        if self.learn {
+            format!("{what}: {why} (allowed: learn mode)")
+        } else {
+            format!("{what}: {why}")
+        }
     }
 }
 

@@ -266,6 +266,7 @@ mod tests {
             grant: Some("fs.read".into()),
             reason: Some(Reason::NoGrant),
             policy: "p.toml".into(),
+            learn: false,
         }
     }
 

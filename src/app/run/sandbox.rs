@@ -4,13 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
 use bee_userspace::engine::SharedEngine;
 use bee_userspace::scope::Enforcer;
 
 use super::super::enforcement::{self, Refusal};
 use super::SandboxFactory;
-use crate::episode::{AuditSink, SandboxExecutor, ToolExecutor};
+use crate::episode::{AuditObserver, AuditSink, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
 use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use crate::tools::Registry;
@@ -21,6 +22,8 @@ pub(super) struct Factory {
     engine: Option<Arc<SharedEngine>>,
     /// The `--audit` file every executor appends its calls' records to.
     audit: Option<AuditSink>,
+    /// Learn mode (`--learn`): every executor's records go here, its scopes learn.
+    learn: Option<AuditObserver>,
 }
 
 impl std::fmt::Debug for Factory {
@@ -43,6 +46,7 @@ impl Factory {
         Ok(Self {
             engine: Some(Arc::new(engine)),
             audit: None,
+            learn: None,
         })
     }
 
@@ -51,6 +55,7 @@ impl Factory {
         Self {
             engine: None,
             audit: None,
+            learn: None,
         }
     }
 }
@@ -79,10 +84,16 @@ impl SandboxFactory for Factory {
             }
             (None, _) => SandboxMode::Host,
         };
-        let sandbox = Sandbox::new(SandboxConfig::new(mode, workspace))
-            .map_err(|e| format!("the sandbox could not be created: {e}"))?;
+        let mut config = SandboxConfig::new(mode, workspace);
+        if self.learn.is_some() {
+            config.scope_flags |= SCOPE_LEARN;
+        }
+        let sandbox =
+            Sandbox::new(config).map_err(|e| format!("the sandbox could not be created: {e}"))?;
         Ok(Box::new(
-            SandboxExecutor::new(sandbox, Arc::clone(tools)).with_audit(self.audit.clone()),
+            SandboxExecutor::new(sandbox, Arc::clone(tools))
+                .with_audit(self.audit.clone())
+                .with_observer(self.learn.clone()),
         ))
     }
 
@@ -94,6 +105,14 @@ impl SandboxFactory for Factory {
             .open(path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         self.audit = Some(Arc::new(std::sync::Mutex::new(file)));
+        Ok(())
+    }
+
+    fn learn_with(&mut self, observer: AuditObserver) -> Result<(), String> {
+        if self.engine.is_none() {
+            return Err("--host runs no kernel scope, so nothing can be learned".to_owned());
+        }
+        self.learn = Some(observer);
         Ok(())
     }
 }

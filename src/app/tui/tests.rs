@@ -229,6 +229,7 @@ fn denial() {
         explanation: "open /home/u/.ssh/id_rsa for read: no fs.read grant covers it".into(),
         target: DenialTarget::Path("/home/u/.ssh/id_rsa".into()),
         missing: GrantKind::FsRead,
+        learn: false,
     }))));
     assert_snapshot!(frame(&mut a, 70, 12).backend());
 }

@@ -358,3 +358,30 @@ fn rfc3339_dates() {
     let y2038 = UNIX_EPOCH + Duration::from_secs(2_147_483_647);
     assert_eq!(rfc3339(y2038), "2038-01-19T03:14:07.000Z");
 }
+
+#[test]
+fn a_learned_denial_is_stamped_and_carries_no_errno() {
+    let mut e = event(Hook::FileOpen, ACCESS_READ, "/home/u/.ssh/id_rsa");
+    e.error = -1;
+    e.flags |= bee_common::event::EVENT_LEARNED;
+    let r = record(&e);
+    assert!(r.learn);
+    assert_eq!(r.verdict, Verdict::Deny);
+    assert_eq!(r.errno, None);
+    assert_eq!(r.reason, Some(Reason::NoGrant));
+    assert_eq!(
+        r.explanation(),
+        "open /home/u/.ssh/id_rsa for read: no fs.read grant covers it (allowed: learn mode)"
+    );
+    let mut json = Vec::new();
+    assert!(write_jsonl(&mut json, &r).is_ok());
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap_or_default();
+    assert_eq!(v["learn"], true);
+    assert!(v.get("errno").is_none());
+    // Not learned: no stamp at all.
+    let r = record(&event(Hook::FileOpen, ACCESS_READ, "/etc/x"));
+    assert!(!r.learn);
+    let mut json = Vec::new();
+    assert!(write_jsonl(&mut json, &r).is_ok());
+    assert!(!String::from_utf8_lossy(&json).contains("learn"));
+}
