@@ -272,6 +272,22 @@ fn accepts(dfa: &Dfa, s: StateID) -> bool {
     dfa.is_match_state(dfa.next_eoi_state(s))
 }
 
+/// The bytes of the search path to entry `at` of `trail` (each entry: its predecessor's
+/// index, `usize::MAX` for the start, and the byte taken).
+fn witness(trail: &[(usize, u8)], at: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut i = at;
+    while let Some(&(prev, b)) = trail.get(i) {
+        if prev == usize::MAX {
+            break;
+        }
+        bytes.push(b);
+        i = prev;
+    }
+    bytes.reverse();
+    bytes
+}
+
 /// Searches for the shortest byte string accepted by `child` and `valid` but not by
 /// `parent` (`None` meaning the empty language). Returns `Ok(None)` when there is none,
 /// i.e. the child's valid paths are all included in the parent's.
@@ -301,17 +317,7 @@ pub(crate) fn counterexample(
             _ => false,
         };
         if !parent_accepts && accepts(valid, v) && child.accepts(c)? {
-            let mut bytes = Vec::new();
-            let mut i = at;
-            while let Some(&(prev, b)) = trail.get(i) {
-                if prev == usize::MAX {
-                    break;
-                }
-                bytes.push(b);
-                i = prev;
-            }
-            bytes.reverse();
-            return Ok(Some(bytes));
+            return Ok(Some(witness(&trail, at)));
         }
         for &b in alphabet {
             let nv = valid.next_state(v, b);
@@ -371,17 +377,7 @@ pub(crate) fn search(
                 accepting[i] = !s.is_dead() && store[r].accepts(s)?;
             }
             if pred(&accepting) {
-                let mut bytes = Vec::new();
-                let mut i = at;
-                while let Some(&(prev, b)) = trail.get(i) {
-                    if prev == usize::MAX {
-                        break;
-                    }
-                    bytes.push(b);
-                    i = prev;
-                }
-                bytes.reverse();
-                return Ok(Some(bytes));
+                return Ok(Some(witness(&trail, at)));
             }
         }
         for &b in alphabet {
