@@ -33,6 +33,12 @@ const TRANSCRIPT_MARK: &str = "bee-demo-transcript: ";
 /// Prefix of the line carrying `bee run`'s exit status in the guest.
 const RUN_EXIT_MARK: &str = "bee-demo-run-exit: ";
 
+/// Prefix of the learn phase's results in the guest (`--learn`): `NAME=STATUS`.
+const LEARN_MARK: &str = "bee-demo-learn: ";
+
+/// Prefix of the learned policy's lines in the guest (`--learn`).
+const LEARNED_MARK: &str = "bee-demo-learned: ";
+
 /// Line after which the guest prints `bee metrics`' reports.
 const METRICS_MARK: &str = "bee-demo-metrics:";
 
@@ -69,6 +75,11 @@ pub struct DemoArgs {
     /// Accelerator for the VM.
     #[arg(long, value_enum, default_value = "auto")]
     pub accel: AccelChoice,
+    /// After the episode, also learn a policy for the crate's `cargo test --offline` from
+    /// a bare `version = 2` base (`bee exec --learn`), validate it, run the same build
+    /// enforced by it, and check that it refuses the demo's secret (in the VM only).
+    #[arg(long)]
+    pub learn: bool,
 }
 
 /// What the demo's transcript shows.
@@ -276,6 +287,9 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         + &String::from_utf8_lossy(&check.stderr);
     eprint!("{report}");
     let native = check.status.success() && !args.vm;
+    if native && args.learn {
+        return Err(Error::Usage("--learn runs in the VM only; add --vm".into()));
+    }
     let demo_run = if native {
         eprintln!("xtask: this host enforces; running the demo here");
         run_native(&bee)?
@@ -306,6 +320,9 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
             None => "`bee run` did not report an exit status".into(),
         });
     }
+    if args.learn {
+        problems.extend(learn_problems(&demo_run));
+    }
     if problems.is_empty() {
         println!("demo: PASS");
         Ok(0)
@@ -315,6 +332,42 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         }
         Ok(1)
     }
+}
+
+/// What the learn phase must show: the learning build passed, the policy validated, the same
+/// build passed under it, and it refused the secret's read (rustc, which the build ran, is
+/// given the secret as a source file; the kernel's EPERM must be the reason it fails).
+fn learn_problems(run: &DemoRun) -> Vec<String> {
+    let status = |step: &str| {
+        run.learn
+            .iter()
+            .find(|(s, _)| s == step)
+            .and_then(|(_, rc)| *rc)
+    };
+    let mut p = Vec::new();
+    for (step, what) in [
+        ("learn", "`cargo test --offline` in learn mode"),
+        ("validate", "`bee validate` of the learned policy"),
+        (
+            "enforced",
+            "`cargo test --offline` enforced by the learned policy",
+        ),
+    ] {
+        if status(step) != Some(0) {
+            p.push(format!("{what} exited {:?}", status(step)));
+        }
+    }
+    match status("secret") {
+        Some(0) | None => p.push(format!(
+            "the learned policy did not refuse reading {SECRET} ({:?})",
+            status("secret")
+        )),
+        Some(_) => {}
+    }
+    if run.learned.is_empty() {
+        p.push("the guest printed no learned policy".into());
+    }
+    p
 }
 
 fn kernel_name(k: DemoKernel) -> &'static str {
@@ -328,6 +381,14 @@ fn print_outcome(f: &Findings, run: &DemoRun, secs: f64) {
     println!();
     println!("==== bee demo: outcome ====");
     println!("ran {}", run.place);
+    if !run.learn.is_empty() {
+        println!();
+        println!("learn phase: {:?}", run.learn);
+        println!("learned policy ({} lines):", run.learned.len());
+        for line in &run.learned {
+            println!("  {line}");
+        }
+    }
     if !run.metrics.is_empty() {
         println!();
         for line in &run.metrics {
@@ -379,6 +440,11 @@ struct DemoRun {
     metrics: Vec<String>,
     /// Where it ran, for the reader.
     place: String,
+    /// The learn phase's exit statuses by step (`learn`, `validate`, `enforced`, `secret`),
+    /// empty without `--learn`.
+    learn: Vec<(String, Option<i32>)>,
+    /// The learned policy's lines.
+    learned: Vec<String>,
 }
 
 /// Runs the demo on this host, which enforces.
@@ -458,6 +524,7 @@ fn run_native(bee: &Path) -> Result<DemoRun> {
         transcript,
         metrics,
         place: format!("on this host (kernel {})", release.trim()),
+        ..DemoRun::default()
     })
 }
 
@@ -619,7 +686,7 @@ fn add_c_toolchain(fs_: &mut Initramfs) -> Result<()> {
 
 /// The guest's script: the secret, `bee check`, `bee run`, the transcript
 /// (marked, for the host to check) and `bee metrics`.
-fn guest_script(bee: &Path, demo: &Path) -> String {
+fn guest_script(bee: &Path, demo: &Path, learn: bool) -> String {
     let bee = crate::initramfs::shell_quote(&bee.to_string_lossy());
     let demo = crate::initramfs::shell_quote(&demo.to_string_lossy());
     format!(
@@ -641,7 +708,37 @@ fn guest_script(bee: &Path, demo: &Path) -> String {
          echo\n\
          echo '$ bee metrics --records {GUEST_RECORDS} --by tool'\n\
          {bee} metrics --records {GUEST_RECORDS} --by tool\n\
-         exit 0\n"
+         {learn_phase}\
+         exit 0\n",
+        learn_phase = if learn {
+            learn_phase(&bee)
+        } else {
+            String::new()
+        },
+    )
+}
+
+/// The guest's learn phase (`--learn`): learn the crate's build from a bare base, validate
+/// the policy, build again under it from scratch, and try the secret under it.
+fn learn_phase(bee: &str) -> String {
+    format!(
+        "rm -rf /tmp/learn-ws && cp -r crate /tmp/learn-ws && cd /tmp/learn-ws || exit 1\n\
+         printf 'version = 2\\n' > /tmp/learn-base.toml\n\
+         echo '+ bee exec --learn /tmp/learned.toml --policy /tmp/learn-base.toml -- cargo test --offline'\n\
+         {bee} exec --learn /tmp/learned.toml --policy /tmp/learn-base.toml -- cargo test --offline \
+         > /tmp/learn.out 2>&1; echo \"{LEARN_MARK}learn=$?\"\n\
+         grep -c 'learn mode' /tmp/learn.out; tail -3 /tmp/learn.out\n\
+         sed 's/^/{LEARNED_MARK}/' /tmp/learned.toml\n\
+         {bee} validate --policy /tmp/learned.toml; echo \"{LEARN_MARK}validate=$?\"\n\
+         rm -rf target\n\
+         echo '+ bee exec --policy /tmp/learned.toml -- cargo test --offline'\n\
+         {bee} exec --policy /tmp/learned.toml -- cargo test --offline > /tmp/enforced.out 2>&1; \
+         echo \"{LEARN_MARK}enforced=$?\"\n\
+         tail -3 /tmp/enforced.out\n\
+         out=$({bee} exec --policy /tmp/learned.toml -- rustc --crate-type lib {SECRET} -o /tmp/learn-x 2>&1)\n\
+         rc=$?; echo \"$out\" | tail -2\n\
+         if echo \"$out\" | grep -q 'Operation not permitted'; then echo \"{LEARN_MARK}secret=$rc\"; \
+         else echo \"{LEARN_MARK}secret=0\"; fi\n"
     )
 }
 
@@ -660,7 +757,7 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
         )));
     }
     let demo = fs::canonicalize(demo_dir()).map_err(io_err("resolve", demo_dir()))?;
-    let script = guest_script(bee, &demo);
+    let script = guest_script(bee, &demo, args.learn);
     let extra = |fs_: &mut Initramfs| -> Result<()> {
         fs_.add_executable(bee)?;
         fs_.add_tree(&demo)?;
@@ -742,6 +839,16 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
                 .push(line[at + TRANSCRIPT_MARK.len()..].to_owned());
         } else if let Some(at) = line.find(RUN_EXIT_MARK) {
             demo_run.exit = line[at + RUN_EXIT_MARK.len()..].trim().parse().ok();
+        } else if let Some(at) = line.find(LEARN_MARK) {
+            if let Some((step, rc)) = line[at + LEARN_MARK.len()..].trim().split_once('=') {
+                demo_run.learn.push((step.to_owned(), rc.parse().ok()));
+            }
+            in_metrics = false;
+        } else if let Some(at) = line.find(LEARNED_MARK) {
+            demo_run
+                .learned
+                .push(line[at + LEARNED_MARK.len()..].to_owned());
+            in_metrics = false;
         } else if line.contains(METRICS_MARK) {
             in_metrics = true;
         } else if in_metrics {
@@ -782,6 +889,37 @@ mod tests {
         let p = f.problems();
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("host"));
+    }
+
+    #[test]
+    fn the_learn_phase_learns_validates_enforces_and_tries_the_secret() {
+        let script = guest_script(Path::new("/b/bee"), Path::new("/demo"), true);
+        for needle in [
+            "'/b/bee' exec --learn /tmp/learned.toml --policy /tmp/learn-base.toml -- cargo test --offline",
+            "'/b/bee' validate --policy /tmp/learned.toml",
+            "'/b/bee' exec --policy /tmp/learned.toml -- cargo test --offline",
+            "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib /root/.bee-demo/credentials",
+            "printf 'version = 2\\n' > /tmp/learn-base.toml",
+        ] {
+            assert!(script.contains(needle), "{needle} not in:\n{script}");
+        }
+        assert!(!guest_script(Path::new("/b/bee"), Path::new("/demo"), false).contains("learn"));
+        let run = DemoRun {
+            learn: vec![
+                ("learn".into(), Some(0)),
+                ("validate".into(), Some(0)),
+                ("enforced".into(), Some(0)),
+                ("secret".into(), Some(1)),
+            ],
+            learned: vec!["version = 2".into()],
+            ..DemoRun::default()
+        };
+        assert!(learn_problems(&run).is_empty());
+        let bad = DemoRun {
+            learn: vec![("learn".into(), Some(0)), ("secret".into(), Some(0))],
+            ..DemoRun::default()
+        };
+        assert_eq!(learn_problems(&bad).len(), 4, "{:?}", learn_problems(&bad));
     }
 
     #[test]
