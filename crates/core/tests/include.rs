@@ -85,6 +85,28 @@ fn unknown_fragments_and_version_1_are_refused_at_the_include_entry() {
     );
     let p = problems("p.toml", "version = 1\ninclude = [\"base\"]\n");
     assert!(p[0].message.contains("version 1"), "{}", p[0].message);
+    let p = problems("p.toml", "version = 2\ninclude = [\"base.toml\"]\n");
+    assert!(
+        p[0].help
+            .as_deref()
+            .unwrap_or_default()
+            .contains("without `.toml`: `base`"),
+        "{:?}",
+        p[0]
+    );
+}
+
+#[test]
+fn including_a_fragment_twice_is_a_warning() {
+    let c = compile_str(
+        "p.toml",
+        "version = 2\ninclude = [\"base\", \"rust\", \"base\"]\n",
+        &options(),
+    )
+    .unwrap_or_else(|e| unreachable!("{e:?}"));
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].key, "include[2]");
+    assert!(c.warnings[0].message.contains("included already"));
 }
 
 #[test]

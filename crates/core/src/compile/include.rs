@@ -126,8 +126,19 @@ pub(super) fn resolve(
         }
         (None, _) => dir.join(entry),
     };
-    let hint =
-        || "an include entry names a shipped fragment (`base`) or a readable TOML file".to_owned();
+    let stem = entry.strip_suffix(".toml").unwrap_or(entry);
+    let shipped = fragments(version)
+        .iter()
+        .find(|f| f.name == stem && !stem.contains('/'));
+    let hint = || match shipped {
+        Some(f) => format!(
+            "the shipped fragment is named without `.toml`: `{}`",
+            f.name
+        ),
+        None => {
+            "an include entry names a shipped fragment (`base`) or a readable TOML file".to_owned()
+        }
+    };
     let bytes = std::fs::read(&path).map_err(|e| {
         (
             format!("cannot read the fragment {}: {e}", path.display()),

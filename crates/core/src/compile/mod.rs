@@ -416,6 +416,21 @@ impl Compiler<'_> {
                     continue;
                 }
             };
+            if names.contains(&resolved.source_name) {
+                // Its rules are already in: including it again would add nothing.
+                let (line, column) = self.source.line_column(entry.span().start);
+                self.warnings.push(PolicyWarning {
+                    file: self.source.name.clone(),
+                    line,
+                    column,
+                    key: key.clone(),
+                    message: format!(
+                        "{} is included already; this include adds nothing",
+                        resolved.source_name
+                    ),
+                });
+                continue;
+            }
             names.push(resolved.source_name.clone());
             let mut sub = Compiler {
                 source,
