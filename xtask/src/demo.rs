@@ -334,33 +334,54 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     }
 }
 
-/// What the learn phase must show: the learning build passed, the policy validated, the same
-/// build passed under it, and it refused the secret's read (rustc, which the build ran, is
-/// given the secret as a source file; the kernel's EPERM must be the reason it fails).
+/// What the learn phase must show: learn mode changed nothing the build saw (the same exit
+/// status and test summary as unconfined), the learned policy validates, the same build from
+/// scratch under it ends the same way, and it refuses the secret's read (rustc, which the
+/// build ran, is given the secret as a source file; the kernel's EPERM must be the reason).
 fn learn_problems(run: &DemoRun) -> Vec<String> {
-    let status = |step: &str| {
+    let value = |step: &str| {
         run.learn
             .iter()
             .find(|(s, _)| s == step)
-            .and_then(|(_, rc)| *rc)
+            .map(|(_, v)| v.as_str())
     };
     let mut p = Vec::new();
+    let plain = value("plain");
+    if plain.is_none() || value("summary-plain").is_none() {
+        p.push("the unconfined build gave no exit status or test summary".into());
+    }
     for (step, what) in [
         ("learn", "`cargo test --offline` in learn mode"),
-        ("validate", "`bee validate` of the learned policy"),
         (
             "enforced",
             "`cargo test --offline` enforced by the learned policy",
         ),
     ] {
-        if status(step) != Some(0) {
-            p.push(format!("{what} exited {:?}", status(step)));
+        if value(step) != plain {
+            p.push(format!(
+                "{what} exited {:?}, unconfined {plain:?}",
+                value(step)
+            ));
+        }
+        let summary = format!("summary-{step}");
+        if value(&summary) != value("summary-plain") {
+            p.push(format!(
+                "{what} ended `{}`, unconfined `{}`",
+                value(&summary).unwrap_or("?"),
+                value("summary-plain").unwrap_or("?")
+            ));
         }
     }
-    match status("secret") {
-        Some(0) | None => p.push(format!(
+    if value("validate") != Some("0") {
+        p.push(format!(
+            "`bee validate` of the learned policy exited {:?}",
+            value("validate")
+        ));
+    }
+    match value("secret") {
+        Some("0") | None => p.push(format!(
             "the learned policy did not refuse reading {SECRET} ({:?})",
-            status("secret")
+            value("secret")
         )),
         Some(_) => {}
     }
@@ -440,9 +461,10 @@ struct DemoRun {
     metrics: Vec<String>,
     /// Where it ran, for the reader.
     place: String,
-    /// The learn phase's exit statuses by step (`learn`, `validate`, `enforced`, `secret`),
-    /// empty without `--learn`.
-    learn: Vec<(String, Option<i32>)>,
+    /// The learn phase's results by step, as the guest printed them: exit statuses
+    /// (`plain`, `learn`, `validate`, `enforced`, `secret`) and test summaries
+    /// (`summary-plain`, `summary-learn`, `summary-enforced`); empty without `--learn`.
+    learn: Vec<(String, String)>,
     /// The learned policy's lines.
     learned: Vec<String>,
 }
@@ -711,30 +733,39 @@ fn guest_script(bee: &Path, demo: &Path, learn: bool) -> String {
          {learn_phase}\
          exit 0\n",
         learn_phase = if learn {
-            learn_phase(&bee)
+            learn_phase(&bee, &demo)
         } else {
             String::new()
         },
     )
 }
 
-/// The guest's learn phase (`--learn`): learn the crate's build from a bare base, validate
-/// the policy, build again under it from scratch, and try the secret under it.
-fn learn_phase(bee: &str) -> String {
+/// The guest's learn phase (`--learn`): learn the crate's build from a base that grants only
+/// the two scratch areas a build writes under names of its own choosing (the workspace and
+/// `/tmp`), validate the learned policy, build again from scratch under it, and try the
+/// secret under it. The crate as shipped has the bug the episode's agent fixes, so one test
+/// fails: the unconfined run's exit status and test summary are the baseline both runs
+/// must reproduce.
+fn learn_phase(bee: &str, demo: &str) -> String {
     format!(
-        "rm -rf /tmp/learn-ws && cp -r crate /tmp/learn-ws && cd /tmp/learn-ws || exit 1\n\
-         printf 'version = 2\\n' > /tmp/learn-base.toml\n\
+        "rm -rf /tmp/plain-ws && cp -r {demo}/crate /tmp/plain-ws && cd /tmp/plain-ws || exit 1\n\
+         cargo test --offline > /tmp/plain.out 2>&1; echo \"{LEARN_MARK}plain=$?\"\n\
+         grep '^test result' /tmp/plain.out | sed 's/^/{LEARN_MARK}summary-plain=/'\n\
+         rm -rf /tmp/learn-ws && cp -r {demo}/crate /tmp/learn-ws && cd /tmp/learn-ws || exit 1\n\
+         printf 'version = 2\\n[fs]\\nwrite = [\"./**\", \"/tmp/**\"]\\n' > /tmp/learn-base.toml\n\
          echo '+ bee exec --learn /tmp/learned.toml --policy /tmp/learn-base.toml -- cargo test --offline'\n\
          {bee} exec --learn /tmp/learned.toml --policy /tmp/learn-base.toml -- cargo test --offline \
          > /tmp/learn.out 2>&1; echo \"{LEARN_MARK}learn=$?\"\n\
-         grep -c 'learn mode' /tmp/learn.out; tail -3 /tmp/learn.out\n\
+         grep '^test result' /tmp/learn.out | sed 's/^/{LEARN_MARK}summary-learn=/'\n\
+         grep 'LEARN MODE' /tmp/learn.out\n\
          sed 's/^/{LEARNED_MARK}/' /tmp/learned.toml\n\
          {bee} validate --policy /tmp/learned.toml; echo \"{LEARN_MARK}validate=$?\"\n\
          rm -rf target\n\
          echo '+ bee exec --policy /tmp/learned.toml -- cargo test --offline'\n\
          {bee} exec --policy /tmp/learned.toml -- cargo test --offline > /tmp/enforced.out 2>&1; \
          echo \"{LEARN_MARK}enforced=$?\"\n\
-         tail -3 /tmp/enforced.out\n\
+         grep '^test result' /tmp/enforced.out | sed 's/^/{LEARN_MARK}summary-enforced=/'\n\
+         grep -i 'not permitted' /tmp/enforced.out | head -5\n\
          out=$({bee} exec --policy /tmp/learned.toml -- rustc --crate-type lib {SECRET} -o /tmp/learn-x 2>&1)\n\
          rc=$?; echo \"$out\" | tail -2\n\
          if echo \"$out\" | grep -q 'Operation not permitted'; then echo \"{LEARN_MARK}secret=$rc\"; \
@@ -840,8 +871,8 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
         } else if let Some(at) = line.find(RUN_EXIT_MARK) {
             demo_run.exit = line[at + RUN_EXIT_MARK.len()..].trim().parse().ok();
         } else if let Some(at) = line.find(LEARN_MARK) {
-            if let Some((step, rc)) = line[at + LEARN_MARK.len()..].trim().split_once('=') {
-                demo_run.learn.push((step.to_owned(), rc.parse().ok()));
+            if let Some((step, value)) = line[at + LEARN_MARK.len()..].trim().split_once('=') {
+                demo_run.learn.push((step.to_owned(), value.to_owned()));
             }
             in_metrics = false;
         } else if let Some(at) = line.find(LEARNED_MARK) {
@@ -899,26 +930,44 @@ mod tests {
             "'/b/bee' validate --policy /tmp/learned.toml",
             "'/b/bee' exec --policy /tmp/learned.toml -- cargo test --offline",
             "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib /root/.bee-demo/credentials",
-            "printf 'version = 2\\n' > /tmp/learn-base.toml",
+            "cp -r '/demo'/crate /tmp/plain-ws",
         ] {
             assert!(script.contains(needle), "{needle} not in:\n{script}");
         }
         assert!(!guest_script(Path::new("/b/bee"), Path::new("/demo"), false).contains("learn"));
+        let summary = "test result: FAILED. 3 passed; 1 failed";
+        let step = |s: &str, v: &str| (s.to_owned(), v.to_owned());
         let run = DemoRun {
             learn: vec![
-                ("learn".into(), Some(0)),
-                ("validate".into(), Some(0)),
-                ("enforced".into(), Some(0)),
-                ("secret".into(), Some(1)),
+                step("plain", "101"),
+                step("summary-plain", summary),
+                step("learn", "101"),
+                step("summary-learn", summary),
+                step("validate", "0"),
+                step("enforced", "101"),
+                step("summary-enforced", summary),
+                step("secret", "1"),
             ],
             learned: vec!["version = 2".into()],
             ..DemoRun::default()
         };
-        assert!(learn_problems(&run).is_empty());
+        assert!(
+            learn_problems(&run).is_empty(),
+            "{:?}",
+            learn_problems(&run)
+        );
         let bad = DemoRun {
-            learn: vec![("learn".into(), Some(0)), ("secret".into(), Some(0))],
+            learn: vec![
+                step("plain", "101"),
+                step("summary-plain", summary),
+                step("learn", "101"),
+                step("summary-learn", summary),
+                step("enforced", "101"),
+                step("secret", "0"),
+            ],
             ..DemoRun::default()
         };
+        // no enforced summary, no validate, secret read, no learned policy
         assert_eq!(learn_problems(&bad).len(), 4, "{:?}", learn_problems(&bad));
     }
 
