@@ -215,7 +215,10 @@ pub fn synthesize(s: &Synthesis<'_>) -> Result<String, toml::de::Error> {
                 || write
                     .iter()
                     .any(|w| parent(w).is_some_and(|d| parent(p) == Some(d)))
-                || write_roots.iter().any(|r| within(p, r));
+                || write_roots.iter().any(|r| within(p, r))
+                // A file the base lets the command write can be replaced (a build relinks
+                // its binaries): a pin would hold one inode of it.
+                || s.base.fs.write.iter().any(|r| r.pattern.matches(p));
             if !s.fs.exists(p) {
                 (shown(p, s), Some("gone: not pinned".to_owned()))
             } else if written {

@@ -230,6 +230,7 @@ proto = "tcp"
         "/work/out/obj",
         "/work/src/main.rs",
         "/opt/bin/make",
+        "/work/target/debug/test-bin",
     ]);
     let mut o = Observed::new(Limits::default());
     for a in [
@@ -244,6 +245,7 @@ proto = "tcp"
         Access::Write("/tmp/gone"),
         Access::Exec("/opt/bin/make"),
         Access::Exec("/work/out/tool"),
+        Access::Exec("/work/target/debug/test-bin"),
         Access::Unix("/run/other.sock"),
         Access::Net {
             proto: crate::net::Protocol::Tcp,
@@ -280,6 +282,10 @@ proto = "tcp"
     assert!(out.contains("\"/tmp/gone\", # gone"), "{out}");
     assert!(!out.contains("covered-by-base"), "{out}");
     assert!(out.contains("\"!/opt/bin/make\","), "{out}");
+    assert!(
+        out.contains("\"./target/debug/test-bin\", # written by the run"),
+        "a file the base lets the command write is never pinned: {out}"
+    );
     assert!(
         out.contains("\"./out/tool\", # written by the run"),
         "{out}"
