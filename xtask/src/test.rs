@@ -87,7 +87,10 @@ pub fn run(args: &Args) -> Result<()> {
         // with other builds the bee step on 7.x took over 600 s (kernel_caps alone 554 s).
         timeout: 1800,
         accel: args.accel,
-        memory: 1024,
+        // The initramfs (every kernel test binary, about 310 MB) is unpacked into the guest's
+        // root tmpfs, which holds at most half the memory, and tests copy binaries into it:
+        // with 1 GiB a 6.12 guest ran out of space ("No space left on device").
+        memory: 2048,
         append: String::new(),
     };
     let started = Instant::now();

@@ -106,8 +106,9 @@ pub struct VmOpts {
     /// Accelerator.
     #[arg(long, value_enum, default_value = "auto")]
     pub accel: AccelChoice,
-    /// Guest memory in MiB (the initramfs is unpacked into it).
-    #[arg(long, default_value_t = 1024)]
+    /// Guest memory in MiB (the initramfs is unpacked into the guest's root tmpfs, which
+    /// holds at most half of it).
+    #[arg(long, default_value_t = 2048)]
     pub memory: u32,
     /// Extra kernel arguments for every boot, after the entry's own (e.g. to try
     /// `preempt=full` on another kernel).
