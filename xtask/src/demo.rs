@@ -75,9 +75,10 @@ pub struct DemoArgs {
     /// Accelerator for the VM.
     #[arg(long, value_enum, default_value = "auto")]
     pub accel: AccelChoice,
-    /// After the episode, also learn a policy for the crate's `cargo test --offline` from
-    /// a bare `version = 2` base (`bee exec --learn`), validate it, run the same build
-    /// enforced by it, and check that it refuses the demo's secret (in the VM only).
+    /// After the episode, also learn a policy for the crate's `cargo test --offline` from a
+    /// base granting only the workspace and /tmp (`bee exec --learn`), validate it, run the
+    /// same build enforced by it, and check that it refuses the demo's secret (in the VM:
+    /// implies `--vm`).
     #[arg(long)]
     pub learn: bool,
 }
@@ -286,16 +287,14 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let report = String::from_utf8_lossy(&check.stdout).into_owned()
         + &String::from_utf8_lossy(&check.stderr);
     eprint!("{report}");
-    let native = check.status.success() && !args.vm;
-    if native && args.learn {
-        return Err(Error::Usage("--learn runs in the VM only; add --vm".into()));
-    }
+    // The learn phase needs the guest's copy of the crate and toolchain: --learn implies --vm.
+    let native = check.status.success() && !args.vm && !args.learn;
     let demo_run = if native {
         eprintln!("xtask: this host enforces; running the demo here");
         run_native(&bee)?
     } else {
         if check.status.success() {
-            eprintln!("xtask: this host enforces, but --vm asks for the VM");
+            eprintln!("xtask: this host enforces, but --vm (or --learn) asks for the VM");
         } else {
             let why = report
                 .lines()
