@@ -293,7 +293,12 @@ proptest! {
         let suffixes: Vec<&str> = short.iter().map(|p| p.as_str()).filter(|p| *p != "/").collect();
         let exec = ACCESS_EXEC | ACCESS_EXEC_PINNED;
         let movable = |b: u32| if b & (ACCESS_READ | ACCESS_WRITE) != 0 { b & !exec } else { b };
-        let join_at = |d: &str, s: &str| if d == "/" { s.to_owned() } else { format!("{d}{s}") };
+        // `d` followed by the suffix `s` (`""` for `d` itself, else `/…`).
+        let join_at = |d: &str, s: &str| match (d, s) {
+            (_, "") => d.to_owned(),
+            ("/", _) => s.to_owned(),
+            _ => format!("{d}{s}"),
+        };
         let mut first_state: std::collections::BTreeMap<u32, &str> = Default::default();
         let mut first_class: std::collections::BTreeMap<u32, &str> = Default::default();
         for dir in &short {
