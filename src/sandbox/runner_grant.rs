@@ -125,10 +125,13 @@ impl RunnerGrant {
                 libraries.insert(file);
             }
         }
+        // Rust's standard library reads the runner's own memory map at start (its stack
+        // guard); the kernel names it /proc/self/maps for the runner alone.
         let read_only = Path::new(LD_SO_CACHE)
             .exists()
             .then(|| LD_SO_CACHE.to_owned())
             .into_iter()
+            .chain(std::iter::once("/proc/self/maps".to_owned()))
             .collect();
         Ok(Self {
             executable,
