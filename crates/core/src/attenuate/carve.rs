@@ -122,6 +122,9 @@ impl<'a> Carve<'a> {
             1 => &self.protect,
             _ => &self.unprotect,
         };
+        if list.is_empty() {
+            return Vec::new();
+        }
         match &self.index {
             Some(index) => {
                 let mut at = Vec::new();
@@ -143,6 +146,9 @@ impl<'a> Carve<'a> {
 
     /// Whether the valid path `path` is carved out.
     pub(crate) fn matches(&self, path: &str) -> bool {
+        if self.is_empty() {
+            return false;
+        }
         let segs = split_segments(path);
         let any = |which: usize| {
             !self
@@ -343,8 +349,8 @@ pub(crate) fn excess<'a>(
 }
 
 /// Checks every child rule of one path capability against the parent's, carve-outs of both
-/// sides included (see the module docs). With no carve-out on either side this is
-/// [`super::paths::check_rules`].
+/// sides included (see the module docs); with none on either side, [`excess`] is the plain
+/// check of [`PathSet::check`].
 pub(crate) fn check_rules<'a>(
     capability: Capability,
     child: &[&'a PathRule],
@@ -352,9 +358,6 @@ pub(crate) fn check_rules<'a>(
     parent: &[&'a PathRule],
     parent_carve: &Carve<'a>,
 ) -> Vec<Excess> {
-    if child_carve.is_empty() && parent_carve.is_empty() {
-        return super::paths::check_rules(capability, child, parent);
-    }
     let patterns: Vec<&PathPattern> = parent.iter().map(|r| &r.pattern).collect();
     let mut set = PathSet::new(patterns.clone());
     let mut searcher = Searcher::default();

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::carve::{self, Carve};
-use super::paths::{Outcome, PathSet, is_valid_path};
+use super::paths::{PathSet, is_valid_path};
 use super::{Capability, Excess, RuleRef, Witness, pattern_text};
 use crate::compiled::{ExecRule, FileId};
 use crate::glob::PathPattern;
@@ -43,7 +43,7 @@ pub(crate) fn check<'a>(
     let unpinned: Vec<&ExecRule> = parent.iter().filter(|r| r.pin.is_none()).collect();
     let patterns: Vec<&PathPattern> = unpinned.iter().map(|r| &r.pattern).collect();
     let mut set = PathSet::new(patterns.clone());
-    let carved = !child_carve.is_empty() || !parent_carve.is_empty();
+    let mut searcher = carve::Searcher::default();
     let mut pins: HashMap<&str, Vec<&ExecRule>> = HashMap::new();
     for r in parent {
         if let (Some(_), PathPattern::Exact { path }) = (r.pin, &r.pattern) {
@@ -86,16 +86,16 @@ pub(crate) fn check<'a>(
                 },
                 None,
             ),
-            (None, pattern) => match unpinned_outcome(
+            (None, pattern) => match carve::excess(
+                &mut searcher,
                 pattern,
-                carved,
                 child_carve,
                 &mut set,
                 &patterns,
                 parent_carve,
             ) {
-                Outcome::Covered => continue,
-                Outcome::Counterexample(path) => match pins
+                Ok(None) => continue,
+                Ok(Some(path)) => match pins
                     .get(path.as_str())
                     .filter(|_| !parent_carve.matches(&path))
                 {
@@ -111,7 +111,7 @@ pub(crate) fn check<'a>(
                         (Witness::Path { path }, nearest)
                     }
                 },
-                Outcome::Unproven(reason) => (Witness::Unproven { reason }, None),
+                Err(reason) => (Witness::Unproven { reason }, None),
             },
         };
         out.push(Excess {
@@ -122,31 +122,4 @@ pub(crate) fn check<'a>(
         });
     }
     out
-}
-
-/// Whether an unpinned child pattern is within the parent's unpinned rules, carve-outs of
-/// both sides included when there are any.
-fn unpinned_outcome<'a>(
-    pattern: &'a PathPattern,
-    carved: bool,
-    child_carve: &Carve<'a>,
-    set: &mut PathSet<'a>,
-    patterns: &[&'a PathPattern],
-    parent_carve: &Carve<'a>,
-) -> Outcome {
-    if !carved {
-        return set.check(pattern);
-    }
-    match carve::excess(
-        &mut carve::Searcher::default(),
-        pattern,
-        child_carve,
-        set,
-        patterns,
-        parent_carve,
-    ) {
-        Ok(None) => Outcome::Covered,
-        Ok(Some(path)) => Outcome::Counterexample(path),
-        Err(reason) => Outcome::Unproven(reason),
-    }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::automata::{self, Lazy};
-use super::{Capability, Excess, RuleRef, Witness, pattern_text};
+use super::{RuleRef, pattern_text};
 use crate::compiled::PathRule;
 use crate::glob::{PathPattern, segment_matches, split_segments};
 use rustc_hash::FxHashMap;
@@ -438,32 +438,4 @@ pub(crate) fn rule_ref(r: &PathRule) -> RuleRef {
         origin: r.origin.clone(),
         rule: pattern_text(&r.pattern),
     }
-}
-
-/// Checks every child rule against the parent rules of one path capability.
-pub(crate) fn check_rules<'a>(
-    capability: Capability,
-    child: &[&'a PathRule],
-    parent: &[&'a PathRule],
-) -> Vec<Excess> {
-    let mut set = PathSet::new(parent.iter().map(|r| &r.pattern).collect());
-    let mut out = Vec::new();
-    for c in child {
-        let witness = match set.check(&c.pattern) {
-            Outcome::Covered => continue,
-            Outcome::Counterexample(path) => Witness::Path { path },
-            Outcome::Unproven(reason) => Witness::Unproven { reason },
-        };
-        let nearest = match &witness {
-            Witness::Path { path } => set.nearest(path),
-            _ => set.nearest(&crate::glob::join_segments(&c.pattern.literal_prefix())),
-        };
-        out.push(Excess {
-            capability,
-            child: rule_ref(c),
-            witness,
-            nearest_parent: nearest.and_then(|i| parent.get(i)).map(|r| rule_ref(r)),
-        });
-    }
-    out
 }
