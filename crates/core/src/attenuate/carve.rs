@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::automata::{self, Lazy};
 use super::paths::{Outcome, PathSet, disjoint, is_valid_path, rule_ref, well_formed};
 use super::{Capability, Excess, Witness};
-use crate::compiled::PathRule;
+use crate::compiled::{CompiledPolicy, PathRule};
 use crate::glob::{PathPattern, join_segments, split_segments};
 
 /// What one policy carves out of one capability's grants.
@@ -36,6 +36,33 @@ pub(crate) struct Carve<'a> {
     /// The three lists indexed by literal prefix ([`Carve::indexed`]); without it, lookups
     /// scan the lists.
     index: Option<Box<[PrefixIndex; 3]>>,
+}
+
+/// A policy's carve-outs, per capability (see [`crate::compiled::FsGrants`]).
+pub(crate) struct Carves<'a> {
+    /// `fs.deny`.
+    pub read: Carve<'a>,
+    /// `fs.deny`, and the protected paths less `fs.unprotect`.
+    pub write: Carve<'a>,
+    /// `exec.deny` and `fs.deny`.
+    pub exec: Carve<'a>,
+}
+
+impl<'a> Carves<'a> {
+    /// The carve-outs of `p`, indexed.
+    pub(crate) fn of(p: &'a CompiledPolicy) -> Self {
+        let pats = |rules: &'a [PathRule]| -> Vec<&'a PathPattern> {
+            rules.iter().map(|r| &r.pattern).collect()
+        };
+        let deny = pats(&p.fs.deny);
+        let mut exec = pats(&p.exec_deny);
+        exec.extend(&deny);
+        Self {
+            read: Carve::indexed(deny.clone(), Vec::new(), Vec::new()),
+            write: Carve::indexed(deny, pats(&p.fs.protect), pats(&p.fs.unprotect)),
+            exec: Carve::indexed(exec, Vec::new(), Vec::new()),
+        }
+    }
 }
 
 /// Rules by literal prefix (joined, `/` for none): a rule can match a path only if its

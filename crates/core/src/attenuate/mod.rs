@@ -328,7 +328,7 @@ pub struct AttenuationError {
 /// is checked and in what sense it is exact. Never panics, whatever the input.
 #[must_use]
 pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> AttenuationReport {
-    let (cc, pc) = (Carves::of(child), Carves::of(parent));
+    let (cc, pc) = (carve::Carves::of(child), carve::Carves::of(parent));
     let mut excess = Vec::new();
     excess.extend(carve::check_rules(
         Capability::FsRead,
@@ -354,29 +354,6 @@ pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> Attenuation
         &pc.read,
     ));
     AttenuationReport { excess }
-}
-
-/// A policy's carve-outs, per capability (see [`crate::compiled::FsGrants`]).
-struct Carves<'a> {
-    read: carve::Carve<'a>,
-    write: carve::Carve<'a>,
-    exec: carve::Carve<'a>,
-}
-
-impl<'a> Carves<'a> {
-    fn of(p: &'a CompiledPolicy) -> Self {
-        let pats = |rules: &'a [PathRule]| -> Vec<&'a PathPattern> {
-            rules.iter().map(|r| &r.pattern).collect()
-        };
-        let deny = pats(&p.fs.deny);
-        let mut exec = pats(&p.exec_deny);
-        exec.extend(&deny);
-        Self {
-            read: carve::Carve::indexed(deny.clone(), Vec::new(), Vec::new()),
-            write: carve::Carve::indexed(deny, pats(&p.fs.protect), pats(&p.fs.unprotect)),
-            exec: carve::Carve::indexed(exec, Vec::new(), Vec::new()),
-        }
-    }
 }
 
 /// What two policies grant differently: [`attenuate`] in both directions.

@@ -4,7 +4,7 @@
 //! grant (a typo, or a grant that moved), an `fs.unprotect` rule that lifts no protection,
 //! and a grant whose every path is carved out (it grants nothing).
 
-use crate::attenuate::carve::{Carve, Searcher, leaves_something, meets_any};
+use crate::attenuate::carve::{Carve, Carves, Searcher, leaves_something, meets_any};
 use crate::compiled::{CompiledPolicy, Origin, PathRule};
 use crate::error::PolicyWarning;
 use crate::glob::PathPattern;
@@ -69,12 +69,7 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
             ));
         }
     }
-    let deny = patterns(&fs.deny);
-    let read_carve = Carve::indexed(deny.clone(), Vec::new(), Vec::new());
-    let write_carve = Carve::indexed(deny.clone(), protect, patterns(&fs.unprotect));
-    let mut exec_deny = patterns(&policy.exec_deny);
-    exec_deny.extend(&deny);
-    let exec_carve = Carve::indexed(exec_deny, Vec::new(), Vec::new());
+    let carves = Carves::of(policy);
     let mut empty = |pattern: &PathPattern, origin: &Origin, carve: &Carve<'_>| {
         if !carve.is_empty() && leaves_something(&mut searcher, pattern, carve) == Some(false) {
             out.push(warning(
@@ -85,13 +80,13 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         }
     };
     for r in &fs.read {
-        empty(&r.pattern, &r.origin, &read_carve);
+        empty(&r.pattern, &r.origin, &carves.read);
     }
     for r in &fs.write {
-        empty(&r.pattern, &r.origin, &write_carve);
+        empty(&r.pattern, &r.origin, &carves.write);
     }
     for r in &policy.exec {
-        empty(&r.pattern, &r.origin, &exec_carve);
+        empty(&r.pattern, &r.origin, &carves.exec);
     }
     out
 }
