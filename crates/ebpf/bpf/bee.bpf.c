@@ -303,16 +303,6 @@ enum need {
  * filesystems through which a scope could leave its cgroup or touch
  * enforcement (cgroup.procs, pins, LSM and tracing knobs, /proc and /sys). */
 
-/* Superblock magics (include/uapi/linux/magic.h). */
-#define BEE_CGROUP_SUPER_MAGIC 0x27e0eb
-#define BEE_CGROUP2_SUPER_MAGIC 0x63677270
-#define BEE_BPF_FS_MAGIC 0xcafe4a11
-#define BEE_SYSFS_MAGIC 0x62656572
-#define BEE_PROC_SUPER_MAGIC 0x9fa0
-#define BEE_SECURITYFS_MAGIC 0x73636673
-#define BEE_DEBUGFS_MAGIC 0x64626720
-#define BEE_TRACEFS_MAGIC 0x74726163
-
 /* Whether a write under dentry stays denied in learn mode. */
 static __always_inline int learn_fs_refused(struct dentry *dentry)
 {

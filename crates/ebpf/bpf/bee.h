@@ -106,7 +106,16 @@
 #define BEE_PIPEFS_MAGIC 0x50495045
 #define BEE_SOCKFS_MAGIC 0x534F434B
 #define BEE_ANON_INODE_FS_MAGIC 0x09041934
-#define BEE_PROC_SUPER_MAGIC 0x9fa0 /* include/uapi/linux/magic.h */
+/* procfs (whose caller-own entries are named self), and the filesystems learn mode never
+ * lets a scope write (include/uapi/linux/magic.h). */
+#define BEE_PROC_SUPER_MAGIC 0x9fa0
+#define BEE_CGROUP_SUPER_MAGIC 0x27e0eb
+#define BEE_CGROUP2_SUPER_MAGIC 0x63677270
+#define BEE_BPF_FS_MAGIC 0xcafe4a11
+#define BEE_SYSFS_MAGIC 0x62656572
+#define BEE_SECURITYFS_MAGIC 0x73636673
+#define BEE_DEBUGFS_MAGIC 0x64626720
+#define BEE_TRACEFS_MAGIC 0x74726163
 
 /*
  * The path buffer. A path is assembled backwards from the dentry chain: the
