@@ -5,32 +5,36 @@
 //! [`super::collapse`] from widening a set of exact paths into `DIR/**` where such a path is, or
 //! could be, below `DIR`, and mark the exact grants of such paths for review.
 
-/// Names that are protected wherever they appear (`**/NAME` and `**/NAME/**`): git and its
-/// hook managers, bee's own directory, direnv files, editor folders (the names of
-/// `crate::protected`'s version 2 set), and credential files.
-const PROTECTED_NAMES: &[&str] = &[
-    ".git",
-    ".bee",
-    ".envrc",
-    ".husky",
-    ".pre-commit-config.yaml",
-    "lefthook.yml",
-    ".vscode",
-    ".devcontainer",
-    ".idea",
-    ".netrc",
-    ".git-credentials",
-    ".pgpass",
-    ".npmrc",
-    ".pypirc",
-];
+/// Credential files, wherever they appear (`**/NAME`).
+const CREDENTIAL_NAMES: &[&str] = &[".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc"];
 
-/// Protected paths as a parent directory's name and a child's (`**/.vscode/tasks.json`).
-const PROTECTED_PAIRS: &[(&str, &str)] = &[
-    (".vscode", "tasks.json"),
-    (".idea", "workspace.xml"),
-    (".docker", "config.json"),
-];
+/// Protected paths as a parent directory's name and a child's (`**/.docker/config.json`).
+const PROTECTED_PAIRS: &[(&str, &str)] = &[(".docker", "config.json")];
+
+/// The names the built-in protected paths of the current language version start with, at
+/// any depth (`.git`, `.bee`, `.husky`, `.vscode`…): the names of `crate::protected`, so the
+/// two lists cannot drift apart.
+fn protected_names() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<String> = crate::protected::protected(crate::compile::LANGUAGE_VERSION)
+            .iter()
+            .filter_map(|p| match crate::glob::PathPattern::parse(p.pattern).ok()? {
+                crate::glob::PathPattern::Nested { tail, .. } => tail.into_iter().next(),
+                crate::glob::PathPattern::Segment { name, .. } => Some(name),
+                _ => None,
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    })
+}
+
+/// Whether `name` is protected or a credential file wherever it appears.
+fn protected_name(name: &str) -> bool {
+    CREDENTIAL_NAMES.contains(&name) || protected_names().iter().any(|n| n == name)
+}
 
 /// Secrets below the home directory, as paths relative to it.
 const HOME_SECRETS: &[&str] = &[
@@ -66,7 +70,7 @@ const SYSTEM_SECRETS: &[&str] = &[
 /// invoking user's home directory, normalised, if known).
 pub fn is_sensitive(path: &str, home: Option<&str>) -> bool {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    if segs.iter().any(|s| PROTECTED_NAMES.contains(s)) {
+    if segs.iter().any(|s| protected_name(s)) {
         return true;
     }
     if segs.windows(2).any(|w| {
@@ -88,7 +92,7 @@ pub fn subtree_refused(dir: &str, home: Option<&str>) -> bool {
 /// Whether a directory's entry name alone makes the directory's subtree sensitive
 /// (`.git`, `.envrc`, `.vscode`…).
 pub fn sensitive_name(name: &str) -> bool {
-    PROTECTED_NAMES.contains(&name) || PROTECTED_PAIRS.iter().any(|(a, _)| *a == name)
+    protected_name(name) || PROTECTED_PAIRS.iter().any(|(a, _)| *a == name)
 }
 
 fn secrets(home: Option<&str>) -> impl Iterator<Item = String> + '_ {
@@ -116,4 +120,30 @@ pub(crate) fn within(path: &str, dir: &str) -> bool {
         || path
             .strip_prefix(dir)
             .is_some_and(|rest| rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_protected_names_are_those_of_the_protected_set() {
+        assert_eq!(
+            protected_names(),
+            [
+                ".bee",
+                ".devcontainer",
+                ".envrc",
+                ".git",
+                ".husky",
+                ".idea",
+                ".pre-commit-config.yaml",
+                ".vscode",
+                "lefthook.yml"
+            ]
+        );
+        assert!(is_sensitive("/w/.vscode/tasks.json", None));
+        assert!(is_sensitive("/w/.docker/config.json", None));
+        assert!(!is_sensitive("/w/src/main.rs", None));
+    }
 }
