@@ -204,7 +204,9 @@ fn protected(c: &Compiled) -> Vec<Value> {
         .map(|r| {
             let reason = builtin
                 .iter()
-                .find(|b| b.pattern == r.origin.text && r.origin.key.starts_with("protected["))
+                .find(|b| {
+                    b.pattern == r.origin.text && bee_core::protected::is_builtin(&r.origin.key)
+                })
                 .map(|b| b.reason);
             let from = if reason.is_some() {
                 format!("version {}", p.version)

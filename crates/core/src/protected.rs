@@ -80,6 +80,19 @@ const V2: &[Protected] = &[
     },
 ];
 
+/// The key of the `i`th built-in protected path's rule in a compiled policy (`protected[i]`).
+#[must_use]
+pub fn builtin_key(i: usize) -> String {
+    format!("protected[{i}]")
+}
+
+/// Whether a compiled protect rule with origin key `key` is one of the built-in set (rather
+/// than `fs.protect`, the policy's own or a fragment's).
+#[must_use]
+pub fn is_builtin(key: &str) -> bool {
+    key.starts_with("protected[")
+}
+
 /// The built-in protected paths of policy language `version` (empty for version 1 and for
 /// versions this bee does not know).
 #[must_use]

@@ -51,7 +51,7 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     let user_protect: Vec<PathRule> = fs
         .protect
         .iter()
-        .filter(|r| r.origin.key.starts_with("fs."))
+        .filter(|r| !crate::protected::is_builtin(&r.origin.key))
         .cloned()
         .collect();
     nothing(&user_protect, &write, "write");

@@ -468,7 +468,7 @@ impl Compiler<'_> {
                 let pattern = PathPattern::parse(p.pattern).ok()?;
                 Some(PathRule {
                     pattern,
-                    origin: self.origin(&span, indexed_key("protected", i), p.pattern),
+                    origin: self.origin(&span, crate::protected::builtin_key(i), p.pattern),
                 })
             })
             .collect()
