@@ -117,6 +117,16 @@ fn kill(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// The console from the first oops line (`Oops:`, `BUG:`) of a panic on, or its last 15 lines
+/// when none is found: what tells one panic from another.
+fn panic_lines(console: &[String]) -> String {
+    let from = console
+        .iter()
+        .rposition(|l| l.contains("Oops:") || l.contains("BUG:"))
+        .unwrap_or(console.len().saturating_sub(15));
+    console[from..].join("\n")
+}
+
 /// Boots the VM and returns once the guest printed its exit marker (or
 /// fails: no boot, kernel panic, QEMU exit, timeout).
 pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
@@ -251,7 +261,10 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
                         console.push(l);
                     }
                     kill(&mut child);
-                    return Err(vm_err(format!("kernel panic:\n{}", tail(&console))));
+                    return Err(Error::KernelPanic {
+                        kernel: b.label.to_owned(),
+                        console: panic_lines(&console),
+                    });
                 }
             }
             Ok(Msg::Eof) | Err(mpsc::RecvTimeoutError::Disconnected) => {
@@ -273,5 +286,57 @@ pub fn boot(b: &Boot<'_>) -> Result<Outcome> {
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn console(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| (*l).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_panic_is_shown_from_its_oops_line_and_an_int3_oops_is_the_patching_race() {
+        let c = console(&[
+            "[7.x] test one ... ok",
+            "[7.x] test two ... [  484.02] Oops: int3: 0000 [#1] SMP NOPTI",
+            "[7.x] [  484.03] RIP: 0010:bpf_lsm_file_fcntl+0x5/0x10",
+            "[  484.04] Kernel panic - not syncing: Fatal exception in interrupt",
+        ]);
+        let shown = panic_lines(&c);
+        assert!(shown.starts_with("[7.x] test two"), "{shown}");
+        assert!(!shown.contains("test one"), "{shown}");
+        let e = Error::KernelPanic {
+            kernel: "7.x".into(),
+            console: shown,
+        };
+        assert!(e.is_text_patching_race());
+        assert!(
+            e.to_string()
+                .starts_with("VM with kernel 7.x: kernel panic:\n")
+        );
+    }
+
+    #[test]
+    fn other_panics_and_failures_are_not_retried() {
+        let c = console(&[
+            "[  9.1] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+            "[  9.2] Kernel panic - not syncing: Fatal exception",
+        ]);
+        let e = Error::KernelPanic {
+            kernel: "6.1".into(),
+            console: panic_lines(&c),
+        };
+        assert!(!e.is_text_patching_race());
+        let timeout = Error::Vm {
+            kernel: "6.1".into(),
+            reason: "timed out; Oops: int3 was printed by a test".into(),
+        };
+        assert!(!timeout.is_text_patching_race());
+        // No oops line at all: the last 15 lines.
+        let many: Vec<String> = (0..20).map(|i| format!("line {i}")).collect();
+        assert!(panic_lines(&many).starts_with("line 5\n"));
     }
 }
