@@ -127,6 +127,8 @@ fn allow_proposes_proves_asks_and_applies_the_narrowest_rule_live() {
     see(&mut s, "› ");
     s.send(ControlCode::EndOfTransmission).unwrap();
     see(&mut s, "session ended");
+    let exit = support::pty_exit_code(s.get_process(), Duration::from_secs(60));
+    assert_eq!(exit, 0, "bee repl's exit code");
 
     let run = run_dir(&records);
     let changes = std::fs::read_to_string(run.join("policy-changes.jsonl")).unwrap();

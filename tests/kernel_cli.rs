@@ -232,6 +232,8 @@ fn the_repl_chats_with_tools_in_a_scope_and_shows_kernel_denials() {
     s.expect("› ").unwrap();
     s.send(ControlCode::EndOfTransmission).unwrap();
     s.expect("session ended").unwrap();
+    let exit = support::pty_exit_code(s.get_process(), std::time::Duration::from_secs(60));
+    assert_eq!(exit, 0, "bee repl's exit code");
 
     let transcript = find_transcript(&records);
     let events = std::fs::read_to_string(&transcript).unwrap();

@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// The built `bee` executable.
 pub fn bee_exe() -> PathBuf {
@@ -341,4 +342,23 @@ pub fn assert_review_results(events: &[serde_json::Value]) {
     }
     let (state, output) = result("r5");
     assert_ne!(state, "completed", "r5: {output}");
+}
+
+/// Waits (up to `limit`) for a process driven through a pseudo-terminal to exit and returns its
+/// exit code (128 + the signal for a signalled one). Dropping an expectrl session sends SIGHUP
+/// and SIGKILL to a live process: a test that ends on the goodbye line alone would cut a
+/// `bee repl` short in its teardown and leave its pins behind for the next test to meet.
+#[expect(clippy::panic, reason = "a process that does not exit fails the test")]
+pub fn pty_exit_code(process: &expectrl::process::unix::UnixProcess, limit: Duration) -> i32 {
+    use expectrl::process::Healthcheck;
+    use expectrl::process::unix::WaitStatus;
+    let deadline = Instant::now() + limit;
+    loop {
+        match process.get_status() {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, sig, _)) => return 128 + sig as i32,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            other => panic!("the process did not exit within {limit:?}: {other:?}"),
+        }
+    }
 }
