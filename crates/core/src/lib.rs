@@ -19,6 +19,7 @@ pub mod compile;
 pub mod compiled;
 pub mod error;
 pub mod glob;
+pub mod host;
 pub mod learn;
 pub mod net;
 pub mod path;
