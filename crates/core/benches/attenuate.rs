@@ -96,6 +96,7 @@ fn compile(r: &Rules) -> CompiledPolicy {
                     origin: origin("net.allow", i, &net.to_string()),
                 })
                 .collect(),
+            hosts: Vec::new(),
             unix: path_rules("net.unix", &r.unix),
         },
     }

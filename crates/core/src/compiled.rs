@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::glob::PathPattern;
+use crate::host::HostPattern;
 use crate::net::{IpNet, PortRange, Protocol};
 
 /// Version of the compiled JSON layout; bumped when a field changes meaning.
@@ -140,11 +141,24 @@ pub struct ExecRule {
 }
 
 /// Network egress grants.
+///
+/// | grant | allows |
+/// |---|---|
+/// | `allow` ([`NetRule`]) | connecting (or sending) to a peer address in a block, on a port, over a protocol |
+/// | `hosts` ([`HostRule`]) | resolving a name through bee's resolver, then connecting to the addresses of its answers, on a port, over a protocol, for the answer's lifetime |
+/// | `unix` | connecting to a pathname unix socket |
+///
+/// The two IP grants are separate capabilities: an address grant never covers a name grant
+/// (see [`crate::attenuate`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetGrants {
     /// IP egress rules (connect, and sendmsg to an explicit address).
     pub allow: Vec<NetRule>,
+    /// Domain name egress rules (`[[net.allow]]` tables with `host`). Absent in compiled
+    /// policies written before name grants existed, hence the default.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostRule>,
     /// Pathname unix sockets that may be connected to (or sent to).
     pub unix: Vec<PathRule>,
 }
@@ -155,6 +169,24 @@ pub struct NetGrants {
 pub struct NetRule {
     /// The peer address block.
     pub net: IpNet,
+    /// The peer port range.
+    pub ports: PortRange,
+    /// The protocols covered; sorted, never empty.
+    pub protocols: Vec<Protocol>,
+    /// Where it was written.
+    pub origin: Origin,
+}
+
+/// One domain name egress rule: the names `host` matches, resolved through bee's resolver,
+/// and the addresses their answers give, on a port in `ports`, over one of `protocols`.
+///
+/// A `[[net.allow]]` table with several names or port ranges becomes one rule per pair, like
+/// [`NetRule`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostRule {
+    /// The name, or `*.suffix`, in ASCII lowercase form.
+    pub host: HostPattern,
     /// The peer port range.
     pub ports: PortRange,
     /// The protocols covered; sorted, never empty.

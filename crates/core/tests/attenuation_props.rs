@@ -5,10 +5,11 @@ use std::net::Ipv4Addr;
 
 use bee_core::attenuate::{AttenuationReport, Witness, attenuate, diff};
 use bee_core::compiled::{
-    COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, NetGrants, NetRule, Origin,
-    PathRule,
+    COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, HostRule, NetGrants, NetRule,
+    Origin, PathRule,
 };
 use bee_core::glob::PathPattern;
+use bee_core::host::HostPattern;
 use bee_core::net::{IpNet, PortRange, Protocol};
 use proptest::prelude::*;
 
@@ -114,6 +115,7 @@ fn policy(read: &[String], allow: Vec<NetRule>) -> CompiledPolicy {
         exec_deny: Vec::new(),
         net: NetGrants {
             allow,
+            hosts: Vec::new(),
             unix: Vec::new(),
         },
     }
@@ -299,6 +301,121 @@ proptest! {
                                 prop_assert!(
                                     !net_grants(c, p, host, port) || granted(p, host, port),
                                     "{c:?} grants {p} 10.0.0.{host}:{port}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Name patterns over two nested suffixes and a few labels.
+const HOST_PATTERNS: [&str; 9] = [
+    "e.com",
+    "a.e.com",
+    "b.e.com",
+    "x.e.com",
+    "a.a.e.com",
+    "x.a.e.com",
+    "*.e.com",
+    "*.a.e.com",
+    "*.b.e.com",
+];
+/// Labels of the name universe: the patterns' own, and some no pattern names.
+const HOST_LABELS: [&str; 6] = ["a", "b", "x", "y", "x0", "zz"];
+
+fn host_universe() -> Vec<String> {
+    let mut names = vec!["e.com".to_owned()];
+    for l in HOST_LABELS {
+        names.push(format!("{l}.e.com"));
+        for m in HOST_LABELS {
+            names.push(format!("{m}.{l}.e.com"));
+        }
+    }
+    names
+}
+
+/// A name rule over the universe × ports 0..=7 × {tcp, udp}.
+fn host_rule() -> impl Strategy<Value = (usize, u16, u16, u8)> {
+    (0..HOST_PATTERNS.len(), 0..8u16, 0..8u16, 1..=3u8)
+}
+
+fn to_host_rule((pattern, a, b, protos): (usize, u16, u16, u8), i: usize) -> HostRule {
+    let mut protocols = Vec::new();
+    if protos & 1 != 0 {
+        protocols.push(Protocol::Tcp);
+    }
+    if protos & 2 != 0 {
+        protocols.push(Protocol::Udp);
+    }
+    HostRule {
+        host: match HostPattern::parse(HOST_PATTERNS[pattern]) {
+            Ok(h) => h,
+            Err(e) => unreachable!("{e}"),
+        },
+        ports: PortRange {
+            first: a.min(b),
+            last: a.max(b),
+        },
+        protocols,
+        origin: origin("net.allow", i),
+    }
+}
+
+fn host_grants(r: &HostRule, p: Protocol, name: &str, port: u16) -> bool {
+    r.protocols.contains(&p)
+        && r.host.matches(name)
+        && (r.ports.first..=r.ports.last).contains(&port)
+}
+
+fn host_policy(hosts: Vec<HostRule>, allow: Vec<NetRule>) -> CompiledPolicy {
+    let mut p = policy(&[], allow);
+    p.net.hosts = hosts;
+    p
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn host_inclusion_matches_brute_force(
+        child in prop::collection::vec(host_rule(), 1..=3),
+        parent in prop::collection::vec(host_rule(), 0..=6),
+        wide_addresses in any::<bool>(),
+    ) {
+        let child: Vec<HostRule> = child.into_iter().enumerate().map(|(i, r)| to_host_rule(r, i)).collect();
+        let parent: Vec<HostRule> = parent.into_iter().enumerate().map(|(i, r)| to_host_rule(r, i)).collect();
+        // An address grant of everything changes nothing: it never covers a name.
+        let allow = if wide_addresses {
+            vec![NetRule {
+                net: IpNet::V4 { addr: Ipv4Addr::UNSPECIFIED, prefix_len: 0 },
+                ports: PortRange { first: 0, last: u16::MAX },
+                protocols: vec![Protocol::Tcp, Protocol::Udp],
+                origin: origin("net.allow", 9),
+            }]
+        } else {
+            Vec::new()
+        };
+        let report = attenuate(&host_policy(child.clone(), Vec::new()), &host_policy(parent.clone(), allow));
+        let granted = |p, name: &str, port| parent.iter().any(|r| host_grants(r, p, name, port));
+        let universe = host_universe();
+        for (i, c) in child.iter().enumerate() {
+            match excess_of(&report, &format!("net.allow[{i}]")) {
+                Some(Witness::Host { protocol, name, port }) => {
+                    prop_assert!(host_grants(c, *protocol, name, *port), "{c:?} does not grant {name}");
+                    prop_assert!(!granted(*protocol, name, *port), "the parent grants {name}");
+                    prop_assert_eq!(bee_core::host::normalize_name(name), Some(name.clone()));
+                }
+                Some(other) => prop_assert!(false, "unexpected witness {other:?}"),
+                None => {
+                    for p in [Protocol::Tcp, Protocol::Udp] {
+                        for name in &universe {
+                            for port in 0..8u16 {
+                                prop_assert!(
+                                    !host_grants(c, p, name, port) || granted(p, name, port),
+                                    "{c:?} grants {p} {name}:{port}"
                                 );
                             }
                         }

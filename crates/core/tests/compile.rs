@@ -223,13 +223,120 @@ fn bad_net_rules() {
     assert_eq!(p.key.as_deref(), Some("net.allow[0].proto"));
     let p = one_problem("version = 1\n[[net.allow]]\naddr = \"::1\"\nproto = \"tcp\"\n");
     assert_eq!(p.key.as_deref(), Some("net.allow[0].ports"));
-    let p = problems(
-        "version = 1\n[[net.allow]]\nhost = \"crates.io\"\nports = 443\nproto = \"tcp\"\n",
+}
+
+#[test]
+fn host_rules_expand_normalise_and_merge() {
+    let c = ok(concat!(
+        "version = 2\n",
+        "[[net.allow]]\n",
+        "addr = \"10.0.0.0/8\"\n",
+        "ports = 443\n",
+        "proto = \"tcp\"\n",
+        "[[net.allow]]\n",
+        "host = [\"Crates.IO.\", \"*.crates.io\", \"BÜCHER.example\"]\n",
+        "ports = [443, \"8000-8001\"]\n",
+        "proto = [\"udp\", \"tcp\"]\n",
+        "[[net.allow]]\n",
+        "host = \"crates.io\"\n",
+        "ports = 443\n",
+        "proto = [\"tcp\", \"udp\"]\n",
+    ));
+    let rules: Vec<String> = c
+        .policy
+        .net
+        .hosts
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {:?} {} line {} `{}`",
+                r.host, r.ports, r.protocols, r.origin.key, r.origin.line, r.origin.text
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "crates.io 443 [Tcp, Udp] net.allow[1] line 7 `Crates.IO.`",
+            "crates.io 8000-8001 [Tcp, Udp] net.allow[1] line 7 `Crates.IO.`",
+            "*.crates.io 443 [Tcp, Udp] net.allow[1] line 7 `*.crates.io`",
+            "*.crates.io 8000-8001 [Tcp, Udp] net.allow[1] line 7 `*.crates.io`",
+            "xn--bcher-kva.example 443 [Tcp, Udp] net.allow[1] line 7 `BÜCHER.example`",
+            "xn--bcher-kva.example 8000-8001 [Tcp, Udp] net.allow[1] line 7 `BÜCHER.example`",
+        ]
     );
+    assert_eq!(c.policy.net.allow.len(), 1);
+    // The third table repeats the first name rule: merged, with a warning.
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].key, "net.allow[2]");
+    assert!(c.warnings[0].message.contains("net.allow[1]"));
+    // The compiled form: `hosts` as strings in ASCII form, and it reads back.
+    let json = c.policy.to_json().unwrap_or_default();
+    assert!(json.contains("\"host\": \"*.crates.io\""), "{json}");
     assert!(
-        p.iter()
-            .any(|d| d.key.as_deref() == Some("net.allow[0].host"))
+        json.contains("\"host\": \"xn--bcher-kva.example\""),
+        "{json}"
     );
+    let back: CompiledPolicy = match serde_json::from_str(&json) {
+        Ok(p) => p,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert_eq!(back, c.policy);
+    // A policy without names compiles to JSON without `hosts`, as before they existed, and
+    // such JSON still loads.
+    let plain = ok("version = 1\n").policy.to_json().unwrap_or_default();
+    assert!(!plain.contains("hosts"), "{plain}");
+    assert!(serde_json::from_str::<CompiledPolicy>(&plain).is_ok());
+}
+
+#[test]
+fn bad_host_rules() {
+    let rule =
+        |body: &str| format!("version = 2\n[[net.allow]]\n{body}ports = 443\nproto = \"tcp\"\n");
+    let p = one_problem(&rule("addr = \"10.0.0.1\"\nhost = \"crates.io\"\n"));
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].host"));
+    assert_eq!(p.line, 4);
+    assert!(p.message.contains("not both"), "{}", p.message);
+    let p = one_problem(&rule(""));
+    assert_eq!(p.key.as_deref(), Some("net.allow[0]"));
+    assert!(p.message.contains("`addr` or `host`"), "{}", p.message);
+    for (host, says) in [
+        ("*.com", "too broad"),
+        ("a.*.b", "`*`"),
+        ("1.2.3.4", "use `addr`"),
+        ("::1", "use `addr`"),
+        ("-a.example", "hyphen"),
+        ("a_b.example", "`_`"),
+        ("", "empty"),
+        ("example.42", "all-numeric"),
+    ] {
+        let p = one_problem(&rule(&format!("host = \"{host}\"\n")));
+        assert_eq!(p.key.as_deref(), Some("net.allow[0].host"), "{host}");
+        assert_eq!((p.line, p.column), (3, 8), "{host}");
+        assert!(p.message.contains(says), "{host}: {}", p.message);
+        assert!(p.help.is_some(), "{host}");
+    }
+    let long = vec!["a".repeat(60); 5].join(".");
+    let p = one_problem(&rule(&format!("host = \"{long}\"\n")));
+    assert!(p.message.contains("253"), "{}", p.message);
+    // Every bad name of a list, and a bad port beside them, in one report.
+    let p = problems(
+        "version = 2\n[[net.allow]]\nhost = [\"*.com\", \"ok.example\", \"a..b\"]\nports = 70000\nproto = \"tcp\"\n",
+    );
+    assert_eq!(p.len(), 1, "{p:?}");
+    let p = problems(
+        "version = 2\n[[net.allow]]\nhost = [\"*.com\", \"ok.example\", \"a..b\"]\nports = 1\nproto = \"tcp\"\n",
+    );
+    assert_eq!(p.len(), 2, "{p:?}");
+    let p = one_problem(&rule("host = 7\n"));
+    assert_eq!(p.key.as_deref(), Some("net.allow[0].host"));
+}
+
+#[test]
+fn host_rules_need_no_new_language_version() {
+    // Purely additive: version 1 policies may grant names too.
+    let c = ok("version = 1\n[[net.allow]]\nhost = \"crates.io\"\nports = 443\nproto = \"tcp\"\n");
+    assert_eq!(c.policy.net.hosts.len(), 1);
 }
 
 #[test]

@@ -10,19 +10,22 @@
 //! | `fs.write` | child write ⊆ parent write | a path |
 //! | `exec` | unpinned child patterns ⊆ parent *unpinned* patterns; a child pin `(p, id)` needs an unpinned parent rule admitting `p` or a parent pin of `p` with the same `id` | a path, or a file at a path |
 //! | `net.allow` | child boxes protocol × address × port ⊆ union of parent boxes | `tcp 10.1.2.3:443` |
+//! | `net.allow` by `host` | child boxes name × protocol × port ⊆ union of the parent's *name* boxes (address grants never cover a name grant) | `tcp static.crates.io:443` |
 //! | `net.unix` | child socket paths ⊆ parent socket paths | a path |
 //!
 //! # Sound and complete
 //! Path grants are regular languages over the path's bytes. The check decides inclusion
 //! exactly over the universe of *valid normalised paths* (absolute, no empty, `.` or `..`
 //! segment, no trailing `/`, no NUL byte), for all six [`PathPattern`] kinds; IP grants are
-//! decided exactly over protocol × 128-bit address × port:
+//! decided exactly over protocol × 128-bit address × port, and name grants over valid names
+//! × protocol × port:
 //!
 //! * **sound**: when the report is empty, every valid path (every peer) the child grants is
 //!   granted by the parent;
 //! * **complete**: when a child rule grants something the parent does not, that rule is
 //!   reported with a witness the child grants and the parent does not (a valid path, checked
-//!   against [`PathPattern::matches`] by the property tests, or a peer).
+//!   against [`PathPattern::matches`] by the property tests, a peer, or a name checked
+//!   against [`crate::host::HostPattern::matches`]).
 //!
 //! When an automaton would exceed its size limit, or a rule is malformed (it cannot come from
 //! the policy compiler), the child rule is reported as unproven ([`Witness::Unproven`]), never
@@ -47,10 +50,14 @@
 //! IP rules are boxes; parent blocks meeting a child block either contain it (one lookup per
 //! prefix length in use) or lie inside it (a range of the blocks sorted by address), and a
 //! sweep over the child's address range finds any point no parent box covers.
+//!
+//! Name rules are compared pattern by pattern (`hosts`): the parent rules whose pattern
+//! matches every name of the child's must together cover its protocols and ports.
 
 mod automata;
 pub(crate) mod carve;
 mod exec;
+mod hosts;
 mod net;
 mod paths;
 
@@ -73,8 +80,11 @@ pub enum Capability {
     FsWrite,
     /// Executing files (`exec`).
     Exec,
-    /// IP egress (`net.allow`).
+    /// IP egress (`net.allow` with `addr`).
     NetIp,
+    /// Egress by domain name (`net.allow` with `host`): resolving the name through bee's
+    /// resolver, and connecting to the addresses it answers with.
+    NetHost,
     /// Connecting to pathname unix sockets (`net.unix`).
     NetUnix,
 }
@@ -88,6 +98,7 @@ impl Capability {
             Self::FsWrite => "write to ",
             Self::Exec => "executing ",
             Self::NetIp => "connecting to ",
+            Self::NetHost => "resolving and connecting to ",
             Self::NetUnix => "connecting to the unix socket ",
         }
     }
@@ -100,6 +111,7 @@ impl fmt::Display for Capability {
             Self::FsWrite => "write",
             Self::Exec => "exec",
             Self::NetIp => "net",
+            Self::NetHost => "host",
             Self::NetUnix => "unix",
         })
     }
@@ -159,6 +171,15 @@ pub enum Witness {
         /// Peer port.
         port: u16,
     },
+    /// A domain name, and a protocol and port to reach it on.
+    Host {
+        /// Transport protocol.
+        protocol: Protocol,
+        /// The name, in ASCII lowercase form without a trailing dot.
+        name: String,
+        /// Peer port.
+        port: u16,
+    },
     /// The inclusion could not be proven, so the rule is refused.
     Unproven {
         /// Why: a malformed rule or an automaton over its size limit.
@@ -199,6 +220,11 @@ impl fmt::Display for Witness {
                 address,
                 port,
             } => write!(f, "`{protocol} {address}:{port}`"),
+            Self::Host {
+                protocol,
+                name,
+                port,
+            } => write!(f, "`{protocol} {name}:{port}`"),
             Self::Unproven { reason } => write!(f, "something that cannot be proven ({reason})"),
         }
     }
@@ -215,7 +241,8 @@ pub struct Excess {
     pub witness: Witness,
     /// The parent rule closest to the witness (for paths: the one whose literal prefix
     /// shares the most segments with it; for peers: the smallest block containing the
-    /// address), if any is close at all.
+    /// address; for names: a rule matching the name, else the one sharing the most trailing
+    /// labels with it), if any is close at all.
     pub nearest_parent: Option<RuleRef>,
 }
 
@@ -346,6 +373,7 @@ pub fn attenuate(child: &CompiledPolicy, parent: &CompiledPolicy) -> Attenuation
     ));
     excess.extend(exec::check(&child.exec, &cc.exec, &parent.exec, &pc.exec));
     excess.extend(net::check(&child.net.allow, &parent.net.allow));
+    excess.extend(hosts::check(&child.net.hosts, &parent.net.hosts));
     excess.extend(carve::check_rules(
         Capability::NetUnix,
         &all(&child.net.unix),

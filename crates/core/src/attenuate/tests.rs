@@ -1,7 +1,8 @@
 //! Unit tests: one per pattern kind and per edge case of the inclusion check.
 
 use super::*;
-use crate::compiled::{ExecRule, FsGrants, NetGrants, NetRule};
+use crate::compiled::{ExecRule, FsGrants, HostRule, NetGrants, NetRule};
+use crate::host::HostPattern;
 use crate::net::PortRange;
 
 fn pattern(s: &str) -> PathPattern {
@@ -38,6 +39,7 @@ struct P {
     write: Vec<&'static str>,
     exec: Vec<(&'static str, Option<(u64, u64)>)>,
     net: Vec<(&'static str, &'static str, Vec<Protocol>)>,
+    hosts: Vec<(&'static str, &'static str, Vec<Protocol>)>,
     unix: Vec<&'static str>,
 }
 
@@ -60,6 +62,10 @@ impl P {
     }
     fn net(mut self, net: &'static str, ports: &'static str, protocols: &[Protocol]) -> Self {
         self.net.push((net, ports, protocols.to_vec()));
+        self
+    }
+    fn host(mut self, host: &'static str, ports: &'static str, protocols: &[Protocol]) -> Self {
+        self.hosts.push((host, ports, protocols.to_vec()));
         self
     }
     fn unix(mut self, r: &[&'static str]) -> Self {
@@ -107,6 +113,23 @@ impl P {
                         },
                         protocols: protocols.clone(),
                         origin: origin("net.allow", i, n),
+                    })
+                    .collect(),
+                hosts: self
+                    .hosts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (h, ports, protocols))| HostRule {
+                        host: match HostPattern::parse(h) {
+                            Ok(h) => h,
+                            Err(e) => unreachable!("{h}: {e}"),
+                        },
+                        ports: match ports.parse::<PortRange>() {
+                            Ok(p) => p,
+                            Err(e) => unreachable!("{ports}: {e}"),
+                        },
+                        protocols: protocols.clone(),
+                        origin: origin("net.allow", i, h),
                     })
                     .collect(),
                 unix: path_rules("net.unix", &self.unix),
@@ -512,4 +535,204 @@ fn the_representative_byte_avoids_literals() {
     let r = reads(&["/*"], &["/x", "/.*"]);
     let w = witness(&r, "/*", &["/x", "/.*"]);
     assert_eq!(w, "/y");
+}
+
+#[test]
+fn host_wildcard_child_is_not_within_an_exact_parent() {
+    // The issue's example: `*.example.com` under a parent granting `api.example.com` only.
+    let r = attenuate(
+        &P::default().host("*.example.com", "443", &[Tcp]).build(),
+        &P::default().host("api.example.com", "443", &[Tcp]).build(),
+    );
+    assert_eq!(r.excess.len(), 1, "{r}");
+    let e = &r.excess[0];
+    assert_eq!(e.capability, Capability::NetHost);
+    let Witness::Host {
+        protocol,
+        name,
+        port,
+    } = &e.witness
+    else {
+        unreachable!("{:?}", e.witness)
+    };
+    assert_eq!((*protocol, *port), (Tcp, 443));
+    assert!(
+        name.ends_with(".example.com") && name != "api.example.com",
+        "{name}"
+    );
+    assert!(HostPattern::parse("*.example.com").is_ok_and(|w| w.matches(name)));
+    assert_eq!(
+        r.to_string(),
+        "net.allow[0] (line 1) `tcp *.example.com port 443` grants resolving and connecting to \
+         `tcp x.example.com:443`, which the parent does not grant; nearest parent rule \
+         net.allow[0] (line 1) `tcp api.example.com port 443`\n"
+    );
+    // The witness avoids the parent's exact names.
+    let r = attenuate(
+        &P::default().host("*.example.com", "443", &[Tcp]).build(),
+        &P::default()
+            .host("x.example.com", "443", &[Tcp])
+            .host("a.example.com", "443", &[Tcp])
+            .build(),
+    );
+    assert_eq!(net_excess_of(&r), ["`tcp b.example.com:443`"]);
+}
+
+fn net_excess_of(r: &AttenuationReport) -> Vec<String> {
+    r.excess.iter().map(|e| e.witness.to_string()).collect()
+}
+
+#[test]
+fn host_coverage() {
+    let exact = || P::default().host("static.crates.io", "443", &[Tcp]);
+    // Exact by exact, exact by a wildcard one label above, wildcard by the same wildcard.
+    assert!(
+        net_excess(
+            exact(),
+            P::default().host("static.crates.io", "443", &[Tcp])
+        )
+        .is_empty()
+    );
+    assert!(
+        net_excess(
+            exact(),
+            P::default().host("*.crates.io", "0-65535", &[Tcp, Udp])
+        )
+        .is_empty()
+    );
+    assert!(
+        net_excess(
+            P::default().host("*.crates.io", "443", &[Tcp]),
+            P::default().host("*.crates.io", "443", &[Tcp])
+        )
+        .is_empty()
+    );
+    // A wildcard covers one label only, and never its own suffix.
+    assert_eq!(
+        net_excess(
+            P::default().host("a.static.crates.io", "443", &[Tcp]),
+            P::default().host("*.crates.io", "443", &[Tcp])
+        ),
+        ["`tcp a.static.crates.io:443`"]
+    );
+    assert_eq!(
+        net_excess(
+            P::default().host("crates.io", "443", &[Tcp]),
+            P::default().host("*.crates.io", "443", &[Tcp])
+        ),
+        ["`tcp crates.io:443`"]
+    );
+    // A narrower wildcard is not inside a wider one: names add exactly one label.
+    assert_eq!(
+        net_excess(
+            P::default().host("*.static.crates.io", "443", &[Tcp]),
+            P::default().host("*.crates.io", "443", &[Tcp])
+        ),
+        ["`tcp x.static.crates.io:443`"]
+    );
+    // Ports and protocols split across parent rules, an exact one and a wildcard.
+    let split = || {
+        P::default().host("static.crates.io", "1-442", &[Tcp]).host(
+            "*.crates.io",
+            "443-1000",
+            &[Tcp, Udp],
+        )
+    };
+    assert!(
+        net_excess(
+            P::default().host("static.crates.io", "1-1000", &[Tcp]),
+            split()
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        net_excess(
+            P::default().host("static.crates.io", "1-1000", &[Tcp, Udp]),
+            split()
+        ),
+        ["`udp static.crates.io:1`"]
+    );
+    assert_eq!(
+        net_excess(P::default().host("*.crates.io", "1-1000", &[Tcp]), split()),
+        ["`tcp x.crates.io:1`"]
+    );
+}
+
+#[test]
+fn address_grants_never_cover_name_grants() {
+    let r = attenuate(
+        &P::default().host("crates.io", "443", &[Tcp]).build(),
+        &P::default()
+            .net("0.0.0.0/0", "0-65535", &[Tcp, Udp])
+            .net("::/0", "0-65535", &[Tcp, Udp])
+            .build(),
+    );
+    assert_eq!(net_excess_of(&r), ["`tcp crates.io:443`"]);
+    assert!(r.excess[0].nearest_parent.is_none());
+    // Nor the other way round.
+    let r = attenuate(
+        &P::default().net("10.0.0.1", "443", &[Tcp]).build(),
+        &P::default()
+            .host("*.example.com", "0-65535", &[Tcp, Udp])
+            .build(),
+    );
+    assert_eq!(r.excess.len(), 1);
+    assert_eq!(r.excess[0].capability, Capability::NetIp);
+}
+
+#[test]
+fn malformed_host_rules_fail_closed() {
+    let rule = |host: HostPattern, first: u16, last: u16, protocols: Vec<Protocol>| HostRule {
+        host,
+        ports: PortRange { first, last },
+        protocols,
+        origin: origin("net.allow", 0, "x"),
+    };
+    let good = HostPattern::Exact("crates.io".into());
+    let bad = [
+        rule(HostPattern::Exact("Crates.io".into()), 443, 443, vec![Tcp]),
+        rule(HostPattern::Exact("a..b".into()), 443, 443, vec![Tcp]),
+        rule(HostPattern::Wildcard("com".into()), 443, 443, vec![Tcp]),
+        rule(HostPattern::Exact(String::new()), 443, 443, vec![Tcp]),
+        rule(good.clone(), 444, 443, vec![Tcp]),
+        rule(good.clone(), 443, 443, vec![]),
+    ];
+    for b in &bad {
+        let mut child = P::default().build();
+        child.net.hosts.push(b.clone());
+        let mut parent = P::default().build();
+        parent.net.hosts.push(rule(
+            HostPattern::Wildcard("crates.io".into()),
+            0,
+            65535,
+            vec![Tcp, Udp],
+        ));
+        parent
+            .net
+            .hosts
+            .push(rule(good.clone(), 0, 65535, vec![Tcp, Udp]));
+        let r = attenuate(&child, &parent);
+        assert!(
+            matches!(
+                r.excess.as_slice(),
+                [Excess {
+                    witness: Witness::Unproven { .. },
+                    ..
+                }]
+            ),
+            "{b:?}: {r}"
+        );
+        // A malformed parent rule grants nothing.
+        let mut parent = P::default().build();
+        parent.net.hosts.push(b.clone());
+        let mut child = P::default().build();
+        child.net.hosts.push(rule(
+            HostPattern::Exact("crates.io".into()),
+            443,
+            443,
+            vec![Tcp],
+        ));
+        let r = attenuate(&child, &parent);
+        assert_eq!(r.excess.len(), 1, "{b:?}");
+    }
 }

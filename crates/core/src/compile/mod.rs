@@ -7,7 +7,9 @@
 //! Documented normalisations, which change no meaning:
 //! * a rule that repeats another in the same list is merged into the first one written (a
 //!   warning names it); rules otherwise keep their source order;
-//! * a `net.allow` table with several addresses or port ranges becomes one rule per pair;
+//! * a `net.allow` table with several addresses (or host names) or port ranges becomes one
+//!   rule per pair;
+//! * a host name becomes its ASCII lowercase form without a trailing dot ([`crate::host`]);
 //! * an IPv4-mapped IPv6 block becomes the IPv4 block ([`crate::net`]).
 
 use std::collections::hash_map::Entry;
@@ -23,10 +25,10 @@ mod net;
 use rustc_hash::FxHashMap;
 use toml::{Spanned, Value};
 
-use crate::compiled::NetRule;
 use crate::compiled::{
     COMPILED_FORMAT, CompiledPolicy, ExecRule, FileId, FsGrants, NetGrants, Origin, PathRule,
 };
+use crate::compiled::{HostRule, NetRule};
 use crate::error::{PolicyDiagnostic, PolicyDiagnostics, PolicyError, PolicyWarning, Source};
 use crate::glob::PathPattern;
 use crate::path::{Anchors, normalize};
@@ -179,6 +181,7 @@ struct Parts {
     exec: Vec<ExecRule>,
     exec_deny: Vec<PathRule>,
     allow: Vec<NetRule>,
+    hosts: Vec<HostRule>,
     unix: Vec<PathRule>,
 }
 
@@ -192,6 +195,7 @@ impl Parts {
         self.exec.append(&mut other.exec);
         self.exec_deny.append(&mut other.exec_deny);
         self.allow.append(&mut other.allow);
+        self.hosts.append(&mut other.hosts);
         self.unix.append(&mut other.unix);
     }
 
@@ -204,6 +208,7 @@ impl Parts {
             + self.exec.len()
             + self.exec_deny.len()
             + self.allow.len()
+            + self.hosts.len()
             + self.unix.len()
     }
 
@@ -223,6 +228,9 @@ impl Parts {
             exec: first(self.exec, |r| (r.pattern.clone(), r.pin)),
             exec_deny: first(self.exec_deny, |r| r.pattern.clone()),
             allow: first(self.allow, |r| (r.net, r.ports, r.protocols.clone())),
+            hosts: first(self.hosts, |r| {
+                (r.host.clone(), r.ports, r.protocols.clone())
+            }),
             unix: first(self.unix, |r| r.pattern.clone()),
         }
     }
@@ -316,6 +324,7 @@ impl Compiler<'_> {
             exec_deny: std::mem::take(&mut all.exec_deny),
             net: NetGrants {
                 allow: std::mem::take(&mut all.allow),
+                hosts: std::mem::take(&mut all.hosts),
                 unix: std::mem::take(&mut all.unix),
             },
         };
@@ -328,14 +337,20 @@ impl Compiler<'_> {
 
     /// The rules of one file's `[fs]`, `[exec]` and `[net]`, each list deduplicated within it.
     fn parts(&mut self, fs: &RawFs, exec: &RawExec, net: &RawNet) -> Parts {
-        let mut allow = Vec::new();
+        let (mut allow, mut hosts) = (Vec::new(), Vec::new());
         for (i, rule) in net.allow.iter().enumerate() {
-            self.net_rule(&indexed_key("net.allow", i), rule, &mut allow);
+            self.net_rule(&indexed_key("net.allow", i), rule, &mut allow, &mut hosts);
         }
         let allow = self.dedup(
             "net.allow",
             allow,
             |r| (r.net, r.ports, r.protocols.clone()),
+            |r| &r.origin,
+        );
+        let hosts = self.dedup(
+            "net.allow",
+            hosts,
+            |r| (r.host.clone(), r.ports, r.protocols.clone()),
             |r| &r.origin,
         );
         Parts {
@@ -347,6 +362,7 @@ impl Compiler<'_> {
             exec: self.exec_rules(&exec.allow),
             exec_deny: self.path_rules("exec.deny", &exec.deny),
             allow,
+            hosts,
             unix: self.path_rules("net.unix", &net.unix),
         }
     }

@@ -1,37 +1,103 @@
-//! `[[net.allow]]` tables: addresses, ports and protocols, expanded to one rule per pair.
+//! `[[net.allow]]` tables: addresses or host names, ports and protocols, expanded to one rule
+//! per pair.
 
 use std::ops::Range;
 
 use toml::{Spanned, Value};
 
 use super::Compiler;
-use crate::compiled::NetRule;
+use crate::compiled::{HostRule, NetRule};
+use crate::host::{HostError, HostPattern};
 use crate::net::{IpNet, PortRange, Protocol};
 use crate::raw::RawNetRule;
 
 impl Compiler<'_> {
+    /// One `[[net.allow]]` table: an address rule per address × port range into `addrs`, or
+    /// a name rule per name × port range into `hosts`.
     pub(super) fn net_rule(
         &mut self,
         key: &str,
         rule: &Spanned<RawNetRule>,
-        out: &mut Vec<NetRule>,
+        addrs: &mut Vec<NetRule>,
+        hosts: &mut Vec<HostRule>,
     ) {
         let r = rule.get_ref();
-        if let Some(host) = &r.host {
-            self.problem(host.span(), &format!("{key}.host"), "hostnames are not policy values: the kernel sees addresses, and a name's addresses change", Some("write the addresses or CIDR blocks the name resolves to in `addr`"));
-        }
-        let addrs = self.strings(
-            &format!("{key}.addr"),
-            r.addr.as_ref(),
-            rule.span(),
-            "an address or CIDR block (\"10.0.0.0/8\", \"::1\") or a list of them",
-        );
+        let (targets, by_name) = match (&r.addr, &r.host) {
+            (Some(_), Some(host)) => {
+                self.problem(
+                    host.span(),
+                    &format!("{key}.host"),
+                    "a `[[net.allow]]` table grants addresses (`addr`) or names (`host`), not both",
+                    Some("split it into two `[[net.allow]]` tables, one with `addr` and one with `host`"),
+                );
+                return;
+            }
+            (None, None) => {
+                self.problem(
+                    rule.span(),
+                    key,
+                    "missing `addr` or `host`",
+                    Some("give `addr` (an address or CIDR block, or a list of them) or `host` (a name such as \"crates.io\" or \"*.crates.io\", or a list of them)"),
+                );
+                // The other keys are still checked, so every problem is reported at once.
+                let _ = self.ports(&format!("{key}.ports"), r.ports.as_ref(), rule.span());
+                let _ = self.protocols(&format!("{key}.proto"), r.proto.as_ref(), rule.span());
+                return;
+            }
+            (None, Some(_)) => (
+                self.strings(
+                    &format!("{key}.host"),
+                    r.host.as_ref(),
+                    rule.span(),
+                    "a host name (\"crates.io\", \"*.crates.io\") or a list of them",
+                ),
+                true,
+            ),
+            (Some(_), None) => (
+                self.strings(
+                    &format!("{key}.addr"),
+                    r.addr.as_ref(),
+                    rule.span(),
+                    "an address or CIDR block (\"10.0.0.0/8\", \"::1\") or a list of them",
+                ),
+                false,
+            ),
+        };
         let ports = self.ports(&format!("{key}.ports"), r.ports.as_ref(), rule.span());
         let protocols = self.protocols(&format!("{key}.proto"), r.proto.as_ref(), rule.span());
-        let (Some(addrs), Some(ports), Some(protocols)) = (addrs, ports, protocols) else {
+        let (Some(targets), Some(ports), Some(protocols)) = (targets, ports, protocols) else {
             return;
         };
-        for (text, span) in addrs {
+        for (text, span) in targets {
+            if by_name {
+                let host = match HostPattern::parse(&text) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        let help = match e {
+                            HostError::IpLiteral(_) => {
+                                "move the address to a `[[net.allow]]` table with `addr`"
+                            }
+                            HostError::WildcardTooBroad(_) | HostError::BadWildcard(_) => {
+                                "a wildcard is `*.` before a name of at least two labels, and matches exactly one more label"
+                            }
+                            _ => {
+                                "write a domain name such as \"crates.io\", or \"*.crates.io\" for the names one label below it"
+                            }
+                        };
+                        self.problem(span, &format!("{key}.host"), e.to_string(), Some(help));
+                        continue;
+                    }
+                };
+                for range in &ports {
+                    hosts.push(HostRule {
+                        host: host.clone(),
+                        ports: *range,
+                        protocols: protocols.clone(),
+                        origin: self.origin(&span, key.to_owned(), &text),
+                    });
+                }
+                continue;
+            }
             let net: IpNet = match text.parse() {
                 Ok(n) => n,
                 Err(e) => {
@@ -45,7 +111,7 @@ impl Compiler<'_> {
                 }
             };
             for range in &ports {
-                out.push(NetRule {
+                addrs.push(NetRule {
                     net,
                     ports: *range,
                     protocols: protocols.clone(),
