@@ -358,3 +358,65 @@ fn a_child_that_drops_a_carve_out_is_wider() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("write to"), "{}", stdout(&o));
 }
+
+/// `bee validate` lists name grants and says how they work; `--parent` refuses a wildcard
+/// the parent grants only one name of, with a name under it as the counterexample.
+#[test]
+fn validate_lists_and_proves_name_grants() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let parent = policy_file(
+        dir.path(),
+        "parent.toml",
+        "version = 2\n[[net.allow]]\nhost = [\"api.example.com\", \"*.Crates.io\"]\nports = 443\nproto = \"tcp\"\n",
+    );
+    let o = bee(&["validate", "--policy", &parent]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("host 2"), "{err}");
+    assert!(
+        err.contains("tcp api.example.com port 443 (net.allow[0], line 3)"),
+        "{err}"
+    );
+    assert!(err.contains("tcp *.crates.io port 443"), "{err}");
+    assert!(err.contains("NXDOMAIN") && err.contains("TTL"), "{err}");
+
+    let o = bee(&["validate", "--policy", &parent, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+    assert_eq!(v["rules"]["net.hosts"], 2, "{v}");
+    assert_eq!(v["hosts"][1]["host"], "*.crates.io", "{v}");
+    assert_eq!(v["hosts"][1]["proto"][0], "tcp", "{v}");
+
+    let child = policy_file(
+        dir.path(),
+        "child.toml",
+        "version = 2\n[[net.allow]]\nhost = \"*.example.com\"\nports = 443\nproto = \"tcp\"\n",
+    );
+    let o = bee(&["validate", "--policy", &child, "--parent", &parent]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("grants resolving and connecting to `tcp x.example.com:443`"),
+        "{err}"
+    );
+    let o = bee(&[
+        "validate", "--policy", &child, "--parent", &parent, "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+    let w = &v["attenuation"]["excess"][0]["witness"];
+    assert_eq!(w["kind"], "host", "{v}");
+    assert_eq!(w["name"], "x.example.com", "{v}");
+
+    let bad = policy_file(
+        dir.path(),
+        "bad.toml",
+        "version = 2\n[[net.allow]]\nhost = \"*.com\"\nports = 443\nproto = \"tcp\"\n",
+    );
+    let o = bee(&["validate", "--policy", &bad]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("net.allow[0].host") && stderr(&o).contains("too broad"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -59,6 +59,7 @@ pub fn run(args: &Args) -> Exit {
         "protected": protected(&child),
         "unprotected": child.policy.fs.unprotect.iter().map(|r| r.pattern.to_string()).collect::<Vec<_>>(),
         "plan": stats,
+        "hosts": hosts(&child),
     });
     if let Some(parent_path) = &args.parent {
         let parent = match load(parent_path, &options, args.json) {
@@ -102,7 +103,7 @@ pub fn run(args: &Args) -> Exit {
         }
         let r = &report["rules"];
         eprintln!(
-            "ok: {} (policy language v{}): fs.read {} · fs.write {} · exec {} ({} pinned) · net.allow {} · net.unix {}",
+            "ok: {} (policy language v{}): fs.read {} · fs.write {} · exec {} ({} pinned) · net.allow {} · host {} · net.unix {}",
             args.policy.display(),
             child.policy.version,
             r["fs.read"],
@@ -110,6 +111,7 @@ pub fn run(args: &Args) -> Exit {
             r["exec"],
             r["exec.pinned"],
             r["net.allow"],
+            r["net.hosts"],
             r["net.unix"],
         );
         let carved: u64 = ["fs.deny", "exec.deny"]
@@ -121,6 +123,9 @@ pub fn run(args: &Args) -> Exit {
                 "   carve-outs: fs.deny {} · exec.deny {} (a carve-out always wins over a grant)",
                 r["fs.deny"], r["exec.deny"]
             );
+        }
+        if !child.policy.net.hosts.is_empty() {
+            eprint!("{}", hosts_text(&child));
         }
         if let Some(list) = report["protected"].as_array().filter(|l| !l.is_empty()) {
             eprintln!("   protected from writing (fs.unprotect lifts one):");
@@ -186,12 +191,77 @@ fn rule_counts(c: &Compiled) -> Value {
         "exec": p.exec.len(),
         "exec.pinned": p.exec.iter().filter(|r| r.pin.is_some()).count(),
         "net.allow": p.net.allow.len(),
+        "net.hosts": p.net.hosts.len(),
         "net.unix": p.net.unix.len(),
         "fs.deny": p.fs.deny.len(),
         "exec.deny": p.exec_deny.len(),
         "fs.protect": p.fs.protect.len(),
         "fs.unprotect": p.fs.unprotect.len(),
     })
+}
+
+/// The name grants (`[[net.allow]]` with `host`), as `bee validate --json` lists them: the
+/// pattern in ASCII form, the port range, the protocols and the rule's key and line.
+fn hosts(c: &Compiled) -> Vec<Value> {
+    c.policy
+        .net
+        .hosts
+        .iter()
+        .map(|r| {
+            json!({
+                "host": r.host.to_string(),
+                "ports": r.ports.to_string(),
+                "proto": r.protocols,
+                "from": format!("{} (line {})", r.origin.key, r.origin.line),
+            })
+        })
+        .collect()
+}
+
+/// What a name grant means at run time, for the text report.
+const HOSTS_EXPLAINED: [&str; 7] = [
+    "how names are granted: a scope resolves names only through bee's resolver, one per",
+    "scope. A granted name's A and AAAA answers open its ports to the addresses they hold",
+    "until the record's TTL runs out (kept between 5 s and 1 h). Any other name is answered",
+    "NXDOMAIN, and its query never leaves the machine. An answer holding a loopback,",
+    "private, link-local or cloud metadata address is refused unless an `addr` grant covers",
+    "that address. The kernel sees addresses, not names: names that share an address share",
+    "what is opened for it.",
+];
+
+/// The name grants of `c` and what they mean, as `bee validate` prints them: one line per
+/// name and table, its port ranges together.
+fn hosts_text(c: &Compiled) -> String {
+    let mut lines: Vec<(String, &str, u32, Vec<String>)> = Vec::new();
+    for r in &c.policy.net.hosts {
+        let protocols: Vec<String> = r.protocols.iter().map(ToString::to_string).collect();
+        let head = format!("{} {}", protocols.join(","), r.host);
+        match lines.last_mut() {
+            Some((h, key, _, ports)) if *h == head && *key == r.origin.key => {
+                ports.push(r.ports.to_string());
+            }
+            _ => lines.push((
+                head,
+                &r.origin.key,
+                r.origin.line,
+                vec![r.ports.to_string()],
+            )),
+        }
+    }
+    let mut out = String::from("   names (net.allow host):\n");
+    for (head, key, line, ports) in lines {
+        let word = if ports.len() == 1 { "port" } else { "ports" };
+        out.push_str(&format!(
+            "     {head} {word} {} ({key}, line {line})\n",
+            ports.join(", ")
+        ));
+    }
+    for line in HOSTS_EXPLAINED {
+        out.push_str("     ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The protected paths in force, as `bee validate` lists them: each pattern, where it comes

@@ -2,7 +2,8 @@
 //!
 //! A [`CompiledPolicy`] is what the policy *means*: every path absolute and normalised, every
 //! glob lowered to one of the six [`PathPattern`] kinds, every pinned executable resolved to
-//! its inode, every network grant split into one rule per protocol set and port range. It is
+//! its inode, every host name in its ASCII form ([`crate::host`]), every network grant split
+//! into one rule per address (or name), protocol set and port range. It is
 //! deterministic (rules in source order, duplicates merged) so that the same input gives
 //! byte-identical JSON, and it keeps each rule's [`Origin`] so that diagnostics and audit explanations can name
 //! the line a grant came from.

@@ -33,7 +33,7 @@ pub enum IpNet {
 /// Why an address block did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetError {
-    /// Not an IP address (hostnames are refused: the kernel sees addresses, not names).
+    /// Not an IP address (names are granted with `host`, see [`crate::host`]).
     #[error("`{0}` is not an IPv4 or IPv6 address")]
     NotAnAddress(String),
     /// The prefix length is not a number in range for the family.

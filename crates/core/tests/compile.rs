@@ -460,3 +460,22 @@ fn proc_self_and_thread_self_mean_the_callers_own_entries() {
         ]
     );
 }
+
+#[test]
+fn a_name_rule_inside_an_everywhere_address_rule_is_warned_about() {
+    let text = |addrs: &str| {
+        format!(
+            "version = 2\n[[net.allow]]\naddr = {addrs}\nports = \"0-65535\"\nproto = [\"tcp\", \"udp\"]\n[[net.allow]]\nhost = \"crates.io\"\nports = 443\nproto = \"tcp\"\n"
+        )
+    };
+    let c = ok(&text("[\"0.0.0.0/0\", \"::/0\"]"));
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert_eq!(c.warnings[0].key, "net.allow[1]");
+    assert!(
+        c.warnings[0].message.contains("only name resolution"),
+        "{}",
+        c.warnings[0].message
+    );
+    // IPv4 alone leaves the name's AAAA answers to the name rule.
+    assert!(ok(&text("\"0.0.0.0/0\"")).warnings.is_empty());
+}

@@ -126,6 +126,10 @@ pub(crate) fn policy(
             let protos: Vec<String> = r.protocols.iter().map(ToString::to_string).collect();
             format!("{} port {} {}", r.net, r.ports, protos.join("+"))
         })
+        .chain(p.net.hosts.iter().map(|r| {
+            let protos: Vec<String> = r.protocols.iter().map(ToString::to_string).collect();
+            format!("{} port {} {}", r.host, r.ports, protos.join("+"))
+        }))
         .collect();
     vec![
         Shown::Heading(format!(

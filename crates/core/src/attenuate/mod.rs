@@ -58,7 +58,7 @@ mod automata;
 pub(crate) mod carve;
 mod exec;
 mod hosts;
-mod net;
+pub(crate) mod net;
 mod paths;
 
 use std::fmt;

@@ -331,6 +331,8 @@ impl Compiler<'_> {
         if self.problems.is_empty() {
             self.warnings
                 .extend(carve::lint(&policy, &self.source.name));
+            self.warnings
+                .extend(net::lint_hosts(&policy, &self.source.name));
         }
         policy
     }

@@ -6,10 +6,50 @@ use std::ops::Range;
 use toml::{Spanned, Value};
 
 use super::Compiler;
-use crate::compiled::{HostRule, NetRule};
+use crate::compiled::{CompiledPolicy, HostRule, NetRule, Origin};
+use crate::error::PolicyWarning;
 use crate::host::{HostError, HostPattern};
 use crate::net::{IpNet, PortRange, Protocol};
 use crate::raw::RawNetRule;
+
+/// Warnings about name rules whose ports the address rules already open to every address
+/// (`0.0.0.0/0` and `::/0`): the name rule then only makes the name resolvable through bee's
+/// resolver, which may not be what the author meant.
+pub(super) fn lint_hosts(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
+    if policy.net.allow.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for r in &policy.net.hosts {
+        let everywhere = NetRule {
+            net: IpNet::V6 {
+                addr: std::net::Ipv6Addr::UNSPECIFIED,
+                prefix_len: 0,
+            },
+            ports: r.ports,
+            protocols: r.protocols.clone(),
+            origin: Origin {
+                key: String::new(),
+                line: 0,
+                column: 0,
+                text: String::new(),
+            },
+        };
+        if crate::attenuate::net::check(&[everywhere], &policy.net.allow).is_empty() {
+            out.push(PolicyWarning {
+                file: file.to_owned(),
+                line: r.origin.line,
+                column: r.origin.column,
+                key: r.origin.key.clone(),
+                message: format!(
+                    "`{}` port {} adds only name resolution: the address rules already allow every IPv4 and IPv6 address on these ports",
+                    r.host, r.ports
+                ),
+            });
+        }
+    }
+    out
+}
 
 impl Compiler<'_> {
     /// One `[[net.allow]]` table: an address rule per address × port range into `addrs`, or
