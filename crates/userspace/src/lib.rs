@@ -10,9 +10,11 @@
 //! | [`launch`] | the hardened launcher that starts a child inside its scope |
 //! | [`scope`] | the scope lifecycle tying plan, cgroup, launcher and enforcer together |
 //! | [`audit`] | kernel audit events as records and one-line explanations |
+//! | [`dns`] | the per-scope DNS resolver behind egress by domain name: grants, answers, admissions |
 
 pub mod audit;
 pub mod cgroup;
+pub mod dns;
 pub mod engine;
 pub mod launch;
 pub mod plan;
