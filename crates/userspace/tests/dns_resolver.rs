@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use bee_core::host::HostPattern;
 use bee_userspace::dns::{
     Admitted, AnswerSink, NameDenial, NameDenialReason, NameGrants, PortGrant, ResolverConfig,
     ScopeResolver,
@@ -188,17 +189,21 @@ const HTTPS: PortGrant = PortGrant {
     udp: false,
 };
 
-/// Grants names exactly (`*.x` grants the names below `x`) and addresses.
+/// Grants names by bee-core's host patterns (`*.x`: one label below `x`), on port 443, and
+/// addresses.
 #[derive(Default)]
 struct Grants {
-    names: Vec<String>,
+    names: Vec<HostPattern>,
     addrs: Vec<IpAddr>,
 }
 
 impl Grants {
     fn of(names: &[&str]) -> Arc<Grants> {
         Arc::new(Grants {
-            names: names.iter().map(|n| (*n).to_owned()).collect(),
+            names: names
+                .iter()
+                .map(|n| HostPattern::parse(n).unwrap())
+                .collect(),
             addrs: Vec::new(),
         })
     }
@@ -206,10 +211,7 @@ impl Grants {
 
 impl NameGrants for Grants {
     fn ports_for(&self, name: &str) -> Vec<PortGrant> {
-        let granted = self.names.iter().any(|g| match g.strip_prefix("*.") {
-            Some(zone) => name.ends_with(&format!(".{zone}")),
-            None => g == name,
-        });
+        let granted = self.names.iter().any(|p| p.matches(name));
         if granted { vec![HTTPS] } else { Vec::new() }
     }
     fn address_allows(&self, ip: IpAddr) -> bool {
@@ -527,7 +529,7 @@ fn special_addresses_are_refused_unless_an_address_grant_covers_them() {
 
     let sink = Sink::new();
     let grants = Arc::new(Grants {
-        names: vec!["s.test".to_owned()],
+        names: vec![HostPattern::parse("s.test").unwrap()],
         addrs: vec![IpAddr::from([10, 0, 0, 1])],
     });
     let resolver = start(config(&up), grants, &sink);

@@ -435,7 +435,8 @@ fn random_id() -> u16 {
 
 /// A host name as grants see it: lowercase, no trailing dot; `None` if it is not a valid host
 /// name (the root, a label with a byte other than a letter, digit, `-` or `_`, or over 253
-/// characters).
+/// characters). The same form as `bee_core::host::normalize_name`, but checked label by label
+/// on the wire, where a label may hold a `.` byte that a text form would hide.
 pub(super) fn normalise(name: &Name) -> Option<String> {
     let mut out = String::new();
     for label in name.iter() {

@@ -764,6 +764,27 @@ fn normalise_names() {
 }
 
 #[test]
+fn normalise_agrees_with_core() {
+    // Grants compare names in bee_core's form; the resolver must produce exactly that form.
+    for text in [
+        "crates.io",
+        "Static.Crates.IO.",
+        "_443._tcp.example.com",
+        "a-b.c_d.test",
+        "xn--bcher-kva.example",
+        "1.2.3.4",
+        "x",
+    ] {
+        let wire = Name::from_ascii(text).unwrap();
+        assert_eq!(
+            normalise(&wire),
+            bee_core::host::normalize_name(text),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn denials_read_as_sentences() {
     let d = NameDenial {
         name: "evil.test".to_owned(),
