@@ -141,6 +141,7 @@ fn workstation_policy() -> CompiledPolicy {
         exec_deny: Vec::new(),
         net: NetGrants {
             allow,
+            hosts: Vec::new(),
             unix: rules("net.unix", &unix),
         },
     }
