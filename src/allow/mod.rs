@@ -222,6 +222,12 @@ pub fn propose(
                  narrow rule makes two places alike",
             ));
         }
+        Some(Reason::NameNotGranted | Reason::AliasNotGranted { .. } | Reason::SpecialAddress) => {
+            return Err(cannot(
+                "bee's resolver refused it, and name grants change only by editing the \
+                 policy (`host` in a [[net.allow]] table)",
+            ));
+        }
         Some(Reason::NoGrant | Reason::ReadOnly { .. }) | None => {}
     }
     let path = || -> Result<String, Cannot> {

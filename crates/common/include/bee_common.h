@@ -35,6 +35,10 @@
 
 #define BEE_SCOPE_AUDIT_ALLOWS 1u
 #define BEE_SCOPE_LEARN 2u /* learn mode: a denial a policy could grant is reported and allowed */
+#define BEE_SCOPE_DNS 4u   /* names granted: port 53 steered to bee's resolver, answers map read */
+
+#define BEE_DNS_PORT 53
+#define BEE_DOT_PORT 853
 
 #define BEE_EVENT_ALLOWED 1
 #define BEE_EVENT_PATH_TRUNCATED 2
@@ -85,6 +89,7 @@ enum bee_hook {
 	BEE_HOOK_IPC_PERMISSION = 39,
 	BEE_HOOK_TASK_SETSCHEDULER = 40,
 	BEE_HOOK_TASK_SETRLIMIT = 41,
+	BEE_HOOK_DNS_QUERY = 42, /* bee's resolver (user space), never a kernel program */
 };
 
 /*
@@ -189,6 +194,24 @@ struct bee_net_value {
 	struct bee_port_rule rules[BEE_NET_RULES_MAX];
 };
 
+/* DNS map: hash, key __u64 scope cgroup id. */
+struct bee_dns {
+	__u16 port; /* host byte order, on 127.0.0.1 (and [::1] when v6) */
+	__u8 v6;
+	__u8 _pad[5];
+};
+
+/* Answers map: hash. IPv4 addresses in their IPv4-mapped form (::ffff:a.b.c.d). */
+struct bee_answer_key {
+	__u64 cgroup_id;
+	__u8 addr[16];
+};
+
+struct bee_answer {
+	__u64 expires_ns; /* CLOCK_BOOTTIME (bpf_ktime_get_boot_ns) */
+	struct bee_net_value ports;
+};
+
 /* Ring buffer record. */
 struct bee_event {
 	__u64 cgroup_id;
@@ -221,6 +244,9 @@ _Static_assert(sizeof(struct bee_lpm_v4) == 12, "bee_lpm_v4");
 _Static_assert(sizeof(struct bee_lpm_v6) == 24, "bee_lpm_v6");
 _Static_assert(sizeof(struct bee_port_rule) == 8, "bee_port_rule");
 _Static_assert(sizeof(struct bee_net_value) == 136, "bee_net_value");
+_Static_assert(sizeof(struct bee_dns) == 8, "bee_dns");
+_Static_assert(sizeof(struct bee_answer_key) == 24, "bee_answer_key");
+_Static_assert(sizeof(struct bee_answer) == 144, "bee_answer");
 _Static_assert(sizeof(struct bee_event) == 4176, "bee_event");
 
 #endif /* BEE_COMMON_H */

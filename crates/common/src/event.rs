@@ -108,11 +108,26 @@ pub enum Hook {
     TaskSetscheduler = 40,
     /// `task_setrlimit`: the resource limits of a process outside the scope.
     TaskSetrlimit = 41,
+    /// Not an LSM hook: bee's resolver refused a scope's DNS query or the answer to it (name
+    /// grants). The event's path is the queried name, its `port` one of the `DNS_REFUSED_*`
+    /// codes, and for [`DNS_REFUSED_ADDRESS`] its family and address are the refused address.
+    /// Made in user space, never by the kernel programs.
+    DnsQuery = 42,
 }
+
+/// [`Hook::DnsQuery`] `port`: no host rule names the queried name; it was answered NXDOMAIN
+/// and never forwarded.
+pub const DNS_REFUSED_NAME: u16 = 0;
+/// [`Hook::DnsQuery`] `port`: the answer is an alias (CNAME) of a name no host rule names; the
+/// path is `NAME -> TARGET`.
+pub const DNS_REFUSED_ALIAS: u16 = 1;
+/// [`Hook::DnsQuery`] `port`: the answer named a loopback, private, link-local, metadata or
+/// other special address that no address grant covers.
+pub const DNS_REFUSED_ADDRESS: u16 = 2;
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 41] = [
+    pub const ALL: [Hook; 42] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -154,6 +169,7 @@ impl Hook {
         Hook::IpcPermission,
         Hook::TaskSetscheduler,
         Hook::TaskSetrlimit,
+        Hook::DnsQuery,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -161,7 +177,8 @@ impl Hook {
         Self::ALL.get((raw as usize).checked_sub(1)?).copied()
     }
 
-    /// The LSM hook's name as in `include/linux/lsm_hook_defs.h` (and the program's section).
+    /// The LSM hook's name as in `include/linux/lsm_hook_defs.h` (and the program's section);
+    /// `dns_query` for bee's resolver.
     pub const fn name(self) -> &'static str {
         match self {
             Hook::FileOpen => "file_open",
@@ -205,6 +222,7 @@ impl Hook {
             Hook::IpcPermission => "ipc_permission",
             Hook::TaskSetscheduler => "task_setscheduler",
             Hook::TaskSetrlimit => "task_setrlimit",
+            Hook::DnsQuery => "dns_query",
         }
     }
 }

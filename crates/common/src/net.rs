@@ -93,4 +93,62 @@ impl NetValue {
     }
 }
 
-crate::pod!(LpmKeyV4, LpmKeyV6, NetPortRule, NetValue);
+/// The well-known DNS port (RFC 1035 §4.2): a scope with [`crate::scope::SCOPE_DNS`] has
+/// every TCP or UDP peer on it steered to bee's resolver.
+pub const DNS_PORT: u16 = 53;
+
+/// DNS over TLS (RFC 7858) and over QUIC (RFC 9250): always denied to a scope with
+/// [`crate::scope::SCOPE_DNS`], whose only name server is bee's resolver.
+pub const DOT_PORT: u16 = 853;
+
+/// Value of the DNS map, a hash map keyed by the scope's cgroup id: where the scope's DNS
+/// traffic is steered. Written before the scope entry that sets
+/// [`crate::scope::SCOPE_DNS`], removed after it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct DnsValue {
+    /// The resolver's port (host byte order) on `127.0.0.1`, UDP and TCP alike.
+    pub port: u16,
+    /// 1 when the resolver also listens on `[::1]` (IPv6 peers go there, else to
+    /// `::ffff:127.0.0.1`).
+    pub v6: u8,
+    /// Always 0.
+    pub _pad: [u8; 5],
+}
+
+const _: () = assert!(size_of::<DnsValue>() == 8 && align_of::<DnsValue>() == 2);
+
+/// Key of the answers map (hash): an address one of the scope's resolver answers named.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct AnswerKey {
+    /// The scope's cgroup id: answers are never shared between scopes.
+    pub cgroup_id: u64,
+    /// The address in network byte order; IPv4 in its IPv4-mapped form `::ffff:a.b.c.d`.
+    pub addr: [u8; 16],
+}
+
+const _: () = assert!(size_of::<AnswerKey>() == 24 && align_of::<AnswerKey>() == 8);
+
+/// Value of the answers map: until when the address is a peer, and on which ports.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct AnswerValue {
+    /// Expiry on `CLOCK_BOOTTIME` in nanoseconds (`bpf_ktime_get_boot_ns()`): the answer's TTL
+    /// after it was given. At or after it the entry allows nothing.
+    pub expires_ns: u64,
+    /// The port rules of every granted name that answered with this address.
+    pub ports: NetValue,
+}
+
+const _: () = assert!(size_of::<AnswerValue>() == 144 && align_of::<AnswerValue>() == 8);
+
+crate::pod!(
+    LpmKeyV4,
+    LpmKeyV6,
+    NetPortRule,
+    NetValue,
+    DnsValue,
+    AnswerKey,
+    AnswerValue
+);

@@ -14,6 +14,13 @@ pub const SCOPE_AUDIT_ALLOWS: u32 = 1;
 /// enforcement. Set only from the command line (`--learn`).
 pub const SCOPE_LEARN: u32 = 2;
 
+/// [`ScopeValue::flags`]: the policy grants names. Every TCP or UDP peer on port 53 is steered
+/// to bee's resolver for this scope by the cgroup `connect`/`sendmsg` programs (the DNS map
+/// says where), so the LSM lets port 53 through; port 853 is denied; and a peer no address
+/// grant covers is allowed while a live answer of the scope's resolver covers it (the answers
+/// map). Set only after the cgroup programs are attached and the DNS map entry is written.
+pub const SCOPE_DNS: u32 = 4;
+
 /// Value of the scope map, a hash map keyed by the cgroup v2 id (`u64`, as
 /// `bpf_get_current_cgroup_id()` returns it and as `name_to_handle_at(2)` on the cgroup
 /// directory reports it).

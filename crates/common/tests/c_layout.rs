@@ -9,7 +9,7 @@ use std::process::Command;
 use bee_common::event::{
     EVENT_ALLOWED, EVENT_LEARNED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
 };
-use bee_common::scope::{SCOPE_AUDIT_ALLOWS, SCOPE_LEARN};
+use bee_common::scope::{SCOPE_AUDIT_ALLOWS, SCOPE_DNS, SCOPE_LEARN};
 use bee_common::*;
 
 fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
@@ -91,6 +91,9 @@ fn layouts() -> Layouts {
         [first, last, protocols, _pad]
     );
     layout!(&mut l, NetValue, "bee_net_value", [count, _pad, rules]);
+    layout!(&mut l, DnsValue, "bee_dns", [port, v6, _pad]);
+    layout!(&mut l, AnswerKey, "bee_answer_key", [cgroup_id, addr]);
+    layout!(&mut l, AnswerValue, "bee_answer", [expires_ns, ports]);
     layout!(
         &mut l,
         AuditEvent,
@@ -119,6 +122,9 @@ fn layouts() -> Layouts {
         PROTO_UDP => "BEE_PROTO_UDP",
         SCOPE_AUDIT_ALLOWS => "BEE_SCOPE_AUDIT_ALLOWS",
         SCOPE_LEARN => "BEE_SCOPE_LEARN",
+        SCOPE_DNS => "BEE_SCOPE_DNS",
+        bee_common::net::DNS_PORT => "BEE_DNS_PORT",
+        bee_common::net::DOT_PORT => "BEE_DOT_PORT",
         EVENT_ALLOWED => "BEE_EVENT_ALLOWED",
         EVENT_PATH_TRUNCATED => "BEE_EVENT_PATH_TRUNCATED",
         EVENT_PATH_UNRESOLVED => "BEE_EVENT_PATH_UNRESOLVED",

@@ -17,7 +17,9 @@
  *            (LPM tries + port rules), unix_stream_connect and unix_may_send
  *            (the peer's bound path needs UNIX), socket_listen and
  *            socket_accept (unix sockets bound to a path only), netlink_send
- *            (NETLINK_ROUTE reads)
+ *            (NETLINK_ROUTE reads); with name grants (BEE_SCOPE_DNS) port 53
+ *            goes to bee's resolver (cgroup programs, "DNS steering" below),
+ *            port 853 is denied, and the resolver's live answers are peers
  *   escapes  bpf, sb_mount, sb_umount, sb_pivotroot, move_mount,
  *            userns_create, perf_event_open (always denied), task_alloc
  *            (CLONE_INTO_CGROUP), ptrace_access_check and task_kill (denied
@@ -119,6 +121,34 @@ struct {
 	__type(key, struct bee_lpm_v6);
 	__type(value, struct bee_net_value);
 } bee_net_v6 SEC(".maps");
+
+/* Name grants (BEE_SCOPE_DNS): where a scope's DNS traffic is steered, and the addresses
+ * its resolver answered with, until their TTL runs out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct bee_dns);
+} bee_dns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct bee_answer_key);
+	__type(value, struct bee_answer);
+} bee_answers SEC(".maps");
+
+/* Socket cookie -> the name server a steered socket last addressed, so that replies read as
+ * coming from it (resolvers drop answers from another address). Losing an entry to LRU
+ * eviction only makes that one lookup fail. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u64);
+	__type(value, struct bee_dns_peer);
+} bee_dns_peers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1767,6 +1797,39 @@ static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 
 	return 0;
 }
 
+/* Name grants, for a TCP/UDP peer `a` (v4: its first 4 bytes) on `port` that the tries
+ * decided `deny` for. Port 53 is allowed: the cgroup programs below steer it to the scope's
+ * resolver (BEE_SCOPE_DNS is set only once they are attached and bee_dns holds the target).
+ * Port 853 (DNS over TLS or QUIC) is denied whatever the tries say. Any other peer the tries
+ * deny is allowed while an unexpired answer of the scope's resolver names it for this
+ * protocol and port. */
+static __always_inline int dns_verdict(__u64 cgid, const struct bee_scope *scope,
+				       const __u8 *a, int v4, __u8 proto, __u16 port, int deny)
+{
+	struct bee_answer_key key = {.cgroup_id = cgid};
+	struct bee_answer *ans;
+
+	if (!(scope->flags & BEE_SCOPE_DNS) || !proto)
+		return deny;
+	if (port == BEE_DNS_PORT)
+		return 0;
+	if (port == BEE_DOT_PORT)
+		return 1;
+	if (!deny)
+		return 0;
+	if (v4) {
+		key.addr[10] = 0xff;
+		key.addr[11] = 0xff;
+		__builtin_memcpy(&key.addr[12], a, 4);
+	} else {
+		__builtin_memcpy(key.addr, a, 16);
+	}
+	ans = bpf_map_lookup_elem(&bee_answers, &key);
+	if (!ans || bpf_ktime_get_boot_ns() >= ans->expires_ns)
+		return 1;
+	return !net_value_allows(&ans->ports, proto, port);
+}
+
 /* Checks an IP peer address (kernel memory) against the scope's tries.
  * Returns 1 to deny. Non-IP families other than AF_UNSPEC, AF_UNIX (checked
  * by the unix hooks) and AF_NETLINK addressed to the kernel are denied. AF_UNSPEC passes only where it
@@ -1833,6 +1896,8 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 						 port);
 		}
 	}
+	if (family == BEE_AF_INET || family == BEE_AF_INET6)
+		deny = dns_verdict(cgid, scope, a, v4, proto, port, deny);
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
 
@@ -2442,4 +2507,157 @@ int BPF_PROG(bee_d_xchg_out, struct dentry *dentry1, struct dentry *dentry2)
 {
 	moves_exit(dentry1, dentry2);
 	return 0;
+}
+
+/* ---- DNS steering ------------------------------------------------------ *
+ *
+ * cgroup sock_addr programs, attached by BPF links (which run beside any other program) to
+ * the cgroup v2 root once a policy with name grants is installed. For a task whose cgroup
+ * is a key of bee_dns, every
+ * connect or sendmsg to port 53 (TCP or UDP, any address, IPv4 or IPv6) is rewritten to the
+ * scope's resolver on loopback; the LSM lets port 53 through only for such scopes. Replies
+ * read back (recvmsg) as coming from the name server the socket addressed. These programs
+ * run after the LSM's socket_connect/socket_sendmsg, on the address the task gave. They
+ * never refuse anything (return 1): refusing is the LSM's job. */
+
+#define BEE_LOOPBACK4 0x7f000001
+
+static __always_inline struct bee_dns *dns_target(void)
+{
+	__u64 cgid = bpf_get_current_cgroup_id();
+
+	return bpf_map_lookup_elem(&bee_dns, &cgid);
+}
+
+static __always_inline void dns_remember(struct bpf_sock_addr *ctx, __u16 family)
+{
+	struct bee_dns_peer peer = {.family = family};
+	__u64 cookie = bpf_get_socket_cookie(ctx);
+
+	if (family == BEE_AF_INET) {
+		peer.addr[0] = ctx->user_ip4;
+	} else {
+		peer.addr[0] = ctx->user_ip6[0];
+		peer.addr[1] = ctx->user_ip6[1];
+		peer.addr[2] = ctx->user_ip6[2];
+		peer.addr[3] = ctx->user_ip6[3];
+	}
+	bpf_map_update_elem(&bee_dns_peers, &cookie, &peer, BPF_ANY);
+}
+
+static __always_inline int steer4(struct bpf_sock_addr *ctx)
+{
+	struct bee_dns *d;
+
+	if (ctx->user_port != bpf_htons(BEE_DNS_PORT))
+		return 1;
+	d = dns_target();
+	if (!d)
+		return 1;
+	dns_remember(ctx, BEE_AF_INET);
+	ctx->user_ip4 = bpf_htonl(BEE_LOOPBACK4);
+	ctx->user_port = bpf_htons(d->port);
+	return 1;
+}
+
+static __always_inline int steer6(struct bpf_sock_addr *ctx)
+{
+	struct bee_dns *d;
+
+	if (ctx->user_port != bpf_htons(BEE_DNS_PORT))
+		return 1;
+	d = dns_target();
+	if (!d)
+		return 1;
+	dns_remember(ctx, BEE_AF_INET6);
+	ctx->user_ip6[0] = 0;
+	ctx->user_ip6[1] = 0;
+	if (d->v6) {
+		ctx->user_ip6[2] = 0;
+		ctx->user_ip6[3] = bpf_htonl(1);
+	} else {
+		ctx->user_ip6[2] = bpf_htonl(0xffff);
+		ctx->user_ip6[3] = bpf_htonl(BEE_LOOPBACK4);
+	}
+	ctx->user_port = bpf_htons(d->port);
+	return 1;
+}
+
+SEC("cgroup/connect4")
+int bee_dns_connect4(struct bpf_sock_addr *ctx)
+{
+	return steer4(ctx);
+}
+
+SEC("cgroup/sendmsg4")
+int bee_dns_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return steer4(ctx);
+}
+
+SEC("cgroup/connect6")
+int bee_dns_connect6(struct bpf_sock_addr *ctx)
+{
+	return steer6(ctx);
+}
+
+SEC("cgroup/sendmsg6")
+int bee_dns_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return steer6(ctx);
+}
+
+SEC("cgroup/recvmsg4")
+int bee_dns_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	struct bee_dns_peer *peer;
+	struct bee_dns *d;
+	__u64 cookie;
+
+	d = dns_target();
+	if (!d || ctx->user_ip4 != bpf_htonl(BEE_LOOPBACK4) ||
+	    ctx->user_port != bpf_htons(d->port))
+		return 1;
+	cookie = bpf_get_socket_cookie(ctx);
+	peer = bpf_map_lookup_elem(&bee_dns_peers, &cookie);
+	if (!peer || peer->family != BEE_AF_INET)
+		return 1;
+	ctx->user_ip4 = peer->addr[0];
+	ctx->user_port = bpf_htons(BEE_DNS_PORT);
+	return 1;
+}
+
+SEC("cgroup/recvmsg6")
+int bee_dns_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	struct bee_dns_peer *peer;
+	struct bee_dns *d;
+	__u64 cookie;
+	__u32 w2, w3;
+
+	d = dns_target();
+	if (!d || ctx->user_port != bpf_htons(d->port) || ctx->user_ip6[0] != 0 ||
+	    ctx->user_ip6[1] != 0)
+		return 1;
+	w2 = ctx->user_ip6[2];
+	w3 = ctx->user_ip6[3];
+	if (!((w2 == 0 && w3 == bpf_htonl(1)) ||
+	      (w2 == bpf_htonl(0xffff) && w3 == bpf_htonl(BEE_LOOPBACK4))))
+		return 1;
+	cookie = bpf_get_socket_cookie(ctx);
+	peer = bpf_map_lookup_elem(&bee_dns_peers, &cookie);
+	if (!peer)
+		return 1;
+	if (peer->family == BEE_AF_INET) {
+		/* An IPv4 name server addressed through an IPv6 socket reads as ::ffff:a.b.c.d. */
+		ctx->user_ip6[2] = bpf_htonl(0xffff);
+		ctx->user_ip6[3] = peer->addr[0];
+	} else {
+		ctx->user_ip6[0] = peer->addr[0];
+		ctx->user_ip6[1] = peer->addr[1];
+		ctx->user_ip6[2] = peer->addr[2];
+		ctx->user_ip6[3] = peer->addr[3];
+	}
+	ctx->user_port = bpf_htons(BEE_DNS_PORT);
+	return 1;
 }

@@ -140,6 +140,14 @@
  * not on the stack: the verifier tracks no values in map memory, so every
  * iteration of a callback looks the same to it and verification converges at
  * once (on the stack, precise counters make each iteration a new state). */
+/* bee_dns_peers value: the name server a steered socket addressed (network byte order;
+ * IPv4 in addr[0]). */
+struct bee_dns_peer {
+	__u32 addr[4];
+	__u16 family; /* BEE_AF_INET or BEE_AF_INET6 */
+	__u16 _pad;
+};
+
 struct resolve_ctx {
 	__u64 dentry; /* struct dentry * */
 	__u64 mnt;    /* struct mount * */

@@ -10,6 +10,7 @@
 //! open /home/u/.ssh/id_rsa for read: no fs.read grant covers it
 //! exec /usr/bin/git: the pinned inode no longer matches (exec.allow[0], line 7)
 //! connect tcp 1.2.3.4:443: no net.allow rule covers it
+//! resolve evil.example: no net.allow host rule names it (answered NXDOMAIN; the query never left the machine)
 //! ```
 //!
 //! [`write_jsonl`] writes records one JSON object per line.
@@ -19,7 +20,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bee_common::event::{
-    EVENT_ALLOWED, EVENT_LEARNED, EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
+    DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, EVENT_ALLOWED, EVENT_LEARNED, EVENT_PATH_TRUNCATED,
+    EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
 };
 use bee_common::{
     ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_NET, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
@@ -99,6 +101,17 @@ pub enum Reason {
     },
     /// A directory move between two places whose grants differ at some path below them.
     Reparent,
+    /// bee's resolver refused the query: no host rule names the name.
+    NameNotGranted,
+    /// bee's resolver refused the answer: it is an alias (CNAME) of a name no host rule names.
+    AliasNotGranted {
+        /// The alias target.
+        target: String,
+    },
+    /// bee's resolver dropped an address from the answer: loopback, private, link-local,
+    /// cloud metadata or another special range, and no address grant covers it (DNS
+    /// rebinding).
+    SpecialAddress,
     /// The operation is never granted inside a scope (`bpf(2)`, mounting, signalling or tracing
     /// processes outside the scope, abstract unix sockets, device nodes, listening IP sockets,
     /// netlink requests that change kernel state, perf events, `CLONE_INTO_CGROUP`).
@@ -203,6 +216,7 @@ fn verb(hook: Hook) -> &'static str {
         Hook::IpcPermission => "use a SysV IPC object of another scope or of no scope",
         Hook::TaskSetscheduler => "change the scheduling of a process outside the scope",
         Hook::TaskSetrlimit => "change the resource limits of a process outside the scope",
+        Hook::DnsQuery => "resolve",
     }
 }
 
@@ -352,6 +366,10 @@ impl AuditRecord {
         let Some(hook) = hook else {
             return record;
         };
+        if hook == Hook::DnsQuery {
+            record.dns_refusal(event);
+            return record;
+        }
         let is_ip = matches!(hook, Hook::SocketConnect | Hook::SocketSendmsg)
             && matches!(event.family, AF_INET | AF_INET6);
         if is_ip {
@@ -387,6 +405,40 @@ impl AuditRecord {
             record.reason = Some(record.reason_for(hook, event, policy));
         }
         record
+    }
+
+    /// Fills in a refusal of bee's resolver ([`Hook::DnsQuery`]; its encoding is described
+    /// there).
+    fn dns_refusal(&mut self, event: &AuditEvent) {
+        let text = String::from_utf8_lossy(event.path()).into_owned();
+        self.grant = Some("net.allow".to_owned());
+        self.proto = None;
+        let reason = match event.port {
+            DNS_REFUSED_ALIAS => {
+                let (name, target) = text.split_once(" -> ").unwrap_or((&text, ""));
+                let target = target.to_owned();
+                self.path = Some(name.to_owned());
+                Reason::AliasNotGranted { target }
+            }
+            DNS_REFUSED_ADDRESS => {
+                self.path = Some(text);
+                self.addr = Some(if event.family == AF_INET {
+                    let mut v4 = [0u8; 4];
+                    v4.copy_from_slice(event.addr.get(..4).unwrap_or(&[0; 4]));
+                    IpAddr::V4(Ipv4Addr::from(v4))
+                } else {
+                    IpAddr::V6(Ipv6Addr::from(event.addr))
+                });
+                Reason::SpecialAddress
+            }
+            _ => {
+                self.path = Some(text);
+                Reason::NameNotGranted
+            }
+        };
+        if event.flags & EVENT_ALLOWED == 0 {
+            self.reason = Some(reason);
+        }
     }
 
     fn reason_for(&self, hook: Hook, event: &AuditEvent, policy: &CompiledPolicy) -> Reason {
@@ -455,6 +507,9 @@ impl AuditRecord {
 
     /// The object of the access as people write it: the path, `tcp 1.2.3.4:443`, or empty.
     fn object(&self) -> String {
+        if self.hook == Hook::DnsQuery.name() {
+            return self.path.clone().unwrap_or_default();
+        }
         if let (Some(addr), Some(port)) = (self.addr, self.port) {
             let proto = self.proto.as_deref().unwrap_or("ip");
             return match addr {
@@ -526,6 +581,14 @@ impl AuditRecord {
             Some(Reason::Protected { rule }) => format!(
                 "it is a protected path (`{}`, {}): write grants never cover it unless fs.unprotect names it",
                 rule.text, rule.key
+            ),
+            Some(Reason::NameNotGranted) => "no net.allow host rule names it (answered NXDOMAIN; the query never left the machine)".to_owned(),
+            Some(Reason::AliasNotGranted { target }) => format!(
+                "its answer is an alias of `{target}`, which no net.allow host rule names (answered NXDOMAIN)"
+            ),
+            Some(Reason::SpecialAddress) => format!(
+                "it answered {}, a loopback, private, link-local or metadata address that no net.allow addr grant covers, so the address was left out",
+                self.addr.map_or_else(String::new, |a| a.to_string())
             ),
             Some(Reason::Reparent) => "a directory moves only between places granted alike at every path below, and these two are not (a carve-out or a different grant)".to_owned(),
         };

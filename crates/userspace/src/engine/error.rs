@@ -72,6 +72,15 @@ pub enum EngineError {
     /// Relocating the plan failed.
     #[error("placing the policy in the kernel maps failed: {0}")]
     Plan(#[source] Box<PlanError>),
+    /// `SCOPE_DNS` asked for a scope whose DNS is not steered: the steering programs are not
+    /// attached or the scope has no DNS map entry.
+    #[error(
+        "cgroup {cgroup_id}: name grants need the DNS steering programs attached and the scope's resolver set first"
+    )]
+    NoDnsSteering {
+        /// The cgroup.
+        cgroup_id: u64,
+    },
     /// The shared maps have no room for the plan.
     #[error("no room in the kernel maps: {what} needs {needed} entries, {free} free")]
     Full {

@@ -6,8 +6,8 @@ use aya::Ebpf;
 use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{Array, HashMap, Map, MapData, MapError, RingBuf};
 use bee_common::{
-    AuditEvent, ComboKey, EdgeKeyLong, EdgeKeyShort, ExecPinKey, GLOB_MAX, GlobValue, LpmKeyV4,
-    LpmKeyV6, NetValue, ScopeValue, StateValue,
+    AnswerKey, AnswerValue, AuditEvent, ComboKey, DnsValue, EdgeKeyLong, EdgeKeyShort, ExecPinKey,
+    GLOB_MAX, GlobValue, LpmKeyV4, LpmKeyV6, NetValue, ScopeValue, StateValue,
 };
 
 use super::{EngineError, EngineOptions};
@@ -37,12 +37,16 @@ pub mod map_names {
     pub const EVENTS: &str = "bee_events";
     /// `[0] = 1`: the directory cache may be used (its tracing programs are attached).
     pub const CACHE_ON: &str = "bee_cache_on";
+    /// cgroup id → `bee_dns`: where a scope with name grants has its DNS steered.
+    pub const DNS: &str = "bee_dns";
+    /// (cgroup id, address) → `bee_answer`: the live answers of the scopes' resolvers.
+    pub const ANSWERS: &str = "bee_answers";
 }
 
 use map_names as n;
 
 /// `max_entries` overrides for `EbpfLoader::map_max_entries`.
-pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 10] {
+pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 12] {
     [
         (n::SCOPES, o.max_scopes),
         (n::STATES, o.max_states),
@@ -54,6 +58,8 @@ pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 10] {
         (n::NET_V4, o.max_net_v4),
         (n::NET_V6, o.max_net_v6),
         (n::EVENTS, o.ring_bytes),
+        (n::DNS, o.max_scopes),
+        (n::ANSWERS, o.max_answers),
     ]
 }
 
@@ -73,6 +79,8 @@ pub(super) struct Maps {
     net_v6: LpmTrie<MapData, V6Data, NetValue>,
     events: RingBuf<MapData>,
     cache_on: Array<MapData, u32>,
+    dns: HashMap<MapData, u64, DnsValue>,
+    answers: HashMap<MapData, AnswerKey, AnswerValue>,
 }
 
 impl std::fmt::Debug for Maps {
@@ -156,6 +164,8 @@ impl Maps {
             net_v6: LpmTrie::try_from(take(ebpf, dir, n::NET_V6)?).map_err(conv(n::NET_V6))?,
             events: RingBuf::try_from(take(ebpf, dir, n::EVENTS)?).map_err(conv(n::EVENTS))?,
             cache_on: Array::try_from(take(ebpf, dir, n::CACHE_ON)?).map_err(conv(n::CACHE_ON))?,
+            dns: HashMap::try_from(take(ebpf, dir, n::DNS)?).map_err(conv(n::DNS))?,
+            answers: HashMap::try_from(take(ebpf, dir, n::ANSWERS)?).map_err(conv(n::ANSWERS))?,
         })
     }
 
@@ -294,6 +304,55 @@ impl Maps {
         }
         for (i, _) in plan.globs() {
             note(self.globs.set(i, NO_GLOB, 0), n::GLOBS);
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Writes where scope `cgroup_id`'s DNS traffic goes.
+    pub(super) fn insert_dns(
+        &mut self,
+        cgroup_id: u64,
+        value: DnsValue,
+    ) -> Result<(), EngineError> {
+        self.dns
+            .insert(cgroup_id, value, 0)
+            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::DNS))
+    }
+
+    /// Whether scope `cgroup_id` has a DNS map entry.
+    pub(super) fn has_dns(&self, cgroup_id: u64) -> bool {
+        self.dns.get(&cgroup_id, 0).is_ok()
+    }
+
+    /// Deletes scope `cgroup_id`'s DNS map entry and every answer of its resolver (absent is
+    /// fine). Returns the first error after trying everything.
+    pub(super) fn remove_dns(&mut self, cgroup_id: u64) -> Result<(), EngineError> {
+        const DELETE: &str = "BPF_MAP_DELETE_ELEM";
+        let mut first = match self.dns.remove(&cgroup_id) {
+            Ok(()) | Err(MapError::KeyNotFound) => None,
+            Err(source) => Some(EngineError::Map {
+                call: DELETE,
+                map: n::DNS,
+                source: Box::new(source),
+            }),
+        };
+        let keys: Vec<AnswerKey> = self
+            .answers
+            .keys()
+            .filter_map(Result::ok)
+            .filter(|k| k.cgroup_id == cgroup_id)
+            .collect();
+        for k in keys {
+            match self.answers.remove(&k) {
+                Ok(()) | Err(MapError::KeyNotFound) => {}
+                Err(source) => {
+                    first.get_or_insert(EngineError::Map {
+                        call: DELETE,
+                        map: n::ANSWERS,
+                        source: Box::new(source),
+                    });
+                }
+            }
         }
         first.map_or(Ok(()), Err)
     }

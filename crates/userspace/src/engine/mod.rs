@@ -37,10 +37,12 @@
 //! it (`docs/kernel-testing.md`, "The kernel matrix").
 
 pub mod alloc;
+mod dns;
 mod error;
 pub mod events;
 mod grace;
 mod maps;
+mod names;
 mod pins;
 mod shared;
 
@@ -52,12 +54,15 @@ use aya::programs::links::{FdLink, PinnedLink};
 use aya::programs::{FEntry, FExit, Lsm};
 use aya::{Btf, Ebpf, EbpfLoader};
 use bee_common::AuditEvent;
+use bee_common::scope::SCOPE_DNS;
 
 use crate::plan::{EnforcementPlan, Placement};
 
 pub use alloc::RangeAlloc;
+pub use dns::{AnswerMap, DNS_PROGRAMS, answer_key, boot_time_ns, dns_value};
 pub use error::EngineError;
 pub use maps::map_names;
+pub use names::{UPSTREAM_ENV, refusal_event};
 pub use shared::SharedEngine;
 
 /// Every program of `bee.bpf.o` with its LSM hook (`include/linux/lsm_hook_defs.h`).
@@ -171,11 +176,14 @@ pub struct EngineOptions {
     /// Ring buffer size in bytes (a power of two, a multiple of the page size); one event is
     /// 4,176 bytes plus an 8-byte header.
     pub ring_bytes: u32,
+    /// Live resolver answers (address × scope) of all scopes with name grants together.
+    pub max_answers: u32,
 }
 
 impl Default for EngineOptions {
     /// 1,024 scopes; 262,144 states; 1,048,576 short and 65,536 long edges; 16,384 globs;
-    /// 262,144 combos; 65,536 exec pins and IPv4/IPv6 blocks each; a 4 MiB ring buffer. The
+    /// 262,144 combos; 65,536 exec pins and IPv4/IPv6 blocks each; a 4 MiB ring buffer;
+    /// 65,536 live resolver answers. The
     /// hash maps and tries allocate on insert (`BPF_F_NO_PREALLOC`); the arrays take
     /// 4 MiB (states) and 1 MiB (globs) up front.
     fn default() -> Self {
@@ -191,6 +199,7 @@ impl Default for EngineOptions {
             max_net_v4: 1 << 16,
             max_net_v6: 1 << 16,
             ring_bytes: 4 << 20,
+            max_answers: 1 << 16,
         }
     }
 }
@@ -240,8 +249,10 @@ static LOADED: AtomicBool = AtomicBool::new(false);
 #[derive(Debug)]
 pub struct Engine {
     /// Keeps the programs (and the aya objects) alive.
-    _ebpf: Ebpf,
+    ebpf: Ebpf,
     _links: Vec<PinnedLink>,
+    /// The DNS steering programs' links, once [`Engine::enable_dns`] attached them.
+    dns_links: Vec<PinnedLink>,
     maps: maps::Maps,
     instance_dir: PathBuf,
     policy_ids: RangeAlloc,
@@ -433,8 +444,9 @@ impl Engine {
                 Err(_) => false,
             };
         Ok(Self {
-            _ebpf: ebpf,
+            ebpf,
             _links: links,
+            dns_links: Vec::new(),
             maps,
             instance_dir,
             policy_ids: RangeAlloc::new(1, u32::MAX),
@@ -512,6 +524,29 @@ impl Engine {
         Ok(links)
     }
 
+    /// Says where scope `cgroup_id`'s DNS traffic goes (`bee_dns`): call it before
+    /// [`Engine::install`] with `SCOPE_DNS`, after [`Engine::enable_dns`]. [`Engine::uninstall`]
+    /// removes it with the scope's answers.
+    ///
+    /// # Errors
+    /// A map error.
+    pub fn set_dns(
+        &mut self,
+        cgroup_id: u64,
+        value: bee_common::DnsValue,
+    ) -> Result<(), EngineError> {
+        self.maps.insert_dns(cgroup_id, value)
+    }
+
+    /// Removes scope `cgroup_id`'s DNS map entry and its answers, for a scope whose install
+    /// failed after [`Engine::set_dns`] ([`Engine::uninstall`] does it for installed ones).
+    ///
+    /// # Errors
+    /// A map error.
+    pub fn clear_dns(&mut self, cgroup_id: u64) -> Result<(), EngineError> {
+        self.maps.remove_dns(cgroup_id)
+    }
+
     /// Whether the kernel's directory cache is on: its tracing programs on `d_move` and
     /// `d_exchange` loaded and attached. When off, every path is resolved in full.
     pub fn dircache_enabled(&self) -> bool {
@@ -575,6 +610,10 @@ impl Engine {
         if self.scopes.contains_key(&cgroup_id) {
             return Err(EngineError::ScopeExists { cgroup_id });
         }
+        if flags & SCOPE_DNS != 0 && !(self.dns_enabled() && self.maps.has_dns(cgroup_id)) {
+            // Port 53 is let through only because these steer it: never one without the other.
+            return Err(EngineError::NoDnsSteering { cgroup_id });
+        }
         let (placement, states, globs, install) = self.place(plan)?;
         let (policy_id, state_first, glob_first) = (
             placement.policy_id,
@@ -623,6 +662,9 @@ impl Engine {
         // A grace period starts now, in the background: the next install rarely waits.
         self.graces.unlinked(true);
         self.scopes.remove(&installed.cgroup_id);
+        if installed.flags & SCOPE_DNS != 0 {
+            self.maps.remove_dns(installed.cgroup_id)?;
+        }
         self.maps.remove_plan(&installed.plan)?;
         let p = installed.plan.placement();
         self.release(
@@ -839,7 +881,7 @@ fn check_object(object: &[u8]) -> Result<(), EngineError> {
             reason: "not an ELF object (a stub?)".into(),
         });
     }
-    for (program, _) in PROGRAMS.iter().chain(OPTIONAL_PROGRAMS) {
+    for (program, _) in PROGRAMS.iter().chain(OPTIONAL_PROGRAMS).chain(DNS_PROGRAMS) {
         let section_name = program.as_bytes();
         if !object
             .windows(section_name.len())

@@ -2,13 +2,17 @@
 //!
 //! The engine is loaded once per process and serves many concurrent scopes. Its ring buffer
 //! carries the audit events of all of them, so draining it for one scope routes the events of
-//! the others into per-cgroup queues, where their own `drain_events` finds them later.
+//! the others into per-cgroup queues, where their own `drain_events` finds them later. A scope
+//! whose policy grants names gets its own resolver (module `names`), whose refusals join the
+//! scope's events.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bee_common::AuditEvent;
+use bee_common::scope::SCOPE_DNS;
 
+use super::names::{Refusals, ScopeNames};
 use super::{Engine, EngineError, EngineOptions, InstalledPolicy};
 use crate::plan::EnforcementPlan;
 use crate::scope::{EnforceError, Enforcer, InstallId};
@@ -21,6 +25,8 @@ const QUEUE_MAX: usize = 65_536;
 #[derive(Debug)]
 pub struct SharedEngine {
     state: Mutex<State>,
+    /// The resolvers' refusals; their threads add to it without the state's lock.
+    refusals: Refusals,
 }
 
 #[derive(Debug)]
@@ -30,6 +36,8 @@ struct State {
     next_id: u64,
     queues: HashMap<u64, VecDeque<AuditEvent>>,
     dropped: HashMap<u64, u64>,
+    /// The resolvers of scopes with name grants, by install id.
+    names: HashMap<u64, ScopeNames>,
 }
 
 impl SharedEngine {
@@ -50,7 +58,9 @@ impl SharedEngine {
                 next_id: 1,
                 queues: HashMap::new(),
                 dropped: HashMap::new(),
+                names: HashMap::new(),
             }),
+            refusals: Arc::default(),
         }
     }
 
@@ -76,16 +86,36 @@ impl Enforcer for SharedEngine {
         flags: u32,
     ) -> Result<InstallId, EnforceError> {
         let mut state = self.lock();
-        let installed =
-            state
-                .engine
-                .install(plan, cgroup_id, flags)
-                .map_err(|e| EnforceError::Install {
+        let names = if plan.names().is_empty() {
+            None
+        } else {
+            let names = ScopeNames::start(&mut state.engine, plan, cgroup_id, &self.refusals)
+                .map_err(|detail| EnforceError::Install { detail })?;
+            Some(names)
+        };
+        let flags = if names.is_some() {
+            flags | SCOPE_DNS
+        } else {
+            flags
+        };
+        let installed = match state.engine.install(plan, cgroup_id, flags) {
+            Ok(installed) => installed,
+            Err(e) => {
+                if let Some(names) = names {
+                    let _ = state.engine.clear_dns(cgroup_id);
+                    names.stop();
+                }
+                return Err(EnforceError::Install {
                     detail: e.to_string(),
-                })?;
+                });
+            }
+        };
         let id = state.next_id;
         state.next_id += 1;
         state.installed.insert(id, installed);
+        if let Some(names) = names {
+            state.names.insert(id, names);
+        }
         Ok(InstallId(id))
     }
 
@@ -107,6 +137,14 @@ impl Enforcer for SharedEngine {
         if result.is_ok() {
             state.queues.remove(&cgroup_id);
             state.dropped.remove(&cgroup_id);
+            // The scope entry, DNS entry and answers are gone: the resolver can go too.
+            if let Some(names) = state.names.remove(&id.0) {
+                names.stop();
+            }
+            self.refusals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&cgroup_id);
         }
         result
     }
@@ -114,7 +152,10 @@ impl Enforcer for SharedEngine {
     fn replace(&self, id: InstallId, plan: &EnforcementPlan) -> Result<(), EnforceError> {
         let mut state = self.lock();
         let State {
-            engine, installed, ..
+            engine,
+            installed,
+            names,
+            ..
         } = &mut *state;
         let current = installed
             .get_mut(&id.0)
@@ -122,8 +163,23 @@ impl Enforcer for SharedEngine {
                 detail: format!("no installed plan has id {}", id.0),
                 new_in_force: false,
             })?;
+        let scope_names = names.get(&id.0);
+        if scope_names.is_none() && !plan.names().is_empty() {
+            return Err(EnforceError::Replace {
+                detail: "name grants cannot be added to a running scope (it has no resolver); \
+                         the old policy stays in force"
+                    .to_owned(),
+                new_in_force: false,
+            });
+        }
         let before = current.policy_id();
-        engine.replace(current, plan).map_err(|e| {
+        let replaced = engine.replace(current, plan);
+        if current.policy_id() != before
+            && let Some(n) = scope_names
+        {
+            n.regrant(plan);
+        }
+        replaced.map_err(|e| {
             let new_in_force = current.policy_id() != before;
             EnforceError::Replace {
                 detail: if new_in_force {
@@ -141,7 +197,15 @@ impl Enforcer for SharedEngine {
 
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent> {
         let mut state = self.lock();
-        let events = state.engine.read_events(usize::MAX);
+        let mut events = state.engine.read_events(usize::MAX);
+        if let Some(refused) = self
+            .refusals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&cgroup_id)
+        {
+            events.extend(refused);
+        }
         let State {
             queues, dropped, ..
         } = &mut *state;

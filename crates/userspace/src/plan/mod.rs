@@ -14,6 +14,7 @@
 mod error;
 mod exec;
 mod minimize;
+mod names;
 mod net;
 mod paths;
 mod protect;
@@ -32,6 +33,7 @@ use serde::Serialize;
 
 pub use error::{PlanError, RuleUse};
 pub use exec::kernel_dev;
+pub use names::NamePlan;
 
 use paths::{PathInput, Role};
 
@@ -115,6 +117,7 @@ pub struct EnforcementPlan {
     exec_pins: BTreeMap<ExecPinKey, u32>,
     net_v4: BTreeMap<LpmKeyV4, NetValue>,
     net_v6: BTreeMap<LpmKeyV6, NetValue>,
+    names: NamePlan,
 }
 
 impl EnforcementPlan {
@@ -229,6 +232,7 @@ impl EnforcementPlan {
             exec_pins,
             net_v4: network.v4,
             net_v6: network.v6,
+            names: NamePlan::new(&policy.net.hosts, &policy.net.allow),
         })
     }
 
@@ -360,6 +364,7 @@ impl EnforcementPlan {
                     )
                 })
                 .collect(),
+            names: self.names.clone(),
         })
     }
 
@@ -430,6 +435,11 @@ impl EnforcementPlan {
     /// IPv6 LPM-trie entries.
     pub fn net_v6(&self) -> &BTreeMap<LpmKeyV6, NetValue> {
         &self.net_v6
+    }
+
+    /// The name grants, for the scope's resolver (empty without `host` rules: no resolver).
+    pub fn names(&self) -> &NamePlan {
+        &self.names
     }
 
     /// Entry counts per map.

@@ -1,0 +1,264 @@
+//! Name grants of a [`super::SharedEngine`]'s scopes: one resolver ([`crate::dns`]) per scope
+//! whose policy grants names. Its answers go into the kernel's answers map before the scope
+//! sees them; its refusals become the scope's audit events ([`Hook::DnsQuery`]).
+//!
+//! ```text
+//! ScopeNames::start(engine, plan, cgroup)   attach the steering programs (once), start the
+//!                                           resolver, point the scope's DNS map entry at it
+//! engine.install(plan, cgroup, SCOPE_DNS)   (the caller) port 53 allowed from now on
+//! names.regrant(plan)                       a live policy change: new grants, old answers gone
+//! names.stop()                              after uninstall removed the entry and answers
+//! ```
+//!
+//! The upstream servers are the system's (`/etc/resolv.conf`), or those `BEE_DNS_UPSTREAM`
+//! names (`ADDR:PORT`, comma-separated).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use bee_common::event::{DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, DNS_REFUSED_NAME};
+use bee_common::{ACCESS_NET, AuditEvent, Hook, NET_RULES_MAX, NetPortRule, NetValue};
+use bee_common::{PROTO_TCP, PROTO_UDP};
+
+use super::{AnswerMap, Engine, EngineError, dns_value};
+use crate::dns::{
+    Admitted, AnswerSink, NameDenial, NameDenialReason, NameGrants, PortGrant, ResolverConfig,
+    ScopeResolver,
+};
+use crate::plan::{EnforcementPlan, NamePlan};
+
+/// The environment variable that overrides the resolvers' upstream servers.
+pub const UPSTREAM_ENV: &str = "BEE_DNS_UPSTREAM";
+
+/// Refusals of the resolvers, by cgroup id, until the scope drains its events.
+pub(super) type Refusals = Arc<Mutex<HashMap<u64, Vec<AuditEvent>>>>;
+
+/// `-EPERM`, as the kernel's denials carry it.
+const EPERM: i32 = 1;
+
+/// A plan's name grants as a resolver asks them; swapped whole by a live policy change.
+struct Grants(RwLock<NamePlan>);
+
+impl NameGrants for Grants {
+    fn ports_for(&self, name: &str) -> Vec<PortGrant> {
+        let plan = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        plan.ports_for(name)
+            .iter()
+            .map(|r| PortGrant {
+                first: r.first,
+                last: r.last,
+                tcp: r.protocols & PROTO_TCP != 0,
+                udp: r.protocols & PROTO_UDP != 0,
+            })
+            .collect()
+    }
+
+    fn address_allows(&self, ip: IpAddr) -> bool {
+        let plan = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        plan.address_granted(ip)
+    }
+}
+
+/// Puts a resolver's answers into the kernel and its refusals into the audit queue.
+struct KernelSink {
+    cgroup_id: u64,
+    answers: AnswerMap,
+    refusals: Refusals,
+}
+
+/// The port rules of `ports` as one answers-map value.
+fn net_value(ports: &[PortGrant]) -> Result<NetValue, String> {
+    let mut v = NetValue::default();
+    for p in ports {
+        let protocols = (if p.tcp { PROTO_TCP } else { 0 }) | (if p.udp { PROTO_UDP } else { 0 });
+        let rule = NetPortRule {
+            first: p.first,
+            last: p.last,
+            protocols,
+            _pad: [0; 3],
+        };
+        let i = v.count as usize;
+        let slot = v.rules.get_mut(i).ok_or_else(|| {
+            format!("a name with more than {NET_RULES_MAX} port rules cannot be admitted")
+        })?;
+        *slot = rule;
+        v.count += 1;
+    }
+    Ok(v)
+}
+
+impl AnswerSink for KernelSink {
+    fn admit(&self, answers: &[Admitted]) -> Result<(), String> {
+        for a in answers {
+            let ports = net_value(&a.ports)?;
+            self.answers
+                .admit(self.cgroup_id, a.addr, a.ttl, &ports)
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn denied(&self, denial: NameDenial) {
+        let Some(event) = refusal_event(self.cgroup_id, &denial) else {
+            return;
+        };
+        self.refusals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(self.cgroup_id)
+            .or_default()
+            .push(event);
+    }
+}
+
+/// The audit event of a refusal ([`Hook::DnsQuery`] says how it is encoded); `None` for an
+/// upstream failure, which refuses nothing the policy grants.
+pub fn refusal_event(cgroup_id: u64, denial: &NameDenial) -> Option<AuditEvent> {
+    let mut ev = AuditEvent::zeroed();
+    ev.cgroup_id = cgroup_id;
+    ev.hook = Hook::DnsQuery as u32;
+    ev.error = -EPERM;
+    ev.access = ACCESS_NET;
+    let comm = b"bee-resolver";
+    ev.comm[..comm.len()].copy_from_slice(comm);
+    let text = match &denial.reason {
+        NameDenialReason::NotGranted | NameDenialReason::InvalidName => {
+            ev.port = DNS_REFUSED_NAME;
+            denial.name.clone()
+        }
+        NameDenialReason::CnameNotGranted { target } => {
+            ev.port = DNS_REFUSED_ALIAS;
+            format!("{} -> {target}", denial.name)
+        }
+        NameDenialReason::SpecialAddress { addr, .. } => {
+            ev.port = DNS_REFUSED_ADDRESS;
+            match addr {
+                IpAddr::V4(a) => {
+                    ev.family = 2;
+                    ev.addr[..4].copy_from_slice(&a.octets());
+                }
+                IpAddr::V6(a) => {
+                    ev.family = 10;
+                    ev.addr = a.octets();
+                }
+            }
+            denial.name.clone()
+        }
+        _ => return None,
+    };
+    let bytes = text.as_bytes();
+    let n = bytes.len().min(ev.path.len());
+    ev.path[..n].copy_from_slice(&bytes[..n]);
+    ev.path_len = n as u32;
+    Some(ev)
+}
+
+/// The resolvers' configuration: the system's, with [`UPSTREAM_ENV`]'s servers if set.
+///
+/// # Errors
+/// A message naming the entry of a malformed [`UPSTREAM_ENV`].
+fn resolver_config() -> Result<ResolverConfig, String> {
+    match std::env::var(UPSTREAM_ENV) {
+        Ok(list) => {
+            let upstream = list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    s.parse::<SocketAddr>()
+                        .map_err(|_| format!("{UPSTREAM_ENV}: `{s}` is not ADDR:PORT"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(ResolverConfig::with_upstream(upstream))
+        }
+        Err(_) => Ok(ResolverConfig::system()),
+    }
+}
+
+/// One scope's resolver and the grants it answers by.
+pub(super) struct ScopeNames {
+    resolver: ScopeResolver,
+    grants: Arc<Grants>,
+    answers: AnswerMap,
+    cgroup_id: u64,
+}
+
+impl std::fmt::Debug for ScopeNames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScopeNames")
+            .field("cgroup_id", &self.cgroup_id)
+            .field("port", &self.resolver.port())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why name grants could not be set up, for [`crate::scope::EnforceError`].
+pub(super) fn explain(e: &EngineError) -> String {
+    let text = e.to_string();
+    if text.contains("Operation not permitted") || text.contains("EPERM") {
+        format!(
+            "{text}; name grants (`host` in net.allow) need CAP_NET_ADMIN besides CAP_BPF and \
+             CAP_PERFMON: the kernel loads cgroup socket programs only with it"
+        )
+    } else {
+        text
+    }
+}
+
+impl ScopeNames {
+    /// Attaches the steering programs (once per engine), starts a resolver answering by
+    /// `plan`'s name grants and writes scope `cgroup_id`'s DNS map entry. The caller then
+    /// installs the plan with `SCOPE_DNS`.
+    ///
+    /// # Errors
+    /// A message naming the step: the programs (CAP_NET_ADMIN), the resolver's sockets, the
+    /// upstream setting, the map.
+    pub(super) fn start(
+        engine: &mut Engine,
+        plan: &EnforcementPlan,
+        cgroup_id: u64,
+        refusals: &Refusals,
+    ) -> Result<Self, String> {
+        engine.enable_dns().map_err(|e| explain(&e))?;
+        let answers = engine.answers().map_err(|e| e.to_string())?;
+        let sink_answers = engine.answers().map_err(|e| e.to_string())?;
+        let config = resolver_config()?;
+        let grants = Arc::new(Grants(RwLock::new(plan.names().clone())));
+        let sink = Arc::new(KernelSink {
+            cgroup_id,
+            answers: sink_answers,
+            refusals: Arc::clone(refusals),
+        });
+        let resolver =
+            ScopeResolver::start(config, Arc::clone(&grants) as Arc<dyn NameGrants>, sink)
+                .map_err(|e| format!("starting the scope's resolver: {e}"))?;
+        if let Err(e) = engine.set_dns(cgroup_id, dns_value(resolver.port(), resolver.v6())) {
+            resolver.stop();
+            return Err(e.to_string());
+        }
+        Ok(Self {
+            resolver,
+            grants,
+            answers,
+            cgroup_id,
+        })
+    }
+
+    /// A live policy change: the resolver answers by `plan`'s grants from now on, and every
+    /// answer given under the old ones is withdrawn (a name the new policy drops must not stay
+    /// reachable by its old addresses).
+    pub(super) fn regrant(&self, plan: &EnforcementPlan) {
+        *self
+            .grants
+            .0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = plan.names().clone();
+        self.answers.forget_scope(self.cgroup_id);
+    }
+
+    /// Stops the resolver (its threads are joined).
+    pub(super) fn stop(self) {
+        self.resolver.stop();
+    }
+}
