@@ -542,6 +542,131 @@ fn net(action: &str, addr: &str, port: u16) -> i32 {
     }
 }
 
+/// The helper action `dns MODE ADDR PORT`: sends `query` to `ADDR:PORT` and waits (5 s) for a
+/// reply, printing `reply from PEER: TEXT` on stdout. MODE is `udp` (unconnected `sendto`,
+/// `recvfrom`), `udp-connected` (`connect`, `send`, `recv`, the peer from `getpeername`) or
+/// `tcp` (connect, write, read to the end; the peer from `getpeername`). Returns the errno of
+/// the first call that failed, 0 otherwise.
+fn dns_exchange(mode: &str, addr: &str, port: &str) -> i32 {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream, UdpSocket};
+    let ip: std::net::IpAddr = addr.parse().unwrap();
+    let peer = SocketAddr::new(ip, port.parse().unwrap());
+    let wait = Some(std::time::Duration::from_secs(5));
+    let code = |e: std::io::Error| e.raw_os_error().unwrap_or(-1);
+    let local: SocketAddr = if ip.is_ipv4() {
+        "0.0.0.0:0".parse().unwrap()
+    } else {
+        "[::]:0".parse().unwrap()
+    };
+    let result = (|| -> std::io::Result<(SocketAddr, Vec<u8>)> {
+        let mut buf = vec![0u8; 512];
+        match mode {
+            "udp" => {
+                let s = UdpSocket::bind(local)?;
+                s.set_read_timeout(wait)?;
+                s.send_to(b"query", peer)?;
+                let (n, from) = s.recv_from(&mut buf)?;
+                buf.truncate(n);
+                Ok((from, buf))
+            }
+            "udp-connected" => {
+                let s = UdpSocket::bind(local)?;
+                s.set_read_timeout(wait)?;
+                s.connect(peer)?;
+                s.send(b"query")?;
+                let n = s.recv(&mut buf)?;
+                buf.truncate(n);
+                Ok((s.peer_addr()?, buf))
+            }
+            _ => {
+                let mut s = TcpStream::connect_timeout(&peer, std::time::Duration::from_secs(5))?;
+                s.set_read_timeout(wait)?;
+                // Before the peer closes: a closed socket has no peer name (ENOTCONN).
+                let from = s.peer_addr()?;
+                s.write_all(b"query")?;
+                s.shutdown(std::net::Shutdown::Write)?;
+                let mut got = Vec::new();
+                s.read_to_end(&mut got)?;
+                Ok((from, got))
+            }
+        }
+    })();
+    match result {
+        Ok((from, text)) => {
+            println!("reply from {from}: {}", String::from_utf8_lossy(&text));
+            0
+        }
+        Err(e) => code(e),
+    }
+}
+
+/// The helper action `resolve MODE NAME SERVER`: an `A` query for NAME to `SERVER:53` over
+/// `udp` or `tcp` (MODE), as a stub resolver sends it; prints `rcode=CODE addrs=A,B` (the
+/// answer's A records) on stdout. Returns the errno of the first call that failed, or 110
+/// (ETIMEDOUT) when no reply came within 5 s.
+fn resolve(mode: &str, name: &str, server: &str) -> i32 {
+    use hickory_proto::op::{Message, MessageType, OpCode, Query};
+    use hickory_proto::rr::{Name, RData, RecordType};
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream, UdpSocket};
+    let server = SocketAddr::new(server.parse().unwrap(), 53);
+    let mut query = Message::new();
+    query
+        .set_id(0x4242)
+        .set_message_type(MessageType::Query)
+        .set_op_code(OpCode::Query)
+        .set_recursion_desired(true)
+        .add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
+    let bytes = query.to_vec().unwrap();
+    let wait = Some(std::time::Duration::from_secs(5));
+    let reply = (|| -> std::io::Result<Vec<u8>> {
+        if mode == "udp" {
+            let s = UdpSocket::bind("0.0.0.0:0")?;
+            s.set_read_timeout(wait)?;
+            s.send_to(&bytes, server)?;
+            let mut buf = vec![0u8; 4096];
+            let (n, _) = s.recv_from(&mut buf)?;
+            buf.truncate(n);
+            Ok(buf)
+        } else {
+            let mut s = TcpStream::connect_timeout(&server, std::time::Duration::from_secs(5))?;
+            s.set_read_timeout(wait)?;
+            let mut framed = (bytes.len() as u16).to_be_bytes().to_vec();
+            framed.extend_from_slice(&bytes);
+            s.write_all(&framed)?;
+            let mut len = [0u8; 2];
+            s.read_exact(&mut len)?;
+            let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            s.read_exact(&mut buf)?;
+            Ok(buf)
+        }
+    })();
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return 110,
+        Err(e) => return e.raw_os_error().unwrap_or(-1),
+    };
+    let Ok(message) = Message::from_vec(&reply) else {
+        println!("rcode=unparsable addrs=");
+        return 0;
+    };
+    let addrs: Vec<String> = message
+        .answers()
+        .iter()
+        .filter_map(|r| match r.data() {
+            RData::A(a) => Some(a.0.to_string()),
+            _ => None,
+        })
+        .collect();
+    println!(
+        "rcode={} addrs={}",
+        u16::from(message.response_code()),
+        addrs.join(",")
+    );
+    0
+}
+
 /// Submits one io_uring operation and returns its errno (0 on success).
 fn uring_one(entry: &io_uring::squeue::Entry) -> i32 {
     let mut ring = match io_uring::IoUring::new(4) {
@@ -855,6 +980,8 @@ fn act(action: &str, a: &[&str]) -> i32 {
             "uring-connect" => uring_connect(arg(0), arg(1).parse().unwrap()),
             "recv-fd" => recv_fd(),
             "connect" | "sendto" => net(action, arg(0), arg(1).parse().unwrap()),
+            "dns" => dns_exchange(arg(0), arg(1), arg(2)),
+            "resolve" => resolve(arg(0), arg(1), arg(2)),
             "bpf" => {
                 // BPF_PROG_LOAD with an empty attr: refused by the LSM before any check.
                 let attr = [0u8; 128];
