@@ -228,7 +228,7 @@ pub fn propose(
                  policy (`host` in a [[net.allow]] table)",
             ));
         }
-        Some(Reason::NoGrant | Reason::ReadOnly { .. }) | None => {}
+        Some(Reason::NoGrant | Reason::NoLiveAnswer | Reason::ReadOnly { .. }) | None => {}
     }
     let path = || -> Result<String, Cannot> {
         match record.path.as_deref() {

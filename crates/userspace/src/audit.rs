@@ -101,6 +101,9 @@ pub enum Reason {
     },
     /// A directory move between two places whose grants differ at some path below them.
     Reparent,
+    /// An IP peer no address grant covers, in a scope with name grants: no live answer of
+    /// the scope's resolver names it either (never resolved, or its TTL ran out).
+    NoLiveAnswer,
     /// bee's resolver refused the query: no host rule names the name.
     NameNotGranted,
     /// bee's resolver refused the answer: it is an alias (CNAME) of a name no host rule names.
@@ -402,7 +405,11 @@ impl AuditRecord {
             record.grant = path_grant(hook, event.access).map(str::to_owned);
         }
         if !allowed {
-            record.reason = Some(record.reason_for(hook, event, policy));
+            let reason = record.reason_for(hook, event, policy);
+            record.reason = Some(match reason {
+                Reason::NoGrant if is_ip && !policy.net.hosts.is_empty() => Reason::NoLiveAnswer,
+                other => other,
+            });
         }
         record
     }
@@ -581,6 +588,9 @@ impl AuditRecord {
             Some(Reason::Protected { rule }) => format!(
                 "it is a protected path (`{}`, {}): write grants never cover it unless fs.unprotect names it",
                 rule.text, rule.key
+            ),
+            Some(Reason::NoLiveAnswer) => format!(
+                "no {grant} rule covers it, and no live answer for a granted name names it (resolve the name first; answers last their TTL)"
             ),
             Some(Reason::NameNotGranted) => "no net.allow host rule names it (answered NXDOMAIN; the query never left the machine)".to_owned(),
             Some(Reason::AliasNotGranted { target }) => format!(

@@ -42,7 +42,9 @@ fn a(owner: &str, ttl: u32, ip: [u8; 4]) -> Record {
     record(owner, ttl, RData::A(A(Ipv4Addr::from(ip))))
 }
 
-/// The zone the fake server answers from.
+/// The zone the fake server answers from. Its addresses are documentation ones (RFC 5737):
+/// the resolver refuses loopback and private answers, and the guest has no route to them,
+/// so an allowed connect fails with `ENETUNREACH`, a denied one with `EPERM`.
 fn zone() -> HashMap<String, Vec<Record>> {
     let cname = |owner: &str, target: &str| {
         record(
@@ -54,17 +56,17 @@ fn zone() -> HashMap<String, Vec<Record>> {
     HashMap::from([
         (
             "granted.test".to_owned(),
-            vec![a("granted.test", 300, [127, 0, 0, 20])],
+            vec![a("granted.test", 300, [192, 0, 2, 20])],
         ),
         (
             "short.granted.test".to_owned(),
-            vec![a("short.granted.test", 1, [127, 0, 0, 21])],
+            vec![a("short.granted.test", 1, [192, 0, 2, 21])],
         ),
         (
             "alias.granted.test".to_owned(),
             vec![
                 cname("alias.granted.test", "evil.test"),
-                a("evil.test", 60, [127, 0, 0, 22]),
+                a("evil.test", 60, [192, 0, 2, 22]),
             ],
         ),
         (
@@ -73,9 +75,9 @@ fn zone() -> HashMap<String, Vec<Record>> {
         ),
         (
             "other.test".to_owned(),
-            vec![a("other.test", 60, [127, 0, 0, 23])],
+            vec![a("other.test", 60, [192, 0, 2, 23])],
         ),
-        ("b.test".to_owned(), vec![a("b.test", 60, [127, 0, 0, 24])]),
+        ("b.test".to_owned(), vec![a("b.test", 60, [192, 0, 2, 24])]),
     ])
 }
 
@@ -240,16 +242,16 @@ fn a_granted_name_resolves_and_connects_and_an_ungranted_one_never_leaves() {
     // Any name server the scope names on port 53 is bee's resolver.
     assert_eq!(
         scope.resolve("udp", "granted.test", "10.0.0.53"),
-        "rcode=0 addrs=127.0.0.20"
+        "rcode=0 addrs=192.0.2.20"
     );
     assert_ne!(
-        scope.connect("127.0.0.20", "8443"),
+        scope.connect("192.0.2.20", "8443"),
         EPERM,
         "the answered address"
     );
-    assert_eq!(scope.connect("127.0.0.20", "8444"), EPERM, "another port");
+    assert_eq!(scope.connect("192.0.2.20", "8444"), EPERM, "another port");
     assert_eq!(
-        scope.connect("127.0.0.23", "8443"),
+        scope.connect("192.0.2.23", "8443"),
         EPERM,
         "an address never answered"
     );
@@ -316,17 +318,17 @@ fn answers_expire_and_aliases_and_special_addresses_are_refused() {
     let scope = NamedScope::new("names-expire", &["*.granted.test"]);
     assert_eq!(
         scope.resolve("udp", "short.granted.test", "10.0.0.53"),
-        "rcode=0 addrs=127.0.0.21"
+        "rcode=0 addrs=192.0.2.21"
     );
-    assert_ne!(scope.connect("127.0.0.21", "8443"), EPERM, "a live answer");
+    assert_ne!(scope.connect("192.0.2.21", "8443"), EPERM, "a live answer");
     // A TTL of 1 s is held for the 5 s minimum, then the address is no peer.
     std::thread::sleep(Duration::from_secs(6));
-    assert_eq!(scope.connect("127.0.0.21", "8443"), EPERM, "after the TTL");
+    assert_eq!(scope.connect("192.0.2.21", "8443"), EPERM, "after the TTL");
 
     let r = scope.resolve("udp", "alias.granted.test", "10.0.0.53");
     assert!(r.starts_with("rcode=3"), "{r}");
     assert_eq!(
-        scope.connect("127.0.0.22", "8443"),
+        scope.connect("192.0.2.22", "8443"),
         EPERM,
         "the alias's address"
     );
@@ -358,15 +360,15 @@ fn concurrent_scopes_with_different_names_share_no_answers() {
     let b = NamedScope::new("names-b", &["b.test"]);
     assert_eq!(
         a.resolve("udp", "granted.test", "10.0.0.53"),
-        "rcode=0 addrs=127.0.0.20"
+        "rcode=0 addrs=192.0.2.20"
     );
     assert_eq!(
         b.resolve("udp", "b.test", "10.0.0.53"),
-        "rcode=0 addrs=127.0.0.24"
+        "rcode=0 addrs=192.0.2.24"
     );
-    assert_ne!(a.connect("127.0.0.20", "8443"), EPERM);
-    assert_eq!(b.connect("127.0.0.20", "8443"), EPERM, "a's answer in b");
-    assert_eq!(a.connect("127.0.0.24", "8443"), EPERM, "b's answer in a");
+    assert_ne!(a.connect("192.0.2.20", "8443"), EPERM);
+    assert_eq!(b.connect("192.0.2.20", "8443"), EPERM, "a's answer in b");
+    assert_eq!(a.connect("192.0.2.24", "8443"), EPERM, "b's answer in a");
     assert_eq!(
         b.resolve("udp", "granted.test", "10.0.0.53"),
         "rcode=3 addrs="

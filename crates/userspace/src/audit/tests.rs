@@ -204,7 +204,8 @@ const NEVER: [Hook; 17] = [
 
 #[test]
 fn every_hook_explains_itself() {
-    for hook in Hook::ALL {
+    // The resolver's refusals are explained by `resolver_refusals_name_the_name_and_why`.
+    for hook in Hook::ALL.into_iter().filter(|h| *h != Hook::DnsQuery) {
         let never = NEVER.contains(&hook);
         let (access, path) = match hook {
             Hook::FileOpen | Hook::PathNotify => (ACCESS_READ, "/secret"),
@@ -384,4 +385,76 @@ fn a_learned_denial_is_stamped_and_carries_no_errno() {
     let mut json = Vec::new();
     assert!(write_jsonl(&mut json, &r).is_ok());
     assert!(!String::from_utf8_lossy(&json).contains("learn"));
+}
+
+fn dns_event(code: u16, text: &str) -> AuditEvent {
+    let mut e = event(Hook::DnsQuery, ACCESS_NET, text);
+    e.port = code;
+    e
+}
+
+#[test]
+fn resolver_refusals_name_the_name_and_why() {
+    use bee_common::event::{DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, DNS_REFUSED_NAME};
+    let r = record(&dns_event(DNS_REFUSED_NAME, "c2VjcmV0.evil.example"));
+    assert_eq!(r.hook, "dns_query");
+    assert_eq!(r.grant.as_deref(), Some("net.allow"));
+    assert_eq!(r.reason, Some(Reason::NameNotGranted));
+    assert_eq!(
+        r.explanation(),
+        "resolve c2VjcmV0.evil.example: no net.allow host rule names it (answered NXDOMAIN; \
+         the query never left the machine)"
+    );
+    let r = record(&dns_event(
+        DNS_REFUSED_ALIAS,
+        "cdn.example.com -> evil.example",
+    ));
+    assert_eq!(r.path.as_deref(), Some("cdn.example.com"));
+    assert_eq!(
+        r.reason,
+        Some(Reason::AliasNotGranted {
+            target: "evil.example".to_owned()
+        })
+    );
+    assert!(
+        r.explanation()
+            .starts_with("resolve cdn.example.com: its answer is an alias of `evil.example`"),
+        "{}",
+        r.explanation()
+    );
+    let mut e = dns_event(DNS_REFUSED_ADDRESS, "meta.example.com");
+    e.family = AF_INET;
+    e.addr[..4].copy_from_slice(&[169, 254, 169, 254]);
+    let r = record(&e);
+    assert_eq!(r.addr, Some(IpAddr::V4(Ipv4Addr::new(169, 254, 169, 254))));
+    assert!(
+        r.explanation()
+            .starts_with("resolve meta.example.com: it answered 169.254.169.254, a loopback"),
+        "{}",
+        r.explanation()
+    );
+}
+
+#[test]
+fn a_peer_denied_in_a_scope_with_name_grants_says_no_answer_covers_it() {
+    let options = CompileOptions {
+        base: "/w".into(),
+        home: None,
+    };
+    let policy = match compile_str(
+        "p.toml",
+        "version = 2\n[[net.allow]]\nhost = \"crates.io\"\nports = [443]\nproto = \"tcp\"\n",
+        &options,
+    ) {
+        Ok(c) => c.policy,
+        Err(e) => unreachable!("{e:?}"),
+    };
+    let e = net_event(Hook::SocketConnect, AF_INET, &[1, 2, 3, 4], 443, PROTO_TCP);
+    let r = AuditRecord::from_event(&e, &policy, UNIX_EPOCH);
+    assert_eq!(r.reason, Some(Reason::NoLiveAnswer));
+    assert_eq!(
+        r.explanation(),
+        "connect tcp 1.2.3.4:443: no net.allow rule covers it, and no live answer for a granted \
+         name names it (resolve the name first; answers last their TTL)"
+    );
 }
