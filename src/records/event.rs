@@ -337,23 +337,26 @@ pub enum DenialTarget {
     Path(String),
     /// A network peer: `address:port`, or a unix socket path (`{"peer": "1.1.1.1:443"}`).
     Peer(String),
+    /// A domain name bee's resolver refused to resolve (`{"name": "x.evil.example"}`).
+    Name(String),
 }
 
 impl DenialTarget {
-    /// `path` or `peer`.
+    /// `path`, `peer` or `name`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Path(_) => "path",
             Self::Peer(_) => "peer",
+            Self::Name(_) => "name",
         }
     }
 
-    /// The path or the peer.
+    /// The path, the peer or the name.
     #[must_use]
     pub fn value(&self) -> &str {
         match self {
-            Self::Path(v) | Self::Peer(v) => v,
+            Self::Path(v) | Self::Peer(v) | Self::Name(v) => v,
         }
     }
 }

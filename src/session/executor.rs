@@ -87,6 +87,9 @@ impl ToolDenial {
             return None;
         }
         let target = match (record.addr, record.port) {
+            _ if record.hook == bee_common::Hook::DnsQuery.name() => {
+                DenialTarget::Name(record.path.clone().unwrap_or_default())
+            }
             (Some(addr), Some(port)) => {
                 DenialTarget::Peer(std::net::SocketAddr::new(addr, port).to_string())
             }

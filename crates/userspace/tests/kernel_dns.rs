@@ -37,13 +37,13 @@ allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
     )
 }
 
-/// A scope whose DNS goes to `port` on loopback (`SCOPE_DNS`).
+/// A scope whose DNS goes to `port` on loopback, both families (`SCOPE_DNS`).
 fn dns_scope(name: &str, port: u16) -> Scope {
     let cg = Cgroup::create(name);
     let plan = plan(&policy());
     let mut e = engine();
     e.enable_dns().expect("enable_dns");
-    e.set_dns(cg.id(), dns_value(port, false)).expect("set_dns");
+    e.set_dns(cg.id(), dns_value(port, true)).expect("set_dns");
     let installed = e.install(&plan, cg.id(), SCOPE_DNS).expect("install");
     drop(e);
     let _ = events(&cg);
@@ -65,7 +65,20 @@ impl FakeResolver {
         let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = udp.local_addr().unwrap().port();
         let tcp = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        // And on [::1]: IPv6 name servers are steered there (a v4-mapped target is refused
+        // by the kernel for unconnected IPv6 sends).
+        let udp6 = UdpSocket::bind(("::1", port)).unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while let Ok((n, from)) = udp6.recv_from(&mut buf) {
+                s.lock()
+                    .unwrap()
+                    .push(format!("udp {}", String::from_utf8_lossy(&buf[..n])));
+                let _ = udp6.send_to(b"answer", from);
+            }
+        });
         let s = Arc::clone(&seen);
         std::thread::spawn(move || {
             let mut buf = [0u8; 512];
