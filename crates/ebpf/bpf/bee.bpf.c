@@ -1798,21 +1798,25 @@ static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 
 }
 
 /* Name grants, for a TCP/UDP peer `a` (v4: its first 4 bytes) on `port` that the tries
- * decided `deny` for. Port 53 is allowed: the cgroup programs below steer it to the scope's
- * resolver (BEE_SCOPE_DNS is set only once they are attached and bee_dns holds the target).
+ * decided `deny` for. Port 53 is allowed over TCP and UDP: the cgroup programs below steer it
+ * to the scope's resolver (BEE_SCOPE_DNS is set only once they are attached and bee_dns holds
+ * the target).
  * Port 853 (DNS over TLS or QUIC) is denied whatever the tries say. Any other peer the tries
  * deny is allowed while an unexpired answer of the scope's resolver names it for this
  * protocol and port. */
 static __always_inline int dns_verdict(__u64 cgid, const struct bee_scope *scope,
-				       const __u8 *a, int v4, __u8 proto, __u16 port, int deny)
+				       struct socket *sock, const __u8 *a, int v4, __u8 proto,
+				       __u16 port, int deny)
 {
 	struct bee_answer_key key = {.cgroup_id = cgid};
 	struct bee_answer *ans;
 
 	if (!(scope->flags & BEE_SCOPE_DNS) || !proto)
 		return deny;
+	/* Only plain TCP and UDP sockets are steered for certain: an MPTCP socket connects
+	 * through subflows, so port 53 over it is denied rather than trusted to them. */
 	if (port == BEE_DNS_PORT)
-		return 0;
+		return BPF_CORE_READ(sock, sk, sk_protocol) == BEE_IPPROTO_MPTCP;
 	if (port == BEE_DOT_PORT)
 		return 1;
 	if (!deny)
@@ -1897,7 +1901,7 @@ static __always_inline int check_sockaddr(__u32 hook, __u64 cgid, const struct b
 		}
 	}
 	if (family == BEE_AF_INET || family == BEE_AF_INET6)
-		deny = dns_verdict(cgid, scope, a, v4, proto, port, deny);
+		deny = dns_verdict(cgid, scope, sock, a, v4, proto, port, deny);
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_NET, deny);
 

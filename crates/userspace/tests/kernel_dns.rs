@@ -152,6 +152,10 @@ fn port_53_is_steered_to_the_scope_resolver_and_replies_read_as_the_server() {
     );
     assert!(seen.contains(&"tcp query".to_owned()), "{seen:?}");
 
+    // Nor is MPTCP, whose subflows would make the connection: port 53 over it is denied.
+    let out = helper(cg, "connect-mptcp", &["10.53.0.1", "53"]);
+    assert_eq!(errno_of(&out), EPERM, "mptcp to port 53: {}", show(&out));
+
     // DNS over TLS (and QUIC) is no way around it.
     for (action, addr) in [
         ("connect", "10.53.0.1"),

@@ -981,6 +981,27 @@ fn act(action: &str, a: &[&str]) -> i32 {
             "recv-fd" => recv_fd(),
             "connect" | "sendto" => net(action, arg(0), arg(1).parse().unwrap()),
             "dns" => dns_exchange(arg(0), arg(1), arg(2)),
+            "connect-mptcp" => {
+                // IPPROTO_MPTCP (262); a kernel without MPTCP refuses the socket itself.
+                let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 262);
+                if fd < 0 {
+                    return errno();
+                }
+                let sa = sockaddr_v4(arg(0), arg(1).parse().unwrap());
+                libc::fcntl(fd, libc::F_SETFL, libc::O_NONBLOCK);
+                let r = libc::connect(
+                    fd,
+                    (&raw const sa).cast(),
+                    size_of::<libc::sockaddr_in>() as u32,
+                );
+                let e = if r < 0 && errno() == libc::EINPROGRESS {
+                    0
+                } else {
+                    check(r.into())
+                };
+                libc::close(fd);
+                e
+            }
             "resolve" => resolve(arg(0), arg(1), arg(2)),
             "bpf" => {
                 // BPF_PROG_LOAD with an empty attr: refused by the LSM before any check.
