@@ -301,9 +301,6 @@ fn leftovers() -> BTreeSet<String> {
     found
 }
 
-/// The shared [`Fixture`], owned by `owner`; with `shared`, the top directory is writable by
-/// all (a uid-0 bee without CAP_DAC_OVERRIDE writes its audit log into a directory of the sudo
-/// caller).
 /// Fails if a scope cgroup or pin directory exists that was not in `before`. Entries of
 /// `before` may go: a stale instance of an earlier test binary is removed by the next engine
 /// load, as it should be.
@@ -313,6 +310,9 @@ fn assert_nothing_left(before: &BTreeSet<String>) {
     assert!(new.is_empty(), "a scope or pin was left behind: {new:?}");
 }
 
+/// The shared [`Fixture`], owned by `owner`; with `shared`, the top directory is writable by
+/// all (a uid-0 bee without CAP_DAC_OVERRIDE writes its audit log into a directory of the sudo
+/// caller).
 fn fixture(owner: u32, shared: bool) -> Fixture {
     let f = Fixture::new();
     for p in [
@@ -651,6 +651,41 @@ fn bee_run_of_the_demo_without_a_capability_exits_77_before_any_episode() {
 fn root_uid_with_only_bpf_perfmon_and_setpcap_enforces() {
     let _d = Delegation::root();
     assert_enforces(&root_uid(), 0);
+}
+
+/// Name grants need CAP_NET_ADMIN (the DNS steering programs): without it `bee exec` of a
+/// policy with a `host` rule exits 77 naming it, before starting anything, while the same
+/// capabilities enforce a policy without names (`root_uid_with_only_…_enforces`).
+#[test]
+fn root_uid_without_cap_net_admin_is_refused_a_policy_with_names() {
+    let _d = Delegation::root();
+    let who = root_uid();
+    assert_helper_sets(&who);
+    let f = fixture(command_owner(&who), who.sudo);
+    let before = leftovers();
+    let named = fs::read_to_string(&f.policy).unwrap()
+        + "\n[[net.allow]]\nhost = \"crates.io\"\nports = [443]\nproto = \"tcp\"\n";
+    fs::write(&f.policy, named).unwrap();
+    let ran = f.workspace.join("ran");
+    let policy = f.policy.display().to_string();
+    let o = bee(
+        &who,
+        &f,
+        &[
+            "exec",
+            "--policy",
+            &policy,
+            "--",
+            "/bin/touch",
+            &ran.display().to_string(),
+        ],
+    );
+    let err = text(&o.stderr);
+    assert_eq!(code(&o), 77, "{err}");
+    assert!(err.contains("grants names"), "{err}");
+    assert!(err.contains("lacks CAP_NET_ADMIN"), "{err}");
+    assert!(!ran.exists(), "the command ran");
+    assert_nothing_left(&before);
 }
 
 #[test]

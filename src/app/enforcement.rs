@@ -127,6 +127,36 @@ pub fn check_support() -> Result<(), Refusal> {
     support_refusal(&SupportReport::detect_before_load()).map_or(Ok(()), Err)
 }
 
+/// Refuses a policy with name grants when this process cannot load the DNS steering programs
+/// ([`bee_userspace::support::NAME_GRANTS`]: CAP_NET_ADMIN, or CAP_SYS_ADMIN); a policy without
+/// names passes whatever this process holds.
+///
+/// # Errors
+/// [`Refusal::no_permission`] naming the capability and how to grant it.
+pub fn check_name_grants(policy: &bee_core::CompiledPolicy) -> Result<(), Refusal> {
+    use bee_userspace::support::{NAME_GRANTS, parse_cap_eff};
+    if policy.net.hosts.is_empty() {
+        return Ok(());
+    }
+    let caps = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_cap_eff(&s));
+    if caps.is_some_and(|c| c.meets(&NAME_GRANTS)) {
+        return Ok(());
+    }
+    Err(
+        Refusal::no_permission("the policy grants names, and this process cannot enforce them")
+            .with_cause(
+                format!("lacks {} ({})", NAME_GRANTS.name, NAME_GRANTS.why),
+                Some(format!(
+                    "run bee with {} too (e.g. `setpriv --inh-caps +{} --ambient-caps +{}`), or \
+                     grant addresses (`addr`) instead of names",
+                    NAME_GRANTS.name, NAME_GRANTS.short, NAME_GRANTS.short
+                )),
+            ),
+    )
+}
+
 /// The refusal a support report amounts to, `None` when every gate passed: missing
 /// capabilities alone ([`SupportReport::lacks_only_capabilities`]) are a permission problem,
 /// any other failed gate means this kernel cannot enforce. Each failed gate is a cause.

@@ -127,6 +127,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         r.exit()
     };
     enforcement::check_support().map_err(refused)?;
+    enforcement::check_name_grants(&policy).map_err(refused)?;
     let enforcer = enforcement::load_engine().map_err(refused)?;
 
     let mut audit = match &args.audit {

@@ -19,7 +19,7 @@ use std::process::Command;
 
 pub use parse::{
     BPF_LSM_SINCE, Capabilities, HELPERS, KernelPiece, KernelVersion, LATE_HOOKS, Lockdown,
-    MAP_TYPES, PieceKind, Requirement, RunAs, btf_names, cap, lowest_kernel_with,
+    MAP_TYPES, NAME_GRANTS, PieceKind, Requirement, RunAs, btf_names, cap, lowest_kernel_with,
     missing_kernel_pieces, parse_cap_eff, parse_cgroup2_mount, parse_lockdown, parse_lsm_list,
     required_capabilities, required_kernel_pieces,
 };

@@ -13,6 +13,8 @@ pub mod cap {
     pub const SETUID: u32 = 7;
     /// CAP_SETPCAP: `PR_CAPBSET_DROP` and `PR_SET_SECUREBITS`.
     pub const SETPCAP: u32 = 8;
+    /// CAP_NET_ADMIN: loading networking program types, cgroup socket programs among them.
+    pub const NET_ADMIN: u32 = 12;
     /// CAP_SYS_ADMIN: the catch-all; the kernel accepts it in place of CAP_BPF and CAP_PERFMON
     /// (`bpf_capable()`, `perfmon_capable()` in `include/linux/capability.h`).
     pub const SYS_ADMIN: u32 = 21;
@@ -77,6 +79,19 @@ const REQ_SETUID: Requirement = Requirement {
     short: "setuid",
     sys_admin_suffices: false,
     why: "dropping the command to the sudo caller: setresuid (__sys_setresuid in kernel/sys.c)",
+};
+
+/// What a policy with name grants needs besides [`required_capabilities`]: the DNS steering
+/// programs are cgroup `sock_addr` programs, which `bpf_prog_load` loads only with
+/// `bpf_net_capable()` (CAP_NET_ADMIN, or CAP_SYS_ADMIN; `is_net_admin_prog_type` in
+/// kernel/bpf/syscall.c).
+pub const NAME_GRANTS: Requirement = Requirement {
+    cap: cap::NET_ADMIN,
+    name: "CAP_NET_ADMIN",
+    short: "net_admin",
+    sys_admin_suffices: true,
+    why: "loading the cgroup socket programs that steer a scope's DNS to its resolver: \
+          bpf_net_capable() in bpf_prog_load (kernel/bpf/syscall.c)",
 };
 
 /// Who the commands bee launches run as, which decides what the launcher needs.
