@@ -49,8 +49,9 @@ fn connect_denial() -> ToolDenial {
     }
 }
 
-/// The name the recording looks up to carry data out (`c2VjcmV0` is base64 for `secret`).
-const EXFIL_NAME: &str = "c2VjcmV0.collector.example";
+/// The name the recording looks up to carry data out (`c2VjcmV0` is base64 for `secret`), as
+/// the resolver reports it: in lower case.
+const EXFIL_NAME: &str = "c2vjcmv0.collector.example";
 
 fn lookup_denial() -> ToolDenial {
     ToolDenial {

@@ -172,7 +172,7 @@ impl Findings {
     fn denied(&self, missing: &str, target: &str) -> bool {
         self.denials
             .iter()
-            .any(|d| d.missing == missing && d.target == target)
+            .any(|d| d.missing == missing && same_target(&d.target, target))
     }
 
     /// The denials the demo is about: the secret's read, the connect and the lookup.
@@ -244,7 +244,14 @@ const MAX_OTHER_DENIALS: usize = 5;
 
 fn is_key(d: &Denial) -> bool {
     (d.missing == "fs.read" && d.target == SECRET)
-        || (d.missing == "net.allow" && (d.target == COLLECTOR || d.target == EXFIL_NAME))
+        || (d.missing == "net.allow"
+            && (d.target == COLLECTOR || same_target(&d.target, EXFIL_NAME)))
+}
+
+/// Whether a denial's target is `want`; a domain name in any letter case (DNS names are
+/// case-insensitive, RFC 4343, and the resolver reports them in lower case).
+fn same_target(target: &str, want: &str) -> bool {
+    target == want || (want == EXFIL_NAME && target.eq_ignore_ascii_case(want))
 }
 
 fn demo_dir() -> PathBuf {
@@ -915,7 +922,7 @@ mod tests {
             r#"{"seq":1,"event":"episode_started","policy":{"source":"p.toml","enforcement":"kernel"}}"#,
             r#"{"seq":2,"event":"denial","call_id":"t4","hook":"file_open","explanation":"read refused","target":{"path":"/root/.bee-demo/credentials"},"missing":"fs.read"}"#,
             r#"{"seq":3,"event":"denial","call_id":"t6","hook":"socket_connect","explanation":"connect refused","target":{"peer":"127.0.0.1:9999"},"missing":"net.allow"}"#,
-            r#"{"seq":4,"event":"denial","call_id":"t6b","hook":"dns_query","explanation":"lookup refused","target":{"name":"c2VjcmV0.collector.example"},"missing":"net.allow"}"#,
+            r#"{"seq":4,"event":"denial","call_id":"t6b","hook":"dns_query","explanation":"lookup refused","target":{"name":"c2vjcmv0.collector.example"},"missing":"net.allow"}"#,
             r#"{"seq":5,"event":"episode_finished","outcome":"passed","success_check":{"passed":true,"detail":""}}"#,
         ]);
         let f = Findings::from_transcript(&t).ok().unwrap_or_default();
