@@ -219,14 +219,15 @@ fn hosts(c: &Compiled) -> Vec<Value> {
 }
 
 /// What a name grant means at run time, for the text report.
-const HOSTS_EXPLAINED: [&str; 7] = [
+const HOSTS_EXPLAINED: [&str; 8] = [
     "how names are granted: a scope resolves names only through bee's resolver, one per",
     "scope. A granted name's A and AAAA answers open its ports to the addresses they hold",
     "until the record's TTL runs out (kept between 5 s and 1 h). Any other name is answered",
     "NXDOMAIN, and its query never leaves the machine. An answer holding a loopback,",
     "private, link-local or cloud metadata address is refused unless an `addr` grant covers",
-    "that address. The kernel sees addresses, not names: names that share an address share",
-    "what is opened for it.",
+    "that address, which it then reaches on that grant's ports only. The kernel sees",
+    "addresses, not names: names that share an address share what is opened for it. Port 53",
+    "always goes to bee's resolver, and port 853 (DNS over TLS) is refused.",
 ];
 
 /// The name grants of `c` and what they mean, as `bee validate` prints them: one line per

@@ -140,6 +140,17 @@ struct {
 	__type(value, struct bee_answer);
 } bee_answers SEC(".maps");
 
+/* The loopback ports of every scope's resolver (UDP and TCP alike), value 1: no scope may
+ * address another scope's resolver directly (its queries would be answered by the other
+ * scope's grants). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, __u16);
+	__type(value, __u8);
+} bee_dns_ports SEC(".maps");
+
 /* Socket cookie -> the name server a steered socket last addressed, so that replies read as
  * coming from it (resolvers drop answers from another address). Losing an entry to LRU
  * eviction only makes that one lookup fail. */
@@ -1797,21 +1808,48 @@ static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 
 	return 0;
 }
 
+/* Whether `a` (v4: its first 4 bytes; else 16 bytes, v4-mapped included) is a loopback
+ * address: 127.0.0.0/8 or ::1. */
+static __always_inline int is_loopback(const __u8 *a, int v4)
+{
+	int i;
+
+	if (v4)
+		return a[0] == 127;
+	for (i = 0; i < 10; i++)
+		if (a[i])
+			return 0;
+	if (a[10] == 0xff && a[11] == 0xff)
+		return a[12] == 127;
+	if (a[10] || a[11] || a[12] || a[13] || a[14])
+		return 0;
+	return a[15] == 1;
+}
+
 /* Name grants, for a TCP/UDP peer `a` (v4: its first 4 bytes) on `port` that the tries
- * decided `deny` for. Port 53 is allowed over TCP and UDP: the cgroup programs below steer it
- * to the scope's resolver (BEE_SCOPE_DNS is set only once they are attached and bee_dns holds
- * the target).
- * Port 853 (DNS over TLS or QUIC) is denied whatever the tries say. Any other peer the tries
- * deny is allowed while an unexpired answer of the scope's resolver names it for this
- * protocol and port. */
+ * decided `deny` for. A resolver's loopback port is reachable from its own scope only, in
+ * every scope. With BEE_SCOPE_DNS: port 53 is allowed over TCP and UDP, since the cgroup
+ * programs below steer it to the scope's resolver (the flag is set only once they are
+ * attached and bee_dns holds the target); port 853 (DNS over TLS or QUIC) is denied whatever
+ * the tries say; any other peer the tries deny is allowed while an unexpired answer of the
+ * scope's resolver names it for this protocol and port. */
 static __always_inline int dns_verdict(__u64 cgid, const struct bee_scope *scope,
 				       struct socket *sock, const __u8 *a, int v4, __u8 proto,
 				       __u16 port, int deny)
 {
 	struct bee_answer_key key = {.cgroup_id = cgid};
 	struct bee_answer *ans;
+	struct bee_dns *own;
 
-	if (!(scope->flags & BEE_SCOPE_DNS) || !proto)
+	if (!proto)
+		return deny;
+	/* A resolver of bee, addressed directly: only the scope's own (io_uring retries a
+	 * steered connect with the rewritten address), whatever the address grants say. */
+	if (is_loopback(a, v4) && bpf_map_lookup_elem(&bee_dns_ports, &port)) {
+		own = (scope->flags & BEE_SCOPE_DNS) ? bpf_map_lookup_elem(&bee_dns, &cgid) : NULL;
+		return !(own && own->port == port);
+	}
+	if (!(scope->flags & BEE_SCOPE_DNS))
 		return deny;
 	/* Only plain TCP and UDP sockets are steered for certain: an MPTCP socket connects
 	 * through subflows, so port 53 over it is denied rather than trusted to them. */

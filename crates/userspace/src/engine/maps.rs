@@ -41,12 +41,14 @@ pub mod map_names {
     pub const DNS: &str = "bee_dns";
     /// (cgroup id, address) → `bee_answer`: the live answers of the scopes' resolvers.
     pub const ANSWERS: &str = "bee_answers";
+    /// Resolver port → 1: the loopback ports no scope but the resolver's own may address.
+    pub const DNS_PORTS: &str = "bee_dns_ports";
 }
 
 use map_names as n;
 
 /// `max_entries` overrides for `EbpfLoader::map_max_entries`.
-pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 12] {
+pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 13] {
     [
         (n::SCOPES, o.max_scopes),
         (n::STATES, o.max_states),
@@ -59,6 +61,7 @@ pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 12] {
         (n::NET_V6, o.max_net_v6),
         (n::EVENTS, o.ring_bytes),
         (n::DNS, o.max_scopes),
+        (n::DNS_PORTS, o.max_scopes),
         (n::ANSWERS, o.max_answers),
     ]
 }
@@ -80,6 +83,7 @@ pub(super) struct Maps {
     events: RingBuf<MapData>,
     cache_on: Array<MapData, u32>,
     dns: HashMap<MapData, u64, DnsValue>,
+    dns_ports: HashMap<MapData, u16, u8>,
     answers: HashMap<MapData, AnswerKey, AnswerValue>,
 }
 
@@ -165,6 +169,8 @@ impl Maps {
             events: RingBuf::try_from(take(ebpf, dir, n::EVENTS)?).map_err(conv(n::EVENTS))?,
             cache_on: Array::try_from(take(ebpf, dir, n::CACHE_ON)?).map_err(conv(n::CACHE_ON))?,
             dns: HashMap::try_from(take(ebpf, dir, n::DNS)?).map_err(conv(n::DNS))?,
+            dns_ports: HashMap::try_from(take(ebpf, dir, n::DNS_PORTS)?)
+                .map_err(conv(n::DNS_PORTS))?,
             answers: HashMap::try_from(take(ebpf, dir, n::ANSWERS)?).map_err(conv(n::ANSWERS))?,
         })
     }
@@ -314,6 +320,11 @@ impl Maps {
         cgroup_id: u64,
         value: DnsValue,
     ) -> Result<(), EngineError> {
+        // The port first: no other scope may address it from the moment this scope's DNS
+        // goes there.
+        self.dns_ports
+            .insert(value.port, 1, 0)
+            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::DNS_PORTS))?;
         self.dns
             .insert(cgroup_id, value, 0)
             .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::DNS))
@@ -324,10 +335,11 @@ impl Maps {
         self.dns.get(&cgroup_id, 0).is_ok()
     }
 
-    /// Deletes scope `cgroup_id`'s DNS map entry and every answer of its resolver (absent is
-    /// fine). Returns the first error after trying everything.
+    /// Deletes scope `cgroup_id`'s DNS map entry, its resolver's port and every answer of its
+    /// resolver (absent is fine). Returns the first error after trying everything.
     pub(super) fn remove_dns(&mut self, cgroup_id: u64) -> Result<(), EngineError> {
         const DELETE: &str = "BPF_MAP_DELETE_ELEM";
+        let port = self.dns.get(&cgroup_id, 0).ok().map(|v| v.port);
         let mut first = match self.dns.remove(&cgroup_id) {
             Ok(()) | Err(MapError::KeyNotFound) => None,
             Err(source) => Some(EngineError::Map {
@@ -336,6 +348,17 @@ impl Maps {
                 source: Box::new(source),
             }),
         };
+        // The port stays closed to other scopes until the scope's own entry is gone.
+        match port.map(|p| self.dns_ports.remove(&p)) {
+            None | Some(Ok(()) | Err(MapError::KeyNotFound)) => {}
+            Some(Err(source)) => {
+                first.get_or_insert(EngineError::Map {
+                    call: DELETE,
+                    map: n::DNS_PORTS,
+                    source: Box::new(source),
+                });
+            }
+        }
         let keys: Vec<AnswerKey> = self
             .answers
             .keys()

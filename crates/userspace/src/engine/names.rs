@@ -14,17 +14,18 @@
 //! names (`ADDR:PORT`, comma-separated).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bee_common::event::{DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, DNS_REFUSED_NAME};
 use bee_common::{ACCESS_NET, AuditEvent, Hook, NET_RULES_MAX, NetPortRule, NetValue};
 use bee_common::{PROTO_TCP, PROTO_UDP};
 
-use super::{AnswerMap, Engine, EngineError, dns_value};
+use super::{AnswerMap, Engine, EngineError, boot_time_ns, dns_value};
 use crate::dns::{
     Admitted, AnswerSink, NameDenial, NameDenialReason, NameGrants, PortGrant, ResolverConfig,
-    ScopeResolver,
+    ScopeResolver, is_host_address, special_class,
 };
 use crate::plan::{EnforcementPlan, NamePlan};
 
@@ -40,18 +41,22 @@ const EPERM: i32 = 1;
 /// A plan's name grants as a resolver asks them; swapped whole by a live policy change.
 struct Grants(RwLock<NamePlan>);
 
+/// `plan`'s port grants for `name`.
+fn grants_of(plan: &NamePlan, name: &str) -> Vec<PortGrant> {
+    plan.ports_for(name)
+        .iter()
+        .map(|r| PortGrant {
+            first: r.first,
+            last: r.last,
+            tcp: r.protocols & PROTO_TCP != 0,
+            udp: r.protocols & PROTO_UDP != 0,
+        })
+        .collect()
+}
+
 impl NameGrants for Grants {
     fn ports_for(&self, name: &str) -> Vec<PortGrant> {
-        let plan = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        plan.ports_for(name)
-            .iter()
-            .map(|r| PortGrant {
-                first: r.first,
-                last: r.last,
-                tcp: r.protocols & PROTO_TCP != 0,
-                udp: r.protocols & PROTO_UDP != 0,
-            })
-            .collect()
+        grants_of(&self.0.read().unwrap_or_else(PoisonError::into_inner), name)
     }
 
     fn address_allows(&self, ip: IpAddr) -> bool {
@@ -65,7 +70,18 @@ struct KernelSink {
     cgroup_id: u64,
     answers: AnswerMap,
     refusals: Refusals,
+    /// The grants the resolver answers by: read again, and held, while an answer is written,
+    /// so that a live policy change cannot fall between the resolver's check and the write.
+    grants: Arc<Grants>,
+    /// Answers admitted so far; every [`SWEEP_EVERY`] the expired ones are removed.
+    admits: AtomicU64,
+    /// This host's addresses ([`ResolverConfig::host_addresses`]).
+    host: Vec<IpAddr>,
 }
+
+/// How many admitted answers between two sweeps of the expired ones (the answers map is
+/// shared by every scope, so they must not pile up).
+const SWEEP_EVERY: u64 = 256;
 
 /// The port rules of `ports` as one answers-map value.
 fn net_value(ports: &[PortGrant]) -> Result<NetValue, String> {
@@ -90,11 +106,35 @@ fn net_value(ports: &[PortGrant]) -> Result<NetValue, String> {
 
 impl AnswerSink for KernelSink {
     fn admit(&self, answers: &[Admitted]) -> Result<(), String> {
+        // Held until every address is written: `ScopeNames::regrant` swaps the grants and
+        // withdraws the old answers under the write lock, so an answer decided under the old
+        // grants is either written before the withdrawal or refused here.
+        let plan = self.grants.0.read().unwrap_or_else(PoisonError::into_inner);
         for a in answers {
-            let ports = net_value(&a.ports)?;
-            self.answers
+            let ports = grants_of(&plan, &a.name);
+            if ports.is_empty() {
+                return Err(format!("the grant of {} was withdrawn", a.name));
+            }
+            // A special or host address got this far only because an address grant covers
+            // it: that grant opens it, on its own ports; the name's ports must not widen it.
+            if special_class(a.addr).is_some() || is_host_address(a.addr, &self.host) {
+                continue;
+            }
+            let ports = net_value(&ports)?;
+            if self
+                .answers
                 .admit(self.cgroup_id, a.addr, a.ttl, &ports)
-                .map_err(|e| e.to_string())?;
+                .is_err()
+            {
+                // The map may be full of expired answers: give their room back, once.
+                self.answers.sweep(boot_time_ns());
+                self.answers
+                    .admit(self.cgroup_id, a.addr, a.ttl, &ports)
+                    .map_err(|e| e.to_string())?;
+            }
+            if self.admits.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+                self.answers.sweep(boot_time_ns());
+            }
         }
         Ok(())
     }
@@ -170,10 +210,50 @@ fn resolver_config() -> Result<ResolverConfig, String> {
                         .map_err(|_| format!("{UPSTREAM_ENV}: `{s}` is not ADDR:PORT"))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(ResolverConfig::with_upstream(upstream))
+            Ok(ResolverConfig {
+                host_addresses: host_addresses(),
+                ..ResolverConfig::with_upstream(upstream)
+            })
         }
-        Err(_) => Ok(ResolverConfig::system()),
+        Err(_) => Ok(ResolverConfig {
+            host_addresses: host_addresses(),
+            ..ResolverConfig::system()
+        }),
     }
+}
+
+/// The addresses of this host's interfaces (`getifaddrs(3)`): an answer naming one is refused
+/// like a private one, unless an address grant covers it. Empty if they cannot be read.
+fn host_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list it allocates; it is only read below
+    // and released once with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return out;
+    }
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        if !ifa.ifa_addr.is_null() {
+            // SAFETY: ifa_addr points to a sockaddr whose family says its real type.
+            let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+            if family == libc::AF_INET {
+                // SAFETY: an AF_INET address is a sockaddr_in.
+                let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
+                out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+            } else if family == libc::AF_INET6 {
+                // SAFETY: an AF_INET6 address is a sockaddr_in6.
+                let sin6 = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in6>() };
+                out.push(IpAddr::V6(Ipv6Addr::from(sin6.sin6_addr.s6_addr)));
+            }
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(list) };
+    out
 }
 
 /// One scope's resolver and the grants it answers by.
@@ -229,6 +309,9 @@ impl ScopeNames {
             cgroup_id,
             answers: sink_answers,
             refusals: Arc::clone(refusals),
+            grants: Arc::clone(&grants),
+            admits: AtomicU64::new(0),
+            host: config.host_addresses.clone(),
         });
         let resolver =
             ScopeResolver::start(config, Arc::clone(&grants) as Arc<dyn NameGrants>, sink)
@@ -247,13 +330,12 @@ impl ScopeNames {
 
     /// A live policy change: the resolver answers by `plan`'s grants from now on, and every
     /// answer given under the old ones is withdrawn (a name the new policy drops must not stay
-    /// reachable by its old addresses).
+    /// reachable by its old addresses); a query in flight is admitted only if its name is
+    /// still granted (`KernelSink::admit`).
     pub(super) fn regrant(&self, plan: &EnforcementPlan) {
-        *self
-            .grants
-            .0
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = plan.names().clone();
+        let mut grants = self.grants.0.write().unwrap_or_else(PoisonError::into_inner);
+        *grants = plan.names().clone();
+        // Under the lock: an answer being written waits for it, then finds its grant gone.
         self.answers.forget_scope(self.cgroup_id);
     }
 

@@ -128,6 +128,11 @@ impl Enforcer for SharedEngine {
                 detail: format!("no installed plan has id {}", id.0),
             })?;
         let cgroup_id = installed.cgroup_id();
+        // The resolver first: an answer it was about to write would outlive the uninstall.
+        // Until the scope entry goes, its port-53 traffic reaches a closed port (fails closed).
+        if let Some(names) = state.names.remove(&id.0) {
+            names.stop();
+        }
         let result = state
             .engine
             .uninstall(installed)
@@ -137,10 +142,6 @@ impl Enforcer for SharedEngine {
         if result.is_ok() {
             state.queues.remove(&cgroup_id);
             state.dropped.remove(&cgroup_id);
-            // The scope entry, DNS entry and answers are gone: the resolver can go too.
-            if let Some(names) = state.names.remove(&id.0) {
-                names.stop();
-            }
             self.refusals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -174,10 +175,10 @@ impl Enforcer for SharedEngine {
         }
         let before = current.policy_id();
         let replaced = engine.replace(current, plan);
-        if current.policy_id() != before
-            && let Some(n) = scope_names
-        {
-            n.regrant(plan);
+        if current.policy_id() != before {
+            if let Some(n) = scope_names {
+                n.regrant(plan);
+            }
         }
         replaced.map_err(|e| {
             let new_in_force = current.policy_id() != before;
