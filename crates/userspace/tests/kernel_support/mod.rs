@@ -667,6 +667,383 @@ fn resolve(mode: &str, name: &str, server: &str) -> i32 {
     0
 }
 
+/// A socket address for `addr:port`, IPv4 or IPv6 by the form of `addr`, as a
+/// `sockaddr_storage` and its length.
+fn sockaddr_any(addr: &str, port: u16) -> (libc::sockaddr_storage, u32) {
+    // SAFETY: an all-zero sockaddr_storage is valid; the writes stay within it.
+    unsafe {
+        let mut ss: libc::sockaddr_storage = std::mem::zeroed();
+        if addr.contains(':') {
+            std::ptr::write((&raw mut ss).cast(), sockaddr_v6(addr, port));
+            (ss, size_of::<libc::sockaddr_in6>() as u32)
+        } else {
+            std::ptr::write((&raw mut ss).cast(), sockaddr_v4(addr, port));
+            (ss, size_of::<libc::sockaddr_in>() as u32)
+        }
+    }
+}
+
+fn from_hex(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Waits (3 s) for one datagram on `fd`, or one length-prefixed message when `stream`.
+fn recv_reply(fd: i32, stream: bool) -> Result<Vec<u8>, i32> {
+    let tv = libc::timeval {
+        tv_sec: 3,
+        tv_usec: 0,
+    };
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: setsockopt and recv into owned buffers of the stated sizes.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&raw const tv).cast(),
+            size_of::<libc::timeval>() as u32,
+        );
+        let mut got = 0usize;
+        loop {
+            let n = libc::recv(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got, 0);
+            if n < 0 {
+                return Err(errno());
+            }
+            if n == 0 {
+                return Err(libc::ECONNRESET);
+            }
+            got += n as usize;
+            if !stream {
+                buf.truncate(got);
+                return Ok(buf);
+            }
+            if got >= 2 {
+                let len = usize::from(u16::from_be_bytes([buf[0], buf[1]]));
+                if got >= 2 + len {
+                    return Ok(buf[2..2 + len].to_vec());
+                }
+            }
+        }
+    }
+}
+
+/// Prints `rcode=N answers=M` for a DNS reply (or `rcode=unparsable`).
+fn print_reply(reply: &[u8]) {
+    match hickory_proto::op::Message::from_vec(reply) {
+        Ok(m) => println!(
+            "rcode={} answers={}",
+            u16::from(m.response_code()),
+            m.answers().len()
+        ),
+        Err(_) => println!("rcode=unparsable answers=0"),
+    }
+}
+
+/// The helper action `dns-raw MODE ADDRS PORT HEX`: sends the DNS message HEX (raw bytes, no
+/// TCP length prefix) to `ADDR:PORT` by one of the ways an attacker might try to get around
+/// the steering, waits for the reply and prints `rcode=N answers=M` (one line per reply).
+/// ADDRS is one address, or several separated by `,` for `sendmmsg`. Returns the errno of
+/// the first call that failed, 0 otherwise. MODEs:
+/// `udp` (sendto), `tcp` (connect, write framed), `tfo` (sendto with MSG_FASTOPEN),
+/// `tfo-connect` (TCP_FASTOPEN_CONNECT, then connect), `sendmmsg` (one datagram per address
+/// in one call; prints `sent=N`), `uring-udp` (IORING_OP_SENDMSG), `uring-tcp`
+/// (IORING_OP_CONNECT, then write), `v6only-udp` and `v6only-tcp` (an IPV6_V6ONLY socket,
+/// ADDR an IPv4 address sent to as `::ffff:ADDR`), `inet-on-v6` (an AF_INET sockaddr given
+/// to an IPv6 UDP socket), `unspec-udp` (connect to ADDR, connect(AF_UNSPEC), then sendto
+/// an AF_UNSPEC-family sockaddr that holds ADDR), `connected-sendto` (connect to
+/// 127.0.0.1:PORT, then sendto ADDR:PORT explicitly).
+fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
+    let msg = from_hex(hex);
+    let port: u16 = port.parse().unwrap();
+    let mut framed = (msg.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&msg);
+    let first = addrs.split(',').next().unwrap();
+    let v6 = first.contains(':');
+    let fam = if v6 { libc::AF_INET6 } else { libc::AF_INET };
+    // SAFETY: plain syscalls on descriptors this function owns and buffers that outlive them.
+    unsafe {
+        let dgram = |family: i32| libc::socket(family, libc::SOCK_DGRAM, 0);
+        let stream = |family: i32| libc::socket(family, libc::SOCK_STREAM, 0);
+        let v6only = |fd: i32| {
+            let one: i32 = 1;
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_IPV6,
+                libc::IPV6_V6ONLY,
+                (&raw const one).cast(),
+                4,
+            )
+        };
+        let (fd, is_stream) = match mode {
+            "udp" | "sendmmsg" | "uring-udp" | "unspec-udp" | "connected-sendto" => {
+                let fd = dgram(fam);
+                if fd < 0 {
+                    return errno();
+                }
+                match mode {
+                    "udp" => {
+                        let (sa, len) = sockaddr_any(first, port);
+                        let r = libc::sendto(
+                            fd,
+                            msg.as_ptr().cast(),
+                            msg.len(),
+                            0,
+                            (&raw const sa).cast(),
+                            len,
+                        );
+                        if r < 0 {
+                            return errno();
+                        }
+                    }
+                    "sendmmsg" => {
+                        let list: Vec<(libc::sockaddr_storage, u32)> =
+                            addrs.split(',').map(|a| sockaddr_any(a, port)).collect();
+                        let mut iovs: Vec<libc::iovec> = list
+                            .iter()
+                            .map(|_| libc::iovec {
+                                iov_base: msg.as_ptr() as *mut _,
+                                iov_len: msg.len(),
+                            })
+                            .collect();
+                        let mut hdrs: Vec<libc::mmsghdr> = list
+                            .iter()
+                            .zip(iovs.iter_mut())
+                            .map(|((sa, len), iov)| {
+                                let mut h: libc::mmsghdr = std::mem::zeroed();
+                                h.msg_hdr.msg_name =
+                                    (sa as *const libc::sockaddr_storage).cast_mut().cast();
+                                h.msg_hdr.msg_namelen = *len;
+                                h.msg_hdr.msg_iov = iov;
+                                h.msg_hdr.msg_iovlen = 1;
+                                h
+                            })
+                            .collect();
+                        let r = libc::sendmmsg(fd, hdrs.as_mut_ptr(), hdrs.len() as u32, 0);
+                        if r < 0 {
+                            return errno();
+                        }
+                        println!("sent={r}");
+                        for _ in 0..r {
+                            match recv_reply(fd, false) {
+                                Ok(reply) => print_reply(&reply),
+                                Err(e) => return e,
+                            }
+                        }
+                        return 0;
+                    }
+                    "uring-udp" => {
+                        let (sa, len) = sockaddr_any(first, port);
+                        let mut iov = libc::iovec {
+                            iov_base: msg.as_ptr() as *mut _,
+                            iov_len: msg.len(),
+                        };
+                        let mut hdr: libc::msghdr = std::mem::zeroed();
+                        hdr.msg_name = (&raw const sa).cast_mut().cast();
+                        hdr.msg_namelen = len;
+                        hdr.msg_iov = &raw mut iov;
+                        hdr.msg_iovlen = 1;
+                        let e =
+                            io_uring::opcode::SendMsg::new(io_uring::types::Fd(fd), &raw const hdr)
+                                .build();
+                        let r = uring_one(&e);
+                        if r != 0 {
+                            return r;
+                        }
+                    }
+                    "unspec-udp" => {
+                        let (sa, len) = sockaddr_any(first, port);
+                        if libc::connect(fd, (&raw const sa).cast(), len) < 0 {
+                            return errno();
+                        }
+                        let unspec = libc::sockaddr {
+                            sa_family: libc::AF_UNSPEC as u16,
+                            sa_data: [0; 14],
+                        };
+                        if libc::connect(fd, &raw const unspec, size_of::<libc::sockaddr>() as u32)
+                            < 0
+                        {
+                            return 100 + errno();
+                        }
+                        let mut sa2 = sa;
+                        (*(&raw mut sa2).cast::<libc::sockaddr>()).sa_family =
+                            libc::AF_UNSPEC as u16;
+                        let r = libc::sendto(
+                            fd,
+                            msg.as_ptr().cast(),
+                            msg.len(),
+                            0,
+                            (&raw const sa2).cast(),
+                            len,
+                        );
+                        if r < 0 {
+                            return errno();
+                        }
+                    }
+                    _ => {
+                        // connected-sendto: connected to the loopback (steered or not), then
+                        // an explicit peer.
+                        let lo = if v6 { "::1" } else { "127.0.0.1" };
+                        let (sa, len) = sockaddr_any(lo, port);
+                        if libc::connect(fd, (&raw const sa).cast(), len) < 0 {
+                            return 100 + errno();
+                        }
+                        let (sa, len) = sockaddr_any(first, port);
+                        let r = libc::sendto(
+                            fd,
+                            msg.as_ptr().cast(),
+                            msg.len(),
+                            0,
+                            (&raw const sa).cast(),
+                            len,
+                        );
+                        if r < 0 {
+                            return errno();
+                        }
+                    }
+                }
+                (fd, false)
+            }
+            "inet-on-v6" => {
+                let fd = dgram(libc::AF_INET6);
+                let (sa, len) = sockaddr_any(first, port);
+                let r = libc::sendto(
+                    fd,
+                    msg.as_ptr().cast(),
+                    msg.len(),
+                    0,
+                    (&raw const sa).cast(),
+                    len,
+                );
+                if r < 0 {
+                    return errno();
+                }
+                (fd, false)
+            }
+            "v6only-udp" | "v6only-tcp" => {
+                let tcp = mode == "v6only-tcp";
+                let fd = if tcp {
+                    stream(libc::AF_INET6)
+                } else {
+                    dgram(libc::AF_INET6)
+                };
+                if v6only(fd) < 0 {
+                    return 100 + errno();
+                }
+                let (sa, len) = sockaddr_any(&format!("::ffff:{first}"), port);
+                if tcp {
+                    if libc::connect(fd, (&raw const sa).cast(), len) < 0 {
+                        return errno();
+                    }
+                    if libc::write(fd, framed.as_ptr().cast(), framed.len()) < 0 {
+                        return errno();
+                    }
+                } else {
+                    let r = libc::sendto(
+                        fd,
+                        msg.as_ptr().cast(),
+                        msg.len(),
+                        0,
+                        (&raw const sa).cast(),
+                        len,
+                    );
+                    if r < 0 {
+                        return errno();
+                    }
+                }
+                (fd, tcp)
+            }
+            "tcp" | "tfo" | "tfo-connect" | "uring-tcp" => {
+                let fd = stream(fam);
+                if fd < 0 {
+                    return errno();
+                }
+                let (sa, len) = sockaddr_any(first, port);
+                match mode {
+                    "tcp" => {
+                        if libc::connect(fd, (&raw const sa).cast(), len) < 0 {
+                            return errno();
+                        }
+                    }
+                    "tfo" => {
+                        let r = libc::sendto(
+                            fd,
+                            framed.as_ptr().cast(),
+                            framed.len(),
+                            libc::MSG_FASTOPEN,
+                            (&raw const sa).cast(),
+                            len,
+                        );
+                        if r < 0 {
+                            return errno();
+                        }
+                    }
+                    "tfo-connect" => {
+                        let one: i32 = 1;
+                        if libc::setsockopt(
+                            fd,
+                            libc::IPPROTO_TCP,
+                            libc::TCP_FASTOPEN_CONNECT,
+                            (&raw const one).cast(),
+                            4,
+                        ) < 0
+                        {
+                            return 100 + errno();
+                        }
+                        if libc::connect(fd, (&raw const sa).cast(), len) < 0 {
+                            return errno();
+                        }
+                    }
+                    _ => {
+                        let e = io_uring::opcode::Connect::new(
+                            io_uring::types::Fd(fd),
+                            (&raw const sa).cast(),
+                            len,
+                        )
+                        .build();
+                        let r = uring_one(&e);
+                        if r != 0 {
+                            return r;
+                        }
+                    }
+                }
+                if mode != "tfo" && libc::write(fd, framed.as_ptr().cast(), framed.len()) < 0 {
+                    return errno();
+                }
+                (fd, true)
+            }
+            other => panic!("dns-raw: unknown mode {other}"),
+        };
+        let r = match recv_reply(fd, is_stream) {
+            Ok(reply) => {
+                print_reply(&reply);
+                0
+            }
+            Err(e) => e,
+        };
+        libc::close(fd);
+        r
+    }
+}
+
+/// The helper action `socket-try KIND`: creates a socket of KIND (`raw-udp`, `raw-tcp`,
+/// `packet-dgram`, `sctp`, `udplite`, `icmp`); returns the errno (0: created).
+fn socket_try(kind: &str) -> i32 {
+    let (family, ty, proto) = match kind {
+        "raw-udp" => (libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_UDP),
+        "raw-tcp" => (libc::AF_INET6, libc::SOCK_RAW, libc::IPPROTO_TCP),
+        "packet-dgram" => (libc::AF_PACKET, libc::SOCK_DGRAM, 0),
+        "sctp" => (libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_SCTP),
+        "udplite" => (libc::AF_INET, libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE),
+        "icmp" => (libc::AF_INET, libc::SOCK_DGRAM, libc::IPPROTO_ICMP),
+        other => panic!("socket-try: unknown kind {other}"),
+    };
+    // SAFETY: a plain socket call.
+    check(unsafe { libc::socket(family, ty, proto) }.into())
+}
+
 /// Submits one io_uring operation and returns its errno (0 on success).
 fn uring_one(entry: &io_uring::squeue::Entry) -> i32 {
     let mut ring = match io_uring::IoUring::new(4) {
@@ -1003,6 +1380,8 @@ fn act(action: &str, a: &[&str]) -> i32 {
                 e
             }
             "resolve" => resolve(arg(0), arg(1), arg(2)),
+            "dns-raw" => dns_raw(arg(0), arg(1), arg(2), arg(3)),
+            "socket-try" => socket_try(arg(0)),
             "bpf" => {
                 // BPF_PROG_LOAD with an empty attr: refused by the LSM before any check.
                 let attr = [0u8; 128];
