@@ -52,6 +52,10 @@ pub struct Args {
     /// under TCG). 0 skips the phase.
     #[arg(long, default_value_t = 8)]
     pub tax_rounds: usize,
+    /// Rounds of the name-grants phase, last in the boot: UDP connects in a scope with 0, 1
+    /// and 10,000 answers in the kernel's answers map. 0 skips the phase.
+    #[arg(long, default_value_t = 10)]
+    pub dns_rounds: usize,
 }
 
 const BWRAP: &str = "/usr/bin/bwrap";
@@ -270,6 +274,7 @@ fn run_one(
         .args(["--setup-iters", &args.setup_iters.to_string()])
         .args(["--work-rounds", &args.work_rounds.to_string()])
         .args(["--tax-rounds", &args.tax_rounds.to_string()])
+        .args(["--dns-rounds", &args.dns_rounds.to_string()])
         .stdout(Stdio::inherit())
         .stderr(Stdio::piped());
     eprintln!("xtask: {}", sh::describe(&cmd));

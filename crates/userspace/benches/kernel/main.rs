@@ -19,7 +19,11 @@
 //!    same command (by `posix_spawn` and by `fork`, as the hardened launcher must) and against
 //!    `bwrap --ro-bind / / --dev /dev --proc /proc`;
 //! 3. **workload**: a busybox shell script of a few thousand file operations (untar, find,
-//!    grep, cp, rm) run by the same four kinds of worker, alternated the same way.
+//!    grep, cp, rm) run by the same four kinds of worker, alternated the same way;
+//! 4. **name grants** (`dns.rs`), last, with an engine of its own: UDP `connect` in a scope
+//!    with `SCOPE_DNS` and 0, 1 or 10,000 answers in the kernel's answers map, to a peer an
+//!    address rule grants, one only an answer covers and one neither covers, against a scope
+//!    without name grants and a process outside every scope; and the cost of filling the map.
 //!
 //! Every worker checks each operation's result and reports failures; the bee worker's scope
 //! must end with no denial, or the run fails (a denied operation is cheaper and would flatter
@@ -43,6 +47,7 @@ use bee_userspace::launch::{LaunchSpec, Launcher, StdioMode};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{Enforcer as _, Scope, ScopeOptions};
 
+mod dns;
 mod targets;
 mod tax;
 
@@ -88,6 +93,8 @@ struct Options {
     /// Rounds of the host-tax phase (each round measures with bee's programs attached and
     /// with none loaded, loading or dropping the engine once in between).
     tax_rounds: usize,
+    /// Rounds of the name-grants phase (`dns.rs`); 0 skips it.
+    dns_rounds: usize,
     /// A directory where the setup phase mounts a root `bwrap` can `pivot_root` from (an
     /// initramfs root cannot be; see [`make_bwrap_root`]); bwrap is started `chroot`ed there.
     bwrap_root: Option<PathBuf>,
@@ -99,6 +106,7 @@ fn parse_options(args: &[String]) -> Res<Options> {
         setup_iters: 200,
         work_rounds: 15,
         tax_rounds: 8,
+        dns_rounds: 10,
         bwrap_root: None,
     };
     let mut it = args.iter();
@@ -110,6 +118,7 @@ fn parse_options(args: &[String]) -> Res<Options> {
             "--setup-iters" => o.setup_iters = val()?.parse()?,
             "--work-rounds" => o.work_rounds = val()?.parse()?,
             "--tax-rounds" => o.tax_rounds = val()?.parse()?,
+            "--dns-rounds" => o.dns_rounds = val()?.parse()?,
             "--bwrap-root" => o.bwrap_root = Some(PathBuf::from(val()?)),
             other => return Err(format!("unknown argument {other}").into()),
         }
@@ -272,14 +281,18 @@ fn worker(args: &[String]) -> Res<()> {
     }
     let path = CString::new(TARGET)?;
     let sock = UdpSocket::bind("127.0.0.1:0")?;
-    let addr = libc::sockaddr_in {
+    let sockaddr = |ip: [u8; 4]| libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
         sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+            s_addr: u32::from_ne_bytes(ip),
         },
         sin_zero: [0; 8],
     };
+    let addr = sockaddr([127, 0, 0, 1]);
+    // The name-grants phase's other peers (`dns.rs`).
+    let answer_addr = sockaddr(dns::ANSWER);
+    let neither_addr = sockaddr(dns::NEITHER);
     let fd = std::os::fd::AsRawFd::as_raw_fd(&sock);
     let true_argv = [c"true".as_ptr(), std::ptr::null()];
     let work_argv = [
@@ -295,6 +308,8 @@ fn worker(args: &[String]) -> Res<()> {
         let mut words = line.split_whitespace();
         let op = words.next().unwrap_or("");
         let iters: u64 = words.next().unwrap_or("0").parse()?;
+        // `eperm`: each operation must fail with EPERM (a denial); else it must succeed.
+        let eperm = words.next() == Some("eperm");
         let mut failures = 0u64;
         let start = Instant::now();
         for _ in 0..iters {
@@ -310,12 +325,24 @@ fn worker(args: &[String]) -> Res<()> {
                         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
                         libc::stat(path.as_ptr(), st.as_mut_ptr()) == 0
                     }
-                    "connect" => {
-                        libc::connect(
+                    "connect" | "connect_answer" | "connect_neither" => {
+                        let to = match op {
+                            "connect_answer" => &answer_addr,
+                            "connect_neither" => &neither_addr,
+                            _ => &addr,
+                        };
+                        let rc = libc::connect(
                             fd,
-                            (&raw const addr).cast(),
+                            std::ptr::from_ref(to).cast(),
                             size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                        ) == 0
+                        );
+                        if eperm {
+                            rc == -1
+                                && std::io::Error::last_os_error().raw_os_error()
+                                    == Some(libc::EPERM)
+                        } else {
+                            rc == 0
+                        }
                     }
                     "exec" => spawn_wait(&true_argv, &envp),
                     "work" => spawn_wait(&work_argv, &envp),
@@ -494,7 +521,13 @@ impl Worker {
 
     /// Runs `iters` of `op`; returns ns per operation.
     fn run(&mut self, op: &str, iters: u64) -> Res<f64> {
-        writeln!(self.stdin, "{op} {iters}")?;
+        self.run_expect(op, iters, "ok")
+    }
+
+    /// Runs `iters` of `op`, each of which must succeed (`expect` "ok") or fail with `EPERM`
+    /// ("eperm"); returns ns per operation.
+    fn run_expect(&mut self, op: &str, iters: u64, expect: &str) -> Res<f64> {
+        writeln!(self.stdin, "{op} {iters} {expect}")?;
         self.stdin.flush()?;
         let mut line = String::new();
         if self.stdout.read_line(&mut line)? == 0 {
@@ -504,7 +537,11 @@ impl Worker {
         let ns: f64 = w.next().ok_or("no time")?.parse()?;
         let failures: u64 = w.next().ok_or("no failure count")?.parse()?;
         if failures != 0 {
-            return Err(format!("{}: {failures} of {iters} `{op}` failed", self.name).into());
+            return Err(format!(
+                "{}: {failures} of {iters} `{op}` did not give the expected result ({expect})",
+                self.name
+            )
+            .into());
         }
         Ok(ns / iters as f64)
     }
@@ -568,6 +605,9 @@ fn orchestrate(args: &[String]) -> Res<()> {
     ));
     let work_denied = micro(&o, &engine, &parent, &variants, port, &mut targets)?;
     setup(&o, &engine, &parent, &policy, &plan, &mut targets)?;
+    if o.dns_rounds > 0 {
+        dns::name_grants(&o, engine, &parent, &plan_min, port)?;
+    }
     drop(server);
     targets.print();
     match work_denied {

@@ -56,7 +56,7 @@ fn load() -> Res<SharedEngine> {
 }
 
 /// Drops the engine and waits until the kernel lists no bee program.
-fn unload(engine: SharedEngine) -> Res<()> {
+pub(crate) fn unload(engine: SharedEngine) -> Res<()> {
     let t = Instant::now();
     drop(engine);
     loop {
