@@ -141,6 +141,9 @@ impl HostPattern {
             Some(rest) => (true, rest),
             None => (false, name),
         };
+        if name == "*" {
+            return Err(HostError::WildcardTooBroad(text.to_owned()));
+        }
         if rest.contains('*') || rest.is_empty() {
             return Err(HostError::BadWildcard(text.to_owned()));
         }
@@ -369,8 +372,8 @@ mod tests {
         assert!(matches!(refused("[2001:db8::1]"), HostError::IpLiteral(_)));
         assert!(refused("1.2.3.4").to_string().contains("`addr`"));
         assert!(matches!(refused("a.*.b"), HostError::BadWildcard(_)));
-        assert!(matches!(refused("*"), HostError::BadWildcard(_)));
-        assert!(matches!(refused("*."), HostError::BadWildcard(_)));
+        assert!(matches!(refused("*"), HostError::WildcardTooBroad(_)));
+        assert!(matches!(refused("*."), HostError::WildcardTooBroad(_)));
         assert!(matches!(
             refused("a*.example.com"),
             HostError::BadWildcard(_)

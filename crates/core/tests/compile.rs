@@ -468,14 +468,37 @@ fn a_name_rule_inside_an_everywhere_address_rule_is_warned_about() {
             "version = 2\n[[net.allow]]\naddr = {addrs}\nports = \"0-65535\"\nproto = [\"tcp\", \"udp\"]\n[[net.allow]]\nhost = \"crates.io\"\nports = 443\nproto = \"tcp\"\n"
         )
     };
+    let resolution_only = |c: &Compiled| -> Vec<String> {
+        c.warnings
+            .iter()
+            .filter(|w| w.message.contains("only name resolution"))
+            .map(|w| w.key.clone())
+            .collect()
+    };
     let c = ok(&text("[\"0.0.0.0/0\", \"::/0\"]"));
-    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
-    assert_eq!(c.warnings[0].key, "net.allow[1]");
-    assert!(
-        c.warnings[0].message.contains("only name resolution"),
-        "{}",
-        c.warnings[0].message
-    );
+    assert_eq!(resolution_only(&c), ["net.allow[1]"], "{:?}", c.warnings);
     // IPv4 alone leaves the name's AAAA answers to the name rule.
-    assert!(ok(&text("\"0.0.0.0/0\"")).warnings.is_empty());
+    assert!(resolution_only(&ok(&text("\"0.0.0.0/0\""))).is_empty());
+}
+
+#[test]
+fn dns_ports_in_a_policy_with_names_are_warned_about() {
+    let c = ok(
+        "version = 2\n[[net.allow]]\naddr = \"10.0.0.0/8\"\nports = [53, 853, 443]\nproto = \"udp\"\n[[net.allow]]\nhost = \"crates.io\"\nports = [443]\nproto = \"tcp\"\n",
+    );
+    let messages: Vec<&str> = c.warnings.iter().map(|w| w.message.as_str()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0].contains("port 53 always reaches bee's resolver"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("port 853 (DNS over TLS) is always refused"),
+        "{messages:?}"
+    );
+    assert!(c.warnings.iter().all(|w| w.key == "net.allow[0]"));
+    // Without names, port 53 is an ordinary port.
+    let plain =
+        ok("version = 2\n[[net.allow]]\naddr = \"10.0.0.0/8\"\nports = [53]\nproto = \"udp\"\n");
+    assert!(plain.warnings.is_empty(), "{:?}", plain.warnings);
 }

@@ -333,6 +333,8 @@ impl Compiler<'_> {
                 .extend(carve::lint(&policy, &self.source.name));
             self.warnings
                 .extend(net::lint_hosts(&policy, &self.source.name));
+            self.warnings
+                .extend(net::lint_dns_ports(&policy, &self.source.name));
         }
         policy
     }

@@ -12,6 +12,46 @@ use crate::host::{HostError, HostPattern};
 use crate::net::{IpNet, PortRange, Protocol};
 use crate::raw::RawNetRule;
 
+/// Warnings about DNS ports in a policy with name grants: port 53 of any rule always reaches
+/// bee's resolver (the kernel steers it there), and port 853 is always refused, so a grant of
+/// either does not do what it says.
+pub(super) fn lint_dns_ports(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
+    if policy.net.hosts.is_empty() {
+        return Vec::new();
+    }
+    let dns_ports = |r: &PortRange| {
+        [53u16, 853]
+            .into_iter()
+            .filter(|p| r.first <= *p && *p <= r.last)
+            .collect::<Vec<_>>()
+    };
+    let rules = policy
+        .net
+        .allow
+        .iter()
+        .map(|r| (&r.origin, r.ports))
+        .chain(policy.net.hosts.iter().map(|r| (&r.origin, r.ports)));
+    let mut out = Vec::new();
+    for (origin, ports) in rules {
+        for port in dns_ports(&ports) {
+            let what = if port == 53 {
+                "port 53 always reaches bee's resolver in a policy with names (the kernel steers it there), never the address named"
+            } else {
+                "port 853 (DNS over TLS) is always refused in a policy with names"
+            };
+            out.push(PolicyWarning {
+                file: file.to_owned(),
+                line: origin.line,
+                column: origin.column,
+                key: origin.key.clone(),
+                message: format!("`{}` includes {what}", origin.text),
+            });
+        }
+    }
+    out.dedup_by(|a, b| a.line == b.line && a.column == b.column && a.message == b.message);
+    out
+}
+
 /// Warnings about name rules whose ports the address rules already open to every address
 /// (`0.0.0.0/0` and `::/0`): the name rule then only makes the name resolvable through bee's
 /// resolver, which may not be what the author meant.

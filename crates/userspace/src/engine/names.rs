@@ -242,7 +242,9 @@ fn host_addresses() -> Vec<IpAddr> {
             if family == libc::AF_INET {
                 // SAFETY: an AF_INET address is a sockaddr_in.
                 let sin = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in>() };
-                out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))));
+                out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                    sin.sin_addr.s_addr,
+                ))));
             } else if family == libc::AF_INET6 {
                 // SAFETY: an AF_INET6 address is a sockaddr_in6.
                 let sin6 = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in6>() };
@@ -333,7 +335,11 @@ impl ScopeNames {
     /// reachable by its old addresses); a query in flight is admitted only if its name is
     /// still granted (`KernelSink::admit`).
     pub(super) fn regrant(&self, plan: &EnforcementPlan) {
-        let mut grants = self.grants.0.write().unwrap_or_else(PoisonError::into_inner);
+        let mut grants = self
+            .grants
+            .0
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         *grants = plan.names().clone();
         // Under the lock: an answer being written waits for it, then finds its grant gone.
         self.answers.forget_scope(self.cgroup_id);
