@@ -140,15 +140,15 @@ struct {
 	__type(value, struct bee_answer);
 } bee_answers SEC(".maps");
 
-/* The loopback ports of every scope's resolver (UDP and TCP alike), value 1: no scope may
- * address another scope's resolver directly (its queries would be answered by the other
- * scope's grants). */
+/* The loopback ports of every scope's resolver (UDP and TCP alike), valued by how many scopes
+ * are steered there: no scope may address another scope's resolver directly (its queries
+ * would be answered by the other scope's grants). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1024);
 	__type(key, __u16);
-	__type(value, __u8);
+	__type(value, __u32);
 } bee_dns_ports SEC(".maps");
 
 /* Socket cookie -> the name server a steered socket last addressed, so that replies read as

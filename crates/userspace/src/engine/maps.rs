@@ -41,7 +41,8 @@ pub mod map_names {
     pub const DNS: &str = "bee_dns";
     /// (cgroup id, address) → `bee_answer`: the live answers of the scopes' resolvers.
     pub const ANSWERS: &str = "bee_answers";
-    /// Resolver port → 1: the loopback ports no scope but the resolver's own may address.
+    /// Resolver port → the number of scopes steered to it (one, for bee's own resolvers): the
+    /// loopback ports no scope but the resolver's own may address.
     pub const DNS_PORTS: &str = "bee_dns_ports";
 }
 
@@ -83,13 +84,23 @@ pub(super) struct Maps {
     events: RingBuf<MapData>,
     cache_on: Array<MapData, u32>,
     dns: HashMap<MapData, u64, DnsValue>,
-    dns_ports: HashMap<MapData, u16, u8>,
+    dns_ports: HashMap<MapData, u16, u32>,
     answers: HashMap<MapData, AnswerKey, AnswerValue>,
 }
 
 impl std::fmt::Debug for Maps {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Maps").finish_non_exhaustive()
+    }
+}
+
+/// Whether a map call failed only because the key was not there (`ENOENT`, which aya reports
+/// as a syscall error for a delete).
+fn absent(e: &MapError) -> bool {
+    match e {
+        MapError::KeyNotFound => true,
+        MapError::SyscallError(s) => s.io_error.raw_os_error() == Some(libc::ENOENT),
+        _ => false,
     }
 }
 
@@ -262,7 +273,8 @@ impl Maps {
     /// Deletes the scope entry of `cgroup_id` (absent is fine).
     pub(super) fn remove_scope(&mut self, cgroup_id: u64) -> Result<(), EngineError> {
         match self.scopes.remove(&cgroup_id) {
-            Ok(()) | Err(MapError::KeyNotFound) => Ok(()),
+            Ok(()) => Ok(()),
+            Err(e) if absent(&e) => Ok(()),
             Err(source) => Err(EngineError::Map {
                 call: "BPF_MAP_DELETE_ELEM",
                 map: n::SCOPES,
@@ -278,7 +290,7 @@ impl Maps {
         let mut first: Option<EngineError> = None;
         let mut note = |r: Result<(), MapError>, map: &'static str| {
             if let Err(source) = r {
-                if !matches!(source, MapError::KeyNotFound) && first.is_none() {
+                if !absent(&source) && first.is_none() {
                     first = Some(EngineError::Map {
                         call: DELETE,
                         map,
@@ -322,8 +334,9 @@ impl Maps {
     ) -> Result<(), EngineError> {
         // The port first: no other scope may address it from the moment this scope's DNS
         // goes there.
+        let users = self.dns_ports.get(&value.port, 0).unwrap_or(0);
         self.dns_ports
-            .insert(value.port, 1, 0)
+            .insert(value.port, users.saturating_add(1), 0)
             .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::DNS_PORTS))?;
         self.dns
             .insert(cgroup_id, value, 0)
@@ -341,7 +354,8 @@ impl Maps {
         const DELETE: &str = "BPF_MAP_DELETE_ELEM";
         let port = self.dns.get(&cgroup_id, 0).ok().map(|v| v.port);
         let mut first = match self.dns.remove(&cgroup_id) {
-            Ok(()) | Err(MapError::KeyNotFound) => None,
+            Ok(()) => None,
+            Err(e) if absent(&e) => None,
             Err(source) => Some(EngineError::Map {
                 call: DELETE,
                 map: n::DNS,
@@ -349,14 +363,21 @@ impl Maps {
             }),
         };
         // The port stays closed to other scopes until the scope's own entry is gone.
-        match port.map(|p| self.dns_ports.remove(&p)) {
-            None | Some(Ok(()) | Err(MapError::KeyNotFound)) => {}
-            Some(Err(source)) => {
-                first.get_or_insert(EngineError::Map {
-                    call: DELETE,
-                    map: n::DNS_PORTS,
-                    source: Box::new(source),
-                });
+        if let Some(port) = port {
+            let users = self.dns_ports.get(&port, 0).unwrap_or(0);
+            let written = if users > 1 {
+                self.dns_ports.insert(port, users - 1, 0)
+            } else {
+                self.dns_ports.remove(&port)
+            };
+            if let Err(source) = written {
+                if !absent(&source) {
+                    first.get_or_insert(EngineError::Map {
+                        call: DELETE,
+                        map: n::DNS_PORTS,
+                        source: Box::new(source),
+                    });
+                }
             }
         }
         let keys: Vec<AnswerKey> = self
@@ -367,7 +388,8 @@ impl Maps {
             .collect();
         for k in keys {
             match self.answers.remove(&k) {
-                Ok(()) | Err(MapError::KeyNotFound) => {}
+                Ok(()) => {}
+                Err(e) if absent(&e) => {}
                 Err(source) => {
                     first.get_or_insert(EngineError::Map {
                         call: DELETE,
