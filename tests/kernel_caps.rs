@@ -617,6 +617,27 @@ fn non_root_user_outside_the_delegated_cgroup_is_refused() {
     );
 }
 
+/// The demo's policy grants a name (`static.crates.io`): with every capability enforcement
+/// needs but CAP_NET_ADMIN, `bee run` refuses it with 77 before any episode, as `bee exec` does.
+#[test]
+fn bee_run_of_the_demo_without_cap_net_admin_exits_77_before_any_episode() {
+    let _d = Delegation::root();
+    let who = root_uid();
+    assert_helper_sets(&who);
+    let f = fixture(command_owner(&who), false);
+    let before = leftovers();
+    let o = run_demo(&who, &f);
+    assert_run_refused(
+        &o,
+        &f,
+        &[
+            "bee run: the policy grants names, and this process cannot enforce them",
+            "lacks CAP_NET_ADMIN",
+        ],
+        &before,
+    );
+}
+
 #[test]
 fn bee_run_of_the_demo_without_a_capability_exits_77_before_any_episode() {
     let cases = [

@@ -287,6 +287,22 @@ pub fn sandbox_factory(
     }
 }
 
+/// Refuses the run, as `bee exec` refuses its command, when an episode's policy grants names
+/// and this process cannot load the DNS steering programs
+/// ([`enforcement::check_name_grants`]). The policies compiled when the run was planned.
+fn name_grants_enforceable(plan: &Plan) -> Result<(), enforcement::Refusal> {
+    for ep in &plan.episodes {
+        if let Some(Ok(policy)) = ep
+            .policy
+            .as_deref()
+            .map(|p| compile_policy(p, &ep.def.workspace))
+        {
+            enforcement::check_name_grants(&policy)?;
+        }
+    }
+    Ok(())
+}
+
 /// What [`run_with`] needs from the process; tests build one by hand.
 pub struct RunContext<'a> {
     /// Current directory and home, for configuration resolution.
@@ -582,7 +598,13 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return status;
         }
     };
-    let mut factory = match (ctx.factory)(plan.enforcement) {
+    let checked = (ctx.factory)(plan.enforcement).and_then(|f| {
+        if plan.enforcement == Enforcement::Kernel {
+            name_grants_enforceable(&plan)?;
+        }
+        Ok(f)
+    });
+    let mut factory = match checked {
         Ok(f) => f,
         Err(refusal) => {
             let _ = write!(
