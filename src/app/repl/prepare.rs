@@ -113,12 +113,19 @@ pub(crate) fn prepare(
         Enforcement::Host
     };
     // The same checks, in the same order, as `bee run`: before any model call.
-    let factory = sandbox_factory(enforcement).map_err(|refusal| {
-        // `repl::run` prints the prefix of the first line itself.
-        let text = refusal.render("bee repl", "no model was called");
-        let text = text.strip_prefix("bee repl: ").unwrap_or(&text).trim_end();
-        Refused(RunStatus::of_refusal(&refusal), text.to_owned())
-    })?;
+    let factory = sandbox_factory(enforcement)
+        .and_then(|f| {
+            if let Some(p) = &policy {
+                crate::app::enforcement::check_name_grants(p)?;
+            }
+            Ok(f)
+        })
+        .map_err(|refusal| {
+            // `repl::run` prints the prefix of the first line itself.
+            let text = refusal.render("bee repl", "no model was called");
+            let text = text.strip_prefix("bee repl: ").unwrap_or(&text).trim_end();
+            Refused(RunStatus::of_refusal(&refusal), text.to_owned())
+        })?;
     let connected = connect(&provider)?;
     let prices = provider.price_table().map_err(|e| {
         Refused(
