@@ -68,7 +68,7 @@ impl NameGrants for Grants {
 /// Puts a resolver's answers into the kernel and its refusals into the audit queue.
 struct KernelSink {
     cgroup_id: u64,
-    answers: AnswerMap,
+    answers: Arc<AnswerMap>,
     refusals: Refusals,
     /// The grants the resolver answers by: read again, and held, while an answer is written,
     /// so that a live policy change cannot fall between the resolver's check and the write.
@@ -262,7 +262,7 @@ fn host_addresses() -> Vec<IpAddr> {
 pub(super) struct ScopeNames {
     resolver: ScopeResolver,
     grants: Arc<Grants>,
-    answers: AnswerMap,
+    answers: Arc<AnswerMap>,
     cgroup_id: u64,
 }
 
@@ -303,13 +303,13 @@ impl ScopeNames {
         refusals: &Refusals,
     ) -> Result<Self, String> {
         engine.enable_dns().map_err(|e| explain(&e))?;
-        let answers = engine.answers().map_err(|e| e.to_string())?;
-        let sink_answers = engine.answers().map_err(|e| e.to_string())?;
+        // One handle, shared by the resolver's writes and the scope's withdrawals.
+        let answers = Arc::new(engine.answers().map_err(|e| e.to_string())?);
         let config = resolver_config()?;
         let grants = Arc::new(Grants(RwLock::new(plan.names().clone())));
         let sink = Arc::new(KernelSink {
             cgroup_id,
-            answers: sink_answers,
+            answers: Arc::clone(&answers),
             refusals: Arc::clone(refusals),
             grants: Arc::clone(&grants),
             admits: AtomicU64::new(0),
