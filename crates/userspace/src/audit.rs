@@ -242,6 +242,17 @@ fn cstr_lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes.get(..end).unwrap_or(bytes)).into_owned()
 }
 
+/// The address of an event that carries one: its first 4 bytes for `AF_INET`, all 16 else.
+fn event_addr(event: &AuditEvent) -> IpAddr {
+    if event.family == AF_INET {
+        let mut v4 = [0u8; 4];
+        v4.copy_from_slice(event.addr.get(..4).unwrap_or(&[0; 4]));
+        IpAddr::V4(Ipv4Addr::from(v4))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(event.addr))
+    }
+}
+
 /// Hooks whose denials no policy can lift: what they guard is never allowed inside a scope.
 fn never_granted(hook: Hook) -> bool {
     matches!(
@@ -381,13 +392,7 @@ impl AuditRecord {
                 PROTO_UDP => Some("udp".to_owned()),
                 _ => None,
             };
-            record.addr = Some(if event.family == AF_INET {
-                let mut v4 = [0u8; 4];
-                v4.copy_from_slice(event.addr.get(..4).unwrap_or(&[0; 4]));
-                IpAddr::V4(Ipv4Addr::from(v4))
-            } else {
-                IpAddr::V6(Ipv6Addr::from(event.addr))
-            });
+            record.addr = Some(event_addr(event));
             record.port = Some(event.port);
             record.grant = Some("net.allow".to_owned());
         } else if event.path_len > 0 {
@@ -429,13 +434,7 @@ impl AuditRecord {
             }
             DNS_REFUSED_ADDRESS => {
                 self.path = Some(text);
-                self.addr = Some(if event.family == AF_INET {
-                    let mut v4 = [0u8; 4];
-                    v4.copy_from_slice(event.addr.get(..4).unwrap_or(&[0; 4]));
-                    IpAddr::V4(Ipv4Addr::from(v4))
-                } else {
-                    IpAddr::V6(Ipv6Addr::from(event.addr))
-                });
+                self.addr = Some(event_addr(event));
                 Reason::SpecialAddress
             }
             _ => {
