@@ -240,15 +240,33 @@ impl AnswerMap {
     }
 
     fn remove_where(&self, doomed: impl Fn(&AnswerKey, &AnswerValue) -> bool) -> usize {
-        let mut map = self.lock();
-        let keys: Vec<AnswerKey> = map
-            .iter()
-            .filter_map(Result::ok)
-            .filter(|(k, v)| doomed(k, v))
-            .map(|(k, _)| k)
-            .collect();
-        keys.iter().filter(|k| map.remove(k).is_ok()).count()
+        remove_answers(&mut self.lock(), doomed).0
     }
+}
+
+/// Removes the entries of the answers map `map` that `doomed` picks. Returns how many were
+/// removed and the first error other than an entry already gone, after trying every one.
+pub(super) fn remove_answers(
+    map: &mut HashMap<MapData, AnswerKey, AnswerValue>,
+    doomed: impl Fn(&AnswerKey, &AnswerValue) -> bool,
+) -> (usize, Option<MapError>) {
+    let keys: Vec<AnswerKey> = map
+        .iter()
+        .filter_map(Result::ok)
+        .filter(|(k, v)| doomed(k, v))
+        .map(|(k, _)| k)
+        .collect();
+    let (mut removed, mut first) = (0, None);
+    for k in &keys {
+        match map.remove(k) {
+            Ok(()) => removed += 1,
+            Err(e) if super::maps::absent(&e) => {}
+            Err(e) => {
+                first.get_or_insert(e);
+            }
+        }
+    }
+    (removed, first)
 }
 
 /// The DNS map value for a resolver on `127.0.0.1:port` (and `[::1]:port` when `v6`).

@@ -96,7 +96,7 @@ impl std::fmt::Debug for Maps {
 
 /// Whether a map call failed only because the key was not there (`ENOENT`, which aya reports
 /// as a syscall error for a delete).
-fn absent(e: &MapError) -> bool {
+pub(super) fn absent(e: &MapError) -> bool {
     match e {
         MapError::KeyNotFound => true,
         MapError::SyscallError(s) => s.io_error.raw_os_error() == Some(libc::ENOENT),
@@ -380,24 +380,14 @@ impl Maps {
                 }
             }
         }
-        let keys: Vec<AnswerKey> = self
-            .answers
-            .keys()
-            .filter_map(Result::ok)
-            .filter(|k| k.cgroup_id == cgroup_id)
-            .collect();
-        for k in keys {
-            match self.answers.remove(&k) {
-                Ok(()) => {}
-                Err(e) if absent(&e) => {}
-                Err(source) => {
-                    first.get_or_insert(EngineError::Map {
-                        call: DELETE,
-                        map: n::ANSWERS,
-                        source: Box::new(source),
-                    });
-                }
-            }
+        if let (_, Some(source)) =
+            super::dns::remove_answers(&mut self.answers, |k, _| k.cgroup_id == cgroup_id)
+        {
+            first.get_or_insert(EngineError::Map {
+                call: DELETE,
+                map: n::ANSWERS,
+                source: Box::new(source),
+            });
         }
         first.map_or(Ok(()), Err)
     }
