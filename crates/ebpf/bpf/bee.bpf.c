@@ -1541,17 +1541,22 @@ struct mount___lh {
 	struct list_head mnt_instance;
 } __attribute__((preserve_access_index));
 
-/* One mount of the superblock's list (inode_ctx): kept in names[] when it
- * belongs to the caller's mount namespace. Mounts past BEE_SB_MOUNTS_SCAN are
- * not seen (fewer names: a deny, never an allow). The loop state lives in the
- * task's buffer, so the verifier checks one iteration, not every count of
- * names found (Linux 7.3's verifier gave up on the open-coded loops). */
-static long sb_mount_step(__u32 i, void *data)
+/* One mount of the dentry's superblock (inode_ctx). A mount of the caller's
+ * namespace whose root is an ancestor of the dentry gives it a name; a mount of
+ * another part of the filesystem (a bind mount of a sibling directory) gives
+ * none: its resolve reaches the superblock's root without meeting the mount's
+ * and is unresolved. Stops once a name carries WRITE, after BEE_INODE_NAMES
+ * names, or at the end of the list; mounts past BEE_SB_MOUNTS_SCAN are not seen
+ * (fewer names: a deny, never an allow). The loop state lives in the task's
+ * buffer, so the verifier checks one iteration, not every count of names
+ * found (Linux 7.3's verifier gave up on the open-coded loops). */
+static long inode_mount_step(__u32 i, void *data)
 {
 	struct bee_path *p = path_buf();
+	struct resolve_ctx rc;
 	struct inode_ctx *c;
 	struct mount *m;
-	__u32 n;
+	long state;
 
 	if (!p)
 		return 1;
@@ -1573,26 +1578,47 @@ static long sb_mount_step(__u32 i, void *data)
 	}
 	if ((__u64)BPF_CORE_READ(m, mnt_ns) != c->ns)
 		return 0;
-	n = c->n;
-	if (n >= BEE_INODE_NAMES)
+	resolve(&m->mnt, (struct dentry *)c->dentry, &rc);
+	c->last_mnt = (__u64)m;
+	c->last_pos = rc.pos;
+	c->last_flags = rc.flags;
+	if (rc.flags)
+		return 0;
+	if (!c->first_mnt)
+		c->first_mnt = (__u64)m;
+	state = walk_path(c->start, rc.nsegs - 1, rc.nsegs);
+	if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
+		c->allowed = 1;
 		return 1;
-	BEE_BOUND(n, BEE_INODE_NAMES - 1);
-	c->names[n] = (__u64)m;
-	c->n = n + 1;
-	return 0;
+	}
+	c->names += 1;
+	return c->names >= BEE_INODE_NAMES;
 }
 
-/* Collects into the task's inode_ctx up to BEE_INODE_NAMES mounts of sb that
- * belong to the mount namespace ns (struct mnt_namespace *); returns how
- * many. */
-static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns)
+/* The inode hooks get a dentry and no mount, so the path is not known. The
+ * dentry's names are its paths through the mounts of its superblock in the
+ * caller's mount namespace (inode_mount_step); the change needs WRITE on one
+ * of them, as it would through a descriptor opened for writing by that name
+ * (file_open). A dentry with no name there, or none of its first
+ * BEE_INODE_NAMES names writable, is denied. The event carries the first name
+ * that resolved (or, when none did, the last attempt, flagged unresolved). */
+static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 {
-	struct bee_path *p = path_buf();
+	__u64 cgid, first;
+	struct bee_scope *scope = current_scope(&cgid);
+	struct resolve_ctx rc = {};
+	struct super_block *sb;
+	struct bee_path *p;
+	int deny;
 
-	if (!p)
+	if (!scope)
 		return 0;
-	p->ic.n = 0;
-	p->ic.ns = ns;
+	p = path_buf();
+	if (!dentry || !p)
+		return decide_plain(hook, cgid, scope, 1) != 0;
+	sb = BPF_CORE_READ(dentry, d_sb);
+	p->ic.ns = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy,
+					mnt_ns);
 	p->ic.head = 0;
 	p->ic.node = 0;
 	if (bpf_core_field_exists(struct super_block___lh, s_mounts)) {
@@ -1604,86 +1630,25 @@ static __always_inline __u32 sb_mounts_in(struct super_block *sb, __u64 ns)
 	} else if (bpf_core_field_exists(struct mount, mnt_next_for_sb)) {
 		p->ic.node = (__u64)BPF_CORE_READ(sb, s_mounts);
 	}
-	bpf_loop(BEE_SB_MOUNTS_SCAN, sb_mount_step, NULL, 0);
-	return p->ic.n;
-}
-
-/* Name i of the dentry (inode_ctx): resolves it and walks it; stops the loop
- * once a name carries WRITE. */
-static long inode_name_step(__u32 i, void *data)
-{
-	struct bee_path *p = path_buf();
-	struct resolve_ctx rc;
-	struct inode_ctx *c;
-	struct mount *m;
-	long state;
-
-	if (!p)
-		return 1;
-	c = &p->ic;
-	if (i >= c->n || i >= BEE_INODE_NAMES)
-		return 1;
-	BEE_BOUND(i, BEE_INODE_NAMES - 1);
-	m = (struct mount *)c->names[i];
-	resolve(&m->mnt, (struct dentry *)c->dentry, &rc);
-	c->last_pos = rc.pos;
-	c->last_flags = rc.flags;
-	if (rc.flags)
-		return 0;
-	if (c->first == BEE_INODE_NAMES)
-		c->first = i;
-	state = walk_path(c->start, rc.nsegs - 1, rc.nsegs);
-	if (state >= 0 && (state_accept(state) & BEE_ACCESS_WRITE)) {
-		c->allowed = 1;
-		return 1;
-	}
-	return 0;
-}
-
-/* The inode hooks get a dentry and no mount, so the path is not known. The
- * dentry's names are its paths through each mount of its superblock in the
- * caller's mount namespace; the change needs WRITE on one of them, as it
- * would through a descriptor opened for writing by that name (file_open). A
- * dentry with no name there, or none of the first BEE_INODE_NAMES writable,
- * is denied. The event carries the first name that resolved. */
-static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
-{
-	__u64 cgid, ns;
-	struct bee_scope *scope = current_scope(&cgid);
-	struct resolve_ctx rc = {};
-	struct bee_path *p;
-	__u32 n, first;
-	int deny;
-
-	if (!scope)
-		return 0;
-	if (!dentry)
-		return decide_plain(hook, cgid, scope, 1) != 0;
-	ns = (__u64)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), nsproxy, mnt_ns);
-	n = sb_mounts_in(BPF_CORE_READ(dentry, d_sb), ns);
-	p = path_buf();
-	if (!p)
-		return decide_plain(hook, cgid, scope, 1) != 0;
 	p->ic.dentry = (__u64)dentry;
 	p->ic.start = scope->start_state;
-	p->ic.first = BEE_INODE_NAMES;
+	p->ic.first_mnt = 0;
+	p->ic.last_mnt = 0;
+	p->ic.names = 0;
 	p->ic.allowed = 0;
-	p->ic.last_pos = 0;
-	p->ic.last_flags = 0;
-	bpf_loop(BEE_INODE_NAMES, inode_name_step, NULL, 0);
+	p->ic.last_pos = BEE_PATH_END;
+	p->ic.last_flags = BEE_EVENT_PATH_UNRESOLVED;
+	bpf_loop(BEE_SB_MOUNTS_SCAN, inode_mount_step, NULL, 0);
 	deny = p->ic.allowed ? 0 : 1;
-	first = p->ic.first;
+	first = p->ic.first_mnt;
 	rc.pos = p->ic.last_pos;
 	rc.flags = p->ic.last_flags;
 	if (should_report(scope, deny)) {
 		struct bee_event *ev = event_start(hook, cgid, scope, BEE_ACCESS_WRITE, deny);
 
 		if (ev) {
-			if (deny && first < BEE_INODE_NAMES && first + 1 < n) {
-				struct mount *m;
-
-				BEE_BOUND(first, BEE_INODE_NAMES - 1);
-				m = (struct mount *)p->ic.names[first];
+			if (deny && first && first != p->ic.last_mnt) {
+				struct mount *m = (struct mount *)first;
 
 				resolve(&m->mnt, dentry, &rc);
 			}

@@ -94,8 +94,8 @@
 #define BEE_ATTR_MTIME (1 << 5)
 #define BEE_ATTR_ATIME_SET (1 << 7)
 #define BEE_ATTR_MTIME_SET (1 << 8)
-/* Mounts of one superblock the inode hooks look at, and how many of them (in
- * the caller's mount namespace) they try as names of a dentry. */
+/* Mounts of one superblock the inode hooks look at, and how many names of a
+ * dentry (mounts of the caller's namespace whose root is above it) they check. */
 #define BEE_SB_MOUNTS_SCAN 64
 #define BEE_INODE_NAMES 4
 /* Messages of one netlink send the hook reads; a send with more is denied. */
@@ -192,18 +192,18 @@ struct bee_segs {
 
 _Static_assert(sizeof(struct bee_segs) <= 8000, "task storage values stay below 8 KiB");
 
-/* The names of an inode hook's dentry (inode_denied): the mounts of its
- * superblock in the caller's namespace, then the check of each name. */
+/* The names of an inode hook's dentry (inode_denied): the walk over the
+ * mounts of its superblock, checking each name in the caller's namespace. */
 struct inode_ctx {
-	__u64 names[BEE_INODE_NAMES]; /* struct mount *, in the caller's namespace */
-	__u64 node;   /* the next list node (s_mounts list) or mount (mnt_next_for_sb) */
-	__u64 head;   /* &sb->s_mounts, where the list ends (list layout) */
-	__u64 ns;     /* the caller's struct mnt_namespace * */
-	__u64 dentry; /* struct dentry *: the inode hook's dentry */
-	__u32 n;      /* names found */
-	__u32 start;  /* the scope's start state */
-	__u32 first;  /* the first name that resolved, or BEE_INODE_NAMES */
-	__u32 allowed; /* a name carries WRITE */
+	__u64 node;      /* the next list node (s_mounts list) or mount (mnt_next_for_sb) */
+	__u64 head;      /* &sb->s_mounts, where the list ends (list layout) */
+	__u64 ns;        /* the caller's struct mnt_namespace * */
+	__u64 dentry;    /* struct dentry *: the inode hook's dentry */
+	__u64 first_mnt; /* struct mount * of the first name that resolved, or 0 */
+	__u64 last_mnt;  /* struct mount * of the last resolve */
+	__u32 names;     /* names that resolved, none writable */
+	__u32 start;     /* the scope's start state */
+	__u32 allowed;   /* a name carries WRITE */
 	__u32 last_pos, last_flags; /* the last resolve (for the event) */
 };
 

@@ -645,6 +645,39 @@ fn inode_changes_are_judged_by_the_names_of_the_dentry_in_every_mount() {
 }
 
 #[test]
+fn inode_changes_find_a_name_among_many_mounts_of_other_directories() {
+    // A filesystem mounted whole once, in the workspace, between twelve bind mounts of one
+    // of its directories: the bind mounts give a file at its root no name (their roots are
+    // not above it), so they must not use up the names the inode hooks check. Both list
+    // orders (oldest first before 6.18, newest first after) put six of them first.
+    let t = Trees::new("atk-inode-many");
+    let scope = t.scope("atk-inode-many");
+    let orig = Mounted::new(&["-t", "tmpfs", "none"], t.sec.join("orig"));
+    fs::create_dir(orig.0.join("other")).unwrap();
+    fs::write(orig.0.join("f"), "x").unwrap();
+    let s = |p: std::path::PathBuf| p.to_str().unwrap().to_owned();
+    let (whole, other) = (s(orig.0.clone()), s(orig.0.join("other")));
+    let bind = |src: &String, at: std::path::PathBuf| Mounted::new(&["--bind", src], at);
+    let mut binds: Vec<_> = (0..6)
+        .map(|i| bind(&other, t.sec.join(&format!("b{i}"))))
+        .collect();
+    let named = bind(&whole, t.ws.join("m"));
+    binds.extend((6..12).map(|i| bind(&other, t.sec.join(&format!("b{i}")))));
+    drop(orig);
+    let f = t.ws.join("m").join("f");
+    assert_eq!(h(&scope, "utimes", &[&s(f)]), 0, "its one writable name");
+    // Without that mount the file has a read-only name only; a bind mount of the other
+    // directory into the workspace gives it no writable one.
+    let sec_all = bind(&s(t.ws.join("m")), t.sec.join("all"));
+    drop(named);
+    let ws_other = bind(&s(t.sec.join("b0")), t.ws.join("other"));
+    let f = s(t.sec.join("all").join("f"));
+    assert_eq!(h(&scope, "utimes", &[&f]), EPERM, "no writable name");
+    denial(&events(&scope.cg), Hook::InodeSetattr, &f, &scope);
+    drop((ws_other, sec_all, binds));
+}
+
+#[test]
 fn ioctls_that_reach_past_the_descriptor_are_checked() {
     const ENOTTY: i32 = 25;
     let t = Trees::new("atk-ioctl");
