@@ -113,6 +113,65 @@ fn emit_compiled_is_deterministic_json() {
     );
 }
 
+/// Carve-outs, included rules and their origins are part of the compiled form: what the
+/// planner and the prover see.
+#[test]
+fn emit_compiled_shows_carve_outs_and_included_rules() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let p = policy_file(
+        dir.path(),
+        "carved.toml",
+        "version = 2\ninclude = [\"base\"]\n[fs]\nwrite = [\"/w/**\"]\ndeny = [\"/w/secret/**\"]\n[exec]\nallow = [\"/w/bin/*\"]\ndeny = [\"/w/bin/rm\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &p, "--emit", "compiled"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| unreachable!("{e}"));
+    let texts = |rules: &serde_json::Value| -> Vec<String> {
+        rules
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r["origin"]["text"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(texts(&v["fs"]["deny"]), ["/w/secret/**"], "{v}");
+    assert_eq!(texts(&v["exec_deny"]), ["/w/bin/rm"], "{v}");
+    // The shipped `base` fragment's rules arrive expanded, each naming the fragment.
+    let read = v["fs"]["read"].as_array().cloned().unwrap_or_default();
+    assert!(
+        read.iter()
+            .any(|r| r["origin"].to_string().contains("base")),
+        "no rule of the base fragment: {read:?}"
+    );
+}
+
+/// `exec.deny` that no exec grant reaches and `fs.unprotect` that matches no protected path
+/// are warnings naming their key, not silent no-ops.
+#[test]
+fn idle_exec_carve_outs_and_unprotects_warn() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let p = policy_file(
+        dir.path(),
+        "idle.toml",
+        "version = 2\n[fs]\nwrite = [\"/w/**\"]\nunprotect = [\"/w/notes.txt\"]\n[exec]\nallow = [\"/usr/bin/*\"]\ndeny = [\"/opt/tool\", \"/usr/bin/curl\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("exec.deny[0]") && err.contains("`/opt/tool` carves nothing out"),
+        "{err}"
+    );
+    assert!(!err.contains("exec.deny[1]"), "a used carve-out: {err}");
+    assert!(
+        err.contains("fs.unprotect[0]") && err.contains("lifts no protection"),
+        "{err}"
+    );
+}
+
 #[test]
 fn json_report_counts_rules() {
     let o = bee(&["validate", "--policy", "policies/parent.toml", "--json"]);
