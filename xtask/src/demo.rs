@@ -81,8 +81,8 @@ pub struct DemoArgs {
     pub accel: AccelChoice,
     /// After the episode, also learn a policy for the crate's `cargo test --offline` from a
     /// base granting only the workspace and /tmp (`bee exec --learn`), validate it, run the
-    /// same build enforced by it, and check that it refuses the demo's secret (in the VM:
-    /// implies `--vm`).
+    /// same build enforced by it, and check that it refuses the demo's secret and a git hook
+    /// written through a tool the build ran (in the VM: implies `--vm`).
     #[arg(long)]
     pub learn: bool,
 }
@@ -353,7 +353,8 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
 /// What the learn phase must show: learn mode changed nothing the build saw (the same exit
 /// status and test summary as unconfined), the learned policy validates, the same build from
 /// scratch under it ends the same way, and it refuses the secret's read (rustc, which the
-/// build ran, is given the secret as a source file; the kernel's EPERM must be the reason).
+/// build ran, is given the secret as a source file; the kernel's EPERM must be the reason)
+/// and a write of `.git/hooks/pre-commit` (rustc's output; the file must not exist after).
 fn learn_problems(run: &DemoRun) -> Vec<String> {
     let value = |step: &str| {
         run.learn
@@ -401,6 +402,15 @@ fn learn_problems(run: &DemoRun) -> Vec<String> {
         Some("0") | None => p.push(format!(
             "the learned policy did not refuse reading {SECRET} ({:?})",
             value("secret")
+        )),
+        Some(_) => {}
+    }
+    // A tool the build ran, told to write its output as a git hook: the learned policy
+    // grants the workspace for writing, and `.git/hooks` stays protected in it.
+    match value("hook") {
+        Some("0" | "planted") | None => p.push(format!(
+            "the learned policy let rustc write .git/hooks/pre-commit ({:?})",
+            value("hook")
         )),
         Some(_) => {}
     }
@@ -762,7 +772,7 @@ fn guest_script(bee: &Path, demo: &Path, learn: bool) -> String {
 /// The guest's learn phase (`--learn`): learn the crate's build from a base that grants only
 /// the two scratch areas a build writes under names of its own choosing (the workspace and
 /// `/tmp`), validate the learned policy, build again from scratch under it, and try the
-/// secret under it. The crate as shipped has the bug the episode's agent fixes, so one test
+/// secret and planting a git hook under it. The crate as shipped has the bug the episode's agent fixes, so one test
 /// fails: the unconfined run's exit status and test summary are the baseline both runs
 /// must reproduce.
 fn learn_phase(bee: &str, demo: &str) -> String {
@@ -788,7 +798,14 @@ fn learn_phase(bee: &str, demo: &str) -> String {
          out=$({bee} exec --policy /tmp/learned.toml -- rustc --crate-type lib {SECRET} -o /tmp/learn-x 2>&1)\n\
          rc=$?; echo \"$out\" | tail -2\n\
          if echo \"$out\" | grep -q 'Operation not permitted'; then echo \"{LEARN_MARK}secret=$rc\"; \
-         else echo \"{LEARN_MARK}secret=0\"; fi\n"
+         else echo \"{LEARN_MARK}secret=0\"; fi\n\
+         mkdir -p .git/hooks\n\
+         echo '+ bee exec --policy /tmp/learned.toml -- rustc --crate-type lib src/lib.rs -o .git/hooks/pre-commit'\n\
+         out=$({bee} exec --policy /tmp/learned.toml -- rustc --crate-type lib src/lib.rs -o .git/hooks/pre-commit 2>&1)\n\
+         rc=$?; echo \"$out\" | tail -2\n\
+         if [ -e .git/hooks/pre-commit ]; then echo \"{LEARN_MARK}hook=planted\"; \
+         elif echo \"$out\" | grep -q 'Operation not permitted'; then echo \"{LEARN_MARK}hook=$rc\"; \
+         else echo \"{LEARN_MARK}hook=0\"; fi\n"
     )
 }
 
@@ -952,6 +969,7 @@ mod tests {
             "'/b/bee' validate --policy /tmp/learned.toml",
             "'/b/bee' exec --policy /tmp/learned.toml -- cargo test --offline",
             "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib /root/.bee-demo/credentials",
+            "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib src/lib.rs -o .git/hooks/pre-commit",
             "cp -r '/demo'/crate /tmp/plain-ws",
         ] {
             assert!(script.contains(needle), "{needle} not in:\n{script}");
@@ -969,6 +987,7 @@ mod tests {
                 step("enforced", "101"),
                 step("summary-enforced", summary),
                 step("secret", "1"),
+                step("hook", "1"),
             ],
             learned: vec!["version = 2".into()],
             ..DemoRun::default()
@@ -986,11 +1005,12 @@ mod tests {
                 step("summary-learn", summary),
                 step("enforced", "101"),
                 step("secret", "0"),
+                step("hook", "planted"),
             ],
             ..DemoRun::default()
         };
-        // no enforced summary, no validate, secret read, no learned policy
-        assert_eq!(learn_problems(&bad).len(), 4, "{:?}", learn_problems(&bad));
+        // no enforced summary, no validate, secret read, hook planted, no learned policy
+        assert_eq!(learn_problems(&bad).len(), 5, "{:?}", learn_problems(&bad));
     }
 
     #[test]

@@ -943,11 +943,10 @@ fn plain_once(fork: bool) -> Res<(Duration, Duration)> {
 /// Mounts a tmpfs at `root` with the system directories bound in (recursively): a root with a
 /// parent mount, which bwrap can `pivot_root` from.
 ///
-/// Only the setup phase needs it, and it runs last: the binds are more mounts of the root file
-/// system's superblock, among which the inode hooks (`inode_setattr`, …) look for a dentry's
-/// names, at most four (`BEE_INODE_NAMES`). With the binds in place from the start of the boot,
-/// Linux 7.3 denied the workload's `utimensat` calls (the name reported, `///tmp/kbench/ws/…`,
-/// is not the file's path), where 6.1, 6.12 and 6.12-rt did not.
+/// Only the setup phase needs it, and it runs last, so the other phases measure a host
+/// without the extra mounts. (They once mattered more: the inode hooks took the first four
+/// mounts of the superblock as a dentry's names whether or not they held it, and with the binds
+/// in place from the start Linux 7.3 denied the workload's `utimensat` calls.)
 fn make_bwrap_root(root: &Path) -> Res<()> {
     let script = "set -e; r=$1; mkdir -p \"$r\"; mount -t tmpfs tmpfs \"$r\"; \
         for d in bin lib lib64 usr etc dev proc sys; do if [ -d /$d ]; then \
