@@ -253,6 +253,22 @@ fn event_addr(event: &AuditEvent) -> IpAddr {
     }
 }
 
+/// Writes `addr` into an event as the kernel programs do: the family, and the first 4 bytes
+/// for `AF_INET` or all 16 for `AF_INET6` (the inverse of [`event_addr`]).
+pub(crate) fn set_event_addr(event: &mut AuditEvent, addr: IpAddr) {
+    match addr {
+        IpAddr::V4(a) => {
+            event.family = AF_INET;
+            event.addr = [0; 16];
+            event.addr[..4].copy_from_slice(&a.octets());
+        }
+        IpAddr::V6(a) => {
+            event.family = AF_INET6;
+            event.addr = a.octets();
+        }
+    }
+}
+
 /// Hooks whose denials no policy can lift: what they guard is never allowed inside a scope.
 fn never_granted(hook: Hook) -> bool {
     matches!(

@@ -458,3 +458,21 @@ fn a_peer_denied_in_a_scope_with_name_grants_says_no_answer_covers_it() {
          name names it (resolve the name first; answers last their TTL)"
     );
 }
+
+#[test]
+fn an_address_written_into_an_event_reads_back_with_its_family() {
+    for addr in [
+        "203.0.113.7".parse::<IpAddr>().unwrap(),
+        "2001:db8::7".parse().unwrap(),
+    ] {
+        let mut ev = AuditEvent::zeroed();
+        ev.addr = [0xff; 16];
+        set_event_addr(&mut ev, addr);
+        assert_eq!(event_addr(&ev), addr);
+        let want = if addr.is_ipv4() { AF_INET } else { AF_INET6 };
+        assert_eq!(ev.family, want);
+        if addr.is_ipv4() {
+            assert_eq!(ev.addr[4..], [0; 12], "no bytes of an earlier address");
+        }
+    }
+}

@@ -173,16 +173,7 @@ pub fn refusal_event(cgroup_id: u64, denial: &NameDenial) -> Option<AuditEvent> 
         }
         NameDenialReason::SpecialAddress { addr, .. } => {
             ev.port = DNS_REFUSED_ADDRESS;
-            match addr {
-                IpAddr::V4(a) => {
-                    ev.family = 2;
-                    ev.addr[..4].copy_from_slice(&a.octets());
-                }
-                IpAddr::V6(a) => {
-                    ev.family = 10;
-                    ev.addr = a.octets();
-                }
-            }
+            crate::audit::set_event_addr(&mut ev, *addr);
             denial.name.clone()
         }
         _ => return None,
