@@ -799,9 +799,9 @@ fn learn_phase(bee: &str, demo: &str) -> String {
          rc=$?; echo \"$out\" | tail -2\n\
          if echo \"$out\" | grep -q 'Operation not permitted'; then echo \"{LEARN_MARK}secret=$rc\"; \
          else echo \"{LEARN_MARK}secret=0\"; fi\n\
-         mkdir -p .git/hooks\n\
-         echo '+ bee exec --policy /tmp/learned.toml -- rustc --crate-type lib src/lib.rs -o .git/hooks/pre-commit'\n\
-         out=$({bee} exec --policy /tmp/learned.toml -- rustc --crate-type lib src/lib.rs -o .git/hooks/pre-commit 2>&1)\n\
+         mkdir -p .git/hooks && echo 'pub fn hook() {{}}' > hook.rs\n\
+         echo '+ bee exec --policy /tmp/learned.toml -- rustc --crate-type lib hook.rs -o .git/hooks/pre-commit'\n\
+         out=$({bee} exec --policy /tmp/learned.toml -- rustc --crate-type lib hook.rs -o .git/hooks/pre-commit 2>&1)\n\
          rc=$?; echo \"$out\" | tail -2\n\
          if [ -e .git/hooks/pre-commit ]; then echo \"{LEARN_MARK}hook=planted\"; \
          elif echo \"$out\" | grep -q 'Operation not permitted'; then echo \"{LEARN_MARK}hook=$rc\"; \
@@ -969,7 +969,7 @@ mod tests {
             "'/b/bee' validate --policy /tmp/learned.toml",
             "'/b/bee' exec --policy /tmp/learned.toml -- cargo test --offline",
             "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib /root/.bee-demo/credentials",
-            "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib src/lib.rs -o .git/hooks/pre-commit",
+            "'/b/bee' exec --policy /tmp/learned.toml -- rustc --crate-type lib hook.rs -o .git/hooks/pre-commit",
             "cp -r '/demo'/crate /tmp/plain-ws",
         ] {
             assert!(script.contains(needle), "{needle} not in:\n{script}");
