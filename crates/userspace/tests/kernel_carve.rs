@@ -228,6 +228,8 @@ deny = ["{root}/secret/**", "{root}/**/private/**"]"#
 deny = ["{root}/bin/echo""#
         ),
     );
+    // A symbolic link into the carve-out made before the scope, in the granted tree.
+    std::os::unix::fs::symlink(ws.join("secret/key"), ws.join("pub/old-link")).unwrap();
     let scope = Scope::new("carve", &text, 0);
     let cg = Some(&scope.cg);
     let w = |n: &str| ws.s(n);
@@ -266,6 +268,19 @@ deny = ["{root}/bin/echo""#
         &run(cg, BUSYBOX, &["mv", &w("d/private"), &w("d/public")]),
         "rename private out",
     );
+    // A hard link into the carve-out: `path_link` needs WRITE on the new name.
+    assert_eperm(
+        &run(cg, BUSYBOX, &["ln", &w("pub/readme"), &w("secret/readme")]),
+        "hard link into",
+    );
+    assert_eperm(
+        &run(
+            cg,
+            BUSYBOX,
+            &["ln", &w("pub/readme"), &w("d/private/readme")],
+        ),
+        "hard link into a carve-out at any depth",
+    );
     // A directory holding a carve-out moves where the carve-out follows it.
     assert_ok(
         &run(cg, BUSYBOX, &["mv", &w("d"), &w("e")]),
@@ -283,6 +298,45 @@ deny = ["{root}/bin/echo""#
     assert_eperm(
         &run(cg, BUSYBOX, &["cat", &w("link/key")]),
         "read through a symlink",
+    );
+    // Writing through a symbolic link in the granted tree opens the carved path: an old link
+    // and one made in the scope, to the carved file, to a new name in the carved directory
+    // (the create is checked there), and through a link to the directory.
+    assert_eperm(
+        &sh(cg, r#"echo evil > "$1""#, &[&w("pub/old-link")]),
+        "write through a symlink made before the scope",
+    );
+    assert_ok(
+        &run(
+            cg,
+            BUSYBOX,
+            &["ln", "-s", &w("secret/key"), &w("pub/new-link")],
+        ),
+        "a symlink to the carved file",
+    );
+    assert_eperm(
+        &sh(cg, r#"echo evil >> "$1""#, &[&w("pub/new-link")]),
+        "append through a symlink made in the scope",
+    );
+    assert_ok(
+        &run(
+            cg,
+            BUSYBOX,
+            &["ln", "-s", &w("secret/planted"), &w("pub/dangling")],
+        ),
+        "a symlink to a new name in the carve-out",
+    );
+    assert_eperm(
+        &sh(cg, r#"echo evil > "$1""#, &[&w("pub/dangling")]),
+        "create through a dangling symlink",
+    );
+    assert_eperm(
+        &sh(cg, r#"echo evil > "$1""#, &[&w("link/planted2")]),
+        "create through a symlink to the carved directory",
+    );
+    assert_eperm(
+        &run(cg, BUSYBOX, &["ln", &w("pub/readme"), &w("link/readme2")]),
+        "hard link through a symlink to the carved directory",
     );
     // exec.deny inside an exec grant.
     assert_ok(&run(cg, BUSYBOX, &["mkdir", &w("bin")]), "mkdir bin");
@@ -314,8 +368,35 @@ deny = ["{root}/bin/echo""#
     );
 
     assert!(ws.join("secret/key").exists() && !ws.join("open").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("secret/key")).unwrap(),
+        "SECRET\n"
+    );
+    for planted in [
+        "secret/readme",
+        "secret/readme2",
+        "secret/planted",
+        "secret/planted2",
+        "e/private/readme",
+    ] {
+        assert!(!ws.join(planted).exists(), "{planted} was created");
+    }
     let evs = events(&scope.cg);
     denial(&evs, Hook::FileOpen, &w("secret/key"), &scope);
+    let written = evs
+        .iter()
+        .filter(|e| e.hook == Hook::FileOpen as u32 && path_of(e) == w("secret/key"))
+        .filter(|e| e.access & bee_common::ACCESS_WRITE != 0)
+        .count();
+    assert_eq!(
+        written, 2,
+        "the writes through both symlinks are reported at the carved file"
+    );
+    denial(&evs, Hook::PathLink, &w("secret/readme"), &scope);
+    denial(&evs, Hook::PathLink, &w("d/private/readme"), &scope);
+    denial(&evs, Hook::PathLink, &w("secret/readme2"), &scope);
+    denial(&evs, Hook::PathMknod, &w("secret/planted"), &scope);
+    denial(&evs, Hook::PathMknod, &w("secret/planted2"), &scope);
     denial(&evs, Hook::BprmCheckSecurity, &w("bin/echo"), &scope);
 }
 
@@ -382,4 +463,184 @@ fn a_write_grant_on_dev_null_does_not_let_a_scope_delete_it() {
     let evs = events(&scope.cg);
     let ev = denial(&evs, Hook::PathUnlink, "/dev/null", &scope);
     assert_eq!(ev.access, 0, "reported as never granted");
+}
+
+/// Programs for [`an_exec_carve_out_is_refused_through_symlinks_and_a_carved_program_cannot_be_linked_or_moved_out`]
+/// and [`escape_an_exec_carve_out_on_a_writable_file_is_left_by_a_hard_link_or_a_rename`]:
+/// copies of busybox (which runs the applet its name says) in a read-only tool tree and a
+/// writable workspace whose `bin/` is executable, some of them carved out; and the policy.
+fn exec_carve_setup(name: &str) -> (Scratch, String) {
+    let ws = Scratch::new(name);
+    for program in [
+        "tools/true",
+        "tools/echo",
+        "work/bin/true",
+        "work/bin/echo",
+        "work/bin/sealed/echo",
+    ] {
+        let p = ws.join(program);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(BUSYBOX, &p).unwrap();
+    }
+    for dir in ["work/bin/s", "work/bin/h", "work/bin/m"] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().display().to_string();
+    let root = ws.path.display().to_string();
+    let text = format!(
+        r#"version = 1
+[fs]
+read = ["/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache", "{dir}/**", "{root}/tools/**"]
+write = ["/dev/null", "{root}/work/**"]
+deny = ["{root}/work/bin/sealed/**"]
+
+[exec]
+allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{dir}/**", "{root}/tools/**", "{root}/work/bin/**"]
+deny = ["{root}/tools/echo", "{root}/work/bin/echo"]
+"#
+    );
+    (ws, text)
+}
+
+/// Runs `program x` in `cg` through a shell (a refused exec is the shell's error, not a failed
+/// spawn) and says whether it ran: busybox's `echo` prints `x`.
+fn ran(cg: Option<&Cgroup>, program: &str) -> (bool, std::process::Output) {
+    let out = sh(cg, r#""$1" x"#, &[program]);
+    (out.status.success() && out.stdout == b"x\n", out)
+}
+
+/// `exec.deny` inside an exec grant, against a program the scope can read but not write
+/// (`tools/echo`), one it can also write (`work/bin/echo`), and one `fs.deny` carves out
+/// (`work/bin/sealed/echo`): each is refused by its own name and through a symbolic link
+/// placed under an executable name (the exec resolves the link, and the denial names the
+/// target); the programs the scope cannot write cannot be hard-linked or renamed to an
+/// executable name (`path_link` and `path_rename` need WRITE on the existing file).
+#[test]
+fn an_exec_carve_out_is_refused_through_symlinks_and_a_carved_program_cannot_be_linked_or_moved_out()
+ {
+    let (ws, text) = exec_carve_setup("execcarve");
+    let w = |n: &str| ws.s(n);
+    // A link made before the scope, under an executable name.
+    std::os::unix::fs::symlink(ws.join("tools/echo"), ws.join("work/bin/s/old")).unwrap();
+    let scope = Scope::new("execcarve", &text, 0);
+    let cg = Some(&scope.cg);
+
+    assert_ok(&sh(cg, r#""$1""#, &[&w("tools/true")]), "a granted program");
+    assert_ok(
+        &sh(cg, r#""$1""#, &[&w("work/bin/true")]),
+        "a granted program",
+    );
+    for carved in ["tools/echo", "work/bin/echo", "work/bin/sealed/echo"] {
+        let (yes, out) = ran(cg, &w(carved));
+        assert!(!yes, "{carved} ran: {}", show(&out));
+        assert_eperm(&out, carved);
+    }
+    // Symbolic links under granted names resolve to the carved program.
+    let (yes, out) = ran(cg, &w("work/bin/s/old"));
+    assert!(!yes, "a link made before the scope: {}", show(&out));
+    assert_eperm(&out, "exec through a symlink made before the scope");
+    for (carved, link) in [
+        ("tools/echo", "work/bin/s/echo"),
+        ("work/bin/echo", "work/bin/s/echo2"),
+        ("work/bin/sealed/echo", "work/bin/s/echo3"),
+    ] {
+        assert_ok(
+            &run(cg, BUSYBOX, &["ln", "-s", &w(carved), &w(link)]),
+            "a symlink is only a name",
+        );
+        let (yes, out) = ran(cg, &w(link));
+        assert!(!yes, "{carved} through {link}: {}", show(&out));
+        assert_eperm(&out, "exec through a symlink made in the scope");
+    }
+    // Neither a hard link nor a rename gives a program the scope cannot write a new name.
+    for carved in ["tools/echo", "work/bin/sealed/echo"] {
+        assert_eperm(
+            &run(cg, BUSYBOX, &["ln", &w(carved), &w("work/bin/h/echo")]),
+            "hard link to an executable name",
+        );
+        assert_eperm(
+            &run(cg, BUSYBOX, &["mv", &w(carved), &w("work/bin/m/echo")]),
+            "rename to an executable name",
+        );
+    }
+    assert!(ws.join("tools/echo").exists() && ws.join("work/bin/sealed/echo").exists());
+    assert!(!ws.join("work/bin/h/echo").exists() && !ws.join("work/bin/m/echo").exists());
+
+    let evs = events(&scope.cg);
+    let execs = |path: &str| {
+        evs.iter()
+            .filter(|e| e.hook == Hook::BprmCheckSecurity as u32 && path_of(e) == w(path))
+            .inspect(|e| {
+                assert_eq!(e.error, -EPERM);
+                assert_eq!(e.access, bee_common::ACCESS_EXEC);
+            })
+            .count()
+    };
+    // Directly, through the old link and through the new one.
+    assert_eq!(
+        execs("tools/echo"),
+        3,
+        "denials reported at the carved program"
+    );
+    // Directly and through the new link.
+    assert_eq!(
+        execs("work/bin/echo"),
+        2,
+        "denials reported at the carved program"
+    );
+    for link in [
+        "work/bin/s/old",
+        "work/bin/s/echo",
+        "work/bin/s/echo2",
+        "work/bin/s/echo3",
+    ] {
+        assert!(
+            evs.iter().all(|e| path_of(e) != w(link)),
+            "no decision names the link {link}"
+        );
+    }
+    denial(&evs, Hook::BprmCheckSecurity, &w("work/bin/echo"), &scope);
+    // fs.deny takes READ too: the exec open is refused first.
+    let sealed = denial(&evs, Hook::FileOpen, &w("work/bin/sealed/echo"), &scope);
+    assert_eq!(sealed.access, bee_common::ACCESS_EXEC);
+    for carved in ["tools/echo", "work/bin/sealed/echo"] {
+        denial(&evs, Hook::PathLink, &w(carved), &scope);
+        denial(&evs, Hook::PathRename, &w(carved), &scope);
+    }
+}
+
+/// A program carved out by `exec.deny` in a tree the scope may write and execute keeps the
+/// carve-out only under its name: `ln` or `mv` to another name under the exec grant is
+/// allowed (WRITE on both ends), and the program then runs. (The scope could also copy it:
+/// it can read it.)
+#[test]
+#[ignore = "a known gap: a hard link or rename takes a writable file out of an exec.deny name"]
+fn escape_an_exec_carve_out_on_a_writable_file_is_left_by_a_hard_link_or_a_rename() {
+    let (ws, text) = exec_carve_setup("execcarve-w");
+    let w = |n: &str| ws.s(n);
+    let scope = Scope::new("execcarve-w", &text, 0);
+    let cg = Some(&scope.cg);
+    let linked = run(
+        cg,
+        BUSYBOX,
+        &["ln", &w("work/bin/echo"), &w("work/bin/h/echo")],
+    );
+    let (yes, out) = ran(cg, &w("work/bin/h/echo"));
+    assert!(
+        !(linked.status.success() && yes),
+        "ran through a hard link made in the scope: {}",
+        show(&out)
+    );
+    let moved = run(
+        cg,
+        BUSYBOX,
+        &["mv", &w("work/bin/echo"), &w("work/bin/m/echo")],
+    );
+    let (yes, out) = ran(cg, &w("work/bin/m/echo"));
+    assert!(
+        !(moved.status.success() && yes),
+        "ran after a rename in the scope: {}",
+        show(&out)
+    );
 }
