@@ -170,6 +170,26 @@ fn idle_exec_carve_outs_and_unprotects_warn() {
         err.contains("fs.unprotect[0]") && err.contains("lifts no protection"),
         "{err}"
     );
+    assert!(
+        !err.contains("holds by name only"),
+        "no writable exec grant: {err}"
+    );
+
+    // Where the scope may write and execute, exec.deny of a readable program is a name only.
+    let p = policy_file(
+        dir.path(),
+        "copyable.toml",
+        "version = 2\n[fs]\nwrite = [\"/w/**\"]\n[exec]\nallow = [\"/w/bin/**\"]\ndeny = [\"/w/bin/echo\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("exec.deny[0]")
+            && err.contains("`/w/bin/echo` holds by name only")
+            && err.contains("`/w/bin/**` lets it execute"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -466,7 +466,7 @@ fn a_write_grant_on_dev_null_does_not_let_a_scope_delete_it() {
 }
 
 /// Programs for [`an_exec_carve_out_is_refused_through_symlinks_and_a_carved_program_cannot_be_linked_or_moved_out`]
-/// and [`escape_an_exec_carve_out_on_a_writable_file_is_left_by_a_hard_link_or_a_rename`]:
+/// and [`an_exec_carve_out_where_the_scope_writes_and_executes_holds_by_name_only`]:
 /// copies of busybox (which runs the applet its name says) in a read-only tool tree and a
 /// writable workspace whose `bin/` is executable, some of them carved out; and the policy.
 fn exec_carve_setup(name: &str) -> (Scratch, String) {
@@ -482,7 +482,7 @@ fn exec_carve_setup(name: &str) -> (Scratch, String) {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::copy(BUSYBOX, &p).unwrap();
     }
-    for dir in ["work/bin/s", "work/bin/h", "work/bin/m"] {
+    for dir in ["work/bin/s", "work/bin/h", "work/bin/m", "work/bin/c"] {
         std::fs::create_dir_all(ws.join(dir)).unwrap();
     }
     let exe = std::env::current_exe().unwrap();
@@ -610,37 +610,48 @@ fn an_exec_carve_out_is_refused_through_symlinks_and_a_carved_program_cannot_be_
     }
 }
 
-/// A program carved out by `exec.deny` in a tree the scope may write and execute keeps the
-/// carve-out only under its name: `ln` or `mv` to another name under the exec grant is
-/// allowed (WRITE on both ends), and the program then runs. (The scope could also copy it:
-/// it can read it.)
+/// `exec.deny` decides by name. Where the scope may both write and execute, a program it can
+/// read has other names within reach: a copy, or (for one it may write) a hard link or a
+/// rename, runs under them. This is the documented limit (README, "Carve-outs"; `bee
+/// validate` warns about such policies); the carved name itself stays refused.
 #[test]
-#[ignore = "a known gap: a hard link or rename takes a writable file out of an exec.deny name"]
-fn escape_an_exec_carve_out_on_a_writable_file_is_left_by_a_hard_link_or_a_rename() {
+fn an_exec_carve_out_where_the_scope_writes_and_executes_holds_by_name_only() {
     let (ws, text) = exec_carve_setup("execcarve-w");
     let w = |n: &str| ws.s(n);
     let scope = Scope::new("execcarve-w", &text, 0);
     let cg = Some(&scope.cg);
-    let linked = run(
-        cg,
-        BUSYBOX,
-        &["ln", &w("work/bin/echo"), &w("work/bin/h/echo")],
+    let (yes, out) = ran(cg, &w("work/bin/echo"));
+    assert!(!yes, "the carved name ran: {}", show(&out));
+    denial(
+        &events(&scope.cg),
+        Hook::BprmCheckSecurity,
+        &w("work/bin/echo"),
+        &scope,
     );
-    let (yes, out) = ran(cg, &w("work/bin/h/echo"));
-    assert!(
-        !(linked.status.success() && yes),
-        "ran through a hard link made in the scope: {}",
-        show(&out)
-    );
-    let moved = run(
-        cg,
-        BUSYBOX,
-        &["mv", &w("work/bin/echo"), &w("work/bin/m/echo")],
+    for (how, args, at) in [
+        (
+            "cp",
+            ["cp", &w("work/bin/echo"), &w("work/bin/c/echo")],
+            "work/bin/c/echo",
+        ),
+        (
+            "ln",
+            ["ln", &w("work/bin/echo"), &w("work/bin/h/echo")],
+            "work/bin/h/echo",
+        ),
+    ] {
+        assert_ok(&run(cg, BUSYBOX, &args), how);
+        let (yes, out) = ran(cg, &w(at));
+        assert!(yes, "{how}: the other name runs: {}", show(&out));
+    }
+    assert_ok(
+        &run(
+            cg,
+            BUSYBOX,
+            &["mv", &w("work/bin/echo"), &w("work/bin/m/echo")],
+        ),
+        "mv",
     );
     let (yes, out) = ran(cg, &w("work/bin/m/echo"));
-    assert!(
-        !(moved.status.success() && yes),
-        "ran after a rename in the scope: {}",
-        show(&out)
-    );
+    assert!(yes, "mv: the new name runs: {}", show(&out));
 }

@@ -2,7 +2,8 @@
 //!
 //! Neither changes what a policy means, so both are warnings: a carve-out that meets no
 //! grant (a typo, or a grant that moved), an `fs.unprotect` rule that lifts no protection,
-//! and a grant whose every path is carved out (it grants nothing).
+//! a grant whose every path is carved out (it grants nothing), and an `exec.deny` of a
+//! readable program in a policy that lets the scope write where it may execute (a copy runs).
 
 use crate::attenuate::carve::{Carve, Carves, Searcher, leaves_something, meets_any};
 use crate::compiled::{CompiledPolicy, Origin, PathRule};
@@ -56,6 +57,35 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         .collect();
     nothing(&user_protect, &write, "write");
     nothing(&policy.exec_deny, &exec, "exec");
+    // Exec rules decide by name: where the scope may both write and execute (unpinned), a
+    // copy of any program it can read runs under a new name, as does a hard link or rename
+    // of one it can write. There, `exec.deny` of a readable program is a name, not a wall.
+    let unpinned: Vec<&PathPattern> = policy
+        .exec
+        .iter()
+        .filter(|r| r.pin.is_none())
+        .map(|r| &r.pattern)
+        .collect();
+    let copy_target = unpinned
+        .iter()
+        .find(|e| meets_any(&mut searcher, e, &write) == Some(true))
+        .copied();
+    if let Some(target) = copy_target {
+        for r in &policy.exec_deny {
+            if meets_any(&mut searcher, &r.pattern, &readable) == Some(true) {
+                out.push(warning(
+                    file,
+                    &r.origin,
+                    format!(
+                        "`{}` holds by name only: the scope may read the program and may write \
+                         where `{target}` lets it execute, so a copy (or a link or rename of a \
+                         writable one) runs there",
+                        r.pattern
+                    ),
+                ));
+            }
+        }
+    }
     let protect = patterns(&fs.protect);
     for r in &fs.unprotect {
         if meets_any(&mut searcher, &r.pattern, &protect) == Some(false) {
