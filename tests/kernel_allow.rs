@@ -44,18 +44,10 @@ fn see<S: Expect + std::io::Read>(s: &mut S, what: &str) {
     }
 }
 
-#[test]
-fn allow_proposes_proves_asks_and_applies_the_narrowest_rule_live() {
-    let f = Fixture::new();
-    let secret = f.secret.display().to_string();
-    let turns = [
-        serde_json::json!({"text": "Reading the secret.", "tool_calls": [
-            {"id": "c1", "name": "read_file", "arguments": {"path": secret}}]}),
-        serde_json::json!({"text": "The policy refused that read."}),
-        serde_json::json!({"text": "Trying again.", "tool_calls": [
-            {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
-        serde_json::json!({"text": "Read it this time."}),
-    ];
+/// Starts `bee repl` on the fixture's policy with a replay provider answering `turns`, and
+/// waits for its kernel-enforced banner and first prompt; returns the session and its records
+/// directory.
+fn start_repl(f: &Fixture, turns: &[serde_json::Value]) -> (expectrl::session::OsSession, PathBuf) {
     let lines: Vec<String> = turns.iter().map(|t| t.to_string()).collect();
     std::fs::write(f.root.join("recording.jsonl"), lines.join("\n") + "\n").unwrap();
     std::fs::write(
@@ -83,9 +75,28 @@ fn allow_proposes_proves_asks_and_applies_the_narrowest_rule_live() {
     .env("COLUMNS", "200")
     .env("TERM", "xterm");
     let mut s = Session::spawn(cmd).unwrap();
-    s.set_expect_timeout(Some(Duration::from_secs(120)));
+    // Loading and attaching bee's programs in an emulated guest can take minutes when the
+    // host is busy (the banner's second line waits for it); only a hang should fail here.
+    s.set_expect_timeout(Some(Duration::from_secs(600)));
     see(&mut s, "kernel-enforced");
+    s.set_expect_timeout(Some(Duration::from_secs(120)));
     see(&mut s, "› ");
+    (s, records)
+}
+
+#[test]
+fn allow_proposes_proves_asks_and_applies_the_narrowest_rule_live() {
+    let f = Fixture::new();
+    let secret = f.secret.display().to_string();
+    let turns = [
+        serde_json::json!({"text": "Reading the secret.", "tool_calls": [
+            {"id": "c1", "name": "read_file", "arguments": {"path": secret}}]}),
+        serde_json::json!({"text": "The policy refused that read."}),
+        serde_json::json!({"text": "Trying again.", "tool_calls": [
+            {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
+        serde_json::json!({"text": "Read it this time."}),
+    ];
+    let (mut s, records) = start_repl(&f, &turns);
     // Nothing to answer yet.
     s.send_line("/allow").unwrap();
     see(&mut s, "no denial yet");
@@ -250,36 +261,7 @@ fn a_live_allow_is_seen_whole_by_a_process_of_the_scope_opening_files_meanwhile(
             {"id": "c3", "name": "read_file", "arguments": {"path": secret}}]}),
         serde_json::json!({"text": "Read it this time."}),
     ];
-    let lines: Vec<String> = turns.iter().map(|t| t.to_string()).collect();
-    std::fs::write(f.root.join("recording.jsonl"), lines.join("\n") + "\n").unwrap();
-    std::fs::write(
-        f.root.join("provider.toml"),
-        "kind = \"replay\"\nfile = \"recording.jsonl\"\nmodel = \"kernel-test\"\n",
-    )
-    .unwrap();
-    let records = f.root.join("records");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_bee"));
-    cmd.args([
-        "repl",
-        "--policy",
-        "policy.toml",
-        "--provider",
-        "provider.toml",
-    ])
-    .arg("--workspace")
-    .arg(&f.workspace)
-    .arg("--records-dir")
-    .arg(&records)
-    .current_dir(&f.root)
-    .env("HOME", &f.root)
-    .env("XDG_STATE_HOME", f.root.join("state"))
-    .env("NO_COLOR", "1")
-    .env("COLUMNS", "200")
-    .env("TERM", "xterm");
-    let mut s = Session::spawn(cmd).unwrap();
-    s.set_expect_timeout(Some(Duration::from_secs(120)));
-    see(&mut s, "kernel-enforced");
-    see(&mut s, "› ");
+    let (mut s, records) = start_repl(&f, &turns);
     s.send_line("read the secret").unwrap();
     see(&mut s, "denied");
     see(&mut s, "refused that read");

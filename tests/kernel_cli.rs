@@ -217,8 +217,11 @@ fn the_repl_chats_with_tools_in_a_scope_and_shows_kernel_denials() {
     .env("NO_COLOR", "1")
     .env("TERM", "xterm");
     let mut s = Session::spawn(cmd).expect("spawn bee repl in a pty");
-    s.set_expect_timeout(Some(std::time::Duration::from_secs(120)));
+    // Loading bee's programs in an emulated guest can take minutes on a busy host: only a
+    // hang should fail the wait for the banner.
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(600)));
     s.expect("kernel-enforced").unwrap();
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(120)));
     s.expect("› ").unwrap();
     s.send_line("/policy").unwrap();
     s.expect("enforced by the kernel").unwrap();
