@@ -882,11 +882,7 @@ fn check_object(object: &[u8]) -> Result<(), EngineError> {
         });
     }
     for (program, _) in PROGRAMS.iter().chain(OPTIONAL_PROGRAMS).chain(DNS_PROGRAMS) {
-        let section_name = program.as_bytes();
-        if !object
-            .windows(section_name.len())
-            .any(|w| w == section_name)
-        {
+        if memchr::memmem::find(object, program.as_bytes()).is_none() {
             return Err(EngineError::NotEnforcer {
                 reason: format!("no program `{program}`"),
             });
