@@ -10,8 +10,6 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
 use std::sync::{Arc, Mutex};
@@ -20,9 +18,8 @@ use std::time::Duration;
 use bee_common::scope::SCOPE_DNS;
 use bee_common::{NetPortRule, NetValue, PROTO_TCP};
 use bee_userspace::engine::{EngineError, dns_value};
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 fn policy() -> String {
     let exe = std::env::current_exe().unwrap();

@@ -8,10 +8,9 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use bee_userspace::support::{GateId, SupportReport};
-use kernel_support::{TestResult, assert_expected_kernel, dircache_refused_here};
+
+use crate::kernel_support::{TestResult, assert_expected_kernel, dircache_refused_here};
 
 #[test]
 fn support_probe_passes() -> TestResult {

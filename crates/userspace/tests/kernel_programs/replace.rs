@@ -12,14 +12,10 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use std::io::{BufRead as _, BufReader};
 use std::time::{Duration, Instant};
 
-use kernel_support::*;
-
-helper_entry!();
+use crate::kernel_support::*;
 
 /// Watchers in the scope (the guest has two vCPUs).
 const WATCHERS: usize = 2;

@@ -8,16 +8,13 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bee_common::Hook;
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 fn policy(ws: &Scratch) -> String {
     let exe = std::env::current_exe().unwrap();

@@ -7,13 +7,10 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use bee_common::Hook;
 use bee_common::event::EVENT_PATH_TRUNCATED;
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 /// A workspace with `ro/` (read) and `rw/` (write) and a secret outside.
 fn setup(name: &str) -> (Scratch, Scratch, String) {

@@ -9,13 +9,10 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use bee_common::Hook;
 use bee_common::event::EVENT_REPARENT;
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 /// The read and exec grants a scoped busybox needs, then `extra` lines of `[fs]`, and
 /// `exec_extra` lines of `[exec]`.

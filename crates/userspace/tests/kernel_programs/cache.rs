@@ -10,8 +10,6 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use std::ffi::CString;
 use std::fs;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,9 +18,8 @@ use std::time::{Duration, Instant};
 use bee_common::Hook;
 use bee_common::event::EVENT_ALLOWED;
 use bee_common::scope::SCOPE_AUDIT_ALLOWS;
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 /// A policy that grants reading `{ws}/ro/**` and writing `{ws}/rw/**`; `{ws}/no` is neither.
 fn policy(ws: &Scratch) -> String {

@@ -14,13 +14,9 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use std::process::{Child, Stdio};
 
-use kernel_support::*;
-
-helper_entry!();
+use crate::kernel_support::*;
 
 /// Workers per group (scope A, scope B, outside every scope).
 const WORKERS: usize = 4;

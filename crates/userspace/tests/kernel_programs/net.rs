@@ -7,12 +7,9 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use bee_common::{ACCESS_NET, Hook, PROTO_TCP, PROTO_UDP};
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 fn net_scope(name: &str) -> Scope {
     let exe = std::env::current_exe().unwrap();

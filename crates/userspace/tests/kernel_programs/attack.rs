@@ -14,8 +14,6 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -23,9 +21,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use bee_common::Hook;
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 const EACCES: i32 = 13;
 

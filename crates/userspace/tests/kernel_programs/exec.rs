@@ -7,12 +7,9 @@
     reason = "helpers of kernel tests: a step that fails fails the test"
 )]
 
-mod kernel_support;
-
 use bee_common::Hook;
-use kernel_support::*;
 
-helper_entry!();
+use crate::kernel_support::*;
 
 /// A workspace holding a copy of busybox (readable, not executable by the policy).
 fn setup(name: &str, extra_exec: &str) -> (Scratch, String) {
