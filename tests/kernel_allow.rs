@@ -1,6 +1,6 @@
 //! `/allow` in `bee repl` under the kernel: after a denial, the narrowest rule that would have
 //! allowed it and the prover's diff are shown; "no" changes nothing, "yes" switches the live
-//! scope to the widened policy (atomically: `crates/userspace/tests/kernel_replace.rs`), the
+//! scope to the widened policy (atomically: `crates/userspace/tests/kernel_programs/replace.rs`), the
 //! agent's retry succeeds, and the change is recorded in the transcript and in
 //! `policy-changes.jsonl`; a process of the scope opening files meanwhile never sees a torn
 //! policy.

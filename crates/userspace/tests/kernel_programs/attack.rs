@@ -5,8 +5,8 @@
 //! a drop): that is the strongest attacker a scope has to hold. Each test asserts that the
 //! policy held (errno and, where the kernel reports one, the audit event). A way out found
 //! later is written as an `escape_…` test that asserts what the policy should do, ignored with
-//! the reason until it is closed (`cargo xtask vm test --test kernel_attack -- --ignored
-//! escape_` shows it failing); the open ones are listed in docs/enforcement.md.
+//! the reason until it is closed (`cargo xtask vm test --test kernel_programs -- --ignored
+//! attack::escape_` shows it failing); the open ones are listed in docs/enforcement.md.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -128,7 +128,7 @@ fn ms(v: &[Duration], p: usize) -> f64 {
 /// scope's policy (base grants and 100 exact reads) by the same plus one path, and the cost
 /// of the grace periods to `install`: an install straight after an uninstall against one a
 /// while after it. Run it alone:
-/// `cargo xtask vm test --kernel 6.12,7.x --test kernel_replace -- --ignored --nocapture --exact replace_bench`.
+/// `cargo xtask vm test --kernel 6.12,7.x --test kernel_programs -- --ignored --nocapture --exact replace::replace_bench`.
 #[test]
 #[ignore = "a benchmark: run it alone (see its documentation)"]
 fn replace_bench() {
