@@ -36,6 +36,9 @@
 #define BEE_SCOPE_AUDIT_ALLOWS 1u
 #define BEE_SCOPE_LEARN 2u /* learn mode: a denial a policy could grant is reported and allowed */
 #define BEE_SCOPE_DNS 4u   /* names granted: port 53 steered to bee's resolver, answers map read */
+/* Slots of bee_scope_slots: the number of scopes whose cgroup id is congruent to the slot
+ * modulo this power of two. A zero slot proves a task is in no scope. */
+#define BEE_SCOPE_SLOTS 4096u
 
 #define BEE_DNS_PORT 53
 #define BEE_DOT_PORT 853

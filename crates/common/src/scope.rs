@@ -21,6 +21,19 @@ pub const SCOPE_LEARN: u32 = 2;
 /// map). Set only after the cgroup programs are attached and the DNS map entry is written.
 pub const SCOPE_DNS: u32 = 4;
 
+/// Slots of the scope filter (`bee_scope_slots`, an array of `u32` counts): slot
+/// `cgroup_id % SCOPE_SLOTS` counts the scope-map entries whose cgroup id falls there. The
+/// programs read it before the scope map: a zero count proves a task is in no scope without
+/// the hash lookup, the early return every process on the host pays. The loader raises a
+/// count before it inserts a scope entry and lowers it after it deleted one, so a count is
+/// never below the entries it covers. A power of two.
+pub const SCOPE_SLOTS: u32 = 4096;
+
+/// The slot of `cgroup_id` in the scope filter (see [`SCOPE_SLOTS`]).
+pub const fn scope_slot(cgroup_id: u64) -> u32 {
+    (cgroup_id & (SCOPE_SLOTS as u64 - 1)) as u32
+}
+
 /// Value of the scope map, a hash map keyed by the cgroup v2 id (`u64`, as
 /// `bpf_get_current_cgroup_id()` returns it and as `name_to_handle_at(2)` on the cgroup
 /// directory reports it).

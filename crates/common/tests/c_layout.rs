@@ -123,6 +123,7 @@ fn layouts() -> Layouts {
         SCOPE_AUDIT_ALLOWS => "BEE_SCOPE_AUDIT_ALLOWS",
         SCOPE_LEARN => "BEE_SCOPE_LEARN",
         SCOPE_DNS => "BEE_SCOPE_DNS",
+        bee_common::scope::SCOPE_SLOTS => "BEE_SCOPE_SLOTS",
         bee_common::net::DNS_PORT => "BEE_DNS_PORT",
         bee_common::net::DOT_PORT => "BEE_DOT_PORT",
         EVENT_ALLOWED => "BEE_EVENT_ALLOWED",

@@ -60,6 +60,18 @@ struct {
 	__type(value, struct bee_scope);
 } bee_scopes SEC(".maps");
 
+/* The scope filter in front of bee_scopes: slot cgid % BEE_SCOPE_SLOTS counts the
+ * scopes whose cgroup id falls there. User space raises a count before it inserts a scope
+ * and lowers it after the scope is deleted, so a zero count proves the task is in no scope:
+ * the early return every process on the host pays is an array read the verifier inlines,
+ * not a hash lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BEE_SCOPE_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} bee_scope_slots SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1 << 18);
@@ -282,11 +294,22 @@ static __always_inline int verdict(int deny)
 	return 0;
 }
 
+/* The scope of cgroup cgid, or NULL: the filter first, then the scope map. */
+static __always_inline struct bee_scope *scope_of(__u64 cgid)
+{
+	__u32 slot = (__u32)cgid & (BEE_SCOPE_SLOTS - 1);
+	__u32 *scopes = bpf_map_lookup_elem(&bee_scope_slots, &slot);
+
+	if (scopes && *scopes == 0)
+		return NULL;
+	return bpf_map_lookup_elem(&bee_scopes, &cgid);
+}
+
 /* The scope of the current task, or NULL. */
 static __always_inline struct bee_scope *current_scope(__u64 *cgid)
 {
 	*cgid = bpf_get_current_cgroup_id();
-	return bpf_map_lookup_elem(&bee_scopes, cgid);
+	return scope_of(*cgid);
 }
 
 /* A zeroed event with the task fields filled in, or NULL. */
@@ -1252,12 +1275,13 @@ static __always_inline int check_file(__u32 hook, struct file *file, __u32 acces
 SEC("lsm/file_open")
 int BPF_PROG(bee_file_open, struct file *file)
 {
-	__u32 flags = BPF_CORE_READ(file, f_flags);
 	__u64 cgid;
 	struct bee_scope *scope = current_scope(&cgid);
+	__u32 flags;
 
 	if (!scope || pseudo_file(file))
 		return 0;
+	flags = BPF_CORE_READ(file, f_flags);
 	if (flags & BEE___FMODE_EXEC)
 		return check_file(BEE_HOOK_FILE_OPEN, file, BEE_ACCESS_EXEC, NEED_EXEC_OR_READ);
 	/* O_TRUNC truncates even a read-only open (through file_truncate on
@@ -2322,7 +2346,7 @@ static __always_inline int ipc_created(struct kern_ipc_perm *perm)
 {
 	__u64 key = (__u64)perm, cgid = bpf_get_current_cgroup_id();
 
-	if (bpf_map_lookup_elem(&bee_scopes, &cgid))
+	if (scope_of(cgid))
 		bpf_map_update_elem(&bee_ipc, &key, &cgid, BPF_ANY);
 	return 0;
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use aya::Ebpf;
 use aya::maps::lpm_trie::{Key, LpmTrie};
 use aya::maps::{Array, HashMap, Map, MapData, MapError, RingBuf};
+use bee_common::scope::scope_slot;
 use bee_common::{
     AnswerKey, AnswerValue, AuditEvent, ComboKey, DnsValue, EdgeKeyLong, EdgeKeyShort, ExecPinKey,
     GLOB_MAX, GlobValue, LpmKeyV4, LpmKeyV6, NetValue, ScopeValue, StateValue,
@@ -17,6 +18,9 @@ use crate::plan::EnforcementPlan;
 pub mod map_names {
     /// cgroup id → `bee_scope`.
     pub const SCOPES: &str = "bee_scopes";
+    /// The scope filter: per slot, the number of scopes whose cgroup id falls there
+    /// (`bee_common::scope::SCOPE_SLOTS`).
+    pub const SCOPE_SLOTS: &str = "bee_scope_slots";
     /// State array.
     pub const STATES: &str = "bee_states";
     /// Short literal edges.
@@ -73,6 +77,7 @@ type V6Data = [u8; 20];
 
 pub(super) struct Maps {
     scopes: HashMap<MapData, u64, ScopeValue>,
+    scope_slots: Array<MapData, u32>,
     states: Array<MapData, StateValue>,
     edges_short: HashMap<MapData, EdgeKeyShort, u32>,
     edges_long: HashMap<MapData, EdgeKeyLong, u32>,
@@ -166,6 +171,8 @@ impl Maps {
         let conv = |name: &'static str| map_err("open", name);
         Ok(Self {
             scopes: HashMap::try_from(take(ebpf, dir, n::SCOPES)?).map_err(conv(n::SCOPES))?,
+            scope_slots: Array::try_from(take(ebpf, dir, n::SCOPE_SLOTS)?)
+                .map_err(conv(n::SCOPE_SLOTS))?,
             states: Array::try_from(take(ebpf, dir, n::STATES)?).map_err(conv(n::STATES))?,
             edges_short: HashMap::try_from(take(ebpf, dir, n::EDGES_SHORT)?)
                 .map_err(conv(n::EDGES_SHORT))?,
@@ -230,7 +237,9 @@ impl Maps {
         Ok(())
     }
 
-    /// Writes the scope entry that makes the cgroup governed by `plan`.
+    /// Writes the scope entry that makes the cgroup governed by `plan`, after raising the
+    /// count of its slot in the scope filter (which the programs read first: the count must
+    /// never be below the entries it covers, or a scope would go unchecked).
     pub(super) fn insert_scope(
         &mut self,
         cgroup_id: u64,
@@ -238,11 +247,39 @@ impl Maps {
         flags: u32,
         install: u32,
     ) -> Result<(), EngineError> {
+        let slot = scope_slot(cgroup_id);
+        self.count_scope(slot, true)?;
         let mut value = plan.scope_value(flags);
         value.install = install;
-        self.scopes
+        let inserted = self
+            .scopes
             .insert(cgroup_id, value, 0)
-            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::SCOPES))
+            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::SCOPES));
+        if inserted.is_err() {
+            // No entry was written: the count it was raised for goes back.
+            let _ = self.count_scope(slot, false);
+        }
+        inserted
+    }
+
+    /// Raises or lowers the scope filter's count of `slot` by one (never below zero).
+    fn count_scope(&mut self, slot: u32, raise: bool) -> Result<(), EngineError> {
+        let now = self
+            .scope_slots
+            .get(&slot, 0)
+            .map_err(map_err("BPF_MAP_LOOKUP_ELEM", n::SCOPE_SLOTS))?;
+        let next = if raise {
+            now.checked_add(1).ok_or(EngineError::Full {
+                what: "scopes in one slot of the scope filter",
+                needed: 1,
+                free: 0,
+            })?
+        } else {
+            now.saturating_sub(1)
+        };
+        self.scope_slots
+            .set(slot, next, 0)
+            .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::SCOPE_SLOTS))
     }
 
     /// Switches the existing scope entry of `cgroup_id` to `plan` in one update
@@ -270,10 +307,11 @@ impl Maps {
             .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::CACHE_ON))
     }
 
-    /// Deletes the scope entry of `cgroup_id` (absent is fine).
+    /// Deletes the scope entry of `cgroup_id` (absent is fine), then lowers its slot's count
+    /// in the scope filter if an entry was deleted.
     pub(super) fn remove_scope(&mut self, cgroup_id: u64) -> Result<(), EngineError> {
         match self.scopes.remove(&cgroup_id) {
-            Ok(()) => Ok(()),
+            Ok(()) => self.count_scope(scope_slot(cgroup_id), false),
             Err(e) if absent(&e) => Ok(()),
             Err(source) => Err(EngineError::Map {
                 call: "BPF_MAP_DELETE_ELEM",

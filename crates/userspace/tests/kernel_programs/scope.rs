@@ -261,3 +261,78 @@ fn sigkill_of_the_loader_leaves_the_scope_confined() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A cgroup directory under the root whose id (inode number) shares `id`'s slot of the scope
+/// filter (`bee_common::scope::SCOPE_SLOTS`): cgroup ids grow with each new cgroup, so at
+/// most a few thousand are made and removed on the way.
+fn cgroup_in_slot_of(id: u64, name: &str) -> Cgroup {
+    use std::os::unix::fs::MetadataExt;
+    let slots = u64::from(bee_common::scope::SCOPE_SLOTS);
+    let path = cgroup_root().join(format!("bee-kt-{name}-{}", std::process::id()));
+    for _ in 0..3 * slots {
+        let _ = std::fs::remove_dir(&path);
+        std::fs::create_dir(&path).unwrap();
+        let ino = std::fs::metadata(&path).unwrap().ino();
+        if ino != id && ino % slots == id % slots {
+            return Cgroup { path };
+        }
+    }
+    let _ = std::fs::remove_dir(&path);
+    panic!("no cgroup id in the slot of {id} after {} tries", 3 * slots);
+}
+
+/// The scope filter counts the scopes per slot: with two scopes in one slot, removing either
+/// leaves the other enforced (a count, not a bit, so the early return never lets a scoped
+/// task through), and a cgroup whose scope is gone is no longer checked.
+#[test]
+fn scopes_sharing_a_filter_slot_stay_enforced_when_the_other_goes() {
+    let ws = Scratch::new("slot");
+    let outside = Scratch::new("slot-secret");
+    let key = outside.write("key", "secret\n");
+    let text = policy(&ws);
+    let mut a = Scope::new("slot-a", &text, 0);
+    let b_cg = cgroup_in_slot_of(a.id(), "slot-b");
+    let install_b = |cg: Cgroup| {
+        let installed = engine().install(&plan(&text), cg.id(), 0).expect("install");
+        Scope {
+            cg,
+            installed: Some(installed),
+        }
+    };
+    let mut b = install_b(b_cg);
+    for (scope, who) in [(&a, "a"), (&b, "b")] {
+        assert_eperm(&run(Some(&scope.cg), BUSYBOX, &["cat", &key]), who);
+    }
+
+    // b goes: a, in the same slot, is still checked; b's cgroup is not.
+    b.uninstall();
+    assert_eperm(
+        &run(Some(&a.cg), BUSYBOX, &["cat", &key]),
+        "a after b's scope went",
+    );
+    denial(&events(&a.cg), Hook::FileOpen, &key, &a);
+    assert_ok(
+        &run(Some(&b.cg), BUSYBOX, &["cat", &key]),
+        "b's cgroup after its scope went",
+    );
+
+    // b again, then a goes first: b is still checked.
+    let b_cg = std::mem::replace(
+        &mut b.cg,
+        Cgroup {
+            path: std::path::PathBuf::new(),
+        },
+    );
+    drop(b);
+    let b = install_b(b_cg);
+    a.uninstall();
+    assert_eperm(
+        &run(Some(&b.cg), BUSYBOX, &["cat", &key]),
+        "b after a's scope went",
+    );
+    denial(&events(&b.cg), Hook::FileOpen, &key, &b);
+    assert_ok(
+        &run(Some(&a.cg), BUSYBOX, &["cat", &key]),
+        "a's cgroup after its scope went",
+    );
+}
