@@ -56,6 +56,12 @@ pub struct Args {
     /// and 10,000 answers in the kernel's answers map. 0 skips the phase.
     #[arg(long, default_value_t = 10)]
     pub dns_rounds: usize,
+    /// Run this already-built bench executable (`cargo bench --no-run -p bee-userspace
+    /// --bench kernel --features kernel-bench`, from another checkout) instead of building
+    /// this one's: to measure two builds of bee's programs on the same host, one after the
+    /// other.
+    #[arg(long)]
+    pub bench_binary: Option<PathBuf>,
 }
 
 const BWRAP: &str = "/usr/bin/bwrap";
@@ -220,7 +226,14 @@ pub fn run(args: &Args) -> Result<()> {
             e.name
         );
     }
-    let bench = build()?;
+    let bench = match &args.bench_binary {
+        Some(path) => path.canonicalize().map_err(|source| Error::Io {
+            action: "find the bench executable",
+            path: path.clone(),
+            source,
+        })?,
+        None => build()?,
+    };
     apt::ensure(&["bubblewrap"])?;
     let xtask = std::env::current_exe().map_err(|source| Error::Spawn {
         program: "xtask (current_exe)".to_owned(),
