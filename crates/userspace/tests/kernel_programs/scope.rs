@@ -262,22 +262,17 @@ fn sigkill_of_the_loader_leaves_the_scope_confined() {
     }
 }
 
-/// A cgroup directory under the root whose id (inode number) shares `id`'s slot of the scope
-/// filter (`bee_common::scope::SCOPE_SLOTS`): cgroup ids grow with each new cgroup, so at
-/// most a few thousand are made and removed on the way.
+/// A cgroup whose id (inode number) shares `id`'s slot of the scope filter
+/// (`bee_common::scope::SCOPE_SLOTS`): cgroup ids grow with each new cgroup, so at most a few
+/// thousand are made and removed on the way.
 fn cgroup_in_slot_of(id: u64, name: &str) -> Cgroup {
-    use std::os::unix::fs::MetadataExt;
     let slots = u64::from(bee_common::scope::SCOPE_SLOTS);
-    let path = cgroup_root().join(format!("bee-kt-{name}-{}", std::process::id()));
     for _ in 0..3 * slots {
-        let _ = std::fs::remove_dir(&path);
-        std::fs::create_dir(&path).unwrap();
-        let ino = std::fs::metadata(&path).unwrap().ino();
-        if ino != id && ino % slots == id % slots {
-            return Cgroup { path };
+        let cg = Cgroup::create(name);
+        if cg.id() != id && cg.id() % slots == id % slots {
+            return cg;
         }
     }
-    let _ = std::fs::remove_dir(&path);
     panic!("no cgroup id in the slot of {id} after {} tries", 3 * slots);
 }
 
@@ -291,15 +286,7 @@ fn scopes_sharing_a_filter_slot_stay_enforced_when_the_other_goes() {
     let key = outside.write("key", "secret\n");
     let text = policy(&ws);
     let mut a = Scope::new("slot-a", &text, 0);
-    let b_cg = cgroup_in_slot_of(a.id(), "slot-b");
-    let install_b = |cg: Cgroup| {
-        let installed = engine().install(&plan(&text), cg.id(), 0).expect("install");
-        Scope {
-            cg,
-            installed: Some(installed),
-        }
-    };
-    let mut b = install_b(b_cg);
+    let mut b = Scope::in_cgroup(cgroup_in_slot_of(a.id(), "slot-b"), &text, 0);
     for (scope, who) in [(&a, "a"), (&b, "b")] {
         assert_eperm(&run(Some(&scope.cg), BUSYBOX, &["cat", &key]), who);
     }
@@ -317,14 +304,7 @@ fn scopes_sharing_a_filter_slot_stay_enforced_when_the_other_goes() {
     );
 
     // b again, then a goes first: b is still checked.
-    let b_cg = std::mem::replace(
-        &mut b.cg,
-        Cgroup {
-            path: std::path::PathBuf::new(),
-        },
-    );
-    drop(b);
-    let b = install_b(b_cg);
+    b.installed = Some(engine().install(&plan(&text), b.id(), 0).expect("install"));
     a.uninstall();
     assert_eperm(
         &run(Some(&b.cg), BUSYBOX, &["cat", &key]),

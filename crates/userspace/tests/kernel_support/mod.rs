@@ -165,7 +165,11 @@ pub struct Scope {
 impl Scope {
     /// Creates a cgroup and installs `text` (a whole policy) for it with scope `flags`.
     pub fn new(name: &str, text: &str, flags: u32) -> Self {
-        let cg = Cgroup::create(name);
+        Self::in_cgroup(Cgroup::create(name), text, flags)
+    }
+
+    /// Installs `text` for the existing cgroup `cg` with scope `flags`.
+    pub fn in_cgroup(cg: Cgroup, text: &str, flags: u32) -> Self {
         let plan = plan(text);
         let installed = engine().install(&plan, cg.id(), flags).expect("install");
         let _ = events(&cg);
