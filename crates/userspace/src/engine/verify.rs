@@ -2,7 +2,14 @@
 //! is attached: [`load_and_verify`] for [`Engine::load`](super::Engine::load) and
 //! [`Engine::verify`](super::Engine::verify).
 
-use aya::programs::Lsm;
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::panic;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+
+use aya::programs::{Lsm, Program};
 use aya::{Btf, Ebpf, EbpfLoader};
 
 use super::{EngineError, EngineOptions, OPTIONAL_PROGRAMS, PROGRAMS, maps};
@@ -56,31 +63,112 @@ pub(super) fn lsm_program<'e>(
         })
 }
 
-/// Has the kernel verify (`BPF_PROG_LOAD`) every LSM program; returns those loaded. An
-/// optional program whose hook the kernel lacks is left out.
+/// At most this many programs are verified at once. The kernel verifies privileged loads in
+/// parallel (`bpf_verifier_lock` is taken only for unprivileged ones), and each verification
+/// holds its own state in kernel memory while it runs, so the number stays small.
+const MAX_VERIFIERS: usize = 4;
+
+/// One LSM program waiting for `BPF_PROG_LOAD`: its place in [`PROGRAMS`] then
+/// [`OPTIONAL_PROGRAMS`], name, hook, whether it is required, and the program itself.
+type Job<'e> = (usize, &'static str, &'static str, bool, &'e mut Lsm);
+
+/// What one job gave: loaded (`Ok(true)`), an optional hook this kernel lacks (`Ok(false)`),
+/// or the refusal.
+type Outcome = (usize, Result<bool, EngineError>);
+
+/// Has the kernel verify (`BPF_PROG_LOAD`) every LSM program; returns those loaded, in the
+/// order of [`PROGRAMS`] then [`OPTIONAL_PROGRAMS`]. An optional program whose hook the kernel
+/// lacks is left out.
+///
+/// The programs are verified on up to [`MAX_VERIFIERS`] threads (one per CPU): verification
+/// is most of a load, and a load one program after another kept one CPU busy. After a refusal
+/// no further program is started; of the refusals seen, the one earliest in that order is
+/// returned, so the first program is always tried and a kernel that refuses it is always
+/// reported by it.
 fn verify_programs(
     ebpf: &mut Ebpf,
     btf: &Btf,
 ) -> Result<Vec<(&'static str, &'static str)>, EngineError> {
-    let mut loaded = Vec::with_capacity(PROGRAMS.len() + OPTIONAL_PROGRAMS.len());
     let required = PROGRAMS.iter().map(|&(p, h)| (p, h, true));
     let optional = OPTIONAL_PROGRAMS.iter().map(|&(p, h)| (p, h, false));
-    for (program, hook, needed) in required.chain(optional) {
-        match lsm_program(ebpf, program, hook)?.load(hook, btf) {
-            Ok(()) => loaded.push((program, hook)),
-            Err(aya::programs::ProgramError::Btf(aya::BtfError::UnknownBtfTypeName { .. }))
-                if !needed => {}
-            Err(source) => {
-                return Err(EngineError::Program {
-                    call: "BPF_PROG_LOAD",
-                    program,
-                    hook,
-                    source: Box::new(source),
-                });
-            }
+    let wanted: Vec<_> = required.chain(optional).collect();
+    // `programs_mut` borrows every program at once, each one apart from the others.
+    let mut by_name: HashMap<&str, &mut Program> = ebpf.programs_mut().collect();
+    let mut jobs: Vec<Job<'_>> = Vec::with_capacity(wanted.len());
+    for (index, &(program, hook, needed)) in wanted.iter().enumerate() {
+        let lsm = by_name
+            .remove(program)
+            .ok_or_else(|| EngineError::NotEnforcer {
+                reason: format!("no program `{program}`"),
+            })?
+            .try_into()
+            .map_err(|source| EngineError::Program {
+                call: "BPF_PROG_LOAD",
+                program,
+                hook,
+                source: Box::new(source),
+            })?;
+        jobs.push((index, program, hook, needed, lsm));
+    }
+    let threads = thread::available_parallelism()
+        .map_or(1, NonZeroUsize::get)
+        .clamp(1, MAX_VERIFIERS)
+        .min(jobs.len().max(1));
+    let queue = Mutex::new(jobs.into_iter());
+    let refused = AtomicBool::new(false);
+    let mut outcomes: Vec<Outcome> = thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| s.spawn(|| verify_queued(&queue, &refused, btf)))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|panic| panic::resume_unwind(panic)))
+            .collect()
+    });
+    outcomes.sort_by_key(|&(index, _)| index);
+    let mut loaded = Vec::with_capacity(outcomes.len());
+    for (index, outcome) in outcomes {
+        if outcome? {
+            let (program, hook, _) = wanted[index];
+            loaded.push((program, hook));
         }
     }
     Ok(loaded)
+}
+
+/// One verifier thread of [`verify_programs`]: takes jobs from `queue` until it is empty or
+/// a program was refused (`refused`, set here on a refusal).
+fn verify_queued(
+    queue: &Mutex<std::vec::IntoIter<Job<'_>>>,
+    refused: &AtomicBool,
+    btf: &Btf,
+) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    while !refused.load(Ordering::SeqCst) {
+        // Held only to take the next job; no job can panic while holding it.
+        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+        let Some((index, program, hook, needed, lsm)) = next else {
+            break;
+        };
+        let outcome =
+            match lsm.load(hook, btf) {
+                Ok(()) => Ok(true),
+                Err(aya::programs::ProgramError::Btf(aya::BtfError::UnknownBtfTypeName {
+                    ..
+                })) if !needed => Ok(false),
+                Err(source) => {
+                    refused.store(true, Ordering::SeqCst);
+                    Err(EngineError::Program {
+                        call: "BPF_PROG_LOAD",
+                        program,
+                        hook,
+                        source: Box::new(source),
+                    })
+                }
+            };
+        outcomes.push((index, outcome));
+    }
+    outcomes
 }
 
 /// Loads and verifies the programs with the directory cache; when the verifier refuses one,
