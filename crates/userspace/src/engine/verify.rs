@@ -50,7 +50,17 @@ pub(super) fn lsm_program<'e>(
     program: &'static str,
     hook: &'static str,
 ) -> Result<&'e mut Lsm, EngineError> {
-    ebpf.program_mut(program)
+    as_lsm(ebpf.program_mut(program), program, hook)
+}
+
+/// `found`, the program named `program` in the object, as an LSM program: an error when the
+/// object has no such program or it is of another type.
+fn as_lsm<'e>(
+    found: Option<&'e mut Program>,
+    program: &'static str,
+    hook: &'static str,
+) -> Result<&'e mut Lsm, EngineError> {
+    found
         .ok_or_else(|| EngineError::NotEnforcer {
             reason: format!("no program `{program}`"),
         })?
@@ -96,18 +106,7 @@ fn verify_programs(
     let mut by_name: HashMap<&str, &mut Program> = ebpf.programs_mut().collect();
     let mut jobs: Vec<Job<'_>> = Vec::with_capacity(wanted.len());
     for (index, &(program, hook, needed)) in wanted.iter().enumerate() {
-        let lsm = by_name
-            .remove(program)
-            .ok_or_else(|| EngineError::NotEnforcer {
-                reason: format!("no program `{program}`"),
-            })?
-            .try_into()
-            .map_err(|source| EngineError::Program {
-                call: "BPF_PROG_LOAD",
-                program,
-                hook,
-                source: Box::new(source),
-            })?;
+        let lsm = as_lsm(by_name.remove(program), program, hook)?;
         jobs.push((index, program, hook, needed, lsm));
     }
     let threads = thread::available_parallelism()
