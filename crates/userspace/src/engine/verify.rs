@@ -78,9 +78,12 @@ fn as_lsm<'e>(
 /// holds its own state in kernel memory while it runs, so the number stays small.
 const MAX_VERIFIERS: usize = 4;
 
-/// One LSM program waiting for `BPF_PROG_LOAD`: its place in [`PROGRAMS`] then
-/// [`OPTIONAL_PROGRAMS`], name, hook, whether it is required, and the program itself.
-type Job<'e> = (usize, &'static str, &'static str, bool, &'e mut Lsm);
+/// `(program, hook, required)`, for [`PROGRAMS`] then [`OPTIONAL_PROGRAMS`].
+type Wanted = (&'static str, &'static str, bool);
+
+/// One LSM program waiting for `BPF_PROG_LOAD`: its index in the [`Wanted`] list, and the
+/// program itself.
+type Job<'e> = (usize, &'e mut Lsm);
 
 /// What one job gave: loaded (`Ok(true)`), an optional hook this kernel lacks (`Ok(false)`),
 /// or the refusal.
@@ -101,23 +104,23 @@ fn verify_programs(
 ) -> Result<Vec<(&'static str, &'static str)>, EngineError> {
     let required = PROGRAMS.iter().map(|&(p, h)| (p, h, true));
     let optional = OPTIONAL_PROGRAMS.iter().map(|&(p, h)| (p, h, false));
-    let wanted: Vec<_> = required.chain(optional).collect();
+    let wanted: Vec<Wanted> = required.chain(optional).collect();
     // `programs_mut` borrows every program at once, each one apart from the others.
     let mut by_name: HashMap<&str, &mut Program> = ebpf.programs_mut().collect();
     let mut jobs: Vec<Job<'_>> = Vec::with_capacity(wanted.len());
-    for (index, &(program, hook, needed)) in wanted.iter().enumerate() {
+    for (index, &(program, hook, _)) in wanted.iter().enumerate() {
         let lsm = as_lsm(by_name.remove(program), program, hook)?;
-        jobs.push((index, program, hook, needed, lsm));
+        jobs.push((index, lsm));
     }
     let threads = thread::available_parallelism()
         .map_or(1, NonZeroUsize::get)
-        .clamp(1, MAX_VERIFIERS)
+        .min(MAX_VERIFIERS)
         .min(jobs.len().max(1));
     let queue = Mutex::new(jobs.into_iter());
     let refused = AtomicBool::new(false);
     let mut outcomes: Vec<Outcome> = thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| s.spawn(|| verify_queued(&queue, &refused, btf)))
+            .map(|_| s.spawn(|| verify_queued(&wanted, &queue, &refused, btf)))
             .collect();
         workers
             .into_iter()
@@ -138,6 +141,7 @@ fn verify_programs(
 /// One verifier thread of [`verify_programs`]: takes jobs from `queue` until it is empty or
 /// a program was refused (`refused`, set here on a refusal).
 fn verify_queued(
+    wanted: &[Wanted],
     queue: &Mutex<std::vec::IntoIter<Job<'_>>>,
     refused: &AtomicBool,
     btf: &Btf,
@@ -146,9 +150,10 @@ fn verify_queued(
     while !refused.load(Ordering::SeqCst) {
         // Held only to take the next job; no job can panic while holding it.
         let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
-        let Some((index, program, hook, needed, lsm)) = next else {
+        let Some((index, lsm)) = next else {
             break;
         };
+        let (program, hook, needed) = wanted[index];
         let outcome =
             match lsm.load(hook, btf) {
                 Ok(()) => Ok(true),
