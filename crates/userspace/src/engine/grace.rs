@@ -5,23 +5,21 @@
 //! read-side critical section (the trampoline's `__bpf_prog_enter` takes `rcu_read_lock`). A
 //! map-element pointer a program got from `bpf_map_lookup_elem` is only guaranteed to stay
 //! what it was for that section, and bee_scopes (a preallocated hash map) hands an element
-//! that was replaced or deleted to the very next update on the same CPU. So before the engine
-//! rewrites such an element, or frees the entries a replaced policy's checks may still be
-//! walking, it waits for a grace period here.
+//! that was replaced to the very next update of an existing key on the same CPU. So before the
+//! engine switches a scope entry while a replaced one may still be read, or frees the entries a
+//! replaced policy's checks may still be walking, it waits for a grace period here.
 //!
 //! There is no system call that only waits for a grace period, but updating a map of maps is
 //! documented to do so: `kernel/bpf/syscall.c`, `maybe_wait_bpf_programs()` ("Wait for any
 //! running non-sleepable BPF programs to complete so that userspace, when we return to it,
 //! knows that all non-sleepable programs that could be running use the new map value"),
 //! `synchronize_rcu()` — or `synchronize_rcu_expedited()`, the same guarantee sooner, in
-//! kernels that took the 2025 patch that made it so — after every `BPF_MAP_UPDATE_ELEM` on a `BPF_MAP_TYPE_ARRAY_OF_MAPS`. [`Grace`] owns such a map
-//! of one entry, private to this process (no program references it), and an inner array to
-//! store in it.
+//! kernels that took the 2025 patch that made it so — after every `BPF_MAP_UPDATE_ELEM` on a
+//! `BPF_MAP_TYPE_ARRAY_OF_MAPS`. [`Grace`] owns such a map of one entry, private to this
+//! process (no program references it), and an inner array to store in it.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
@@ -100,60 +98,53 @@ impl Grace {
     }
 }
 
-/// Grace periods since the last unlink of a `bee_scopes` element: a grace period starts in the
-/// background at each unlink, so that the next write into the map rarely has to wait.
+/// Grace periods since the last switch of a `bee_scopes` element ([`super::Engine::replace`]).
+///
+/// Only a switch counts. The element a switch replaces becomes the CPU's spare, which the next
+/// switch on that CPU overwrites, and a check of the *live* scope may still be reading it. A
+/// deleted element ([`super::Engine::uninstall`]) goes back to the free list, but the only
+/// checks that can still hold it are those of the cgroup whose scope was removed, which from
+/// then on is not confined at all; an insert may reuse it at once (`docs/enforcement.md`,
+/// "Live policy changes").
 #[derive(Debug)]
 pub(super) struct Graces {
-    grace: Arc<Grace>,
-    /// Unlinks so far.
-    unlinked: u64,
-    /// The unlinks a completed grace period covers: every unlink numbered up to it happened
+    grace: Grace,
+    /// Switches so far.
+    switched: u64,
+    /// The switches a completed grace period covers: every switch numbered up to it happened
     /// before a grace period began that has since ended.
-    covered: Arc<AtomicU64>,
+    covered: u64,
 }
 
 impl Graces {
-    /// The maps ([`Grace::new`]); no unlink yet.
+    /// The maps ([`Grace::new`]); no switch yet.
     ///
     /// # Errors
     /// The `BPF_MAP_CREATE` error.
     pub(super) fn new() -> io::Result<Self> {
         Ok(Self {
-            grace: Arc::new(Grace::new()?),
-            unlinked: 0,
-            covered: Arc::new(AtomicU64::new(0)),
+            grace: Grace::new()?,
+            switched: 0,
+            covered: 0,
         })
     }
 
-    /// An element was unlinked (deleted or replaced). With `background`, a thread starts a
-    /// grace period now (a failed one covers nothing: [`Graces::settle`] then waits itself).
-    pub(super) fn unlinked(&mut self, background: bool) {
-        self.unlinked += 1;
-        if !background {
-            return;
-        }
-        let n = self.unlinked;
-        let (grace, covered) = (Arc::clone(&self.grace), Arc::clone(&self.covered));
-        let _ = std::thread::Builder::new()
-            .name("bee-grace".into())
-            .spawn(move || {
-                if grace.wait().is_ok() {
-                    covered.fetch_max(n, Ordering::SeqCst);
-                }
-            });
+    /// A `bee_scopes` element was switched: the element it replaced may still be read.
+    pub(super) fn switched(&mut self) {
+        self.switched += 1;
     }
 
-    /// Returns once a grace period has ended that began after the last unlink: at once when
+    /// Returns once a grace period has ended that began after the last switch: at once when
     /// one already has, else after waiting for one here.
     ///
     /// # Errors
-    /// The `BPF_MAP_UPDATE_ELEM` error of the wait.
-    pub(super) fn settle(&self) -> io::Result<()> {
-        if self.covered.load(Ordering::SeqCst) >= self.unlinked {
+    /// The `BPF_MAP_UPDATE_ELEM` error of the wait (then the switches stay uncovered).
+    pub(super) fn settle(&mut self) -> io::Result<()> {
+        if self.covered >= self.switched {
             return Ok(());
         }
         self.grace.wait()?;
-        self.covered.fetch_max(self.unlinked, Ordering::SeqCst);
+        self.covered = self.switched;
         Ok(())
     }
 }

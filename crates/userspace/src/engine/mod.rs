@@ -264,9 +264,9 @@ pub struct Engine {
     stale: Vec<PathBuf>,
     /// The next `bee_scope.install` (never 0, never reused).
     next_install: u32,
-    /// Grace periods since `bee_scopes` elements were unlinked (see [`grace`]): an element
-    /// unlinked (deleted or replaced) since the last one may still be read by an in-flight
-    /// check, so the map is not written until one has passed.
+    /// Grace periods since `bee_scopes` elements were switched (see [`grace`]): an element
+    /// replaced since the last one may still be read by an in-flight check of its live scope,
+    /// so the map is not written until one has passed.
     graces: grace::Graces,
     dircache: bool,
     dircache_refused: Option<String>,
@@ -552,14 +552,22 @@ impl Engine {
 
     /// Removes a policy: the scope entry first (the cgroup's tasks are no longer governed and
     /// can no longer reach the other entries), then every other entry, then frees its ids.
+    /// Never waits.
+    ///
+    /// Meant for a cgroup whose tasks are gone (`Scope::teardown` kills them and waits until
+    /// the cgroup is empty first). A task still in it is not confined from here on, and a
+    /// check it has in flight may be decided by this policy, by another one installed
+    /// meanwhile, or by none (`docs/enforcement.md`, "Live policy changes").
     ///
     /// # Errors
     /// A map error. If removing the scope entry fails, the policy stays installed (and
     /// enforcing); later failures leave unreachable entries behind but free nothing.
     pub fn uninstall(&mut self, installed: InstalledPolicy) -> Result<(), EngineError> {
+        // No grace period: the deleted element goes back to the free list, and the next insert
+        // may reuse it while a check of this cgroup still reads it; such a check is then
+        // decided by another policy or by none, as one that came a moment later would be
+        // (see `Graces`).
         self.maps.remove_scope(installed.cgroup_id)?;
-        // A grace period starts now, in the background: the next install rarely waits.
-        self.graces.unlinked(true);
         self.scopes.remove(&installed.cgroup_id);
         if installed.flags & SCOPE_DNS != 0 {
             self.maps.remove_dns(installed.cgroup_id)?;
@@ -617,9 +625,10 @@ impl Engine {
         Ok((placement, states, globs, install))
     }
 
-    /// Waits for a grace period if a `bee_scopes` element was unlinked since the last one, so
-    /// that the next write into the map cannot reuse an element an in-flight check still
-    /// reads (`docs/enforcement.md`, "Live policy changes").
+    /// Waits for a grace period if a `bee_scopes` element was switched since the last one, so
+    /// that the next write into the map cannot reuse an element an in-flight check of a live
+    /// scope still reads (`docs/enforcement.md`, "Live policy changes"). At once after an
+    /// uninstall: a deleted element is never waited for.
     fn quiesce(&mut self) -> Result<(), EngineError> {
         self.graces.settle().map_err(EngineError::Grace)
     }
@@ -681,7 +690,7 @@ impl Engine {
         };
         // The switch unlinked the old element: it and the old policy's entries stay as they
         // are until every check that may hold them has returned.
-        self.graces.unlinked(false);
+        self.graces.switched();
         self.scopes.insert(cgroup_id, placement.policy_id);
         let old = std::mem::replace(
             installed,
