@@ -18,8 +18,8 @@
 //!    hardened spawn, `execve`), and request → scope torn down, against a plain spawn of the
 //!    same command (by `posix_spawn` and by `fork`, as the hardened launcher must) and against
 //!    `bwrap --ro-bind / / --dev /dev --proc /proc`; bee's clone3 scope both right after
-//!    another scope's teardown (its install may wait for that teardown's grace period) and
-//!    with none in the previous 250 ms;
+//!    another scope's teardown (as consecutive tool calls come) and with none in the previous
+//!    250 ms;
 //! 3. **workload**: a busybox shell script of a few thousand file operations (untar, find,
 //!    grep, cp, rm) run by the same four kinds of worker, alternated the same way;
 //! 4. **name grants** (`dns.rs`), last, with an engine of its own: UDP `connect` in a scope
@@ -1037,9 +1037,9 @@ fn bee_once(
 }
 
 /// How long the lone bee scope of the setup phase waits after the last scope's teardown:
-/// long enough for the grace period that teardown started (`docs/enforcement.md`, "Live
-/// policy changes"; 12–16 ms under TCG on 6.x) to have ended, so that its install never
-/// waits.
+/// longer than anything a teardown leaves behind in the kernel (an RCU grace period, 12–16 ms
+/// under TCG on 6.x, which an install waited for until 2026-12-02: `docs/enforcement.md`,
+/// "Live policy changes"). The row shows whether a scope right after another still pays.
 const LONE_GAP: Duration = Duration::from_millis(250);
 
 fn setup(
@@ -1203,8 +1203,8 @@ fn setup(
     }
     out(&format!(
         "Of bee's start-up, `Scope::create` (cgroup mkdir + plan install): p50 {:.2} ms, p99 {:.2} ms \
-         in the clone3 rows (each comes a few ms after the cgroup.procs scope's teardown, so its \
-         install may wait for that teardown's grace period), p50 {:.2} ms in the cgroup.procs \
+         in the clone3 rows (each comes a few ms after the cgroup.procs scope's teardown), \
+         p50 {:.2} ms in the cgroup.procs \
          rows, p50 {:.2} ms with no teardown in the previous 250 ms; \
          the spawn until the `execve` returned: p50 {:.2} ms with clone3, {:.2} ms with the \
          cgroup.procs launcher; \
