@@ -178,20 +178,30 @@ struct {
 	__uint(max_entries, 1 << 20);
 } bee_events SEC(".maps");
 
-/* The directory cache (bee.h, docs/enforcement.md): per directory inode, the
- * automaton state after its path. Inode storage lives and dies with the inode. */
+/* The directory cache (bee.h, docs/enforcement.md): keyed by a directory
+ * inode's address, the automaton state after its path. An entry is deleted
+ * when its inode is freed (bee_inode_free), before the memory can be reused. */
 struct {
-	__uint(type, BPF_MAP_TYPE_INODE_STORAGE);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(max_entries, 1 << 15);
+	__type(key, __u64);
 	__type(value, struct bee_dircache);
 } bee_dircache SEC(".maps");
 
+/* What a new directory cache entry is inserted as: zeroes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_RDONLY_PROG);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bee_dircache_zero);
+} bee_dirzero SEC(".maps");
+
 /* Set by the loader before verification (.rodata, frozen): 0 takes the
  * directory cache out of every program, and the verifier never sees its
- * calls. Kernels whose verifier refuses bpf_inode_storage_get on an inode
- * reached through d_parent (an untrusted pointer; Linux 7.x) load bee with
- * the cache off and resolve every path in full. */
+ * calls. A kernel whose verifier refuses the cache loads bee with it off and
+ * resolves every path in full. */
 const volatile __u32 bee_cfg_dircache = 1;
 
 /* Written by user space: 1 once the d_move/d_exchange programs are attached
@@ -983,6 +993,7 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	if (*(volatile __u64 *)&mv->inflight != 0)
 		return;
 	cp->gen = *(volatile __u64 *)&mv->gen;
+	cp->all = *(volatile __u64 *)&mv->all;
 	/* The leaf must be a plain child of a connected directory of this mount:
 	 * not the mount's root (its path continues at the mount point), not a
 	 * root of its own (disconnected or pseudo), and the directory not a
@@ -1035,25 +1046,37 @@ static __always_inline int leafmemo_match(const struct bee_leafmemo *m,
 	return 1;
 }
 
+/* The cache entry of directory inode dir, or NULL. Only the address is used:
+ * dir is never dereferenced here (on 7.x the verifier does not trust a pointer
+ * reached through d_parent). Its slots are dir's only while dc->dir is dir. */
+static __always_inline struct bee_dircache *dircache_of(struct inode *dir)
+{
+	__u64 key = (__u64)dir;
+
+	return bpf_map_lookup_elem(&bee_dircache, &key);
+}
+
 /* The cached state after dir's path, or -1. When the leaf's memo matches,
  * *leaf is the state after the leaf too (else -1). */
 static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
 					 const struct bee_scope *sc, long *leaf)
 {
-	struct bee_dircache *dc = bpf_inode_storage_get(&bee_dircache, dir, 0, 0);
+	struct bee_dircache *dc = dircache_of(dir);
 	struct bee_dirkey e;
 	struct bee_leafmemo m;
 	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
 	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1);
+	__u64 owner;
 
 	*leaf = -1;
 	if (!dc)
 		return -1;
 	bpf_spin_lock(&dc->lock);
+	owner = dc->dir;
 	e = dc->slot[i].key;
 	m = dc->slot[i].memo[j];
 	bpf_spin_unlock(&dc->lock);
-	if (e.gen != cp->gen || e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
+	if (owner != (__u64)dir || e.gen != cp->gen || e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
 	    e.ns_event != cp->ns_event || e.policy_id != sc->policy_id ||
 	    e.install != sc->install || e.install == 0 || e.start != sc->start_state)
 		return -1;
@@ -1078,12 +1101,12 @@ static __always_inline void leafmemo_put(const struct dircache_probe *cp, struct
 
 	if (!cp->memoable || state < 0)
 		return;
-	dc = bpf_inode_storage_get(&bee_dircache, dir, 0, 0);
+	dc = dircache_of(dir);
 	if (!dc)
 		return;
 	bpf_spin_lock(&dc->lock);
 	k = &dc->slot[i].key;
-	if (k->policy_id == sc->policy_id && k->install == sc->install &&
+	if (dc->dir == (__u64)dir && k->policy_id == sc->policy_id && k->install == sc->install &&
 	    k->start == sc->start_state && k->state == from) {
 		m = &dc->slot[i].memo[j];
 		for (int w = 0; w < BEE_LEAF_WORDS; w++)
@@ -1096,24 +1119,43 @@ static __always_inline void leafmemo_put(const struct dircache_probe *cp, struct
 }
 
 /* Stores the state after dir's path (len bytes, nsegs segments), resolved
- * and walked after cp was probed, unless the scope changed meanwhile. */
-static __always_inline void dircache_put(const struct dircache_probe *cp, struct inode *dir,
+ * and walked after cp was probed, unless the scope changed meanwhile. dir is
+ * the inode of parent, read as the parent of dentry before cp was probed. */
+static __always_inline void dircache_put(const struct dircache_probe *cp, struct dentry *dentry,
+					 struct dentry *parent, struct inode *dir,
 					 const struct bee_scope *sc, __u64 cgid, __u32 state,
 					 __u32 len, __u32 nsegs)
 {
 	struct bee_scope *now = bpf_map_lookup_elem(&bee_scopes, &cgid);
+	struct bee_dircache_zero *zero;
 	struct bee_dircache *dc;
-	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
+	struct bee_moves *mv;
+	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1), z = 0;
+	__u64 key = (__u64)dir;
 
 	if (!now || sc->install == 0 || now->policy_id != sc->policy_id ||
 	    now->install != sc->install || now->start_state != sc->start_state)
 		return;
 	if (!dircache_mounts(cp->mnt))
 		return;
-	dc = bpf_inode_storage_get(&bee_dircache, dir, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!dc)
-		return;
+	dc = dircache_of(dir);
+	if (!dc) {
+		zero = bpf_map_lookup_elem(&bee_dirzero, &z);
+		if (!zero)
+			return;
+		/* -EEXIST: stored meanwhile; -E2BIG: the cache is full, and this
+		 * path is not remembered. */
+		bpf_map_update_elem(&bee_dircache, &key, zero, BPF_NOEXIST);
+		dc = dircache_of(dir);
+		if (!dc)
+			return;
+	}
 	bpf_spin_lock(&dc->lock);
+	if (dc->dir != key) {
+		for (int k = 0; k < BEE_DIRCACHE_SLOTS; k++)
+			dc->slot[k].key.install = 0;
+		dc->dir = key;
+	}
 	dc->slot[i].key.gen = cp->gen;
 	dc->slot[i].key.mnt = cp->mnt;
 	dc->slot[i].key.ns_seq = cp->ns_seq;
@@ -1126,6 +1168,24 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	dc->slot[i].key.nsegs = nsegs;
 	for (int j = 0; j < BEE_LEAF_MEMOS; j++)
 		dc->slot[i].memo[j].len = 0;
+	bpf_spin_unlock(&dc->lock);
+	/* dir stays allocated while parent is the leaf's parent (the leaf,
+	 * pinned by the hook's caller, holds its parent dentry, which holds its
+	 * inode), and the leaf changes parent only by a move. With no move since
+	 * the probe and parent still the leaf's parent, dir was never left
+	 * unpinned, so it was not freed before this entry was stored, and
+	 * bee_inode_free deletes the entry when it is. (Neither memory can be
+	 * reused before this program returns: dentries and inodes are freed
+	 * after an RCU grace period.) Otherwise dir may have been freed already:
+	 * the slot is taken back. */
+	mv = bpf_map_lookup_elem(&bee_moves, &z);
+	if (mv && *(volatile __u64 *)&mv->inflight == 0 &&
+	    *(volatile __u64 *)&mv->all == cp->all &&
+	    BPF_CORE_READ(dentry, d_parent) == parent && BPF_CORE_READ(parent, d_inode) == dir)
+		return;
+	bpf_spin_lock(&dc->lock);
+	if (dc->dir == key && dc->slot[i].key.install == sc->install)
+		dc->slot[i].key.install = 0;
 	bpf_spin_unlock(&dc->lock);
 }
 
@@ -1191,7 +1251,7 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 			   rc.pos <= w) {
 			pstate = walk_path(sc.start_state, rc.nsegs - 1, rc.nsegs - 1);
 			if (pstate >= 0) {
-				dircache_put(&cp, dir, &sc, cgid, pstate, w - rc.pos,
+				dircache_put(&cp, dentry, parent, dir, &sc, cgid, pstate, w - rc.pos,
 					     rc.nsegs - 1);
 				state = walk_path(pstate, 0, 1);
 				leafmemo_put(&cp, dir, &sc, pstate, state);
@@ -2509,6 +2569,7 @@ static __always_inline void moves_exit(struct dentry *a, struct dentry *b)
 		return;
 	if (moved_maybe_dir(a) || moved_maybe_dir(b))
 		__sync_fetch_and_add(&mv->gen, 1);
+	__sync_fetch_and_add(&mv->all, 1);
 	__sync_fetch_and_add(&mv->inflight, (__u64)-1);
 }
 
@@ -2537,6 +2598,23 @@ SEC("fexit/d_exchange")
 int BPF_PROG(bee_d_xchg_out, struct dentry *dentry1, struct dentry *dentry2)
 {
 	moves_exit(dentry1, dentry2);
+	return 0;
+}
+
+/* A directory inode is being freed: its cache entry goes before its memory
+ * can be reused for another inode, whose address would then find it. Runs
+ * for every inode freed on the host; anything but a directory returns at
+ * once. */
+SEC("fentry/security_inode_free")
+int BPF_PROG(bee_inode_free, struct inode *inode)
+{
+	__u64 key = (__u64)inode;
+
+	if (!bee_cfg_dircache)
+		return 0;
+	if ((BPF_CORE_READ(inode, i_mode) & 00170000) != 0040000)
+		return 0;
+	bpf_map_delete_elem(&bee_dircache, &key);
 	return 0;
 }
 

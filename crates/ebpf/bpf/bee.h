@@ -224,8 +224,8 @@ struct bee_path {
 _Static_assert(sizeof(struct bee_path) <= 8000, "task storage values stay below 8 KiB");
 
 /*
- * The directory cache (see docs/enforcement.md, "The directory cache"): in the
- * inode storage of a directory, the automaton state after the directory's
+ * The directory cache (see docs/enforcement.md, "The directory cache"): keyed
+ * by a directory inode's address, the automaton state after the directory's
  * path, for up to BEE_DIRCACHE_SLOTS policies (slot = policy_id % SLOTS).
  * An entry is used only when every field still matches.
  */
@@ -274,19 +274,29 @@ struct bee_dirslot {
 struct bee_dircache {
 	struct bpf_spin_lock lock;
 	__u32 _pad;
+	__u64 dir; /* the inode address the slots are of (0: none yet) */
 	struct bee_dirslot slot[BEE_DIRCACHE_SLOTS];
 };
 
-/* Directory moves: d_move and d_exchange count themselves in `inflight` on
- * entry and, on exit, bump `gen` (when a directory moved) and then leave. */
+/* A zeroed bee_dircache to insert, as plain bytes (a value holding a
+ * bpf_spin_lock cannot be passed to a helper). */
+struct bee_dircache_zero {
+	__u8 bytes[sizeof(struct bee_dircache)];
+};
+
+/* Dentry moves: d_move and d_exchange count themselves in `inflight` on
+ * entry and, on exit, bump `gen` (when a directory moved) and `all` (always)
+ * and then leave. */
 struct bee_moves {
 	__u64 inflight;
 	__u64 gen;
+	__u64 all;
 };
 
 /* What a hook knows before the path walk, for the cache. */
 struct dircache_probe {
 	__u64 gen;
+	__u64 all;      /* bee_moves.all, read with gen */
 	__u64 mnt;
 	__u64 ns_seq;
 	__u64 ns_event;

@@ -33,8 +33,7 @@
 //! CAP_SYS_ADMIN), bpffs mounted at the pin root's parent and the pin root writable by this
 //! process (`docs/enforcement.md`, "Privileges"). Linux 6.1 or newer (task storage, `bpf_loop`,
 //! the `userns_create` hook); tested on Debian's 6.1, 6.12, 6.12 with `preempt=full`, 6.12 with
-//! `PREEMPT_RT` and 7.3, where the directory cache is compiled out because the verifier refuses
-//! it (`docs/kernel-testing.md`, "The kernel matrix").
+//! `PREEMPT_RT` and 7.3 (`docs/kernel-testing.md`, "The kernel matrix").
 
 pub mod alloc;
 mod dns;
@@ -140,8 +139,10 @@ pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
 
 /// The tracing programs that keep the kernel's directory cache sound (`docs/enforcement.md`,
 /// "The directory cache"): `(program, kernel function, fexit?)`. Every `fentry` comes before
-/// every `fexit`, so that no call can leave a move it never counted.
+/// every `fexit`, so that no call can leave a move it never counted; `security_inode_free`
+/// deletes a directory's entry before its inode's memory can be reused.
 pub const CACHE_PROGRAMS: &[(&str, &str, bool)] = &[
+    ("bee_inode_free", "security_inode_free", false),
     ("bee_d_move_in", "d_move", false),
     ("bee_d_xchg_in", "d_exchange", false),
     ("bee_d_move_out", "d_move", true),
@@ -446,15 +447,17 @@ impl Engine {
         self.maps.remove_dns(cgroup_id)
     }
 
-    /// Whether the kernel's directory cache is on: its tracing programs on `d_move` and
-    /// `d_exchange` loaded and attached. When off, every path is resolved in full.
+    /// Whether the kernel's directory cache is on: its tracing programs ([`CACHE_PROGRAMS`]:
+    /// `d_move`, `d_exchange`, `security_inode_free`) loaded and attached. When off, every
+    /// path is resolved in full.
     pub fn dircache_enabled(&self) -> bool {
         self.dircache
     }
 
     /// Why the directory cache was compiled out of the programs: this kernel's verifier
-    /// refused them with it (Linux 7.x refuses `bpf_inode_storage_get` on an inode reached
-    /// through `d_parent`), so they were loaded without it. `None` when it was not.
+    /// refused them with it, so they were loaded without it. `None` when it was not (on every
+    /// kernel of the matrix since the cache is keyed by inode address; Linux 7.3 refused the
+    /// inode storage it used before, reached through `d_parent`).
     pub fn dircache_refused(&self) -> Option<&str> {
         self.dircache_refused.as_deref()
     }

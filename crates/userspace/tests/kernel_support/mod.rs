@@ -43,20 +43,6 @@ pub fn assert_expected_kernel(release: &str) {
     }
 }
 
-/// Whether this kernel's verifier is expected to refuse the directory cache, so that the
-/// engine loads bee's programs with it compiled out: measured on Linux 7.3, whose verifier
-/// refuses `bpf_inode_storage_get` on an inode reached through `d_parent`; 6.1 and 6.12 accept
-/// it. Taken as "7.0 and newer" (`docs/kernel-testing.md`).
-pub fn dircache_refused_here() -> bool {
-    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let major: u32 = release
-        .split('.')
-        .next()
-        .and_then(|m| m.trim().parse().ok())
-        .unwrap();
-    major >= 7
-}
-
 /// The engine of this test binary, loaded on first use. Panics (fails the test) if it cannot
 /// be loaded: a kernel test never skips.
 pub fn engine() -> MutexGuard<'static, Engine> {
@@ -253,7 +239,7 @@ pub fn helper_as(cg: &Cgroup, uid: u32, action: &str, args: &[&str]) -> Output {
     helper_with(Some(cg), Some(uid), None, action, args)
 }
 
-/// Starts the helper `action args…` in `cg` without waiting, with stdout piped.
+/// Starts the helper `action args…` in `cg` without waiting, with stdin and stdout piped.
 pub fn helper_spawn(cg: &Cgroup, action: &str, args: &[&str]) -> std::process::Child {
     let exe = std::env::current_exe().unwrap();
     let mut spec = vec![action];
@@ -268,6 +254,7 @@ pub fn helper_spawn(cg: &Cgroup, action: &str, args: &[&str]) -> std::process::C
             "-q",
         ])
         .env(HELPER_ENV, spec.join("\u{1f}"))
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap()
@@ -1222,6 +1209,7 @@ fn act(action: &str, a: &[&str]) -> i32 {
         match action {
             "stress-open" => stress_open(a),
             "replace-watch" => replace_watch(a),
+            "read-lines" => read_lines(),
             "open-read" => {
                 let fd = libc::open(cstr(arg(0)).as_ptr(), libc::O_RDONLY);
                 check(fd.into())
@@ -2459,6 +2447,33 @@ fn stress_open(a: &[&str]) -> i32 {
     }
     println!("stress checks={checks} wrong={wrong}{first}");
     i32::from(wrong != 0)
+}
+
+/// The helper action `read-lines`: says `ready`, then for each line of its stdin opens that
+/// path for reading (and closes it) and prints the errno (0 on success), until stdin ends.
+fn read_lines() -> i32 {
+    use std::io::{BufRead as _, Write as _};
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+    for line in std::io::stdin().lock().lines() {
+        let Ok(path) = line else { return 2 };
+        let c = cstr(&path);
+        // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
+        let err = unsafe {
+            let fd = libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::close(fd);
+                0
+            } else {
+                errno()
+            }
+        };
+        if writeln!(out, "{err}").and_then(|()| out.flush()).is_err() {
+            return 2;
+        }
+    }
+    0
 }
 
 /// The helper action `replace-watch GRANTED NEW STOP`: opens GRANTED and NEW for reading in
