@@ -928,17 +928,33 @@ struct mnt_namespace___seq {
 	u64 seq;
 } __attribute__((preserve_access_index));
 
+/* 7.x has `seq_origin` there instead, and the never-reused id of every
+ * namespace is `ns.ns_id` (in an anonymous member of ns_common, which CO-RE
+ * finds by name). */
+struct ns_common___id {
+	u64 ns_id;
+} __attribute__((preserve_access_index));
+
+struct mnt_namespace___id {
+	struct ns_common___id ns;
+} __attribute__((preserve_access_index));
+
 /* Filesystems whose directory dentries move only through d_move and
- * d_exchange (a local rename). Network and synthetic filesystems (NFS, FUSE,
- * 9p, CIFS, kernfs, proc…) also move or rename directories in lookups, with
- * no rename the programs see: paths through them are never cached. */
+ * d_exchange (a local rename), and whose inodes are freed after an RCU grace
+ * period. Network and synthetic filesystems (NFS, FUSE, 9p, CIFS, kernfs,
+ * proc…) also move or rename directories in lookups, with no rename the
+ * programs see; xfs recycles a reclaimable inode's memory in place for
+ * another inode with no grace period (xfs_iget_recycle): paths through them
+ * are never cached. */
 static __always_inline int dircache_fs(struct mount *m)
 {
 	unsigned long magic = BPF_CORE_READ(m, mnt.mnt_sb, s_magic);
 
-	return magic == 0xEF53 /* ext2/3/4 */ || magic == 0x58465342 /* xfs */ ||
-	       magic == 0x9123683E /* btrfs */ || magic == 0x01021994 /* tmpfs */ ||
-	       magic == 0x858458f6 /* ramfs */;
+	return magic == 0xEF53 /* ext2/3/4 */ || magic == 0x9123683E /* btrfs */ ||
+	       magic == 0x01021994 /* tmpfs */ || magic == 0x858458f6 /* ramfs */ ||
+	       /* nullfs, the empty, immutable root that 7.x mounts rootfs on:
+		* nothing in it can be made or moved */
+	       magic == 0x4E554C4C;
 }
 
 struct mounts_ctx {
@@ -1019,14 +1035,17 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	}
 	/* The mount must be in the caller's own mount namespace, identified by a
 	 * serial that is never reused. */
-	if (!bpf_core_field_exists(struct mnt_namespace___seq, seq))
-		return;
 	m = container_of(vfsmnt, struct mount, mnt);
 	ns = BPF_CORE_READ(m, mnt_ns);
 	cur = BPF_CORE_READ(task, nsproxy, mnt_ns);
 	if (!ns || ns != cur)
 		return;
-	cp->ns_seq = BPF_CORE_READ((struct mnt_namespace___seq *)ns, seq);
+	if (bpf_core_field_exists(struct mnt_namespace___seq, seq))
+		cp->ns_seq = BPF_CORE_READ((struct mnt_namespace___seq *)ns, seq);
+	else if (bpf_core_field_exists(((struct mnt_namespace___id *)0)->ns.ns_id))
+		cp->ns_seq = BPF_CORE_READ((struct mnt_namespace___id *)ns, ns.ns_id);
+	else
+		return;
 	cp->ns_event = BPF_CORE_READ(ns, event);
 	if (cp->ns_seq == 0)
 		return;
@@ -2601,20 +2620,20 @@ int BPF_PROG(bee_d_xchg_out, struct dentry *dentry1, struct dentry *dentry2)
 	return 0;
 }
 
-/* A directory inode is being freed: its cache entry goes before its memory
+/* An inode is being freed: its cache entry, if any, goes before its memory
  * can be reused for another inode, whose address would then find it. Runs
- * for every inode freed on the host; anything but a directory returns at
- * once. */
-SEC("fentry/security_inode_free")
+ * for every inode freed on the host. An LSM program, not fentry: the kernel
+ * skips a tracing program on a CPU where another task was preempted inside
+ * it (its recursion guard), and one skipped deletion would leave an entry
+ * behind for good. The mode is not looked at (a bad inode's is rewritten):
+ * every inode pays one hash lookup. */
+SEC("lsm/inode_free_security")
 int BPF_PROG(bee_inode_free, struct inode *inode)
 {
 	__u64 key = (__u64)inode;
 
-	if (!bee_cfg_dircache)
-		return 0;
-	if ((BPF_CORE_READ(inode, i_mode) & 00170000) != 0040000)
-		return 0;
-	bpf_map_delete_elem(&bee_dircache, &key);
+	if (bee_cfg_dircache)
+		bpf_map_delete_elem(&bee_dircache, &key);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 //! `BPF_MAP_TYPE_ARRAY_OF_MAPS`. [`Grace`] owns such a map of one entry, private to this
 //! process (no program references it), and an inner array to store in it.
 
+use std::collections::BTreeSet;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -98,14 +99,20 @@ impl Grace {
     }
 }
 
-/// Grace periods since the last switch of a `bee_scopes` element ([`super::Engine::replace`]).
+/// Deleted cgroups remembered until a grace period ends; past this many, an uninstall waits for
+/// one itself so that the set stays small.
+const DELETED_MAX: usize = 1024;
+
+/// Grace periods since the last switch of a `bee_scopes` element ([`super::Engine::replace`]),
+/// and since the last deletions ([`super::Engine::uninstall`]).
 ///
-/// Only a switch counts. The element a switch replaces becomes the CPU's spare, which the next
-/// switch on that CPU overwrites, and a check of the *live* scope may still be reading it. A
-/// deleted element ([`super::Engine::uninstall`]) goes back to the free list, but the only
-/// checks that can still hold it are those of the cgroup whose scope was removed, which from
-/// then on is not confined at all; an insert may reuse it at once (`docs/enforcement.md`,
-/// "Live policy changes").
+/// A switch counts for every write. The element it replaces becomes the CPU's spare, which the
+/// next switch on that CPU overwrites, and a check of the *live* scope may still be reading it.
+/// A deleted element goes back to the free list, but the only checks that can still hold it are
+/// those of the cgroup whose scope was removed, which from then on is not confined at all; an
+/// insert for another cgroup may reuse it at once (`docs/enforcement.md`, "Live policy
+/// changes"). Only an insert for that same cgroup waits, so that none of its checks can mix
+/// the deleted entry with the new one.
 #[derive(Debug)]
 pub(super) struct Graces {
     grace: Grace,
@@ -114,10 +121,13 @@ pub(super) struct Graces {
     /// The switches a completed grace period covers: every switch numbered up to it happened
     /// before a grace period began that has since ended.
     covered: u64,
+    /// Cgroups whose scope entry was deleted since the last grace period this engine waited
+    /// for began.
+    deleted: BTreeSet<u64>,
 }
 
 impl Graces {
-    /// The maps ([`Grace::new`]); no switch yet.
+    /// The maps ([`Grace::new`]); no switch or deletion yet.
     ///
     /// # Errors
     /// The `BPF_MAP_CREATE` error.
@@ -126,6 +136,7 @@ impl Graces {
             grace: Grace::new()?,
             switched: 0,
             covered: 0,
+            deleted: BTreeSet::new(),
         })
     }
 
@@ -134,17 +145,41 @@ impl Graces {
         self.switched += 1;
     }
 
-    /// Returns once a grace period has ended that began after the last switch: at once when
-    /// one already has, else after waiting for one here.
+    /// The scope entry of `cgroup_id` was deleted. Waits for a grace period when more than
+    /// [`DELETED_MAX`] deletions are remembered; if that wait fails, they stay remembered (an
+    /// insert for one of them then waits itself).
+    pub(super) fn deleted(&mut self, cgroup_id: u64) {
+        self.deleted.insert(cgroup_id);
+        if self.deleted.len() > DELETED_MAX {
+            let _ = self.wait();
+        }
+    }
+
+    /// Returns once a grace period has ended that began after the last switch and, for an
+    /// insert of `inserting`'s entry, after the last deletion of it: at once when one already
+    /// has, else after waiting for one here.
     ///
     /// # Errors
-    /// The `BPF_MAP_UPDATE_ELEM` error of the wait (then the switches stay uncovered).
-    pub(super) fn settle(&mut self) -> io::Result<()> {
-        if self.covered >= self.switched {
+    /// The `BPF_MAP_UPDATE_ELEM` error of the wait (then nothing counts as covered).
+    pub(super) fn settle(&mut self, inserting: Option<u64>) -> io::Result<()> {
+        let reinserted = inserting.is_some_and(|c| self.deleted.contains(&c));
+        if self.covered >= self.switched && !reinserted {
             return Ok(());
         }
-        self.grace.wait()?;
-        self.covered = self.switched;
-        Ok(())
+        self.wait()
+    }
+
+    fn wait(&mut self) -> io::Result<()> {
+        let (switched, deleted) = (self.switched, std::mem::take(&mut self.deleted));
+        match self.grace.wait() {
+            Ok(()) => {
+                self.covered = switched;
+                Ok(())
+            }
+            Err(e) => {
+                self.deleted = deleted;
+                Err(e)
+            }
+        }
     }
 }

@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use aya::programs::links::{FdLink, PinnedLink};
-use aya::programs::{FEntry, FExit};
+use aya::programs::{FEntry, FExit, Lsm};
 use aya::{Btf, Ebpf};
 use bee_common::AuditEvent;
 use bee_common::scope::SCOPE_DNS;
@@ -137,16 +137,27 @@ pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
     ("bee_file_ioctl_compat", "file_ioctl_compat"),
 ];
 
-/// The tracing programs that keep the kernel's directory cache sound (`docs/enforcement.md`,
-/// "The directory cache"): `(program, kernel function, fexit?)`. Every `fentry` comes before
-/// every `fexit`, so that no call can leave a move it never counted; `security_inode_free`
-/// deletes a directory's entry before its inode's memory can be reused.
-pub const CACHE_PROGRAMS: &[(&str, &str, bool)] = &[
-    ("bee_inode_free", "security_inode_free", false),
-    ("bee_d_move_in", "d_move", false),
-    ("bee_d_xchg_in", "d_exchange", false),
-    ("bee_d_move_out", "d_move", true),
-    ("bee_d_xchg_out", "d_exchange", true),
+/// How a program of [`CACHE_PROGRAMS`] is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheAttach {
+    /// An LSM hook (`BPF_LSM_MAC`), run for every task with no recursion guard.
+    Lsm,
+    /// `fentry` on a kernel function.
+    Entry,
+    /// `fexit` on a kernel function.
+    Exit,
+}
+
+/// The programs that keep the kernel's directory cache sound (`docs/enforcement.md`, "The
+/// directory cache"): `(program, LSM hook or kernel function, how)`. The `inode_free_security`
+/// program deletes an inode's entry before its memory can be reused; every `fentry` comes
+/// before every `fexit`, so that no call can leave a move it never counted.
+pub const CACHE_PROGRAMS: &[(&str, &str, CacheAttach)] = &[
+    ("bee_inode_free", "inode_free_security", CacheAttach::Lsm),
+    ("bee_d_move_in", "d_move", CacheAttach::Entry),
+    ("bee_d_xchg_in", "d_exchange", CacheAttach::Entry),
+    ("bee_d_move_out", "d_move", CacheAttach::Exit),
+    ("bee_d_xchg_out", "d_exchange", CacheAttach::Exit),
 ];
 
 /// Default bpffs directory for pins.
@@ -389,7 +400,7 @@ impl Engine {
     ) -> Result<Vec<PinnedLink>, EngineError> {
         let links_dir = dir.join("links");
         let mut links = Vec::with_capacity(CACHE_PROGRAMS.len());
-        for &(program, function, exit) in CACHE_PROGRAMS {
+        for &(program, function, how) in CACHE_PROGRAMS {
             let err = |call: &'static str| {
                 move |source: aya::programs::ProgramError| EngineError::Program {
                     call,
@@ -403,16 +414,25 @@ impl Engine {
                 .ok_or_else(|| EngineError::NotEnforcer {
                     reason: format!("no program `{program}`"),
                 })?;
-            let fd_link = if exit {
-                let prog: &mut FExit = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
-                prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
-                let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-                FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
-            } else {
-                let prog: &mut FEntry = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
-                prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
-                let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-                FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+            let fd_link = match how {
+                CacheAttach::Lsm => {
+                    let prog: &mut Lsm = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
+                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
+                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+                }
+                CacheAttach::Entry => {
+                    let prog: &mut FEntry = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
+                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
+                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+                }
+                CacheAttach::Exit => {
+                    let prog: &mut FExit = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
+                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
+                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+                }
             };
             let path = links_dir.join(program);
             let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
@@ -447,11 +467,27 @@ impl Engine {
         self.maps.remove_dns(cgroup_id)
     }
 
-    /// Whether the kernel's directory cache is on: its tracing programs ([`CACHE_PROGRAMS`]:
-    /// `d_move`, `d_exchange`, `security_inode_free`) loaded and attached. When off, every
+    /// Whether the kernel's directory cache is on: its programs ([`CACHE_PROGRAMS`]:
+    /// `inode_free_security`, `d_move`, `d_exchange`) loaded and attached. When off, every
     /// path is resolved in full.
     pub fn dircache_enabled(&self) -> bool {
         self.dircache
+    }
+
+    /// How many directories the kernel's directory cache holds now (entries of `bee_dircache`,
+    /// kept until the directory's inode is freed), or `None` when the map cannot be read.
+    /// For diagnostics and tests: `docs/enforcement.md`, "The directory cache".
+    pub fn dircache_len(&self) -> Option<usize> {
+        /// `struct bee_dircache` (`crates/ebpf/bpf/bee.h`) as plain words: 624 bytes.
+        #[derive(Clone, Copy)]
+        #[repr(C)]
+        struct Entry([u64; 78]);
+        // SAFETY: plain integers, no padding, any bit pattern is a valid value.
+        unsafe impl aya::Pod for Entry {}
+        let map = self.ebpf.map("bee_dircache")?;
+        let map: aya::maps::HashMap<&aya::maps::MapData, u64, Entry> =
+            aya::maps::HashMap::try_from(map).ok()?;
+        Some(map.keys().filter(Result::is_ok).count())
     }
 
     /// Why the directory cache was compiled out of the programs: this kernel's verifier
@@ -527,7 +563,7 @@ impl Engine {
             .map_err(|e| EngineError::Plan(Box::new(e)))
             .and_then(|relocated| {
                 self.maps.write_plan(&relocated)?;
-                self.quiesce()?;
+                self.quiesce(Some(cgroup_id))?;
                 self.maps
                     .insert_scope(cgroup_id, &relocated, flags, install)?;
                 Ok(relocated)
@@ -569,9 +605,10 @@ impl Engine {
         // No grace period: the deleted element goes back to the free list, and the next insert
         // may reuse it while a check of this cgroup still reads it; such a check is then
         // decided by another policy or by none, as one that came a moment later would be
-        // (see `Graces`).
+        // (see `Graces`). Only a new install for this same cgroup waits.
         self.maps.remove_scope(installed.cgroup_id)?;
         self.scopes.remove(&installed.cgroup_id);
+        self.graces.deleted(installed.cgroup_id);
         if installed.flags & SCOPE_DNS != 0 {
             self.maps.remove_dns(installed.cgroup_id)?;
         }
@@ -630,10 +667,12 @@ impl Engine {
 
     /// Waits for a grace period if a `bee_scopes` element was switched since the last one, so
     /// that the next write into the map cannot reuse an element an in-flight check of a live
-    /// scope still reads (`docs/enforcement.md`, "Live policy changes"). At once after an
-    /// uninstall: a deleted element is never waited for.
-    fn quiesce(&mut self) -> Result<(), EngineError> {
-        self.graces.settle().map_err(EngineError::Grace)
+    /// scope still reads (`docs/enforcement.md`, "Live policy changes"). For an insert of
+    /// `inserting`'s entry, also when that cgroup's entry was deleted since the last one (its
+    /// tasks' checks may still read the deleted element); a deleted element of another cgroup
+    /// is never waited for.
+    fn quiesce(&mut self, inserting: Option<u64>) -> Result<(), EngineError> {
+        self.graces.settle(inserting).map_err(EngineError::Grace)
     }
 
     /// Replaces the policy of a live scope with `plan`, atomically for every check: each one
@@ -670,7 +709,7 @@ impl Engine {
             .map_err(|e| EngineError::Plan(Box::new(e)))
             .and_then(|relocated| {
                 self.maps.write_plan(&relocated)?;
-                self.quiesce()?;
+                self.quiesce(None)?;
                 self.maps
                     .switch_scope(cgroup_id, &relocated, installed.flags, install)?;
                 Ok(relocated)
@@ -705,7 +744,7 @@ impl Engine {
                 globs,
             },
         );
-        self.quiesce()?;
+        self.quiesce(None)?;
         self.maps.remove_plan(&old.plan)?;
         let p = old.plan.placement();
         self.release(

@@ -84,6 +84,22 @@ fn the_cache_is_on() {
     );
 }
 
+/// A directory a file is read from is remembered: the cache is not only on but used (on 7.3
+/// it was on and never filled while the programs looked for a namespace serial only 6.x has).
+#[test]
+fn a_directory_read_from_is_remembered() {
+    let ws = Scratch::new("cache-fill");
+    ws.write("ro/fresh/f", "f\n");
+    let scope = Scope::new("cache-fill", &policy(&ws), 0);
+    let before = engine().dircache_len().expect("the cache map is readable");
+    read_ok(&scope, &ws.s("ro/fresh/f"), "f\n", "granted");
+    let after = engine().dircache_len().expect("the cache map is readable");
+    assert!(
+        after > before,
+        "no directory remembered: {before} entries before, {after} after"
+    );
+}
+
 /// Rounds of `a_directory_made_where_a_freed_one_was_is_decided_by_its_own_path`.
 const REUSE_ROUNDS: usize = 1500;
 
@@ -101,8 +117,10 @@ fn a_directory_made_where_a_freed_one_was_is_decided_by_its_own_path() {
     fs::create_dir_all(ws.join("ro")).unwrap();
     fs::create_dir_all(ws.join("no")).unwrap();
     // The reader is this test binary: the base grants let it start.
-    let text = format!("version = 1\n{}", base_grants())
-        .replace("read = [", &format!("read = [\"{}/ro/**\", ", ws.path.display()));
+    let text = format!("version = 1\n{}", base_grants()).replace(
+        "read = [",
+        &format!("read = [\"{}/ro/**\", ", ws.path.display()),
+    );
     let scope = Scope::new("cache-reuse", &text, 0);
     let mut reader = helper_spawn(&scope.cg, "read-lines", &[]);
     let mut ask = reader.stdin.take().unwrap();
