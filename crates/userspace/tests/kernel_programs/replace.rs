@@ -230,18 +230,22 @@ fn replace_bench() {
         replace.push(t.elapsed());
     }
     scope.uninstall();
-    // Install straight after an uninstall and 200 ms after one: an uninstall leaves no grace
-    // period for the install to wait for, so the two cost the same.
-    let cg = Cgroup::create("replace-bench-2");
+    // Install, for a fresh cgroup as every scope has, straight after an uninstall and 200 ms
+    // after one: an uninstall leaves no grace period for the install to wait for, so the two
+    // cost the same.
     let (mut soon, mut later) = (Vec::new(), Vec::new());
     for i in 0..ROUNDS {
-        let installed = engine().install(&narrow, cg.id(), 0).expect("install");
+        let (old, new) = (
+            Cgroup::create("replace-bench-a"),
+            Cgroup::create("replace-bench-b"),
+        );
+        let installed = engine().install(&narrow, old.id(), 0).expect("install");
         engine().uninstall(installed).expect("uninstall");
         if i % 2 == 1 {
             std::thread::sleep(Duration::from_millis(200));
         }
         let t = Instant::now();
-        let installed = engine().install(&narrow, cg.id(), 0).expect("install");
+        let installed = engine().install(&narrow, new.id(), 0).expect("install");
         if i % 2 == 0 { &mut soon } else { &mut later }.push(t.elapsed());
         engine().uninstall(installed).expect("uninstall");
         std::thread::sleep(Duration::from_millis(200));
