@@ -353,7 +353,6 @@ pub const HELPERS: &[(u32, &str, KernelVersion)] = &[
     (113, "probe_read_kernel", KernelVersion(5, 5)),
     (125, "ktime_get_boot_ns", KernelVersion(5, 8)),
     (130, "ringbuf_output", KernelVersion(5, 8)),
-    (145, "inode_storage_get", KernelVersion(5, 10)),
     (156, "task_storage_get", KernelVersion(5, 11)),
     (158, "get_current_task_btf", KernelVersion(5, 11)),
     (181, "loop", KernelVersion(5, 17)),
@@ -366,7 +365,6 @@ pub const MAP_TYPES: &[(&str, KernelVersion)] = &[
     ("BPF_MAP_TYPE_LRU_HASH", KernelVersion(4, 10)),
     ("BPF_MAP_TYPE_LPM_TRIE", KernelVersion(4, 11)),
     ("BPF_MAP_TYPE_RINGBUF", KernelVersion(5, 8)),
-    ("BPF_MAP_TYPE_INODE_STORAGE", KernelVersion(5, 10)),
     ("BPF_MAP_TYPE_TASK_STORAGE", KernelVersion(5, 11)),
 ];
 
