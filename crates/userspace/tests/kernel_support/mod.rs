@@ -2422,16 +2422,8 @@ fn stress_open(a: &[&str]) -> i32 {
     let mut first = String::new();
     for i in 0..count {
         let (path, expect_ok) = &cases[(start + i as usize) % cases.len()];
-        // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
-        let (ok, err) = unsafe {
-            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd >= 0 {
-                libc::close(fd);
-                (true, 0)
-            } else {
-                (false, errno())
-            }
-        };
+        let err = open_read(path);
+        let ok = err == 0;
         checks += 1;
         let right = if *expect_ok {
             ok
@@ -2449,6 +2441,20 @@ fn stress_open(a: &[&str]) -> i32 {
     i32::from(wrong != 0)
 }
 
+/// Opens `path` for reading and closes it at once: 0, or the errno of the open.
+fn open_read(path: &std::ffi::CStr) -> i32 {
+    // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::close(fd);
+            0
+        } else {
+            errno()
+        }
+    }
+}
+
 /// The helper action `read-lines`: says `ready`, then for each line of its stdin opens that
 /// path for reading (and closes it) and prints the errno (0 on success), until stdin ends.
 fn read_lines() -> i32 {
@@ -2458,17 +2464,7 @@ fn read_lines() -> i32 {
     let _ = out.flush();
     for line in std::io::stdin().lock().lines() {
         let Ok(path) = line else { return 2 };
-        let c = cstr(&path);
-        // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
-        let err = unsafe {
-            let fd = libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd >= 0 {
-                libc::close(fd);
-                0
-            } else {
-                errno()
-            }
-        };
+        let err = open_read(&cstr(&path));
         if writeln!(out, "{err}").and_then(|()| out.flush()).is_err() {
             return 2;
         }
@@ -2488,18 +2484,6 @@ fn replace_watch(a: &[&str]) -> i32 {
     let granted = cstr(a.first().copied().unwrap_or(""));
     let new = cstr(a.get(1).copied().unwrap_or(""));
     let stop = PathBuf::from(a.get(2).copied().unwrap_or("/"));
-    let open = |p: &CString| {
-        // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
-        unsafe {
-            let fd = libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-            if fd >= 0 {
-                libc::close(fd);
-                0
-            } else {
-                errno()
-            }
-        }
-    };
     let (mut rounds, mut granted_failed, mut denied, mut ok, mut back, mut other) =
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     loop {
@@ -2511,12 +2495,12 @@ fn replace_watch(a: &[&str]) -> i32 {
             println!("ready");
             let _ = std::io::stdout().flush();
         }
-        match open(&granted) {
+        match open_read(&granted) {
             0 => {}
             libc::EPERM => granted_failed += 1,
             _ => other += 1,
         }
-        match open(&new) {
+        match open_read(&new) {
             0 => ok += 1,
             libc::EPERM if ok > 0 => back += 1,
             libc::EPERM => denied += 1,
