@@ -414,25 +414,19 @@ impl Engine {
                 .ok_or_else(|| EngineError::NotEnforcer {
                     reason: format!("no program `{program}`"),
                 })?;
+            // The three program types share these calls but no trait: one body for each.
+            macro_rules! load_and_attach {
+                ($ty:ty) => {{
+                    let prog: &mut $ty = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
+                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
+                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
+                }};
+            }
             let fd_link = match how {
-                CacheAttach::Lsm => {
-                    let prog: &mut Lsm = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
-                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
-                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
-                }
-                CacheAttach::Entry => {
-                    let prog: &mut FEntry = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
-                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
-                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
-                }
-                CacheAttach::Exit => {
-                    let prog: &mut FExit = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
-                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
-                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
-                }
+                CacheAttach::Lsm => load_and_attach!(Lsm),
+                CacheAttach::Entry => load_and_attach!(FEntry),
+                CacheAttach::Exit => load_and_attach!(FExit),
             };
             let path = links_dir.join(program);
             let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
