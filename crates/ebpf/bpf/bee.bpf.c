@@ -204,22 +204,22 @@ struct {
  * resolves every path in full. */
 const volatile __u32 bee_cfg_dircache = 1;
 
-/* Written by user space: 1 once the d_move/d_exchange programs are attached
- * (the cache is sound only while they run); anything else disables the cache. */
+/* Set by the loader (.rodata, frozen): the address of the kernel's
+ * rename_lock (from /proc/kallsyms; it has no BTF variable). Its sequence
+ * is bumped at the start and at the end of every move of a dentry (d_move,
+ * d_exchange, d_splice_alias): odd while one is in flight. 0 leaves the
+ * cache unused. */
+const volatile __u64 bee_cfg_rename_lock = 0;
+
+/* Written by user space: 1 once the inode_free_security program is attached
+ * (an entry must go before its inode's memory is reused); anything else
+ * disables the cache. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
 } bee_cache_on SEC(".maps");
-
-/* Dentry moves in flight and the move generation (bee.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bee_moves);
-} bee_moves SEC(".maps");
 
 /* SysV IPC objects (struct kern_ipc_perm *) created by scoped tasks, with the
  * scope's cgroup id: a scope may use only its own (ipc_permission). Entries
@@ -988,28 +988,40 @@ static __always_inline int dircache_mounts(__u64 m)
 	return c.ok;
 }
 
+/* Reads the sequence of the kernel's rename_lock into *seq: 0, or an error
+ * (no address given, or unreadable). Read with a helper call, which the
+ * compiler does not move loads across; x86-64 does not reorder loads with
+ * loads, so a read of it after a path was read is ordered after that read. */
+static __always_inline long rename_seq(__u32 *seq)
+{
+	if (!bee_cfg_rename_lock)
+		return -1;
+	return bpf_core_read(seq, sizeof(*seq),
+			     &((seqlock_t *)bee_cfg_rename_lock)->seqcount.seqcount.sequence);
+}
+
 /* Takes what a cache entry for (mount, parent of dentry) is checked against,
- * before any path is read: the move generation (only while no move is in
- * flight), the mount and its namespace's identity and event counter, the
+ * before any path is read: the rename sequence (only while no move is in
+ * flight) and the time, the mount and its namespace's identity and event counter, the
  * leaf's name. cp->usable stays 0 where the cache must not be used. */
 static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfsmount *vfsmnt,
 					   struct dentry *dentry, struct dentry *parent)
 {
 	__u32 zero = 0, *on = bpf_map_lookup_elem(&bee_cache_on, &zero);
-	struct bee_moves *mv = bpf_map_lookup_elem(&bee_moves, &zero);
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct mnt_namespace *ns, *cur;
 	struct dentry *root;
 	struct mount *m;
+	__u32 seq;
 
 	cp->usable = 0;
-	if (!on || *on != 1 || !mv || !vfsmnt || !dentry || !parent)
+	if (!on || *on != 1 || !vfsmnt || !dentry || !parent)
 		return;
-	/* inflight before gen: a move whose exit was seen has bumped gen. */
-	if (*(volatile __u64 *)&mv->inflight != 0)
+	/* Odd: a dentry is being moved. */
+	if (rename_seq(&seq) != 0 || (seq & 1))
 		return;
-	cp->gen = *(volatile __u64 *)&mv->gen;
-	cp->all = *(volatile __u64 *)&mv->all;
+	cp->gen = seq;
+	cp->now = bpf_ktime_get_boot_ns();
 	/* The leaf must be a plain child of a connected directory of this mount:
 	 * not the mount's root (its path continues at the mount point), not a
 	 * root of its own (disconnected or pseudo), and the directory not a
@@ -1095,7 +1107,8 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 	e = dc->slot[i].key;
 	m = dc->slot[i].memo[j];
 	bpf_spin_unlock(&dc->lock);
-	if (owner != (__u64)dir || e.gen != cp->gen || e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
+	if (owner != (__u64)dir || e.gen != cp->gen || cp->now - e.born >= BEE_DIRCACHE_TTL_NS ||
+	    e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
 	    e.ns_event != cp->ns_event || e.policy_id != sc->policy_id ||
 	    e.install != sc->install || e.install == 0 || e.start != sc->start_state)
 		return -1;
@@ -1148,8 +1161,7 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	struct bee_scope *now = bpf_map_lookup_elem(&bee_scopes, &cgid);
 	struct bee_dircache_zero *zero;
 	struct bee_dircache *dc;
-	struct bee_moves *mv;
-	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1), z = 0;
+	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1), z = 0, seq;
 	__u64 key = (__u64)dir;
 
 	if (!now || sc->install == 0 || now->policy_id != sc->policy_id ||
@@ -1176,6 +1188,7 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 		dc->dir = key;
 	}
 	dc->slot[i].key.gen = cp->gen;
+	dc->slot[i].key.born = cp->now;
 	dc->slot[i].key.mnt = cp->mnt;
 	dc->slot[i].key.ns_seq = cp->ns_seq;
 	dc->slot[i].key.ns_event = cp->ns_event;
@@ -1197,10 +1210,8 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	 * reused before this program returns: dentries and inodes are freed
 	 * after an RCU grace period.) Otherwise dir may have been freed already:
 	 * the slot is taken back. */
-	mv = bpf_map_lookup_elem(&bee_moves, &z);
-	if (mv && *(volatile __u64 *)&mv->inflight == 0 &&
-	    *(volatile __u64 *)&mv->all == cp->all &&
-	    BPF_CORE_READ(dentry, d_parent) == parent && BPF_CORE_READ(parent, d_inode) == dir)
+	if (rename_seq(&seq) == 0 && seq == cp->gen && BPF_CORE_READ(dentry, d_parent) == parent &&
+	    BPF_CORE_READ(parent, d_inode) == dir)
 		return;
 	bpf_spin_lock(&dc->lock);
 	if (dc->dir == key && dc->slot[i].key.install == sc->install)
@@ -2553,72 +2564,7 @@ int BPF_PROG(bee_task_kill, struct task_struct *p)
 	return check_target(BEE_HOOK_TASK_KILL, p);
 }
 
-/* ---- Directory moves (the cache's invalidation) ------------------------ */
-
-/* Every move of a dentry (a rename, through any caller of vfs_rename: system
- * calls, nfsd, overlayfs, cachefiles…) goes through d_move or d_exchange on
- * the filesystems the cache admits (dircache_fs). Entering counts a move in
- * flight, which keeps the cache off; leaving bumps the generation when a
- * directory moved (every cached path under it may have changed), then
- * uncounts. These run for every task, scoped or not. */
-static __always_inline int moved_maybe_dir(struct dentry *d)
-{
-	struct inode *inode = BPF_CORE_READ(d, d_inode);
-
-	if (!inode)
-		return 1;
-	return (BPF_CORE_READ(inode, i_mode) & 00170000) == 0040000;
-}
-
-static __always_inline void moves_enter(void)
-{
-	__u32 zero = 0;
-	struct bee_moves *mv = bpf_map_lookup_elem(&bee_moves, &zero);
-
-	if (mv)
-		__sync_fetch_and_add(&mv->inflight, 1);
-}
-
-static __always_inline void moves_exit(struct dentry *a, struct dentry *b)
-{
-	__u32 zero = 0;
-	struct bee_moves *mv = bpf_map_lookup_elem(&bee_moves, &zero);
-
-	if (!mv)
-		return;
-	if (moved_maybe_dir(a) || moved_maybe_dir(b))
-		__sync_fetch_and_add(&mv->gen, 1);
-	__sync_fetch_and_add(&mv->all, 1);
-	__sync_fetch_and_add(&mv->inflight, (__u64)-1);
-}
-
-SEC("fentry/d_move")
-int BPF_PROG(bee_d_move_in, struct dentry *dentry, struct dentry *target)
-{
-	moves_enter();
-	return 0;
-}
-
-SEC("fexit/d_move")
-int BPF_PROG(bee_d_move_out, struct dentry *dentry, struct dentry *target)
-{
-	moves_exit(dentry, target);
-	return 0;
-}
-
-SEC("fentry/d_exchange")
-int BPF_PROG(bee_d_xchg_in, struct dentry *dentry1, struct dentry *dentry2)
-{
-	moves_enter();
-	return 0;
-}
-
-SEC("fexit/d_exchange")
-int BPF_PROG(bee_d_xchg_out, struct dentry *dentry1, struct dentry *dentry2)
-{
-	moves_exit(dentry1, dentry2);
-	return 0;
-}
+/* ---- The directory cache's upkeep ------------------------------------- */
 
 /* An inode is being freed: its cache entry, if any, goes before its memory
  * can be reused for another inode, whose address would then find it. Runs

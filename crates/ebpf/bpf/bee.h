@@ -233,6 +233,11 @@ _Static_assert(sizeof(struct bee_path) <= 8000, "task storage values stay below 
 /* Mounts between a directory and its namespace root that a cached path may
  * cross (a deeper chain is never cached). */
 #define BEE_DIRCACHE_MOUNTS 32
+/* An entry is used for at most this long (ns) after its path was read. The
+ * rename sequence it is keyed by is 32 bits, so it comes back to the same
+ * value after 2^31 moves; each is a write section of a global spinlock, and
+ * 2^31 of them cannot fit in one second (that would be under 0.5 ns each). */
+#define BEE_DIRCACHE_TTL_NS 1000000000ULL
 
 /* Leaf memos (docs/enforcement.md, "The directory cache"): per slot, the
  * state after the last few leaf names walked from the slot's state. A memo is
@@ -254,7 +259,8 @@ struct bee_leafmemo {
 
 /* What a slot is checked against, and the state it holds. */
 struct bee_dirkey {
-	__u64 gen;      /* bee_moves.gen when the path was resolved */
+	__u64 gen;      /* rename_lock's sequence when the path was resolved */
+	__u64 born;     /* bpf_ktime_get_boot_ns() then */
 	__u64 mnt;      /* struct mount * the path was resolved through */
 	__u64 ns_seq;   /* its namespace's seq (never reused) */
 	__u64 ns_event; /* its namespace's event counter then */
@@ -284,19 +290,10 @@ struct bee_dircache_zero {
 	__u8 bytes[sizeof(struct bee_dircache)];
 };
 
-/* Dentry moves: d_move and d_exchange count themselves in `inflight` on
- * entry and, on exit, bump `gen` (when a directory moved) and `all` (always)
- * and then leave. */
-struct bee_moves {
-	__u64 inflight;
-	__u64 gen;
-	__u64 all;
-};
-
 /* What a hook knows before the path walk, for the cache. */
 struct dircache_probe {
-	__u64 gen;
-	__u64 all;      /* bee_moves.all, read with gen */
+	__u64 gen;      /* rename_lock's sequence, even */
+	__u64 now;      /* bpf_ktime_get_boot_ns() */
 	__u64 mnt;
 	__u64 ns_seq;
 	__u64 ns_event;

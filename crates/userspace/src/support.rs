@@ -445,7 +445,7 @@ fn programs_verdict(
                 ),
                 Some(why) => format!(
                     "this kernel's verifier accepts all {} of bee's programs with the directory \
-                     cache compiled out (every path is resolved in full; with it, {why})",
+                     cache compiled out (every path is resolved in full; {why})",
                     v.programs
                 ),
             },
@@ -795,12 +795,14 @@ mod tests {
         );
         let gate = programs_verdict(Ok(Verification {
             programs: 62,
-            dircache_refused: Some("R2 type=untrusted_ptr_".into()),
+            dircache_refused: Some("the verifier refuses it: R2 type=untrusted_ptr_".into()),
         }));
         assert!(gate.passed, "{gate:?}");
         assert!(
             gate.reason.contains("directory cache compiled out")
-                && gate.reason.ends_with("with it, R2 type=untrusted_ptr_)"),
+                && gate
+                    .reason
+                    .ends_with("; the verifier refuses it: R2 type=untrusted_ptr_)"),
             "{}",
             gate.reason
         );

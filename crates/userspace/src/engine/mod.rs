@@ -40,6 +40,7 @@ mod dns;
 mod error;
 pub mod events;
 mod grace;
+mod kallsyms;
 mod maps;
 mod names;
 mod pins;
@@ -51,7 +52,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use aya::programs::links::{FdLink, PinnedLink};
-use aya::programs::{FEntry, FExit, Lsm};
 use aya::{Btf, Ebpf};
 use bee_common::AuditEvent;
 use bee_common::scope::SCOPE_DNS;
@@ -137,28 +137,11 @@ pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
     ("bee_file_ioctl_compat", "file_ioctl_compat"),
 ];
 
-/// How a program of [`CACHE_PROGRAMS`] is attached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheAttach {
-    /// An LSM hook (`BPF_LSM_MAC`), run for every task with no recursion guard.
-    Lsm,
-    /// `fentry` on a kernel function.
-    Entry,
-    /// `fexit` on a kernel function.
-    Exit,
-}
-
-/// The programs that keep the kernel's directory cache sound (`docs/enforcement.md`, "The
-/// directory cache"): `(program, LSM hook or kernel function, how)`. The `inode_free_security`
-/// program deletes an inode's entry before its memory can be reused; every `fentry` comes
-/// before every `fexit`, so that no call can leave a move it never counted.
-pub const CACHE_PROGRAMS: &[(&str, &str, CacheAttach)] = &[
-    ("bee_inode_free", "inode_free_security", CacheAttach::Lsm),
-    ("bee_d_move_in", "d_move", CacheAttach::Entry),
-    ("bee_d_xchg_in", "d_exchange", CacheAttach::Entry),
-    ("bee_d_move_out", "d_move", CacheAttach::Exit),
-    ("bee_d_xchg_out", "d_exchange", CacheAttach::Exit),
-];
+/// The LSM programs that keep the kernel's directory cache sound (`docs/enforcement.md`, "The
+/// directory cache"): `(program, hook)`. The `inode_free_security` program deletes an inode's
+/// entry before its memory can be reused. (Moves need no program: the cache reads the kernel's
+/// `rename_lock` sequence.)
+pub const CACHE_PROGRAMS: &[(&str, &str)] = &[("bee_inode_free", "inode_free_security")];
 
 /// Default bpffs directory for pins.
 pub const DEFAULT_PIN_ROOT: &str = "/sys/fs/bpf/bee";
@@ -391,8 +374,7 @@ impl Engine {
         })
     }
 
-    /// Attaches and pins [`CACHE_PROGRAMS`]. On error the cache stays off (a program already
-    /// attached only counts moves).
+    /// Attaches and pins [`CACHE_PROGRAMS`]. On error the cache stays off.
     fn attach_cache_programs(
         ebpf: &mut Ebpf,
         btf: &Btf,
@@ -400,34 +382,19 @@ impl Engine {
     ) -> Result<Vec<PinnedLink>, EngineError> {
         let links_dir = dir.join("links");
         let mut links = Vec::with_capacity(CACHE_PROGRAMS.len());
-        for &(program, function, how) in CACHE_PROGRAMS {
+        for &(program, hook) in CACHE_PROGRAMS {
             let err = |call: &'static str| {
                 move |source: aya::programs::ProgramError| EngineError::Program {
                     call,
                     program,
-                    hook: function,
+                    hook,
                     source: Box::new(source),
                 }
             };
-            let prog = ebpf
-                .program_mut(program)
-                .ok_or_else(|| EngineError::NotEnforcer {
-                    reason: format!("no program `{program}`"),
-                })?;
-            // The three program types share these calls but no trait: one body for each.
-            macro_rules! load_and_attach {
-                ($ty:ty) => {{
-                    let prog: &mut $ty = prog.try_into().map_err(err("BPF_PROG_LOAD"))?;
-                    prog.load(function, btf).map_err(err("BPF_PROG_LOAD"))?;
-                    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-                    FdLink::from(prog.take_link(id).map_err(err("take_link"))?)
-                }};
-            }
-            let fd_link = match how {
-                CacheAttach::Lsm => load_and_attach!(Lsm),
-                CacheAttach::Entry => load_and_attach!(FEntry),
-                CacheAttach::Exit => load_and_attach!(FExit),
-            };
+            let prog = lsm_program(ebpf, program, hook)?;
+            prog.load(hook, btf).map_err(err("BPF_PROG_LOAD"))?;
+            let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+            let fd_link = FdLink::from(prog.take_link(id).map_err(err("take_link"))?);
             let path = links_dir.join(program);
             let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
                 path,
@@ -461,8 +428,8 @@ impl Engine {
         self.maps.remove_dns(cgroup_id)
     }
 
-    /// Whether the kernel's directory cache is on: its programs ([`CACHE_PROGRAMS`]:
-    /// `inode_free_security`, `d_move`, `d_exchange`) loaded and attached. When off, every
+    /// Whether the kernel's directory cache is on: compiled in (see [`Engine::dircache_refused`])
+    /// and its program ([`CACHE_PROGRAMS`], on `inode_free_security`) attached. When off, every
     /// path is resolved in full.
     pub fn dircache_enabled(&self) -> bool {
         self.dircache
@@ -472,10 +439,10 @@ impl Engine {
     /// kept until the directory's inode is freed), or `None` when the map cannot be read.
     /// For diagnostics and tests: `docs/enforcement.md`, "The directory cache".
     pub fn dircache_len(&self) -> Option<usize> {
-        /// `struct bee_dircache` (`crates/ebpf/bpf/bee.h`) as plain words: 624 bytes.
+        /// `struct bee_dircache` (`crates/ebpf/bpf/bee.h`) as plain words: 656 bytes.
         #[derive(Clone, Copy)]
         #[repr(C)]
-        struct Entry([u64; 78]);
+        struct Entry([u64; 82]);
         // SAFETY: plain integers, no padding, any bit pattern is a valid value.
         unsafe impl aya::Pod for Entry {}
         let map = self.ebpf.map("bee_dircache")?;
@@ -484,10 +451,12 @@ impl Engine {
         Some(map.keys().filter(Result::is_ok).count())
     }
 
-    /// Why the directory cache was compiled out of the programs: this kernel's verifier
-    /// refused them with it, so they were loaded without it. `None` when it was not (on every
-    /// kernel of the matrix since the cache is keyed by inode address; Linux 7.3 refused the
-    /// inode storage it used before, reached through `d_parent`).
+    /// Why the directory cache was compiled out of the programs, as a sentence: this kernel's
+    /// verifier refused them with it (`the verifier refuses it: …`), or `/proc/kallsyms` gave
+    /// this process no address for `rename_lock` (`rename_lock has no known address: …`; it
+    /// needs `CAP_SYSLOG`). `None` when it was not (on every kernel of the matrix since the
+    /// cache is keyed by inode address; Linux 7.3 refused the inode storage it used before,
+    /// reached through `d_parent`).
     pub fn dircache_refused(&self) -> Option<&str> {
         self.dircache_refused.as_deref()
     }

@@ -12,10 +12,13 @@ use std::thread;
 use aya::programs::{Lsm, Program};
 use aya::{Btf, Ebpf, EbpfLoader};
 
-use super::{EngineError, EngineOptions, OPTIONAL_PROGRAMS, PROGRAMS, maps};
+use super::{EngineError, EngineOptions, OPTIONAL_PROGRAMS, PROGRAMS, kallsyms, maps};
 
 /// The `.rodata` constant of `bee.bpf.o` that compiles the directory cache in (1) or out (0).
 const CFG_DIRCACHE: &str = "bee_cfg_dircache";
+
+/// The `.rodata` constant of `bee.bpf.o` that holds `rename_lock`'s address ([`kallsyms`]).
+const CFG_RENAME_LOCK: &str = "bee_cfg_rename_lock";
 
 /// `bee.bpf.o` loaded and its LSM programs verified, nothing attached yet.
 pub(super) struct Verified {
@@ -26,16 +29,22 @@ pub(super) struct Verified {
     pub(super) dircache_refused: Option<String>,
 }
 
-/// Loads the object (maps created, CO-RE relocated) with the directory cache compiled in or
-/// out.
-fn load_object(options: &EngineOptions, btf: &Btf, dircache: bool) -> Result<Ebpf, EngineError> {
-    let cfg = u32::from(dircache);
+/// Loads the object (maps created, CO-RE relocated) with the directory cache compiled in (given
+/// `rename_lock`'s address) or out (`None`).
+fn load_object(
+    options: &EngineOptions,
+    btf: &Btf,
+    rename_lock: Option<u64>,
+) -> Result<Ebpf, EngineError> {
+    let cfg = u32::from(rename_lock.is_some());
+    let address = rename_lock.unwrap_or(0);
     let mut loader = EbpfLoader::new();
     loader.btf(Some(btf));
     for (name, size) in maps::sizes(options) {
         loader.map_max_entries(name, size);
     }
     loader.override_global(CFG_DIRCACHE, &cfg, true);
+    loader.override_global(CFG_RENAME_LOCK, &address, true);
     // aya 0.14 has no type for task storage (the per-task path and event buffers, which only
     // the programs use): create those maps without one.
     loader.allow_unsupported_maps();
@@ -178,9 +187,22 @@ fn verify_queued(
 /// Loads and verifies the programs with the directory cache; when the verifier refuses one,
 /// loads them again without it (the cache only saves work: without it every path is resolved
 /// and walked in full). An error of the second load is returned as it is; the first one's is
-/// kept as the reason the cache is off.
+/// kept as the reason the cache is off. Without `rename_lock`'s address the cache cannot know
+/// when a directory moved, and the programs are loaded without it from the start.
 pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Verified, EngineError> {
-    let mut ebpf = load_object(options, btf, true)?;
+    let rename_lock = match kallsyms::rename_lock() {
+        Ok(address) => address,
+        Err(why) => {
+            let mut ebpf = load_object(options, btf, None)?;
+            let programs = verify_programs(&mut ebpf, btf)?;
+            return Ok(Verified {
+                ebpf,
+                programs,
+                dircache_refused: Some(format!("rename_lock has no known address: {why}")),
+            });
+        }
+    };
+    let mut ebpf = load_object(options, btf, Some(rename_lock))?;
     let first = match verify_programs(&mut ebpf, btf) {
         Ok(programs) => {
             return Ok(Verified {
@@ -193,11 +215,11 @@ pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Veri
         Err(e) => return Err(e),
     };
     drop(ebpf);
-    let mut ebpf = load_object(options, btf, false)?;
+    let mut ebpf = load_object(options, btf, None)?;
     let programs = verify_programs(&mut ebpf, btf)?;
     Ok(Verified {
         ebpf,
         programs,
-        dircache_refused: Some(first.summary()),
+        dircache_refused: Some(format!("the verifier refuses it: {}", first.summary())),
     })
 }
