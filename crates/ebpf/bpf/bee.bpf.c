@@ -1008,7 +1008,7 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 					   struct dentry *dentry, struct dentry *parent)
 {
 	__u32 zero = 0, *on = bpf_map_lookup_elem(&bee_cache_on, &zero);
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct mnt_namespace *ns, *cur;
 	struct dentry *root;
 	struct mount *m;
@@ -1026,16 +1026,16 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	 * not the mount's root (its path continues at the mount point), not a
 	 * root of its own (disconnected or pseudo), and the directory not a
 	 * disconnected root either. */
-	root = BPF_CORE_READ(vfsmnt, mnt_root);
+	root = BPF_CORE_READ(vfsmnt, mnt_root); /* vfsmnt is a plain address */
 	if (dentry == root || parent == dentry)
 		return;
-	if (parent != root && BPF_CORE_READ(parent, d_parent) == parent)
+	if (parent != root && parent->d_parent == parent)
 		return;
-	cp->len = BPF_CORE_READ(dentry, d_name.len);
-	cp->name = BPF_CORE_READ(dentry, d_name.name);
+	cp->len = dentry->d_name.len;
+	cp->name = dentry->d_name.name;
 	if (cp->len == 0 || cp->len > BEE_NAME_MAX)
 		return;
-	cp->memo = BPF_CORE_READ(dentry, d_name.hash) & (BEE_LEAF_MEMOS - 1);
+	cp->memo = dentry->d_name.hash & (BEE_LEAF_MEMOS - 1);
 	cp->memoable = 0;
 	if (cp->len <= BEE_LEAF_NAME) {
 		__u32 n = cp->len;
@@ -1049,16 +1049,17 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	 * serial that is never reused. */
 	m = container_of(vfsmnt, struct mount, mnt);
 	ns = BPF_CORE_READ(m, mnt_ns);
-	cur = BPF_CORE_READ(task, nsproxy, mnt_ns);
+	cur = task->nsproxy->mnt_ns;
 	if (!ns || ns != cur)
 		return;
+	/* Read through cur, the pointer the verifier has a type for. */
 	if (bpf_core_field_exists(struct mnt_namespace___seq, seq))
-		cp->ns_seq = BPF_CORE_READ((struct mnt_namespace___seq *)ns, seq);
+		cp->ns_seq = ((struct mnt_namespace___seq *)cur)->seq;
 	else if (bpf_core_field_exists(((struct mnt_namespace___id *)0)->ns.ns_id))
-		cp->ns_seq = BPF_CORE_READ((struct mnt_namespace___id *)ns, ns.ns_id);
+		cp->ns_seq = ((struct mnt_namespace___id *)cur)->ns.ns_id;
 	else
 		return;
-	cp->ns_event = BPF_CORE_READ(ns, event);
+	cp->ns_event = cur->event;
 	if (cp->ns_seq == 0)
 		return;
 	cp->mnt = (__u64)m;
@@ -1324,7 +1325,7 @@ static __always_inline int check_path(__u32 hook, __u64 cgid, const struct bee_s
  * they are reached only through descriptors the task already holds. */
 static __always_inline int pseudo_file(struct file *file)
 {
-	unsigned long magic = BPF_CORE_READ(file, f_inode, i_sb, s_magic);
+	unsigned long magic = file->f_inode->i_sb->s_magic;
 
 	return magic == BEE_PIPEFS_MAGIC || magic == BEE_SOCKFS_MAGIC ||
 	       magic == BEE_ANON_INODE_FS_MAGIC;
@@ -1332,7 +1333,7 @@ static __always_inline int pseudo_file(struct file *file)
 
 static __always_inline __u32 mode_access(struct file *file)
 {
-	__u32 mode = BPF_CORE_READ(file, f_mode);
+	__u32 mode = file->f_mode;
 	__u32 access = 0;
 
 	if (mode & BEE_FMODE_READ)
@@ -1345,6 +1346,17 @@ static __always_inline __u32 mode_access(struct file *file)
 	return access;
 }
 
+/* check_file for a hook that has looked up the caller's scope already. */
+static __always_inline int check_scoped_file(__u32 hook, __u64 cgid,
+					     const struct bee_scope *scope, struct file *file,
+					     __u32 access, enum need need)
+{
+	if (!file)
+		return verdict(0);
+	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(file, f_path.mnt),
+				  file->f_path.dentry, file->f_inode, access, need, 1));
+}
+
 static __always_inline int check_file(__u32 hook, struct file *file, __u32 access,
 				      enum need need)
 {
@@ -1353,11 +1365,7 @@ static __always_inline int check_file(__u32 hook, struct file *file, __u32 acces
 
 	if (!scope)
 		return 0;
-	if (!file)
-		return verdict(0);
-	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(file, f_path.mnt),
-				  file->f_path.dentry, BPF_CORE_READ(file, f_inode), access, need,
-				  1));
+	return check_scoped_file(hook, cgid, scope, file, access, need);
 }
 
 /* ---- File hooks -------------------------------------------------------- */
@@ -1371,15 +1379,17 @@ int BPF_PROG(bee_file_open, struct file *file)
 
 	if (!scope || pseudo_file(file))
 		return 0;
-	flags = BPF_CORE_READ(file, f_flags);
+	flags = file->f_flags;
 	if (flags & BEE___FMODE_EXEC)
-		return check_file(BEE_HOOK_FILE_OPEN, file, BEE_ACCESS_EXEC, NEED_EXEC_OR_READ);
+		return check_scoped_file(BEE_HOOK_FILE_OPEN, cgid, scope, file, BEE_ACCESS_EXEC,
+					 NEED_EXEC_OR_READ);
 	/* O_TRUNC truncates even a read-only open (through file_truncate on
 	 * 6.2+, which is not attached): it needs WRITE whatever the mode. */
 	if (flags & BEE_O_TRUNC)
-		return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file) | BEE_ACCESS_WRITE,
-				  NEED_ACCESS);
-	return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file), NEED_ACCESS);
+		return check_scoped_file(BEE_HOOK_FILE_OPEN, cgid, scope, file,
+					 mode_access(file) | BEE_ACCESS_WRITE, NEED_ACCESS);
+	return check_scoped_file(BEE_HOOK_FILE_OPEN, cgid, scope, file, mode_access(file),
+				 NEED_ACCESS);
 }
 
 SEC("lsm/file_receive")
@@ -1390,7 +1400,8 @@ int BPF_PROG(bee_file_receive, struct file *file)
 
 	if (!scope || pseudo_file(file))
 		return 0;
-	return check_file(BEE_HOOK_FILE_OPEN, file, mode_access(file), NEED_ACCESS);
+	return check_scoped_file(BEE_HOOK_FILE_OPEN, cgid, scope, file, mode_access(file),
+				 NEED_ACCESS);
 }
 
 SEC("lsm/bprm_check_security")
