@@ -39,6 +39,7 @@ const USER: u32 = 1000;
 const CAP_SETGID: u32 = 6;
 const CAP_SETUID: u32 = 7;
 const CAP_SETPCAP: u32 = 8;
+const CAP_SYSLOG: u32 = 34;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;
 
@@ -51,6 +52,7 @@ fn cap_name(cap: u32) -> &'static str {
         CAP_SETGID => "CAP_SETGID",
         CAP_SETUID => "CAP_SETUID",
         CAP_SETPCAP => "CAP_SETPCAP",
+        CAP_SYSLOG => "CAP_SYSLOG",
         CAP_PERFMON => "CAP_PERFMON",
         CAP_BPF => "CAP_BPF",
         _ => panic!("no name for capability {cap}"),
@@ -362,6 +364,21 @@ fn assert_enforces(who: &Who, command_uid: u32) {
     assert_eq!(code(&o), 0, "{out}{}", text(&o.stderr));
     assert!(out.contains("pass capabilities"), "{out}");
     assert!(out.contains("pass lsm-probe"), "{out}");
+    // The directory cache needs rename_lock's address, which /proc/kallsyms shows only with
+    // CAP_SYSLOG: without it the programs load with the cache compiled out, and check says why.
+    let programs = out
+        .lines()
+        .find(|l| l.contains("pass programs"))
+        .unwrap_or_else(|| panic!("no passing programs gate:\n{out}"));
+    if who.caps.contains(&CAP_SYSLOG) {
+        assert!(!programs.contains("compiled out"), "{programs}");
+    } else {
+        assert!(
+            programs.contains("directory cache compiled out")
+                && programs.contains("rename_lock has no known address"),
+            "{programs}"
+        );
+    }
 
     let policy = f.policy.display().to_string();
     let notes = f.workspace.join("notes.txt").display().to_string();
@@ -561,6 +578,15 @@ fn sudo() -> Who {
 fn non_root_user_with_cap_bpf_and_cap_perfmon_enforces() {
     let _d = Delegation::to(USER);
     assert_enforces(&non_root(), USER);
+}
+
+/// CAP_SYSLOG is optional: with it the directory cache is on as well.
+#[test]
+fn non_root_user_with_cap_syslog_too_enforces_with_the_directory_cache() {
+    let _d = Delegation::to(USER);
+    let mut who = non_root();
+    who.caps.push(CAP_SYSLOG);
+    assert_enforces(&who, USER);
 }
 
 #[test]
