@@ -1004,37 +1004,43 @@ static __always_inline long rename_seq(__u32 *seq)
  * before any path is read: the rename sequence (only while no move is in
  * flight) and the time, the mount and its namespace's identity and event counter, the
  * leaf's name. cp->usable stays 0 where the cache must not be used. */
-static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfsmount *vfsmnt,
-					   struct dentry *dentry, struct dentry *parent)
+static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
+						     struct vfsmount *vfsmnt,
+						     struct dentry *dentry)
 {
 	__u32 zero = 0, *on = bpf_map_lookup_elem(&bee_cache_on, &zero);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mnt_namespace *ns, *cur;
-	struct dentry *root;
+	struct dentry *root, *parent;
 	struct mount *m;
 	__u32 seq;
 
 	cp->usable = 0;
-	if (!on || *on != 1 || !vfsmnt || !dentry || !parent)
-		return;
-	/* Odd: a dentry is being moved. */
+	if (!on || *on != 1 || !vfsmnt || !dentry)
+		return NULL;
+	/* Odd: a dentry is being moved. The sequence first, then the clock (an
+	 * entry's age counts from no earlier than its sequence read), then
+	 * everything of the path, the parent included. */
 	if (rename_seq(&seq) != 0 || (seq & 1))
-		return;
+		return NULL;
 	cp->gen = seq;
 	cp->now = bpf_ktime_get_boot_ns();
+	parent = dentry->d_parent;
+	if (!parent)
+		return NULL;
 	/* The leaf must be a plain child of a connected directory of this mount:
 	 * not the mount's root (its path continues at the mount point), not a
 	 * root of its own (disconnected or pseudo), and the directory not a
 	 * disconnected root either. */
 	root = BPF_CORE_READ(vfsmnt, mnt_root); /* vfsmnt is a plain address */
 	if (dentry == root || parent == dentry)
-		return;
+		return NULL;
 	if (parent != root && parent->d_parent == parent)
-		return;
+		return NULL;
 	cp->len = dentry->d_name.len;
 	cp->name = dentry->d_name.name;
 	if (cp->len == 0 || cp->len > BEE_NAME_MAX)
-		return;
+		return NULL;
 	cp->memo = dentry->d_name.hash & (BEE_LEAF_MEMOS - 1);
 	cp->memoable = 0;
 	if (cp->len <= BEE_LEAF_NAME) {
@@ -1051,19 +1057,20 @@ static __always_inline void dircache_probe(struct dircache_probe *cp, struct vfs
 	ns = BPF_CORE_READ(m, mnt_ns);
 	cur = task->nsproxy->mnt_ns;
 	if (!ns || ns != cur)
-		return;
+		return NULL;
 	/* Read through cur, the pointer the verifier has a type for. */
 	if (bpf_core_field_exists(struct mnt_namespace___seq, seq))
 		cp->ns_seq = ((struct mnt_namespace___seq *)cur)->seq;
 	else if (bpf_core_field_exists(((struct mnt_namespace___id *)0)->ns.ns_id))
 		cp->ns_seq = ((struct mnt_namespace___id *)cur)->ns.ns_id;
 	else
-		return;
+		return NULL;
 	cp->ns_event = cur->event;
 	if (cp->ns_seq == 0)
-		return;
+		return NULL;
 	cp->mnt = (__u64)m;
 	cp->usable = 1;
+	return parent;
 }
 
 /* Whether a leaf memo holds cp's leaf name walked from state `from`. */
@@ -1097,7 +1104,7 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 	struct bee_dirkey e;
 	struct bee_leafmemo m;
 	__u32 i = sc->policy_id & (BEE_DIRCACHE_SLOTS - 1);
-	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1);
+	__u32 j = cp->memo & (BEE_LEAF_MEMOS - 1), seq;
 	__u64 owner;
 
 	*leaf = -1;
@@ -1115,6 +1122,12 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 		return -1;
 	/* The whole path must fit as the resolver would have it. */
 	if (e.nsegs + 1 > BEE_SEGS_MAX || e.len + 1 + cp->len > BEE_PATH_MAX - 1)
+		return -1;
+	/* A fill stores its entry before it checks that no move overlapped its
+	 * walk (dircache_put) and takes it back otherwise. Such a move began
+	 * after cp's sequence read (or it would not match) and so before this
+	 * read, which the entry was stored before: it shows here. */
+	if (rename_seq(&seq) != 0 || seq != cp->gen)
 		return -1;
 	if (leafmemo_match(&m, cp, e.state))
 		*leaf = m.state;
@@ -1246,14 +1259,13 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 	sc.start_state = scope->start_state;
 	sc.install = scope->install;
 	if (cacheable && dentry && bee_cfg_dircache) {
-		parent = dentry->d_parent;
-		dircache_probe(&cp, vfsmnt, dentry, parent);
+		parent = dircache_probe(&cp, vfsmnt, dentry);
 		/* The leaf walked is the copy its memo is keyed by, never a second
 		 * read of d_name: a rename (d_move, d_exchange) rewrites an inline
 		 * name in place, and a name read twice could be remembered with the
 		 * state after another. */
 		leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
-		if (cp.usable)
+		if (cp.usable && parent)
 			dir = parent->d_inode;
 		if (dir) {
 			long leaf;
