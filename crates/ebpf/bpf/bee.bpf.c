@@ -2589,6 +2589,19 @@ int BPF_PROG(bee_task_kill, struct task_struct *p)
 
 /* ---- The directory cache's upkeep ------------------------------------- */
 
+/* Never attached: the loader runs it (BPF_PROG_TEST_RUN) to check that the
+ * address it was given is rename_lock's: it returns the sequence there, or 1
+ * (odd, as while a move is in flight) when it cannot read it. */
+SEC("raw_tp/bee_rename_seq")
+int bee_rename_seq(void *ctx)
+{
+	__u32 seq;
+
+	if (rename_seq(&seq) != 0)
+		return 1;
+	return seq;
+}
+
 /* An inode is being freed: its cache entry, if any, goes before its memory
  * can be reused for another inode, whose address would then find it. Runs
  * for every inode freed on the host. An LSM program, not fentry: the kernel

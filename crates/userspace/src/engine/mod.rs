@@ -40,10 +40,10 @@ mod dns;
 mod error;
 pub mod events;
 mod grace;
-mod kallsyms;
 mod maps;
 mod names;
 mod pins;
+mod rename_lock;
 mod shared;
 mod verify;
 
@@ -374,6 +374,29 @@ impl Engine {
         })
     }
 
+    /// `rename_lock`'s address as `/proc/kallsyms` shows it to this process: the address the
+    /// directory cache reads its move sequence from (`docs/enforcement.md`, "The directory
+    /// cache").
+    ///
+    /// # Errors
+    /// Why there is none, as a sentence (no `CAP_SYSLOG`, `kernel.kptr_restrict`, no such
+    /// symbol or more than one).
+    pub fn rename_lock_address() -> Result<u64, String> {
+        rename_lock::address()
+    }
+
+    /// Whether bee's programs, loaded with `address` as `rename_lock`'s, read a move sequence
+    /// there: two reads with no rename between agree and are even, and two renames of a scratch
+    /// file in the temporary directory move it on by at least 4. [`Engine::load`] makes this
+    /// check before it turns the directory cache on. Nothing is attached.
+    ///
+    /// # Errors
+    /// Why not, as a sentence.
+    pub fn check_rename_sequence_at(address: u64) -> Result<(), String> {
+        let btf = Btf::from_sys_fs().map_err(|e| format!("kernel BTF: {e}"))?;
+        verify::check_rename_lock_at(&EngineOptions::default(), &btf, address)
+    }
+
     /// Attaches and pins [`CACHE_PROGRAMS`]. On error the cache stays off.
     fn attach_cache_programs(
         ebpf: &mut Ebpf,
@@ -452,9 +475,10 @@ impl Engine {
     }
 
     /// Why the directory cache was compiled out of the programs, as a sentence: this kernel's
-    /// verifier refused them with it (`the verifier refuses it: …`), or `/proc/kallsyms` gave
+    /// verifier refused them with it (`the verifier refuses it: …`), `/proc/kallsyms` gave
     /// this process no address for `rename_lock` (`rename_lock has no known address: …`; it
-    /// needs `CAP_SYSLOG`). `None` when it was not (on every kernel of the matrix since the
+    /// needs `CAP_SYSLOG`), or what the programs read there did not move with renames
+    /// (`rename_lock's address failed its check: …`). `None` when it was not (on every kernel of the matrix since the
     /// cache is keyed by inode address; Linux 7.3 refused the inode storage it used before,
     /// reached through `d_parent`).
     pub fn dircache_refused(&self) -> Option<&str> {

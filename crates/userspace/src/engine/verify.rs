@@ -12,12 +12,12 @@ use std::thread;
 use aya::programs::{Lsm, Program};
 use aya::{Btf, Ebpf, EbpfLoader};
 
-use super::{EngineError, EngineOptions, OPTIONAL_PROGRAMS, PROGRAMS, kallsyms, maps};
+use super::{EngineError, EngineOptions, OPTIONAL_PROGRAMS, PROGRAMS, maps, rename_lock};
 
 /// The `.rodata` constant of `bee.bpf.o` that compiles the directory cache in (1) or out (0).
 const CFG_DIRCACHE: &str = "bee_cfg_dircache";
 
-/// The `.rodata` constant of `bee.bpf.o` that holds `rename_lock`'s address ([`kallsyms`]).
+/// The `.rodata` constant of `bee.bpf.o` that holds `rename_lock`'s address ([`rename_lock`]).
 const CFG_RENAME_LOCK: &str = "bee_cfg_rename_lock";
 
 /// `bee.bpf.o` loaded and its LSM programs verified, nothing attached yet.
@@ -184,25 +184,47 @@ fn verify_queued(
     outcomes
 }
 
+/// Loads the object with `address` as `rename_lock`'s and runs [`rename_lock::check`] on it;
+/// nothing is attached, and everything is unloaded again. For diagnostics and tests.
+pub(super) fn check_rename_lock_at(
+    options: &EngineOptions,
+    btf: &Btf,
+    address: u64,
+) -> Result<(), String> {
+    let mut ebpf = load_object(options, btf, Some(address)).map_err(|e| e.summary())?;
+    rename_lock::check(&mut ebpf, &std::env::temp_dir())
+}
+
 /// Loads and verifies the programs with the directory cache; when the verifier refuses one,
 /// loads them again without it (the cache only saves work: without it every path is resolved
 /// and walked in full). An error of the second load is returned as it is; the first one's is
-/// kept as the reason the cache is off. Without `rename_lock`'s address the cache cannot know
-/// when a directory moved, and the programs are loaded without it from the start.
+/// kept as the reason the cache is off. Without `rename_lock`'s address, or when the sequence
+/// read there does not behave as one ([`rename_lock::check`]), the cache cannot know when a
+/// directory moved, and the programs are loaded without it.
 pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Verified, EngineError> {
-    let rename_lock = match kallsyms::rename_lock() {
-        Ok(address) => address,
-        Err(why) => {
-            let mut ebpf = load_object(options, btf, None)?;
-            let programs = verify_programs(&mut ebpf, btf)?;
-            return Ok(Verified {
-                ebpf,
-                programs,
-                dircache_refused: Some(format!("rename_lock has no known address: {why}")),
-            });
-        }
+    let without_cache = |why: String| -> Result<Verified, EngineError> {
+        let mut ebpf = load_object(options, btf, None)?;
+        let programs = verify_programs(&mut ebpf, btf)?;
+        Ok(Verified {
+            ebpf,
+            programs,
+            dircache_refused: Some(why),
+        })
     };
-    let mut ebpf = load_object(options, btf, Some(rename_lock))?;
+    // The cache's reasoning about the order of its reads holds on x86-64 (loads are not
+    // reordered with loads), the only architecture bee's object is built for.
+    if !cfg!(target_arch = "x86_64") {
+        return without_cache("it relies on x86-64's load ordering".into());
+    }
+    let address = match rename_lock::address() {
+        Ok(address) => address,
+        Err(why) => return without_cache(format!("rename_lock has no known address: {why}")),
+    };
+    let mut ebpf = load_object(options, btf, Some(address))?;
+    if let Err(why) = rename_lock::check(&mut ebpf, &std::env::temp_dir()) {
+        drop(ebpf);
+        return without_cache(format!("rename_lock's address failed its check: {why}"));
+    }
     let first = match verify_programs(&mut ebpf, btf) {
         Ok(programs) => {
             return Ok(Verified {
