@@ -84,6 +84,23 @@ fn the_cache_is_on() {
     );
 }
 
+/// The cache reads its move sequence at the address `/proc/kallsyms` gives for `rename_lock`,
+/// and is turned on only after checking that what is read there moves with renames and stands
+/// still without them. The real address passes; the seqlock's own spinlock beside it (a
+/// constant 0 while unlocked) and a neighbour that is not the sequence fail, so a wrong address
+/// leaves the cache off instead of never invalidating it.
+#[test]
+fn the_move_sequence_is_checked_before_the_cache_is_used() {
+    use bee_userspace::engine::Engine;
+    let address = Engine::rename_lock_address().expect("rename_lock's address");
+    assert_eq!(Engine::check_rename_sequence_at(address), Ok(()));
+    for (offset, what) in [(4, "the seqlock's spinlock"), (64, "the next cache line")] {
+        let err = Engine::check_rename_sequence_at(address + offset)
+            .expect_err(&format!("{what} taken for the sequence"));
+        assert!(err.contains("the value there"), "{what}: {err}");
+    }
+}
+
 /// A directory a file is read from is remembered: the cache is not only on but used (on 7.3
 /// it was on and never filled while the programs looked for a namespace serial only 6.x has).
 #[test]
