@@ -387,8 +387,9 @@ impl Engine {
 
     /// Whether bee's programs, loaded with `address` as `rename_lock`'s, read a move sequence
     /// there: two reads with no rename between agree and are even, and two renames of a scratch
-    /// file in the temporary directory move it on by at least 4. [`Engine::load`] makes this
-    /// check before it turns the directory cache on. Nothing is attached.
+    /// file (in the temporary directory, else the working directory) move it on by at least 4.
+    /// [`Engine::load`] makes this check before it turns the directory cache on. Nothing is
+    /// attached.
     ///
     /// # Errors
     /// Why not, as a sentence.

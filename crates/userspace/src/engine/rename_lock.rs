@@ -7,7 +7,7 @@
 //! none when `kernel.kptr_restrict` is 2).
 
 use std::fs;
-use std::path::Path;
+use std::path::PathBuf;
 
 use aya::Ebpf;
 use aya::programs::{RawTracePoint, RawTracePointRunOptions, TestRun as _};
@@ -36,35 +36,35 @@ pub(super) fn address() -> Result<u64, String> {
 }
 
 /// Checks that `ebpf`, loaded with [`address`], reads a move sequence there: with no rename in
-/// between, two reads agree and are even; two renames of a scratch file in `scratch_dir` then
+/// between, two reads agree and are even; two renames of a scratch file (in the first of
+/// [`scratch_dirs`] this process can create one in) then
 /// move it on by at least 4 (each rename is one write section of `rename_lock`, which adds 2).
 /// Renames elsewhere on the host may spoil an attempt; after [`ATTEMPTS`] the check fails.
 /// The probe program is unloaded again.
 ///
 /// # Errors
 /// Why the address does not hold the sequence, as a sentence.
-pub(super) fn check(ebpf: &mut Ebpf, scratch_dir: &Path) -> Result<(), String> {
+pub(super) fn check(ebpf: &mut Ebpf) -> Result<(), String> {
     let prog: &mut RawTracePoint = ebpf
         .program_mut(PROBE)
         .ok_or_else(|| format!("no program `{PROBE}`"))?
         .try_into()
         .map_err(|e| format!("`{PROBE}`: {e}"))?;
     prog.load().map_err(|e| format!("loading `{PROBE}`: {e}"))?;
-    let outcome = observe(prog, scratch_dir);
+    let outcome = observe(prog);
     let _ = prog.unload();
     outcome
 }
 
 /// The reads and renames of [`check`].
-fn observe(prog: &RawTracePoint, scratch_dir: &Path) -> Result<(), String> {
+fn observe(prog: &RawTracePoint) -> Result<(), String> {
     let read = || {
         prog.test_run(RawTracePointRunOptions::new())
             .map(|r| r.return_value)
             .map_err(|e| format!("running `{PROBE}`: {e}"))
     };
-    let a = scratch_dir.join(format!(".bee-rename-check-{}", std::process::id()));
+    let a = scratch_file()?;
     let b = a.with_extension("moved");
-    fs::write(&a, b"").map_err(|e| format!("{}: {e}", a.display()))?;
     let renames = || -> Result<(), String> {
         fs::rename(&a, &b).map_err(|e| format!("rename {}: {e}", a.display()))?;
         fs::rename(&b, &a).map_err(|e| format!("rename {}: {e}", b.display()))
@@ -85,6 +85,31 @@ fn observe(prog: &RawTracePoint, scratch_dir: &Path) -> Result<(), String> {
     let _ = fs::remove_file(&a);
     let _ = fs::remove_file(&b);
     outcome
+}
+
+/// Where [`check`] may rename a scratch file: the temporary directory (`TMPDIR`, else `/tmp`),
+/// else the working directory (a non-root bee may find `/tmp` closed to it).
+fn scratch_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![std::env::temp_dir()];
+    dirs.extend(std::env::current_dir().ok());
+    dirs
+}
+
+/// Creates an empty scratch file in the first of [`scratch_dirs`] that allows it.
+fn scratch_file() -> Result<PathBuf, String> {
+    let name = format!(".bee-rename-check-{}", std::process::id());
+    let mut refused = Vec::new();
+    for dir in scratch_dirs() {
+        let path = dir.join(&name);
+        match fs::write(&path, b"") {
+            Ok(()) => return Ok(path),
+            Err(e) => refused.push(format!("{}: {e}", path.display())),
+        }
+    }
+    Err(format!(
+        "no scratch file to rename ({})",
+        refused.join("; ")
+    ))
 }
 
 /// Whether three reads — two with nothing renamed between them, then one after two renames —

@@ -192,7 +192,7 @@ pub(super) fn check_rename_lock_at(
     address: u64,
 ) -> Result<(), String> {
     let mut ebpf = load_object(options, btf, Some(address)).map_err(|e| e.summary())?;
-    rename_lock::check(&mut ebpf, &std::env::temp_dir())
+    rename_lock::check(&mut ebpf)
 }
 
 /// Loads and verifies the programs with the directory cache; when the verifier refuses one,
@@ -221,7 +221,7 @@ pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Veri
         Err(why) => return without_cache(format!("rename_lock has no known address: {why}")),
     };
     let mut ebpf = load_object(options, btf, Some(address))?;
-    if let Err(why) = rename_lock::check(&mut ebpf, &std::env::temp_dir()) {
+    if let Err(why) = rename_lock::check(&mut ebpf) {
         drop(ebpf);
         return without_cache(format!("rename_lock's address failed its check: {why}"));
     }
