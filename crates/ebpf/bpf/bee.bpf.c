@@ -1002,8 +1002,9 @@ static __always_inline long rename_seq(__u32 *seq)
 
 /* Takes what a cache entry for (mount, parent of dentry) is checked against,
  * before any path is read: the rename sequence (only while no move is in
- * flight) and the time, the mount and its namespace's identity and event counter, the
- * leaf's name. cp->usable stays 0 where the cache must not be used. */
+ * flight) and the time, the mount and its namespace's identity and event
+ * counter, the leaf's name. Returns the leaf's parent dentry, read after the
+ * sequence, or NULL where the cache must not be used. */
 static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
 						     struct vfsmount *vfsmnt,
 						     struct dentry *dentry)
@@ -1015,7 +1016,6 @@ static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
 	struct mount *m;
 	__u32 seq;
 
-	cp->usable = 0;
 	if (!on || *on != 1 || !vfsmnt || !dentry)
 		return NULL;
 	/* Odd: a dentry is being moved. The sequence first, then the clock (an
@@ -1069,7 +1069,6 @@ static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
 	if (cp->ns_seq == 0)
 		return NULL;
 	cp->mnt = (__u64)m;
-	cp->usable = 1;
 	return parent;
 }
 
@@ -1265,7 +1264,7 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 		 * name in place, and a name read twice could be remembered with the
 		 * state after another. */
 		leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
-		if (cp.usable && parent)
+		if (parent)
 			dir = parent->d_inode;
 		if (dir) {
 			long leaf;

@@ -290,14 +290,14 @@ struct bee_dircache_zero {
 	__u8 bytes[sizeof(struct bee_dircache)];
 };
 
-/* What a hook knows before the path walk, for the cache. */
+/* What a hook knows before the path walk, for the cache: a valid key when
+ * dircache_probe returned a parent. */
 struct dircache_probe {
 	__u64 gen;      /* rename_lock's sequence, even */
 	__u64 now;      /* bpf_ktime_get_boot_ns() */
 	__u64 mnt;
 	__u64 ns_seq;
 	__u64 ns_event;
-	__u32 usable; /* the fields above are a valid key */
 	__u32 len;    /* the leaf's name */
 	const unsigned char *name;
 	__u32 memo;   /* the leaf memo its name goes to */
