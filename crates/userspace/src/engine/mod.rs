@@ -479,9 +479,9 @@ impl Engine {
     /// verifier refused them with it (`the verifier refuses it: …`), `/proc/kallsyms` gave
     /// this process no address for `rename_lock` (`rename_lock has no known address: …`; it
     /// needs `CAP_SYSLOG`), or what the programs read there did not move with renames
-    /// (`rename_lock's address failed its check: …`). `None` when it was not (on every kernel of the matrix since the
-    /// cache is keyed by inode address; Linux 7.3 refused the inode storage it used before,
-    /// reached through `d_parent`).
+    /// (`rename_lock's address failed its check: …`). `None` when it was not (on every kernel
+    /// of the matrix since the cache is keyed by inode address; Linux 7.3 refused the inode
+    /// storage it used before, reached through `d_parent`).
     pub fn dircache_refused(&self) -> Option<&str> {
         self.dircache_refused.as_deref()
     }

@@ -37,8 +37,8 @@ pub(super) fn address() -> Result<u64, String> {
 
 /// Checks that `ebpf`, loaded with [`address`], reads a move sequence there: with no rename in
 /// between, two reads agree and are even; two renames of a scratch file (in the first of
-/// [`scratch_dirs`] this process can create one in) then
-/// move it on by at least 4 (each rename is one write section of `rename_lock`, which adds 2).
+/// [`scratch_dirs`] this process can create one in) then move it on by at least 4 (each rename
+/// is one write section of `rename_lock`, which adds 2).
 /// Renames elsewhere on the host may spoil an attempt; after [`ATTEMPTS`] the check fails.
 /// The probe program is unloaded again.
 ///
@@ -69,21 +69,27 @@ fn observe(prog: &RawTracePoint) -> Result<(), String> {
         fs::rename(&a, &b).map_err(|e| format!("rename {}: {e}", a.display()))?;
         fs::rename(&b, &a).map_err(|e| format!("rename {}: {e}", b.display()))
     };
-    let mut last = String::new();
-    let outcome = (|| {
-        for _ in 0..ATTEMPTS {
-            let (first, second) = (read()?, read()?);
-            renames()?;
-            let after = read()?;
-            match judge(first, second, after) {
-                Ok(()) => return Ok(()),
-                Err(why) => last = why,
-            }
-        }
-        Err(last.clone())
-    })();
+    let outcome = attempts(read, renames);
     let _ = fs::remove_file(&a);
     let _ = fs::remove_file(&b);
+    outcome
+}
+
+/// Up to [`ATTEMPTS`] rounds of two reads, the renames and a third read, until one is judged a
+/// sequence; else the last round's reason.
+fn attempts(
+    read: impl Fn() -> Result<u32, String>,
+    renames: impl Fn() -> Result<(), String>,
+) -> Result<(), String> {
+    let mut outcome = Err("no attempt made".to_owned());
+    for _ in 0..ATTEMPTS {
+        let (first, second) = (read()?, read()?);
+        renames()?;
+        outcome = judge(first, second, read()?);
+        if outcome.is_ok() {
+            break;
+        }
+    }
     outcome
 }
 

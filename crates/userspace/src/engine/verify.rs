@@ -237,11 +237,5 @@ pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Veri
         Err(e) => return Err(e),
     };
     drop(ebpf);
-    let mut ebpf = load_object(options, btf, None)?;
-    let programs = verify_programs(&mut ebpf, btf)?;
-    Ok(Verified {
-        ebpf,
-        programs,
-        dircache_refused: Some(format!("the verifier refuses it: {}", first.summary())),
-    })
+    without_cache(format!("the verifier refuses it: {}", first.summary()))
 }
