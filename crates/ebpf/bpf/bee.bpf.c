@@ -1000,23 +1000,23 @@ static __always_inline long rename_seq(__u32 *seq)
 			     &((seqlock_t *)bee_cfg_rename_lock)->seqcount.seqcount.sequence);
 }
 
-/* Takes what a cache entry for (mount, parent of dentry) is checked against,
- * before any path is read: the rename sequence (only while no move is in
- * flight) and the time, the mount and its namespace's identity and event
- * counter, the leaf's name. Returns the leaf's parent dentry, read after the
- * sequence, or NULL where the cache must not be used. */
-static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
-						     struct vfsmount *vfsmnt,
-						     struct dentry *dentry)
+/* Takes what every cache entry is checked against, before any path is read:
+ * the rename sequence (only while no move is in flight) and the time, the
+ * caller's mount namespace (its identity and event counter), and the leaf's
+ * name. Returns the leaf's parent dentry, read after the sequence, or NULL
+ * where the cache must not be used (the leaf a root of its own: disconnected,
+ * pseudo, or a superblock's root). *ns is the caller's namespace. */
+static __always_inline struct dentry *dircache_leaf(struct dircache_probe *cp,
+						    struct dentry *dentry,
+						    struct mnt_namespace **ns)
 {
 	__u32 zero = 0, *on = bpf_map_lookup_elem(&bee_cache_on, &zero);
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct mnt_namespace *ns, *cur;
-	struct dentry *root, *parent;
-	struct mount *m;
+	struct mnt_namespace *cur;
+	struct dentry *parent;
 	__u32 seq;
 
-	if (!on || *on != 1 || !vfsmnt || !dentry)
+	if (!on || *on != 1 || !dentry)
 		return NULL;
 	/* Odd: a dentry is being moved. The sequence first, then the clock (an
 	 * entry's age counts from no earlier than its sequence read), then
@@ -1026,16 +1026,7 @@ static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
 	cp->gen = seq;
 	cp->now = bpf_ktime_get_boot_ns();
 	parent = dentry->d_parent;
-	if (!parent)
-		return NULL;
-	/* The leaf must be a plain child of a connected directory of this mount:
-	 * not the mount's root (its path continues at the mount point), not a
-	 * root of its own (disconnected or pseudo), and the directory not a
-	 * disconnected root either. */
-	root = BPF_CORE_READ(vfsmnt, mnt_root); /* vfsmnt is a plain address */
-	if (dentry == root || parent == dentry)
-		return NULL;
-	if (parent != root && parent->d_parent == parent)
+	if (!parent || parent == dentry)
 		return NULL;
 	cp->len = dentry->d_name.len;
 	cp->name = dentry->d_name.name;
@@ -1051,12 +1042,9 @@ static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
 		    bpf_probe_read_kernel(cp->word, n, cp->name) == 0)
 			cp->memoable = 1;
 	}
-	/* The mount must be in the caller's own mount namespace, identified by a
-	 * serial that is never reused. */
-	m = container_of(vfsmnt, struct mount, mnt);
-	ns = BPF_CORE_READ(m, mnt_ns);
+	/* The namespace is identified by a serial that is never reused. */
 	cur = task->nsproxy->mnt_ns;
-	if (!ns || ns != cur)
+	if (!cur)
 		return NULL;
 	/* Read through cur, the pointer the verifier has a type for. */
 	if (bpf_core_field_exists(struct mnt_namespace___seq, seq))
@@ -1067,6 +1055,36 @@ static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
 		return NULL;
 	cp->ns_event = cur->event;
 	if (cp->ns_seq == 0)
+		return NULL;
+	*ns = cur;
+	return parent;
+}
+
+/* dircache_leaf for a leaf reached through vfsmnt, which must be a mount of
+ * the caller's namespace: cp's key is (vfsmnt, the leaf's parent). */
+static __always_inline struct dentry *dircache_probe(struct dircache_probe *cp,
+						     struct vfsmount *vfsmnt,
+						     struct dentry *dentry)
+{
+	struct mnt_namespace *cur = NULL;
+	struct dentry *root, *parent;
+	struct mount *m;
+
+	if (!vfsmnt)
+		return NULL;
+	parent = dircache_leaf(cp, dentry, &cur);
+	if (!parent)
+		return NULL;
+	/* The leaf must be a plain child of a connected directory of this mount:
+	 * not the mount's root (its path continues at the mount point), and the
+	 * directory not a disconnected root. */
+	root = BPF_CORE_READ(vfsmnt, mnt_root); /* vfsmnt is a plain address */
+	if (dentry == root)
+		return NULL;
+	if (parent != root && parent->d_parent == parent)
+		return NULL;
+	m = container_of(vfsmnt, struct mount, mnt);
+	if ((struct mnt_namespace *)BPF_CORE_READ(m, mnt_ns) != cur)
 		return NULL;
 	cp->mnt = (__u64)m;
 	return parent;
@@ -1094,10 +1112,12 @@ static __always_inline struct bee_dircache *dircache_of(struct inode *dir)
 	return bpf_map_lookup_elem(&bee_dircache, &key);
 }
 
-/* The cached state after dir's path, or -1. When the leaf's memo matches,
- * *leaf is the state after the leaf too (else -1). */
+/* The cached state after dir's path through cp's mount, or -1; with no mount
+ * in cp (an inode hook's, dircache_leaf), through the mount the entry was
+ * filled through, which *mnt is set to. When the leaf's memo matches, *leaf
+ * is the state after the leaf too (else -1). */
 static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
-					 const struct bee_scope *sc, long *leaf)
+					 const struct bee_scope *sc, long *leaf, __u64 *mnt)
 {
 	struct bee_dircache *dc = dircache_of(dir);
 	struct bee_dirkey e;
@@ -1115,7 +1135,7 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 	m = dc->slot[i].memo[j];
 	bpf_spin_unlock(&dc->lock);
 	if (owner != (__u64)dir || e.gen != cp->gen || cp->now - e.born >= BEE_DIRCACHE_TTL_NS ||
-	    e.mnt != cp->mnt || e.ns_seq != cp->ns_seq ||
+	    e.mnt == 0 || (cp->mnt && e.mnt != cp->mnt) || e.ns_seq != cp->ns_seq ||
 	    e.ns_event != cp->ns_event || e.policy_id != sc->policy_id ||
 	    e.install != sc->install || e.install == 0 || e.start != sc->start_state)
 		return -1;
@@ -1130,6 +1150,7 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 		return -1;
 	if (leafmemo_match(&m, cp, e.state))
 		*leaf = m.state;
+	*mnt = e.mnt;
 	return e.state;
 }
 
@@ -1267,9 +1288,10 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 		if (parent)
 			dir = parent->d_inode;
 		if (dir) {
+			__u64 mnt;
 			long leaf;
 
-			state = dircache_get(&cp, dir, &sc, &leaf);
+			state = dircache_get(&cp, dir, &sc, &leaf, &mnt);
 			if (state >= 0 && leaf < 0 && put_leaf(leafname, cp.len)) {
 				leaf = walk_path(state, 0, 1);
 				leafmemo_put(&cp, dir, &sc, state, leaf);
@@ -1731,11 +1753,58 @@ static long inode_mount_step(__u32 i, void *data)
 	return c->names >= BEE_INODE_NAMES;
 }
 
+/* Whether a name of dentry that the directory cache knows carries WRITE: 1 if
+ * so, 0 if not or unknown. The cache entry of the dentry's directory, valid
+ * under the current rename sequence, namespace and scope, was filled through a
+ * mount of the caller's namespace in which the directory had the entry's path;
+ * with no move since and no mount change in the namespace, the directory still
+ * has that path there, and the dentry, its child, the path and its own name
+ * (inode_denied's names, with no scan of the superblock's mounts). A directory
+ * that is a root is its name only as that mount's root. */
+static __always_inline int inode_cached_write(const struct bee_scope *scope,
+					      struct dentry *dentry)
+{
+	struct dircache_probe cp = {};
+	struct mnt_namespace *cur = NULL;
+	const unsigned char *leafname;
+	struct dentry *parent;
+	struct inode *dir;
+	struct bee_scope sc;
+	long state, leaf;
+	__u64 mnt = 0;
+
+	if (!bee_cfg_dircache)
+		return 0;
+	sc.policy_id = scope->policy_id;
+	sc.flags = scope->flags;
+	sc.start_state = scope->start_state;
+	sc.install = scope->install;
+	parent = dircache_leaf(&cp, dentry, &cur);
+	if (!parent)
+		return 0;
+	dir = parent->d_inode;
+	if (!dir)
+		return 0;
+	state = dircache_get(&cp, dir, &sc, &leaf, &mnt);
+	if (state < 0)
+		return 0;
+	if (parent->d_parent == parent &&
+	    (struct dentry *)BPF_CORE_READ((struct mount *)mnt, mnt.mnt_root) != parent)
+		return 0;
+	leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
+	if (leaf < 0 && put_leaf(leafname, cp.len)) {
+		leaf = walk_path(state, 0, 1);
+		leafmemo_put(&cp, dir, &sc, state, leaf);
+	}
+	return leaf >= 0 && (state_accept(leaf) & BEE_ACCESS_WRITE);
+}
+
 /* The inode hooks get a dentry and no mount, so the path is not known. The
  * dentry's names are its paths through the mounts of its superblock in the
  * caller's mount namespace (inode_mount_step); the change needs WRITE on one
  * of them, as it would through a descriptor opened for writing by that name
- * (file_open). A dentry with no name there, or none of its first
+ * (file_open). The name the directory cache knows is tried first
+ * (inode_cached_write); a dentry with no name there, or none of its first
  * BEE_INODE_NAMES names writable, is denied. The event carries the first name
  * that resolved (or, when none did, the last attempt, flagged unresolved). */
 static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
@@ -1748,6 +1817,8 @@ static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 	int deny;
 
 	if (!scope)
+		return 0;
+	if (!(scope->flags & BEE_SCOPE_AUDIT_ALLOWS) && inode_cached_write(scope, dentry))
 		return 0;
 	p = path_buf();
 	if (!dentry || !p)

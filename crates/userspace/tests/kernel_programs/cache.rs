@@ -2,7 +2,8 @@
 //! decides differently from the full path walk. Each test first makes the kernel cache the
 //! state of a directory, then changes what that directory's path means — a rename of it or of
 //! an ancestor, a bind mount, another policy in the same directory, a reinstall — and checks
-//! the errno and the audit event of the next open. In the VM matrix via `cargo xtask vm test`.
+//! the errno and the audit event of the next open, or of the next timestamp change (the inode
+//! hooks take the directory's cached name). In the VM matrix via `cargo xtask vm test`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -142,10 +143,25 @@ impl Reader {
         }
     }
 
-    fn read(&mut self, path: &str) -> i32 {
+    fn ask(&mut self, line: &str) -> i32 {
         use std::io::Write as _;
-        writeln!(self.ask.as_mut().unwrap(), "{path}").unwrap();
+        writeln!(self.ask.as_mut().unwrap(), "{line}").unwrap();
         self.answers.next().unwrap().unwrap().parse().unwrap()
+    }
+
+    /// Opens `path` for reading and closes it.
+    fn read(&mut self, path: &str) -> i32 {
+        self.ask(path)
+    }
+
+    /// Opens `path` for writing (no create, no truncation) and closes it.
+    fn write(&mut self, path: &str) -> i32 {
+        self.ask(&format!("write {path}"))
+    }
+
+    /// Sets `path`'s timestamps (`utimensat`: the `inode_setattr` hook).
+    fn utimes(&mut self, path: &str) -> i32 {
+        self.ask(&format!("utimes {path}"))
     }
 }
 
@@ -162,6 +178,14 @@ fn reader_policy(ws: &Scratch) -> String {
     format!("version = 1\n{}", base_grants()).replace(
         "read = [",
         &format!("read = [\"{}/ro/**\", ", ws.path.display()),
+    )
+}
+
+/// [`reader_policy`], and writing `{ws}/rw/**` too.
+fn writer_policy(ws: &Scratch) -> String {
+    reader_policy(ws).replace(
+        "write = [",
+        &format!("write = [\"{}/rw/**\", ", ws.path.display()),
     )
 }
 
@@ -632,4 +656,176 @@ fn a_name_exchanged_during_the_check_is_remembered_as_itself() {
             &format!("after burst {burst} of exchanges"),
         );
     }
+}
+
+/// The inode hooks (`utimensat`, xattrs) get a dentry and no mount; they take the name the
+/// cache holds for the dentry's directory before they scan the superblock's mounts
+/// (`docs/enforcement.md`, "The directory cache"). A directory whose entry says it is
+/// writable is moved, again and again, to a read-only path and back while tasks on every CPU
+/// rename their own files: every timestamp change at the read-only path is refused and
+/// reported there, every one at the writable path allowed; a directory cached as read-only
+/// never lets one through.
+#[test]
+fn a_timestamp_change_is_decided_by_the_directorys_name_now() {
+    let ws = Scratch::new("cache-inode-move");
+    ws.write("rw/d/f", "f\n");
+    ws.write("ro/r/f", "f\n");
+    fs::create_dir_all(ws.join("ro/p")).unwrap();
+    let scope = Scope::new("cache-inode-move", &writer_policy(&ws), 0);
+    let mut w = Reader::spawn(&scope);
+    // Cached as read-only by a read: still no timestamp change.
+    for _ in 0..3 {
+        assert_eq!(w.read(&ws.s("ro/r/f")), 0, "reading ro/r/f");
+        assert_eq!(w.utimes(&ws.s("ro/r/f")), libc::EPERM, "utimensat in ro/r");
+    }
+    denial(
+        &events(&scope.cg),
+        Hook::InodeSetattr,
+        &ws.s("ro/r/f"),
+        &scope,
+    );
+    let stop = AtomicBool::new(false);
+    let (wrong, refused) = std::thread::scope(|s| {
+        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+        for t in 0..cpus {
+            let (stop, ws) = (&stop, &ws);
+            s.spawn(move || {
+                let (a, b) = (ws.join(&format!("rw/n{t}a")), ws.join(&format!("rw/n{t}b")));
+                fs::create_dir_all(&a).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..8 {
+                        fs::rename(&a, &b).unwrap();
+                        fs::rename(&b, &a).unwrap();
+                    }
+                    std::thread::sleep(Duration::from_millis(1 + t as u64 % 3));
+                }
+            });
+        }
+        let (granted, denied) = (ws.s("rw/d/f"), ws.s("ro/p/d/f"));
+        let (mut wrong, mut refused) = (Vec::new(), 0);
+        for round in 0..INODE_MOVE_ROUNDS {
+            // The write open fills (or hits) the directory's entry; the changes may hit it.
+            for (what, got) in [
+                ("open for writing", w.write(&granted)),
+                ("utimensat", w.utimes(&granted)),
+                ("utimensat again", w.utimes(&granted)),
+            ] {
+                if got != 0 {
+                    wrong.push(format!("round {round}: {what} {granted} gave errno {got}"));
+                }
+            }
+            fs::rename(ws.join("rw/d"), ws.join("ro/p/d")).unwrap();
+            for _ in 0..2 {
+                match w.utimes(&denied) {
+                    libc::EPERM => refused += 1,
+                    got => wrong.push(format!("round {round}: utimensat {denied} gave {got}")),
+                }
+            }
+            fs::rename(ws.join("ro/p/d"), ws.join("rw/d")).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        (wrong, refused)
+    });
+    drop(w);
+    assert!(
+        wrong.is_empty(),
+        "{} wrong decisions: {wrong:#?}",
+        wrong.len()
+    );
+    assert_eq!(refused, INODE_MOVE_ROUNDS * 2);
+    denial(
+        &events(&scope.cg),
+        Hook::InodeSetattr,
+        &ws.s("ro/p/d/f"),
+        &scope,
+    );
+}
+
+/// Rounds of [`a_timestamp_change_is_decided_by_the_directorys_name_now`].
+const INODE_MOVE_ROUNDS: usize = 200;
+
+/// The name the cache holds for a directory is its path through the mount a check went
+/// through. When that mount is gone, the name is gone: a file whose only writable name came
+/// through a bind mount loses it with the unmount, cache or not, and a read-only name cached
+/// through another mount grants nothing.
+#[test]
+fn a_timestamp_change_through_a_mount_that_is_gone_is_refused() {
+    let ws = Scratch::new("cache-inode-bind");
+    let secret = Scratch::new("cache-inode-bind-secret");
+    secret.write("s/k", "k\n");
+    fs::create_dir_all(ws.join("rw/m")).unwrap();
+    fs::create_dir_all(ws.join("ro/m")).unwrap();
+    let scope = Scope::new("cache-inode-bind", &writer_policy(&ws), 0);
+    let mut w = Reader::spawn(&scope);
+    let own = secret.s("s/k");
+
+    bind(&secret.s("s"), &ws.s("rw/m"));
+    for _ in 0..3 {
+        assert_eq!(
+            w.write(&ws.s("rw/m/k")),
+            0,
+            "write through the writable name"
+        );
+        assert_eq!(
+            w.utimes(&own),
+            0,
+            "utimensat by its own name: a writable name exists"
+        );
+        assert_eq!(
+            w.utimes(&ws.s("rw/m/k")),
+            0,
+            "utimensat by its writable name"
+        );
+    }
+    umount(&ws.s("rw/m"));
+    for _ in 0..3 {
+        assert_eq!(
+            w.utimes(&own),
+            libc::EPERM,
+            "the writable name is unmounted"
+        );
+    }
+    denial(&events(&scope.cg), Hook::InodeSetattr, &own, &scope);
+
+    bind(&secret.s("s"), &ws.s("ro/m"));
+    for _ in 0..3 {
+        assert_eq!(
+            w.read(&ws.s("ro/m/k")),
+            0,
+            "read through the read-only name"
+        );
+        assert_eq!(w.utimes(&ws.s("ro/m/k")), libc::EPERM, "its read-only name");
+        assert_eq!(w.utimes(&own), libc::EPERM, "its own name");
+    }
+    umount(&ws.s("ro/m"));
+    drop(w);
+}
+
+/// With `SCOPE_AUDIT_ALLOWS` every allowed change is reported with its path, so a cached name
+/// is not taken for one: the scan names it.
+#[test]
+fn an_audited_timestamp_change_is_reported_with_its_path() {
+    let ws = Scratch::new("cache-inode-audit");
+    ws.write("rw/d/f", "f\n");
+    let scope = Scope::new("cache-inode-audit", &writer_policy(&ws), SCOPE_AUDIT_ALLOWS);
+    let mut w = Reader::spawn(&scope);
+    let f = ws.s("rw/d/f");
+    for _ in 0..3 {
+        assert_eq!(w.write(&f), 0);
+        assert_eq!(w.utimes(&f), 0);
+    }
+    drop(w);
+    let reported = events(&scope.cg)
+        .iter()
+        .filter(|e| {
+            e.hook == Hook::InodeSetattr as u32
+                && path_of(e) == f
+                && e.error == 0
+                && e.flags & EVENT_ALLOWED != 0
+        })
+        .count();
+    assert_eq!(
+        reported, 3,
+        "allowed utimensat calls reported with the path"
+    );
 }

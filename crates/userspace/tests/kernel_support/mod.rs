@@ -2455,16 +2455,48 @@ fn open_read(path: &std::ffi::CStr) -> i32 {
     }
 }
 
-/// The helper action `read-lines`: says `ready`, then for each line of its stdin opens that
-/// path for reading (and closes it) and prints the errno (0 on success), until stdin ends.
+/// Opens a path for writing (no create, no truncation) and closes it: 0 or the errno.
+fn open_write(path: &std::ffi::CStr) -> i32 {
+    // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::close(fd);
+            0
+        } else {
+            errno()
+        }
+    }
+}
+
+/// Sets a path's timestamps to now (`utimensat`, the `inode_setattr` hook): 0 or the errno.
+fn set_times(path: &std::ffi::CStr) -> i32 {
+    // SAFETY: utimensat of a NUL-terminated path; a null times pointer means now.
+    if unsafe { libc::utimensat(libc::AT_FDCWD, path.as_ptr(), std::ptr::null(), 0) } == 0 {
+        0
+    } else {
+        errno()
+    }
+}
+
+/// The helper action `read-lines`: says `ready`, then for each line of its stdin does one
+/// operation and prints its errno (0 on success), until stdin ends. A line `PATH` opens PATH
+/// for reading and closes it, `write PATH` opens it for writing and closes it, `utimes PATH`
+/// sets its timestamps.
 fn read_lines() -> i32 {
     use std::io::{BufRead as _, Write as _};
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "ready");
     let _ = out.flush();
     for line in std::io::stdin().lock().lines() {
-        let Ok(path) = line else { return 2 };
-        let err = open_read(&cstr(&path));
+        let Ok(line) = line else { return 2 };
+        let err = if let Some(path) = line.strip_prefix("write ") {
+            open_write(&cstr(path))
+        } else if let Some(path) = line.strip_prefix("utimes ") {
+            set_times(&cstr(path))
+        } else {
+            open_read(&cstr(&line))
+        };
         if writeln!(out, "{err}").and_then(|()| out.flush()).is_err() {
             return 2;
         }
