@@ -1114,10 +1114,12 @@ static __always_inline struct bee_dircache *dircache_of(struct inode *dir)
 
 /* The cached state after dir's path through cp's mount, or -1; with no mount
  * in cp (an inode hook's, dircache_leaf), through the mount the entry was
- * filled through, which *mnt is set to. When the leaf's memo matches, *leaf
- * is the state after the leaf too (else -1). */
+ * filled through. On a hit, key's mnt, len and nsegs are the entry's (the
+ * mount, the directory path's length and segments). When the leaf's memo matches, *leaf is the state
+ * after the leaf too (else -1). */
 static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
-					 const struct bee_scope *sc, long *leaf, __u64 *mnt)
+					 const struct bee_scope *sc, long *leaf,
+					 struct bee_dirkey *key)
 {
 	struct bee_dircache *dc = dircache_of(dir);
 	struct bee_dirkey e;
@@ -1150,7 +1152,11 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 		return -1;
 	if (leafmemo_match(&m, cp, e.state))
 		*leaf = m.state;
-	*mnt = e.mnt;
+	/* Field by field: a struct copy through a pointer becomes a memcpy call
+	 * the verifier does not know. */
+	key->mnt = e.mnt;
+	key->len = e.len;
+	key->nsegs = e.nsegs;
 	return e.state;
 }
 
@@ -1253,6 +1259,49 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	bpf_spin_unlock(&dc->lock);
 }
 
+/* On a miss for the leaf's directory: the state after the directory's path,
+ * from the entry of the directory's own parent (through cp's mount, valid as
+ * any hit) and one segment, the directory's name; *len and *nsegs are then
+ * the directory path's, for its own entry. -1 when that entry misses too, the
+ * directory is its mount's root or a root of its own, or the path with the
+ * leaf would not fit. The name is read after cp's sequence, like every read
+ * of a path, and the fill that stores the result checks that no dentry moved
+ * since (dircache_put). */
+static __always_inline long dircache_up(const struct dircache_probe *cp,
+					struct vfsmount *vfsmnt, struct dentry *parent,
+					const struct bee_scope *sc, __u32 *len, __u32 *nsegs)
+{
+	struct bee_dirkey key;
+	struct dentry *up;
+	struct inode *updir;
+	long state, unused;
+	__u32 n;
+
+	if (parent == BPF_CORE_READ(vfsmnt, mnt_root))
+		return -1;
+	up = parent->d_parent;
+	if (!up || up == parent)
+		return -1;
+	updir = up->d_inode;
+	if (!updir)
+		return -1;
+	state = dircache_get(cp, updir, sc, &unused, &key);
+	if (state < 0)
+		return -1;
+	n = parent->d_name.len;
+	if (n == 0 || n > BEE_NAME_MAX || key.nsegs + 2 > BEE_SEGS_MAX ||
+	    key.len + 1 + n + 1 + cp->len > BEE_PATH_MAX - 1)
+		return -1;
+	if (!put_leaf(parent->d_name.name, n))
+		return -1;
+	state = walk_path(state, 0, 1);
+	if (state < 0)
+		return -1;
+	*len = key.len + 1 + n;
+	*nsegs = key.nsegs + 1;
+	return state;
+}
+
 /* Resolves and walks one path; returns 1 to deny, 0 to allow, and reports.
  * With `cacheable` (dentry is a BTF pointer the verifier can follow), the
  * directory cache is used: a hit walks the leaf alone from the cached state
@@ -1288,10 +1337,18 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 		if (parent)
 			dir = parent->d_inode;
 		if (dir) {
-			__u64 mnt;
+			struct bee_dirkey key;
+			__u32 len, nsegs;
 			long leaf;
 
-			state = dircache_get(&cp, dir, &sc, &leaf, &mnt);
+			state = dircache_get(&cp, dir, &sc, &leaf, &key);
+			if (state < 0) {
+				/* A miss: the directory's own parent may be cached. */
+				state = dircache_up(&cp, vfsmnt, parent, &sc, &len, &nsegs);
+				if (state >= 0)
+					dircache_put(&cp, dentry, parent, dir, &sc, cgid, state,
+						     len, nsegs);
+			}
 			if (state >= 0 && leaf < 0 && put_leaf(leafname, cp.len)) {
 				leaf = walk_path(state, 0, 1);
 				leafmemo_put(&cp, dir, &sc, state, leaf);
@@ -1770,8 +1827,9 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 	struct dentry *parent;
 	struct inode *dir;
 	struct bee_scope sc;
+	struct bee_dirkey key;
+	struct mount *m;
 	long state, leaf;
-	__u64 mnt = 0;
 
 	if (!bee_cfg_dircache)
 		return 0;
@@ -1785,11 +1843,13 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 	dir = parent->d_inode;
 	if (!dir)
 		return 0;
-	state = dircache_get(&cp, dir, &sc, &leaf, &mnt);
+	state = dircache_get(&cp, dir, &sc, &leaf, &key);
 	if (state < 0)
 		return 0;
-	if (parent->d_parent == parent &&
-	    (struct dentry *)BPF_CORE_READ((struct mount *)mnt, mnt.mnt_root) != parent)
+	/* The mount taken out of key first: inside BPF_CORE_READ, key.mnt would
+	 * become a relocation against bee_dirkey, a type the kernel lacks. */
+	m = (struct mount *)key.mnt;
+	if (parent->d_parent == parent && (struct dentry *)BPF_CORE_READ(m, mnt.mnt_root) != parent)
 		return 0;
 	leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
 	if (leaf < 0 && put_leaf(leafname, cp.len)) {

@@ -197,13 +197,17 @@ const MOVE_ROUNDS: usize = 600;
 /// `docs/enforcement.md`, "The directory cache"). A cached directory is moved from a granted
 /// path to a denied one and back, over and over, while tasks on every CPU rename files and
 /// directories of their own and the scope opens files elsewhere: every read at the denied path
-/// is refused, every read at the granted one allowed.
+/// is refused, every read at the granted one allowed. Before each read at a path, a file beside
+/// the moved directory is read, so that its new parent is cached and a miss on the directory
+/// itself is answered from the parent's entry (`dircache_up`) as often as by a full walk.
 #[test]
 fn a_directory_moved_while_every_cpu_renames_is_decided_by_its_new_path() {
     let ws = Scratch::new("cache-move-storm");
     ws.write("ro/d/f", "f\n");
     ws.write("ro/busy/g", "g\n");
-    fs::create_dir_all(ws.join("no")).unwrap();
+    ws.write("ro/beside", "b\n");
+    ws.write("no/beside", "b\n");
+    let (ro_beside, no_beside) = (ws.s("ro/beside"), ws.s("no/beside"));
     let scope = Scope::new("cache-move-storm", &reader_policy(&ws), 0);
     let mut reader = Reader::spawn(&scope);
     let stop = AtomicBool::new(false);
@@ -240,6 +244,7 @@ fn a_directory_moved_while_every_cpu_renames_is_decided_by_its_new_path() {
         let (granted, denied) = (ws.s("ro/d/f"), ws.s("no/d/f"));
         let (mut wrong, mut refused) = (Vec::new(), 0);
         for round in 0..MOVE_ROUNDS {
+            assert_eq!(reader.read(&ro_beside), 0, "reading {ro_beside}");
             for _ in 0..2 {
                 let got = reader.read(&granted);
                 if got != 0 {
@@ -247,6 +252,7 @@ fn a_directory_moved_while_every_cpu_renames_is_decided_by_its_new_path() {
                 }
             }
             fs::rename(ws.join("ro/d"), ws.join("no/d")).unwrap();
+            assert_eq!(reader.read(&no_beside), libc::EPERM, "reading {no_beside}");
             for _ in 0..2 {
                 match reader.read(&denied) {
                     libc::EPERM => refused += 1,
@@ -828,4 +834,88 @@ fn an_audited_timestamp_change_is_reported_with_its_path() {
         reported, 3,
         "allowed utimensat calls reported with the path"
     );
+}
+
+/// A directory that is not cached yet, under one that is, is decided by its own name: its state
+/// is the parent's cached state walked one segment, its name (`dircache_up`). Only the one
+/// granted name opens; names one byte apart from it, longer, shorter or in another case do
+/// not, on the first read and on the second (a hit on the entry the first one stored). The
+/// parent grants a file of the leaf's name itself (`p/f`), so a state that skipped the
+/// directory's segment would allow every one of them.
+#[test]
+fn a_new_directory_under_a_cached_one_is_decided_by_its_own_name() {
+    let ws = Scratch::new("cache-up-names");
+    ws.write("p/a.txt", "a\n");
+    let policy = format!("version = 1\n{}", base_grants()).replace(
+        "read = [",
+        &format!(
+            "read = [\"{ws}/p/a.txt\", \"{ws}/p/f\", \"{ws}/p/ok/**\", ",
+            ws = ws.path.display()
+        ),
+    );
+    let scope = Scope::new("cache-up-names", &policy, 0);
+    let mut reader = Reader::spawn(&scope);
+    for name in ["oj", "okk", "o", "OK", "ok ", "ok", "0k"] {
+        // The parent's entry, filled or refreshed by a read beside the new directory.
+        assert_eq!(reader.read(&ws.s("p/a.txt")), 0, "reading p/a.txt");
+        ws.write(&format!("p/{name}/f"), "f\n");
+        let f = ws.s(&format!("p/{name}/f"));
+        let want = if name == "ok" { 0 } else { libc::EPERM };
+        for i in 0..2 {
+            assert_eq!(reader.read(&f), want, "read {i} of {f:?}");
+        }
+        if want != 0 {
+            denial(&events(&scope.cg), Hook::FileOpen, &f, &scope);
+        }
+        fs::remove_dir_all(ws.join(&format!("p/{name}"))).unwrap();
+    }
+    // A chain of new directories: each miss finds its parent uncached too, down to p.
+    ws.write("p/ok/a/b/c/f", "f\n");
+    ws.write("p/no/a/b/c/f", "f\n");
+    assert_eq!(reader.read(&ws.s("p/ok/a/b/c/f")), 0);
+    assert_eq!(reader.read(&ws.s("p/no/a/b/c/f")), libc::EPERM);
+    drop(reader);
+}
+
+/// A directory that is the root of a bind mount is named through the mount point, never by
+/// its parent's entry; and a new directory under it is named through the mount its check came
+/// through, even when its parent's entry was filled through the other one.
+#[test]
+fn a_new_directory_under_a_bind_mount_is_decided_by_the_mounts_name() {
+    let ws = Scratch::new("cache-up-bind");
+    ws.write("ro/y", "y\n");
+    ws.write("ro/x/g", "g\n");
+    fs::create_dir_all(ws.join("no/m")).unwrap();
+    let scope = Scope::new("cache-up-bind", &reader_policy(&ws), 0);
+    let mut reader = Reader::spawn(&scope);
+    bind(&ws.s("ro/x"), &ws.s("no/m"));
+    // ro cached; x is the bind mount's root: through the mount it is no/m.
+    assert_eq!(reader.read(&ws.s("ro/y")), 0);
+    for _ in 0..2 {
+        assert_eq!(reader.read(&ws.s("no/m/g")), libc::EPERM, "no/m/g");
+        assert_eq!(reader.read(&ws.s("ro/x/g")), 0, "ro/x/g");
+    }
+    // x cached through one mount or the other; new directories under it, read both ways.
+    for round in 0..4 {
+        let name = format!("new{round}");
+        ws.write(&format!("ro/x/{name}/f"), "f\n");
+        let (granted, denied) = (
+            ws.s(&format!("ro/x/{name}/f")),
+            ws.s(&format!("no/m/{name}/f")),
+        );
+        let order: [&str; 2] = if round % 2 == 0 {
+            [&granted, &denied]
+        } else {
+            [&denied, &granted]
+        };
+        for _ in 0..2 {
+            for path in order {
+                let want = if path == granted { 0 } else { libc::EPERM };
+                assert_eq!(reader.read(path), want, "round {round}: {path}");
+            }
+        }
+        denial(&events(&scope.cg), Hook::FileOpen, &denied, &scope);
+    }
+    drop(reader);
+    umount(&ws.s("no/m"));
 }
