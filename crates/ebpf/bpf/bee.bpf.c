@@ -1115,8 +1115,8 @@ static __always_inline struct bee_dircache *dircache_of(struct inode *dir)
 /* The cached state after dir's path through cp's mount, or -1; with no mount
  * in cp (an inode hook's, dircache_leaf), through the mount the entry was
  * filled through. On a hit, key's mnt, len and nsegs are the entry's (the
- * mount, the directory path's length and segments). When the leaf's memo matches, *leaf is the state
- * after the leaf too (else -1). */
+ * mount, the directory path's length and segments). When the leaf's memo
+ * matches, *leaf is the state after the leaf too (else -1). */
 static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
 					 const struct bee_scope *sc, long *leaf,
 					 struct bee_dirkey *key)
@@ -1259,6 +1259,24 @@ static __always_inline void dircache_put(const struct dircache_probe *cp, struct
 	bpf_spin_unlock(&dc->lock);
 }
 
+/* The fields of a scope the cache is checked against, read once, so that
+ * every use in one check sees the same values. */
+static __always_inline void scope_snapshot(struct bee_scope *sc, const struct bee_scope *scope)
+{
+	sc->policy_id = scope->policy_id;
+	sc->flags = scope->flags;
+	sc->start_state = scope->start_state;
+	sc->install = scope->install;
+}
+
+/* The leaf name to walk: the copy its memo is keyed by, never a second read
+ * of d_name. A rename (d_move, d_exchange) rewrites an inline name in place,
+ * and a name read twice could be remembered with the state after another. */
+static __always_inline const unsigned char *dircache_leafname(const struct dircache_probe *cp)
+{
+	return cp->memoable ? (const unsigned char *)cp->word : cp->name;
+}
+
 /* On a miss for the leaf's directory: the state after the directory's path,
  * from the entry of the directory's own parent (through cp's mount, valid as
  * any hit) and one segment, the directory's name; *len and *nsegs are then
@@ -1323,17 +1341,10 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 	__u32 w;
 	int deny;
 
-	sc.policy_id = scope->policy_id;
-	sc.flags = scope->flags;
-	sc.start_state = scope->start_state;
-	sc.install = scope->install;
+	scope_snapshot(&sc, scope);
 	if (cacheable && dentry && bee_cfg_dircache) {
 		parent = dircache_probe(&cp, vfsmnt, dentry);
-		/* The leaf walked is the copy its memo is keyed by, never a second
-		 * read of d_name: a rename (d_move, d_exchange) rewrites an inline
-		 * name in place, and a name read twice could be remembered with the
-		 * state after another. */
-		leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
+		leafname = dircache_leafname(&cp);
 		if (parent)
 			dir = parent->d_inode;
 		if (dir) {
@@ -1823,7 +1834,6 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 {
 	struct dircache_probe cp = {};
 	struct mnt_namespace *cur = NULL;
-	const unsigned char *leafname;
 	struct dentry *parent;
 	struct inode *dir;
 	struct bee_scope sc;
@@ -1833,10 +1843,7 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 
 	if (!bee_cfg_dircache)
 		return 0;
-	sc.policy_id = scope->policy_id;
-	sc.flags = scope->flags;
-	sc.start_state = scope->start_state;
-	sc.install = scope->install;
+	scope_snapshot(&sc, scope);
 	parent = dircache_leaf(&cp, dentry, &cur);
 	if (!parent)
 		return 0;
@@ -1851,8 +1858,9 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 	m = (struct mount *)key.mnt;
 	if (parent->d_parent == parent && (struct dentry *)BPF_CORE_READ(m, mnt.mnt_root) != parent)
 		return 0;
-	leafname = cp.memoable ? (const unsigned char *)cp.word : cp.name;
-	if (leaf < 0 && put_leaf(leafname, cp.len)) {
+	/* Written out as in check_path_state: there, a helper for these lines
+	 * pushed path_rename's combined stack past 512 bytes on 6.1. */
+	if (leaf < 0 && put_leaf(dircache_leafname(&cp), cp.len)) {
 		leaf = walk_path(state, 0, 1);
 		leafmemo_put(&cp, dir, &sc, state, leaf);
 	}
