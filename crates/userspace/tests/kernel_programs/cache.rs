@@ -189,6 +189,38 @@ fn writer_policy(ws: &Scratch) -> String {
     )
 }
 
+/// Starts `tasks` threads in `s` that, until `stop`, each rename a file and a directory of their
+/// own under `{ws}/{under}` back and forth, in bursts, so that a check meets both a rename
+/// sequence that moves under it and one that stands still long enough for hits.
+fn spawn_renamers<'s>(
+    s: &'s std::thread::Scope<'s, '_>,
+    stop: &'s AtomicBool,
+    ws: &'s Scratch,
+    under: &str,
+    tasks: usize,
+) {
+    for t in 0..tasks {
+        let (a, b) = (
+            ws.join(&format!("{under}/n{t}a")),
+            ws.join(&format!("{under}/n{t}b")),
+        );
+        s.spawn(move || {
+            fs::create_dir_all(a.join("sub")).unwrap();
+            let (fa, fb) = (a.join("x"), a.join("y"));
+            fs::write(&fa, "x").unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..8 {
+                    fs::rename(&fa, &fb).unwrap();
+                    fs::rename(&fb, &fa).unwrap();
+                    fs::rename(&a, &b).unwrap();
+                    fs::rename(&b, &a).unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(1 + t as u64 % 3));
+            }
+        });
+    }
+}
+
 /// Rounds of [`a_directory_moved_while_every_cpu_renames_is_decided_by_its_new_path`].
 const MOVE_ROUNDS: usize = 600;
 
@@ -213,26 +245,7 @@ fn a_directory_moved_while_every_cpu_renames_is_decided_by_its_new_path() {
     let stop = AtomicBool::new(false);
     let (wrong, refused) = std::thread::scope(|s| {
         let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-        for t in 0..cpus * 2 {
-            let (stop, ws) = (&stop, &ws);
-            s.spawn(move || {
-                let (a, b) = (ws.join(&format!("ro/n{t}a")), ws.join(&format!("ro/n{t}b")));
-                fs::create_dir_all(a.join("sub")).unwrap();
-                let (fa, fb) = (a.join("x"), a.join("y"));
-                fs::write(&fa, "x").unwrap();
-                // Bursts, so that the scope's reads meet both a sequence that moves under
-                // them and one that stands still long enough for hits.
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..8 {
-                        fs::rename(&fa, &fb).unwrap();
-                        fs::rename(&fb, &fa).unwrap();
-                        fs::rename(&a, &b).unwrap();
-                        fs::rename(&b, &a).unwrap();
-                    }
-                    std::thread::sleep(Duration::from_millis(1 + t as u64 % 3));
-                }
-            });
-        }
+        spawn_renamers(s, &stop, &ws, "ro", cpus * 2);
         let mut busy = Reader::spawn(&scope);
         let busy_path = ws.s("ro/busy/g");
         let busy_stop = &stop;
@@ -668,7 +681,7 @@ fn a_name_exchanged_during_the_check_is_remembered_as_itself() {
 /// cache holds for the dentry's directory before they scan the superblock's mounts
 /// (`docs/enforcement.md`, "The directory cache"). A directory whose entry says it is
 /// writable is moved, again and again, to a read-only path and back while tasks on every CPU
-/// rename their own files: every timestamp change at the read-only path is refused and
+/// rename files and directories of their own: every timestamp change at the read-only path is refused and
 /// reported there, every one at the writable path allowed; a directory cached as read-only
 /// never lets one through.
 #[test]
@@ -693,20 +706,7 @@ fn a_timestamp_change_is_decided_by_the_directorys_name_now() {
     let stop = AtomicBool::new(false);
     let (wrong, refused) = std::thread::scope(|s| {
         let cpus = std::thread::available_parallelism().map_or(2, usize::from);
-        for t in 0..cpus {
-            let (stop, ws) = (&stop, &ws);
-            s.spawn(move || {
-                let (a, b) = (ws.join(&format!("rw/n{t}a")), ws.join(&format!("rw/n{t}b")));
-                fs::create_dir_all(&a).unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..8 {
-                        fs::rename(&a, &b).unwrap();
-                        fs::rename(&b, &a).unwrap();
-                    }
-                    std::thread::sleep(Duration::from_millis(1 + t as u64 % 3));
-                }
-            });
-        }
+        spawn_renamers(s, &stop, &ws, "rw", cpus);
         let (granted, denied) = (ws.s("rw/d/f"), ws.s("ro/p/d/f"));
         let (mut wrong, mut refused) = (Vec::new(), 0);
         for round in 0..INODE_MOVE_ROUNDS {

@@ -2443,23 +2443,19 @@ fn stress_open(a: &[&str]) -> i32 {
 
 /// Opens `path` for reading and closes it at once: 0, or the errno of the open.
 fn open_read(path: &std::ffi::CStr) -> i32 {
-    // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if fd >= 0 {
-            libc::close(fd);
-            0
-        } else {
-            errno()
-        }
-    }
+    open_close(path, libc::O_RDONLY)
 }
 
 /// Opens a path for writing (no create, no truncation) and closes it: 0 or the errno.
 fn open_write(path: &std::ffi::CStr) -> i32 {
+    open_close(path, libc::O_WRONLY)
+}
+
+/// Opens a path with `flags` (and `O_CLOEXEC`) and closes it: 0 or the errno.
+fn open_close(path: &std::ffi::CStr, flags: libc::c_int) -> i32 {
     // SAFETY: open of a NUL-terminated path; the descriptor is closed at once.
     unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        let fd = libc::open(path.as_ptr(), flags | libc::O_CLOEXEC);
         if fd >= 0 {
             libc::close(fd);
             0
