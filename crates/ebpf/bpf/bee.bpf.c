@@ -1570,13 +1570,14 @@ static __always_inline int check_unlink(__u32 hook, const struct path *dir,
 					struct dentry *dentry)
 {
 	__u64 cgid;
-	struct bee_scope *scope;
+	struct bee_scope *scope = current_scope(&cgid);
 
-	if (!is_device(dentry))
-		return check_write(hook, dir, dentry);
-	scope = current_scope(&cgid);
+	/* The scope first: a task outside every scope reads nothing. */
 	if (!scope)
 		return 0;
+	if (!is_device(dentry))
+		return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry,
+					  NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1));
 	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL, 0,
 				  NEED_NEVER, 1));
 }
@@ -1875,17 +1876,16 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
  * (inode_cached_write); a dentry with no name there, or none of its first
  * BEE_INODE_NAMES names writable, is denied. The event carries the first name
  * that resolved (or, when none did, the last attempt, flagged unresolved). */
-static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
+static __always_inline int inode_scoped_denied(__u32 hook, __u64 cgid,
+					       const struct bee_scope *scope,
+					       struct dentry *dentry)
 {
-	__u64 cgid, first;
-	struct bee_scope *scope = current_scope(&cgid);
 	struct resolve_ctx rc = {};
 	struct super_block *sb;
 	struct bee_path *p;
+	__u64 first;
 	int deny;
 
-	if (!scope)
-		return 0;
 	if (!(scope->flags & BEE_SCOPE_AUDIT_ALLOWS) && inode_cached_write(scope, dentry))
 		return 0;
 	p = path_buf();
@@ -1938,6 +1938,17 @@ static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 	return deny;
 }
 
+/* inode_scoped_denied for the caller's scope; 0 outside every scope. */
+static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+
+	if (!scope)
+		return 0;
+	return inode_scoped_denied(hook, cgid, scope, dentry);
+}
+
 static __always_inline int check_inode(__u32 hook, struct dentry *dentry)
 {
 	return verdict(inode_denied(hook, dentry));
@@ -1966,20 +1977,27 @@ int bee_inode_setattr(unsigned long long *ctx)
 {
 	struct dentry *dentry;
 	struct iattr *attr;
+	struct bee_scope *scope;
+	__u64 cgid;
 	__u32 valid;
 
+	/* The scope first: a task outside every scope reads nothing. */
+	scope = current_scope(&cgid);
+	if (!scope)
+		return 0;
 	/* Each variant loads its arguments at constant offsets in its own asm, so
 	 * clang cannot merge them into a computed context offset (which the
-	 * verifier refuses), and the branch the kernel lacks is dead code. */
+	 * verifier refuses), and the branch the kernel lacks is dead code. The
+	 * first output is early-clobber: written before ctx is read again. */
 	if (bpf_core_type_exists(struct mnt_idmap)) {
 		asm volatile("%0 = *(u64 *)(%2 + 8)\n\t"
 			     "%1 = *(u64 *)(%2 + 16)"
-			     : "=r"(dentry), "=r"(attr)
+			     : "=&r"(dentry), "=r"(attr)
 			     : "r"(ctx));
 	} else {
 		asm volatile("%0 = *(u64 *)(%2 + 0)\n\t"
 			     "%1 = *(u64 *)(%2 + 8)"
-			     : "=r"(dentry), "=r"(attr)
+			     : "=&r"(dentry), "=r"(attr)
 			     : "r"(ctx));
 	}
 	valid = BPF_CORE_READ(attr, ia_valid);
@@ -1987,7 +2005,7 @@ int bee_inode_setattr(unsigned long long *ctx)
 		       BEE_ATTR_MTIME_SET)) ||
 	    (valid & BEE_ATTR_SIZE))
 		return 0;
-	return check_inode(BEE_HOOK_INODE_SETATTR, dentry);
+	return verdict(inode_scoped_denied(BEE_HOOK_INODE_SETATTR, cgid, scope, dentry));
 }
 
 /* Extended attributes; POSIX ACLs too on 6.1 (from 6.2 they have the
@@ -2746,13 +2764,16 @@ int bee_rename_seq(void *ctx)
  * skips a tracing program on a CPU where another task was preempted inside
  * it (its recursion guard), and one skipped deletion would leave an entry
  * behind for good. The mode is not looked at (a bad inode's is rewritten):
- * every inode pays one hash lookup. */
+ * every inode pays one hash lookup. Only an inode with an entry pays the
+ * deletion (which takes the bucket's lock): a lookup that finds none proves
+ * as much as a deletion that finds none, at the same instant, and an entry
+ * stored after it is taken back by its own fill (dircache_put). */
 SEC("lsm/inode_free_security")
 int BPF_PROG(bee_inode_free, struct inode *inode)
 {
 	__u64 key = (__u64)inode;
 
-	if (bee_cfg_dircache)
+	if (bee_cfg_dircache && bpf_map_lookup_elem(&bee_dircache, &key))
 		bpf_map_delete_elem(&bee_dircache, &key);
 	return 0;
 }
