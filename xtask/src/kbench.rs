@@ -48,9 +48,10 @@ pub struct Args {
     #[arg(long, default_value_t = 15)]
     pub work_rounds: usize,
     /// Rounds of the host-tax phase: each measures a process outside every scope with bee's
-    /// programs attached and with none loaded, and loads or drops the engine once (15–20 s
-    /// under TCG). 0 skips the phase.
-    #[arg(long, default_value_t = 8)]
+    /// programs attached, with none loaded, and with a no-op program on each of bee's hooks
+    /// (the floor), loading or dropping twice (25–35 s under TCG). A multiple of 3 puts each
+    /// state in each place of a round equally often. 0 skips the phase.
+    #[arg(long, default_value_t = 9)]
     pub tax_rounds: usize,
     /// Rounds of the name-grants phase, last in the boot: UDP connects in a scope with 0, 1
     /// and 10,000 answers in the kernel's answers map. 0 skips the phase.

@@ -47,13 +47,27 @@ pub static PROBE_OBJECT: &[u8] = {
 
 /// Program name in [`PROBE_OBJECT`].
 pub const PROG_PROBE: &str = "bee_probe";
+
+/// `floor.bpf.o`: for benchmarks only. One LSM program per hook [`BEE_OBJECT`] attaches, named
+/// `floor_<hook>` (`floor_file_open`), each returning 0 at once. Attached in place of bee's
+/// programs, it measures what the kernel charges for any BPF program on those hooks (the
+/// trampoline and the call), which no change to bee's programs can take away. bee never
+/// attaches it.
+pub static FLOOR_OBJECT: &[u8] = {
+    static ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!("../floor.bpf.o"));
+    &ALIGNED.0
+};
+
+/// Prefix of [`FLOOR_OBJECT`]'s program names: the program on hook `file_open` is
+/// `floor_file_open`.
+pub const FLOOR_PREFIX: &str = "floor_";
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn objects_are_aligned_elf() {
-        for obj in [BEE_OBJECT, PROBE_OBJECT] {
+        for obj in [BEE_OBJECT, PROBE_OBJECT, FLOOR_OBJECT] {
             assert_eq!(obj.as_ptr() as usize % 8, 0);
             assert!(obj.starts_with(b"\x7fELF"));
         }

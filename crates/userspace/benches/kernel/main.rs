@@ -5,8 +5,9 @@
 //! in one boot:
 //!
 //! 0. **host tax** (`tax.rs`), first, while no bee program is loaded: the same loops and the
-//!    workload in a process outside every scope, with bee's programs attached vs not loaded at
-//!    all, the engine loaded and dropped between interleaved halves of each round; the engine
+//!    workload in a process outside every scope, with bee's programs attached, with none
+//!    loaded at all, and with a no-op program on each of bee's hooks (the floor any BPF LSM
+//!    pays), loading and dropping between the interleaved thirds of each round; the engine
 //!    left loaded serves the phases below;
 //! 1. **micro**: `open`+`close`, `stat`, `execve` (spawn + wait of `busybox true`) and UDP
 //!    `connect` in tight loops, in four worker processes — outside any policy, in a bee scope
@@ -93,8 +94,8 @@ struct Options {
     rounds: usize,
     setup_iters: usize,
     work_rounds: usize,
-    /// Rounds of the host-tax phase (each round measures with bee's programs attached and
-    /// with none loaded, loading or dropping the engine once in between).
+    /// Rounds of the host-tax phase (each round measures with bee's programs attached, with
+    /// none loaded and with the no-op floor, loading or dropping twice in between).
     tax_rounds: usize,
     /// Rounds of the name-grants phase (`dns.rs`); 0 skips it.
     dns_rounds: usize,

@@ -845,4 +845,23 @@ mod tests {
         ));
         assert!(check_object(bee_ebpf::BEE_OBJECT).is_ok());
     }
+
+    /// The benchmarks' floor stands for bee's programs only while it has one on every hook bee
+    /// attaches: each program's name is in the object's string table.
+    #[test]
+    fn the_floor_object_has_a_program_on_every_hook() {
+        let obj = bee_ebpf::FLOOR_OBJECT;
+        let hooks = PROGRAMS
+            .iter()
+            .chain(OPTIONAL_PROGRAMS)
+            .chain(CACHE_PROGRAMS)
+            .map(|&(_, hook)| hook);
+        for hook in hooks {
+            let name = format!("{}{hook}\0", bee_ebpf::FLOOR_PREFIX);
+            assert!(
+                obj.windows(name.len()).any(|w| w == name.as_bytes()),
+                "floor.bpf.o has no program {name:?}"
+            );
+        }
+    }
 }
