@@ -321,22 +321,16 @@ pub fn host_tax(o: &Options, port: u16, targets: &mut Targets) -> Res<SharedEngi
         work.ratio(ATTACHED, NOT_LOADED),
         1.01,
     );
-    targets.reference(
-        "host tax floor: open+close, no-op programs on the same hooks ×",
-        ops[0].ratio(FLOOR, NOT_LOADED),
-    );
-    targets.reference(
-        "host tax floor: workload, no-op programs on the same hooks ×",
-        work.ratio(FLOOR, NOT_LOADED),
-    );
-    targets.reference(
-        "host tax above the floor: open+close, attached / no-op ×",
-        ops[0].ratio(ATTACHED, FLOOR),
-    );
-    targets.reference(
-        "host tax above the floor: workload, attached / no-op ×",
-        work.ratio(ATTACHED, FLOOR),
-    );
+    for (what, s) in [("open+close", &ops[0]), ("workload", &work)] {
+        targets.reference(
+            &format!("host tax floor: {what}, no-op programs on the same hooks ×"),
+            s.ratio(FLOOR, NOT_LOADED),
+        );
+        targets.reference(
+            &format!("host tax above the floor: {what}, attached / no-op ×"),
+            s.ratio(ATTACHED, FLOOR),
+        );
+    }
     if let Some(ns) = own_of(&own, "open") {
         let base = ops[0].median(NOT_LOADED);
         targets.reference(
