@@ -8,7 +8,8 @@
 //!
 //! The objects are relocated against the running kernel's BTF at load time
 //! (aya's `Ebpf::load`), so one object serves every kernel that has BTF and
-//! the fields it reads (Linux 6.1 and 6.12 are tested).
+//! the fields it reads (the kernel matrix of `docs/kernel-testing.md` is tested:
+//! 6.1, 6.12, 6.12 with PREEMPT_RT, 7.x).
 //!
 //! # Kernel requirements
 //! Loading needs `CONFIG_BPF_LSM=y`, `bpf` in the active LSM list, BTF at
