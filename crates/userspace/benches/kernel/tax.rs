@@ -47,6 +47,9 @@ const NOT_LOADED: usize = 0;
 const FLOOR: usize = 1;
 const ATTACHED: usize = 2;
 
+/// What each state is called in messages.
+const STATE_NAMES: [&str; 3] = ["nothing", "the floor", "bee's engine"];
+
 /// Each round's order, by round number modulo 3: every round starts where the last one ended.
 const ORDERS: [[usize; 3]; 3] = [
     [NOT_LOADED, FLOOR, ATTACHED],
@@ -248,7 +251,12 @@ pub fn host_tax(o: &Options, port: u16, targets: &mut Targets) -> Res<SharedEngi
                 std::thread::sleep(SETTLE);
             }
             if loaded.state() != state {
-                return Err(format!("round {r} meant to measure state {state}").into());
+                return Err(format!(
+                    "round {r}: meant to measure {}, but {} is loaded",
+                    STATE_NAMES[state],
+                    STATE_NAMES[loaded.state()]
+                )
+                .into());
             }
             // Warm-up, discarded: the load (the verifier's work) or the drop just disturbed
             // the caches.
