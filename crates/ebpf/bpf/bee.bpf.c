@@ -1538,6 +1538,15 @@ int BPF_PROG(bee_file_mprotect, struct vm_area_struct *vma, unsigned long reqpro
 
 /* ---- Path hooks: WRITE on every path changed -------------------------- */
 
+/* WRITE on dentry's path through dir's mount, for the caller's scope. */
+static __always_inline int check_scoped_write(__u32 hook, __u64 cgid,
+					      const struct bee_scope *scope,
+					      const struct path *dir, struct dentry *dentry)
+{
+	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL,
+				  BEE_ACCESS_WRITE, NEED_ACCESS, 1));
+}
+
 static __always_inline int check_write(__u32 hook, const struct path *dir,
 				       struct dentry *dentry)
 {
@@ -1546,8 +1555,7 @@ static __always_inline int check_write(__u32 hook, const struct path *dir,
 
 	if (!scope)
 		return 0;
-	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL,
-				  BEE_ACCESS_WRITE, NEED_ACCESS, 1));
+	return check_scoped_write(hook, cgid, scope, dir, dentry);
 }
 
 static __always_inline int check_write_path(__u32 hook, const struct path *path)
@@ -1576,8 +1584,7 @@ static __always_inline int check_unlink(__u32 hook, const struct path *dir,
 	if (!scope)
 		return 0;
 	if (!is_device(dentry))
-		return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry,
-					  NULL, BEE_ACCESS_WRITE, NEED_ACCESS, 1));
+		return check_scoped_write(hook, cgid, scope, dir, dentry);
 	return verdict(check_path(hook, cgid, scope, BPF_CORE_READ(dir, mnt), dentry, NULL, 0,
 				  NEED_NEVER, 1));
 }
