@@ -321,6 +321,98 @@ fn policy_diff_shows_each_side_with_counterexamples() {
     assert_eq!(code(&o), 65, "{}", stderr(&o));
 }
 
+/// An exec grant of a directory's subtree is shown by a program in it, not by the directory
+/// (which no one executes).
+#[test]
+fn policy_diff_shows_an_exec_subtree_by_a_file_in_it() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let old = policy_file(dir.path(), "old.toml", "version = 2\n");
+    let new = policy_file(
+        dir.path(),
+        "new.toml",
+        "version = 2\n[exec]\nallow = [\"/usr/bin/**\"]\n",
+    );
+    let o = bee(&["policy", "diff", &old, &new]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("`/usr/bin/**` grants executing `/usr/bin/x`,"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A misspelt key or table gets the nearest known name, and the missing version the newest.
+#[test]
+fn validate_suggests_the_key_meant() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let p = policy_file(
+        dir.path(),
+        "p.toml",
+        "version = 2\n[fs]\ndney = [\"/etc/**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &p]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean `deny`?"),
+        "{}",
+        stderr(&o)
+    );
+    let p = policy_file(dir.path(), "q.toml", "[exce]\nallow = []\n");
+    let o = bee(&["validate", "--policy", &p]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean `exec`?"),
+        "{}",
+        stderr(&o)
+    );
+    let p = policy_file(dir.path(), "r.toml", "");
+    let o = bee(&["validate", "--policy", &p]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    assert!(stderr(&o).contains("`version = 2`"), "{}", stderr(&o));
+}
+
+/// A write grant rooted above the base directory that covers all of it is a warning on
+/// `bee validate` (the policy is still valid), in the text and in the JSON.
+#[test]
+fn validate_warns_of_a_write_grant_that_covers_the_whole_base() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let project = dir.path().join("proj");
+    std::fs::create_dir(&project).unwrap_or_else(|e| unreachable!("{e}"));
+    let above = dir.path().display().to_string();
+    let p = policy_file(
+        dir.path(),
+        "p.toml",
+        &format!("version = 2\n[fs]\nwrite = [\"./**\", \"{above}/**\"]\n"),
+    );
+    let base = project.display().to_string();
+    let o = bee(&["validate", "--policy", &p, "--base", &base]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let expected = format!(
+        "warning: {p}:3:18: fs.write[1]: `{above}/**` covers the whole base directory {base}"
+    );
+    assert!(stderr(&o).contains(&expected), "{}", stderr(&o));
+    let o = bee(&["validate", "--policy", &p, "--base", &base, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| unreachable!("{e}"));
+    assert!(
+        v["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("covers the whole base directory")))),
+        "{v}"
+    );
+    // Granting the base directory itself is no warning.
+    let p = policy_file(
+        dir.path(),
+        "q.toml",
+        "version = 2\n[fs]\nwrite = [\"./**\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &p, "--base", &base]);
+    assert!(!stderr(&o).contains("covers the whole"), "{}", stderr(&o));
+}
+
 fn policy_file(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap_or_else(|e| unreachable!("{e}"));

@@ -217,23 +217,34 @@ pub fn toml_hint(
 ) -> (Option<String>, Option<String>) {
     let at = text.get(span.clone()).map(str::trim).unwrap_or_default();
     if message.contains("unknown field") || message.contains("unknown variant") {
-        let help = match message.split_once("expected") {
-            Some((_, rest)) => format!(
-                "known {} here: {}",
-                if message.contains("variant") {
-                    "values"
-                } else {
-                    "keys"
-                },
-                rest.trim().trim_start_matches("one of").trim()
-            ),
-            None => "this table takes no keys".to_owned(),
-        };
         let key = at
             .split(['=', ' ', '\n'])
             .next()
             .unwrap_or(at)
             .trim_matches('"');
+        let help = match message.split_once("expected") {
+            Some((_, rest)) => {
+                let known = rest.trim().trim_start_matches("one of").trim();
+                // serde lists them as "`a`, `b`" or, for two, "`a` or `b`".
+                let names: Vec<&str> = known
+                    .split(',')
+                    .flat_map(|n| n.split(" or "))
+                    .map(|n| n.trim().trim_matches('`'))
+                    .filter(|n| !n.is_empty())
+                    .collect();
+                let what = if message.contains("variant") {
+                    "values"
+                } else {
+                    "keys"
+                };
+                let unknown = message.split('`').nth(1).unwrap_or(key);
+                match did_you_mean(unknown, names.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}`? known {what} here: {known}"),
+                    None => format!("known {what} here: {known}"),
+                }
+            }
+            None => "this table takes no keys".to_owned(),
+        };
         let key = match enclosing_table(text, span.start) {
             Some(table) if message.contains("unknown field") => format!("{table}.{key}"),
             _ => key.to_owned(),
@@ -257,6 +268,23 @@ pub fn toml_hint(
     (None, None)
 }
 
+/// The name among `known` that `unknown` is most likely a misspelling of: the nearest by
+/// optimal string alignment distance (a swap of two neighbours counts as one edit), within
+/// one edit for names of up to four characters and two for longer ones. `None` when no name
+/// is that near, or `unknown` is one of them.
+pub fn did_you_mean<'a>(
+    unknown: &str,
+    known: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = if unknown.chars().count() <= 4 { 1 } else { 2 };
+    known
+        .into_iter()
+        .map(|k| (strsim::osa_distance(unknown, k), k))
+        .filter(|(d, _)| (1..=limit).contains(d))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
 /// The `key` of the `key = value` line holding byte `offset`, within its table.
 fn enclosing_key(text: &str, offset: usize) -> Option<String> {
     let line_start = text.get(..offset)?.rfind('\n').map_or(0, |i| i + 1);
@@ -278,4 +306,36 @@ pub fn enclosing_table(text: &str, offset: usize) -> Option<String> {
         let name = name.or_else(|| line.strip_prefix('[').and_then(|l| l.split(']').next()));
         name.map(|n| n.trim().to_owned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{did_you_mean, toml_hint};
+
+    #[test]
+    fn the_nearest_name_within_reach_is_suggested() {
+        let keys = ["read", "write", "deny", "protect", "unprotect"];
+        assert_eq!(did_you_mean("dney", keys), Some("deny"));
+        assert_eq!(did_you_mean("wirte", keys), Some("write"));
+        assert_eq!(did_you_mean("protekt", keys), Some("protect"));
+        // Too far, or not misspelt at all.
+        assert_eq!(did_you_mean("exec", keys), None);
+        assert_eq!(did_you_mean("deny", keys), None);
+        // Short names get one edit only.
+        assert_eq!(did_you_mean("dy", ["deny"]), None);
+    }
+
+    #[test]
+    fn unknown_values_listed_with_or_get_a_suggestion_too() {
+        let text = "proto = \"tpc\"\n";
+        let (_, help) = toml_hint(
+            text,
+            &(8..13),
+            "unknown variant `tpc`, expected `tcp` or `udp`",
+            "",
+        );
+        let help = help.unwrap_or_default();
+        assert!(help.starts_with("did you mean `tcp`?"), "{help}");
+        assert!(help.contains("known values here: `tcp` or `udp`"), "{help}");
+    }
 }

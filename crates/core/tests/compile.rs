@@ -55,12 +55,31 @@ fn empty_file_is_missing_its_version() {
     let p = one_problem("");
     assert_eq!((p.line, p.column), (1, 1));
     assert_eq!(p.key.as_deref(), Some("version"));
+    // The newest version, whose built-in protected paths a new policy should have.
     assert!(
         p.help
             .as_deref()
             .unwrap_or_default()
-            .contains("version = 1")
+            .contains("`version = 2`"),
+        "{:?}",
+        p.help
     );
+}
+
+#[test]
+fn a_misspelt_key_gets_a_suggestion() {
+    let p = one_problem("version = 2\n[fs]\ndney = [\"/etc/**\"]\n");
+    assert_eq!(p.key.as_deref(), Some("fs.dney"));
+    let help = p.help.unwrap_or_default();
+    assert!(help.starts_with("did you mean `deny`?"), "{help}");
+    assert!(help.contains("known keys here"), "{help}");
+    let p = one_problem("version = 2\n[exce]\nallow = [\"/usr/bin/**\"]\n");
+    let help = p.help.unwrap_or_default();
+    assert!(help.starts_with("did you mean `exec`?"), "{help}");
+    // Nothing near: only the known keys.
+    let p = one_problem("version = 2\n[fs]\nzzzzzz = []\n");
+    let help = p.help.unwrap_or_default();
+    assert!(help.starts_with("known keys here"), "{help}");
 }
 
 #[test]

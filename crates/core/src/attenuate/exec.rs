@@ -95,22 +95,29 @@ pub(crate) fn check<'a>(
                 parent_carve,
             ) {
                 Ok(None) => continue,
-                Ok(Some(path)) => match pins
-                    .get(path.as_str())
-                    .filter(|_| !parent_carve.matches(&path))
-                {
-                    Some(rules) => (
-                        Witness::FileOtherThan {
-                            pinned: pinned_ids(rules),
-                            path,
-                        },
-                        rules.first().copied(),
-                    ),
-                    None => {
-                        let nearest = set.nearest(&path).and_then(|i| unpinned.get(i).copied());
-                        (Witness::Path { path }, nearest)
+                Ok(Some(path)) => {
+                    let path = file_below(pattern, path, |p| {
+                        !child_carve.matches(p)
+                            && !pins.contains_key(p)
+                            && (parent_carve.matches(p) || !set.matches(p))
+                    });
+                    match pins
+                        .get(path.as_str())
+                        .filter(|_| !parent_carve.matches(&path))
+                    {
+                        Some(rules) => (
+                            Witness::FileOtherThan {
+                                pinned: pinned_ids(rules),
+                                path,
+                            },
+                            rules.first().copied(),
+                        ),
+                        None => {
+                            let nearest = set.nearest(&path).and_then(|i| unpinned.get(i).copied());
+                            (Witness::Path { path }, nearest)
+                        }
                     }
-                },
+                }
                 Err(reason) => (Witness::Unproven { reason }, None),
             },
         };
@@ -122,4 +129,43 @@ pub(crate) fn check<'a>(
         });
     }
     out
+}
+
+/// A file to show for an exec grant whose shortest counterexample is the directory a
+/// subtree rule names (`/usr/bin` for `/usr/bin/**`, `/opt/x/lib` for `/opt/*/lib/**`): a
+/// directory is never executed, so a file in it reads truer. `excess` says whether a path is
+/// one the child grants and the parent does not; when the file is not, the directory stays
+/// the counterexample.
+fn file_below(pattern: &PathPattern, path: String, excess: impl Fn(&str) -> bool) -> String {
+    let at_the_top = match pattern {
+        PathPattern::Subtree { root } => *root == path,
+        PathPattern::Nested {
+            root,
+            tail,
+            subtree: true,
+        } => PathPattern::Nested {
+            root: root.clone(),
+            tail: tail.clone(),
+            subtree: false,
+        }
+        .matches(&path),
+        PathPattern::BoundedStar {
+            segments,
+            subtree: true,
+        } => PathPattern::BoundedStar {
+            segments: segments.clone(),
+            subtree: false,
+        }
+        .matches(&path),
+        _ => false,
+    };
+    if !at_the_top {
+        return path;
+    }
+    let file = if path == "/" {
+        "/x".to_owned()
+    } else {
+        format!("{path}/x")
+    };
+    if excess(&file) { file } else { path }
 }

@@ -736,3 +736,23 @@ fn malformed_host_rules_fail_closed() {
         assert_eq!(r.excess.len(), 1, "{b:?}");
     }
 }
+
+#[test]
+fn an_exec_subtree_is_shown_by_a_file_in_it_not_its_directory() {
+    let r = attenuate(
+        &P::default().exec("/usr/bin/**").build(),
+        &P::default().build(),
+    );
+    assert_eq!(witness(&r, "/usr/bin/**", &[]), "/usr/bin/x");
+    // When the parent grants that file, the directory is still a counterexample.
+    let r = attenuate(
+        &P::default().exec("/usr/bin/**").build(),
+        &P::default().exec("/usr/bin/*").build(),
+    );
+    assert_eq!(witness(&r, "/usr/bin/**", &["/usr/bin/*"]), "/usr/bin");
+    let r = attenuate(
+        &P::default().exec("/opt/*/lib/**").build(),
+        &P::default().build(),
+    );
+    assert_eq!(witness(&r, "/opt/*/lib/**", &[]), "/opt/x/lib/x");
+}

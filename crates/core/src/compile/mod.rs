@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 mod carve;
 pub mod include;
 mod net;
+mod workspace;
 
 use rustc_hash::FxHashMap;
 use toml::{Spanned, Value};
@@ -335,6 +336,8 @@ impl Compiler<'_> {
                 .extend(net::lint_hosts(&policy, &self.source.name));
             self.warnings
                 .extend(net::lint_dns_ports(&policy, &self.source.name));
+            self.warnings
+                .extend(workspace::lint(&policy, &self.source.name));
         }
         policy
     }
@@ -502,7 +505,7 @@ impl Compiler<'_> {
             .join(", ");
         match v {
             None => {
-                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 1`; an otherwise empty policy is valid and grants nothing"));
+                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 2` (the newest: it protects .git/hooks, .git/config, .bee, .envrc and editor task files); an otherwise empty policy is valid and grants nothing"));
                 0
             }
             Some(s) => match s.get_ref() {
@@ -523,7 +526,7 @@ impl Compiler<'_> {
                         s.span(),
                         "version",
                         format!("`version` must be an integer, not a {}", other.type_str()),
-                        Some("write `version = 1`"),
+                        Some("write `version = 2`"),
                     );
                     0
                 }
