@@ -48,7 +48,10 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crate::cgroup::{CgroupError, ScopeCgroup};
+use crate::landlock::{Confinement, LandlockPlan};
 
 mod clone3;
 
@@ -122,10 +125,19 @@ pub enum Step {
     ParentDeathSignal,
     /// The parent exited before the command could start.
     ParentGone,
+    /// The Landlock engine's private mounts (`mount`, `mount_setattr`, `open_tree`,
+    /// `move_mount`).
+    PrivateMounts,
+    /// The Landlock engine's private `/proc`.
+    ProcMount,
+    /// `landlock_restrict_self(2)` (or the private `/proc`'s rule).
+    Landlock,
+    /// `seccomp(SECCOMP_SET_MODE_FILTER)`.
+    Seccomp,
 }
 
 impl Step {
-    const ALL: [Step; 18] = [
+    const ALL: [Step; 22] = [
         Step::JoinCgroup,
         Step::Setsid,
         Step::RlimitCore,
@@ -144,6 +156,10 @@ impl Step {
         Step::NoNewPrivs,
         Step::ParentDeathSignal,
         Step::ParentGone,
+        Step::PrivateMounts,
+        Step::ProcMount,
+        Step::Landlock,
+        Step::Seccomp,
     ];
 
     fn from_raw(raw: u8) -> Option<Self> {
@@ -171,6 +187,12 @@ impl Step {
             Step::NoNewPrivs => "prctl(PR_SET_NO_NEW_PRIVS)",
             Step::ParentDeathSignal => "prctl(PR_SET_PDEATHSIG)",
             Step::ParentGone => "parent still alive",
+            Step::PrivateMounts => {
+                "the scope's private mounts (mount_setattr, open_tree, move_mount)"
+            }
+            Step::ProcMount => "the scope's private /proc (mount proc subset=pid)",
+            Step::Landlock => "landlock_restrict_self",
+            Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
         }
     }
 }
@@ -352,6 +374,7 @@ pub struct LaunchSpec {
     stdin: StdioMode,
     stdout: StdioMode,
     stderr: StdioMode,
+    landlock: Option<Arc<LandlockPlan>>,
 }
 
 impl LaunchSpec {
@@ -369,6 +392,7 @@ impl LaunchSpec {
             stdin: StdioMode::Inherit,
             stdout: StdioMode::Inherit,
             stderr: StdioMode::Inherit,
+            landlock: None,
         }
     }
 
@@ -432,6 +456,19 @@ impl LaunchSpec {
         self
     }
 
+    /// Confines the command by a Landlock engine's `plan` ([`crate::landlock`]): it is born in
+    /// new mount, PID and IPC namespaces, and its private mounts, Landlock domain and seccomp
+    /// filter are in place before `execve`. Such a launch always uses `clone3`.
+    pub fn landlock(mut self, plan: Arc<LandlockPlan>) -> Self {
+        self.landlock = Some(plan);
+        self
+    }
+
+    /// The Landlock plan the command is confined by, if any.
+    pub fn landlock_plan(&self) -> Option<&Arc<LandlockPlan>> {
+        self.landlock.as_ref()
+    }
+
     /// The program.
     pub fn program(&self) -> &OsStr {
         &self.program
@@ -466,12 +503,30 @@ impl LaunchSpec {
     /// when `fork`/`execve` failed, [`LaunchError::Prepare`] or [`LaunchError::Cgroup`] for
     /// the parent's preparations. In every case the command has not run.
     pub fn spawn(&self, cgroup: &ScopeCgroup) -> Result<Launched, LaunchError> {
+        if self.landlock.is_some() {
+            // New namespaces need clone3's flags; the child joins through `cgroup.procs`
+            // where being born in a killed cgroup could kill it.
+            let join = if cgroup.was_killed() {
+                clone3::Join::Procs
+            } else {
+                clone3::Join::IntoCgroup
+            };
+            return match clone3::spawn(self, cgroup, join)? {
+                clone3::Clone3::Started(launched) => Ok(launched),
+                clone3::Clone3::Unsupported => Err(LaunchError::Spawn {
+                    program: self.program.to_string_lossy().into_owned(),
+                    source: io::Error::other(
+                        "the Landlock engine starts commands with clone3, which this kernel (or a seccomp filter around bee) does not offer",
+                    ),
+                }),
+            };
+        }
         // A cgroup killed with `cgroup.kill` may kill every child clone3 starts in it
         // (`ScopeCgroup::was_killed`); joining through `cgroup.procs` is not affected.
         if cgroup.was_killed() {
             return self.spawn_joining(cgroup);
         }
-        match clone3::spawn(self, cgroup)? {
+        match clone3::spawn(self, cgroup, clone3::Join::IntoCgroup)? {
             clone3::Clone3::Started(launched) => Ok(launched),
             clone3::Clone3::Unsupported => self.spawn_joining(cgroup),
         }
@@ -490,13 +545,15 @@ impl LaunchSpec {
     ) -> Result<Launched, LaunchError> {
         match launcher {
             Launcher::CgroupProcs => self.spawn_joining(cgroup),
-            Launcher::Clone3IntoCgroup => match clone3::spawn(self, cgroup)? {
-                clone3::Clone3::Started(launched) => Ok(launched),
-                clone3::Clone3::Unsupported => Err(LaunchError::Spawn {
-                    program: self.program.to_string_lossy().into_owned(),
-                    source: io::Error::from_raw_os_error(libc::ENOSYS),
-                }),
-            },
+            Launcher::Clone3IntoCgroup => {
+                match clone3::spawn(self, cgroup, clone3::Join::IntoCgroup)? {
+                    clone3::Clone3::Started(launched) => Ok(launched),
+                    clone3::Clone3::Unsupported => Err(LaunchError::Spawn {
+                        program: self.program.to_string_lossy().into_owned(),
+                        source: io::Error::from_raw_os_error(libc::ENOSYS),
+                    }),
+                }
+            }
         }
     }
 
@@ -580,6 +637,11 @@ struct ChildPlan {
     credentials: Option<(u32, u32)>,
     groups: Vec<libc::gid_t>,
     becomes_root: bool,
+    /// The Landlock engine's confinement, applied around the capability drop.
+    confinement: Option<Confinement>,
+    /// A pidfd of the parent: a child in a new PID namespace sees its parent as pid 0, so it
+    /// learns whether the parent is still alive from this instead of `getppid`.
+    parent_pidfd: Option<OwnedFd>,
 }
 
 impl ChildPlan {
@@ -606,6 +668,33 @@ impl ChildPlan {
         // SAFETY: getpid(2) and geteuid(2) have no preconditions and cannot fail.
         let (parent_pid, euid) = unsafe { (libc::getpid(), libc::geteuid()) };
         let r = &spec.rlimits;
+        // The working directory is entered again through the scope's mounts, the inherited
+        // one (bee's) included: seen through the mounts made before them it is read-only.
+        let cwd = spec.cwd.clone().or_else(|| std::env::current_dir().ok());
+        let confinement = spec
+            .landlock
+            .as_deref()
+            .map(|plan| Confinement::prepare(plan, cwd.as_deref()))
+            .transpose()
+            .map_err(|source| LaunchError::Prepare {
+                what: "prepare the Landlock confinement",
+                source,
+            })?;
+        let parent_pidfd = match confinement {
+            None => None,
+            Some(_) => {
+                // SAFETY: pidfd_open(2) of this process; returns a new descriptor or -1.
+                let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, parent_pid, 0u32) };
+                if fd < 0 {
+                    return Err(LaunchError::Prepare {
+                        what: "pidfd_open of bee itself",
+                        source: io::Error::last_os_error(),
+                    });
+                }
+                // SAFETY: a new descriptor nobody else owns.
+                Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+            }
+        };
         Ok(Self {
             procs_fd,
             report_fd,
@@ -626,6 +715,8 @@ impl ChildPlan {
                 .map(|c| c.groups.clone())
                 .unwrap_or_default(),
             becomes_root: spec.credentials.as_ref().map_or(euid == 0, |c| c.uid == 0),
+            confinement,
+            parent_pidfd,
         })
     }
 
@@ -676,6 +767,14 @@ impl ChildPlan {
                 for fd in 3..top {
                     // EBADF for fds that are not open is expected.
                     libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            // 4b. The Landlock engine's private mounts, while capabilities are held.
+            if let Some(c) = &self.confinement {
+                if let Err(step) = c.enter() {
+                    let err = io::Error::last_os_error();
+                    self.report(step);
+                    return Err(err);
                 }
             }
             // 5. Securebits and the bounding set.
@@ -733,9 +832,29 @@ impl ChildPlan {
             // 10. Die with the parent, and make sure it is still there.
             let rc = libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
             check(rc as libc::c_long, Step::ParentDeathSignal)?;
-            if libc::getppid() != self.parent_pid {
+            let parent_gone = match &self.parent_pidfd {
+                // Readable once the process has exited.
+                Some(fd) => {
+                    let mut poll = libc::pollfd {
+                        fd: fd.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    libc::poll(&mut poll, 1, 0) != 0
+                }
+                None => libc::getppid() != self.parent_pid,
+            };
+            if parent_gone {
                 self.report_errno(Step::ParentGone as u8, libc::ESRCH);
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            // 11. The Landlock domain and the seccomp filter, last.
+            if let Some(c) = &self.confinement {
+                if let Err(step) = c.restrict() {
+                    let err = io::Error::last_os_error();
+                    self.report(step);
+                    return Err(err);
+                }
             }
         }
         Ok(())

@@ -28,8 +28,35 @@ use bee_core::CompiledPolicy;
 
 use crate::audit::AuditRecord;
 use crate::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
+use crate::landlock::LandlockPlan;
 use crate::launch::{LaunchError, LaunchSpec, Launched, Outcome};
 use crate::plan::EnforcementPlan;
+
+/// Which kernel mechanism enforces a scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EngineKind {
+    /// bee's BPF LSM programs, deciding for the scope's cgroup (`bpf-lsm`).
+    BpfLsm,
+    /// A Landlock ruleset, private namespaces and a seccomp filter, applied to each process the
+    /// launcher starts (`landlock`).
+    Landlock,
+}
+
+impl EngineKind {
+    /// The name used in configuration, flags and records: `bpf-lsm` or `landlock`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BpfLsm => "bpf-lsm",
+            Self::Landlock => "landlock",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The handle of an installed plan, returned by [`Enforcer::install`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -44,6 +71,12 @@ pub enum EnforceError {
     Unavailable {
         /// Why.
         reason: String,
+    },
+    /// The engine cannot enforce this policy exactly; nothing was installed.
+    #[error("{detail}")]
+    Refused {
+        /// Which rules, and why.
+        detail: String,
     },
     /// Writing the plan's entries into the kernel maps failed.
     #[error("installing the enforcement plan failed: {detail}")]
@@ -71,8 +104,39 @@ pub enum EnforceError {
 ///
 /// An implementation must make [`Enforcer::install`] effective before it returns (a process
 /// that joins the cgroup afterwards is confined), and must keep enforcing until
-/// [`Enforcer::uninstall`].
+/// [`Enforcer::uninstall`]. An engine that confines each process at launch rather than by
+/// cgroup (Landlock) plans from the policy itself ([`Enforcer::install_policy`]) and hands the
+/// launcher its plan ([`Enforcer::launch_plan`]); every launch into the scope must carry it.
 pub trait Enforcer {
+    /// The mechanism behind this enforcer.
+    fn engine(&self) -> EngineKind {
+        EngineKind::BpfLsm
+    }
+
+    /// Installs `policy` for the cgroup `cgroup_id`, planning it as this engine needs. The
+    /// default plans the BPF maps ([`EnforcementPlan::new`]) and calls [`Enforcer::install`].
+    ///
+    /// # Errors
+    /// [`EnforceError::Refused`] when the policy cannot be planned; as `install` otherwise.
+    fn install_policy(
+        &self,
+        policy: &CompiledPolicy,
+        cgroup_id: u64,
+        flags: u32,
+    ) -> Result<InstallId, EnforceError> {
+        let plan = EnforcementPlan::new(policy).map_err(|e| EnforceError::Refused {
+            detail: e.to_string(),
+        })?;
+        self.install(&plan, cgroup_id, flags)
+    }
+
+    /// The plan every process launched into scope `id` must be confined by at launch; `None`
+    /// for engines that decide by cgroup.
+    fn launch_plan(&self, id: InstallId) -> Option<std::sync::Arc<LandlockPlan>> {
+        let _ = id;
+        None
+    }
+
     /// Installs `plan` for the cgroup with id `cgroup_id` (the scope map entry plus the plan's
     /// own entries), with `SCOPE_*` `flags`.
     ///
@@ -105,6 +169,20 @@ pub trait Enforcer {
                 .to_owned(),
             new_in_force: false,
         })
+    }
+
+    /// Replaces the policy of scope `id` with `policy`, planned as this engine needs, with
+    /// [`Enforcer::replace`]'s guarantee. The default plans the BPF maps and calls
+    /// [`Enforcer::replace`].
+    ///
+    /// # Errors
+    /// [`EnforceError::Refused`] when the policy cannot be planned (the old one stays);
+    /// as `replace` otherwise.
+    fn replace_policy(&self, id: InstallId, policy: &CompiledPolicy) -> Result<(), EnforceError> {
+        let plan = EnforcementPlan::new(policy).map_err(|e| EnforceError::Refused {
+            detail: e.to_string(),
+        })?;
+        self.replace(id, &plan)
     }
 
     /// Takes the audit events received so far for `cgroup_id`, oldest first.
@@ -274,8 +352,38 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         plan: &EnforcementPlan,
         options: ScopeOptions,
     ) -> Result<Self, ScopeError> {
+        Self::create_with(enforcer, parent, policy, options, |id, flags| {
+            enforcer.install(plan, id, flags)
+        })
+    }
+
+    /// Creates the cgroup below `parent` and installs `policy` for it the way `enforcer`'s
+    /// engine plans it ([`Enforcer::install_policy`]).
+    ///
+    /// # Errors
+    /// As [`Scope::create`]; [`EnforceError::Refused`] when the engine cannot enforce the
+    /// policy exactly.
+    pub fn create_for_policy(
+        enforcer: &'a E,
+        parent: &CgroupParent,
+        policy: &'a CompiledPolicy,
+        options: ScopeOptions,
+    ) -> Result<Self, ScopeError> {
+        Self::create_with(enforcer, parent, policy, options, |id, flags| {
+            enforcer.install_policy(policy, id, flags)
+        })
+    }
+
+    /// The cgroup, then `install(cgroup id, flags)`; the cgroup goes again when it fails.
+    fn create_with(
+        enforcer: &'a E,
+        parent: &CgroupParent,
+        policy: &'a CompiledPolicy,
+        options: ScopeOptions,
+        install: impl FnOnce(u64, u32) -> Result<InstallId, EnforceError>,
+    ) -> Result<Self, ScopeError> {
         let cgroup = parent.create_scope(&options.limits)?;
-        let install = enforcer.install(plan, cgroup.id(), options.flags)?;
+        let install = install(cgroup.id(), options.flags)?;
         Ok(Self {
             enforcer,
             policy,
@@ -304,7 +412,14 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             still_populated: false,
             detail: "the scope was already torn down".to_owned(),
         })?;
-        Ok(spec.spawn(cgroup)?)
+        let plan = self
+            .lease
+            .install_id()
+            .and_then(|id| self.enforcer.launch_plan(id));
+        Ok(match plan {
+            Some(plan) => spec.clone().landlock(plan).spawn(cgroup)?,
+            None => spec.spawn(cgroup)?,
+        })
     }
 
     /// Launches `spec`, waits for it and tears the scope down; `on_record` sees each audit

@@ -44,6 +44,15 @@ struct CloneArgs {
 
 const _: () = assert!(size_of::<CloneArgs>() == 88);
 
+/// How the child gets into the scope cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Join {
+    /// Born in it (`CLONE_INTO_CGROUP`).
+    IntoCgroup,
+    /// By writing `0` to its `cgroup.procs`, first thing (a cgroup that was killed).
+    Procs,
+}
+
 /// What [`spawn`] did.
 pub(super) enum Clone3 {
     /// The command runs (or ran) in its scope.
@@ -130,8 +139,13 @@ fn is_executable(path: &Path) -> bool {
     ok && path.is_file()
 }
 
-/// Starts `spec` in `cgroup` with `clone3(CLONE_INTO_CGROUP | CLONE_PIDFD)`.
-pub(super) fn spawn(spec: &LaunchSpec, cgroup: &ScopeCgroup) -> Result<Clone3, LaunchError> {
+/// Starts `spec` in `cgroup` with `clone3(CLONE_PIDFD)`, joining as `join` says, in the
+/// Landlock engine's namespaces when the spec has a Landlock plan.
+pub(super) fn spawn(
+    spec: &LaunchSpec,
+    cgroup: &ScopeCgroup,
+    join: Join,
+) -> Result<Clone3, LaunchError> {
     let program = spec.program.to_string_lossy().into_owned();
     let env = spec.environment();
     let Some(path) = resolve_program(&spec.program, &env) else {
@@ -181,15 +195,34 @@ pub(super) fn spawn(spec: &LaunchSpec, cgroup: &ScopeCgroup) -> Result<Clone3, L
             .map_or(-1, std::os::fd::AsRawFd::as_raw_fd)
     });
     let dir = std::fs::File::open(cgroup.path()).map_err(prepare_err("open the scope cgroup"))?;
+    let procs = match join {
+        Join::IntoCgroup => None,
+        Join::Procs => Some(cgroup.open_procs()?),
+    };
     let (report_read, report_write) = cloexec_pipe()?;
-    let plan = ChildPlan::prepare(spec, None, report_write.as_raw_fd())?;
+    let plan = ChildPlan::prepare(
+        spec,
+        procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
+        report_write.as_raw_fd(),
+    )?;
 
     let mut pidfd: libc::c_int = -1;
+    let mut flags = CLONE_PIDFD;
+    if join == Join::IntoCgroup {
+        flags |= CLONE_INTO_CGROUP;
+    }
+    if spec.landlock.is_some() {
+        flags |= crate::landlock::confine::NAMESPACES;
+    }
     let args = CloneArgs {
-        flags: CLONE_PIDFD | CLONE_INTO_CGROUP,
+        flags,
         pidfd: &raw mut pidfd as u64,
         exit_signal: libc::SIGCHLD as u64,
-        cgroup: dir.as_raw_fd() as u64,
+        cgroup: if join == Join::IntoCgroup {
+            dir.as_raw_fd() as u64
+        } else {
+            0
+        },
         ..CloneArgs::default()
     };
     // SAFETY: clone3 without CLONE_VM forks this process; `args` is a valid clone_args of the
@@ -238,6 +271,7 @@ pub(super) fn spawn(spec: &LaunchSpec, cgroup: &ScopeCgroup) -> Result<Clone3, L
     // below ends at the child's execve or exit.
     drop(report_write);
     drop(dir);
+    drop(procs);
     let [stdin, stdout, stderr] = streams.map(|s| {
         drop(s.child);
         s.parent

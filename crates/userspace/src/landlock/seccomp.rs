@@ -1,0 +1,403 @@
+//! The scope's seccomp filter: the gates that bee's LSM programs hold and Landlock does not.
+//!
+//! A classic BPF program over `struct seccomp_data` (`include/uapi/linux/seccomp.h`), built
+//! here because it is small and every instruction of it is a security decision. It kills a
+//! process of another architecture, refuses the x32 system call numbers, and returns `EPERM`
+//! (`ENOSYS` for `clone3`, so that the C library falls back to `clone`, whose flags the
+//! filter can read) for:
+//!
+//! | what | why |
+//! |---|---|
+//! | `bpf`, `perf_event_open`, the mount family, `keyctl`/`add_key`/`request_key`, `syslog`, module and `kexec` loading, `io_uring_*` | refused outright by the LSM programs too (`io_uring` would bypass this filter) |
+//! | `clone`/`unshare` with `CLONE_NEWUSER`, `clone3` | no user namespace (`userns_create`); `clone3`'s flags sit behind a pointer |
+//! | `socket` but `AF_INET`/`AF_INET6` TCP and `AF_NETLINK` `NETLINK_ROUTE` | Landlock decides TCP only; no unix, raw, packet or other sockets |
+//! | `socketpair` but `AF_UNIX` stream and seqpacket pairs | a datagram socket of a pair could send to any pathname socket |
+//! | `listen`, `accept`, `accept4` | a listening socket would take connections no rule names |
+//! | `sendto`/`sendmsg`/`sendmmsg` with `MSG_FASTOPEN` | a TCP Fast Open connect that Landlock's connect hook does not see |
+//! | `ioctl` `TIOCSTI`, `TIOCLINUX`, `TIOCCONS`, `FIFREEZE`, `FITHAW`, `FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR` | terminal input injection, console redirection, freezing a file system, `chattr` |
+//! | `inotify_add_watch`, `fanotify_init`, `fanotify_mark` | Landlock does not check what is watched |
+//! | `memfd_create`, where the kernel has no `vm.memfd_noexec` (before 6.3) | Landlock lets kernel-internal files through, so a memfd could be executed |
+
+/// One classic BPF instruction (`struct sock_filter`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SockFilter {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+/// `struct sock_fprog`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SockFprog {
+    /// Instruction count.
+    pub len: u16,
+    /// The instructions.
+    pub filter: *const SockFilter,
+}
+
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
+const BPF_JSET_K: u16 = 0x45;
+const BPF_RET_K: u16 = 0x06;
+const BPF_ALU_AND_K: u16 = 0x54;
+
+const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+/// `AUDIT_ARCH_X86_64`.
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+/// `AUDIT_ARCH_AARCH64`.
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 183 | 0x8000_0000 | 0x4000_0000;
+/// `__X32_SYSCALL_BIT`.
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+const OFF_NR: u32 = 0;
+const OFF_ARCH: u32 = 4;
+/// The low 32 bits of argument `i` (little endian).
+const fn arg(i: u32) -> u32 {
+    16 + 8 * i
+}
+
+const CLONE_NEWUSER: u32 = 0x1000_0000;
+const MSG_FASTOPEN: u32 = 0x2000_0000;
+const SOCK_TYPE_MASK: u32 = 0xf;
+
+/// `ioctl` requests refused whatever the descriptor (`include/uapi/asm-generic/ioctls.h`,
+/// `include/uapi/linux/fs.h`).
+const IOCTLS: &[u32] = &[
+    0x5412,      // TIOCSTI
+    0x541C,      // TIOCLINUX
+    0x541D,      // TIOCCONS
+    0xC004_5877, // FIFREEZE
+    0xC004_5878, // FITHAW
+    0x4008_6602, // FS_IOC_SETFLAGS
+    0x4004_6602, // FS_IOC32_SETFLAGS
+    0x401C_5820, // FS_IOC_FSSETXATTR
+];
+
+/// System calls refused whatever their arguments.
+const REFUSED: &[libc::c_long] = &[
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_move_mount,
+    libc::SYS_open_tree,
+    libc::SYS_fsopen,
+    libc::SYS_fsconfig,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+    libc::SYS_mount_setattr,
+    libc::SYS_setns,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+    libc::SYS_syslog,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_listen,
+    libc::SYS_accept,
+    libc::SYS_accept4,
+    libc::SYS_inotify_add_watch,
+    libc::SYS_fanotify_init,
+    libc::SYS_fanotify_mark,
+    libc::SYS_acct,
+    libc::SYS_swapon,
+    libc::SYS_swapoff,
+    libc::SYS_reboot,
+];
+
+/// Builds the program as straight-line checks: each check loads what it tests, so no check
+/// depends on the accumulator another left behind.
+#[derive(Debug, Default)]
+struct Builder {
+    prog: Vec<SockFilter>,
+}
+
+impl Builder {
+    fn op(&mut self, code: u16, k: u32, jt: u8, jf: u8) {
+        self.prog.push(SockFilter { code, jt, jf, k });
+    }
+    fn load(&mut self, off: u32) {
+        self.op(BPF_LD_W_ABS, off, 0, 0);
+    }
+    fn ret(&mut self, action: u32) {
+        self.op(BPF_RET_K, action, 0, 0);
+    }
+    /// `if nr == sysno { body } ` where `body` ends in a return on every path.
+    fn on_syscall(&mut self, sysno: libc::c_long, body: impl FnOnce(&mut Self)) {
+        let mut inner = Self::default();
+        body(&mut inner);
+        self.load(OFF_NR);
+        // Skip the body unless the number matches.
+        let skip = u8::try_from(inner.prog.len()).unwrap_or(u8::MAX);
+        self.op(BPF_JEQ_K, sysno as u32, 0, skip);
+        self.prog.extend(inner.prog);
+    }
+}
+
+fn errno(e: i32) -> u32 {
+    SECCOMP_RET_ERRNO | (e as u32 & 0xffff)
+}
+
+/// The filter. `tcp` says whether TCP sockets may be made: only where Landlock decides their
+/// connections (network rules, ABI 4); `no_memfd` refuses `memfd_create` (kernels without
+/// `vm.memfd_noexec`, where a memfd could be executed).
+pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
+    let eperm = errno(libc::EPERM);
+    let mut b = Builder::default();
+    b.load(OFF_ARCH);
+    b.op(BPF_JEQ_K, AUDIT_ARCH, 1, 0);
+    b.ret(SECCOMP_RET_KILL_PROCESS);
+    b.load(OFF_NR);
+    b.op(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1);
+    b.ret(eperm);
+    for &nr in REFUSED {
+        b.on_syscall(nr, |b| b.ret(eperm));
+    }
+    if no_memfd {
+        b.on_syscall(libc::SYS_memfd_create, |b| b.ret(eperm));
+    }
+    b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
+    for nr in [libc::SYS_clone, libc::SYS_unshare] {
+        b.on_syscall(nr, |b| {
+            b.load(arg(0));
+            b.op(BPF_JSET_K, CLONE_NEWUSER, 0, 1);
+            b.ret(eperm);
+            b.ret(SECCOMP_RET_ALLOW);
+        });
+    }
+    b.on_syscall(libc::SYS_socket, |b| {
+        // AF_NETLINK: NETLINK_ROUTE (0) only.
+        b.load(arg(0));
+        b.op(BPF_JEQ_K, libc::AF_NETLINK as u32, 0, 3);
+        b.load(arg(2));
+        b.op(BPF_JEQ_K, 0, 1, 0);
+        b.ret(eperm);
+        // (falls through to the allow below on protocol 0)
+        b.load(arg(0));
+        b.op(BPF_JEQ_K, libc::AF_NETLINK as u32, 0, 1);
+        b.ret(SECCOMP_RET_ALLOW);
+        if !tcp {
+            b.ret(eperm);
+            return;
+        }
+        // AF_INET, AF_INET6: SOCK_STREAM with protocol 0 or IPPROTO_TCP.
+        b.load(arg(0));
+        b.op(BPF_JEQ_K, libc::AF_INET as u32, 1, 0);
+        b.op(BPF_JEQ_K, libc::AF_INET6 as u32, 0, 7);
+        b.load(arg(1));
+        b.op(BPF_ALU_AND_K, SOCK_TYPE_MASK, 0, 0);
+        b.op(BPF_JEQ_K, libc::SOCK_STREAM as u32, 0, 4);
+        b.load(arg(2));
+        b.op(BPF_JEQ_K, 0, 1, 0);
+        b.op(BPF_JEQ_K, libc::IPPROTO_TCP as u32, 0, 1);
+        b.ret(SECCOMP_RET_ALLOW);
+        b.ret(eperm);
+    });
+    // A connected pair only: a datagram socket of a pair could still send to (or connect
+    // to) any pathname socket, which Landlock does not check before ABI 9.
+    b.on_syscall(libc::SYS_socketpair, |b| {
+        b.load(arg(0));
+        b.op(BPF_JEQ_K, libc::AF_UNIX as u32, 0, 5);
+        b.load(arg(1));
+        b.op(BPF_ALU_AND_K, SOCK_TYPE_MASK, 0, 0);
+        b.op(BPF_JEQ_K, libc::SOCK_STREAM as u32, 1, 0);
+        b.op(BPF_JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1);
+        b.ret(SECCOMP_RET_ALLOW);
+        b.ret(eperm);
+    });
+    for (nr, flags) in [
+        (libc::SYS_sendto, 3),
+        (libc::SYS_sendmsg, 2),
+        (libc::SYS_sendmmsg, 3),
+    ] {
+        b.on_syscall(nr, |b| {
+            b.load(arg(flags));
+            b.op(BPF_JSET_K, MSG_FASTOPEN, 0, 1);
+            b.ret(eperm);
+            b.ret(SECCOMP_RET_ALLOW);
+        });
+    }
+    b.on_syscall(libc::SYS_ioctl, |b| {
+        b.load(arg(1));
+        for (i, &req) in IOCTLS.iter().enumerate() {
+            // On a match jump to the EPERM after the list.
+            let to_deny = u8::try_from(IOCTLS.len() - i).unwrap_or(u8::MAX);
+            b.op(BPF_JEQ_K, req, to_deny, 0);
+        }
+        b.ret(SECCOMP_RET_ALLOW);
+        b.ret(eperm);
+    });
+    b.ret(SECCOMP_RET_ALLOW);
+    b.prog
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `prog` on a `seccomp_data` the way the kernel's classic BPF interpreter does, for
+    /// the instructions the builder emits.
+    fn run(prog: &[SockFilter], nr: u32, args: [u32; 6]) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_le_bytes());
+        data[4..8].copy_from_slice(&AUDIT_ARCH.to_le_bytes());
+        for (i, a) in args.iter().enumerate() {
+            let off = 16 + 8 * i;
+            data[off..off + 4].copy_from_slice(&a.to_le_bytes());
+        }
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let ins = prog[pc];
+            pc += 1;
+            match ins.code {
+                BPF_LD_W_ABS => {
+                    let o = ins.k as usize;
+                    acc = u32::from_le_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]]);
+                }
+                BPF_ALU_AND_K => acc &= ins.k,
+                BPF_RET_K => return ins.k,
+                BPF_JEQ_K | BPF_JGE_K | BPF_JSET_K => {
+                    let taken = match ins.code {
+                        BPF_JEQ_K => acc == ins.k,
+                        BPF_JGE_K => acc >= ins.k,
+                        _ => acc & ins.k != 0,
+                    };
+                    pc += usize::from(if taken { ins.jt } else { ins.jf });
+                }
+                other => unreachable!("unknown opcode {other:#x}"),
+            }
+        }
+    }
+
+    const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+
+    fn nr(n: libc::c_long) -> u32 {
+        n as u32
+    }
+
+    #[test]
+    fn refuses_the_gates_and_allows_the_rest() {
+        let p = filter(true, false);
+        assert_eq!(run(&p, nr(libc::SYS_bpf), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_mount), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_io_uring_setup), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_listen), [0; 6]), EPERM);
+        assert_eq!(
+            run(&p, nr(libc::SYS_clone3), [0; 6]),
+            SECCOMP_RET_ERRNO | libc::ENOSYS as u32
+        );
+        assert_eq!(run(&p, nr(libc::SYS_read), [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(&p, nr(libc::SYS_openat), [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(&p, nr(libc::SYS_read) | X32_SYSCALL_BIT, [0; 6]), EPERM);
+    }
+
+    #[test]
+    fn clone_and_unshare_may_not_make_a_user_namespace() {
+        let p = filter(true, false);
+        for n in [libc::SYS_clone, libc::SYS_unshare] {
+            assert_eq!(run(&p, nr(n), [CLONE_NEWUSER, 0, 0, 0, 0, 0]), EPERM);
+            assert_eq!(
+                run(&p, nr(n), [libc::CLONE_FILES as u32, 0, 0, 0, 0, 0]),
+                SECCOMP_RET_ALLOW
+            );
+        }
+    }
+
+    #[test]
+    fn sockets_are_tcp_and_route_netlink_only() {
+        let p = filter(true, false);
+        let sock = |d: i32, t: i32, pr: i32| {
+            run(
+                &p,
+                nr(libc::SYS_socket),
+                [d as u32, t as u32, pr as u32, 0, 0, 0],
+            )
+        };
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_STREAM, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            sock(
+                libc::AF_INET6,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                libc::IPPROTO_TCP
+            ),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_DGRAM, 0), EPERM);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_RAW, 1), EPERM);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_STREAM, 262), EPERM); // MPTCP
+        assert_eq!(sock(libc::AF_UNIX, libc::SOCK_STREAM, 0), EPERM);
+        assert_eq!(sock(libc::AF_PACKET, libc::SOCK_RAW, 0), EPERM);
+        assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 9), EPERM); // NETLINK_AUDIT
+        let no_tcp = filter(false, false);
+        assert_eq!(
+            run(
+                &no_tcp,
+                nr(libc::SYS_socket),
+                [libc::AF_INET as u32, libc::SOCK_STREAM as u32, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        let pair = |t: i32| {
+            run(
+                &p,
+                nr(libc::SYS_socketpair),
+                [libc::AF_UNIX as u32, t as u32, 0, 0, 0, 0],
+            )
+        };
+        assert_eq!(
+            pair(libc::SOCK_STREAM | libc::SOCK_CLOEXEC),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(pair(libc::SOCK_SEQPACKET), SECCOMP_RET_ALLOW);
+        assert_eq!(pair(libc::SOCK_DGRAM), EPERM);
+        assert_eq!(
+            run(
+                &p,
+                nr(libc::SYS_socketpair),
+                [libc::AF_INET as u32, 1, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        assert_eq!(run(&p, nr(libc::SYS_fanotify_init), [0; 6]), EPERM);
+    }
+
+    #[test]
+    fn fast_open_and_terminal_injection_are_refused() {
+        let p = filter(true, false);
+        assert_eq!(
+            run(&p, nr(libc::SYS_sendto), [3, 0, 0, MSG_FASTOPEN, 0, 0]),
+            EPERM
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_sendto), [3, 0, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_sendmsg), [3, 0, MSG_FASTOPEN, 0, 0, 0]),
+            EPERM
+        );
+        for &req in IOCTLS {
+            assert_eq!(run(&p, nr(libc::SYS_ioctl), [0, req, 0, 0, 0, 0]), EPERM);
+        }
+        assert_eq!(
+            run(&p, nr(libc::SYS_ioctl), [0, 0x5401, 0, 0, 0, 0]), // TCGETS
+            SECCOMP_RET_ALLOW
+        );
+    }
+}

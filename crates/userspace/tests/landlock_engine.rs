@@ -1,0 +1,595 @@
+//! The Landlock engine on the running kernel, natively (no VM): every test confines real
+//! commands and tries to get around a rule, and fails, never skips, where Landlock or root is
+//! missing. The families follow the BPF engine's kernel tests: reads, writes and attributes,
+//! execution (directly, through the loader, from memory), links and renames, `/proc`, other
+//! processes, the gates (`bpf`, mounts, namespaces, io_uring, keyrings), sockets.
+
+mod landlock_support;
+
+use landlock_support::{Ws, policy_text};
+
+const SH: &str = "/usr/bin/dash";
+/// A shell and the programs the scripts below use.
+const TOOLS: &[&str] = &[
+    "/usr/bin/dash",
+    "/usr/bin/cat",
+    "/usr/bin/touch",
+    "/usr/bin/chmod",
+    "/usr/bin/ln",
+    "/usr/bin/mv",
+    "/usr/bin/ls",
+];
+const PERL: &str = "/usr/bin/perl";
+const PYTHON: &str = "/usr/bin/python3.11";
+
+fn tools_and(more: &[&'static str]) -> Vec<&'static str> {
+    TOOLS.iter().chain(more).copied().collect()
+}
+
+#[test]
+fn reads_only_what_is_granted() {
+    let t = Ws::new();
+    t.write("data.txt", "hello");
+    let secret = t.outside("secret.txt", "top secret");
+    let p = t.policy(&policy_text(&["./**"], &[], &["/usr/bin/cat"], ""));
+    let ok = t.run(&p, &["/usr/bin/cat", "data.txt"]);
+    assert_eq!((ok.status, ok.stdout.as_str()), (0, "hello"), "{ok:?}");
+    let denied = t.run(&p, &["/usr/bin/cat", secret.to_str().unwrap()]);
+    assert_ne!(denied.status, 0, "{denied:?}");
+    assert!(denied.stderr.contains("Permission denied"), "{denied:?}");
+}
+
+#[test]
+fn a_symlink_or_hard_link_in_the_workspace_does_not_reach_a_secret() {
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    std::os::unix::fs::symlink(&secret, t.path().join("link")).unwrap();
+    let p = t.policy(&policy_text(&["./**"], &["./**"], &tools_and(&[]), ""));
+    let r = t.run(&p, &["/usr/bin/cat", "link"]);
+    assert_ne!(r.status, 0, "{r:?}");
+    assert!(!r.stdout.contains("secret"), "{r:?}");
+    // Making a hard link to it from inside the scope.
+    let r = t.run(
+        &p,
+        &[
+            SH,
+            "-c",
+            &format!("ln {} hard && cat hard", secret.display()),
+        ],
+    );
+    assert_ne!(r.status, 0, "{r:?}");
+    assert!(!r.stdout.contains("secret"), "{r:?}");
+    assert!(!t.path().join("hard").exists());
+}
+
+#[test]
+fn writes_and_attribute_changes_only_under_write_grants() {
+    let t = Ws::new();
+    t.write("src/lib.rs", "fn main() {}");
+    t.write("out/keep.txt", "");
+    let outside = t.outside("config", "safe");
+    let p = t.policy(&policy_text(&["./**"], &["./out/**"], &tools_and(&[]), ""));
+    let ok = t.run(
+        &p,
+        &[
+            SH,
+            "-c",
+            "echo built > out/app && chmod 755 out/app && touch -d 2001-01-01 out/keep.txt",
+        ],
+    );
+    assert_eq!(ok.status, 0, "{ok:?}");
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("out/app")).unwrap(),
+        "built\n"
+    );
+    for attack in [
+        "echo x > src/lib.rs",
+        "echo x >> src/lib.rs",
+        "touch src/new.rs",
+        "chmod 777 src/lib.rs",
+        "touch -d 2001-01-01 src/lib.rs",
+        "mv src/lib.rs out/",
+        "ln src/lib.rs out/lib.rs",
+    ] {
+        let r = t.run(&p, &[SH, "-c", attack]);
+        assert_ne!(r.status, 0, "`{attack}` succeeded: {r:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("src/lib.rs")).unwrap(),
+        "fn main() {}"
+    );
+    let meta = std::fs::metadata(t.path().join("src/lib.rs")).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_ne!(meta.permissions().mode() & 0o777, 0o777);
+    let r = t.run(
+        &p,
+        &[SH, "-c", &format!("echo pwned > {}", outside.display())],
+    );
+    assert_ne!(r.status, 0, "{r:?}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "safe");
+}
+
+#[test]
+fn only_granted_programs_run_directly_or_through_the_loader() {
+    let t = Ws::new();
+    let p = t.policy(&policy_text(
+        &["./**", "/usr/bin/**"],
+        &["./**"],
+        &[SH, "/usr/bin/cat"],
+        "",
+    ));
+    let ok = t.run(&p, &[SH, "-c", "echo hi | /usr/bin/cat"]);
+    assert_eq!((ok.status, ok.stdout.as_str()), (0, "hi\n"), "{ok:?}");
+    // Not granted: refused at execve.
+    let r = t.run(&p, &[SH, "-c", "/usr/bin/ls /"]);
+    assert_ne!(r.status, 0, "{r:?}");
+    // The dynamic loader is executable (under the libraries' grant), and is asked to map a
+    // program no exec grant covers: the mapping is refused (the scope's mounts are noexec).
+    let r = t.run(&p, &[SH, "-c", "/lib64/ld-linux-x86-64.so.2 /usr/bin/ls /"]);
+    assert_ne!(r.status, 0, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+    // A copy in the writable workspace is not executable either.
+    let r = t.run(
+        &p,
+        &[
+            SH,
+            "-c",
+            "/usr/bin/cat /usr/bin/ls > ls && chmod +x ls; ./ls /",
+        ],
+    );
+    assert_ne!(r.status, 0, "{r:?}");
+    let r = t.run(&p, &[SH, "-c", "/lib64/ld-linux-x86-64.so.2 ./ls /"]);
+    assert_ne!(r.status, 0, "{r:?}");
+    assert!(r.stdout.is_empty(), "{r:?}");
+}
+
+#[test]
+fn a_program_from_memory_does_not_run() {
+    let t = Ws::new();
+    let p = t.policy(&policy_text(&["./**", "/usr/bin/**"], &[], &[PYTHON], ""));
+    // memfd_create, copy a real program in, and execute it by its descriptor.
+    let script = r#"
+import os
+fd = os.memfd_create("x")
+os.write(fd, open("/usr/bin/true", "rb").read())
+try:
+    os.execv(f"/proc/self/fd/{fd}", ["x"])
+except OSError as e:
+    print("refused", e.errno)
+"#;
+    let r = t.run(&p, &[PYTHON, "-I", "-S", "-c", script]);
+    assert!(r.stdout.starts_with("refused"), "{r:?}");
+}
+
+#[test]
+fn proc_holds_only_the_scope_and_its_own_entries() {
+    let t = Ws::new();
+    let p = t.policy(&policy_text(
+        &["/proc/self/**", "/proc/thread-self/**"],
+        &[],
+        &tools_and(&[]),
+        "",
+    ));
+    let r = t.run(&p, &[SH, "-c", "cat /proc/self/status; ls /proc"]);
+    assert_eq!(r.status, 0, "{r:?}");
+    assert!(r.stdout.starts_with("Name:\tcat"), "{r:?}");
+    // PID 1 is the scope's own first process; bee's and the host's are not there.
+    let me = std::process::id().to_string();
+    assert!(!r.stdout.lines().any(|l| l == me), "{r:?}");
+    assert!(!r.stdout.contains("meminfo"), "{r:?}");
+    // bee's own entries (its environment) are not in the scope's /proc.
+    let r = t.run(&p, &[SH, "-c", &format!("cat /proc/{me}/environ")]);
+    assert_ne!(r.status, 0, "{r:?}");
+    assert!(!r.stdout.contains("PATH="), "{r:?}");
+}
+
+#[test]
+fn other_processes_cannot_be_signalled_or_traced() {
+    let t = Ws::new();
+    let mut victim = std::process::Command::new("/usr/bin/sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = victim.id();
+    let p = t.policy(&policy_text(&[], &[], &tools_and(&[PERL]), ""));
+    let r = t.run(
+        &p,
+        &[
+            PERL,
+            "-e",
+            &format!("print kill(9, {pid}) ? 'killed' : 'refused'"),
+        ],
+    );
+    assert_eq!(r.stdout, "refused", "{r:?}");
+    assert!(victim.try_wait().unwrap().is_none(), "the victim died");
+    // Every process it can see (`kill -1`): only its own namespace.
+    let r = t.run(&p, &[PERL, "-e", "kill(9, -1); print 'alive'"]);
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "kill -1 reached the host: {r:?}"
+    );
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+}
+
+/// Each gate as a raw system call from perl: the call must fail.
+#[test]
+fn the_gates_hold() {
+    let t = Ws::new();
+    let p = t.policy(&policy_text(&[], &["/tmp/**"], &[PERL], ""));
+    let calls = [
+        ("bpf", "syscall(321, 0, 0, 0)"),
+        (
+            "mount",
+            "my ($s, $t, $f) = ('none', '/tmp', 'tmpfs'); syscall(165, $s, $t, $f, 0, 0)",
+        ),
+        ("unshare(CLONE_NEWUSER)", "syscall(272, 0x10000000)"),
+        ("unshare(CLONE_NEWNS)", "syscall(272, 0x00020000)"),
+        (
+            "io_uring_setup",
+            "my $p = \"\\0\" x 120; syscall(425, 8, $p)",
+        ),
+        ("keyctl", "syscall(250, 0, -3, 0)"), // KEYCTL_GET_KEYRING_ID of the user keyring
+        ("perf_event_open", "syscall(298, 0, 0, -1, -1, 0)"),
+        ("syslog", "my $b = \"\\0\" x 64; syscall(103, 3, $b, 64)"),
+        ("clone3", "syscall(435, 0, 0)"),
+        ("ptrace(PTRACE_ATTACH, 1)", "syscall(101, 16, 1, 0, 0)"),
+    ];
+    for (what, call) in calls {
+        let r = t.run(
+            &p,
+            &[
+                PERL,
+                "-e",
+                &format!("my $rc = do {{ {call} }}; print $rc < 0 ? 'refused' : 'ran'"),
+            ],
+        );
+        assert_eq!(r.stdout, "refused", "{what}: {r:?}");
+    }
+}
+
+#[test]
+fn sockets_other_than_granted_tcp_are_refused() {
+    let t = Ws::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!(
+        "use Socket; socket(my $s, PF_INET, SOCK_STREAM, 0) or die 'socket'; connect($s, pack_sockaddr_in({port}, inet_aton('127.0.0.1'))) ? print 'connected' : print 'refused'"
+    );
+    let denied = t.policy(&policy_text(
+        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
+        &[],
+        &[PERL],
+        "",
+    ));
+    let r = t.run(&denied, &[PERL, "-e", &connect]);
+    assert_eq!(r.stdout, "refused", "{r:?}");
+    let granted = t.policy(&policy_text(
+        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
+        &[],
+        &[PERL],
+        &format!(
+            "[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [{port}]\nproto = \"tcp\"\n"
+        ),
+    ));
+    let r = t.run(&granted, &[PERL, "-e", &connect]);
+    assert_eq!(r.stdout, "connected", "{r:?}");
+    for (what, sock) in [
+        ("udp", "socket(my $s, PF_INET, SOCK_DGRAM, 0)"),
+        ("raw", "socket(my $s, PF_INET, SOCK_RAW, 1)"),
+        ("unix", "socket(my $s, PF_UNIX, SOCK_STREAM, 0)"),
+        ("packet", "socket(my $s, 17, SOCK_RAW, 0)"),
+    ] {
+        let r = t.run(
+            &granted,
+            &[
+                PERL,
+                "-e",
+                &format!("use Socket; {sock} ? print 'made' : print 'refused'"),
+            ],
+        );
+        assert_eq!(r.stdout, "refused", "{what}: {r:?}");
+    }
+    // A listening socket would take connections no rule names.
+    let r = t.run(&granted, &[PERL, "-e", "use Socket; socket(my $s, PF_INET, SOCK_STREAM, 0) or die; listen($s, 1) ? print 'listening' : print 'refused'"]);
+    assert_eq!(r.stdout, "refused", "{r:?}");
+}
+
+#[test]
+fn the_scope_cannot_leave_its_cgroup() {
+    let t = Ws::new();
+    let p = t.policy(&policy_text(
+        &["/sys/fs/cgroup/**"],
+        &[],
+        &tools_and(&[]),
+        "",
+    ));
+    let r = t.run(
+        &p,
+        &[SH, "-c", "echo $$ > /sys/fs/cgroup/unified/cgroup.procs || echo $$ > /sys/fs/cgroup/cgroup.procs"],
+    );
+    assert_ne!(r.status, 0, "{r:?}");
+}
+
+#[test]
+fn a_policy_landlock_cannot_express_is_refused_before_anything_runs() {
+    let t = Ws::new();
+    let p = t.policy("version = 1\n[fs]\nread = [\"./**\"]\ndeny = [\"./**/*.key\"]\n");
+    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
+    let parent = bee_userspace::cgroup::CgroupParent::open_default().unwrap();
+    let err = bee_userspace::scope::Scope::create_for_policy(
+        &engine,
+        &parent,
+        &p,
+        bee_userspace::scope::ScopeOptions::default(),
+    )
+    .expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains("fs.deny[0] `./**/*.key`"), "{text}");
+}
+
+#[test]
+fn renames_and_proc_magic_links_do_not_move_a_secret_in_or_a_grant_out() {
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    t.write("granted/file", "mine");
+    let p = t.policy(&policy_text(&["./**"], &["./**"], &tools_and(&[]), ""));
+    for attack in [
+        format!("mv {} ./stolen", secret.display()),
+        format!("mv ./granted {}/moved", t.outside_dir().display()),
+        format!("cat /proc/self/root{}", secret.display()),
+        format!("cat /proc/1/root{}", secret.display()),
+        format!("ln -s {} ./l && cat ./l", secret.display()),
+    ] {
+        let r = t.run(&p, &[SH, "-c", &attack]);
+        assert_ne!(r.status, 0, "`{attack}` succeeded: {r:?}");
+        assert!(!r.stdout.contains("secret"), "`{attack}`: {r:?}");
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret");
+    assert!(!t.path().join("stolen").exists());
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("granted/file")).unwrap(),
+        "mine"
+    );
+    // Within the writable tree, renames work.
+    let r = t.run(
+        &p,
+        &[
+            SH,
+            "-c",
+            "mv granted/file granted/renamed && cat granted/renamed",
+        ],
+    );
+    assert_eq!((r.status, r.stdout.as_str()), (0, "mine"), "{r:?}");
+}
+
+#[test]
+fn a_v4_mapped_address_reaches_only_granted_ports() {
+    let t = Ws::new();
+    let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (granted, other) = (
+        open.local_addr().unwrap().port(),
+        closed.local_addr().unwrap().port(),
+    );
+    let p = t.policy(&policy_text(
+        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
+        &[],
+        &[PERL],
+        &format!("[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [{granted}]\nproto = \"tcp\"\n"),
+    ));
+    let connect = |port: u16| {
+        format!(
+            "use Socket qw(:all); socket(my $s, AF_INET6, SOCK_STREAM, 0) or die 'socket'; \
+             my $a = inet_pton(AF_INET6, '::ffff:127.0.0.1'); \
+             connect($s, pack_sockaddr_in6({port}, $a)) ? print 'connected' : print 'refused'"
+        )
+    };
+    let r = t.run(&p, &[PERL, "-e", &connect(granted)]);
+    assert_eq!(r.stdout, "connected", "{r:?}");
+    let r = t.run(&p, &[PERL, "-e", &connect(other)]);
+    assert_eq!(r.stdout, "refused", "{r:?}");
+    // Name servers are reached by UDP, which is refused, and TCP port 53 is not granted.
+    let r = t.run(
+        &p,
+        &[
+            PERL,
+            "-e",
+            "use Socket; socket(my $s, PF_INET, SOCK_DGRAM, 0) ? print 'made' : print 'refused'",
+        ],
+    );
+    assert_eq!(r.stdout, "refused", "{r:?}");
+}
+
+#[test]
+fn a_carve_out_tree_is_hidden_by_a_mount_the_scope_cannot_remove() {
+    let t = Ws::new();
+    t.write("secrets/key", "top secret");
+    t.write("src/lib.rs", "code");
+    let mut text = policy_text(&["./**"], &["./**"], &tools_and(&[]), "");
+    text = text.replace("[exec]", "deny = [\"./secrets/**\"]\n[exec]");
+    let p = t.policy(&text);
+    let ok = t.run(&p, &[SH, "-c", "cat src/lib.rs && echo more >> src/lib.rs"]);
+    assert_eq!((ok.status, ok.stdout.as_str()), (0, "code"), "{ok:?}");
+    for attack in [
+        "cat secrets/key",
+        "ls secrets",
+        "echo x > secrets/new",
+        "mv secrets gone",
+        "rm -rf secrets",
+        "cat ./src/../secrets/key",
+        "chmod 777 secrets",
+        "ln secrets/key stolen",
+    ] {
+        let r = t.run(&p, &[SH, "-c", attack]);
+        assert_ne!(r.status, 0, "`{attack}` succeeded: {r:?}");
+        assert!(!r.stdout.contains("secret"), "`{attack}`: {r:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("secrets/key")).unwrap(),
+        "top secret"
+    );
+    assert!(!t.path().join("secrets/new").exists());
+}
+
+#[test]
+fn a_protected_tree_stays_read_only_and_an_exec_carve_out_does_not_run() {
+    let t = Ws::new();
+    t.write("deploy/run.sh", "echo deploy");
+    t.write("notes.txt", "n");
+    std::fs::create_dir_all(t.path().join("bin")).unwrap();
+    for name in ["cat", "ls"] {
+        std::fs::copy(format!("/usr/bin/{name}"), t.path().join("bin").join(name)).unwrap();
+    }
+    let text = policy_text(&["./**"], &["./**"], &tools_and(&["./bin/**"]), "").replace(
+        "[exec]",
+        "protect = [\"./deploy/**\"]\n[exec]\ndeny = [\"./bin/ls\"]",
+    );
+    let p = t.policy(&text);
+    let ok = t.run(
+        &p,
+        &[
+            SH,
+            "-c",
+            "cat deploy/run.sh && echo more >> notes.txt && ./bin/cat notes.txt",
+        ],
+    );
+    assert_eq!(ok.status, 0, "{ok:?}");
+    for attack in [
+        "echo pwned > deploy/run.sh",
+        "echo x > deploy/new.sh",
+        "rm deploy/run.sh",
+        "mv deploy elsewhere",
+        "chmod 777 deploy/run.sh",
+        "./bin/ls /",
+        "/lib64/ld-linux-x86-64.so.2 ./bin/ls /",
+    ] {
+        let r = t.run(&p, &[SH, "-c", attack]);
+        assert_ne!(r.status, 0, "`{attack}` succeeded: {r:?}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("deploy/run.sh")).unwrap(),
+        "echo deploy"
+    );
+    assert!(!t.path().join("deploy/new.sh").exists());
+}
+
+/// Found by attacking the engine: a datagram socket of a `socketpair` could send to a host's
+/// pathname socket, and fanotify could watch host paths.
+#[test]
+fn a_socket_pair_cannot_reach_a_host_socket_and_nothing_is_watched() {
+    let t = Ws::new();
+    let dir = t.outside_dir().join("sock");
+    std::fs::create_dir_all(&dir).unwrap();
+    let host = std::os::unix::net::UnixDatagram::bind(dir.join("dg.sock")).unwrap();
+    host.set_nonblocking(true).unwrap();
+    let p = t.policy(&policy_text(
+        &[
+            "/usr/share/perl/**",
+            "/usr/lib/x86_64-linux-gnu/perl/**",
+            "./**",
+        ],
+        &["./**"],
+        &[PERL],
+        "",
+    ));
+    let script = format!(
+        "use Socket; socketpair(my $a, my $b, AF_UNIX, SOCK_DGRAM, 0) or do {{ print 'refused'; exit }}; \
+         send($b, 'ping', 0, pack_sockaddr_un('{}')) ? print 'sent' : print 'refused'",
+        dir.join("dg.sock").display()
+    );
+    let r = t.run(&p, &[PERL, "-e", &script]);
+    assert_eq!(r.stdout, "refused", "{r:?}");
+    let mut buf = [0u8; 16];
+    assert!(
+        host.recv(&mut buf).is_err(),
+        "the host socket got a datagram"
+    );
+    // A stream pair still works (pipes between the scope's own processes).
+    let r = t.run(&p, &[PERL, "-e", "use Socket; socketpair(my $a, my $b, AF_UNIX, SOCK_STREAM, 0) ? print 'paired' : print 'refused'"]);
+    assert_eq!(r.stdout, "paired", "{r:?}");
+    // fanotify_init in its unprivileged mode (FAN_REPORT_FID | FAN_REPORT_DIR_FID | FAN_REPORT_NAME).
+    let r = t.run(
+        &p,
+        &[
+            PERL,
+            "-e",
+            "my $fd = syscall(300, 0x00000e00, 0); print $fd < 0 ? 'refused' : 'watching'",
+        ],
+    );
+    assert_eq!(r.stdout, "refused", "{r:?}");
+}
+
+/// Found by attacking the engine: without a working directory of its own, a command's
+/// relative writes went to the read-only mount under the workspace's bind.
+#[test]
+fn relative_paths_in_the_inherited_working_directory_see_the_grants() {
+    let t = Ws::new();
+    let p = t.policy(&policy_text(&["./**"], &["./**"], &tools_and(&[]), ""));
+    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
+    let parent = bee_userspace::cgroup::CgroupParent::open_default().unwrap();
+    let scope = bee_userspace::scope::Scope::create_for_policy(
+        &engine,
+        &parent,
+        &p,
+        bee_userspace::scope::ScopeOptions::default(),
+    )
+    .unwrap();
+    // No current_dir on the spec: the child inherits this process's, set to the workspace.
+    let before = std::env::current_dir().unwrap();
+    std::env::set_current_dir(t.path()).unwrap();
+    let spec = bee_userspace::launch::LaunchSpec::new(SH).args(["-c", "echo made > rel.txt"]);
+    let spawned = scope.spawn(&spec);
+    std::env::set_current_dir(before).unwrap();
+    let mut launched = spawned.unwrap();
+    let report = scope.finish(&mut launched, &mut |_| {}).unwrap();
+    assert_eq!(report.outcome.exit_code(), 0);
+    assert_eq!(
+        std::fs::read_to_string(t.path().join("rel.txt")).unwrap(),
+        "made\n"
+    );
+}
+
+/// Found by attacking the engine: a scope swapping a granted directory with a symbolic link
+/// (`renameat2(RENAME_EXCHANGE)`) while another call of the same policy started could get a
+/// writable clone of a host tree mounted inside the workspace, since the mounts were made by
+/// name. They are made on descriptors of the files the parent found, checked by identity.
+#[test]
+fn a_concurrent_rename_never_mounts_a_host_tree_into_the_scope() {
+    let t = Ws::new();
+    let secret = t.outside("host/secret", "top secret");
+    let host = secret.parent().unwrap().to_owned();
+    std::fs::create_dir_all(t.path().join("d/bin")).unwrap();
+    std::fs::create_dir_all(t.path().join("x")).unwrap();
+    std::os::unix::fs::symlink(&host, t.path().join("x/bin")).unwrap();
+    std::os::unix::fs::symlink(t.path().join("x"), t.path().join("dl")).unwrap();
+    let ws = t.path().display().to_string();
+    let p = t.policy(&policy_text(
+        &["./**"],
+        &["./**"],
+        &tools_and(&[PERL, "./d/bin/**"]),
+        "",
+    ));
+    let racer = format!(
+        "my ($a, $b, $end) = ('{ws}/d', '{ws}/dl', time + 4); \
+         while (time < $end) {{ syscall(316, -100, $a, -100, $b, 2) for 1..10000 }}"
+    );
+    let p2 = p.clone();
+    let t2 = std::thread::scope(|s| {
+        let racing = s.spawn(|| t.run(&p2, &[PERL, "-e", &racer]));
+        let mut leaked = Vec::new();
+        for _ in 0..60 {
+            let read = format!("cat {ws}/d/bin/secret {ws}/dl/bin/secret 2>/dev/null");
+            // A launch that finds another file where the parent found one is refused (fail
+            // closed); one that runs must not see the host.
+            if let Ok(r) = t.try_run(&p, &[SH, "-c", &read])
+                && r.stdout.contains("top secret")
+            {
+                leaked.push(r);
+            }
+        }
+        let _ = racing.join();
+        leaked
+    });
+    assert!(t2.is_empty(), "a call read the host's secret: {t2:?}");
+}
