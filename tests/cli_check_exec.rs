@@ -45,7 +45,7 @@ const POLICY: &str = "version = 1\n[fs]\nread = [\"/usr/**\"]\n[exec]\nallow = [
 
 #[test]
 fn check_fails_closed_and_names_the_probe() {
-    let o = bee(&["check"]);
+    let o = bee(&["check", "--engine", "bpf-lsm"]);
     assert_eq!(code(&o), 65, "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("FAIL lsm-probe"), "{out}");
@@ -63,7 +63,7 @@ fn check_fails_closed_and_names_the_probe() {
 
 #[test]
 fn check_json_has_every_gate() {
-    let o = bee(&["check", "--json"]);
+    let o = bee(&["check", "--json", "--engine", "bpf-lsm"]);
     assert_eq!(code(&o), 65);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
     assert_eq!(v["supported"], false);
@@ -110,6 +110,8 @@ fn exec_refuses_with_69_and_never_runs_the_command() {
     let script = format!("touch {}", marker.display());
     let o = bee(&[
         "exec",
+        "--engine",
+        "bpf-lsm",
         "--policy",
         &policy,
         "--audit",
@@ -180,6 +182,8 @@ fn exec_invalid_or_unenforceable_policy_exits_65() {
     let unplannable = s.file("long.toml", &long);
     let o = bee(&[
         "exec",
+        "--engine",
+        "bpf-lsm",
         "--policy",
         &unplannable,
         "--",

@@ -211,12 +211,14 @@ fn entries_show_every_value_with_its_origin() {
     assert_eq!(get("tools.shell_timeout_seconds").2.to_string(), "default");
     assert_eq!(get("repl.theme").1, "dark");
     assert_eq!(get("repl.tui").1, "false");
+    assert_eq!(get("enforcement.engine").1, "auto");
+    assert_eq!(get("enforcement.engine").2.to_string(), "default");
     assert!(
         get("security.ledger")
             .1
             .ends_with(".bee/findings/ledger.jsonl")
     );
-    assert_eq!(entries.len(), 18);
+    assert_eq!(entries.len(), 19);
 }
 
 #[test]

@@ -24,6 +24,7 @@ fn started(run: &str, episode: &str, model: &str) -> EpisodeStarted {
         policy: PolicyRecord {
             source: Some("policies/cargo-test.toml".into()),
             enforcement: Enforcement::Kernel,
+            engine: None,
             requested: None,
             installed: None,
             tools: std::collections::BTreeMap::new(),

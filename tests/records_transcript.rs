@@ -22,6 +22,7 @@ fn started(run: &str, episode: &str) -> EpisodeStarted {
         policy: PolicyRecord {
             source: None,
             enforcement: Enforcement::Host,
+            engine: None,
             requested: None,
             installed: None,
             tools: std::collections::BTreeMap::new(),

@@ -16,8 +16,10 @@ use std::time::Duration;
 use support::Buf;
 
 use bee::app::enforcement::Refusal;
-use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with, sandbox_factory};
-use bee::config::Env;
+use bee::app::run::{
+    FactoryFn, RunContext, RunStatus, SandboxFactory, parse_args, run_with, sandbox_factory,
+};
+use bee::config::{EngineChoice, Env};
 use bee::episode::{Bounds, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ErrorCategory, ToolCall, ToolDef};
 use bee::records::{
@@ -202,7 +204,10 @@ fn run(project: &Project, fake: &Arc<Fake>, args: &[&str], interrupt: Interrupt)
     let out = Buf::default();
     let err = Buf::default();
     let f = Arc::clone(fake);
-    let factory = move |e: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+    let factory = move |e: Enforcement,
+                        _: EngineChoice,
+                        _: &[&CompiledPolicy]|
+          -> Result<Box<dyn SandboxFactory>, Refusal> {
         let want = if f.host {
             Enforcement::Host
         } else {
@@ -396,7 +401,11 @@ fn a_missing_api_key_exits_77_before_any_episode() {
 #[test]
 fn enforcement_unavailable_exits_69_before_any_model_call() {
     let p = Project::new(SCENARIO, &[DONE]);
-    let (status, text) = run_with_factory(&p, &sandbox_factory);
+    // The BPF LSM named: this host runs the Landlock engine, which `auto` would take.
+    let bpf_lsm = |e: Enforcement, _: EngineChoice, policies: &[&CompiledPolicy]| {
+        sandbox_factory(e, EngineChoice::BpfLsm, policies)
+    };
+    let (status, text) = run_with_factory(&p, &bpf_lsm);
     assert_eq!(status, RunStatus::EnforcementUnavailable);
     assert_eq!(status.code(), 69);
     // This host's kernel lists bpf yet refuses LSM programs: the reason is the probe's.
@@ -423,10 +432,7 @@ fn entries(dir: &Path) -> Vec<std::ffi::OsString> {
 }
 
 /// Runs the project's scenario with `factory`; returns the status and what went to stderr.
-fn run_with_factory(
-    p: &Project,
-    factory: &dyn Fn(Enforcement) -> Result<Box<dyn SandboxFactory>, Refusal>,
-) -> (RunStatus, String) {
+fn run_with_factory(p: &Project, factory: &FactoryFn<'_>) -> (RunStatus, String) {
     let args = parse_args(["--scenario", "scenario.toml", "--provider", "provider.toml"]).unwrap();
     let err = Buf::default();
     let status = run_with(
@@ -447,7 +453,10 @@ fn run_with_factory(
 /// Runs with a factory that refuses as `refusal` does, counting how often it was asked.
 fn refused_run(p: &Project, refusal: &Refusal) -> (RunStatus, String, usize) {
     let asked = AtomicUsize::new(0);
-    let factory = |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+    let factory = |_: Enforcement,
+                   _: EngineChoice,
+                   _: &[&CompiledPolicy]|
+     -> Result<Box<dyn SandboxFactory>, Refusal> {
         asked.fetch_add(1, Ordering::SeqCst);
         Err(refusal.clone())
     };
@@ -515,7 +524,10 @@ fn no_provider_exits_64() {
     let args = parse_args(["--scenario", "scenario.toml"]).unwrap();
     let err = Buf::default();
     let fake = Arc::new(Fake::default());
-    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+    let factory = move |_: Enforcement,
+                        _: EngineChoice,
+                        _: &[&CompiledPolicy]|
+          -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(FakeRef(Arc::clone(&fake))))
     };
     let status = run_with(
@@ -878,7 +890,10 @@ fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
     .unwrap();
     let out = Buf::default();
     let fake = Arc::new(Fake::default());
-    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+    let factory = move |_: Enforcement,
+                        _: EngineChoice,
+                        _: &[&CompiledPolicy]|
+          -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(FakeRef(Arc::clone(&fake))))
     };
     let temp = p.path().join("tmp");
@@ -921,5 +936,10 @@ fn json_lines_say_how_each_episode_finished() {
     assert_eq!(finished["finished"]["outcome"], "provider-error");
     let error = &finished["finished"]["provider_error"];
     assert_eq!(error["category"], "protocol");
-    assert!(error["message"].as_str().unwrap().contains("no turn left"));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("has ended: all")
+    );
 }

@@ -469,6 +469,10 @@ impl ToolExecutor for AgentExecutor<'_> {
         self.inner.policies()
     }
 
+    fn engine(&self) -> Option<bee_userspace::scope::EngineKind> {
+        self.inner.engine()
+    }
+
     fn tool_policies(&self) -> std::collections::BTreeMap<String, String> {
         self.inner.tool_policies()
     }

@@ -1,12 +1,20 @@
-//! `bee check`: can this kernel, and this process, enforce bee policies?
+//! `bee check`: can this kernel, and this process, enforce bee policies — and with which
+//! engine?
 //!
-//! Runs every gate of [`SupportReport::detect`] — the last one loads and attaches a real LSM
-//! program — and prints each with its verdict, what was found and, for a failure, the fix.
+//! Runs every gate of [`SupportReport::detect`] for the BPF LSM — the last one loads and
+//! attaches a real LSM program — and the Landlock engine's gates ([`LandlockGates`]), and
+//! prints each with its verdict, what was found and, for a failure, the fix. `--engine` says
+//! which engine counts ([`EngineChoice`]; `auto` takes the BPF LSM where its gates pass, and
+//! the Landlock engine where the kernel cannot run the BPF LSM — never where only a privilege
+//! for the BPF LSM is missing, which is the operator's to grant).
 
+use bee_userspace::landlock::abi_version;
+use bee_userspace::scope::EngineKind;
 use bee_userspace::support::SupportReport;
 use serde_json::json;
 
 use super::Exit;
+use super::enforcement::{EngineChoice, holds_sys_admin};
 
 /// Arguments of `bee check`.
 #[derive(Debug, clap::Args)]
@@ -14,31 +22,190 @@ pub struct Args {
     /// Print one JSON object on stdout instead of text.
     #[arg(long)]
     json: bool,
+    /// The engine that must be able to enforce for `bee check` to pass.
+    #[arg(long, value_name = "ENGINE", default_value = "auto")]
+    engine: EngineChoice,
 }
 
-/// Runs `bee check`: 0 when enforcement works here, 65 when it does not.
+/// One gate of the Landlock engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandlockGate {
+    /// `landlock`, `namespaces`, `seccomp`.
+    pub name: &'static str,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What was found.
+    pub reason: String,
+    /// What to do, for a failure.
+    pub fix: Option<String>,
+}
+
+/// The Landlock engine's gates: the kernel's Landlock ABI, the privilege its namespaces need,
+/// and seccomp filters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandlockGates {
+    /// The ABI, when Landlock runs.
+    pub abi: Option<u32>,
+    /// The gates, in order.
+    pub gates: Vec<LandlockGate>,
+}
+
+impl LandlockGates {
+    /// Asks the running kernel and this process.
+    pub fn detect() -> Self {
+        let abi = abi_version();
+        let mut gates = vec![match &abi {
+            Ok(v) => LandlockGate {
+                name: "landlock",
+                passed: true,
+                reason: format!(
+                    "Landlock ABI {v}{}",
+                    if *v >= 4 {
+                        " (TCP port rules)"
+                    } else {
+                        " (no network rules: TCP is refused)"
+                    }
+                ),
+                fix: None,
+            },
+            Err(e) => LandlockGate {
+                name: "landlock",
+                passed: false,
+                reason: match e.raw_os_error() {
+                    Some(libc::EOPNOTSUPP) => {
+                        "Landlock is built in but not enabled at boot".to_owned()
+                    }
+                    _ => format!("this kernel has no Landlock ({e})"),
+                },
+                fix: Some(
+                    "boot Linux 5.13 or newer with `landlock` in `lsm=` (CONFIG_SECURITY_LANDLOCK)"
+                        .to_owned(),
+                ),
+            },
+        }];
+        let admin = holds_sys_admin();
+        gates.push(LandlockGate {
+            name: "namespaces",
+            passed: admin,
+            reason: if admin {
+                "CAP_SYS_ADMIN held: each scope gets mount, PID and IPC namespaces".to_owned()
+            } else {
+                "lacks CAP_SYS_ADMIN, which each scope's mount and PID namespaces need".to_owned()
+            },
+            fix: (!admin).then(|| "run bee as root".to_owned()),
+        });
+        let seccomp = std::path::Path::new("/proc/sys/kernel/seccomp/actions_avail").exists();
+        gates.push(LandlockGate {
+            name: "seccomp",
+            passed: seccomp,
+            reason: if seccomp {
+                "seccomp filters are available".to_owned()
+            } else {
+                "this kernel has no seccomp filters (CONFIG_SECCOMP_FILTER)".to_owned()
+            },
+            fix: (!seccomp).then(|| "boot a kernel built with CONFIG_SECCOMP_FILTER".to_owned()),
+        });
+        Self {
+            abi: abi.ok(),
+            gates,
+        }
+    }
+
+    /// Whether every gate passed.
+    pub fn is_supported(&self) -> bool {
+        self.gates.iter().all(|g| g.passed)
+    }
+}
+
+/// The engine `choice` would use given both reports, `None` when none can enforce.
+pub fn chosen(
+    choice: EngineChoice,
+    bpf: &SupportReport,
+    landlock: &LandlockGates,
+) -> Option<EngineKind> {
+    match choice {
+        EngineChoice::BpfLsm => bpf.is_supported().then_some(EngineKind::BpfLsm),
+        EngineChoice::Landlock => landlock.is_supported().then_some(EngineKind::Landlock),
+        EngineChoice::Auto if bpf.is_supported() => Some(EngineKind::BpfLsm),
+        EngineChoice::Auto if bpf.lacks_only_capabilities() => None,
+        EngineChoice::Auto => landlock.is_supported().then_some(EngineKind::Landlock),
+    }
+}
+
+/// Runs `bee check`: 0 when the engine `--engine` names (or `auto` picks) can enforce here,
+/// 65 when none can.
 pub fn run(args: &Args) -> Exit {
     let report = SupportReport::detect();
+    let landlock = LandlockGates::detect();
+    let engine = chosen(args.engine, &report, &landlock);
     if args.json {
-        println!("{}", to_json(&report));
+        println!("{}", to_json(&report, &landlock, args.engine, engine));
     } else {
-        println!("{report}");
+        if args.engine != EngineChoice::BpfLsm {
+            print!("{}", render_landlock(&landlock, args.engine, engine));
+        }
+        if args.engine != EngineChoice::Landlock {
+            println!("{report}");
+        }
     }
-    if report.is_supported() {
+    if engine.is_some() {
         Exit::Ok
     } else {
         Exit::DataErr
     }
 }
 
-/// The report as JSON: `supported`, `kernel`, the `capabilities` bee needs here (`required`)
+/// The Landlock engine's gates and the choice, as text: first, so that the BPF LSM's report
+/// (whose last line is its verdict) follows.
+fn render_landlock(
+    landlock: &LandlockGates,
+    choice: EngineChoice,
+    engine: Option<EngineKind>,
+) -> String {
+    let mut out = String::new();
+    out.push_str(&match engine {
+        Some(e) => format!("engine: {e} ({})\n", choice.as_str()),
+        None => format!("engine: none can enforce here ({})\n", choice.as_str()),
+    });
+    out.push_str("Landlock engine:\n");
+    for g in &landlock.gates {
+        out.push_str(&format!(
+            "  {} {} {}\n",
+            if g.passed { "pass" } else { "FAIL" },
+            g.name,
+            g.reason
+        ));
+        if let Some(fix) = &g.fix {
+            out.push_str(&format!("       fix: {fix}\n"));
+        }
+    }
+    out.push_str(if landlock.is_supported() {
+        "Landlock engine supported: policies it can express exactly are enforced (`bee validate --engine landlock` says which)\n"
+    } else {
+        "Landlock engine NOT supported\n"
+    });
+    out.push_str("BPF LSM engine:\n");
+    out
+}
+
+/// The report as JSON: `supported` (the engine `--engine` asks for can enforce), `engine`
+/// (the one that would, or `null`), `kernel`, the `capabilities` bee needs here (`required`)
 /// and those it lacks (`missing`), the `kernel_features` bee's programs need that this kernel
 /// lacks (`missing`, each with the release that added it) and the `lowest_kernel` that has
-/// them all (`null` when none is missing), and one object per gate.
-pub fn to_json(report: &SupportReport) -> serde_json::Value {
+/// them all (`null` when none is missing), one object per BPF LSM gate, and `landlock`: its
+/// `supported`, `abi` and gates.
+pub fn to_json(
+    report: &SupportReport,
+    landlock: &LandlockGates,
+    choice: EngineChoice,
+    engine: Option<EngineKind>,
+) -> serde_json::Value {
     json!({
-        "supported": report.is_supported(),
+        "supported": engine.is_some(),
+        "engine": engine.map(EngineKind::as_str),
+        "choice": choice.as_str(),
         "kernel": report.kernel_release,
+        "bpf_lsm": { "supported": report.is_supported() },
         "capabilities": {
             "required": report.required.iter().map(|r| r.name).collect::<Vec<_>>(),
             "missing": report.missing.iter().map(|r| r.name).collect::<Vec<_>>(),
@@ -57,5 +224,15 @@ pub fn to_json(report: &SupportReport) -> serde_json::Value {
             "reason": g.reason,
             "fix": g.fix,
         })).collect::<Vec<_>>(),
+        "landlock": {
+            "supported": landlock.is_supported(),
+            "abi": landlock.abi,
+            "gates": landlock.gates.iter().map(|g| json!({
+                "gate": g.name,
+                "passed": g.passed,
+                "reason": g.reason,
+                "fix": g.fix,
+            })).collect::<Vec<_>>(),
+        },
     })
 }

@@ -13,11 +13,18 @@
 //! process lacks a privilege — capabilities, a writable pin directory, a cgroup it may create
 //! scopes in and join — and [`Exit::Unavailable`] (69, `EX_UNAVAILABLE`) when this kernel
 //! cannot enforce. Either way nothing has been started.
+//!
+//! Which engine enforces is chosen once, by [`open_enforcer`]: the BPF LSM where its support
+//! gates pass, the Landlock engine otherwise (`auto`), or the one named (`--engine`).
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
+use bee_core::CompiledPolicy;
 use bee_userspace::cgroup::{CgroupError, CgroupParent};
 use bee_userspace::engine::{DEFAULT_PIN_ROOT, EngineError, EngineOptions, SharedEngine};
+use bee_userspace::landlock::{LandlockEngine, LandlockPlan};
+use bee_userspace::scope::{Enforcer, EngineKind};
 use bee_userspace::support::SupportReport;
 
 use super::Exit;
@@ -115,6 +122,153 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.what)
     }
+}
+
+pub use crate::config::EngineChoice;
+
+/// The enforcer [`open_enforcer`] chose, and why.
+pub struct Opened {
+    /// The engine, shared by every scope of this process.
+    pub enforcer: Arc<dyn Enforcer + Send + Sync>,
+    /// Which one it is.
+    pub engine: EngineKind,
+    /// Why `auto` passed over the BPF LSM, when it did (one sentence).
+    pub passed_over: Option<String>,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("engine", &self.engine)
+            .field("passed_over", &self.passed_over)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Opened {
+    /// [`check_name_grants`] of each policy where the BPF LSM enforces (the Landlock engine
+    /// refuses name grants when it plans).
+    ///
+    /// # Errors
+    /// As [`check_name_grants`].
+    pub fn check_name_grants(&self, policies: &[&CompiledPolicy]) -> Result<(), Refusal> {
+        if self.engine == EngineKind::BpfLsm {
+            for p in policies {
+                check_name_grants(p)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One line for stderr when the choice was not the BPF LSM: which engine enforces, and
+    /// why.
+    pub fn banner(&self) -> Option<String> {
+        (self.engine == EngineKind::Landlock).then(|| match &self.passed_over {
+            Some(why) => format!("bee: engine: landlock (the BPF LSM cannot enforce here: {why})"),
+            None => "bee: engine: landlock".to_owned(),
+        })
+    }
+}
+
+/// Opens the engine `choice` names for `policies` (every policy the process will enforce,
+/// e.g. a scenario's episodes; empty when not known yet): for `auto`, the BPF LSM when its
+/// support gates pass and its engine loads, else the Landlock engine.
+///
+/// # Errors
+/// A [`Refusal`]: 77 when a privilege is missing, 69 when no engine the choice allows can
+/// enforce here — for the Landlock engine, naming every rule of a policy it cannot enforce
+/// exactly. `auto` never falls back to an engine that would enforce less: it refuses.
+pub fn open_enforcer(
+    choice: EngineChoice,
+    policies: &[&CompiledPolicy],
+) -> Result<Opened, Refusal> {
+    let bpf = || -> Result<Opened, Refusal> {
+        check_support()?;
+        Ok(Opened {
+            enforcer: Arc::new(load_engine()?),
+            engine: EngineKind::BpfLsm,
+            passed_over: None,
+        })
+    };
+    match choice {
+        EngineChoice::BpfLsm => bpf(),
+        EngineChoice::Landlock => open_landlock(policies, None),
+        EngineChoice::Auto => match bpf() {
+            Ok(opened) => Ok(opened),
+            // A missing privilege for the BPF LSM is the operator's to fix, not a reason to
+            // switch engines behind their back.
+            Err(r) if r.is_permission() => Err(r),
+            Err(r) => open_landlock(policies, Some(r)),
+        },
+    }
+}
+
+/// The Landlock engine for `policies`, or why not. `bpf` is the BPF LSM's refusal when `auto`
+/// is falling back: then the refusal is the BPF LSM's, with the Landlock engine's reasons
+/// after its own (so that its first line says what the kernel lacks).
+fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<Opened, Refusal> {
+    let passed_over = bpf.as_ref().map(|r| r.what().to_owned());
+    let combine = |landlock: Refusal| match &bpf {
+        None => landlock,
+        Some(b) => {
+            let mut r = b
+                .clone()
+                .with_cause(landlock.what().to_owned(), landlock.fix.clone());
+            for c in &landlock.causes {
+                r = r.with_cause(format!("the Landlock engine: {}", c.reason), c.fix.clone());
+            }
+            r
+        }
+    };
+    let engine = LandlockEngine::new().map_err(|e| {
+        combine(Refusal::unavailable(format!(
+            "the Landlock engine is unavailable: {e}"
+        )))
+    })?;
+    if !holds_sys_admin() {
+        return Err(combine(
+            Refusal::no_permission(
+                "the Landlock engine needs CAP_SYS_ADMIN for each scope's mount and PID namespaces",
+            )
+            .with_fix("run bee as root"),
+        ));
+    }
+    for p in policies {
+        if let Err(e) = LandlockPlan::new(p, engine.abi()) {
+            let mut r = Refusal::unavailable(format!(
+                "the Landlock engine cannot enforce {} exactly",
+                p.source
+            ))
+            .with_fix(
+                "change the rules below, or run bee where the BPF LSM enforces (`bee check` says where; `cargo xtask demo` runs the demo in a VM)",
+            );
+            for rule in &e.rules {
+                r = r.with_cause(
+                    format!(
+                        "{} `{}` (line {}): {}",
+                        rule.origin.key, rule.origin.text, rule.origin.line, rule.why
+                    ),
+                    None,
+                );
+            }
+            return Err(combine(r));
+        }
+    }
+    Ok(Opened {
+        enforcer: Arc::new(engine),
+        engine: EngineKind::Landlock,
+        passed_over,
+    })
+}
+
+/// Whether this process holds `CAP_SYS_ADMIN` (what the Landlock engine's namespaces need).
+pub fn holds_sys_admin() -> bool {
+    use bee_userspace::support::parse_cap_eff;
+    const CAP_SYS_ADMIN: u32 = 21;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_cap_eff(&s))
+        .is_some_and(|c| c.has(CAP_SYS_ADMIN))
 }
 
 /// Proves that this kernel enforces and that this process holds what it needs to

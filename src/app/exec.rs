@@ -6,7 +6,8 @@
 //! enforcement engine (69 if it cannot be loaded, 77 if the pin directory is not writable),
 //! check that the command can be moved into a scope below the bee cgroup (77 if not), and only
 //! then create the scope and run the command in it. These checks and their statuses are
-//! [`super::enforcement`]'s, shared with `bee run`. Each denial is printed on stderr as it is
+//! [`super::enforcement`]'s, shared with `bee run`; `--engine` chooses the engine
+//! ([`enforcement::open_enforcer`]; the Landlock engine has no learn mode). Each denial is printed on stderr as it is
 //! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
 //! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
 //! not found and 126 when it could not be executed, as with env(1)).
@@ -28,7 +29,7 @@ use bee_core::{CompileOptions, PolicyError, compile_file};
 use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
 use bee_userspace::plan::EnforcementPlan;
-use bee_userspace::scope::{Scope, ScopeError, ScopeOptions};
+use bee_userspace::scope::{EngineKind, Scope, ScopeError, ScopeOptions};
 
 use super::Exit;
 use super::enforcement::{self, Refusal};
@@ -55,6 +56,10 @@ pub struct Args {
     /// Kill the whole scope after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<u64>,
+    /// The enforcement engine: `auto` takes the BPF LSM where `bee check` passes and the
+    /// Landlock engine otherwise.
+    #[arg(long, value_name = "ENGINE", default_value = "auto")]
+    engine: enforcement::EngineChoice,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -102,12 +107,19 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         eprintln!("warning: {w}");
     }
     let policy = compiled.policy;
-    let plan = EnforcementPlan::new(&policy).map_err(|e| {
-        fail(
-            Exit::DataErr,
-            &format!("{}: cannot be enforced: {e}", args.policy.display()),
-        )
-    })?;
+    let bpf_plan = || {
+        EnforcementPlan::new(&policy).map_err(|e| {
+            fail(
+                Exit::DataErr,
+                &format!("{}: cannot be enforced: {e}", args.policy.display()),
+            )
+        })
+    };
+    // With the BPF LSM named, an unenforceable policy is 65 before any kernel check.
+    let mut plan = match args.engine {
+        enforcement::EngineChoice::BpfLsm => Some(bpf_plan()?),
+        _ => None,
+    };
 
     let mut learn = match &args.learn {
         Some(out) => Some(Learn::prepare(
@@ -126,9 +138,17 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         eprint!("{}", r.render("bee", &not_run));
         r.exit()
     };
-    enforcement::check_support().map_err(refused)?;
-    enforcement::check_name_grants(&policy).map_err(refused)?;
-    let enforcer = enforcement::load_engine().map_err(refused)?;
+    let opened = enforcement::open_enforcer(args.engine, &[&policy]).map_err(refused)?;
+    if opened.engine == EngineKind::Landlock && learn.is_some() {
+        return Err(refused(Refusal::unavailable(
+            "learn mode needs the BPF LSM: the Landlock engine reports no denials to learn from",
+        )));
+    }
+    opened.check_name_grants(&[&policy]).map_err(refused)?;
+    if let Some(banner) = opened.banner() {
+        eprintln!("{banner}");
+    }
+    let enforcer = &*opened.enforcer;
 
     let mut audit = match &args.audit {
         Some(path) => Some(open_audit(path)?),
@@ -150,8 +170,18 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         timeout: args.timeout.map(Duration::from_secs),
         ..ScopeOptions::default()
     };
-    let scope = Scope::create(&enforcer, &parent, &policy, &plan, scope_options)
-        .map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
+    let created = match opened.engine {
+        EngineKind::BpfLsm => {
+            let plan = match plan.take() {
+                Some(p) => p,
+                None => bpf_plan()?,
+            };
+            Scope::create(enforcer, &parent, &policy, &plan, scope_options)
+        }
+        EngineKind::Landlock => Scope::create_for_policy(enforcer, &parent, &policy, scope_options),
+    };
+    let scope =
+        created.map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;
     if let Some(l) = &learn {
         l.banner_start();
     }

@@ -46,6 +46,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bee_core::CompiledPolicy;
 use clap::Parser;
 
 use super::Exit;
@@ -57,7 +58,7 @@ use super::setup::{
     with_catalogue,
 };
 use crate::agents::{AgentExecutor, AgentSettings, Caller, Delegation, Roles};
-use crate::config::{Config, Env, Flags, Origin, Refusal, Sourced};
+use crate::config::{Config, EngineChoice, Env, Flags, Origin, Refusal, Sourced};
 pub use crate::episode::SandboxFactory;
 use crate::episode::{
     EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path,
@@ -280,35 +281,44 @@ impl From<RunStatus> for ExitCode {
 /// privileges are missing and 69 when the kernel cannot enforce ([`RunStatus::of_refusal`]).
 pub fn sandbox_factory(
     enforcement: Enforcement,
+    engine: EngineChoice,
+    policies: &[&CompiledPolicy],
 ) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal> {
     match enforcement {
-        Enforcement::Kernel => Ok(Box::new(sandbox::Factory::kernel()?)),
+        Enforcement::Kernel => Ok(Box::new(sandbox::Factory::kernel(engine, policies)?)),
         Enforcement::Host => Ok(Box::new(sandbox::Factory::host())),
     }
 }
 
-/// Refuses the run, as `bee exec` refuses its command, when an episode's policy grants names
-/// and this process cannot load the DNS steering programs
-/// ([`enforcement::check_name_grants`]). The policies compiled when the run was planned.
-fn name_grants_enforceable(plan: &Plan) -> Result<(), enforcement::Refusal> {
-    for ep in &plan.episodes {
-        if let Some(Ok(policy)) = ep
-            .policy
-            .as_deref()
-            .map(|p| compile_policy(p, &ep.def.workspace))
-        {
-            enforcement::check_name_grants(&policy)?;
-        }
-    }
-    Ok(())
+/// The episodes' policies, compiled as when the run was planned: the engine is chosen for
+/// them (the Landlock engine refuses one it cannot enforce exactly, the BPF LSM one whose name
+/// grants this process cannot enforce), before any episode starts.
+fn episode_policies(plan: &Plan) -> Vec<CompiledPolicy> {
+    plan.episodes
+        .iter()
+        .filter_map(|ep| {
+            ep.policy
+                .as_deref()
+                .and_then(|p| compile_policy(p, &ep.def.workspace).ok())
+        })
+        .collect()
 }
+
+/// How [`run_with`] obtains its sandbox: [`sandbox_factory`] in the real command, given how
+/// tools are confined, the engine asked for and the episodes' policies.
+pub type FactoryFn<'a> = dyn Fn(
+        Enforcement,
+        EngineChoice,
+        &[&CompiledPolicy],
+    ) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal>
+    + 'a;
 
 /// What [`run_with`] needs from the process; tests build one by hand.
 pub struct RunContext<'a> {
     /// Current directory and home, for configuration resolution.
     pub env: Env,
     /// Obtains the sandbox ([`sandbox_factory`] in the real command).
-    pub factory: &'a dyn Fn(Enforcement) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal>,
+    pub factory: &'a FactoryFn<'a>,
     /// Progress and the result.
     pub out: Box<dyn Write + Send>,
     /// Notes and errors.
@@ -394,6 +404,8 @@ struct Plan {
     /// Every episode's content hash, all shards': episode id → hash.
     hashes: std::collections::BTreeMap<String, String>,
     enforcement: Enforcement,
+    /// `--engine`, `[enforcement] engine`.
+    engine: EngineChoice,
     provider: ProviderSpec,
     records_dir: PathBuf,
     /// Where every tool call's audit records are appended as JSON lines (`--audit`).
@@ -467,7 +479,9 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
                     RunStatus::Usage,
                     format!(
                         "episode {}: both a policy ({}) and host mode ({}) are set; they \
-                         exclude each other: drop one",
+                         exclude each other: drop one. --host never drops a scenario's \
+                         policy (its tools would run unconfined, doing what the policy was \
+                         written to stop); {HOST_INSTEAD}",
                         def.id,
                         p.display(),
                         config.host.origin
@@ -556,6 +570,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     }
     let roles = discover_roles(env);
     Ok(Plan {
+        engine: config.engine.value,
         agents: agents_on(&config, &roles),
         agent_settings: config.agents.settings(),
         tool_policy_files: config
@@ -582,6 +597,17 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     })
 }
 
+/// What to do where this kernel cannot enforce, said after the 69 refusal.
+const KERNEL_INSTEAD: &str = "`cargo xtask demo` (in a checkout of bee) runs the demo episode in \
+     a QEMU guest whose kernel enforces; a scenario with no policy runs here with `--host`, its \
+     tools as hardened host processes with NO kernel scope (the demo's: `bee run --host \
+     --scenario examples/demo/host-scenario.toml --provider examples/demo/host-provider.toml`)";
+
+/// What to run instead of a scenario with a policy under `--host`.
+const HOST_INSTEAD: &str = "for host mode run a scenario that has no policy (the demo's is \
+     examples/demo/host-scenario.toml, with examples/demo/host-provider.toml), or `cargo xtask \
+     demo` for the enforced demo in a VM";
+
 /// Runs `bee run` with an explicit context. Every refusal is explained on `ctx.err`.
 pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
     let plan = match plan(args, &ctx.env) {
@@ -598,12 +624,9 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             return status;
         }
     };
-    let checked = (ctx.factory)(plan.enforcement).and_then(|f| {
-        if plan.enforcement == Enforcement::Kernel {
-            name_grants_enforceable(&plan)?;
-        }
-        Ok(f)
-    });
+    let policies = episode_policies(&plan);
+    let policies: Vec<&CompiledPolicy> = policies.iter().collect();
+    let checked = (ctx.factory)(plan.enforcement, plan.engine, &policies);
     let mut factory = match checked {
         Ok(f) => f,
         Err(refusal) => {
@@ -612,6 +635,9 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
                 "{}",
                 refusal.render("bee run", "no episode was started, no model was called")
             );
+            if !refusal.is_permission() {
+                let _ = writeln!(ctx.err, "bee run: instead: {KERNEL_INSTEAD}");
+            }
             return RunStatus::of_refusal(&refusal);
         }
     };
@@ -1040,6 +1066,7 @@ impl Shared<'_> {
             policy: PolicyRecord {
                 source: spec.policy.clone(),
                 enforcement: self.factory.enforcement(),
+                engine: None,
                 requested: None,
                 installed: None,
                 tools: std::collections::BTreeMap::new(),

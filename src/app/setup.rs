@@ -164,7 +164,15 @@ pub(crate) fn load_provider(config: &Config) -> Result<ProviderSpec, Refused> {
                 .to_owned(),
         ));
     };
-    ProviderSpec::load(&provider.value).map_err(|e| file_refusal(&e))
+    ProviderSpec::load(&provider.value).map_err(|e| {
+        let mut refused = file_refusal(&e);
+        if let (FileError::Read { .. }, Ok(cwd)) = (&e, std::env::current_dir())
+            && let Some(hint) = crate::config::relative_path_hint("provider", provider, &cwd)
+        {
+            refused.1 = format!("{}\n  help: {hint}", refused.1.trim_end());
+        }
+        refused
+    })
 }
 
 /// Connects the provider once, before any model call: a missing or refused key is 77, any

@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use bee_core::{CompileOptions, Compiled, PolicyError, attenuate, compile_file};
+use bee_userspace::landlock::{LandlockAbi, LandlockPlan, LandlockRefusal};
 use bee_userspace::plan::{EnforcementPlan, PlanStats};
 use serde_json::{Value, json};
 
 use super::Exit;
+use super::enforcement::EngineChoice;
 use super::user::invoking_home;
 
 /// Arguments of `bee validate`.
@@ -28,6 +30,11 @@ pub struct Args {
     /// Print one JSON object on stdout instead of text.
     #[arg(long)]
     json: bool,
+    /// The engine whose plan must succeed: `bpf-lsm` (the kernel maps; the default, and
+    /// `auto`) or `landlock` (refused, rule by rule, when Landlock cannot enforce the policy
+    /// exactly). Either way the other engine's verdict is shown.
+    #[arg(long, value_name = "ENGINE", default_value = "auto")]
+    engine: EngineChoice,
 }
 
 /// What `--emit` prints.
@@ -47,8 +54,16 @@ pub fn run(args: &Args) -> Exit {
         Ok(c) => c,
         Err(exit) => return exit,
     };
+    let landlock = landlock_plan(&child);
+    if args.engine == EngineChoice::Landlock
+        && let Err(e) = &landlock
+    {
+        let message = format!("{}: {e}", args.policy.display());
+        return fail(args.json, Exit::DataErr, &message);
+    }
     let stats = match plan(&args.policy, &child, args.json) {
-        Ok(stats) => stats,
+        Ok(stats) => Some(stats),
+        Err(_) if args.engine == EngineChoice::Landlock => None,
         Err(exit) => return exit,
     };
     let mut report = json!({
@@ -60,6 +75,7 @@ pub fn run(args: &Args) -> Exit {
         "unprotected": child.policy.fs.unprotect.iter().map(|r| r.pattern.to_string()).collect::<Vec<_>>(),
         "plan": stats,
         "hosts": hosts(&child),
+        "landlock": landlock_json(&landlock),
     });
     if let Some(parent_path) = &args.parent {
         let parent = match load(parent_path, &options, args.json) {
@@ -148,14 +164,17 @@ pub fn run(args: &Args) -> Exit {
         for u in report["unprotected"].as_array().into_iter().flatten() {
             eprintln!("   unprotected: {}", u.as_str().unwrap_or_default());
         }
-        eprintln!(
-            "   enforcement plan: {} states, {} edges, {} globs, {} exec pins, {} network prefixes",
-            stats.states,
-            stats.edges_short + stats.edges_long,
-            stats.globs,
-            stats.exec_pins,
-            stats.net_v4_prefixes + stats.net_v6_prefixes,
-        );
+        if let Some(stats) = &stats {
+            eprintln!(
+                "   enforcement plan: {} states, {} edges, {} globs, {} exec pins, {} network prefixes",
+                stats.states,
+                stats.edges_short + stats.edges_long,
+                stats.globs,
+                stats.exec_pins,
+                stats.net_v4_prefixes + stats.net_v6_prefixes,
+            );
+        }
+        eprint!("{}", landlock_text(&landlock));
         if let Some(parent) = &args.parent {
             eprintln!(
                 "   attenuation: every grant is also granted by {}",
@@ -316,6 +335,66 @@ pub(super) fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<
 }
 
 /// Stage two: the policy must be enforceable exactly by the kernel backend.
+/// The Landlock engine's plan for the running kernel's ABI (the newest this build knows, 7,
+/// where the kernel has no Landlock).
+fn landlock_plan(c: &Compiled) -> Result<LandlockPlan, LandlockRefusal> {
+    let abi = bee_userspace::landlock::abi_version().unwrap_or(7);
+    LandlockPlan::new(&c.policy, LandlockAbi(abi))
+}
+
+fn landlock_json(plan: &Result<LandlockPlan, LandlockRefusal>) -> Value {
+    match plan {
+        Ok(p) => json!({
+            "enforceable": true,
+            "abi": p.abi().0,
+            "narrowings": p.narrowings().iter().map(|n| json!({
+                "key": n.origin.key,
+                "line": n.origin.line,
+                "rule": n.origin.text,
+                "why": n.kind.to_string(),
+            })).collect::<Vec<_>>(),
+        }),
+        Err(e) => json!({
+            "enforceable": false,
+            "refused": e.rules.iter().map(|r| json!({
+                "key": r.origin.key,
+                "line": r.origin.line,
+                "rule": r.origin.text,
+                "why": r.why.to_string(),
+            })).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn landlock_text(plan: &Result<LandlockPlan, LandlockRefusal>) -> String {
+    match plan {
+        Ok(p) if p.narrowings().is_empty() => format!(
+            "   landlock engine: enforces it exactly (ABI {})\n",
+            p.abi().0
+        ),
+        Ok(p) => {
+            let mut s = format!(
+                "   landlock engine: enforces it (ABI {}), more strictly for {} rule{}:\n",
+                p.abi().0,
+                p.narrowings().len(),
+                if p.narrowings().len() == 1 { "" } else { "s" }
+            );
+            for n in p.narrowings() {
+                s.push_str(&format!(
+                    "     {} `{}` (line {}): {}\n",
+                    n.origin.key, n.origin.text, n.origin.line, n.kind
+                ));
+            }
+            s
+        }
+        Err(e) => format!(
+            "   landlock engine: cannot enforce it ({} rule{}; `--engine landlock` lists them)\n",
+            e.rules.len(),
+            if e.rules.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 fn plan(path: &Path, compiled: &Compiled, json: bool) -> Result<PlanStats, Exit> {
     EnforcementPlan::new(&compiled.policy)
         .map(|plan| plan.stats())

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use diag::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
 pub(crate) use raw::RawLimits;
@@ -221,6 +221,8 @@ pub struct Config {
     /// `repl.tui`: whether `bee repl` opens the full-screen TUI without `--tui` (a build with
     /// the `tui` feature; `--no-tui` overrides it); default false.
     pub repl_tui: Option<Sourced<bool>>,
+    /// `[enforcement] engine` (or `--engine`): which engine enforces the policy.
+    pub engine: Sourced<EngineChoice>,
     /// `[themes.NAME]`: user themes, checked when their file was read.
     #[serde(skip)]
     pub themes: BTreeMap<String, Sourced<crate::render::Theme>>,
@@ -270,6 +272,34 @@ pub struct Flags {
     /// Stop once the cost reaches USD (an unknown cost counts as reached).
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+    /// The enforcement engine: `auto` (the BPF LSM where `bee check` passes, the Landlock
+    /// engine otherwise), `bpf-lsm` or `landlock`.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<EngineChoice>,
+}
+
+/// Which engine should enforce: `--engine`, `[enforcement] engine`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineChoice {
+    /// The BPF LSM where this kernel runs bee's programs, the Landlock engine otherwise.
+    #[default]
+    Auto,
+    /// bee's BPF LSM programs only.
+    BpfLsm,
+    /// The Landlock engine only.
+    Landlock,
+}
+
+impl EngineChoice {
+    /// `auto`, `bpf-lsm` or `landlock`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::BpfLsm => "bpf-lsm",
+            Self::Landlock => "landlock",
+        }
+    }
 }
 
 /// A finite amount of USD ≥ 0.
@@ -331,6 +361,37 @@ impl Env {
         }
         base.join(p)
     }
+}
+
+/// A hint for a path from a configuration file that does not exist, when the same relative
+/// path does exist under `cwd`: relative paths resolve against the file's directory, so
+/// `provider = "providers/x.toml"` in `.bee/config.toml` names `.bee/providers/x.toml`, and
+/// the path meant was most likely the one under the project (`../providers/x.toml`).
+pub fn relative_path_hint(key: &str, value: &Sourced<PathBuf>, cwd: &Path) -> Option<String> {
+    let Origin::File { path: file, .. } = &value.origin else {
+        return None;
+    };
+    let dir = file.parent()?;
+    let rel = value.value.strip_prefix(dir).ok()?;
+    let meant = cwd.join(rel);
+    if value.value.exists() || !meant.exists() {
+        return None;
+    }
+    // The file's directory is below `cwd` (`.bee/`): climb back up to it.
+    let below = dir.strip_prefix(cwd).ok()?;
+    let up = below
+        .components()
+        .map(|_| Path::new(".."))
+        .collect::<PathBuf>()
+        .join(rel);
+    Some(format!(
+        "`{key}` in {} is relative to that file's directory, {}; {} exists: write \
+         `{key} = \"{}\"` (or an absolute path)",
+        file.display(),
+        dir.display(),
+        meant.display(),
+        up.display()
+    ))
 }
 
 /// How tools will be confined, as [`Config::require_policy_or_host`] decided.
@@ -398,6 +459,7 @@ impl Config {
             agents: AgentsConfig::default(),
             repl_theme: None,
             repl_tui: None,
+            engine: Sourced::default(EngineChoice::Auto),
             themes: BTreeMap::new(),
             ledger: Sourced::default(env.cwd.join(".bee").join("findings").join("ledger.jsonl")),
             scanners: BTreeMap::new(),
@@ -460,6 +522,9 @@ impl Config {
         }
         if let Some(n) = f.max_cost_usd {
             self.limits.cost_usd = Some(Sourced::flag(n, "--max-cost-usd"));
+        }
+        if let Some(e) = f.engine {
+            self.engine = Sourced::flag(e, "--engine");
         }
     }
 
@@ -584,6 +649,13 @@ impl Config {
                 Some(s) => (s.value.clone(), s.origin.clone()),
                 None => ("dark".to_owned(), Origin::Default),
             },
+        );
+        push(
+            "enforcement.engine",
+            (
+                self.engine.value.as_str().to_owned(),
+                self.engine.origin.clone(),
+            ),
         );
         push(
             "repl.tui",

@@ -27,9 +27,17 @@ struct RawConfig {
     tools: Option<RawTools>,
     agents: Option<RawAgents>,
     repl: Option<RawRepl>,
+    enforcement: Option<RawEnforcement>,
     #[serde(default)]
     themes: BTreeMap<String, Spanned<toml::Table>>,
     security: Option<RawSecurity>,
+}
+
+/// `[enforcement]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnforcement {
+    engine: Option<Spanned<super::EngineChoice>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -449,6 +457,9 @@ pub(super) fn apply(
     }
     if let Some(t) = raw.repl.as_ref().and_then(|r| r.tui.as_ref()) {
         config.repl_tui = Some(r.sourced(t));
+    }
+    if let Some(e) = raw.enforcement.as_ref().and_then(|e| e.engine.as_ref()) {
+        config.engine = r.sourced(e);
     }
     if let Some(s) = &raw.security {
         if let Some(p) = r.path(&s.ledger, "security.ledger") {

@@ -182,6 +182,10 @@ impl ToolExecutor for SandboxExecutor {
         self.enforcement
     }
 
+    fn engine(&self) -> Option<bee_userspace::scope::EngineKind> {
+        self.sandbox.lock().ok()?.engine()
+    }
+
     fn policies(&self) -> Option<(bee_core::CompiledPolicy, bee_core::CompiledPolicy)> {
         let sandbox = self.sandbox.lock().ok()?;
         Some((

@@ -92,6 +92,10 @@ impl ToolExecutor for ToolScopes<'_> {
         self.session.policies()
     }
 
+    fn engine(&self) -> Option<bee_userspace::scope::EngineKind> {
+        self.session.engine()
+    }
+
     fn tool_policies(&self) -> BTreeMap<String, String> {
         let mut all = self.session.tool_policies();
         for (tool, (source, _)) in &self.scoped {

@@ -146,6 +146,10 @@ pub struct PolicyRecord {
     pub source: Option<String>,
     /// Whether a kernel scope enforced it.
     pub enforcement: Enforcement,
+    /// The engine that did; absent in host mode and in records written before there was a
+    /// choice (the BPF LSM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineName>,
     /// The policy as compiled from its file (`bee validate --emit compiled` form), when a
     /// kernel scope enforced it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +162,26 @@ pub struct PolicyRecord {
     /// (`[tools.NAME] policy`): tool name → policy file.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub tools: std::collections::BTreeMap<String, String>,
+}
+
+/// The kernel mechanism that enforced an episode's scope (`bpf-lsm`, `landlock`), as
+/// `bee_userspace::scope::EngineKind` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineName {
+    /// bee's BPF LSM programs.
+    BpfLsm,
+    /// The Landlock engine.
+    Landlock,
+}
+
+impl From<bee_userspace::scope::EngineKind> for EngineName {
+    fn from(k: bee_userspace::scope::EngineKind) -> Self {
+        match k {
+            bee_userspace::scope::EngineKind::BpfLsm => Self::BpfLsm,
+            bee_userspace::scope::EngineKind::Landlock => Self::Landlock,
+        }
+    }
 }
 
 /// How the tools of an episode were confined.
@@ -834,26 +858,43 @@ impl CostTotal {
 }
 
 impl fmt::Display for CostTotal {
-    /// `$0.4200`, or `unknown (no price for m; 1 call with unknown tokens; $0.4200 known)`
-    /// when part of it is unknown.
+    /// `$0.4200`; when part of it is unknown, the known part and the gap:
+    /// `$0.4200 + unknown for 1 call (tokens not reported)`, `$0.4200 + unknown for m (no
+    /// price)`; `unknown (no price for m)` when no part of it is known.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(usd) = self.usd() {
             return write!(f, "${usd:.4}");
         }
-        let mut parts = Vec::new();
-        if !self.unknown_models.is_empty() {
-            parts.push(format!("no price for {}", self.unknown_models.join(", ")));
+        let calls = |n: u64| format!("{n} call{}", if n == 1 { "" } else { "s" });
+        if self.sources.is_empty() {
+            let mut parts = Vec::new();
+            if !self.unknown_models.is_empty() {
+                parts.push(format!("no price for {}", self.unknown_models.join(", ")));
+            }
+            if self.unknown_token_calls > 0 {
+                parts.push(format!(
+                    "tokens not reported for {}",
+                    calls(self.unknown_token_calls)
+                ));
+            }
+            return write!(f, "unknown ({})", parts.join("; "));
         }
+        let mut gaps = Vec::new();
         if self.unknown_token_calls > 0 {
-            parts.push(format!(
-                "{} call(s) with unknown tokens",
-                self.unknown_token_calls
+            gaps.push(format!(
+                "{} (tokens not reported)",
+                calls(self.unknown_token_calls)
             ));
         }
-        if !self.sources.is_empty() {
-            parts.push(format!("${:.4} known", self.known_usd));
+        if !self.unknown_models.is_empty() {
+            gaps.push(format!("{} (no price)", self.unknown_models.join(", ")));
         }
-        write!(f, "unknown ({})", parts.join("; "))
+        write!(
+            f,
+            "${:.4} + unknown for {}",
+            self.known_usd,
+            gaps.join(" and for ")
+        )
     }
 }
 
@@ -962,6 +1003,33 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_call_leaves_the_known_cost_and_marks_the_gap() {
+        let mut t = CostTotal::default();
+        t.add(&Cost::Known {
+            usd: 0.0123,
+            source: PriceSource::Override,
+        });
+        t.add(&Cost::UnknownTokens);
+        assert_eq!(t.usd(), None);
+        assert_eq!(
+            t.to_string(),
+            "$0.0123 + unknown for 1 call (tokens not reported)"
+        );
+        t.add(&Cost::UnknownTokens);
+        t.add(&Cost::Unknown { model: "m".into() });
+        assert_eq!(
+            t.to_string(),
+            "$0.0123 + unknown for 2 calls (tokens not reported) and for m (no price)"
+        );
+        // Nothing known: no amount at all.
+        let mut t = CostTotal::default();
+        t.add(&Cost::Unknown {
+            model: "replay".into(),
+        });
+        assert_eq!(t.to_string(), "unknown (no price for replay)");
+    }
+
+    #[test]
     fn unknown_cost_makes_the_total_unknown() {
         let mut t = CostTotal::default();
         t.add(&Cost::Known {
@@ -971,7 +1039,8 @@ mod tests {
         assert_eq!(t.usd(), Some(0.25));
         t.add(&Cost::Unknown { model: "m".into() });
         assert_eq!(t.usd(), None);
-        assert_eq!(t.to_string(), "unknown (no price for m; $0.2500 known)");
+        // What is known is kept, and the gap named.
+        assert_eq!(t.to_string(), "$0.2500 + unknown for m (no price)");
         let v = serde_json::to_value(&t).unwrap();
         assert_eq!(v["usd"], serde_json::Value::Null);
         assert_eq!(v["known_usd"], json!(0.25));

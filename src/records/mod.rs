@@ -28,11 +28,11 @@ mod time;
 mod transcript;
 
 pub use event::{
-    Cost, CostTotal, Denial, DenialTarget, Enforcement, EpisodeFinished, EpisodeStarted,
-    ErrorCategory, Event, EventBody, ExitStatus, GrantKind, LimitHit, LimitKind, Limits, Message,
-    ModelCallEnded, ModelError, ModelLatency, Outcome, ParentLink, PolicyRecord, PriceSource,
-    Refusal, Role, SUCCESS_CHECK_CALL_ID, StopReason, Subagent, SuccessCheck, ToolCall, ToolResult,
-    ToolState, Totals, Truncation, Usage,
+    Cost, CostTotal, Denial, DenialTarget, Enforcement, EngineName, EpisodeFinished,
+    EpisodeStarted, ErrorCategory, Event, EventBody, ExitStatus, GrantKind, LimitHit, LimitKind,
+    Limits, Message, ModelCallEnded, ModelError, ModelLatency, Outcome, ParentLink, PolicyRecord,
+    PriceSource, Refusal, Role, SUCCESS_CHECK_CALL_ID, StopReason, Subagent, SuccessCheck,
+    ToolCall, ToolResult, ToolState, Totals, Truncation, Usage,
 };
 pub use manifest::{
     BEE_VERSION, LOCK_FILE, MANIFEST_FILE, MANIFEST_FORMAT, ManifestError, RunLock, RunManifest,

@@ -34,7 +34,7 @@ use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode};
 use bee_userspace::plan::{EnforcementPlan, PlanError};
-use bee_userspace::scope::{EnforceError, Enforcer, ScopeError, ScopeLease};
+use bee_userspace::scope::{EnforceError, Enforcer, EngineKind, ScopeError, ScopeLease};
 
 use crate::records::Enforcement;
 
@@ -270,20 +270,27 @@ impl Sandbox {
                 let grant = RunnerGrant::detect(&runner)?;
                 requested = Some(policy.clone());
                 grant.apply(&mut policy);
-                let plan = EnforcementPlan::new(&policy)?;
+                // The BPF LSM's maps; the Landlock engine plans from the policy itself.
+                let plan = match enforcer.engine() {
+                    EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
+                    EngineKind::Landlock => None,
+                };
                 (
                     Enforcement::Kernel,
                     Some(enforcer),
                     Some(policy),
-                    Some(plan),
+                    plan,
                     Some(grant),
                 )
             }
             SandboxMode::Host => (Enforcement::Host, None, None, None, None),
         };
         let cgroup = parent.create_scope(&config.limits)?;
-        let install = match (&enforcer, &plan) {
-            (Some(e), Some(p)) => Some(e.install(p, cgroup.id(), config.scope_flags)?),
+        let install = match (&enforcer, &plan, &policy) {
+            (Some(e), Some(p), _) => Some(e.install(p, cgroup.id(), config.scope_flags)?),
+            (Some(e), None, Some(policy)) => {
+                Some(e.install_policy(policy, cgroup.id(), config.scope_flags)?)
+            }
             _ => None,
         };
         Ok(Self {
@@ -302,6 +309,11 @@ impl Sandbox {
             cgroup_id: cgroup.id(),
             state: Mutex::new(ScopeLease::new(cgroup, install)),
         })
+    }
+
+    /// The engine that enforces the scope; `None` in host mode.
+    pub fn engine(&self) -> Option<EngineKind> {
+        self.enforcer.as_ref().map(|e| e.engine())
     }
 
     /// How every call in this sandbox is confined.
@@ -361,9 +373,15 @@ impl Sandbox {
         };
         let mut policy = requested.clone();
         grant.apply(&mut policy);
-        let plan = EnforcementPlan::new(&policy)?;
+        let plan = match enforcer.engine() {
+            EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
+            EngineKind::Landlock => None,
+        };
         let id = self.lock().install_id().ok_or(SandboxError::Finished)?;
-        let switched = enforcer.replace(id, &plan);
+        let switched = match &plan {
+            Some(plan) => enforcer.replace(id, plan),
+            None => enforcer.replace_policy(id, &policy),
+        };
         if let Ok(())
         | Err(EnforceError::Replace {
             new_in_force: true, ..
@@ -371,7 +389,7 @@ impl Sandbox {
         {
             self.requested = Some(requested);
             self.policy = Some(policy);
-            self.plan = Some(plan);
+            self.plan = plan;
         }
         Ok(switched?)
     }
@@ -467,6 +485,14 @@ impl Sandbox {
             .stdout(StdioMode::Piped)
             .stderr(StdioMode::Piped);
         let start = Instant::now();
+        // An engine that confines at launch (Landlock) gets its plan onto every call.
+        let spec = match (&self.enforcer, state.install_id()) {
+            (Some(e), Some(id)) => match e.launch_plan(id) {
+                Some(plan) => spec.landlock(plan),
+                None => spec,
+            },
+            _ => spec,
+        };
         let mut launched = match spec.spawn(cgroup) {
             Ok(l) => l,
             Err(source) => {

@@ -188,6 +188,12 @@ pub trait ToolExecutor: Send + Sync {
         None
     }
 
+    /// The engine that enforces the scope (`bpf-lsm`, `landlock`); `None` when nothing is
+    /// enforced.
+    fn engine(&self) -> Option<bee_userspace::scope::EngineKind> {
+        None
+    }
+
     /// Tools whose calls run in a scope of their own under a narrower policy: tool name →
     /// the policy's source (its file). Empty by default.
     fn tool_policies(&self) -> std::collections::BTreeMap<String, String> {

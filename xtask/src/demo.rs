@@ -304,20 +304,29 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let report = String::from_utf8_lossy(&check.stdout).into_owned()
         + &String::from_utf8_lossy(&check.stderr);
     eprint!("{report}");
+    // An engine enforces here; the Landlock engine must also enforce the demo's own policy
+    // exactly (`bee validate --engine landlock`), or the episode would be refused.
+    let enforces = check.status.success() && demo_policy_enforceable(&bee, &report)?;
     // The learn phase needs the guest's copy of the crate and toolchain: --learn implies --vm.
-    let native = check.status.success() && !args.vm && !args.learn;
+    let native = enforces && !args.vm && !args.learn;
     let demo_run = if native {
         eprintln!("xtask: this host enforces; running the demo here");
         run_native(&bee)?
     } else {
-        if check.status.success() {
+        if enforces {
             eprintln!("xtask: this host enforces, but --vm (or --learn) asks for the VM");
         } else {
-            let why = report
-                .lines()
-                .find(|l| l.trim_start().starts_with("FAIL"))
-                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-                .unwrap_or_else(|| "`bee check` failed".to_owned());
+            let why = if check.status.success() {
+                "the Landlock engine, which this host runs, cannot enforce the demo's policy \
+                 exactly (`bee validate --engine landlock --policy examples/demo/policy.toml`)"
+                    .to_owned()
+            } else {
+                report
+                    .lines()
+                    .find(|l| l.trim_start().starts_with("FAIL"))
+                    .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                    .unwrap_or_else(|| "`bee check` failed".to_owned())
+            };
             eprintln!(
                 "xtask: this host's kernel cannot enforce bee's policies ({why}).\n\
                  xtask: running the demo in a QEMU guest booting Debian's {} kernel instead \
@@ -499,6 +508,26 @@ struct DemoRun {
 }
 
 /// Runs the demo on this host, which enforces.
+/// Whether the engine `bee check` chose (its first line, `engine: …`) enforces the demo's
+/// policy: the BPF LSM does; the Landlock engine must plan it exactly.
+fn demo_policy_enforceable(bee: &Path, check_report: &str) -> Result<bool> {
+    if !check_report.starts_with("engine: landlock") {
+        return Ok(true);
+    }
+    let dir = demo_dir();
+    let validate = sh::output_any(Command::new(bee).current_dir(&dir).args([
+        "validate",
+        "--engine",
+        "landlock",
+        "--policy",
+        "policy.toml",
+        "--base",
+        "crate",
+    ]))?;
+    eprint!("{}", String::from_utf8_lossy(&validate.stderr));
+    Ok(validate.status.success())
+}
+
 fn run_native(bee: &Path) -> Result<DemoRun> {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
     let root = status

@@ -1,6 +1,8 @@
 //! `cargo xtask test`: every test bee has, on this host and in the kernel matrix.
 //!
-//! 1. `cargo test --workspace --locked`: everything that needs no special kernel;
+//! 1. `cargo test --workspace --locked --features bee/landlock-tests`: everything that needs
+//!    no special kernel, with the Landlock engine's tests (`landlock_engine`, `landlock_cli`),
+//!    which confine real commands on this host (root and Landlock, no VM);
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
 //!    kernel of the matrix;
 //! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
@@ -25,6 +27,9 @@ use crate::vm::{self, AccelChoice, KernelChoice, TestArgs, VmOpts};
 /// The features of the command-line kernel tests: `kernel-tests`, and the review tools with
 /// the grammars `.ci/run` tests them with (one set, so cargo builds their crates once).
 pub const BEE_FEATURES: &str = "kernel-tests,sec,astgrep-rust,astgrep-python";
+
+/// The features of step 1: the Landlock engine's native tests.
+pub const WORKSPACE_FEATURES: &str = "--features bee/landlock-tests";
 
 /// Arguments of `cargo xtask test`.
 #[derive(Debug, clap::Args)]
@@ -62,9 +67,10 @@ pub struct Args {
 /// Runs the three steps in order, stopping at the first failure.
 pub fn run(args: &Args) -> Result<()> {
     if !args.kernel_only {
-        eprintln!("xtask: cargo test --workspace --locked");
+        eprintln!("xtask: cargo test --workspace --locked {WORKSPACE_FEATURES}");
         let status = Command::new(cargo())
             .args(["test", "--workspace", "--locked"])
+            .args(WORKSPACE_FEATURES.split(' '))
             .current_dir(vm::repo_root())
             .status()
             .map_err(|e| Error::Spawn {
@@ -73,7 +79,7 @@ pub fn run(args: &Args) -> Result<()> {
             })?;
         if !status.success() {
             return Err(Error::Command {
-                command: "cargo test --workspace --locked".to_owned(),
+                command: format!("cargo test --workspace --locked {WORKSPACE_FEATURES}"),
                 status: status.to_string(),
                 detail: String::new(),
             });

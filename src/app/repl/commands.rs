@@ -96,10 +96,11 @@ pub(crate) fn agents(
     out
 }
 
-/// `/policy`: the effective policy's rules and whether the kernel enforces them, or that
-/// there is none (`--host`).
+/// `/policy`: the effective policy's rules and whether the kernel enforces them (and with
+/// which engine, when it is not the BPF LSM), or that there is none (`--host`).
 pub(crate) fn policy(
     enforcement: Enforcement,
+    engine: Option<bee_userspace::scope::EngineKind>,
     policy: Option<&CompiledPolicy>,
     file: Option<&Path>,
 ) -> Vec<Shown> {
@@ -133,8 +134,12 @@ pub(crate) fn policy(
         .collect();
     vec![
         Shown::Heading(format!(
-            "policy {} — enforced by the kernel: every tool call runs in a scope",
-            file.display()
+            "policy {} — enforced by the kernel{}: every tool call runs in a scope",
+            file.display(),
+            match engine {
+                Some(e @ bee_userspace::scope::EngineKind::Landlock) => format!(" ({e} engine)"),
+                _ => String::new(),
+            }
         )),
         list(
             "fs.read",

@@ -438,6 +438,7 @@ fn command(
             let live = ctx.executor.policies().map(|(requested, _)| requested);
             view.show(&commands::policy(
                 ctx.enforcement,
+                ctx.executor.engine(),
                 live.as_ref().or(ctx.policy),
                 ctx.policy_file,
             ));

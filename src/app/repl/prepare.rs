@@ -113,14 +113,9 @@ pub(crate) fn prepare(
         Enforcement::Host
     };
     // The same checks, in the same order, as `bee run`: before any model call.
-    let factory = sandbox_factory(enforcement)
-        .and_then(|f| {
-            if let Some(p) = &policy {
-                crate::app::enforcement::check_name_grants(p)?;
-            }
-            Ok(f)
-        })
-        .map_err(|refusal| {
+    let policies: Vec<&bee_core::CompiledPolicy> = policy.iter().collect();
+    let factory =
+        sandbox_factory(enforcement, config.engine.value, &policies).map_err(|refusal| {
             // `repl::run` prints the prefix of the first line itself.
             let text = refusal.render("bee repl", "no model was called");
             let text = text.strip_prefix("bee repl: ").unwrap_or(&text).trim_end();

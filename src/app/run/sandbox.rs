@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
-use bee_userspace::engine::SharedEngine;
 use bee_userspace::scope::Enforcer;
 
-use super::super::enforcement::{self, Refusal};
+use super::super::enforcement::{self, EngineChoice, Refusal};
 use super::SandboxFactory;
 use crate::episode::{AuditObserver, AuditSink, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
@@ -18,8 +17,8 @@ use crate::tools::Registry;
 
 /// Builds one [`SandboxExecutor`] per episode.
 pub(super) struct Factory {
-    /// The loaded engine in kernel mode; `None` in host mode.
-    engine: Option<Arc<SharedEngine>>,
+    /// The engine in kernel mode (the BPF LSM's or Landlock's); `None` in host mode.
+    engine: Option<Arc<dyn Enforcer + Send + Sync>>,
     /// The `--audit` file every executor appends its calls' records to.
     audit: Option<AuditSink>,
     /// Learn mode (`--learn`): every executor's records go here, its scopes learn.
@@ -39,12 +38,20 @@ impl Factory {
     /// the LSM list), loads the engine once for every episode of the run, and checks that
     /// episodes' scopes can be created and joined — the same checks, with the same refusals,
     /// as `bee exec` ([`enforcement`]).
-    pub(super) fn kernel() -> Result<Self, Refusal> {
-        enforcement::check_support()?;
-        let engine = enforcement::load_engine()?;
+    pub(super) fn kernel(
+        choice: EngineChoice,
+        policies: &[&CompiledPolicy],
+    ) -> Result<Self, Refusal> {
+        let opened = enforcement::open_enforcer(choice, policies)?;
         enforcement::cgroup_parent()?;
+        // Name grants need the DNS steering programs' privilege, asked after the cgroup as
+        // before the engine choice existed.
+        opened.check_name_grants(policies)?;
+        if let Some(banner) = opened.banner() {
+            eprintln!("{banner}");
+        }
         Ok(Self {
-            engine: Some(Arc::new(engine)),
+            engine: Some(opened.enforcer),
             audit: None,
             learn: None,
         })
