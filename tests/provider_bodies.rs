@@ -92,6 +92,34 @@ fn responses_sends_items_one_to_one() {
 }
 
 #[test]
+fn responses_sends_reasoning_by_its_encrypted_content_and_never_its_server_id() {
+    let mut req = conversation();
+    req.items.insert(
+        3,
+        Item::Reasoning {
+            item: json!({"type": "reasoning", "id": "rs_9", "status": "completed",
+                "summary": [{"type": "summary_text", "text": "s"}], "encrypted_content": "enc"}),
+        },
+    );
+    // Without encrypted content there is nothing the API can read (it keeps no item).
+    req.items.insert(
+        4,
+        Item::Reasoning {
+            item: json!({"type": "reasoning", "id": "rs_10", "summary": []}),
+        },
+    );
+    let body = openai_responses::body("m", &req);
+    let input = body["input"].as_array().unwrap_or_else(|| unreachable!());
+    assert_eq!(input.len(), 9, "{body:#}");
+    assert_eq!(
+        input[3],
+        json!({"type": "reasoning", "summary": [{"type": "summary_text", "text": "s"}],
+            "encrypted_content": "enc"})
+    );
+    assert!(!body.to_string().contains("rs_"), "{body:#}");
+}
+
+#[test]
 fn items_round_trip_through_json() {
     let items = conversation().items;
     let text = serde_json::to_string(&items).unwrap_or_else(|e| unreachable!("{e}"));

@@ -652,7 +652,8 @@ fn responses_refusal_reasoning_and_two_messages_are_kept_apart() {
     assert!(r.notes[0].contains("custom_tool_call"), "{}", r.notes[0]);
     assert!(events.iter().any(|e| matches!(e, Event::Note { .. })));
 
-    // The reasoning item goes back verbatim in the next (stateless) request.
+    // The reasoning item goes back in the next (stateless) request by its encrypted
+    // content, without the server's id (`store: false` keeps no item to name).
     let follow_up = sse(&[
         responses_created(),
         (
@@ -667,9 +668,12 @@ fn responses_refusal_reasoning_and_two_messages_are_kept_apart() {
     p.stream(&req, &mut |_| {}).unwrap();
     let sent = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert!(
-        sent["input"].as_array().unwrap().contains(&reasoning),
+        sent["input"].as_array().unwrap().contains(
+            &json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB-opaque"})
+        ),
         "{sent}"
     );
+    assert!(!sent.to_string().contains("rs_1"), "{sent}");
     assert_eq!(sent["include"], json!(["reasoning.encrypted_content"]));
 
     let refusal = sse(&[
@@ -692,6 +696,84 @@ fn responses_refusal_reasoning_and_two_messages_are_kept_apart() {
     assert_eq!(r.stop, StopReason::Refusal);
     assert_eq!(r.refusal.as_ref().unwrap().text, "I can't help with that.");
     assert_eq!(r.text(), "");
+}
+
+/// Every string in `v` (keys and values), to look for server item ids anywhere in a body.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+        Value::Object(o) => {
+            for (k, x) in o {
+                out.push(k.clone());
+                strings(x, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_two_turn_reasoning_episode_sends_encrypted_reasoning_and_no_server_ids() {
+    // Turn 1: reasoning (rs_…, with encrypted_content) and a function call (fc_…, call_…);
+    // turn 2: reasoning and a message (msg_…). With `store: false` the API refuses any
+    // server item id in a later request, so the second request must carry the reasoning's
+    // encrypted content and the call's `call_id`, and none of those ids.
+    let turns: Vec<Vec<u8>> = ["two_turn_reasoning_1.txt", "two_turn_reasoning_2.txt"]
+        .iter()
+        .map(|f| std::fs::read(fixtures().join("openai-responses").join(f)).unwrap())
+        .collect();
+    let first: Vec<Value> = String::from_utf8(turns[0].clone())
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let done = |kind: &str| -> Value {
+        first
+            .iter()
+            .find(|e| e["type"] == "response.output_item.done" && e["item"]["type"] == kind)
+            .unwrap()["item"]
+            .clone()
+    };
+    let (reasoning, call) = (done("reasoning"), done("function_call"));
+    let encrypted = reasoning["encrypted_content"].as_str().unwrap();
+    assert!(reasoning["id"].as_str().unwrap().starts_with("rs_"));
+    for split in [Split::Whole, Split::Seeded(13)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (url, rx) = serve(turns.clone(), split);
+        let r = episode(
+            &episode_model("openai-responses", &url),
+            tmp.path(),
+            EpisodeLimits::default(),
+        );
+        assert_eq!(r.outcome, Outcome::Passed, "{split:?}");
+        assert_eq!(r.totals.model_calls, 2, "{split:?}");
+        let _ = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let second = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let input = second["input"].as_array().unwrap();
+        assert!(
+            input.contains(
+                &json!({"type": "reasoning", "summary": [], "encrypted_content": encrypted})
+            ),
+            "{second:#}"
+        );
+        let sent_call = input.iter().find(|i| i["type"] == "function_call").unwrap();
+        assert_eq!(sent_call["call_id"], call["call_id"], "{second:#}");
+        assert_eq!(sent_call["arguments"], call["arguments"], "{second:#}");
+        assert!(input.iter().all(|i| i.get("id").is_none()), "{second:#}");
+        let mut all = Vec::new();
+        strings(&second, &mut all);
+        for id in [&reasoning["id"], &call["id"]] {
+            let id = id.as_str().unwrap();
+            assert!(!all.iter().any(|s| s.contains(id)), "{id} in {second:#}");
+        }
+        assert!(
+            !all.iter()
+                .any(|s| s.starts_with("rs_") || s.starts_with("fc_")),
+            "{second:#}"
+        );
+    }
 }
 
 #[test]

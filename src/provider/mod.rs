@@ -61,8 +61,9 @@ pub enum Item {
     /// A tool call the assistant made.
     ToolCall(ToolCall),
     /// A reasoning item the provider asked to be sent back in later requests (the Responses
-    /// API's `reasoning` output item with `encrypted_content`, kept verbatim as JSON). Wire
-    /// formats without such items leave it out of their requests.
+    /// API's `reasoning` output item with `encrypted_content`, kept verbatim as JSON; sent
+    /// back without its server `id`). Wire formats without such items leave it out of their
+    /// requests.
     Reasoning {
         /// The output item exactly as the provider sent it.
         item: serde_json::Value,

@@ -17,6 +17,12 @@
 //! `encrypted_content` (asked for with `include`) and sent back in later requests, since
 //! bee's requests are stateless (`store: false`). An output item of another type is ignored
 //! with a note.
+//!
+//! With `store: false` the API keeps no output item, so a request naming one by its server
+//! `id` (`rs_…`, `fc_…`, `msg_…`) is refused ("Item with id … not found"). Requests therefore
+//! carry no server item id: messages and function calls are rebuilt from their content and
+//! `call_id`, and a reasoning item goes back as its `summary`, `content` and
+//! `encrypted_content` only (`reasoning_input`).
 
 use std::time::Instant;
 
@@ -52,17 +58,19 @@ pub fn body(model: &str, req: &Request) -> Value {
     let input: Vec<Value> = req
         .items
         .iter()
-        .map(|item| match item {
-            Item::System { text } => json!({"role": "system", "content": text}),
-            Item::User { text } => json!({"role": "user", "content": text}),
-            Item::AssistantText { text } => json!({"role": "assistant", "content": text}),
-            Item::ToolCall(c) => json!({
+        .filter_map(|item| match item {
+            Item::System { text } => Some(json!({"role": "system", "content": text})),
+            Item::User { text } => Some(json!({"role": "user", "content": text})),
+            Item::AssistantText { text } => Some(json!({"role": "assistant", "content": text})),
+            Item::ToolCall(c) => Some(json!({
                 "type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments,
-            }),
+            })),
             Item::ToolResult {
                 call_id, output, ..
-            } => json!({"type": "function_call_output", "call_id": call_id, "output": output}),
-            Item::Reasoning { item } => item.clone(),
+            } => {
+                Some(json!({"type": "function_call_output", "call_id": call_id, "output": output}))
+            }
+            Item::Reasoning { item } => reasoning_input(item),
         })
         .collect();
     let mut body = json!({
@@ -85,6 +93,24 @@ pub fn body(model: &str, req: &Request) -> Value {
         body["max_output_tokens"] = json!(n);
     }
     body
+}
+
+/// The input item that sends back the reasoning output item `item`: its `type`, `summary`
+/// (required by the API, empty when absent), `content` when present and `encrypted_content`,
+/// and never its server `id` or `status` (the API refuses an id it did not store). `None`
+/// for an item without `encrypted_content`: without the id there is nothing the API could
+/// read, so it is left out of the request.
+fn reasoning_input(item: &Value) -> Option<Value> {
+    let encrypted = item.get("encrypted_content").filter(|v| v.is_string())?;
+    let mut out = json!({
+        "type": "reasoning",
+        "summary": item.get("summary").cloned().unwrap_or_else(|| json!([])),
+        "encrypted_content": encrypted,
+    });
+    if let Some(content) = item.get("content").filter(|v| !v.is_null()) {
+        out["content"] = content.clone();
+    }
+    Some(out)
 }
 
 #[derive(Debug, Deserialize)]
@@ -203,7 +229,7 @@ impl From<WireUsage> for Usage {
     }
 }
 
-/// An output item kept whole (a `reasoning` item, sent back verbatim).
+/// An output item kept whole (a `reasoning` item, sent back by its encrypted content).
 #[derive(Debug, Deserialize)]
 struct RawItemEvent {
     item: Value,
