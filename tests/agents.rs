@@ -18,7 +18,7 @@ use support::Buf;
 
 use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with};
-use bee::config::Env;
+use bee::config::{EngineChoice, Env};
 use bee::episode::{Bounds, Interrupt, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ToolCall, ToolDef};
 use bee::records::{
@@ -202,7 +202,10 @@ impl Project {
         let out = Buf::default();
         let err = Buf::default();
         let l = Arc::clone(log);
-        let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+        let factory = move |_: Enforcement,
+                            _: EngineChoice,
+                            _: &[&CompiledPolicy]|
+              -> Result<Box<dyn SandboxFactory>, Refusal> {
             Ok(Box::new(Factory(Arc::clone(&l))))
         };
         let status = run_with(
@@ -575,49 +578,82 @@ fn agent_calls_of_one_turn_run_at_the_same_time() {
     assert_eq!(results, ["c1", "c2"]);
 }
 
-#[test]
-fn a_subagent_cannot_outspend_its_parent() {
-    // The parent may spend 1000 tokens; its first call takes 110, the subagent's calls 400
-    // each: after its third call (1310 of 1000) the subagent is stopped by the parent's
-    // limit, and that call's tool calls do not run.
-    let p = Project::new(&[&turn(&[agent_call("c1", "reviewer", "spend")], 100), DONE]);
-    p.config("[limits]\ntokens = 1000\n");
-    let spend = r#"{"tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}], "usage": {"input_tokens": 390, "output_tokens": 10}}"#;
-    p.role("reviewer", REVIEWER, &[spend, spend, spend, spend]);
-    let log = Arc::new(Log::default());
-    let (status, out, err) = p.run(&log);
-    // The parent's next model call is over its own limit too.
-    assert_eq!(status, RunStatus::Limit, "{out}\n{err}");
-    let child = p.events("ep.reviewer-1");
-    let hit = child
+/// The tokens a session's transcript counts (input plus output over its model calls).
+fn tokens_of(events: &[EventBody]) -> u64 {
+    events
         .iter()
-        .find_map(|e| match e {
-            EventBody::LimitHit(h) => Some(h.clone()),
+        .filter_map(|e| match e {
+            EventBody::Usage(u) => Some(u.input_tokens.unwrap() + u.output_tokens.unwrap()),
             _ => None,
         })
-        .unwrap();
-    assert!(
-        hit.detail.contains("the limit of session ep"),
-        "{}",
-        hit.detail
+        .sum()
+}
+
+#[test]
+fn concurrent_subagents_cannot_outspend_their_parent() {
+    // The parent may spend 12000 tokens; its first call takes 110, then two subagents run side
+    // by side, each call taking 400 (390 in, 10 out, of an output budget of 50). Each call
+    // reserves its worst case against the parent's limit before it is sent, so together they
+    // never pass it (unreserved, each would check a total the other was about to raise); once
+    // no call fits, each subagent is stopped by the parent's limit, and so is the parent.
+    let p = Project::new(&[
+        &turn(
+            &[
+                agent_call("c1", "reviewer", "spend"),
+                agent_call("c2", "reviewer", "spend too"),
+            ],
+            100,
+        ),
+        DONE,
+    ]);
+    // A first call's worst case counts the request at one token per byte, tool definitions
+    // included, and the review tools' make it larger in the builds that have them: the limit
+    // leaves room for it in every build CI tests.
+    p.config("[limits]\ntokens = 12000\n");
+    let spend = r#"{"tool_calls": [{"name": "grep", "arguments": {"pattern": "x"}}], "usage": {"input_tokens": 390, "output_tokens": 10}}"#;
+    p.role("reviewer", REVIEWER, &[spend; 20]);
+    let provider = p.path().join("reviewer-provider.toml");
+    let text = std::fs::read_to_string(&provider).unwrap();
+    std::fs::write(&provider, format!("max_output_tokens = 50\n{text}")).unwrap();
+    let log = Arc::new(Log {
+        delay: Duration::from_millis(50),
+        ..Log::default()
+    });
+    let (status, out, err) = p.run(&log);
+    assert_eq!(status, RunStatus::Limit, "{out}\n{err}");
+    let parent = p.events("ep");
+    let children = [p.events("ep.reviewer-1"), p.events("ep.reviewer-2")];
+    let total = tokens_of(&parent) + children.iter().map(|c| tokens_of(c)).sum::<u64>();
+    assert!(total <= 12000, "{total} tokens of 12000");
+    // They stopped when no call's worst case fitted any more, not long before.
+    assert!(12000 - total < 1000, "{total} tokens of 12000");
+    assert_eq!(
+        log.max_running.load(Ordering::SeqCst),
+        2,
+        "the two subagents overlapped"
     );
-    let calls = child
-        .iter()
-        .filter(|e| matches!(e, EventBody::Usage(_)))
-        .count();
-    assert_eq!(calls, 3, "{child:?}");
-    assert_eq!(log.calls.lock().unwrap().len(), 2);
-    assert!(
-        hit.detail.starts_with("1310 tokens of 1000"),
-        "{}",
-        hit.detail
-    );
-    let (state, output) = tool_result(&p.events("ep"), "c1");
-    assert_eq!(state, ToolState::Failed);
-    assert!(
-        output.contains("the subagent stopped at its tokens limit"),
-        "{output}"
-    );
+    for (child, call) in children.iter().zip(["c1", "c2"]) {
+        let hit = child
+            .iter()
+            .find_map(|e| match e {
+                EventBody::LimitHit(h) => Some(h.clone()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(
+            hit.detail
+                .contains("tokens of 12000 spent; the next model call may take up to")
+                && hit.detail.contains("the limit of session ep"),
+            "{}",
+            hit.detail
+        );
+        let (state, output) = tool_result(&parent, call);
+        assert_eq!(state, ToolState::Failed);
+        assert!(
+            output.contains("the subagent stopped at its tokens limit"),
+            "{output}"
+        );
+    }
     let summary = RunSummary::from_run_dir(&p.run_dir()).unwrap();
     let parent = summary
         .episodes
@@ -776,7 +812,10 @@ fn the_delegation_example_delegates_twice_at_once_and_refuses_the_widening() {
     });
     let args = parse_args(["--scenario", "scenario.toml", "--records", "records"]).unwrap();
     let l = Arc::clone(&log);
-    let factory = move |_: Enforcement| -> Result<Box<dyn SandboxFactory>, Refusal> {
+    let factory = move |_: Enforcement,
+                        _: EngineChoice,
+                        _: &[&CompiledPolicy]|
+          -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(Factory(Arc::clone(&l))))
     };
     let out = Buf::default();

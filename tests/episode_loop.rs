@@ -342,22 +342,40 @@ fn turn_limit_stops_before_the_call_past_it_and_leaves_last_tools_unrun() {
 }
 
 #[test]
-fn token_limit_stops_once_reached_and_caps_the_output_budget() {
+fn token_limit_is_never_passed_and_caps_each_output_budget() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = spec(dir.path());
-    s.limits.tokens = Some(200);
+    s.limits.tokens = Some(500);
     let p = Arc::new(Inspecting {
-        inner: Replay::new(recording(&[LS, LS, DONE]), MODEL),
+        inner: Replay::new(recording(&[LS, LS, LS, LS, DONE]), MODEL),
         seen: Mutex::new(Vec::new()),
     });
     let r = run(&s, &model(p.clone(), priced(1.0)), &exec(), dir.path());
     let (kind, detail) = limit_of(&r);
     assert_eq!(kind, LimitKind::Tokens);
-    assert!(detail.starts_with("220 tokens of 200"), "{detail}");
+    assert!(
+        detail.contains("tokens of 500 spent; the next model call may take up to")
+            && detail.ends_with("refusing to call the model"),
+        "{detail}"
+    );
+    let spent = r.totals.input_tokens + r.totals.output_tokens;
+    assert!(spent <= 500, "{spent} tokens of 500");
     let seen = p.seen.lock().unwrap();
-    assert_eq!(seen[0].max_output_tokens, Some(200));
-    assert_eq!(seen[1].max_output_tokens, Some(90));
-    assert_eq!(seen.len(), 2);
+    assert_eq!(seen.len() as u64, r.totals.model_calls);
+    assert!(seen.len() >= 2, "{}", seen.len());
+    // Each call (110 tokens, 100 of them input) was sent with an output budget that kept its
+    // worst case under what was left, and the budgets shrink as the limit nears.
+    for (i, req) in seen.iter().enumerate() {
+        let before = 110 * i as u32;
+        let cap = req.max_output_tokens.unwrap();
+        assert!(
+            before + 100 + cap <= 500,
+            "call {i}: {before} spent, budget {cap}"
+        );
+        if i > 0 {
+            assert!(cap < seen[i - 1].max_output_tokens.unwrap(), "call {i}");
+        }
+    }
 }
 
 #[test]
@@ -430,11 +448,12 @@ fn wall_limit_bounds_waiting_for_the_model() {
 }
 
 #[test]
-fn cost_limit_stops_once_reached() {
+fn cost_limit_is_never_passed() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = spec(dir.path());
-    // 110 tokens at 1000 USD per million tokens: 0.11 USD per turn.
-    s.limits.cost_usd = Some(0.2);
+    // 110 tokens at 1000 USD per million tokens: 0.11 USD per turn; each call reserves its
+    // worst case (input estimate plus output budget) first.
+    s.limits.cost_usd = Some(0.5);
     let r = run(
         &s,
         &model(
@@ -446,8 +465,13 @@ fn cost_limit_stops_once_reached() {
     );
     let (kind, detail) = limit_of(&r);
     assert_eq!(kind, LimitKind::Cost);
-    assert!(detail.starts_with("$0.2200 of $0.2"), "{detail}");
-    assert_eq!(r.totals.model_calls, 2);
+    assert!(
+        detail.contains(" of $0.5 spent; the next model call may cost up to"),
+        "{detail}"
+    );
+    let usd = r.totals.cost.usd().unwrap();
+    assert!(usd <= 0.5, "${usd} of $0.5");
+    assert!(r.totals.model_calls >= 2, "{}", r.totals.model_calls);
 }
 
 #[test]

@@ -1,10 +1,21 @@
 //! The hard limits of a session, checked before the step that would pass them, and the
 //! [`Budget`] a session spends from: its own limits and, for a subagent, every ancestor's.
+//!
+//! Token and cost limits are held by reservation: before a model call, its worst case — an
+//! upper estimate of its input ([`input_estimate`]) plus its whole output budget — is
+//! reserved in its session's budget and every ancestor's, the output budget cut down to
+//! what the limits leave; a call that cannot fit even one output token is refused, and a
+//! call that would fit once calls in flight (concurrent subagents) are settled waits for
+//! them. After the call the reservation is settled to the usage the provider reported.
+//! So the limits hold as long as the provider keeps to the output budget it was sent and
+//! the request's input is within the estimate; a reported usage past them is still
+//! counted and stops the session before its tools run ([`after_call`]).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use super::{EpisodeLimits, Model};
+use crate::provider::Request;
 use crate::records::{Cost, Usage};
 use crate::records::{LimitHit, LimitKind};
 
@@ -22,6 +33,12 @@ pub(super) struct Spent {
     pub(super) unknown: Option<String>,
     /// The first model call whose token counts are unknown.
     pub(super) unknown_tokens: Option<u32>,
+    /// Model calls in flight (here and below) holding a reservation, not yet settled.
+    in_flight: u32,
+    /// Tokens reserved by the calls in flight.
+    reserved_tokens: u64,
+    /// Cost reserved by the calls in flight, USD.
+    reserved_usd: f64,
 }
 
 impl Spent {
@@ -169,22 +186,112 @@ pub(super) fn after_call(l: &EpisodeLimits, spent: &Spent, pending: usize) -> Op
     None
 }
 
-/// Caps the output budget at the tokens left under the token limit.
-pub(super) fn output_budget(
-    l: &EpisodeLimits,
-    max_output_tokens: Option<u32>,
-    model: &Model,
-    spent: &Spent,
-) -> Option<u32> {
-    let Some(max) = l.tokens else {
-        return max_output_tokens;
+/// Tokens counted for each item and each tool of a request beyond its bytes: the role and
+/// delimiter tokens a provider wraps around it.
+const FRAMING_TOKENS: u64 = 8;
+
+/// An upper estimate of the input tokens of `request`.
+///
+/// A byte-level tokenizer never makes more tokens than there are bytes, so an item's JSON
+/// length (plus [`FRAMING_TOKENS`]) bounds its tokens. When `last` gives the item count and
+/// the reported input tokens of the session's previous request, and that request is a
+/// prefix of this one (the conversation only grew), those tokens stand for the prefix and
+/// only the items after it are estimated; otherwise every item and tool is.
+pub(super) fn input_estimate(request: &Request, last: Option<(usize, u64)>) -> u64 {
+    let bytes = |v: Result<String, serde_json::Error>| {
+        v.map_or(0, |t| t.len() as u64)
+            .saturating_add(FRAMING_TOKENS)
     };
-    let left = max.saturating_sub(spent.tokens).max(1);
-    let asked = u64::from(max_output_tokens.unwrap_or(model.max_output_tokens));
-    if left < asked {
-        Some(u32::try_from(left).unwrap_or(u32::MAX))
-    } else {
-        max_output_tokens
+    let items = |from: usize| -> u64 {
+        request
+            .items
+            .iter()
+            .skip(from)
+            .map(|i| bytes(serde_json::to_string(i)))
+            .sum()
+    };
+    match last {
+        Some((n, tokens)) if n <= request.items.len() => tokens.saturating_add(items(n)),
+        _ => request
+            .tools
+            .iter()
+            .map(|t| bytes(serde_json::to_string(t)))
+            .sum::<u64>()
+            .saturating_add(items(0)),
+    }
+}
+
+/// The most a call of `model` may cost: its price per input token and per output token
+/// (the higher of the output and reasoning prices), USD. `None` when the price is unknown.
+fn rates(model: &Model) -> Option<(f64, f64)> {
+    let (price, _) = model.prices.lookup(model.provider.model())?;
+    let per = |per_million: f64| per_million / 1_000_000.0;
+    let output = price.output.max(price.reasoning.unwrap_or(price.output));
+    Some((per(price.input), per(output)))
+}
+
+/// What [`Budget::reserve`] decided.
+#[derive(Debug)]
+pub(super) enum Reserved {
+    /// The call may go, with this reservation (its output budget in [`Reservation::output`]).
+    Granted(Reservation),
+    /// Calls in flight hold part of what the call needs: try again once they settle.
+    Wait,
+    /// A limit forbids the call.
+    Refused(LimitHit),
+}
+
+/// Tokens and cost held for one model call in its session's budget and every ancestor's,
+/// from before the call until [`Reservation::settle`] (or until dropped, if the call is
+/// never settled).
+#[derive(Debug)]
+pub(super) struct Reservation {
+    budget: Arc<Budget>,
+    /// Whether it holds anything (no limit asked for one otherwise), until released.
+    held: bool,
+    tokens: u64,
+    usd: f64,
+    output: Option<u32>,
+}
+
+impl Reservation {
+    /// The output budget to send with the call: capped so that the call fits every limit.
+    pub(super) fn output(&self) -> Option<u32> {
+        self.output
+    }
+
+    /// Releases the reservation and counts the call's actual usage instead, in each budget
+    /// under one lock, so that no other call ever sees the room between the two.
+    pub(super) fn settle(mut self, usage: &Usage) {
+        self.release(Some(usage));
+    }
+
+    fn release(&mut self, usage: Option<&Usage>) {
+        let held = std::mem::replace(&mut self.held, false);
+        for b in std::iter::once(&*self.budget).chain(self.budget.ancestors()) {
+            let mut spent = b.lock();
+            if held {
+                spent.in_flight = spent.in_flight.saturating_sub(1);
+                spent.reserved_tokens = spent.reserved_tokens.saturating_sub(self.tokens);
+                // With no call in flight nothing is reserved (no rounding left over).
+                spent.reserved_usd = if spent.in_flight == 0 {
+                    0.0
+                } else {
+                    (spent.reserved_usd - self.usd).max(0.0)
+                };
+            }
+            if let Some(u) = usage {
+                spent.count(u);
+            }
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if self.held {
+            self.release(None);
+        }
     }
 }
 
@@ -192,10 +299,11 @@ pub(super) fn output_budget(
 /// session above it, which its spending counts against too.
 ///
 /// Tokens and cost are shared down the tree: every usage a subagent records is added to its
-/// own spending and to each ancestor's, and before each model call the subagent checks its
-/// own limits and every ancestor's token, cost and wall-time limits, so a subagent can never
-/// outspend its parent (nor two concurrent subagents together). Turns stay each session's
-/// own. A subagent's deadline is the earliest of its own and its ancestors'.
+/// own spending and to each ancestor's, and each model call's worst case is reserved against
+/// its own limits and every ancestor's token and cost limits before it is sent (its
+/// wall-time limits checked too), so a subagent can never outspend its parent, nor
+/// concurrent subagents together. Turns stay each session's own. A subagent's deadline is
+/// the earliest of its own and its ancestors'.
 #[derive(Debug)]
 pub struct Budget {
     /// The session whose limits these are (for messages).
@@ -277,14 +385,6 @@ impl Budget {
         hit
     }
 
-    /// Counts one model call's usage here and in every ancestor.
-    pub(super) fn count(&self, usage: &Usage) {
-        self.lock().count(usage);
-        for b in self.ancestors() {
-            b.lock().count(usage);
-        }
-    }
-
     /// Counts a model call of this session (turns are not shared).
     pub(super) fn next_turn(&self) -> u32 {
         let mut spent = self.lock();
@@ -292,13 +392,111 @@ impl Budget {
         spent.turns
     }
 
-    /// The limit, here or above, that forbids another model call of `model`.
-    pub(super) fn before_call(&self, model: &Model) -> Option<LimitHit> {
-        let own = before_call(&self.limits, model, &self.lock(), self.deadline);
-        own.or_else(|| {
-            self.ancestors().find_map(|b| {
-                before_call(&b.shared(), model, &b.lock(), b.deadline).map(|h| b.as_ancestors(h))
-            })
+    /// Reserves the worst case of the next model call of `model` — `input` tokens (an upper
+    /// estimate of its request) and its output budget, `asked` or the provider file's — here
+    /// and in every ancestor, all of them locked together so that concurrent subagents
+    /// cannot both take the same room. The output budget is cut to what every token and
+    /// cost limit leaves; the call is refused when a limit forbids it or leaves no room for
+    /// one output token, and told to wait when calls in flight hold part of what it needs.
+    pub(super) fn reserve(
+        self: &Arc<Self>,
+        model: &Model,
+        input: u64,
+        asked: Option<u32>,
+    ) -> Reserved {
+        let chain: Vec<&Budget> = std::iter::once(&**self).chain(self.ancestors()).collect();
+        let mut guards: Vec<MutexGuard<'_, Spent>> = chain.iter().map(|b| b.lock()).collect();
+        let want = u64::from(asked.unwrap_or(model.max_output_tokens));
+        let rates = rates(model);
+        let mut output = want;
+        let mut limited = false;
+        for (i, (b, spent)) in chain.iter().zip(guards.iter()).enumerate() {
+            let limits = if i == 0 { b.limits.clone() } else { b.shared() };
+            let tag = |hit: LimitHit| if i == 0 { hit } else { b.as_ancestors(hit) };
+            if let Some(hit) = before_call(&limits, model, spent, b.deadline) {
+                return Reserved::Refused(tag(hit));
+            }
+            if let Some(max) = limits.tokens {
+                limited = true;
+                let free = max.saturating_sub(spent.tokens.saturating_add(spent.reserved_tokens));
+                if free < input.saturating_add(want) && spent.in_flight > 0 {
+                    return Reserved::Wait;
+                }
+                if free <= input {
+                    return Reserved::Refused(tag(limit(
+                        LimitKind::Tokens,
+                        format!(
+                            "{} tokens of {max} spent; the next model call may take up to \
+                             {input} input tokens (an upper estimate of its request) and needs \
+                             room for at least one output token, but only {free} are left: \
+                             refusing to call the model",
+                            spent.tokens
+                        ),
+                    )));
+                }
+                output = output.min(free - input);
+            }
+            if let (Some(max), Some((per_in, per_out))) = (limits.cost_usd, rates) {
+                limited = true;
+                let free = max - spent.usd - spent.reserved_usd;
+                let input_cost = per_in * input as f64;
+                if free < input_cost + per_out * want as f64 && spent.in_flight > 0 {
+                    return Reserved::Wait;
+                }
+                let room = if per_out > 0.0 {
+                    ((free - input_cost) / per_out).floor()
+                } else if free >= input_cost {
+                    f64::MAX
+                } else {
+                    0.0
+                };
+                if room < 1.0 {
+                    return Reserved::Refused(tag(limit(
+                        LimitKind::Cost,
+                        format!(
+                            "${:.4} of ${max} spent; the next model call may cost up to \
+                             ${input_cost:.4} for its input ({input} tokens, an upper estimate \
+                             of its request) plus its output, but only ${:.4} is left: refusing \
+                             to call the model",
+                            spent.usd,
+                            free.max(0.0)
+                        ),
+                    )));
+                }
+                // `room` is at least 1 and compared in f64; anything past u64 is no cap.
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "room is finite, ≥ 1, and saturates at u64::MAX"
+                )]
+                let room = room as u64;
+                output = output.min(room);
+            }
+        }
+        if !limited {
+            return Reserved::Granted(Reservation {
+                budget: Arc::clone(self),
+                held: false,
+                tokens: 0,
+                usd: 0.0,
+                output: asked,
+            });
+        }
+        let tokens = input.saturating_add(output);
+        let usd = rates.map_or(0.0, |(per_in, per_out)| {
+            per_in * input as f64 + per_out * output as f64
+        });
+        for spent in &mut guards {
+            spent.in_flight = spent.in_flight.saturating_add(1);
+            spent.reserved_tokens = spent.reserved_tokens.saturating_add(tokens);
+            spent.reserved_usd += usd;
+        }
+        Reserved::Granted(Reservation {
+            budget: Arc::clone(self),
+            held: true,
+            tokens,
+            usd,
+            output: Some(u32::try_from(output).unwrap_or(u32::MAX)),
         })
     }
 
@@ -311,14 +509,139 @@ impl Budget {
             })
         })
     }
+}
 
-    /// The output budget of the next call: the session's, capped by what every token limit
-    /// here and above leaves.
-    pub(super) fn output_budget(&self, asked: Option<u32>, model: &Model) -> Option<u32> {
-        let mut budget = output_budget(&self.limits, asked, model, &self.lock());
-        for b in self.ancestors() {
-            budget = output_budget(&b.limits, budget, model, &b.lock());
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::provider::price::{Price, PriceTable};
+    use crate::provider::replay::{Recording, Replay};
+    use crate::records::Cost;
+
+    fn model(price: f64) -> Model {
+        let mut prices = PriceTable::default();
+        prices.set(
+            "m",
+            Price {
+                input: price,
+                cached_input: None,
+                output: price,
+                reasoning: None,
+            },
+        );
+        let recording = Recording {
+            path: PathBuf::from("none"),
+            turns: Vec::new(),
+        };
+        Model {
+            provider: Arc::new(Replay::new(Arc::new(recording), "m")),
+            kind: "replay".to_owned(),
+            prices: Arc::new(prices),
+            max_output_tokens: 8192,
         }
-        budget
+    }
+
+    fn usage(tokens: u64, usd: f64) -> Usage {
+        Usage {
+            model_call: 1,
+            model: "m".to_owned(),
+            input_tokens: Some(tokens),
+            cached_input_tokens: Some(0),
+            output_tokens: Some(0),
+            reasoning_tokens: Some(0),
+            cost: Cost::Known {
+                usd,
+                source: crate::records::PriceSource::Override,
+            },
+        }
+    }
+
+    fn granted(r: Reserved) -> Reservation {
+        match r {
+            Reserved::Granted(r) => r,
+            other => panic!("not granted: {other:?}"),
+        }
+    }
+
+    fn limits(tokens: Option<u64>, cost_usd: Option<f64>) -> EpisodeLimits {
+        EpisodeLimits {
+            tokens,
+            cost_usd,
+            ..EpisodeLimits::default()
+        }
+    }
+
+    #[test]
+    fn siblings_share_the_parents_room_and_wait_for_each_other() {
+        let m = model(1.0);
+        let now = Instant::now();
+        let parent = Arc::new(Budget::new("p", &limits(Some(1000), None), now, None));
+        let a = Arc::new(Budget::new(
+            "p.a",
+            &limits(None, None),
+            now,
+            Some(parent.clone()),
+        ));
+        let b = Arc::new(Budget::new(
+            "p.b",
+            &limits(None, None),
+            now,
+            Some(parent.clone()),
+        ));
+        // The output budget is cut to what the limit leaves after the input estimate.
+        let first = granted(a.reserve(&m, 300, None));
+        assert_eq!(first.output(), Some(700));
+        // Its sibling cannot take the same room: it waits while the call is in flight.
+        assert!(matches!(b.reserve(&m, 300, None), Reserved::Wait));
+        first.settle(&usage(350, 0.0));
+        assert_eq!(parent.tokens(), 350);
+        let second = granted(b.reserve(&m, 300, Some(100)));
+        assert_eq!(second.output(), Some(100));
+        // A reservation dropped unsettled gives its room back.
+        drop(second);
+        let third = granted(b.reserve(&m, 300, None));
+        assert_eq!(third.output(), Some(350));
+        third.settle(&usage(640, 0.0));
+        // 10 left: no room for a 300-token input and one output token.
+        let Reserved::Refused(hit) = a.reserve(&m, 300, None) else {
+            panic!("not refused");
+        };
+        assert_eq!(hit.limit, LimitKind::Tokens);
+        assert!(
+            hit.detail.starts_with("990 tokens of 1000 spent")
+                && hit.detail.contains("only 10 are left")
+                && hit
+                    .detail
+                    .ends_with("(the limit of session p, which this subagent spends from)"),
+            "{}",
+            hit.detail
+        );
+    }
+
+    #[test]
+    fn cost_reservations_cap_the_output_and_are_all_released() {
+        // $1 per million tokens; a limit of $0.001 is 1000 tokens' worth.
+        let m = model(1.0);
+        let b = Arc::new(Budget::new(
+            "s",
+            &limits(None, Some(0.001)),
+            Instant::now(),
+            None,
+        ));
+        // Two calls in flight at a time, of sizes whose sums do not round back to zero.
+        for i in 0..50 {
+            let one = granted(b.reserve(&m, 3, Some(7)));
+            let two = granted(b.reserve(&m, 1 + i % 7, Some(11)));
+            assert_eq!((one.output(), two.output()), (Some(7), Some(11)));
+            one.settle(&usage(1, 0.000_001));
+            two.settle(&usage(1, 0.000_001));
+        }
+        assert_eq!(b.lock().reserved_usd, 0.0);
+        // With nothing in flight, nothing is reserved: the call is capped, never told to wait.
+        let r = granted(b.reserve(&m, 100, None));
+        let cap = r.output().unwrap_or_default();
+        assert!((799..=800).contains(&cap), "{cap}");
     }
 }

@@ -21,12 +21,13 @@
 //!
 //! - **turns** — no model call past the limit; tool calls of the last allowed turn are not
 //!   run (their results could never reach the model);
-//! - **tokens** (input + output over all calls) — no model call once the total reaches the
-//!   limit, and each request's output budget is capped at what is left; a single call can
-//!   still pass the limit by its input tokens, and the turn then stops before its tools run;
+//! - **tokens** (input + output over all calls) — each model call reserves its worst case
+//!   first: an upper estimate of its input plus its output budget, which is capped at what
+//!   the limit leaves; a call that cannot fit is not made, and a call that would fit once
+//!   concurrent subagents' calls settle waits for them;
 //! - **wall time** — a deadline from the session's start that bounds waiting for the model
 //!   and every running tool (the executor must stop a tool by [`Bounds::deadline`]);
-//! - **cost** (USD) — no model call once the cost reaches the limit; when the model's price
+//! - **cost** (USD) — reserved the same way, at the model's prices; when the model's price
 //!   or a call's token counts are unknown and a cost limit is set, the session refuses to go
 //!   on and says why.
 //!
@@ -47,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use call::{CallEnd, call_model, millis, record_failed_call, record_not_run, record_response};
 pub use limits::Budget;
+use limits::{Reservation, Reserved, input_estimate};
 use log::Log;
 
 pub use executor::{
@@ -60,6 +62,9 @@ use crate::records::{
     Outcome, ParentLink, PolicyRecord, RecordError, Refusal, Role, StopReason, Store, SuccessCheck,
     Timestamp, ToolState, Totals,
 };
+
+/// How often a model call that waits for other calls' reservations to settle looks again.
+const RESERVE_POLL: Duration = Duration::from_millis(20);
 
 /// The hard limits of a session (an episode's, or an interactive session's); `None` is no
 /// limit.
@@ -205,6 +210,9 @@ pub struct Session<'a> {
     items: Vec<Item>,
     tools: Vec<ToolDef>,
     budget: Arc<Budget>,
+    /// The item count and reported input tokens of the last request, for the next call's
+    /// input estimate; `None` before the first call and after the conversation is cleared.
+    last_input: Option<(usize, u64)>,
 }
 
 impl std::fmt::Debug for Session<'_> {
@@ -241,6 +249,7 @@ impl<'a> Session<'a> {
             policy: PolicyRecord {
                 source: spec.policy.clone(),
                 enforcement: executor.enforcement(),
+                engine: executor.engine().map(Into::into),
                 requested: policies
                     .as_ref()
                     .and_then(|(r, _)| serde_json::to_value(r).ok()),
@@ -282,6 +291,7 @@ impl<'a> Session<'a> {
             executor,
             log,
             items: Vec::new(),
+            last_input: None,
         };
         if let Some(system) = &system {
             session.add_system(system)?;
@@ -392,16 +402,17 @@ impl<'a> Session<'a> {
             if interrupt.is_raised() {
                 return Ok(TurnEnd::Interrupted);
             }
-            if let Some(hit) = self.budget.before_call(&self.model) {
-                return Ok(TurnEnd::Limit(hit));
-            }
-            let request = Request {
+            let mut request = Request {
                 items: self.items.clone(),
                 tools: self.tools.clone(),
-                max_output_tokens: self
-                    .budget
-                    .output_budget(self.spec.max_output_tokens, &self.model),
+                max_output_tokens: None,
             };
+            let reservation = match self.reserve(&request, interrupt) {
+                Ok(r) => r,
+                Err(end) => return Ok(end),
+            };
+            request.max_output_tokens = reservation.output();
+            let sent_items = request.items.len();
             let call_no = self.budget.next_turn();
             let sent = Instant::now();
             let observer = self.log.observer;
@@ -413,10 +424,11 @@ impl<'a> Session<'a> {
                 observer,
             ) {
                 Ok(r) => r,
-                Err(end) => return self.failed_call(call_no, sent, end),
+                Err(end) => return self.failed_call(call_no, sent, end, reservation),
             };
             let usage = record_response(&response, call_no, &self.model, &mut self.log)?;
-            self.budget.count(&usage);
+            reservation.settle(&usage);
+            self.last_input = usage.input_tokens.map(|n| (sent_items, n));
             let calls: Vec<_> = response.tool_calls().cloned().collect();
             match &response.stop {
                 StopReason::Refusal | StopReason::ContentFilter => {
@@ -523,12 +535,38 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Records a call that gave no answer and says how the turn ends.
+    /// Reserves the worst case of the call that would send `request`, waiting while calls in
+    /// flight elsewhere in the budget's tree hold part of what it needs; the turn's end when
+    /// a limit refuses it, the wall time runs out or the user interrupts.
+    fn reserve(&self, request: &Request, interrupt: &Interrupt) -> Result<Reservation, TurnEnd> {
+        let input = input_estimate(request, self.last_input);
+        loop {
+            match self
+                .budget
+                .reserve(&self.model, input, self.spec.max_output_tokens)
+            {
+                Reserved::Granted(r) => return Ok(r),
+                Reserved::Refused(hit) => return Err(TurnEnd::Limit(hit)),
+                Reserved::Wait => {}
+            }
+            if interrupt.is_raised() {
+                return Err(TurnEnd::Interrupted);
+            }
+            if self.past_deadline() {
+                return Err(self.wall_hit("while waiting for other model calls to settle"));
+            }
+            std::thread::sleep(RESERVE_POLL);
+        }
+    }
+
+    /// Records a call that gave no answer, settles its reservation, and says how the turn
+    /// ends.
     fn failed_call(
         &mut self,
         call_no: u32,
         sent: Instant,
         end: CallEnd,
+        reservation: Reservation,
     ) -> Result<TurnEnd, SessionError> {
         let configured = self.model.provider.model().to_owned();
         let (failure, received, turn_end) = match end {
@@ -545,7 +583,7 @@ impl<'a> Session<'a> {
                     Some(&failure),
                     &mut self.log,
                 )?;
-                self.budget.count(&usage);
+                reservation.settle(&usage);
                 return Ok(TurnEnd::Provider(failure));
             }
             CallEnd::Crashed => {
@@ -568,7 +606,7 @@ impl<'a> Session<'a> {
             failure.as_ref(),
             &mut self.log,
         )?;
-        self.budget.count(&usage);
+        reservation.settle(&usage);
         Ok(turn_end)
     }
 
@@ -613,6 +651,7 @@ impl<'a> Session<'a> {
     /// transcript, totals and limits go on.
     pub fn clear(&mut self) {
         self.items.retain(|i| matches!(i, Item::System { .. }));
+        self.last_input = None;
     }
 
     /// Ends the session: writes `episode_finished` with `outcome` and the check, shows it to
