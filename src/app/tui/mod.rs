@@ -113,6 +113,7 @@ fn show(
     terminal.clear()?;
     let mut last = Instant::now() - FRAME;
     let mut session_gone = false;
+    let mut drawn = false;
     while !app.quit && !term.load(Ordering::Relaxed) {
         loop {
             match from_session.try_recv() {
@@ -131,6 +132,9 @@ fn show(
         app.tick(Instant::now());
         if app.dirty && last.elapsed() >= FRAME {
             terminal.draw(|f| draw::draw(f, app))?;
+            if !std::mem::replace(&mut drawn, true) {
+                panic_if_asked();
+            }
             app.dirty = false;
             last = Instant::now();
             if let Some(text) = app.yank.take() {
@@ -172,6 +176,26 @@ fn show(
     screen.restore();
     Ok(())
 }
+
+/// The variable that makes a debug build panic after the TUI's first frame.
+#[cfg(debug_assertions)]
+const PANIC_VAR: &str = "BEE_TEST_TUI_PANIC";
+
+/// A test hook: with [`PANIC_VAR`] set, a debug build panics once the TUI has drawn its first
+/// frame (the terminal in raw mode, on the alternate screen), so that `tests/tui_pty.rs` can
+/// show the panic hook leaves the real terminal usable. A release build has no such hook and
+/// ignores the variable.
+#[cfg(debug_assertions)]
+#[expect(clippy::panic, reason = "a deliberate panic, asked for by a test")]
+fn panic_if_asked() {
+    if std::env::var_os(PANIC_VAR).is_some() {
+        panic!("{PANIC_VAR} is set: a deliberate panic inside the TUI");
+    }
+}
+
+/// Release builds: nothing (see the debug build's test hook).
+#[cfg(not(debug_assertions))]
+fn panic_if_asked() {}
 
 fn is_ctrl_c(k: &event::KeyEvent) -> bool {
     k.code == event::KeyCode::Char('c') && k.modifiers.contains(event::KeyModifiers::CONTROL)
@@ -330,6 +354,7 @@ fn command(
             let live = executor.policies().map(|(requested, _)| requested);
             commands::policy(
                 p.enforcement,
+                executor.engine(),
                 live.as_ref().or(p.policy.as_ref()),
                 p.policy_file.as_deref(),
             )

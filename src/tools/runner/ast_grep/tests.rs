@@ -234,7 +234,7 @@ fn this_repository_finds_a_function_where_its_text_is() {
         "{}",
         r.content
     );
-    // Every `.unwrap()` call found in src/ is on a line whose text has one: the structural
+    // Every `.unwrap()` call found in src/ is where its line's text has it: the structural
     // search never invents a match, and skips those in comments and strings that grep finds.
     let r = call(
         repo,
@@ -243,6 +243,57 @@ fn this_repository_finds_a_function_where_its_text_is() {
     let n = count(&r);
     assert!(n > 0, "{}", r.content);
     assert!(!r.content.contains("INCOMPLETE"), "{}", r.content);
+    let mut checked = 0;
+    let mut sources = std::collections::HashMap::new();
+    for entry in r.content.lines().skip(1) {
+        // `file:line:column: text`, the text the match's first line (` …` when cut).
+        let mut parts = entry.splitn(4, ':');
+        let (Some(file), Some(line), Some(column), Some(text)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (Ok(line), Ok(column)) = (line.parse::<usize>(), column.parse::<usize>()) else {
+            continue;
+        };
+        let source = sources.entry(file.to_owned()).or_insert_with(|| {
+            std::fs::read_to_string(repo.join(file)).unwrap_or_else(|e| unreachable!("{file}: {e}"))
+        });
+        let at = source
+            .lines()
+            .nth(line - 1)
+            .unwrap_or_else(|| unreachable!("{entry}"));
+        let text = text.strip_prefix(' ').unwrap_or(text);
+        let whole = !text.ends_with(" …");
+        let text = text.strip_suffix(" …").unwrap_or(text);
+        let from: String = at.chars().skip(column - 1).collect();
+        assert!(from.starts_with(text), "{entry}: the line is {at:?}");
+        assert!(!at.trim_start().starts_with("//"), "{entry}: a comment");
+        if whole {
+            assert!(text.ends_with(".unwrap()"), "{entry}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "{}", r.content);
+    assert!(checked <= n, "{}", r.content);
+    // grep finds more: those in comments and string literals (in this file, say).
+    let grep = |dir: &Path| -> usize {
+        fn walk(dir: &Path, n: &mut usize) {
+            for e in std::fs::read_dir(dir).unwrap_or_else(|e| unreachable!("{e}")) {
+                let p = e.unwrap_or_else(|e| unreachable!("{e}")).path();
+                if p.is_dir() {
+                    walk(&p, n);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    *n += text.lines().filter(|l| l.contains(".unwrap()")).count();
+                }
+            }
+        }
+        let mut n = 0;
+        walk(dir, &mut n);
+        n
+    };
+    assert!(grep(&repo.join("src")) > n, "{}", r.content);
 }
 
 #[cfg(feature = "astgrep-rust")]
