@@ -40,6 +40,7 @@ fn episode(
         policy: PolicyRecord {
             source: Some("policies/cargo-test.toml".into()),
             enforcement: Enforcement::Kernel,
+            engine: None,
             requested: None,
             installed: None,
             tools: std::collections::BTreeMap::new(),
@@ -147,7 +148,7 @@ fn table_on_stdout() {
         lines[3].starts_with("total ") && lines[3].contains("unknown"),
         "{out}"
     );
-    assert!(out.contains("no price for m-local"), "{out}");
+    assert!(out.contains("m-local (no price)"), "{out}");
 }
 
 #[test]
@@ -350,11 +351,86 @@ fn usage_errors_exit_64() {
     assert_eq!(code(&o), 64);
 }
 
+/// `bee metrics ARGS` with `COLUMNS` set to `columns`, or unset (stdout is a pipe: no limit).
+fn metrics_at(columns: Option<&str>, args: &[&str]) -> Output {
+    let mut c = std::process::Command::new(support::bee_exe());
+    c.arg("metrics").args(args);
+    match columns {
+        Some(n) => c.env("COLUMNS", n),
+        None => c.env_remove("COLUMNS"),
+    };
+    c.output()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"))
+}
+
+/// At 80 columns the table fits: the details go first, the counts and the cost stay, and a
+/// line says what was left out. Without a width (a pipe, a script) every column is there.
+#[test]
+fn the_table_fits_an_80_column_terminal() {
+    let dir = fixture().unwrap();
+    let records = arg(dir.path());
+    for by in ["run", "episode", "model", "tool"] {
+        let o = metrics_at(Some("80"), &["--records", records, "--by", by]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out = stdout(&o);
+        for line in out.lines() {
+            assert!(line.chars().count() <= 80, "{by}: {line:?} in\n{out}");
+        }
+        if by != "tool" {
+            let head = out.lines().next().unwrap_or_default();
+            for kept in [
+                "MODEL CALLS",
+                "INPUT",
+                "OUTPUT",
+                "COST",
+                "TOOL CALLS",
+                "DENIALS",
+            ] {
+                assert!(head.contains(kept), "{by}: {kept} in {head}");
+            }
+            assert!(!head.contains("MODEL CALLS BY STOP"), "{head}");
+            let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                words.contains("left out to fit 80 columns: MODEL CALLS BY STOP, PRICE SOURCE"),
+                "{out}"
+            );
+        }
+    }
+    let wide = metrics_at(None, &["--records", records]);
+    let out = stdout(&wide);
+    assert!(out.contains("MODEL CALLS BY STOP"), "{out}");
+    assert!(!out.contains("left out"), "{out}");
+    let max = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    assert!(
+        max > 80,
+        "the fixture's full table is wider than 80 columns: {max}"
+    );
+}
+
+/// A run with a priced call and a call of unknown cost keeps the known part in the total.
+#[test]
+fn a_partly_unknown_total_keeps_its_known_part() {
+    let dir = fixture().unwrap();
+    let o = metrics_at(None, &["--records", arg(dir.path())]);
+    let out = stdout(&o);
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("total "))
+        .unwrap_or_default();
+    assert!(total.contains("$0.2500 + ?"), "{out}");
+    assert!(
+        out.contains(
+            "cost $0.2500 + unknown for m-local (no price): the known part is not a total"
+        ),
+        "{out}"
+    );
+}
+
 #[test]
 fn table_snapshots() {
     let dir = fixture().unwrap();
     for by in ["run", "episode", "model", "tool"] {
-        let o = bee(&["metrics", "--records", arg(dir.path()), "--by", by]);
+        let o = metrics_at(None, &["--records", arg(dir.path()), "--by", by]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         insta::assert_snapshot!(format!("table_by_{by}"), stdout(&o));
     }

@@ -28,6 +28,12 @@ fn show_prints_values_with_origins() {
         "provider = \"p.toml\"\n[limits]\nturns = 7\n",
     )
     .unwrap();
+    // Relative to the file that names it: .bee/p.toml.
+    std::fs::write(
+        root.join(".bee/p.toml"),
+        "kind = \"anthropic\"\nmodel = \"m\"\n",
+    )
+    .unwrap();
     let out = bee_in(&root, &["config", "show", "--host", "--max-tokens", "5000"]);
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -45,6 +51,13 @@ fn show_prints_values_with_origins() {
     assert!(line("limits.tokens").ends_with("# flag --max-tokens"));
     assert!(line("host").ends_with("# flag --host"));
     assert!(stdout.contains("NO kernel scope"));
+    assert!(line("provider").contains(&root.join(".bee/p.toml").display().to_string()));
+    assert!(
+        stdout.contains(
+            "relative paths in a configuration file resolve against that file's directory"
+        ),
+        "{stdout}"
+    );
 
     let out = bee_in(&root, &["config", "show", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -85,4 +98,81 @@ fn flag_limits_are_checked() {
         let out = bee_in(dir.path(), &all);
         assert_eq!(out.status.code(), Some(64), "{args:?}");
     }
+}
+
+/// `bee config show` refuses what `bee repl` would refuse before its first model call, with
+/// the same statuses: an unknown theme (65), a provider file that is missing (66) or invalid
+/// (65).
+#[test]
+fn show_checks_the_theme_and_the_provider_file_as_a_session_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".bee")).unwrap();
+    let config = root.join(".bee/config.toml");
+
+    std::fs::write(&config, "[repl]\ntheme = \"drak\"\n").unwrap();
+    let out = bee_in(&root, &["config", "show", "--host"]);
+    assert_eq!(out.status.code(), Some(65));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("repl.theme: there is no theme `drak`"),
+        "{stderr}"
+    );
+    let out = bee_in(&root, &["repl", "--host"]);
+    assert_eq!(out.status.code(), Some(65), "bee repl agrees");
+
+    // A relative provider resolves against .bee/, where there is none.
+    std::fs::write(&config, "provider = \"providers/replay.toml\"\n").unwrap();
+    let out = bee_in(&root, &["config", "show", "--host"]);
+    assert_eq!(out.status.code(), Some(66));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = root.join(".bee/providers/replay.toml");
+    assert!(
+        stderr.contains(&format!("cannot read provider file {}", expected.display())),
+        "{stderr}"
+    );
+    // Nor is there under the project, so no hint: the path meant is unknown.
+    assert!(!stderr.contains("help:"), "{stderr}");
+    let out = bee_in(&root, &["repl", "--host"]);
+    assert_eq!(out.status.code(), Some(66), "bee repl agrees");
+    // With the project's providers/replay.toml there, both say how to name it from .bee/.
+    std::fs::create_dir_all(root.join("providers")).unwrap();
+    std::fs::write(
+        root.join("providers/replay.toml"),
+        "kind = \"anthropic\"\nmodel = \"m\"\n",
+    )
+    .unwrap();
+    let hint = "write `provider = \"../providers/replay.toml\"`";
+    let out = bee_in(&root, &["config", "show", "--host"]);
+    assert_eq!(out.status.code(), Some(66));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is relative to that file's directory"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(hint), "{stderr}");
+    let out = bee_in(&root, &["repl", "--host"]);
+    assert_eq!(out.status.code(), Some(66));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(hint), "bee repl too: {stderr}");
+
+    std::fs::create_dir_all(root.join(".bee/providers")).unwrap();
+    std::fs::write(&expected, "kind = \"replya\"\nfile = \"t.jsonl\"\n").unwrap();
+    let out = bee_in(&root, &["config", "show", "--host"]);
+    assert_eq!(out.status.code(), Some(65));
+    // The diagnostic as the terminal shows it, wrapped: its words joined again.
+    let stderr = String::from_utf8_lossy(&out.stderr)
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(stderr.contains("unknown provider kind"), "{stderr}");
+    assert!(stderr.contains("did you mean \"replay\"?"), "{stderr}");
+    let out = bee_in(&root, &["config", "show", "--host", "--json"]);
+    assert_eq!(out.status.code(), Some(65));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["errors"][0]["key"], "kind");
+    let out = bee_in(&root, &["repl", "--host"]);
+    assert_eq!(out.status.code(), Some(65), "bee repl agrees");
 }

@@ -112,6 +112,20 @@ fn an_unknown_kind_lists_the_known_ones() {
 }
 
 #[test]
+fn a_misspelt_kind_is_reported_alone_with_a_suggestion() {
+    // Without a kind bee cannot say whether `model` is required: the kind is the problem.
+    let p = problems("kind = \"replya\"\nfile = \"turns.jsonl\"\n");
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert!(
+        p[0].starts_with("provider.toml:1:8: kind: unknown provider kind \"replya\""),
+        "{p:?}"
+    );
+    assert!(p[0].contains("did you mean \"replay\"?"), "{p:?}");
+    let p = problems("kind = \"anthropic\"\nmodle = \"m\"\n");
+    assert!(p[0].contains("did you mean `model`?"), "{p:?}");
+}
+
+#[test]
 fn several_problems_are_all_reported_in_order() {
     let p = problems(
         "kind = \"openai-chat\"\nbase_url = \"ftp://x\"\n[retry]\nmax_attempts = 0\n[prices]\ninput = -1.0\noutput = 1.0\n",

@@ -199,7 +199,7 @@ fn ctrl_c_stops_a_long_tool_call_and_the_session_goes_on() {
 
 #[test]
 fn slash_commands_never_reach_the_model() {
-    // No turns at all: a line that reached the model would end in "no turn left".
+    // No turns at all: a line that reached the model would end in "has ended".
     let f = Fixture::new(&[r#"{"text": "unused"}"#]);
     let mut s = f.spawn();
     prompt(&mut s);
@@ -257,15 +257,18 @@ fn skills_load_and_a_provider_failure_ends_only_the_turn() {
     s.send_line("review it").unwrap();
     s.expect("Reviewed.").unwrap();
     prompt(&mut s);
-    // The recording has no turn left: the provider fails, the turn ends with the error and
+    // The recording has ended: the provider fails, the turn ends with the error and
     // its category, and the session goes on.
     s.send_line("again").unwrap();
     s.expect("provider protocol error").unwrap();
-    s.expect("no turn left").unwrap();
+    s.expect("has ended: all").unwrap();
     prompt(&mut s);
     s.send_line("/cost").unwrap();
     s.expect("model calls 2").unwrap();
     s.expect("reported no token counts").unwrap();
+    // The failed call leaves the known cost standing, and is named as the gap.
+    s.expect("cost $0.0000 + unknown for 1 call (tokens not reported)")
+        .unwrap();
     prompt(&mut s);
     s.send_line("/quit").unwrap();
     assert_eq!(exit_code(&s), 0);
@@ -457,4 +460,56 @@ fn tui_without_a_terminal_falls_back_with_a_note() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("using the inline REPL"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+/// The recording docs/repl.md starts with (`providers/repl.toml`) plays through in any
+/// workspace: tool calls that succeed, a long markdown answer, a table and a panel drawn by
+/// `render`, a last answer that says the recording has ended, and then an error that says so
+/// too.
+#[test]
+fn the_shipped_repl_recording_plays_through_and_ends_plainly() {
+    let f = Fixture::new(&[r#"{"text": "unused"}"#]);
+    std::fs::write(
+        f.path().join("ws/README.md"),
+        "# Widgets\n\nIt makes widgets.\n",
+    )
+    .unwrap();
+    let provider = Path::new(env!("CARGO_MANIFEST_DIR")).join("providers/repl.toml");
+    let records = f.records();
+    let cmd = f.command(&[
+        "--host",
+        "--provider",
+        provider.to_str().unwrap(),
+        "--workspace",
+        "ws",
+        "--records-dir",
+        records.to_str().unwrap(),
+    ]);
+    let mut s = Session::spawn(cmd).unwrap();
+    s.set_expect_timeout(Some(Duration::from_secs(30)));
+    prompt(&mut s);
+    s.send_line("hello").unwrap();
+    // Each tool result is shown by its first line: the listing's first entry, the file's.
+    s.expect("list_dir").unwrap();
+    s.expect("README.md").unwrap();
+    s.expect("read_file").unwrap();
+    s.expect("# Widgets").unwrap();
+    s.expect("What just happened").unwrap();
+    s.expect("Things to try").unwrap();
+    prompt(&mut s);
+    s.send_line("go on").unwrap();
+    s.expect("render").unwrap();
+    s.expect("a markdown answer").unwrap();
+    s.expect("recording").unwrap();
+    s.expect("One recorded answer is left").unwrap();
+    prompt(&mut s);
+    s.send_line("and then?").unwrap();
+    s.expect("the recording has ended").unwrap();
+    prompt(&mut s);
+    s.send_line("more").unwrap();
+    s.expect("repl-turns.jsonl has ended: all 6 recorded turn(s) were played")
+        .unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
 }

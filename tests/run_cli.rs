@@ -45,7 +45,52 @@ fn the_demo_without_enforcement_exits_69_before_any_model_call() {
     assert!(err.contains("Operation not permitted"), "{err}");
     assert!(err.contains("         fix: "), "{err}");
     assert!(!err.contains("capabilities failed"), "{err}");
+    // And what to do instead: the demo in a VM, or host mode with the host-mode scenario.
+    let instead = err
+        .lines()
+        .find(|l| l.starts_with("bee run: instead: "))
+        .unwrap_or_else(|| unreachable!("no `instead` line in {err}"));
+    assert!(instead.contains("`cargo xtask demo`"), "{instead}");
+    assert!(instead.contains("--host"), "{instead}");
+    assert!(
+        instead.contains("examples/demo/host-scenario.toml"),
+        "{instead}"
+    );
     assert!(!dir.path().join(".bee/records").exists());
+}
+
+/// The command the 69 refusal suggests runs: the demo's crate fixed in host mode, said out
+/// loud, recorded as `host`.
+#[test]
+fn the_host_mode_demo_runs_and_says_its_tools_are_unconfined() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    // The episode runs `cargo test`, so HOME stays (rustup finds its toolchains there); the
+    // user configuration is kept out by XDG_CONFIG_HOME instead.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args([
+            "run",
+            "--host",
+            "--scenario",
+            &demo("host-scenario.toml"),
+            "--provider",
+            &demo("host-provider.toml"),
+            "--records-dir",
+            records.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path().join("xdg"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("NO kernel scope"), "{err}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("enforcement=host"), "{out}");
+    assert!(out.contains("1 of 1 episode(s) passed"), "{out}");
+    // The crate's own copy was edited; the example stays as shipped.
+    let lib = std::fs::read_to_string(demo("crate/src/lib.rs")).unwrap();
+    assert!(lib.contains("(4, \"VI\")"));
 }
 
 #[test]
@@ -62,7 +107,12 @@ fn host_and_a_policy_together_exit_64() {
             "--host",
         ],
     );
-    assert_eq!(o.status.code(), Some(64), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(64), "{err}");
+    // --host never drops the scenario's policy, and says what to run instead.
+    assert!(err.contains("never drops a scenario's policy"), "{err}");
+    assert!(err.contains("examples/demo/host-scenario.toml"), "{err}");
+    assert!(err.contains("`cargo xtask demo`"), "{err}");
 }
 
 #[test]

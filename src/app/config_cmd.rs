@@ -1,9 +1,12 @@
-//! `bee config show`: every effective configuration value and where it came from.
+//! `bee config show`: every effective configuration value and where it came from, after the
+//! checks a session makes of them before its first model call (the provider file and its
+//! recording, the theme), refused with the statuses a session would exit with.
 
 use serde_json::json;
 
 use super::Exit;
 use crate::config::{Config, Enforcement, FileError, Flags};
+use crate::provider::ProviderSpec;
 
 /// Arguments of `bee config`.
 #[derive(Debug, clap::Args)]
@@ -31,6 +34,9 @@ pub fn run(args: &Args) -> Exit {
         Ok(c) => c,
         Err(e) => return report_error(&e, *json),
     };
+    if let Err(exit) = session_checks(&config, *json) {
+        return exit;
+    }
     let enforcement = match config.require_policy_or_host() {
         Ok(Enforcement::Policy(p)) => format!(
             "each tool call runs in a kernel scope under {}, where the kernel can enforce it \
@@ -71,8 +77,49 @@ pub fn run(args: &Args) -> Exit {
         println!("{key:key_width$}  {value:value_width$}  # {origin}");
     }
     println!();
+    if !config.files.is_empty() {
+        println!("{RELATIVE_PATHS}");
+    }
     println!("{enforcement}");
     Exit::Ok
+}
+
+/// How a relative path in a configuration file resolves, said under the values.
+const RELATIVE_PATHS: &str = "relative paths in a configuration file resolve against that \
+     file's directory (`.bee/` for .bee/config.toml), a flag's against the current directory";
+
+/// What a session checks of the configuration before its first model call, beyond reading
+/// the files: the theme `repl.theme` names (65), and the provider file with its recording
+/// when one is configured (65 invalid, 66 missing), reported as [`report_error`] reports a
+/// configuration file. An unset provider is no refusal here: it shows as `(unset)`.
+fn session_checks(config: &Config, json: bool) -> Result<(), Exit> {
+    if let Err(why) = config.theme() {
+        if json {
+            println!("{}", json!({"ok": false, "errors": [why]}));
+        } else {
+            eprintln!("bee: {why}");
+        }
+        return Err(Exit::DataErr);
+    }
+    if let Some(provider) = &config.provider
+        && let Err(e) = ProviderSpec::load(&provider.value)
+    {
+        if !json {
+            eprintln!(
+                "bee: the provider file (provider from {}):",
+                provider.origin
+            );
+        }
+        let exit = report_error(&e, json);
+        if !json
+            && let (FileError::Read { .. }, Ok(cwd)) = (&e, std::env::current_dir())
+            && let Some(hint) = crate::config::relative_path_hint("provider", provider, &cwd)
+        {
+            eprintln!("  help: {hint}");
+        }
+        return Err(exit);
+    }
+    Ok(())
 }
 
 fn report_error(e: &FileError, json: bool) -> Exit {

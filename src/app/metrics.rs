@@ -122,7 +122,7 @@ pub fn run(args: &Args) -> Exit {
     if args.json {
         println!("{}", to_json(&db, &report, rebuilt.as_ref()));
     } else {
-        print!("{}", render_table(&report));
+        print!("{}", render_table(&report, terminal_width()));
     }
     Exit::Ok
 }
@@ -191,8 +191,10 @@ fn cost_cells(stats: &Stats) -> [String; 2] {
     let Some(m) = &stats.model else {
         return ["-".to_owned(), "-".to_owned()];
     };
+    // A partly unknown cost keeps its known part; the line under the table names the gap.
     let cost = match m.cost.usd() {
         Some(usd) => format!("${usd:.4}"),
+        None if !m.cost.sources.is_empty() => format!("${:.4} + ?", m.cost.known_usd),
         None => "unknown".to_owned(),
     };
     let mut sources: Vec<String> = m.cost.sources.iter().map(ToString::to_string).collect();
@@ -210,8 +212,41 @@ fn cost_cells(stats: &Stats) -> [String; 2] {
     [cost, sources]
 }
 
-/// Renders a report as a plain-text table, one row per group and a total row.
-fn render_table(report: &Report) -> String {
+/// The width to fit the table to: `COLUMNS` when set to a number, else the terminal's when
+/// stdout is one; `None` (no limit) when output goes elsewhere, for scripts.
+fn terminal_width() -> Option<usize> {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return Some(n);
+    }
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
+}
+
+/// The columns left out first when a table is wider than the terminal, lowest priority
+/// first: the details before the counts. The key, calls, tokens in and out, the cost, tool
+/// calls and denials always stay.
+const DROP_ORDER: &[&str] = &[
+    "MODEL CALLS BY STOP",
+    "PRICE SOURCE",
+    "TOOL MS P50/P95",
+    "REASONING",
+    "CACHED",
+    "MODEL MS P50/P95",
+    "EPISODES",
+    "REFUSED",
+    "DELEGATED",
+    "UNFINISHED",
+    "COULD NOT RUN",
+    "MS P50/P95",
+];
+
+/// Renders a report as a plain-text table, one row per group and a total row; with a
+/// `width`, low-priority columns ([`DROP_ORDER`]) are left out until the table fits, and a
+/// line under it names them.
+fn render_table(report: &Report, width: Option<usize>) -> String {
     let by_tool = report.by == GroupBy::Tool;
     let by_agent = report.by == GroupBy::Agent;
     let mut head: Vec<&str> = if by_tool {
@@ -296,12 +331,28 @@ fn render_table(report: &Report) -> String {
     let widths: Vec<usize> = (0..head.len())
         .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
         .collect();
+    let mut shown: Vec<usize> = (0..head.len()).collect();
+    let mut dropped: Vec<&str> = Vec::new();
+    if let Some(limit) = width {
+        let wide = |shown: &[usize]| -> usize {
+            shown.iter().map(|&c| widths[c]).sum::<usize>() + 2 * shown.len().saturating_sub(1)
+        };
+        for name in DROP_ORDER {
+            if wide(&shown) <= limit {
+                break;
+            }
+            if let Some(i) = shown.iter().position(|&c| head[c] == *name) {
+                shown.remove(i);
+                dropped.push(name);
+            }
+        }
+    }
     let mut out = String::new();
     for r in &rows {
-        let cells: Vec<String> = r
+        let cells: Vec<String> = shown
             .iter()
-            .enumerate()
-            .map(|(c, cell)| {
+            .map(|&c| {
+                let cell = &r[c];
                 if left(c) {
                     format!("{cell:<w$}", w = widths[c])
                 } else {
@@ -312,10 +363,18 @@ fn render_table(report: &Report) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
+    let mut notes = Vec::new();
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "left out to fit {} columns: {} (a wider terminal or --json shows them)",
+            width.unwrap_or_default(),
+            dropped.join(", ")
+        ));
+    }
     if let Some(m) = &report.total.model {
         if by_tool {
-            out.push_str(&format!(
-                "model calls: {}; tokens: {} input ({} cached), {} output ({} reasoning); cost: {}\n",
+            notes.push(format!(
+                "model calls: {}; tokens: {} input ({} cached), {} output ({} reasoning); cost: {}",
                 m.calls,
                 m.tokens.input,
                 m.tokens.cached_input,
@@ -324,17 +383,46 @@ fn render_table(report: &Report) -> String {
                 m.cost
             ));
         } else if m.cost.usd().is_none() {
-            out.push_str(&format!("cost {}: the known part is not a total\n", m.cost));
+            notes.push(format!("cost {}: the known part is not a total", m.cost));
         }
         if m.unknown_token_calls > 0 {
-            out.push_str(&format!(
+            notes.push(format!(
                 "tokens not reported for {} model call(s) (failed or abandoned calls, or a \
-                 provider that sends no usage): the token sums are lower bounds\n",
+                 provider that sends no usage): the token sums are lower bounds",
                 m.unknown_token_calls
             ));
         }
     }
+    for note in notes {
+        for line in wrap(&note, width) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     out
+}
+
+/// `text` in lines of at most `width` characters, broken between words (a word longer than
+/// the width stands alone); one line when there is no width.
+fn wrap(text: &str, width: Option<usize>) -> Vec<String> {
+    let Some(width) = width else {
+        return vec![text.to_owned()];
+    };
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// The model calls of a group by how they ended: `end_turn 3, tool_use 5, failed

@@ -197,8 +197,12 @@ pub enum ProviderError {
         /// What had been received before the error, assembled as far as it went.
         received: Box<Response>,
     },
-    /// The replay recording has no turn left for this request.
-    #[error("the replay recording {} has no turn left: all {turns} turn(s) were played", .file.display())]
+    /// The replay recording has ended: every turn was played, and this request has none.
+    #[error(
+        "the replay recording {} has ended: all {turns} recorded turn(s) were played, and it \
+         answers no more (start a new session to play it again)",
+        .file.display()
+    )]
     ReplayExhausted {
         /// The recording.
         file: PathBuf,

@@ -199,11 +199,17 @@ impl ProviderSpec {
         let kind = match known {
             Some(k) => k,
             None => {
+                let names = Kind::ALL.iter().map(|(s, _)| *s);
+                let known = names.clone().collect::<Vec<_>>().join(", ");
+                let help = match bee_core::error::did_you_mean(raw.kind.get_ref(), names) {
+                    Some(near) => format!("did you mean {near:?}? known kinds: {known}"),
+                    None => format!("known kinds: {known}"),
+                };
                 problem(
                     raw.kind.span(),
                     "kind",
                     format!("unknown provider kind {:?}", raw.kind.get_ref()),
-                    "known kinds: openai-responses, openai-chat, anthropic, replay",
+                    &help,
                 );
                 // Checked as an HTTP kind from here on; the error above already refuses it.
                 Kind::OpenAiChat
@@ -232,6 +238,8 @@ impl ProviderSpec {
             }
             (Some(m), _) => m.get_ref().clone(),
             (None, Kind::Replay) => "replay".to_owned(),
+            // Whether `model` is required depends on the kind, which is refused already.
+            (None, _) if known.is_none() => String::new(),
             (None, _) => {
                 problem(
                     0..0,
