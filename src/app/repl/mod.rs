@@ -14,6 +14,7 @@ pub(crate) mod commands;
 mod editor;
 mod prepare;
 pub(crate) mod slash;
+mod stream;
 mod view;
 
 use std::io::IsTerminal;

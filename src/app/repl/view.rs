@@ -1,6 +1,6 @@
-//! What `bee repl` shows while a turn runs: the assistant's text as it streams (re-drawn as
-//! markdown once the message is complete, on a terminal), then tool calls, their results,
-//! kernel denials, refusals, errors and notes, one compact line each.
+//! What `bee repl` shows while a turn runs: the assistant's text as it streams (on a terminal,
+//! each finished block printed once as markdown, see [`super::stream`]), then tool calls,
+//! their results, kernel denials, refusals, errors and notes, one compact line each.
 //!
 //! The view is the session's observer ([`Update`]); it is called on the session's thread.
 
@@ -8,11 +8,12 @@ use std::io::Write;
 use std::sync::Mutex;
 
 use super::commands::Shown;
+use super::stream::{Answer, Screen};
 
 use crate::panels::{Outbox, Placement, draw};
 use crate::provider;
 use crate::records::{EventBody, Role as Author};
-use crate::render::{Role, Theme, lines, render_markdown, sanitize, width as text_width};
+use crate::render::{Role, Theme, lines, render_markdown};
 use crate::session::Update;
 
 /// How the view writes.
@@ -20,7 +21,7 @@ pub(super) struct View {
     out: Mutex<Box<dyn Write + Send>>,
     state: Mutex<State>,
     theme: Theme,
-    /// Whether the output is a terminal: stream text, then re-draw it as markdown.
+    /// Whether the output is a terminal that takes cursor movements: the answer streams.
     live: bool,
     /// What the render tool placed, shown after its result.
     outbox: Outbox,
@@ -28,8 +29,8 @@ pub(super) struct View {
 
 #[derive(Default)]
 struct State {
-    /// The assistant text streamed since the last complete message.
-    streamed: String,
+    /// The answer streaming since the last complete message.
+    answer: Answer,
     /// Model latency of every call so far, milliseconds.
     latencies: Vec<u64>,
     first_tokens: Vec<u64>,
@@ -95,9 +96,17 @@ impl View {
 
     /// The terminal's width in columns (80 when unknown), at least 20.
     pub(super) fn width(&self) -> usize {
-        terminal_size::terminal_size()
-            .map_or(80, |(w, _)| usize::from(w.0))
-            .max(20)
+        self.screen().width
+    }
+
+    /// The terminal's size: 80×24 when unknown, at least 20 columns.
+    fn screen(&self) -> Screen {
+        let (width, height) = terminal_size::terminal_size()
+            .map_or((80, 24), |(w, h)| (usize::from(w.0), usize::from(h.0)));
+        Screen {
+            width: width.max(20),
+            height: if height == 0 { 24 } else { height },
+        }
     }
 
     /// Writes `text` as is and flushes.
@@ -150,9 +159,7 @@ impl View {
     pub(super) fn update(&self, u: Update<'_>) {
         match u {
             Update::Stream(provider::Event::TextDelta { text }) => self.stream(text),
-            Update::Stream(provider::Event::Restarted) => {
-                self.unstream();
-            }
+            Update::Stream(provider::Event::Restarted) => self.restart(),
             Update::Stream(_) => {}
             Update::ToolStarted(call) => {
                 let line = lines::tool_call(
@@ -192,38 +199,52 @@ impl View {
     }
 
     fn stream(&self, text: &str) {
-        if let Ok(mut s) = self.state.lock() {
-            s.streamed.push_str(text);
+        if !self.live {
+            return;
         }
-        if self.live {
-            self.print(&sanitize(text));
+        let screen = self.screen();
+        let render = |t: &str| render_markdown(t, &self.theme, screen.width);
+        let out = match self.state.lock() {
+            Ok(mut s) => s.answer.push(text, screen, &render),
+            Err(_) => return,
+        };
+        self.print(&out);
+    }
+
+    /// The provider started its answer over: the live part is erased (what was printed for
+    /// good stays, with a note).
+    fn restart(&self) {
+        let (out, printed) = match self.state.lock() {
+            Ok(mut s) => s.answer.restart(self.width()),
+            Err(_) => return,
+        };
+        self.print(&out);
+        if printed {
+            self.styled(
+                Role::Muted,
+                "(the provider started its answer over: it follows in full)",
+            );
         }
     }
 
-    /// Takes back what was streamed (on a terminal, erases it).
-    fn unstream(&self) -> String {
-        let streamed = self
-            .state
-            .lock()
-            .map(|mut s| std::mem::take(&mut s.streamed))
-            .unwrap_or_default();
-        if self.live && !streamed.is_empty() {
-            let rows = rows(&sanitize(&streamed), self.width());
-            // Back to the first streamed row, and clear to the end of the screen.
-            let up = if rows > 1 {
-                format!("\x1b[{}A", rows - 1)
-            } else {
-                String::new()
-            };
-            self.print(&format!("{up}\r\x1b[J"));
-        }
+    /// Ends the streaming answer: what is not printed yet is printed as markdown, from
+    /// `text` (the complete message) or, without it, from what streamed. Returns whether
+    /// anything had streamed.
+    fn finish(&self, text: Option<&str>) -> bool {
+        let width = self.width();
+        let render = |t: &str| render_markdown(t, &self.theme, width);
+        let (out, streamed) = match self.state.lock() {
+            Ok(s) if s.answer.is_empty() => return false,
+            Ok(mut s) => (s.answer.finish(text, width, &render), true),
+            Err(_) => return false,
+        };
+        self.print(&out);
         streamed
     }
 
     fn recorded(&self, body: &EventBody) {
         match body {
-            EventBody::Message(m) if m.role == Author::Assistant => {
-                self.unstream();
+            EventBody::Message(m) if m.role == Author::Assistant && !self.finish(Some(&m.text)) => {
                 self.markdown(&m.text);
             }
             EventBody::Denial(d) => {
@@ -252,7 +273,7 @@ impl View {
                 }
             }
             EventBody::ModelCallEnded(m) => {
-                if !self.unstream().is_empty() && m.error.is_some() {
+                if self.finish(None) && m.error.is_some() {
                     self.styled(Role::Muted, "(the partial answer above was recorded)");
                 }
                 if let Some(e) = &m.error {
@@ -301,25 +322,4 @@ fn summary(arguments: &str) -> String {
 
 fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// How many terminal rows `text` takes at `width` columns.
-fn rows(text: &str, width: usize) -> usize {
-    let width = width.max(1);
-    text.split('\n')
-        .map(|l| text_width(l).div_ceil(width).max(1))
-        .sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rows_count_wrapped_lines() {
-        assert_eq!(rows("abc", 80), 1);
-        assert_eq!(rows("abc\ndef", 80), 2);
-        assert_eq!(rows(&"x".repeat(81), 80), 2);
-        assert_eq!(rows("", 80), 1);
-    }
 }
