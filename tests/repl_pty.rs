@@ -67,8 +67,13 @@ impl Fixture {
 
     /// `bee repl --host` on this fixture, in a pseudo-terminal.
     fn spawn(&self) -> Pty {
+        self.spawn_with(&[])
+    }
+
+    /// [`Fixture::spawn`], with these variables set (or, with an empty value, removed).
+    fn spawn_with(&self, env: &[(&str, &str)]) -> Pty {
         let records = self.records();
-        let cmd = self.command(&[
+        let mut cmd = self.command(&[
             "--host",
             "--provider",
             "provider.toml",
@@ -77,10 +82,80 @@ impl Fixture {
             "--records-dir",
             records.to_str().unwrap(),
         ]);
+        for (k, v) in env {
+            if v.is_empty() {
+                cmd.env_remove(k);
+            } else {
+                cmd.env(k, v);
+            }
+        }
         let mut s = Session::spawn(cmd).unwrap();
         s.set_expect_timeout(Some(Duration::from_secs(20)));
         s
     }
+}
+
+/// Reads until `text`, and adds the bytes the terminal received, `text` included, to `seen`.
+fn read_until(s: &mut Pty, text: &str, seen: &mut Vec<u8>) {
+    let found = s.expect(text).unwrap();
+    seen.extend_from_slice(found.before());
+    for m in found.matches() {
+        seen.extend_from_slice(m);
+    }
+}
+
+/// A paced answer of several blocks: it streams word by word.
+const BLOCKS: &str = r##"{"text": "# Title\n\nSome **bold** words here.\n\n- one\n- two\n\nThe END.", "pace_ms": 2, "usage": {"input_tokens": 10, "output_tokens": 10}}"##;
+
+/// Under `TERM=dumb` nothing moves the cursor: the answer is not streamed but printed once,
+/// complete, and the terminal receives no escape sequence at all.
+#[test]
+fn term_dumb_gets_no_cursor_control_and_the_answer_once() {
+    let f = Fixture::new(&[BLOCKS]);
+    let mut s = f.spawn_with(&[("TERM", "dumb"), ("NO_COLOR", "")]);
+    let mut seen = Vec::new();
+    read_until(&mut s, "› ", &mut seen);
+    s.send_line("write").unwrap();
+    read_until(&mut s, "The END.", &mut seen);
+    read_until(&mut s, "› ", &mut seen);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+    let text = String::from_utf8_lossy(&seen);
+    assert!(
+        !seen.contains(&0x1b),
+        "an escape sequence under TERM=dumb: {text:?}"
+    );
+    assert_eq!(text.matches("Some bold words here.").count(), 1, "{text:?}");
+    assert!(text.contains("• one"), "{text:?}");
+    assert!(!text.contains("**"), "{text:?}");
+}
+
+/// `NO_COLOR` drops the colours only: the answer still streams (its live part is erased and
+/// printed rendered), and no colour reaches the terminal.
+#[test]
+fn no_color_streams_without_colours() {
+    let f = Fixture::new(&[BLOCKS]);
+    let mut s = f.spawn_with(&[("TERM", "xterm-256color"), ("NO_COLOR", "1")]);
+    let mut seen = Vec::new();
+    read_until(&mut s, "› ", &mut seen);
+    s.send_line("write").unwrap();
+    read_until(&mut s, "The END.", &mut seen);
+    read_until(&mut s, "› ", &mut seen);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+    let text = String::from_utf8_lossy(&seen);
+    assert!(
+        text.contains("\x1b[J"),
+        "the answer did not stream: {text:?}"
+    );
+    // A colour is `ESC [ … m`.
+    let colour = text.split('\x1b').skip(1).find(|seq| {
+        seq.strip_prefix('[').is_some_and(|rest| {
+            let end = rest.find(|c: char| c.is_ascii_alphabetic());
+            end.is_some_and(|i| rest[i..].starts_with('m'))
+        })
+    });
+    assert_eq!(colour, None, "a colour under NO_COLOR: {text:?}");
 }
 
 fn prompt(s: &mut Pty) {

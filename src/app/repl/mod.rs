@@ -170,6 +170,14 @@ fn full_screen_here() -> bool {
     why.is_none()
 }
 
+/// Whether the inline REPL streams answers: only to a terminal that takes cursor movements,
+/// for the live part of an answer is erased and drawn again. Elsewhere (`TERM` dumb or
+/// unset, an output that is not a terminal) an answer is printed once, complete, and nothing
+/// moves the cursor. `NO_COLOR` drops colours only: the answer still streams.
+fn streams(stdout_terminal: bool, term: Option<&str>) -> bool {
+    stdout_terminal && term.is_some_and(|t| !t.is_empty() && t != "dumb")
+}
+
 /// The smallest terminal the TUI starts in, columns and rows.
 pub(crate) const MIN_SIZE: (u16, u16) = (40, 10);
 
@@ -211,7 +219,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
     let view = View::new(
         Box::new(std::io::stdout()),
         theme,
-        stdout_terminal,
+        streams(stdout_terminal, std::env::var("TERM").ok().as_deref()),
         p.outbox.clone(),
     );
     for problem in &p.skill_problems {
@@ -613,6 +621,15 @@ pub(crate) fn write_summary(run_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_stream_only_to_a_terminal_that_moves_its_cursor() {
+        assert!(streams(true, Some("xterm-256color")));
+        assert!(!streams(true, Some("dumb")));
+        assert!(!streams(true, None));
+        assert!(!streams(true, Some("")));
+        assert!(!streams(false, Some("xterm")));
+    }
 
     #[test]
     fn the_tui_falls_back_with_a_reason() {
