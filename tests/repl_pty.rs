@@ -588,3 +588,50 @@ fn the_shipped_repl_recording_plays_through_and_ends_plainly() {
     s.send_line("/quit").unwrap();
     assert_eq!(exit_code(&s), 0);
 }
+
+/// A tool's output beyond its result line is one command away: `/show N` prints the N-th
+/// call's whole output (`/show`, the last), and a result that is an error is never cut.
+#[test]
+fn show_prints_a_calls_whole_output_and_errors_are_never_cut() {
+    let deep = "a-directory-with-a-long-name/".repeat(5);
+    let missing = format!("{deep}missing-notes.md");
+    let shell = r#"{"tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "for i in 1 2 3 4 5 6; do echo output-line-$i; done"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#;
+    let read = serde_json::json!({
+        "tool_calls": [{"id": "c2", "name": "read_file", "arguments": {"path": missing}}],
+        "usage": {"input_tokens": 10, "output_tokens": 5}
+    })
+    .to_string();
+    let done = r#"{"text": "Done.", "usage": {"input_tokens": 10, "output_tokens": 5}}"#;
+    let f = Fixture::new(&[shell, &read, done]);
+    let mut s = f.spawn();
+    prompt(&mut s);
+    s.send_line("run it").unwrap();
+    // The result line says how much more there is, and how to see it.
+    s.expect("exit status 0 · 8 lines: /show 1").unwrap();
+    // The error is whole: the path to its end, and what follows it.
+    s.expect(Regex(
+        r"✗ failed · [0-9]+ ms · .*missing-notes\.md`: No such file",
+    ))
+    .unwrap();
+    s.expect("Done.").unwrap();
+    prompt(&mut s);
+    s.send_line("/show 1").unwrap();
+    s.expect("── tool call 1 · shell for i in").unwrap();
+    s.expect("exit status 0").unwrap();
+    for i in 1..=6 {
+        s.expect(format!("output-line-{i}")).unwrap();
+    }
+    prompt(&mut s);
+    s.send_line("/show").unwrap();
+    s.expect("── tool call 2 · read_file").unwrap();
+    s.expect("missing-notes.md").unwrap();
+    prompt(&mut s);
+    s.send_line("/show 3").unwrap();
+    s.expect("there is no tool call 3: 2 so far").unwrap();
+    prompt(&mut s);
+    s.send_line("/show zero").unwrap();
+    s.expect("/show takes the number of a tool call").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+}

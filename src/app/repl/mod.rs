@@ -455,6 +455,7 @@ fn command(
         // Asks a question: the conversation loop runs it.
         Slash::Allow(_) => {}
         Slash::Cost => show_cost(session, view),
+        Slash::Show(n) => view.show_call(n),
         Slash::Clear => {
             session.clear();
             view.styled(

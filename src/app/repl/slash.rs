@@ -18,6 +18,8 @@ pub(crate) enum Slash {
     /// `/allow [N]`: the narrowest rule that would have allowed the N-th most recent denial
     /// (1, the default, is the latest), its proof, and on yes the live change.
     Allow(usize),
+    /// `/show [N]`: the whole output of the session's N-th tool call (`None`: the last).
+    Show(Option<usize>),
     /// `/clear`: forget the conversation (the records go on).
     Clear,
     /// `/quit` (or `/exit`): end the session.
@@ -27,7 +29,7 @@ pub(crate) enum Slash {
 }
 
 /// The commands, for `/help` and for hints.
-pub(super) const COMMANDS: [(&str, &str); 9] = [
+pub(super) const COMMANDS: [(&str, &str); 10] = [
     ("/help", "this list, and the keys"),
     (
         "/skills",
@@ -48,6 +50,10 @@ pub(super) const COMMANDS: [(&str, &str); 9] = [
     (
         "/allow [N]",
         "after a denial: the narrowest rule that allows it, proven, applied live on yes",
+    ),
+    (
+        "/show [N]",
+        "the whole output of tool call N (numbered on its result line; the last by default)",
     ),
     (
         "/cost",
@@ -106,6 +112,13 @@ impl Slash {
                     "/allow takes the number of a recent denial, 1 (the latest) or more: not `{n}`"
                 )),
             },
+            ("show", "") => Self::Show(None),
+            ("show", n) => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => Self::Show(Some(n)),
+                _ => Self::Unknown(format!(
+                    "/show takes the number of a tool call, 1 (the first) or more: not `{n}`"
+                )),
+            },
             ("clear", _) => Self::Clear,
             ("quit" | "exit" | "q", _) => Self::Quit,
             (other, _) => Self::Unknown(hint(other)),
@@ -162,6 +175,9 @@ mod tests {
         assert_eq!(Slash::parse("/allow 3"), Some(Slash::Allow(3)));
         assert!(matches!(Slash::parse("/allow 0"), Some(Slash::Unknown(_))));
         assert!(matches!(Slash::parse("/allow x"), Some(Slash::Unknown(_))));
+        assert_eq!(Slash::parse("/show"), Some(Slash::Show(None)));
+        assert_eq!(Slash::parse("/show 2"), Some(Slash::Show(Some(2))));
+        assert!(matches!(Slash::parse("/show 0"), Some(Slash::Unknown(_))));
         assert_eq!(Slash::parse("fix the bug"), None);
         assert_eq!(Slash::parse("//etc/passwd is a path"), None);
     }

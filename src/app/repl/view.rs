@@ -12,8 +12,8 @@ use super::stream::{Answer, Screen};
 
 use crate::panels::{Outbox, Placement, draw};
 use crate::provider;
-use crate::records::{EventBody, Role as Author};
-use crate::render::{Role, Theme, lines, render_markdown};
+use crate::records::{EventBody, Role as Author, ToolResult, ToolState, Truncation};
+use crate::render::{Role, Theme, lines, render_markdown, sanitize, width as text_width};
 use crate::session::Update;
 
 /// How the view writes.
@@ -31,9 +31,29 @@ pub(super) struct View {
 struct State {
     /// The answer streaming since the last complete message.
     answer: Answer,
+    /// The session's tool calls, in order: `/show N` is the N-th.
+    calls: Vec<Call>,
     /// Model latency of every call so far, milliseconds.
     latencies: Vec<u64>,
     first_tokens: Vec<u64>,
+}
+
+/// A tool call of the session, kept for `/show`.
+struct Call {
+    /// The provider's call id.
+    id: String,
+    /// The tool and its arguments in a few words.
+    title: String,
+    /// How it ended, once it has.
+    end: Option<CallEnd>,
+}
+
+/// How a tool call ended.
+struct CallEnd {
+    state: ToolState,
+    ms: u64,
+    output: String,
+    truncated: Option<Truncation>,
 }
 
 impl View {
@@ -162,6 +182,13 @@ impl View {
             Update::Stream(provider::Event::Restarted) => self.restart(),
             Update::Stream(_) => {}
             Update::ToolStarted(call) => {
+                if let Ok(mut s) = self.state.lock() {
+                    s.calls.push(Call {
+                        id: call.id.clone(),
+                        title: format!("{} {}", call.name, summary(&call.arguments)),
+                        end: None,
+                    });
+                }
                 let line = lines::tool_call(
                     &self.theme,
                     self.width(),
@@ -242,6 +269,104 @@ impl View {
         streamed
     }
 
+    /// A tool call's result: one line, numbered for `/show` when the output holds more than
+    /// that line. A result that is not `completed` is never cut: the terminal wraps it.
+    fn result(&self, r: &ToolResult) {
+        let number = self.state.lock().ok().and_then(|mut s| {
+            let i = s.calls.iter().rposition(|c| c.id == r.call_id)?;
+            s.calls[i].end = Some(CallEnd {
+                state: r.state,
+                ms: r.duration_ms,
+                output: r.output.clone(),
+                truncated: r.truncated.clone(),
+            });
+            Some(i + 1)
+        });
+        let first = r
+            .output
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let count = r.output.trim().lines().count();
+        let hint = match number {
+            Some(n) if count > 1 || r.truncated.is_some() => {
+                format!(" · {count} lines: /show {n}")
+            }
+            _ => String::new(),
+        };
+        let width = match r.state {
+            ToolState::Completed => self.width().saturating_sub(text_width(&hint)),
+            ToolState::Failed | ToolState::CouldNotRun => usize::MAX,
+        };
+        let mut line = lines::tool_result_line(&self.theme, width, r.state, r.duration_ms, first);
+        line.push(&hint, self.theme.style(Role::Muted));
+        self.line(&line.render());
+    }
+
+    /// `/show N`: the whole output of the session's N-th tool call (`None`: the last), as
+    /// the model got it, under a line that names the call.
+    pub(super) fn show_call(&self, n: Option<usize>) {
+        let text = {
+            let Ok(s) = self.state.lock() else { return };
+            let total = s.calls.len();
+            if total == 0 {
+                drop(s);
+                self.styled(Role::Muted, "no tool call yet in this session");
+                return;
+            }
+            let i = n.map_or(total - 1, |n| n - 1);
+            let Some(call) = s.calls.get(i) else {
+                drop(s);
+                self.styled(
+                    Role::Error,
+                    &format!(
+                        "there is no tool call {}: {total} so far (/show 1 to /show {total})",
+                        i + 1
+                    ),
+                );
+                return;
+            };
+            let title: String = sanitize(&call.title).replace('\n', " ");
+            let title = match title.char_indices().nth(80) {
+                Some((cut, _)) => format!("{}…", &title[..cut]),
+                None => title,
+            };
+            let Some(end) = &call.end else {
+                drop(s);
+                self.styled(
+                    Role::Muted,
+                    &format!("tool call {} is still running", i + 1),
+                );
+                return;
+            };
+            let heading = self.theme.paint(
+                Role::Heading,
+                &format!(
+                    "── tool call {} · {title} · {} · {}",
+                    i + 1,
+                    end.state.as_str().replace('_', " "),
+                    lines::duration(end.ms)
+                ),
+            );
+            let mut text = format!("{heading}\n{}", sanitize(&end.output));
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            if let Some(t) = &end.truncated {
+                text.push_str(&self.theme.paint(
+                    Role::Muted,
+                    &format!(
+                        "(cut short for the model, whose copy this is: {}; the whole was {} bytes)",
+                        t.note, t.total_bytes
+                    ),
+                ));
+                text.push('\n');
+            }
+            text
+        };
+        self.print(&text);
+    }
+
     fn recorded(&self, body: &EventBody) {
         match body {
             EventBody::Message(m) if m.role == Author::Assistant && !self.finish(Some(&m.text)) => {
@@ -252,18 +377,7 @@ impl View {
                 self.line(&lines::denial(&self.theme, usize::MAX, &what));
             }
             EventBody::ToolResult(r) => {
-                let first = r
-                    .output
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("");
-                self.line(&lines::tool_result(
-                    &self.theme,
-                    self.width(),
-                    r.state,
-                    r.duration_ms,
-                    first,
-                ));
+                self.result(r);
                 self.placements();
             }
             EventBody::ModelLatency(l) => {

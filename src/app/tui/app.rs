@@ -316,7 +316,11 @@ impl App {
             Some(i) => (i + 1).min(last),
         };
         self.selected = Some(i);
-        // Scroll so that the selected cell is on screen.
+        self.scroll_to(i);
+    }
+
+    /// Scrolls so that cell `i` is on screen.
+    fn scroll_to(&mut self, i: usize) {
         let w = self.view.0;
         let theme = self.theme.clone();
         let below = self.rows_after(i);
@@ -327,6 +331,29 @@ impl App {
         } else if below + height > self.scroll + rows {
             self.scroll = (below + height).saturating_sub(rows);
         }
+    }
+
+    /// `/show [N]`: expands the N-th tool call of the conversation (`None`: the last) and
+    /// scrolls to it.
+    fn show_tool(&mut self, n: Option<usize>) {
+        let tools: Vec<usize> = (0..self.cells.len())
+            .filter(|&i| matches!(self.cells[i].kind, Kind::Tool { .. }))
+            .collect();
+        let Some(&i) = n.map_or(tools.last(), |n| tools.get(n - 1)) else {
+            let total = tools.len();
+            self.push(Kind::Error(match n {
+                Some(n) if total > 0 => {
+                    format!("there is no tool call {n}: {total} so far (/show 1 to /show {total})")
+                }
+                _ => "no tool call yet in this conversation".to_owned(),
+            }));
+            return;
+        };
+        if let Kind::Tool { expanded, .. } = &mut self.cells[i].kind {
+            *expanded = true;
+        }
+        self.cells[i].touch();
+        self.scroll_to(i);
     }
 
     fn toggle(&mut self) {
@@ -461,6 +488,7 @@ impl App {
                 );
                 self.notice(&text);
             }
+            Slash::Show(n) => self.show_tool(n),
             Slash::Unknown(hint) => self.push(Kind::Error(hint)),
             Slash::Clear => self.hint = Some(busy.into()),
             _ if self.busy => self.hint = Some(busy.into()),

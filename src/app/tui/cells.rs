@@ -177,13 +177,20 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
                         .lines()
                         .find(|l| !l.trim().is_empty())
                         .unwrap_or("");
-                    v.push(lines::tool_result_line(theme, width, e.state, e.ms, first));
+                    // A result that is not `completed` is wrapped, never cut.
+                    let result = match e.state {
+                        ToolState::Completed => {
+                            lines::tool_result_line(theme, width, e.state, e.ms, first)
+                        }
+                        ToolState::Failed | ToolState::CouldNotRun => {
+                            lines::tool_result_line(theme, usize::MAX, e.state, e.ms, first)
+                        }
+                    };
+                    v.extend(wrap_line(result, width));
                     if *expanded {
+                        let muted = theme.style(Role::Muted);
                         for l in sanitize(&e.output).lines().take(EXPANDED_LINES) {
-                            let mut line = render::Line::styled("    ", anstyle::Style::new());
-                            line.push(&l.replace('\t', "    "), theme.style(Role::Muted));
-                            line.truncate(width);
-                            v.push(line);
+                            v.extend(output_rows(&l.replace('\t', "    "), muted, width));
                         }
                     }
                 }
@@ -235,6 +242,42 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
 }
 
 /// `line` cut into rows of `width` columns (characters kept whole).
+/// A line of a tool's output under a four-column indent, wrapped (never cut) to `width`:
+/// after a space when the row has one, else where the row is full. Spaces are kept as they
+/// are, so columns in the output stay aligned.
+fn output_rows(text: &str, style: anstyle::Style, width: usize) -> Vec<render::Line> {
+    let room = width.saturating_sub(4).max(1);
+    let mut rows = Vec::new();
+    let mut rest = text;
+    loop {
+        let mut used = 0;
+        let mut full = rest.len();
+        let mut space = None;
+        for (i, c) in rest.char_indices() {
+            let w = render::width(c.encode_utf8(&mut [0; 4]));
+            if used + w > room && i > 0 {
+                full = i;
+                break;
+            }
+            used += w;
+            if c == ' ' {
+                space = Some(i + 1);
+            }
+        }
+        let cut = match space {
+            Some(s) if full < rest.len() && s < full => s,
+            _ => full,
+        };
+        let mut row = render::Line::styled("    ", anstyle::Style::new());
+        row.push(&rest[..cut], style);
+        rows.push(row);
+        rest = &rest[cut..];
+        if rest.is_empty() {
+            return rows;
+        }
+    }
+}
+
 fn wrap_line(line: render::Line, width: usize) -> Vec<render::Line> {
     if line.width() <= width {
         return vec![line];
@@ -306,5 +349,40 @@ mod tests {
         c.touch();
         assert_eq!(c.height(&t, 40), 5);
         assert_eq!(c.text(), "shell ls\na\nb\nc");
+    }
+
+    #[test]
+    fn expanded_output_and_errors_wrap_instead_of_being_cut() {
+        let long = format!("{} END-OF-LINE", "word ".repeat(20));
+        let kind = Kind::Tool {
+            id: "c1".into(),
+            name: "shell".into(),
+            args: "make".into(),
+            end: Some(ToolEnd {
+                state: ToolState::Failed,
+                ms: 12,
+                output: format!("exit status 2: the key is at the very end, `{long}`\n{long}"),
+            }),
+            expanded: true,
+        };
+        let rows: Vec<String> = render_kind(&kind, &Theme::plain(), 30)
+            .iter()
+            .map(|l| l.runs().iter().map(|(s, _)| s.as_str()).collect())
+            .collect();
+        assert!(rows.iter().all(|r| render::width(r) <= 30), "{rows:#?}");
+        assert!(rows.iter().all(|r| !r.contains('…')), "{rows:#?}");
+        // Every word of the output is whole on a row, under the indent.
+        let output: Vec<&String> = rows.iter().skip_while(|r| !r.starts_with("    ")).collect();
+        assert!(output.iter().all(|r| r.starts_with("    ")), "{rows:#?}");
+        let words = output
+            .iter()
+            .flat_map(|r| r.split_whitespace())
+            .filter(|w| *w == "END-OF-LINE" || w.starts_with("END-OF-LINE"))
+            .count();
+        assert_eq!(words, 2, "{rows:#?}");
+        assert!(
+            rows.concat().contains("END-OF-LINE`"),
+            "the error, whole: {rows:#?}"
+        );
     }
 }

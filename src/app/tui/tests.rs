@@ -434,3 +434,34 @@ fn allow_asks_and_the_next_line_answers() {
     type_text(&mut a, "fix the bug");
     assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Answer(false)));
 }
+
+/// `/show N` expands the N-th tool call (`/show`, the last), its long lines wrapped, never
+/// cut; a number with no call gets a hint.
+#[test]
+fn show_expands_a_tool_call_with_its_lines_wrapped() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "run both");
+    let long = "a long line of output that ends with THE-END-OF-IT";
+    tool(&mut a, "c1", "shell", r#"{"command": "one"}"#, Some(long));
+    tool(
+        &mut a,
+        "c2",
+        "shell",
+        r#"{"command": "two"}"#,
+        Some("short"),
+    );
+    end_turn(&mut a);
+    type_text(&mut a, "/show 1");
+    assert_eq!(key(&mut a, KeyCode::Enter), None);
+    let screen = frame(&mut a, 44, 16).backend().to_string();
+    // The output's rows, wrapped at a word: the whole line is there.
+    assert!(
+        screen.contains("     a long line of output that ends with"),
+        "{screen}"
+    );
+    assert!(screen.contains("     THE-END-OF-IT"), "{screen}");
+    type_text(&mut a, "/show 9");
+    assert_eq!(key(&mut a, KeyCode::Enter), None);
+    let screen = frame(&mut a, 44, 16).backend().to_string();
+    assert!(screen.contains("there is no tool call 9"), "{screen}");
+}
