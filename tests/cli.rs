@@ -51,7 +51,12 @@ fn every_example_policy_validates() {
         let f = f.display().to_string();
         let o = bee(&["validate", "--policy", &f]);
         assert_eq!(code(&o), 0, "{f}: {}", stderr(&o));
-        assert!(stderr(&o).starts_with("ok: "), "{f}: {}", stderr(&o));
+        // A checkout under /tmp adds a warning first: the bundled `/tmp/**` then covers it.
+        assert!(
+            stderr(&o).lines().any(|l| l.starts_with("ok: ")),
+            "{f}: {}",
+            stderr(&o)
+        );
     }
 }
 
