@@ -36,6 +36,8 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
     assert!(out.starts_with("engine: landlock (auto)\n"), "{out}");
     assert!(out.contains("pass landlock Landlock ABI "), "{out}");
+    // This host's kernel (ABI 7, audit built in) reports denials; bee runs as root.
+    assert!(out.contains("pass reports the kernel's audit is "), "{out}");
     assert!(out.contains("FAIL lsm-probe"), "{out}");
     let o = bee(&["check", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
@@ -46,6 +48,7 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     );
     assert_eq!(v["bpf_lsm"]["supported"], false, "{v}");
     assert!(v["landlock"]["abi"].as_u64().is_some_and(|a| a >= 1), "{v}");
+    assert_eq!(v["landlock"]["reports"]["denials"], true, "{v}");
     // Asked for the BPF LSM alone, it fails as before.
     assert_eq!(code(&bee(&["check", "--engine", "bpf-lsm"])), 65);
 }
@@ -81,6 +84,14 @@ fn exec_enforces_through_landlock_and_says_so() {
     assert_eq!(out, "hello\n", "{err}");
     assert_ne!(code(&o), 0, "{err}");
     assert!(err.contains("secret: Permission denied"), "{err}");
+    // The kernel's own record of the refusal, explained as the BPF engine explains it.
+    assert!(
+        err.contains(&format!(
+            "bee: denied: open {} for read: no fs.read grant covers it",
+            secret.display()
+        )),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.join("out.txt")).ok().as_deref(),
         Some("made\n")

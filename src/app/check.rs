@@ -48,6 +48,9 @@ pub struct LandlockGates {
     pub abi: Option<u32>,
     /// The gates, in order.
     pub gates: Vec<LandlockGate>,
+    /// Whether the engine reports its denials (how, in one sentence), or why not: not a gate,
+    /// since it enforces either way.
+    pub reports: Result<String, String>,
 }
 
 impl LandlockGates {
@@ -105,9 +108,17 @@ impl LandlockGates {
             },
             fix: (!seccomp).then(|| "boot a kernel built with CONFIG_SECCOMP_FILTER".to_owned()),
         });
+        let reports = match abi {
+            Ok(v) if v >= 7 => bee_userspace::landlock::audit::probe(),
+            Ok(v) => Err(format!(
+                "Landlock ABI {v} logs no denials (audit records need ABI 7, Linux 6.15)"
+            )),
+            Err(_) => Err("no Landlock".to_owned()),
+        };
         Self {
             abi: abi.ok(),
             gates,
+            reports,
         }
     }
 
@@ -179,6 +190,10 @@ fn render_landlock(
             out.push_str(&format!("       fix: {fix}\n"));
         }
     }
+    out.push_str(&match &landlock.reports {
+        Ok(how) => format!("  pass reports {how}\n"),
+        Err(why) => format!("  note reports denials are enforced but not reported: {why}\n"),
+    });
     out.push_str(if landlock.is_supported() {
         "Landlock engine supported: policies it can express exactly are enforced (`bee validate --engine landlock` says which)\n"
     } else {
@@ -193,7 +208,7 @@ fn render_landlock(
 /// and those it lacks (`missing`), the `kernel_features` bee's programs need that this kernel
 /// lacks (`missing`, each with the release that added it) and the `lowest_kernel` that has
 /// them all (`null` when none is missing), one object per BPF LSM gate, and `landlock`: its
-/// `supported`, `abi` and gates.
+/// `supported`, `abi`, gates and `reports` (`denials`: whether they are reported, `reason`).
 pub fn to_json(
     report: &SupportReport,
     landlock: &LandlockGates,
@@ -233,6 +248,10 @@ pub fn to_json(
                 "reason": g.reason,
                 "fix": g.fix,
             })).collect::<Vec<_>>(),
+            "reports": match &landlock.reports {
+                Ok(how) => json!({"denials": true, "reason": how}),
+                Err(why) => json!({"denials": false, "reason": why}),
+            },
         },
     })
 }

@@ -134,6 +134,9 @@ pub struct Opened {
     pub engine: EngineKind,
     /// Why `auto` passed over the BPF LSM, when it did (one sentence).
     pub passed_over: Option<String>,
+    /// Why the engine's denials are not reported, when they are not (the Landlock engine
+    /// without the kernel's audit records).
+    pub unreported: Option<String>,
 }
 
 impl std::fmt::Debug for Opened {
@@ -141,6 +144,7 @@ impl std::fmt::Debug for Opened {
         f.debug_struct("Opened")
             .field("engine", &self.engine)
             .field("passed_over", &self.passed_over)
+            .field("unreported", &self.unreported)
             .finish_non_exhaustive()
     }
 }
@@ -161,11 +165,21 @@ impl Opened {
     }
 
     /// One line for stderr when the choice was not the BPF LSM: which engine enforces, and
-    /// why.
+    /// why; and, when its denials are not reported, why not.
     pub fn banner(&self) -> Option<String> {
-        (self.engine == EngineKind::Landlock).then(|| match &self.passed_over {
-            Some(why) => format!("bee: engine: landlock (the BPF LSM cannot enforce here: {why})"),
-            None => "bee: engine: landlock".to_owned(),
+        (self.engine == EngineKind::Landlock).then(|| {
+            let mut line = match &self.passed_over {
+                Some(why) => {
+                    format!("bee: engine: landlock (the BPF LSM cannot enforce here: {why})")
+                }
+                None => "bee: engine: landlock".to_owned(),
+            };
+            if let Some(why) = &self.unreported {
+                line.push_str(&format!(
+                    "\nbee: denials are enforced but not reported: {why}"
+                ));
+            }
+            line
         })
     }
 }
@@ -188,6 +202,7 @@ pub fn open_enforcer(
             enforcer: Arc::new(load_engine()?),
             engine: EngineKind::BpfLsm,
             passed_over: None,
+            unreported: None,
         })
     };
     match choice {
@@ -255,6 +270,7 @@ fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<O
         }
     }
     Ok(Opened {
+        unreported: engine.reports_denials().err().map(str::to_owned),
         enforcer: Arc::new(engine),
         engine: EngineKind::Landlock,
         passed_over,

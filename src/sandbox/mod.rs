@@ -486,14 +486,17 @@ impl Sandbox {
             .stderr(StdioMode::Piped);
         let start = Instant::now();
         // An engine that confines at launch (Landlock) gets its plan onto every call.
-        let spec = match (&self.enforcer, state.install_id()) {
-            (Some(e), Some(id)) => match e.launch_plan(id) {
-                Some(plan) => spec.landlock(plan),
-                None => spec,
-            },
-            _ => spec,
+        let confined = match (&self.enforcer, state.install_id()) {
+            (Some(e), Some(id)) => e.launch_plan(id).map(|plan| (e, id, plan)),
+            _ => None,
         };
-        let mut launched = match spec.spawn(cgroup) {
+        let spawned = match confined {
+            Some((e, id, plan)) => spec.landlock(plan).spawn(cgroup).inspect(|l| {
+                e.launched(id, l.id());
+            }),
+            None => spec.spawn(cgroup),
+        };
+        let mut launched = match spawned {
             Ok(l) => l,
             Err(source) => {
                 return Err(SandboxError::Launch {

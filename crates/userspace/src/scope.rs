@@ -137,6 +137,13 @@ pub trait Enforcer {
         None
     }
 
+    /// Tells the engine that the launcher started `pid` into scope `id` with its
+    /// [`Enforcer::launch_plan`]: the Landlock engine attributes the domain that process
+    /// creates to the scope. The default does nothing.
+    fn launched(&self, id: InstallId, pid: u32) {
+        let _ = (id, pid);
+    }
+
     /// Installs `plan` for the cgroup with id `cgroup_id` (the scope map entry plus the plan's
     /// own entries), with `SCOPE_*` `flags`.
     ///
@@ -412,14 +419,17 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             still_populated: false,
             detail: "the scope was already torn down".to_owned(),
         })?;
-        let plan = self
-            .lease
-            .install_id()
-            .and_then(|id| self.enforcer.launch_plan(id));
-        Ok(match plan {
-            Some(plan) => spec.clone().landlock(plan).spawn(cgroup)?,
-            None => spec.spawn(cgroup)?,
-        })
+        let id = self.lease.install_id();
+        Ok(
+            match id.and_then(|id| Some((id, self.enforcer.launch_plan(id)?))) {
+                Some((id, plan)) => {
+                    let launched = spec.clone().landlock(plan).spawn(cgroup)?;
+                    self.enforcer.launched(id, launched.id());
+                    launched
+                }
+                None => spec.spawn(cgroup)?,
+            },
+        )
     }
 
     /// Launches `spec`, waits for it and tears the scope down; `on_record` sees each audit

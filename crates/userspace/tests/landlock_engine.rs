@@ -593,3 +593,55 @@ fn a_concurrent_rename_never_mounts_a_host_tree_into_the_scope() {
     });
     assert!(t2.is_empty(), "a call read the host's secret: {t2:?}");
 }
+
+/// Denials Landlock decides are reported as the BPF engine reports them, each to the scope
+/// whose process made it: a read and a connection, by a program started after the
+/// launcher's `execve` (Landlock logs only until it by default). A write outside the write
+/// grants is refused by the read-only mounts first (`EROFS`), which the kernel does not log.
+#[test]
+fn denials_are_reported_to_the_scope_that_made_them() {
+    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    std::fs::create_dir(t.outside_dir().join("d")).unwrap();
+    t.write("out.txt", "");
+    let p = t.policy(&policy_text(
+        &["./**"],
+        &["./out.txt"],
+        &tools_and(&["/usr/bin/bash"]),
+        "[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [80]\nproto = \"tcp\"\n",
+    ));
+    let script = format!(
+        "cat {secret}; echo x > {outside}/d/new; exec 3<>/dev/tcp/127.0.0.1/9; true",
+        secret = secret.display(),
+        outside = t.outside_dir().display(),
+    );
+    let r = t.run(&p, &[SH, "-c", &format!("/usr/bin/bash -c '{script}'")]);
+    assert!(!r.stdout.contains("secret"), "{r:?}");
+    assert!(r.stderr.contains("Read-only file system"), "{r:?}");
+    let want = [
+        format!(
+            "open {} for read: no fs.read grant covers it",
+            secret.display()
+        ),
+        "connect tcp 127.0.0.1:9: no net.allow rule covers it".to_owned(),
+    ];
+    for w in &want {
+        assert!(
+            r.denials.iter().any(|d| d.contains(w.as_str())),
+            "no `{w}` in {r:#?}"
+        );
+    }
+    // Another scope's run reports only its own denials (cat's look for its locale files).
+    let quiet = t.run(&p, &["/usr/bin/cat", "out.txt"]);
+    assert_eq!(quiet.status, 0, "{quiet:?}");
+    for w in &want {
+        assert!(
+            !quiet.denials.iter().any(|d| d.contains(w.as_str())),
+            "{quiet:#?}"
+        );
+    }
+}

@@ -111,7 +111,13 @@ pub struct Confinement {
     /// Whether the kernel has `vm.memfd_noexec` (Linux 6.3), set to 2 for the scope's PID
     /// namespace; without it the seccomp filter refuses `memfd_create`.
     memfd_noexec: bool,
+    /// `landlock_restrict_self`'s flags: on ABI 7, log denials after `execve` too
+    /// (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`), which the engine's reports need.
+    restrict_flags: u32,
 }
+
+/// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7, `include/uapi/linux/landlock.h`).
+const LOG_NEW_EXEC_ON: u32 = 1 << 1;
 
 fn landlock_err(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("landlock ruleset: {e}"))
@@ -384,6 +390,11 @@ impl Confinement {
                 .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
             filter: seccomp::filter(tcp, !memfd_noexec),
             memfd_noexec,
+            restrict_flags: if plan.abi().0 >= 7 {
+                LOG_NEW_EXEC_ON
+            } else {
+                0
+            },
         })
     }
 
@@ -526,7 +537,12 @@ impl Confinement {
                     return Err(Step::Landlock);
                 }
             }
-            if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) < 0 {
+            if libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                ruleset,
+                self.restrict_flags,
+            ) < 0
+            {
                 return Err(Step::Landlock);
             }
             let prog = SockFprog {

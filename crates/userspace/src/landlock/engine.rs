@@ -1,6 +1,6 @@
 //! The Landlock engine as a [`scope::Enforcer`](crate::scope::Enforcer): it holds one plan per
 //! installed scope and hands it to the launcher, which confines every process it starts into
-//! the scope with it.
+//! the scope with it; on ABI 7 it reports the denials Landlock logs ([`super::audit`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bee_common::AuditEvent;
 use bee_core::CompiledPolicy;
 
+use super::audit::Reports;
 use super::plan::{LandlockAbi, LandlockPlan};
 use crate::plan::EnforcementPlan;
 use crate::scope::{EnforceError, Enforcer, EngineKind, InstallId};
@@ -17,12 +18,15 @@ use crate::scope::{EnforceError, Enforcer, EngineKind, InstallId};
 pub struct LandlockEngine {
     abi: LandlockAbi,
     state: Mutex<State>,
+    /// The denial reports, or why there are none.
+    reports: Result<Reports, String>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     next_id: u64,
-    plans: HashMap<u64, Arc<LandlockPlan>>,
+    /// Each installed scope's plan and cgroup id.
+    plans: HashMap<u64, (Arc<LandlockPlan>, u64)>,
 }
 
 impl LandlockEngine {
@@ -41,10 +45,23 @@ impl LandlockEngine {
                 _ => format!("asking the kernel for its Landlock ABI failed: {e}"),
             },
         })?;
-        Ok(Self::with_abi(LandlockAbi(abi)))
+        let abi = LandlockAbi(abi);
+        let reports = if abi.0 >= 7 {
+            Reports::start()
+        } else {
+            Err(format!(
+                "Landlock ABI {} logs no denials (audit records need ABI 7, Linux 6.15)",
+                abi.0
+            ))
+        };
+        Ok(Self {
+            reports,
+            ..Self::with_abi(abi)
+        })
     }
 
-    /// The engine for a given ABI (tests, and plans made for another kernel).
+    /// The engine for a given ABI (tests, and plans made for another kernel), without
+    /// denial reports.
     pub fn with_abi(abi: LandlockAbi) -> Self {
         Self {
             abi,
@@ -52,7 +69,14 @@ impl LandlockEngine {
                 next_id: 1,
                 plans: HashMap::new(),
             }),
+            reports: Err("the engine was made without reports".to_owned()),
         }
+    }
+
+    /// Whether denials are reported (`Ok`), or why not: the kernel's Landlock ABI is below 7,
+    /// it has no audit, or bee lacks `CAP_AUDIT_READ` or `CAP_AUDIT_CONTROL`.
+    pub fn reports_denials(&self) -> Result<(), &str> {
+        self.reports.as_ref().map(|_| ()).map_err(String::as_str)
     }
 
     /// The ABI plans are made for.
@@ -86,7 +110,7 @@ impl Enforcer for LandlockEngine {
     fn install_policy(
         &self,
         policy: &CompiledPolicy,
-        _cgroup_id: u64,
+        cgroup_id: u64,
         flags: u32,
     ) -> Result<InstallId, EnforceError> {
         if flags != 0 {
@@ -100,7 +124,7 @@ impl Enforcer for LandlockEngine {
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
-        state.plans.insert(id, Arc::new(plan));
+        state.plans.insert(id, (Arc::new(plan), cgroup_id));
         Ok(InstallId(id))
     }
 
@@ -113,7 +137,7 @@ impl Enforcer for LandlockEngine {
             new_in_force: false,
         })?;
         match self.lock().plans.get_mut(&id.0) {
-            Some(slot) => {
+            Some((slot, _)) => {
                 *slot = Arc::new(plan);
                 Ok(())
             }
@@ -125,15 +149,32 @@ impl Enforcer for LandlockEngine {
     }
 
     fn launch_plan(&self, id: InstallId) -> Option<Arc<LandlockPlan>> {
-        self.lock().plans.get(&id.0).cloned()
+        self.lock()
+            .plans
+            .get(&id.0)
+            .map(|(plan, _)| Arc::clone(plan))
+    }
+
+    fn launched(&self, id: InstallId, pid: u32) {
+        let cgroup = self.lock().plans.get(&id.0).map(|(_, cgroup)| *cgroup);
+        if let (Ok(reports), Some(cgroup)) = (&self.reports, cgroup) {
+            reports.launched(pid, cgroup);
+        }
     }
 
     fn uninstall(&self, id: InstallId) -> Result<(), EnforceError> {
-        self.lock().plans.remove(&id.0);
+        let removed = self.lock().plans.remove(&id.0);
+        if let (Ok(reports), Some((_, cgroup))) = (&self.reports, removed) {
+            reports.forget(cgroup);
+        }
         Ok(())
     }
 
-    fn drain_events(&self, _cgroup_id: u64) -> Vec<AuditEvent> {
-        Vec::new()
+    /// The denials Landlock logged for the scope's processes (none without reports).
+    fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent> {
+        match &self.reports {
+            Ok(reports) => reports.drain(cgroup_id),
+            Err(_) => Vec::new(),
+        }
     }
 }

@@ -15,9 +15,11 @@
 //! [`LandlockPlan::new`] decides, rule by rule, whether that stack enforces the policy exactly;
 //! what it would enforce more widely is refused ([`LandlockRefusal`]), what it enforces more
 //! strictly is named ([`LandlockPlan::narrowings`]). The engine needs `CAP_SYS_ADMIN` for the
-//! namespaces (bee as root, as the BPF engine needs). Denials are not reported as audit
-//! records yet: a denied call sees `EACCES`, `EPERM` or `EROFS`.
+//! namespaces (bee as root, as the BPF engine needs). Denials that Landlock decides are reported
+//! from the kernel's audit records on ABI 7 ([`audit`]); those the mounts and the seccomp
+//! filter decide are not: the call sees `EROFS`, `EACCES` or `EPERM`.
 
+pub mod audit;
 pub mod confine;
 pub mod engine;
 pub mod plan;

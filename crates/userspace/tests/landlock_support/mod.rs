@@ -25,6 +25,8 @@ pub struct Ran {
     pub stdout: String,
     /// Its standard error.
     pub stderr: String,
+    /// The denials the engine reported for the scope, as `bee exec` explains them.
+    pub denials: Vec<String>,
 }
 
 /// A workspace directory and a directory outside it, both removed at the end.
@@ -108,11 +110,15 @@ impl Ws {
         let mut stdout = String::new();
         out.read_to_string(&mut stdout).unwrap();
         let stderr = t.join().unwrap();
-        let report = scope.finish(&mut launched, &mut |_| {}).unwrap();
+        let mut denials = Vec::new();
+        let report = scope
+            .finish(&mut launched, &mut |r| denials.push(r.explanation()))
+            .unwrap();
         Ok(Ran {
             status: report.outcome.exit_code(),
             stdout,
             stderr,
+            denials,
         })
     }
 }

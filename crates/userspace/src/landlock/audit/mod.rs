@@ -1,0 +1,346 @@
+//! The Landlock engine's denial reports: the kernel's Landlock audit records (ABI 7, Linux
+//! 6.15), read from the audit netlink socket's read-only multicast group and turned into the
+//! [`AuditEvent`]s the BPF engine reports, so that a denial is explained to the model the same
+//! way under either engine.
+//!
+//! - The launcher asks for records after `execve` too (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`:
+//!   by default Landlock logs only until the sandboxed process runs another program).
+//! - Landlock logs only while the kernel's audit is enabled. [`Reports::start`] enables it
+//!   when it is off (`AUDIT_SET`, which needs `CAP_AUDIT_CONTROL`) and leaves it on, as an audit
+//!   daemon would: other bee processes may rely on it. Without a daemon the kernel also prints
+//!   each record to its log, rate-limited.
+//! - A record names its domain; the domain's first record names the process that created it,
+//!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
+//!   record is attributed to its scope's cgroup.
+//! - Records arrive asynchronously: [`Reports::drain`] waits until the socket has been seen
+//!   empty after it was called (at most [`SETTLE_MAX`]), so a denial made by a command that has
+//!   exited is reported with that command.
+
+mod netlink;
+pub mod record;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bee_common::AuditEvent;
+
+use record::{Access, Record};
+
+/// The longest [`Reports::drain`] waits for the kernel to deliver what is queued.
+pub const SETTLE_MAX: Duration = Duration::from_millis(250);
+
+/// Denials kept before they are drained (the oldest go first).
+const READY_MAX: usize = 4096;
+
+/// Reads Landlock's denial records for the scopes of one engine.
+#[derive(Debug)]
+pub struct Reports {
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Children the launcher started, by pid, with their scope's cgroup id.
+    launches: HashMap<u32, u64>,
+    /// Domains whose creator is known, with that creator's pid.
+    domains: HashMap<u64, u32>,
+    /// Records of events not yet complete, by serial.
+    open: BTreeMap<u64, Vec<Record>>,
+    /// Denials of complete events, oldest first.
+    ready: VecDeque<Denied>,
+    /// The last time the socket was found empty.
+    last_empty: Option<Instant>,
+    /// Set when the reader stopped on an error: drains return at once.
+    failed: bool,
+}
+
+#[derive(Debug)]
+struct Denied {
+    access: Access,
+    pid: u32,
+    comm: String,
+}
+
+/// Whether [`Reports::start`] would report denials here, without changing anything: `Ok`
+/// with one sentence on how (audit on, or off and to be turned on), or why not.
+///
+/// # Errors
+/// As [`Reports::start`], but for enabling audit: a missing `CAP_AUDIT_CONTROL` where audit
+/// is off is named, not tried.
+pub fn probe() -> Result<String, String> {
+    let enabled = netlink::audit_enabled()?;
+    drop(netlink::subscribe()?);
+    if enabled {
+        Ok("the kernel's audit is on: Landlock's denials are read from its records".to_owned())
+    } else if std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| crate::support::parse_cap_eff(&s))
+        .is_some_and(|c| c.has(CAP_AUDIT_CONTROL))
+    {
+        Ok("the kernel's audit is off; bee turns it on when the engine starts (CAP_AUDIT_CONTROL held)".to_owned())
+    } else {
+        Err("the kernel's audit is off and turning it on needs CAP_AUDIT_CONTROL (or `auditctl -e 1`)".to_owned())
+    }
+}
+
+/// `CAP_AUDIT_CONTROL` (`include/uapi/linux/capability.h`).
+const CAP_AUDIT_CONTROL: u32 = 30;
+
+impl Reports {
+    /// Subscribes to the kernel's audit records, enabling audit where it is off.
+    ///
+    /// # Errors
+    /// Why denials cannot be reported: no audit in the kernel, or a missing capability
+    /// (`CAP_AUDIT_READ` to read the records, `CAP_AUDIT_CONTROL` to enable audit).
+    pub fn start() -> Result<Self, String> {
+        netlink::enable_audit()?;
+        let socket = netlink::subscribe()?;
+        let shared = Arc::new(Shared::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let shared = Arc::clone(&shared);
+            let stop = Arc::clone(&stop);
+            std::thread::Builder::new()
+                .name("bee-landlock-audit".into())
+                .spawn(move || read_loop(&socket, &shared, &stop))
+                .map_err(|e| format!("starting the audit reader failed: {e}"))?
+        };
+        Ok(Self {
+            shared,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Notes that the launcher started `pid` into the scope with cgroup `cgroup_id`: the
+    /// domain it creates is that scope's.
+    pub fn launched(&self, pid: u32, cgroup_id: u64) {
+        self.shared.lock().launches.insert(pid, cgroup_id);
+    }
+
+    /// Forgets the scope with cgroup `cgroup_id` (it was torn down), and its denials.
+    pub fn forget(&self, cgroup_id: u64) {
+        let mut state = self.shared.lock();
+        let State {
+            launches,
+            domains,
+            ready,
+            ..
+        } = &mut *state;
+        domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
+        launches.retain(|_, c| *c != cgroup_id);
+        ready.retain(|d| scope_of(launches, domains, d.access.domain) != Some(cgroup_id));
+    }
+
+    /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
+    /// once the kernel has delivered what it had queued when this was called.
+    pub fn drain(&self, cgroup_id: u64) -> Vec<AuditEvent> {
+        let start = Instant::now();
+        loop {
+            let state = self.shared.lock();
+            let settled = state.failed || state.last_empty.is_some_and(|t| t > start);
+            drop(state);
+            if settled || start.elapsed() >= SETTLE_MAX {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut state = self.shared.lock();
+        let State {
+            launches,
+            domains,
+            ready,
+            ..
+        } = &mut *state;
+        let mut out = Vec::new();
+        ready.retain(|d| {
+            if scope_of(launches, domains, d.access.domain) != Some(cgroup_id) {
+                return true;
+            }
+            out.extend(record::event(&d.access, cgroup_id, d.pid, &d.comm));
+            false
+        });
+        out
+    }
+}
+
+impl Drop for Reports {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Plain maps: a panic while one is held leaves nothing half-made that matters.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn scope_of(launches: &HashMap<u32, u64>, domains: &HashMap<u64, u32>, domain: u64) -> Option<u64> {
+    domains
+        .get(&domain)
+        .and_then(|pid| launches.get(pid))
+        .copied()
+}
+
+/// Reads records until `stop`, completing events as they end.
+fn read_loop(socket: &netlink::Socket, shared: &Shared, stop: &AtomicBool) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        match socket.recv(&mut buf) {
+            Ok(Some(messages)) => {
+                let mut state = shared.lock();
+                for (msg_type, text) in messages {
+                    if let Some(r) = record::parse(msg_type, &text) {
+                        state.add(r);
+                    }
+                }
+            }
+            Ok(None) => {
+                let mut state = shared.lock();
+                let serials: Vec<u64> = state.open.keys().copied().collect();
+                for s in serials {
+                    state.complete(s);
+                }
+                state.last_empty = Some(Instant::now());
+            }
+            Err(_) => {
+                shared.lock().failed = true;
+                return;
+            }
+        }
+    }
+}
+
+impl State {
+    fn add(&mut self, r: Record) {
+        let serial = r.serial();
+        // Records of an event arrive together: one with a later serial ends the earlier ones
+        // (an event without a system call context has no `AUDIT_EOE`).
+        let earlier: Vec<u64> = self.open.range(..serial).map(|(s, _)| *s).collect();
+        for s in earlier {
+            self.complete(s);
+        }
+        if matches!(r, Record::End { .. }) {
+            self.complete(serial);
+        } else {
+            self.open.entry(serial).or_default().push(r);
+        }
+    }
+
+    fn complete(&mut self, serial: u64) {
+        let Some(records) = self.open.remove(&serial) else {
+            return;
+        };
+        let (mut pid, mut comm) = (0, String::new());
+        for r in &records {
+            match r {
+                Record::Domain { domain, pid, .. } => {
+                    self.domains.insert(*domain, *pid);
+                }
+                Record::Syscall {
+                    pid: p, comm: c, ..
+                } => {
+                    pid = *p;
+                    comm.clone_from(c);
+                }
+                _ => {}
+            }
+        }
+        for r in records {
+            if let Record::Access(access) = r {
+                if self.ready.len() >= READY_MAX {
+                    self.ready.pop_front();
+                }
+                self.ready.push_back(Denied {
+                    access,
+                    pid,
+                    comm: comm.clone(),
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(serial: u64, domain: u64, path: &str) -> Record {
+        Record::Access(Access {
+            serial,
+            domain,
+            blockers: vec!["fs.read_file".into()],
+            path: Some(path.into()),
+            addr: None,
+            port: None,
+        })
+    }
+
+    #[test]
+    fn denials_go_to_the_scope_whose_launch_created_the_domain() {
+        let mut s = State::default();
+        s.launches.insert(100, 7);
+        s.launches.insert(200, 8);
+        s.add(access(1, 0xa, "/etc/shadow"));
+        s.add(Record::Domain {
+            serial: 1,
+            domain: 0xa,
+            pid: 100,
+        });
+        s.add(Record::Syscall {
+            serial: 1,
+            pid: 101,
+            comm: "cat".into(),
+        });
+        s.add(Record::End { serial: 1 });
+        // A later denial of the same domain has no domain record; one of another domain.
+        s.add(access(2, 0xa, "/root/x"));
+        s.add(access(3, 0xb, "/srv"));
+        s.add(Record::Domain {
+            serial: 3,
+            domain: 0xb,
+            pid: 200,
+        });
+        let serials: Vec<u64> = s.open.keys().copied().collect();
+        for serial in serials {
+            s.complete(serial);
+        }
+        let of = |s: &State, cgroup: u64| -> Vec<(String, u32)> {
+            s.ready
+                .iter()
+                .filter(|d| scope_of(&s.launches, &s.domains, d.access.domain) == Some(cgroup))
+                .map(|d| (d.access.path.clone().unwrap_or_default(), d.pid))
+                .collect()
+        };
+        assert_eq!(
+            of(&s, 7),
+            [("/etc/shadow".to_owned(), 101), ("/root/x".to_owned(), 0)]
+        );
+        assert_eq!(of(&s, 8), [("/srv".to_owned(), 0)]);
+    }
+
+    #[test]
+    fn the_oldest_denials_go_when_too_many_wait() {
+        let mut s = State::default();
+        for i in 0..(READY_MAX as u64 + 10) {
+            s.add(access(i, 1, "/x"));
+        }
+        s.add(Record::End { serial: u64::MAX });
+        assert_eq!(s.ready.len(), READY_MAX);
+        assert_eq!(s.ready.front().map(|d| d.access.serial), Some(10));
+    }
+}

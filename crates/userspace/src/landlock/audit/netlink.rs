@@ -1,0 +1,262 @@
+//! The audit netlink socket (`NETLINK_AUDIT`, `include/uapi/linux/audit.h`): the status
+//! request that enables audit, and the read-only multicast group records are read from.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// `NETLINK_AUDIT`.
+const NETLINK_AUDIT: libc::c_int = 9;
+/// `AUDIT_NLGRP_READLOG`: the multicast group every record is copied to (`CAP_AUDIT_READ`).
+const AUDIT_NLGRP_READLOG: u32 = 1;
+/// `AUDIT_GET`: the audit status.
+const AUDIT_GET: u16 = 1000;
+/// `AUDIT_SET`: set status fields.
+const AUDIT_SET: u16 = 1001;
+/// `AUDIT_STATUS_ENABLED`: the `enabled` field of a set request.
+const AUDIT_STATUS_ENABLED: u32 = 1;
+/// `NLMSG_ERROR`: an acknowledgement or an error.
+const NLMSG_ERROR: u16 = 2;
+/// `sizeof(struct nlmsghdr)`.
+const HEADER: usize = 16;
+/// `struct audit_status` as far as bee reads or writes it: mask, enabled, failure, pid,
+/// rate_limit, backlog_limit, lost, backlog (eight `u32`s).
+const STATUS: usize = 32;
+/// How long a read waits before it reports the socket empty.
+const READ_TIMEOUT_MS: libc::suseconds_t = 20;
+
+/// A subscribed audit socket.
+#[derive(Debug)]
+pub(super) struct Socket(OwnedFd);
+
+fn socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket(2) with constant arguments; returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            NETLINK_AUDIT,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn bind(fd: &OwnedFd, groups: u32) -> io::Result<()> {
+    // SAFETY: an all-zero sockaddr_nl is valid; the fields are set below.
+    let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    addr.nl_groups = groups;
+    // SAFETY: `addr` is a sockaddr_nl of the size given.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&raw const addr).cast(),
+            size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends one request of `msg_type` with `payload`, asking for an acknowledgement.
+///
+/// The kernel acknowledges a request when it has handled it, but sends an `AUDIT_GET` reply
+/// from another thread: the reply may come after the acknowledgement ([`status`] waits for
+/// it).
+fn request(fd: &OwnedFd, msg_type: u16, payload: &[u8], seq: u32) -> io::Result<()> {
+    let len = HEADER + payload.len();
+    let mut msg = Vec::with_capacity(len);
+    msg.extend_from_slice(&(len as u32).to_ne_bytes());
+    msg.extend_from_slice(&msg_type.to_ne_bytes());
+    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
+    msg.extend_from_slice(&flags.to_ne_bytes());
+    msg.extend_from_slice(&seq.to_ne_bytes());
+    msg.extend_from_slice(&0u32.to_ne_bytes());
+    msg.extend_from_slice(payload);
+    // SAFETY: `msg` is a readable buffer of its length.
+    let n = unsafe { libc::send(fd.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads replies to request `seq`: with `want_status`, until the `AUDIT_GET` reply (its
+/// `enabled` field), otherwise until the acknowledgement. An error acknowledgement ends it
+/// either way; so does the socket's receive timeout.
+fn replies(fd: &OwnedFd, seq: u32, want_status: bool) -> io::Result<Option<u32>> {
+    let mut buf = vec![0u8; 8192];
+    loop {
+        // SAFETY: `buf` is a writable buffer of its length.
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for (msg_type, msg_seq, payload) in messages(&buf[..n as usize]) {
+            if msg_seq != seq {
+                continue;
+            }
+            match msg_type {
+                AUDIT_GET if want_status && payload.len() >= 8 => {
+                    return Ok(Some(u32::from_ne_bytes([
+                        payload[4], payload[5], payload[6], payload[7],
+                    ])));
+                }
+                NLMSG_ERROR if payload.len() >= 4 => {
+                    let errno =
+                        i32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                    if errno != 0 {
+                        return Err(io::Error::from_raw_os_error(-errno));
+                    }
+                    if !want_status {
+                        return Ok(None);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Sets `fd`'s receive timeout.
+fn receive_timeout(fd: &OwnedFd, micros: libc::suseconds_t) -> io::Result<()> {
+    let timeout = libc::timeval {
+        tv_sec: (micros / 1_000_000) as libc::time_t,
+        tv_usec: micros % 1_000_000,
+    };
+    // SAFETY: a timeval of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&raw const timeout).cast(),
+            size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The netlink messages in `buf`: type, sequence number and payload.
+fn messages(mut buf: &[u8]) -> Vec<(u16, u32, &[u8])> {
+    let mut out = Vec::new();
+    while buf.len() >= HEADER {
+        let len = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        let msg_type = u16::from_ne_bytes([buf[4], buf[5]]);
+        let seq = u32::from_ne_bytes([buf[8], buf[9], buf[10], buf[11]]);
+        if len < HEADER || len > buf.len() {
+            break;
+        }
+        out.push((msg_type, seq, &buf[HEADER..len]));
+        let next = (len + 3) & !3;
+        buf = buf.get(next..).unwrap_or_default();
+    }
+    out
+}
+
+/// Whether the kernel's audit is enabled (`AUDIT_GET`'s `enabled`: 0 off, 1 on, 2 locked on).
+pub(super) fn audit_enabled() -> Result<bool, String> {
+    let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
+    bind(&fd, 0).map_err(|e| format!("binding the audit socket failed ({e})"))?;
+    receive_timeout(&fd, 2_000_000)
+        .map_err(|e| format!("setting the audit socket's timeout failed ({e})"))?;
+    request(&fd, AUDIT_GET, &[], 1)
+        .and_then(|()| replies(&fd, 1, true))
+        .map_err(|e| format!("reading the kernel's audit status failed ({e})"))?
+        .map(|enabled| enabled != 0)
+        .ok_or_else(|| "the kernel sent no audit status".to_owned())
+}
+
+/// Enables the kernel's audit if it is off (Landlock logs nothing otherwise).
+pub(super) fn enable_audit() -> Result<(), String> {
+    let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
+    bind(&fd, 0).map_err(|e| format!("binding the audit socket failed ({e})"))?;
+    receive_timeout(&fd, 2_000_000)
+        .map_err(|e| format!("setting the audit socket's timeout failed ({e})"))?;
+    let enabled = request(&fd, AUDIT_GET, &[], 1)
+        .and_then(|()| replies(&fd, 1, true))
+        .map_err(|e| format!("reading the kernel's audit status failed ({e})"))?
+        .ok_or("the kernel sent no audit status")?;
+    if enabled != 0 {
+        return Ok(());
+    }
+    let mut status = [0u8; STATUS];
+    status[..4].copy_from_slice(&AUDIT_STATUS_ENABLED.to_ne_bytes());
+    status[4..8].copy_from_slice(&1u32.to_ne_bytes());
+    request(&fd, AUDIT_SET, &status, 2)
+        .and_then(|()| replies(&fd, 2, false))
+        .map_err(|e| {
+            format!("the kernel's audit is off and enabling it failed ({e}; it needs CAP_AUDIT_CONTROL, or `auditctl -e 1`)")
+        })?;
+    Ok(())
+}
+
+/// A socket subscribed to every audit record.
+pub(super) fn subscribe() -> Result<Socket, String> {
+    let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
+    bind(&fd, AUDIT_NLGRP_READLOG)
+        .map_err(|e| format!("reading audit records needs CAP_AUDIT_READ ({e})"))?;
+    receive_timeout(&fd, READ_TIMEOUT_MS * 1000)
+        .map_err(|e| format!("setting the audit socket's timeout failed ({e})"))?;
+    Ok(Socket(fd))
+}
+
+impl Socket {
+    /// The records of one read, as (type, text); `None` when none came within the timeout.
+    ///
+    /// # Errors
+    /// The socket failed (other than by the timeout, an interruption or a full buffer,
+    /// which loses records but not the socket).
+    pub(super) fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Vec<(u16, String)>>> {
+        // SAFETY: `buf` is a writable buffer of its length.
+        let n = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EAGAIN | libc::EINTR) => Ok(None),
+                Some(libc::ENOBUFS) => Ok(Some(Vec::new())),
+                _ => Err(e),
+            };
+        }
+        Ok(Some(
+            messages(&buf[..n as usize])
+                .into_iter()
+                .map(|(t, _, p)| (t, String::from_utf8_lossy(p).into_owned()))
+                .collect(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_split_at_their_aligned_lengths() {
+        let mut buf = Vec::new();
+        for (t, text) in [(1423u16, "abc"), (1320, "")] {
+            let len = HEADER + text.len();
+            buf.extend_from_slice(&(len as u32).to_ne_bytes());
+            buf.extend_from_slice(&t.to_ne_bytes());
+            buf.extend_from_slice(&0u16.to_ne_bytes());
+            buf.extend_from_slice(&7u32.to_ne_bytes());
+            buf.extend_from_slice(&0u32.to_ne_bytes());
+            buf.extend_from_slice(text.as_bytes());
+            buf.resize((buf.len() + 3) & !3, 0);
+        }
+        let m = messages(&buf);
+        assert_eq!(m, [(1423, 7, &b"abc"[..]), (1320, 7, &b""[..])]);
+        // A length past the buffer ends the list.
+        let mut bad = buf.clone();
+        bad[0] = 200;
+        assert!(messages(&bad).is_empty());
+    }
+}

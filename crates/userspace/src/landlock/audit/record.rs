@@ -1,0 +1,356 @@
+//! Landlock's audit records as text, parsed, and turned into bee's [`AuditEvent`]s.
+//!
+//! The kernel sends each record as a netlink message whose type is the record type and whose
+//! payload is `audit(SECONDS.MILLIS:SERIAL): key=value key=value …`. The records of one
+//! event share the serial. A Landlock denial is an event of (in this order) one or more
+//! `AUDIT_LANDLOCK_ACCESS` records, the domain's `AUDIT_LANDLOCK_DOMAIN` record when it is the
+//! domain's first logged denial, and, where the kernel audits the system call, `AUDIT_SYSCALL`
+//! (`Documentation/admin-guide/LSM/landlock.rst`).
+
+use bee_common::{
+    ACCESS_EXEC, ACCESS_NET, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE, AuditEvent, Hook, PATH_MAX,
+    PROTO_TCP,
+};
+
+/// `AUDIT_SYSCALL` (`include/uapi/linux/audit.h`).
+pub const AUDIT_SYSCALL: u16 = 1300;
+/// `AUDIT_EOE`: the end of a multi-record event.
+pub const AUDIT_EOE: u16 = 1320;
+/// `AUDIT_LANDLOCK_ACCESS`: a denied access (Linux 6.15, Landlock ABI 7).
+pub const AUDIT_LANDLOCK_ACCESS: u16 = 1423;
+/// `AUDIT_LANDLOCK_DOMAIN`: a domain's creation (`status=allocated`) or release.
+pub const AUDIT_LANDLOCK_DOMAIN: u16 = 1424;
+
+/// `EACCES`, the errno a Landlock denial returns for most accesses.
+const EACCES: i32 = 13;
+/// `AF_INET`.
+const AF_INET: u16 = 2;
+/// `AF_INET6`.
+const AF_INET6: u16 = 10;
+
+/// One record bee reads, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// `AUDIT_LANDLOCK_ACCESS`: what a domain refused.
+    Access(Access),
+    /// `AUDIT_LANDLOCK_DOMAIN` with `status=allocated`: who created a domain.
+    Domain {
+        /// The event's serial.
+        serial: u64,
+        /// The domain's id (hexadecimal in the record).
+        domain: u64,
+        /// The process that called `landlock_restrict_self`, as the initial PID namespace
+        /// numbers it: for bee, the child the launcher started.
+        pid: u32,
+    },
+    /// `AUDIT_SYSCALL`: the process that made the refused call.
+    Syscall {
+        /// The event's serial.
+        serial: u64,
+        /// Its thread group id (`pid=`).
+        pid: u32,
+        /// Its `comm` (`comm=`).
+        comm: String,
+    },
+    /// `AUDIT_EOE`: the event with this serial is complete.
+    End {
+        /// The event's serial.
+        serial: u64,
+    },
+}
+
+impl Record {
+    /// The serial of the event the record belongs to.
+    pub fn serial(&self) -> u64 {
+        match self {
+            Self::Access(a) => a.serial,
+            Self::Domain { serial, .. } | Self::Syscall { serial, .. } | Self::End { serial } => {
+                *serial
+            }
+        }
+    }
+}
+
+/// A denied access, as `AUDIT_LANDLOCK_ACCESS` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Access {
+    /// The event's serial.
+    pub serial: u64,
+    /// The domain that refused it.
+    pub domain: u64,
+    /// The missing rights, as the kernel names them (`fs.read_file`, `net.connect_tcp`,
+    /// `scope.signal`…).
+    pub blockers: Vec<String>,
+    /// The file or directory (`path=`): for a creation or removal, the directory it was in.
+    pub path: Option<String>,
+    /// The peer address of a network denial (`daddr=`, or `saddr=` for a bind).
+    pub addr: Option<std::net::IpAddr>,
+    /// Its port (`dest=`, or `src=` for a bind).
+    pub port: Option<u16>,
+}
+
+/// Parses one record of `msg_type` with payload `text`; `None` for a record of another type
+/// or one that does not have the fields bee needs.
+pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
+    let (serial, fields) = split_header(text)?;
+    let field = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    match msg_type {
+        AUDIT_LANDLOCK_ACCESS => {
+            let domain = u64::from_str_radix(field("domain")?, 16).ok()?;
+            let blockers = field("blockers")?
+                .split(',')
+                .filter(|b| !b.is_empty())
+                .map(str::to_owned)
+                .collect();
+            let bind = field("daddr").is_none() && field("saddr").is_some();
+            let (addr_key, port_key) = if bind {
+                ("saddr", "src")
+            } else {
+                ("daddr", "dest")
+            };
+            Some(Record::Access(Access {
+                serial,
+                domain,
+                blockers,
+                path: field("path").and_then(untrusted_string),
+                addr: field(addr_key).and_then(|a| a.parse().ok()),
+                port: field(port_key).and_then(|p| p.parse().ok()),
+            }))
+        }
+        AUDIT_LANDLOCK_DOMAIN if field("status") == Some("allocated") => Some(Record::Domain {
+            serial,
+            domain: u64::from_str_radix(field("domain")?, 16).ok()?,
+            pid: field("pid")?.parse().ok()?,
+        }),
+        AUDIT_SYSCALL => Some(Record::Syscall {
+            serial,
+            pid: field("pid")?.parse().ok()?,
+            comm: field("comm").and_then(untrusted_string).unwrap_or_default(),
+        }),
+        AUDIT_EOE => Some(Record::End { serial }),
+        _ => None,
+    }
+}
+
+/// `audit(1729738800.268:30): a=b c=d` → (30, [(a, b), (c, d)]).
+fn split_header(text: &str) -> Option<(u64, Vec<(&str, &str)>)> {
+    let rest = text.trim_end_matches('\0').strip_prefix("audit(")?;
+    let (stamp, rest) = rest.split_once("):")?;
+    let serial = stamp.rsplit_once(':')?.1.parse().ok()?;
+    // A value is quoted, hexadecimal or a plain word: never with a space inside
+    // (`audit_log_untrustedstring` hex-encodes a string that has one).
+    let fields = rest
+        .split_ascii_whitespace()
+        .filter_map(|f| f.split_once('='))
+        .collect();
+    Some((serial, fields))
+}
+
+/// A string the kernel logged with `audit_log_untrustedstring`: `"text"` as it is, otherwise
+/// hexadecimal bytes (a string with a space, a quote or a control character); `None` for
+/// `(null)` or what is neither.
+fn untrusted_string(value: &str) -> Option<String> {
+    if let Some(quoted) = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+        return Some(quoted.to_owned());
+    }
+    if value.is_empty() || value.len() & 1 == 1 {
+        return None;
+    }
+    let bytes = (0..value.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(value.get(i..i + 2)?, 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The hook and `ACCESS_*` bits bee's LSM programs would have reported for a Landlock
+/// blocker; `None` for one with no counterpart (`fs.ioctl_dev`).
+fn hook_of(blocker: &str) -> Option<(Hook, u32)> {
+    Some(match blocker {
+        "fs.read_file" | "fs.read_dir" => (Hook::FileOpen, ACCESS_READ),
+        "fs.write_file" => (Hook::FileOpen, ACCESS_WRITE),
+        "fs.execute" => (Hook::BprmCheckSecurity, ACCESS_EXEC),
+        "fs.remove_file" => (Hook::PathUnlink, ACCESS_WRITE),
+        "fs.remove_dir" => (Hook::PathRmdir, ACCESS_WRITE),
+        "fs.make_dir" => (Hook::PathMkdir, ACCESS_WRITE),
+        "fs.make_reg" | "fs.make_sock" | "fs.make_fifo" | "fs.make_char" | "fs.make_block" => {
+            (Hook::PathMknod, ACCESS_WRITE)
+        }
+        "fs.make_sym" => (Hook::PathSymlink, ACCESS_WRITE),
+        "fs.refer" => (Hook::PathRename, ACCESS_WRITE),
+        "fs.truncate" => (Hook::PathTruncate, ACCESS_WRITE),
+        "net.connect_tcp" => (Hook::SocketConnect, ACCESS_NET),
+        "net.bind_tcp" => (Hook::SocketListen, ACCESS_NET),
+        "scope.signal" => (Hook::TaskKill, 0),
+        "scope.abstract_unix_socket" => (Hook::UnixStreamConnect, ACCESS_UNIX),
+        _ => return None,
+    })
+}
+
+/// bee's event for `access`, refused in the scope with cgroup `cgroup_id` by the process
+/// `pid` named `comm` (0 and empty when the kernel did not say). The first blocker with a
+/// counterpart names the hook; `None` when none has one.
+pub fn event(access: &Access, cgroup_id: u64, pid: u32, comm: &str) -> Option<AuditEvent> {
+    let (hook, bits) = access.blockers.iter().find_map(|b| hook_of(b))?;
+    let mut e = AuditEvent::zeroed();
+    e.cgroup_id = cgroup_id;
+    e.pid = pid;
+    e.tgid = pid;
+    e.hook = hook as u32;
+    e.error = -EACCES;
+    e.access = bits;
+    let comm = comm.as_bytes();
+    let n = comm.len().min(e.comm.len() - 1);
+    e.comm[..n].copy_from_slice(&comm[..n]);
+    if let Some(path) = &access.path {
+        let path = path.as_bytes();
+        let n = path.len().min(PATH_MAX);
+        e.path[..n].copy_from_slice(&path[..n]);
+        e.path_len = n as u32;
+    }
+    if hook == Hook::SocketConnect || hook == Hook::SocketListen {
+        e.protocol = PROTO_TCP;
+        e.port = access.port.unwrap_or(0);
+        match access.addr {
+            Some(std::net::IpAddr::V4(a)) => {
+                e.family = AF_INET;
+                e.addr[..4].copy_from_slice(&a.octets());
+            }
+            Some(std::net::IpAddr::V6(a)) => {
+                e.family = AF_INET6;
+                e.addr = a.octets();
+            }
+            None => {}
+        }
+    }
+    Some(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_denial_and_its_domain_parse() {
+        let r = parse(
+            AUDIT_LANDLOCK_ACCESS,
+            "audit(1796312420.496:5): domain=1964700bb blockers=fs.read_file path=\"/etc/hostname\" dev=\"vda\" ino=611",
+        );
+        assert_eq!(
+            r,
+            Some(Record::Access(Access {
+                serial: 5,
+                domain: 0x1964700bb,
+                blockers: vec!["fs.read_file".into()],
+                path: Some("/etc/hostname".into()),
+                addr: None,
+                port: None,
+            }))
+        );
+        let d = parse(
+            AUDIT_LANDLOCK_DOMAIN,
+            "audit(1796312420.496:4): domain=1964700bb status=allocated mode=enforcing pid=1524 uid=0 exe=\"/usr/bin/bee\" comm=\"bee\"",
+        );
+        assert_eq!(
+            d,
+            Some(Record::Domain {
+                serial: 4,
+                domain: 0x1964700bb,
+                pid: 1524
+            })
+        );
+        // A release says nothing bee needs.
+        assert_eq!(
+            parse(
+                AUDIT_LANDLOCK_DOMAIN,
+                "audit(1.2:6): domain=1964700bb status=deallocated denials=2"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn hexadecimal_paths_and_comms_are_decoded() {
+        // "/tmp/a b" has a space, so the kernel logs it in hexadecimal.
+        let r = parse(
+            AUDIT_LANDLOCK_ACCESS,
+            "audit(1.2:7): domain=a blockers=fs.make_reg,fs.refer path=2F746D702F612062 dev=\"tmpfs\" ino=3",
+        );
+        let Some(Record::Access(a)) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(a.path.as_deref(), Some("/tmp/a b"));
+        assert_eq!(a.blockers, ["fs.make_reg", "fs.refer"]);
+        let s = parse(
+            AUDIT_SYSCALL,
+            "audit(1.2:7): arch=c000003e syscall=257 success=no exit=-13 ppid=1 pid=42 comm=6D7920636174 exe=\"/usr/bin/cat\"",
+        );
+        assert_eq!(
+            s,
+            Some(Record::Syscall {
+                serial: 7,
+                pid: 42,
+                comm: "my cat".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_refused_connection_becomes_a_socket_connect_event() {
+        let r = parse(
+            AUDIT_LANDLOCK_ACCESS,
+            "audit(1.2:9): domain=b blockers=net.connect_tcp daddr=127.0.0.1 dest=9999",
+        );
+        let Some(Record::Access(a)) = r else {
+            panic!("{r:?}")
+        };
+        let e = event(&a, 77, 42, "bash").unwrap_or_else(|| unreachable!());
+        assert_eq!(e.hook, Hook::SocketConnect as u32);
+        assert_eq!(e.access, ACCESS_NET);
+        assert_eq!((e.family, e.port, e.protocol), (AF_INET, 9999, PROTO_TCP));
+        assert_eq!(&e.addr[..4], &[127, 0, 0, 1]);
+        assert_eq!((e.cgroup_id, e.tgid, e.error), (77, 42, -EACCES));
+        assert_eq!(&e.comm[..5], b"bash\0");
+    }
+
+    #[test]
+    fn each_blocker_names_the_hook_bee_reports() {
+        let access = |b: &str| Access {
+            serial: 1,
+            domain: 1,
+            blockers: vec![b.to_owned()],
+            path: Some("/w/x".into()),
+            addr: None,
+            port: None,
+        };
+        for (blocker, hook, bits) in [
+            ("fs.read_file", Hook::FileOpen, ACCESS_READ),
+            ("fs.write_file", Hook::FileOpen, ACCESS_WRITE),
+            ("fs.execute", Hook::BprmCheckSecurity, ACCESS_EXEC),
+            ("fs.make_dir", Hook::PathMkdir, ACCESS_WRITE),
+            ("fs.remove_file", Hook::PathUnlink, ACCESS_WRITE),
+            ("fs.refer", Hook::PathRename, ACCESS_WRITE),
+        ] {
+            let e = event(&access(blocker), 1, 1, "x").unwrap_or_else(|| unreachable!());
+            assert_eq!((e.hook, e.access), (hook as u32, bits), "{blocker}");
+            assert_eq!(e.path(), b"/w/x");
+        }
+        assert!(event(&access("fs.ioctl_dev"), 1, 1, "x").is_none());
+    }
+
+    #[test]
+    fn malformed_records_are_skipped() {
+        for text in [
+            "",
+            "audit(",
+            "audit(1.2): domain=1",
+            "audit(1.2:x): domain=1 blockers=fs.read_file",
+            "audit(1.2:3): domain=zz blockers=fs.read_file",
+            "audit(1.2:3): blockers=fs.read_file",
+        ] {
+            assert_eq!(parse(AUDIT_LANDLOCK_ACCESS, text), None, "{text}");
+        }
+        assert_eq!(untrusted_string("(null)"), None);
+        assert_eq!(untrusted_string("abc"), None);
+    }
+}
