@@ -191,3 +191,46 @@ fn a_narrow_terminal_keeps_one_copy_wrapped_at_words() {
     // A word cut by the terminal's wrapping would not be found whole.
     once_each(&s, &marks);
 }
+
+/// While a tool call runs, a line under it counts the seconds and says that Ctrl-C stops it;
+/// Ctrl-C then leaves no `^C` behind, in the result line or anywhere, and the session goes on.
+#[test]
+fn a_running_tool_shows_its_time_and_ctrl_c_leaves_no_trace() {
+    let long = serde_json::json!({
+        "tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "sleep 30"}}],
+        "usage": {"input_tokens": 10, "output_tokens": 5}
+    })
+    .to_string();
+    let after = paced("Still here.");
+    let t = Tmux::start("running", &[long, after], 100, 20);
+    t.wait(|s| s.lines().any(|l| l.trim_end() == "›"), "the prompt");
+    t.keys(&["run it", "Enter"]);
+    t.wait(|s| s.contains("▸ shell sleep 30"), "the call");
+    let s = t.wait(
+        |s| s.contains("  ⋯ running 2 s · Ctrl-C stops it"),
+        "the running line at 2 s",
+    );
+    // It is the line right under the call.
+    let lines: Vec<&str> = s.lines().collect();
+    let call = lines
+        .iter()
+        .position(|l| l.contains("▸ shell sleep 30"))
+        .unwrap();
+    assert!(lines[call + 1].starts_with("  ⋯ running"), "{s}");
+    t.keys(&["C-c"]);
+    let s = t.wait(|s| s.contains("interrupted"), "the interruption");
+    assert!(!s.contains("^C"), "Ctrl-C was echoed:\n{s}");
+    assert!(!s.contains("⋯ running"), "the running line stayed:\n{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let call = lines
+        .iter()
+        .position(|l| l.contains("▸ shell sleep 30"))
+        .unwrap();
+    assert!(
+        lines[call + 1].starts_with("  ✗ "),
+        "the result under its call:\n{s}"
+    );
+    t.wait(|s| s.lines().any(|l| l.trim_end() == "›"), "the prompt");
+    t.keys(&["are you there", "Enter"]);
+    t.wait_answer("Still here.");
+}

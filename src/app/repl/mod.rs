@@ -374,6 +374,7 @@ fn converse(
         turn.in_turn.store(true, Ordering::SeqCst);
         let end = session.send(&message, &interrupt);
         turn.in_turn.store(false, Ordering::SeqCst);
+        view.turn_ended();
         let end = end.map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
         if turn.terminating() {
             view.styled(Role::Notice, "terminated (SIGTERM): the session ends");

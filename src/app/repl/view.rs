@@ -5,7 +5,8 @@
 //! The view is the session's observer ([`Update`]); it is called on the session's thread.
 
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::commands::Shown;
 use super::stream::{Answer, Screen};
@@ -18,7 +19,7 @@ use crate::session::Update;
 
 /// How the view writes.
 pub(super) struct View {
-    out: Mutex<Box<dyn Write + Send>>,
+    out: Arc<Mutex<Out>>,
     state: Mutex<State>,
     theme: Theme,
     /// Whether the output is a terminal that takes cursor movements: the answer streams.
@@ -36,6 +37,69 @@ struct State {
     /// Model latency of every call so far, milliseconds.
     latencies: Vec<u64>,
     first_tokens: Vec<u64>,
+}
+
+/// The output, and the status line it keeps under running tool calls.
+struct Out {
+    write: Box<dyn Write + Send>,
+    /// Whether a status line may be drawn (and erased): the output takes cursor movements.
+    live: bool,
+    /// The style of the status line.
+    muted: anstyle::Style,
+    /// Tool calls running now.
+    running: usize,
+    /// Since when a tool call has been running.
+    since: Option<Instant>,
+    /// The status line on screen, the cursor at its end (empty: none).
+    drawn: String,
+}
+
+impl Out {
+    /// Writes `text` above the status line: the line is erased first, and drawn again when
+    /// `text` ends a line.
+    fn write(&mut self, text: &str) {
+        self.erase();
+        let _ = self.write.write_all(text.as_bytes());
+        if text.ends_with('\n') {
+            self.status();
+        }
+        let _ = self.write.flush();
+    }
+
+    fn erase(&mut self) {
+        if !self.drawn.is_empty() {
+            // ECHOCTL's `^C`, echoed at the line's end, goes with it.
+            let _ = self.write.write_all(b"\r\x1b[K");
+            self.drawn.clear();
+        }
+    }
+
+    /// Draws the status line (when tool calls run and it changed): how long they have run,
+    /// and that Ctrl-C stops them.
+    fn status(&mut self) {
+        let Some(since) = self.since.filter(|_| self.live && self.running > 0) else {
+            self.erase();
+            return;
+        };
+        let secs = since.elapsed().as_secs();
+        let text = if self.running == 1 {
+            format!("  ⋯ running {secs} s · Ctrl-C stops it")
+        } else {
+            format!(
+                "  ⋯ {} tool calls running {secs} s · Ctrl-C stops them",
+                self.running
+            )
+        };
+        if text == self.drawn {
+            return;
+        }
+        let width = terminal_size::terminal_size().map_or(80, |(w, _)| usize::from(w.0));
+        let mut line = crate::render::Line::styled(&text, self.muted);
+        line.truncate(width.saturating_sub(1).max(1));
+        let _ = write!(self.write, "\r\x1b[K{}", line.render());
+        let _ = self.write.flush();
+        self.drawn = text;
+    }
 }
 
 /// A tool call of the session, kept for `/show`.
@@ -63,8 +127,30 @@ impl View {
         live: bool,
         outbox: Outbox,
     ) -> Self {
+        let out = Arc::new(Mutex::new(Out {
+            write: out,
+            live,
+            muted: theme.style(Role::Muted),
+            running: 0,
+            since: None,
+            drawn: String::new(),
+        }));
+        if live {
+            // Keeps the status line's seconds going while a tool call runs; it ends with the
+            // view.
+            let weak = Arc::downgrade(&out);
+            std::thread::spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_millis(250));
+                    let Some(out) = weak.upgrade() else { break };
+                    if let Ok(mut o) = out.lock() {
+                        o.status();
+                    }
+                }
+            });
+        }
         Self {
-            out: Mutex::new(out),
+            out,
             state: Mutex::new(State::default()),
             theme,
             live,
@@ -132,8 +218,36 @@ impl View {
     /// Writes `text` as is and flushes.
     pub(super) fn print(&self, text: &str) {
         if let Ok(mut out) = self.out.lock() {
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
+            out.write(text);
+        }
+    }
+
+    /// Counts a tool call as started (`true`) or ended: the status line is shown while any
+    /// runs.
+    fn running(&self, started: bool) {
+        if let Ok(mut out) = self.out.lock() {
+            if started {
+                if out.running == 0 {
+                    out.since = Some(Instant::now());
+                }
+                out.running += 1;
+            } else {
+                out.running = out.running.saturating_sub(1);
+            }
+            if out.running == 0 {
+                out.since = None;
+                out.erase();
+            }
+        }
+    }
+
+    /// The turn ended: no tool call runs any more.
+    pub(super) fn turn_ended(&self) {
+        if let Ok(mut out) = self.out.lock() {
+            out.running = 0;
+            out.since = None;
+            out.erase();
+            let _ = out.write.flush();
         }
     }
 
@@ -195,6 +309,7 @@ impl View {
                     &call.name,
                     &summary(&call.arguments),
                 );
+                self.running(true);
                 self.line(&line);
             }
             Update::Recorded(e) => self.recorded(&e.body),
@@ -272,6 +387,7 @@ impl View {
     /// A tool call's result: one line, numbered for `/show` when the output holds more than
     /// that line. A result that is not `completed` is never cut: the terminal wraps it.
     fn result(&self, r: &ToolResult) {
+        self.running(false);
         let number = self.state.lock().ok().and_then(|mut s| {
             let i = s.calls.iter().rposition(|c| c.id == r.call_id)?;
             s.calls[i].end = Some(CallEnd {

@@ -94,6 +94,8 @@ pub(super) struct App {
     /// The conversation's size at the last frame (columns, rows).
     pub(super) view: (usize, usize),
     pub(super) dirty: bool,
+    /// The tool calls running, by id, and since when.
+    started: Vec<(String, Instant)>,
 }
 
 impl App {
@@ -124,6 +126,7 @@ impl App {
             asking: None,
             view: (80, 20),
             dirty: true,
+            started: Vec::new(),
         }
     }
 
@@ -514,13 +517,17 @@ impl App {
                 }
             }
             FromSession::Stream(_) => {}
-            FromSession::ToolStarted(call) => self.push(Kind::Tool {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                args: summary(&call.arguments),
-                end: None,
-                expanded: false,
-            }),
+            FromSession::ToolStarted(call) => {
+                self.started.push((call.id.clone(), Instant::now()));
+                self.push(Kind::Tool {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: summary(&call.arguments),
+                    end: None,
+                    expanded: false,
+                    running: 0,
+                });
+            }
             FromSession::Recorded(body) => self.recorded(*body),
             FromSession::Placements(ps) => {
                 let now = Instant::now();
@@ -534,6 +541,7 @@ impl App {
             }
             FromSession::TurnEnded(end) => {
                 self.busy = false;
+                self.started.clear();
                 if let Some(i) = self.streaming() {
                     if let Kind::Assistant { done, .. } = &mut self.cells[i].kind {
                         *done = true;
@@ -624,6 +632,7 @@ impl App {
                     ms: r.duration_ms,
                     output: r.output,
                 };
+                self.started.retain(|(id, _)| *id != r.call_id);
                 let cell = self.cells.iter_mut().rev().find(
                     |c| matches!(&c.kind, Kind::Tool { id, end: None, .. } if *id == r.call_id),
                 );
@@ -663,15 +672,34 @@ impl App {
         }
     }
 
-    /// Removes expired panels; true when the screen changed.
+    /// Removes expired panels and counts the seconds of running tool calls; true when the
+    /// screen changed.
     pub(super) fn tick(&mut self, now: Instant) -> bool {
-        let changed = self.board.expire(now);
+        let mut changed = self.board.expire(now);
         if changed {
             self.panel = self.panel.min(self.board.panels().len().saturating_sub(1));
             if self.board.is_empty() && self.focus == Focus::Panels {
                 self.focus = Focus::Input;
             }
             self.dirty = true;
+        }
+        for (id, since) in &self.started {
+            let secs = now.saturating_duration_since(*since).as_secs();
+            // Running calls are at the end of the conversation.
+            let cell = self
+                .cells
+                .iter_mut()
+                .rev()
+                .find(|c| matches!(&c.kind, Kind::Tool { id: i, end: None, .. } if i == id));
+            if let Some(cell) = cell
+                && let Kind::Tool { running, .. } = &mut cell.kind
+                && *running != secs
+            {
+                *running = secs;
+                cell.touch();
+                self.dirty = true;
+                changed = true;
+            }
         }
         changed
     }

@@ -48,6 +48,8 @@ pub(super) enum Kind {
         end: Option<ToolEnd>,
         /// Whether its output is shown.
         expanded: bool,
+        /// Whole seconds it has run, shown until it ends.
+        running: u64,
     },
     /// A kernel denial.
     Denial(String),
@@ -167,6 +169,7 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
             args,
             end,
             expanded,
+            running,
             ..
         } => {
             let mut v = vec![lines::tool_call_line(theme, width, name, args)];
@@ -180,13 +183,15 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
                     // A result that is not `completed` is wrapped, never cut.
                     let result = match e.state {
                         ToolState::Completed => {
-                            lines::tool_result_line(theme, width, e.state, e.ms, first)
+                            vec![lines::tool_result_line(theme, width, e.state, e.ms, first)]
                         }
-                        ToolState::Failed | ToolState::CouldNotRun => {
-                            lines::tool_result_line(theme, usize::MAX, e.state, e.ms, first)
-                        }
+                        ToolState::Failed | ToolState::CouldNotRun => wrap_words(
+                            &lines::tool_result_line(theme, usize::MAX, e.state, e.ms, first),
+                            width,
+                            4,
+                        ),
                     };
-                    v.extend(wrap_line(result, width));
+                    v.extend(result);
                     if *expanded {
                         let muted = theme.style(Role::Muted);
                         for l in sanitize(&e.output).lines().take(EXPANDED_LINES) {
@@ -194,16 +199,21 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
                         }
                     }
                 }
-                None => v.push(render::Line::styled(
-                    "  … running",
-                    theme.style(Role::Muted),
+                None => v.extend(wrap_words(
+                    &render::Line::styled(
+                        &format!("  … running {running} s · Ctrl-C stops it"),
+                        theme.style(Role::Muted),
+                    ),
+                    width,
+                    4,
                 )),
             }
             v
         }
-        Kind::Denial(t) => vec![lines::denial_line(theme, width, t)],
-        Kind::Error(t) => vec![lines::error_line(theme, width, t)],
-        Kind::Refusal(t) => vec![lines::refusal_line(theme, width, t)],
+        // Denials, errors and refusals are wrapped, never cut before what they are about.
+        Kind::Denial(t) => wrap_words(&lines::denial_line(theme, usize::MAX, t), width, 2),
+        Kind::Error(t) => wrap_words(&lines::error_line(theme, usize::MAX, t), width, 2),
+        Kind::Refusal(t) => wrap_words(&lines::refusal_line(theme, usize::MAX, t), width, 2),
         Kind::Notice(t) => vec![lines::notice_line(theme, width, t)],
         Kind::Shown(shown) => {
             let mut v = Vec::new();
@@ -242,25 +252,45 @@ fn render_kind(kind: &Kind, theme: &Theme, width: usize) -> Vec<render::Line> {
 }
 
 /// `line` cut into rows of `width` columns (characters kept whole).
-/// A line of a tool's output under a four-column indent, wrapped (never cut) to `width`:
-/// after a space when the row has one, else where the row is full. Spaces are kept as they
-/// are, so columns in the output stay aligned.
+/// A line of a tool's output under a four-column indent, wrapped (never cut) to `width`.
 fn output_rows(text: &str, style: anstyle::Style, width: usize) -> Vec<render::Line> {
-    let room = width.saturating_sub(4).max(1);
+    let mut line = render::Line::styled("    ", anstyle::Style::new());
+    line.push(text, style);
+    wrap_words(&line, width, 4)
+}
+
+/// `line` wrapped to `width` columns — after a space when the row has one, else where the
+/// row is full — its rows after the first indented by `indent` columns. Spaces inside a row
+/// are kept as they are, so columns in a tool's output stay aligned.
+fn wrap_words(line: &render::Line, width: usize, indent: usize) -> Vec<render::Line> {
+    if line.width() <= width {
+        return vec![line.clone()];
+    }
+    let chars: Vec<(char, anstyle::Style)> = line
+        .runs()
+        .iter()
+        .flat_map(|(text, style)| text.chars().map(move |c| (c, *style)))
+        .collect();
+    let indent = indent.min(width / 2);
     let mut rows = Vec::new();
-    let mut rest = text;
-    loop {
+    let mut rest = chars.as_slice();
+    while !rest.is_empty() {
+        let room = if rows.is_empty() {
+            width
+        } else {
+            width - indent
+        };
         let mut used = 0;
         let mut full = rest.len();
         let mut space = None;
-        for (i, c) in rest.char_indices() {
+        for (i, (c, _)) in rest.iter().enumerate() {
             let w = render::width(c.encode_utf8(&mut [0; 4]));
             if used + w > room && i > 0 {
                 full = i;
                 break;
             }
             used += w;
-            if c == ' ' {
+            if *c == ' ' {
                 space = Some(i + 1);
             }
         }
@@ -268,14 +298,18 @@ fn output_rows(text: &str, style: anstyle::Style, width: usize) -> Vec<render::L
             Some(s) if full < rest.len() && s < full => s,
             _ => full,
         };
-        let mut row = render::Line::styled("    ", anstyle::Style::new());
-        row.push(&rest[..cut], style);
+        let mut row = render::Line::default();
+        if !rows.is_empty() {
+            row.push(&" ".repeat(indent), anstyle::Style::new());
+        }
+        for (c, style) in &rest[..cut] {
+            row.push_char(*c, *style);
+        }
+        row.trim_end();
         rows.push(row);
         rest = &rest[cut..];
-        if rest.is_empty() {
-            return rows;
-        }
     }
+    rows
 }
 
 fn wrap_line(line: render::Line, width: usize) -> Vec<render::Line> {
@@ -340,6 +374,7 @@ mod tests {
                 output: "a\nb\nc".into(),
             }),
             expanded: false,
+            running: 0,
         });
         let t = Theme::plain();
         assert_eq!(c.height(&t, 40), 2);
@@ -364,6 +399,7 @@ mod tests {
                 output: format!("exit status 2: the key is at the very end, `{long}`\n{long}"),
             }),
             expanded: true,
+            running: 0,
         };
         let rows: Vec<String> = render_kind(&kind, &Theme::plain(), 30)
             .iter()
@@ -371,18 +407,16 @@ mod tests {
             .collect();
         assert!(rows.iter().all(|r| render::width(r) <= 30), "{rows:#?}");
         assert!(rows.iter().all(|r| !r.contains('…')), "{rows:#?}");
-        // Every word of the output is whole on a row, under the indent.
-        let output: Vec<&String> = rows.iter().skip_while(|r| !r.starts_with("    ")).collect();
-        assert!(output.iter().all(|r| r.starts_with("    ")), "{rows:#?}");
-        let words = output
+        // Every word is whole on a row: the result line's and the output's.
+        let words = rows
             .iter()
             .flat_map(|r| r.split_whitespace())
-            .filter(|w| *w == "END-OF-LINE" || w.starts_with("END-OF-LINE"))
+            .filter(|w| w.contains("END-OF-LINE"))
             .count();
-        assert_eq!(words, 2, "{rows:#?}");
+        assert_eq!(words, 3, "{rows:#?}");
         assert!(
-            rows.concat().contains("END-OF-LINE`"),
-            "the error, whole: {rows:#?}"
+            rows.iter().skip(2).all(|r| r.starts_with("    ")),
+            "{rows:#?}"
         );
     }
 }

@@ -465,3 +465,22 @@ fn show_expands_a_tool_call_with_its_lines_wrapped() {
     let screen = frame(&mut a, 44, 16).backend().to_string();
     assert!(screen.contains("there is no tool call 9"), "{screen}");
 }
+
+/// A running tool call counts its seconds and says that Ctrl-C stops it.
+#[test]
+fn a_running_tool_counts_its_seconds() {
+    let mut a = app(Theme::plain());
+    said(&mut a, "wait");
+    tool(&mut a, "c1", "shell", r#"{"command": "sleep 30"}"#, None);
+    let screen = frame(&mut a, 60, 12).backend().to_string();
+    assert!(
+        screen.contains("… running 0 s · Ctrl-C stops it"),
+        "{screen}"
+    );
+    assert!(a.tick(Instant::now() + Duration::from_secs(3)));
+    let screen = frame(&mut a, 60, 12).backend().to_string();
+    assert!(
+        screen.contains("… running 3 s · Ctrl-C stops it"),
+        "{screen}"
+    );
+}
