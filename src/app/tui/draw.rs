@@ -25,7 +25,7 @@ pub(super) const PANEL_COLUMN_MIN: u16 = 100;
 pub(super) const HELP: [(&str, &str); 16] = [
     (
         "Enter",
-        "send the input; a line starting with / is a command: /skills, /skill NAME, /agents, /policy, /cost, /clear, /quit",
+        "send the input; a line starting with / is a command: /help, /skills, /skill NAME, /agents, /policy, /allow [N], /show [N], /cost, /clear, /quit",
     ),
     ("Shift+Enter, Alt+Enter", "a new line in the input"),
     (
@@ -46,7 +46,7 @@ pub(super) const HELP: [(&str, &str); 16] = [
     ("gg G", "the top / the end of the conversation"),
     (
         "p",
-        "the panels as an overlay (on narrow terminals, the only way to see them)",
+        "the panels as an overlay; there, and in the column, ↑ ↓ ← → j k (Tab) switch panels",
     ),
     (
         "y",
@@ -246,57 +246,96 @@ fn draw_input(frame: &mut Frame<'_>, app: &mut App, area: Rect) {
 }
 
 fn draw_status(frame: &mut Frame<'_>, app: &App, area: Rect, column: bool) {
+    frame.render_widget(
+        Paragraph::new(Line::from(status_spans(
+            app,
+            column,
+            usize::from(area.width),
+        ))),
+        area,
+    );
+}
+
+/// The status line's fields, in order, for `width` columns: when they do not all fit, the
+/// least important go first — the prices' source, the tokens, the model, the cost, a hint,
+/// the panels, the denials — so what is left is whole. How tools are confined always stays.
+fn status_spans(app: &App, column: bool, width: usize) -> Vec<Span<'static>> {
     let t = &app.totals;
     let muted = style::style(app.theme.style(Role::Muted));
-    let sources: Vec<String> = t.cost.sources.iter().map(ToString::to_string).collect();
-    let cost = if sources.is_empty() {
-        t.cost.to_string()
-    } else {
-        format!("{} ({})", t.cost, sources.join(", "))
-    };
+    let notice = style::style(app.theme.style(Role::Notice));
     let host = app.status.confinement.starts_with("--host");
-    // What matters most comes first, for narrow terminals: how tools are confined, the
-    // denials, where the panels are; then the model, tokens and cost.
-    let mut spans = vec![
-        Span::styled(
+    // (rank, spans): the highest rank is dropped first.
+    let mut fields: Vec<(u8, Vec<Span<'static>>)> = vec![(
+        0,
+        vec![Span::styled(
             format!(" {}", app.status.confinement),
             style::style(
                 app.theme
                     .style(if host { Role::Denial } else { Role::ToolOk }),
             ),
-        ),
-        Span::styled(
+        )],
+    )];
+    fields.push((
+        1,
+        vec![Span::styled(
             format!(" · {} denial(s)", t.denials),
             if t.denials > 0 {
                 style::style(app.theme.style(Role::Denial))
             } else {
                 muted
             },
-        ),
-    ];
+        )],
+    ));
     let n = app.board.panels().len();
     if n > 0 && !column {
-        spans.push(Span::styled(
-            format!(" · p: {n} panel(s)"),
-            style::style(app.theme.style(Role::Notice)),
+        fields.push((2, vec![Span::styled(format!(" · p: {n} panel(s)"), notice)]));
+    }
+    fields.push((
+        5,
+        vec![
+            Span::styled(" · ", muted),
+            Span::styled(
+                app.status.model.clone(),
+                style::style(app.theme.style(Role::Heading)),
+            ),
+        ],
+    ));
+    fields.push((
+        6,
+        vec![Span::styled(
+            format!(" · {} tokens", t.input_tokens + t.output_tokens),
+            muted,
+        )],
+    ));
+    fields.push((4, vec![Span::styled(format!(" · {}", t.cost), muted)]));
+    let sources: Vec<String> = t.cost.sources.iter().map(ToString::to_string).collect();
+    if !sources.is_empty() {
+        fields.push((
+            7,
+            vec![Span::styled(format!(" ({})", sources.join(", ")), muted)],
         ));
     }
-    spans.push(Span::styled(" · ", muted));
-    spans.push(Span::styled(
-        app.status.model.clone(),
-        style::style(app.theme.style(Role::Heading)),
-    ));
-    spans.push(Span::styled(
-        format!(" · {} tokens · {cost}", t.input_tokens + t.output_tokens),
-        muted,
-    ));
     if let Some(h) = &app.hint {
-        spans.push(Span::styled(
-            format!(" · {h}"),
-            style::style(app.theme.style(Role::Notice)),
-        ));
+        fields.push((3, vec![Span::styled(format!(" · {h}"), notice)]));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    let used = |f: &[(u8, Vec<Span<'static>>)]| -> usize {
+        f.iter()
+            .flat_map(|(_, spans)| spans.iter().map(Span::width))
+            .sum()
+    };
+    while used(&fields) > width {
+        let Some(last) = fields
+            .iter()
+            .enumerate()
+            .filter(|(_, (rank, _))| *rank > 0)
+            .max_by_key(|(_, (rank, _))| *rank)
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        fields.remove(last);
+    }
+    fields.into_iter().flat_map(|(_, spans)| spans).collect()
 }
 
 fn help(frame: &mut Frame<'_>, app: &App, area: Rect) {

@@ -145,6 +145,16 @@ pub(super) fn map(key: KeyEvent, ctx: &KeyCtx, pending_g: &mut bool) -> Action {
             }
             KeyCode::Char('p') if ctx.overlay == Overlay::Panels => Action::CloseOverlay,
             KeyCode::Char('y') if ctx.overlay == Overlay::Panels => Action::Yank,
+            KeyCode::Tab | KeyCode::Right | KeyCode::Char('j' | 'l')
+                if ctx.overlay == Overlay::Panels =>
+            {
+                Action::SelectNext
+            }
+            KeyCode::BackTab | KeyCode::Left | KeyCode::Char('k' | 'h')
+                if ctx.overlay == Overlay::Panels =>
+            {
+                Action::SelectPrev
+            }
             KeyCode::Up => Action::SelectPrev,
             KeyCode::Down => Action::SelectNext,
             _ => Action::None,
@@ -187,6 +197,16 @@ pub(super) fn map(key: KeyEvent, ctx: &KeyCtx, pending_g: &mut bool) -> Action {
                 Action::None
             }
             KeyCode::Char('G') => Action::Bottom,
+            KeyCode::Right | KeyCode::Char('j' | 'l')
+                if ctx.focus == Focus::Panels && (plain || key.code == KeyCode::Right) =>
+            {
+                Action::SelectNext
+            }
+            KeyCode::Left | KeyCode::Char('k' | 'h')
+                if ctx.focus == Focus::Panels && (plain || key.code == KeyCode::Left) =>
+            {
+                Action::SelectPrev
+            }
             KeyCode::Char('p') if plain => Action::PanelsOverlay,
             KeyCode::Char('y') if plain => Action::Yank,
             KeyCode::Char('?') => Action::Help,
@@ -268,6 +288,39 @@ mod tests {
             assert_eq!(one(with(KeyCode::Char('p'), ctrl), &c), Action::HistoryPrev);
             assert_eq!(one(with(KeyCode::Char('n'), ctrl), &c), Action::HistoryNext);
         }
+    }
+
+    #[test]
+    fn the_panels_overlay_and_column_switch_panels() {
+        let mut c = ctx(Focus::Conversation);
+        c.overlay = Overlay::Panels;
+        for k in [
+            KeyCode::Tab,
+            KeyCode::Down,
+            KeyCode::Right,
+            KeyCode::Char('j'),
+            KeyCode::Char('l'),
+        ] {
+            assert_eq!(one(key(k), &c), Action::SelectNext, "{k:?}");
+        }
+        for k in [
+            KeyCode::BackTab,
+            KeyCode::Up,
+            KeyCode::Left,
+            KeyCode::Char('k'),
+            KeyCode::Char('h'),
+        ] {
+            assert_eq!(one(key(k), &c), Action::SelectPrev, "{k:?}");
+        }
+        let c = ctx(Focus::Panels);
+        assert_eq!(one(key(KeyCode::Char('j')), &c), Action::SelectNext);
+        assert_eq!(one(key(KeyCode::Left), &c), Action::SelectPrev);
+        // In the conversation, j is typed into the input.
+        let c = ctx(Focus::Conversation);
+        assert!(matches!(
+            one(key(KeyCode::Char('j')), &c),
+            Action::TypeInInput(_)
+        ));
     }
 
     #[test]

@@ -484,3 +484,36 @@ fn a_running_tool_counts_its_seconds() {
         "{screen}"
     );
 }
+
+/// A narrow status line drops its least important fields whole instead of cutting the last
+/// one: at 60 columns the confinement and the denials stay, no field is cut short.
+#[test]
+fn a_narrow_status_line_drops_fields_whole() {
+    let mut a = app(Theme::plain());
+    let status = |a: &mut App, w: u16| {
+        let t = frame(a, w, 12);
+        let buf = t.backend().buffer();
+        let y = buf.area.height - 1;
+        (0..buf.area.width)
+            .map(|x| buf[(x, y)].symbol().to_owned())
+            .collect::<String>()
+            .trim_end()
+            .to_owned()
+    };
+    let wide = status(&mut a, 120);
+    assert!(wide.contains("replay-model"), "{wide}");
+    assert!(wide.contains("tokens"), "{wide}");
+    let narrow = status(&mut a, 60);
+    assert!(
+        narrow.starts_with(" dev.toml (kernel-enforced) · 0 denial(s)"),
+        "{narrow}"
+    );
+    // Each field is there whole or not at all.
+    for field in narrow.split(" · ").skip(1) {
+        assert!(wide.contains(field), "`{field}` is cut: {narrow}");
+    }
+    assert!(
+        !narrow.contains("repla") || narrow.contains("replay-model"),
+        "{narrow}"
+    );
+}
