@@ -191,33 +191,47 @@ impl Answer {
 
 /// What the live region shows of an unfinished block: its text made safe (tabs as four
 /// spaces, so that its rows can be counted), all of it when it fits, else its last lines
-/// under a line that says how many are above.
+/// under a line that says how many are above. Only the lines that can be shown are looked at,
+/// so a block of thousands of lines costs no more per piece than a short one.
 fn window(live: &str, screen: Screen) -> String {
-    let text = sanitize(live).replace('\t', "    ");
-    let max = screen.live_rows();
-    if rows(&text, screen.width) <= max {
-        return text;
-    }
-    let lines: Vec<&str> = text.split('\n').collect();
-    let header = |n: usize| format!("… {n} line(s) above, printed when the block is complete");
-    let budget = max.saturating_sub(line_rows(&header(lines.len()), screen.width));
+    let (max, width) = (screen.live_rows(), screen.width);
+    let safe = |l: &str| sanitize(l).replace('\t', "    ");
+    // A line of more bytes than this cannot fit: only its end is looked at.
+    let cap = (max + 1) * width * 4;
+    let mut tail = Vec::new();
     let mut used = 0;
-    let mut first = lines.len();
-    while first > 0 {
-        let r = line_rows(lines[first - 1], screen.width);
+    let mut fits = true;
+    for line in live.rsplit('\n') {
+        let text = safe(end_of(line, cap));
+        let r = line_rows(&text, width);
+        if used + r > max {
+            fits = false;
+            break;
+        }
+        used += r;
+        tail.push(text);
+    }
+    if fits {
+        tail.reverse();
+        return tail.join("\n");
+    }
+    let total = live.matches('\n').count() + 1;
+    let header = |n: usize| format!("… {n} line(s) above, printed when the block is complete");
+    let budget = max.saturating_sub(line_rows(&header(total), width));
+    let mut used = 0;
+    let mut shown: Vec<&str> = Vec::new();
+    for text in &tail {
+        let r = line_rows(text, width);
         if used + r > budget {
             break;
         }
         used += r;
-        first -= 1;
+        shown.push(text);
     }
-    let whole = first < lines.len();
-    let mut out = header(if whole { first } else { first - 1 });
-    out.push('\n');
-    if !whole {
-        // One line taller than the region: its end.
-        let last = lines[first - 1];
-        let room = (budget * screen.width).saturating_sub(1);
+    if shown.is_empty() {
+        // The last line alone is taller than the region: its end.
+        let last = safe(end_of(live.rsplit('\n').next().unwrap_or(""), cap));
+        let room = (budget * width).saturating_sub(1);
         let mut start = last.len();
         let mut taken = 0;
         for (i, c) in last.char_indices().rev() {
@@ -227,11 +241,20 @@ fn window(live: &str, screen: Screen) -> String {
             }
             start = i;
         }
-        out.push_str(&last[start..]);
-    } else {
-        out.push_str(&lines[first..].join("\n"));
+        return format!("{}\n{}", header(total - 1), &last[start..]);
     }
-    out
+    shown.reverse();
+    format!("{}\n{}", header(total - shown.len()), shown.join("\n"))
+}
+
+/// The last `bytes` bytes of `line` or a little more (from a character's start), or all of
+/// it.
+fn end_of(line: &str, bytes: usize) -> &str {
+    let mut start = line.len().saturating_sub(bytes);
+    while !line.is_char_boundary(start) {
+        start -= 1;
+    }
+    &line[start..]
 }
 
 /// A fence that a line opens: three or more backticks or tildes.
@@ -404,6 +427,24 @@ mod tests {
             1,
             "{screen:?}"
         );
+    }
+
+    #[test]
+    fn a_line_taller_than_the_region_shows_its_end() {
+        let mut a = Answer::default();
+        let text = format!("{}THE-END", "x".repeat(5_000));
+        let out = a.push(&text, SCREEN, &render);
+        assert!(
+            rows(&a.shown, SCREEN.width) <= SCREEN.live_rows(),
+            "{:?}",
+            a.shown
+        );
+        assert!(a.shown.starts_with("… 0 line(s) above"), "{:?}", a.shown);
+        assert!(a.shown.ends_with("xTHE-END"), "{:?}", a.shown);
+        let mut all = out;
+        all.push_str(&a.finish(None, SCREEN.width, &render));
+        let screen = replay(&all, SCREEN.width);
+        assert_eq!(screen.concat(), format!("[{text}]"));
     }
 
     #[test]
