@@ -107,11 +107,13 @@ fn read_until(s: &mut Pty, text: &str, seen: &mut Vec<u8>) {
 /// A paced answer of several blocks: it streams word by word.
 const BLOCKS: &str = r##"{"text": "# Title\n\nSome **bold** words here.\n\n- one\n- two\n\nThe END.", "pace_ms": 2, "usage": {"input_tokens": 10, "output_tokens": 10}}"##;
 
-/// Under `TERM=dumb` nothing moves the cursor: the answer is not streamed but printed once,
-/// complete, and the terminal receives no escape sequence at all.
+/// Under `TERM=dumb` nothing moves the cursor: no line counts a running tool's seconds, the
+/// answer is not streamed but printed once, complete, and the terminal receives no escape
+/// sequence at all.
 #[test]
 fn term_dumb_gets_no_cursor_control_and_the_answer_once() {
-    let f = Fixture::new(&[BLOCKS]);
+    let wait = r#"{"tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "sleep 1"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#;
+    let f = Fixture::new(&[wait, BLOCKS]);
     let mut s = f.spawn_with(&[("TERM", "dumb"), ("NO_COLOR", "")]);
     let mut seen = Vec::new();
     read_until(&mut s, "› ", &mut seen);
