@@ -52,6 +52,8 @@ struct Out {
     since: Option<Instant>,
     /// The status line on screen, the cursor at its end (empty: none).
     drawn: String,
+    /// Whether the last text written ended a line: only then may a status line go under it.
+    at_line_start: bool,
 }
 
 impl Out {
@@ -60,9 +62,10 @@ impl Out {
     fn write(&mut self, text: &str) {
         self.erase();
         let _ = self.write.write_all(text.as_bytes());
-        if text.ends_with('\n') {
-            self.status();
+        if !text.is_empty() {
+            self.at_line_start = text.ends_with('\n');
         }
+        self.status();
         let _ = self.write.flush();
     }
 
@@ -77,7 +80,8 @@ impl Out {
     /// Draws the status line (when tool calls run and it changed): how long they have run,
     /// and that Ctrl-C stops them.
     fn status(&mut self) {
-        let Some(since) = self.since.filter(|_| self.live && self.running > 0) else {
+        let shown = self.live && self.running > 0 && self.at_line_start;
+        let Some(since) = self.since.filter(|_| shown) else {
             self.erase();
             return;
         };
@@ -134,6 +138,7 @@ impl View {
             running: 0,
             since: None,
             drawn: String::new(),
+            at_line_start: true,
         }));
         if live {
             // Keeps the status line's seconds going while a tool call runs; it ends with the
