@@ -409,17 +409,22 @@ impl View {
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
         let count = r.output.trim().lines().count();
+        let whole = lines::tool_result_line(&self.theme, usize::MAX, r.state, r.duration_ms, first);
+        let completed = r.state == ToolState::Completed;
+        let cut = completed && whole.width() > self.width();
         let hint = match number {
-            Some(n) if count > 1 || r.truncated.is_some() => {
-                format!(" · {count} lines: /show {n}")
+            Some(n) if count > 1 || cut || r.truncated.is_some() => {
+                let lines = if count == 1 { "line" } else { "lines" };
+                format!(" · {count} {lines}: /show {n}")
             }
             _ => String::new(),
         };
-        let width = match r.state {
-            ToolState::Completed => self.width().saturating_sub(text_width(&hint)),
-            ToolState::Failed | ToolState::CouldNotRun => usize::MAX,
+        let mut line = if completed {
+            let width = self.width().saturating_sub(text_width(&hint));
+            lines::tool_result_line(&self.theme, width, r.state, r.duration_ms, first)
+        } else {
+            whole
         };
-        let mut line = lines::tool_result_line(&self.theme, width, r.state, r.duration_ms, first);
         line.push(&hint, self.theme.style(Role::Muted));
         self.line(&line.render());
     }
