@@ -92,9 +92,11 @@ fn globs_reaching_one_state_through_double_star_count_too() {
 
 #[test]
 fn state_cap() {
+    // Twenty directories, each a state of its own (each leads to another name); the files
+    // are one state (they have the same effect): with the root, 22.
     let mut pol = policy();
     for i in 0..20 {
-        read(&mut pol, &format!("/d/f{i}"));
+        read(&mut pol, &format!("/d{i}/f{i}"));
     }
     let limits = PlanLimits {
         max_states: 10,
@@ -226,4 +228,68 @@ fn net_prefix_cap() {
         refusal(&pol, &limits),
         PlanError::TooManyNetPrefixes { count: 10, cap: 9 }
     ));
+}
+
+/// A twelve-line version 2 policy for a small Python project, written from the README's
+/// policy section: three `**` patterns of its own beside version 2's fifteen protected ones.
+/// The subset construction once needed over 262,144 literal edges for it; it plans small,
+/// and decides as the policy says.
+#[test]
+fn a_python_projects_policy_with_segment_patterns_plans() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let ws = dir.path().join("proj");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(ws.join("team.toml"), "[fs]\nread = [\"/opt/team/**\"]\n")
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let text = r#"version = 2
+include = ["base", "python", "./team.toml"]
+[fs]
+read  = ["./**"]
+write = ["./.pytest_cache/**", "./**/__pycache__/**", "/tmp/**"]
+deny  = ["./secrets/**", "./**/.env"]
+[exec]
+allow = ["/usr/bin/sh", "/usr/bin/dash", "./.venv/bin/python*", "./.venv/bin/pytest", "./.venv/lib/**/*.so"]
+deny  = ["./**/*.sh"]
+"#;
+    std::fs::write(ws.join("p.toml"), text).unwrap_or_else(|e| unreachable!("{e}"));
+    // The files are read from `ws`; the rules' base is a workspace outside /tmp, which the
+    // policy makes writable whole.
+    let base = std::path::PathBuf::from("/srv/proj");
+    let options = bee_core::CompileOptions {
+        base: base.clone(),
+        home: Some(dir.path().join("home")),
+    };
+    let pol = bee_core::compile_file(&ws.join("p.toml"), &options)
+        .unwrap_or_else(|e| unreachable!("{e:?}"))
+        .policy;
+    let plan = EnforcementPlan::new(&pol).unwrap_or_else(|e| unreachable!("{e}"));
+    assert!(plan.states().count() < 200, "{}", plan.states().count());
+    let w = base.display();
+    let access = |p: &str| {
+        plan.path_access(p)
+            .unwrap_or_else(|e| unreachable!("{e:?}"))
+    };
+    let (r, wr, x) = (
+        bee_common::ACCESS_READ,
+        bee_common::ACCESS_WRITE,
+        bee_common::ACCESS_EXEC,
+    );
+    for (path, want, not) in [
+        (format!("{w}/app/main.py"), r, wr),
+        (format!("{w}/app/__pycache__/main.pyc"), r | wr, 0),
+        (format!("{w}/app/__pycache__/.git/hooks/pre-commit"), r, wr),
+        (format!("{w}/.git/config"), r, wr),
+        (format!("{w}/secrets/key"), 0, r | wr),
+        (format!("{w}/app/.env"), 0, r | wr),
+        (format!("{w}/.venv/bin/python3"), r | x, wr),
+        (format!("{w}/.venv/lib/p/site/_x.so"), r | x, wr),
+        (format!("{w}/.venv/lib/p/site/run.sh"), r, x),
+        ("/tmp/a/b".to_owned(), r | wr, 0),
+        ("/tmp/a/.git/hooks/x".to_owned(), r, wr),
+        ("/opt/team/notes".to_owned(), r, wr),
+    ] {
+        let got = access(&path);
+        assert_eq!(got & want, want, "{path}: {got:#x}");
+        assert_eq!(got & not, 0, "{path}: {got:#x}");
+    }
 }

@@ -1,6 +1,8 @@
 //! Property: walking the planned automaton grants exactly the union of the rules' access bits
 //! less what the carve-outs take, with `PathPattern::matches` as the reference semantics; and
-//! paths that end in one state of the (minimised) automaton grant alike below them.
+//! paths that end in one state of the (minimised) automaton grant alike below them. Realistic
+//! policies — many literal rules, up to 32 segment and postfix patterns, version 2's protected
+//! set, carve-outs and unprotections — all plan within the kernel's default limits.
 
 mod plan_support;
 
@@ -325,6 +327,161 @@ proptest! {
                     "{} and {} share move class {} but differ at {}", dir, moved, class, s
                 );
             }
+        }
+    }
+}
+
+/// Names real trees are made of, for realistic policies.
+const REAL_NAMES: &[&str] = &[
+    "src",
+    "lib",
+    "bin",
+    "tests",
+    "docs",
+    "target",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    ".git",
+    "hooks",
+    "secrets",
+    ".env",
+    "build",
+    "dist",
+    "vendor",
+    ".cache",
+    "pkg",
+    "cmd",
+];
+/// Star segments real policies use.
+const REAL_STARS: &[&str] = &["*.sh", "*.so", "*.py", "*.pyc", "*.rs", "*.pem", "*.key"];
+/// The roots of a realistic policy: the workspace, the temporary directory, the system.
+const REAL_ROOTS: &[&str] = &["/w/proj", "/tmp", "/usr", "/usr/lib", "/home/u"];
+/// Version 2's built-in protected patterns (`bee_core::protected`).
+const V2_PROTECTED: &[&str] = &[
+    "/**/.git",
+    "/**/.git/hooks/**",
+    "/**/.git/config",
+    "/**/.git/config.worktree",
+    "/**/.git/commondir",
+    "/**/.git/modules/**",
+    "/**/.git/worktrees/**",
+    "/**/.husky/**",
+    "/**/.pre-commit-config.yaml",
+    "/**/lefthook.yml",
+    "/**/.bee/**",
+    "/**/.envrc",
+    "/**/.vscode/**",
+    "/**/.devcontainer/**",
+    "/**/.idea/**",
+];
+
+fn real_name() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(REAL_NAMES)
+}
+
+fn real_root() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(REAL_ROOTS)
+}
+
+/// A segment or postfix pattern: `ROOT/**/NAME`, `ROOT/**/NAME/**`, `ROOT/**/A/B/**`,
+/// `ROOT/**/*.ext`.
+fn real_glob() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (real_root(), real_name()).prop_map(|(r, n)| format!("{r}/**/{n}")),
+        (real_root(), real_name()).prop_map(|(r, n)| format!("{r}/**/{n}/**")),
+        (real_root(), real_name(), real_name()).prop_map(|(r, a, b)| format!("{r}/**/{a}/{b}/**")),
+        (real_root(), prop::sample::select(REAL_STARS)).prop_map(|(r, g)| format!("{r}/**/{g}")),
+    ]
+}
+
+/// An exact path or a subtree below a root: the literal rules of a policy.
+fn real_literal() -> impl Strategy<Value = String> {
+    (
+        real_root(),
+        prop::collection::vec(real_name(), 0..=3),
+        any::<bool>(),
+        0u32..50,
+    )
+        .prop_map(|(r, names, subtree, n)| {
+            let mut path = format!("{r}{}", join(&names));
+            if !subtree {
+                path.push_str(&format!("/f{n}"));
+            } else {
+                path.push_str("/**");
+            }
+            path
+        })
+}
+
+fn real_rule(glob: bool) -> BoxedStrategy<(Kind, String, u64)> {
+    let text = if glob {
+        real_glob().boxed()
+    } else {
+        real_literal().boxed()
+    };
+    (
+        prop::sample::select(vec![
+            Kind::Read,
+            Kind::Read,
+            Kind::Write,
+            Kind::Exec,
+            Kind::Deny,
+            Kind::ExecDeny,
+            Kind::Protect,
+            Kind::Unprotect,
+        ]),
+        text,
+    )
+        .prop_map(|(k, t)| (k, t, 0))
+        .boxed()
+}
+
+/// Paths through the realistic trees, up to six segments.
+fn real_path() -> impl Strategy<Value = String> {
+    (
+        real_root(),
+        prop::collection::vec(
+            prop_oneof![
+                real_name().prop_map(str::to_owned),
+                prop::sample::select(&["run.sh", "a.so", "m.py", "m.pyc", "k.pem", "x", "f3"][..])
+                    .prop_map(str::to_owned),
+            ],
+            0..=6,
+        ),
+    )
+        .prop_map(|(r, segs)| {
+            let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+            format!("{r}{}", join(&segs))
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A realistic policy plans within the default limits and decides as the reference
+    /// semantics say: up to 32 segment and postfix patterns (grants, carve-outs,
+    /// protections and unprotections) over up to 200 literal rules, with version 2's
+    /// protected set.
+    #[test]
+    fn realistic_policies_plan_and_decide_exactly(
+        globs in prop::collection::vec(real_rule(true), 0..=32),
+        literals in prop::collection::vec(real_rule(false), 0..=200),
+        paths in prop::collection::vec(real_path(), 64),
+    ) {
+        let mut rules: Vec<(Kind, String, u64)> = V2_PROTECTED
+            .iter()
+            .map(|p| (Kind::Protect, (*p).to_owned(), 0))
+            .collect();
+        rules.extend(globs);
+        rules.extend(literals);
+        let (pol, lowered) = build(&rules);
+        let plan = EnforcementPlan::new(&pol);
+        prop_assert!(plan.is_ok(), "{:?}", plan.err());
+        let Ok(plan) = plan else { return Ok(()) };
+        check_invariants(&plan)?;
+        for path in &paths {
+            prop_assert_eq!(plan.path_access(path), Ok(expected_access(&lowered, path)), "{}", path);
         }
     }
 }

@@ -44,7 +44,7 @@ pub(crate) struct PathInput<'a> {
 /// give, less those its denials take, less those its protections take where no unprotection
 /// also matches: the automaton of grant ∧ ¬carve-out, exact, since a state is the set of
 /// rule positions every path reaching it shares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Role {
     /// Grants `accept`.
     Grant,
@@ -70,7 +70,7 @@ pub(crate) struct PathAutomaton {
     pub pinned: BTreeMap<usize, u32>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Elem<'a> {
     /// A literal segment, as an index into [`Nfa::syms`].
     Literal(u32),
@@ -78,11 +78,31 @@ enum Elem<'a> {
     AnyDepth,
 }
 
+/// What the paths below a position do, which is all a DFA state needs of it: the position's
+/// element and the class of the position after it, or, after a rule's last element, what a
+/// match does to the access bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Future<'a> {
+    /// Before `Elem`, then the class of the next position.
+    Next(Elem<'a>, u32),
+    /// A match of a rule with this role, granting or taking these bits (0 for
+    /// [`Role::Unprotect`], whose bits do not matter).
+    End(Role, u32),
+    /// A match of the pinned rule with this index: the planner must know where it ends.
+    Pinned(u32),
+}
+
 /// The NFA: position `p` is before element `elem[p]` of rule `rule[p]` (`None` after the last).
 struct Nfa<'a> {
     elem: Vec<Option<Elem<'a>>>,
     rule: Vec<u32>,
     starts: Vec<u32>,
+    /// `canon[p]`: the first position whose [`Future`] chain equals `p`'s. Positions of one
+    /// class accept exactly the same paths with the same effect, so a DFA state keeps one
+    /// of them ([`Nfa::canonicalize`]): the subset construction then never builds the states
+    /// that differ only by which of several equal rules a path is inside (every `DIR/**`
+    /// read grant, every protected `/**/NAME/**`), which minimisation would merge anyway.
+    canon: Vec<u32>,
     /// Distinct literal segments, numbered in order of first use.
     syms: Vec<&'a str>,
     sym_ids: FxMap<&'a str, u32>,
@@ -94,6 +114,7 @@ impl<'a> Nfa<'a> {
             elem: Vec::with_capacity(inputs.len() * 8),
             rule: Vec::with_capacity(inputs.len() * 8),
             starts: Vec::with_capacity(inputs.len()),
+            canon: Vec::new(),
             syms: Vec::new(),
             sym_ids: FxMap::default(),
         };
@@ -112,7 +133,46 @@ impl<'a> Nfa<'a> {
             nfa.elem.push(None);
             nfa.rule.push(r as u32);
         }
+        nfa.canon = nfa.classes(inputs);
         Ok(nfa)
+    }
+
+    /// The class of each position (see [`Nfa::canon`]), by hash-consing each rule's
+    /// [`Future`]s from its end back to its start.
+    fn classes(&self, inputs: &[PathInput<'a>]) -> Vec<u32> {
+        let mut canon = vec![0u32; self.elem.len()];
+        let mut seen: FxMap<Future<'a>, u32> =
+            FxMap::with_capacity_and_hasher(self.elem.len(), Default::default());
+        for (r, &start) in self.starts.iter().enumerate() {
+            let end = self
+                .starts
+                .get(r + 1)
+                .map_or(self.elem.len(), |&s| s as usize);
+            for p in (start as usize..end).rev() {
+                let future = match self.elem.get(p).copied().flatten() {
+                    Some(e) => Future::Next(e, canon.get(p + 1).copied().unwrap_or_default()),
+                    None => match inputs.get(r) {
+                        Some(i) if i.accept & ACCESS_EXEC_PINNED != 0 => Future::Pinned(r as u32),
+                        Some(i) if i.role == Role::Unprotect => Future::End(Role::Unprotect, 0),
+                        Some(i) => Future::End(i.role, i.accept),
+                        None => Future::Pinned(r as u32),
+                    },
+                };
+                if let Some(slot) = canon.get_mut(p) {
+                    *slot = *seen.entry(future).or_insert(p as u32);
+                }
+            }
+        }
+        canon
+    }
+
+    /// Replaces each position of the closed `set` by its class, sorted and deduplicated.
+    fn canonicalize(&self, set: &mut Vec<u32>) {
+        for p in set.iter_mut() {
+            *p = self.canon.get(*p as usize).copied().unwrap_or(*p);
+        }
+        set.sort_unstable();
+        set.dedup();
     }
 
     /// Appends the elements of rule `r`; `postfix` is the `*SUFFIX` star segment of a postfix
@@ -293,6 +353,7 @@ impl<'a> Builder<'_, 'a> {
         label: &'a str,
     ) -> Result<u32, PlanError> {
         self.nfa.close(buf);
+        self.nfa.canonicalize(buf);
         if buf.is_empty() {
             return Ok(DEAD_STATE);
         }
