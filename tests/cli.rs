@@ -596,3 +596,47 @@ fn validate_lists_and_proves_name_grants() {
         stderr(&o)
     );
 }
+
+/// A Python project's policy with three `**` patterns of its own beside version 2's protected
+/// set plans, and `bee validate` prints the plan's size against each limit.
+#[test]
+fn validate_plans_segment_patterns_and_prints_the_plan_against_its_limits() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(
+        dir.path().join("team.toml"),
+        "[fs]\nread = [\"/opt/team/**\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        r#"version = 2
+include = ["base", "python", "./team.toml"]
+[fs]
+read  = ["./**"]
+write = ["./.pytest_cache/**", "./**/__pycache__/**", "/tmp/**"]
+deny  = ["./secrets/**", "./**/.env"]
+[exec]
+allow = ["/usr/bin/sh", "/usr/bin/dash", "./.venv/bin/python*", "./.venv/bin/pytest", "./.venv/lib/**/*.so"]
+deny  = ["./**/*.sh"]
+"#,
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let o = bee(&["validate", "--policy", &p.display().to_string()]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("enforcement plan: "))
+        .unwrap_or_else(|| unreachable!("{err}"));
+    assert!(line.contains(" of 65536 states, "), "{line}");
+    assert!(line.contains(" of 262144 edges, "), "{line}");
+    let states: usize = line
+        .trim_start()
+        .trim_start_matches("enforcement plan: ")
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| unreachable!("{line}"));
+    assert!(states < 200, "{line}");
+}

@@ -165,13 +165,19 @@ pub fn run(args: &Args) -> Exit {
             eprintln!("   unprotected: {}", u.as_str().unwrap_or_default());
         }
         if let Some(stats) = &stats {
+            // Each count against the kernel map's limit (`PlanLimits::default`).
+            let limits = bee_userspace::plan::PlanLimits::default();
             eprintln!(
-                "   enforcement plan: {} states, {} edges, {} globs, {} exec pins, {} network prefixes",
+                "   enforcement plan: {} of {} states, {} of {} edges, {} of {} globs, {} exec pins, {} of {} network prefixes",
                 stats.states,
+                limits.max_states,
                 stats.edges_short + stats.edges_long,
+                limits.max_edges,
                 stats.globs,
+                limits.max_globs,
                 stats.exec_pins,
                 stats.net_v4_prefixes + stats.net_v6_prefixes,
+                limits.max_net_prefixes,
             );
         }
         eprint!("{}", landlock_text(&landlock));

@@ -1,5 +1,7 @@
 //! Both stages on one large policy: compile 10,000 rules from TOML (stage one), plan their
-//! kernel maps (stage two), and the two together, as `bee validate` runs them.
+//! kernel maps (stage two), and the two together, as `bee validate` runs them; and the two
+//! together on the same rules as a version 2 policy (its protected set) with 1,000 carve-outs
+//! and 32 segment and postfix patterns.
 //!
 //! Run with `cargo bench -p bee-userspace --bench pipeline`; results go in docs/benchmarks.md.
 #![expect(
@@ -50,7 +52,56 @@ fn policy(n: usize) -> String {
     )
 }
 
+/// [`policy`] as version 2 with 1,000 `fs.deny` carve-outs (subtrees and files inside the
+/// granted trees) and 32 segment and postfix patterns: grants, carve-outs and protections.
+fn policy_with_patterns(n: usize) -> String {
+    let base = policy(n).replacen("version = 1", "version = 2", 1);
+    let mut deny = Vec::new();
+    for i in 0..1000 {
+        let p = i % 53;
+        deny.push(if i % 2 == 0 {
+            format!("/srv/project{p}/vendor/crate{}/secrets/**", i * 10 + 4)
+        } else {
+            format!("/srv/project{p}/src/module{}/key{i}.pem", i % 7)
+        });
+    }
+    let names = [
+        "node_modules",
+        "__pycache__",
+        ".env",
+        "dist",
+        "build",
+        "target",
+        ".cache",
+        "tmp",
+    ];
+    let mut write = Vec::new();
+    let mut protect = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        write.push(format!("/srv/**/{name}/**"));
+        deny.push(format!("/srv/project{k}/**/{name}"));
+        protect.push(format!("/srv/**/{name}/hooks/**"));
+        deny.push(format!("/srv/project{k}/**/*.k{k}"));
+    }
+    let list = |v: &[String]| {
+        v.iter()
+            .map(|r| format!("  \"{r}\",\n"))
+            .collect::<String>()
+    };
+    base.replacen(
+        "[fs]\n",
+        &format!(
+            "[fs]\ndeny = [\n{}]\nprotect = [\n{}]\n",
+            list(&deny),
+            list(&protect)
+        ),
+        1,
+    )
+    .replacen("write = [\n", &format!("write = [\n{}", list(&write)), 1)
+}
+
 fn bench(c: &mut Criterion) {
+    let patterns = policy_with_patterns(10_000);
     let text = policy(10_000);
     let options = CompileOptions {
         base: PathBuf::from("/srv"),
@@ -68,6 +119,22 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("plan 10k rules", |b| {
         b.iter(|| EnforcementPlan::new(black_box(&compiled)))
+    });
+    let options2 = options.clone();
+    match compile_str("patterns.toml", &patterns, &options) {
+        Ok(c) => {
+            if let Err(e) = EnforcementPlan::new(&c.policy) {
+                panic!("the policy with carve-outs and patterns must plan: {e}");
+            }
+        }
+        Err(e) => panic!("the policy with carve-outs and patterns must compile: {e}"),
+    }
+    c.bench_function("compile+plan 10k rules, 1k carve-outs, 32 patterns", |b| {
+        b.iter(|| {
+            let compiled = compile_str("patterns.toml", black_box(&patterns), &options2)?;
+            EnforcementPlan::new(&compiled.policy).map_err(|e| e.to_string())?;
+            Ok::<_, Box<dyn std::error::Error>>(())
+        })
     });
     c.bench_function("compile+plan 10k rules", |b| {
         b.iter(|| {

@@ -293,3 +293,36 @@ deny  = ["./**/*.sh"]
         assert_eq!(got & not, 0, "{path}: {got:#x}");
     }
 }
+
+/// A refusal for size names the policy's own rules first: the built-in protected paths are
+/// in every state of a writable tree, but their author cannot change them.
+#[test]
+fn a_refusal_for_size_names_the_authors_rules_before_built_in_ones() {
+    let mut pol = policy();
+    for (i, p) in ["/**/.git/hooks/**", "/**/.husky/**", "/**/.bee/**"]
+        .iter()
+        .enumerate()
+    {
+        pol.fs
+            .protect
+            .push(path_rule(&format!("protected[{i}]"), p));
+    }
+    write(&mut pol, "/w/**");
+    for i in 0..40 {
+        read(&mut pol, &format!("/w/d{i}/f{i}"));
+    }
+    let limits = PlanLimits {
+        max_states: 20,
+        ..PlanLimits::default()
+    };
+    let e = refusal(&pol, &limits);
+    let PlanError::TooLarge { rules, .. } = &e else {
+        unreachable!("{e:?}");
+    };
+    let first = rules.first().map(|r| r.origin.key.as_str());
+    assert!(
+        first.is_some_and(|k| k.starts_with("fs.")),
+        "{first:?} in {e}"
+    );
+    assert!(!e.to_string().starts_with("protected"), "{e}");
+}

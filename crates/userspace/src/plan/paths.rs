@@ -385,21 +385,42 @@ impl<'a> Builder<'_, 'a> {
         bee_core::glob::join_segments(&labels)
     }
 
-    /// The refusal for exceeding a size cap, naming the rules present in the most states.
+    /// The refusal for exceeding a size cap, naming the rules present in the most states: the
+    /// policy's own rules before built-in protected paths and included fragments, since those
+    /// are the ones its author can change.
     fn too_large(&self, what: &'static str, count: usize, cap: usize) -> PlanError {
+        // A state holds one position per class: each stands for every rule of its class.
+        let mut members: FxMap<u32, Vec<u32>> = FxMap::default();
+        for (p, &c) in self.nfa.canon.iter().enumerate() {
+            if let Some(&r) = self.nfa.rule.get(p) {
+                members.entry(c).or_default().push(r);
+            }
+        }
         let mut uses: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut rules: Vec<u32> = Vec::new();
         for set in &self.sets {
-            let mut rules: Vec<u32> = set
-                .iter()
-                .filter_map(|&p| self.nfa.rule.get(p as usize).copied())
-                .collect();
+            rules.clear();
+            for p in set.iter() {
+                rules.extend(members.get(p).into_iter().flatten());
+            }
+            rules.sort_unstable();
             rules.dedup();
-            for r in rules {
+            for &r in &rules {
                 *uses.entry(r).or_default() += 1;
             }
         }
+        let built_in = |r: u32| {
+            self.inputs
+                .get(r as usize)
+                .is_none_or(|i| i.origin.key.starts_with("protected") || i.origin.key.contains(':'))
+        };
         let mut ranked: Vec<(usize, u32)> = uses.into_iter().map(|(r, n)| (n, r)).collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.sort_by(|a, b| {
+            built_in(a.1)
+                .cmp(&built_in(b.1))
+                .then(b.0.cmp(&a.0))
+                .then(a.1.cmp(&b.1))
+        });
         let rules = ranked
             .into_iter()
             .take(3)
