@@ -1618,7 +1618,9 @@ int BPF_PROG(bee_path_mknod, const struct path *dir, struct dentry *dentry, umod
 	__u64 cgid;
 	struct bee_scope *scope;
 
-	if (type == BEE_S_IFCHR || type == BEE_S_IFBLK) {
+	/* Device nodes, and set-user-ID or set-group-ID files (open with O_CREAT comes here
+	 * too): such a file would run as its owner for whoever runs it outside the scope. */
+	if (type == BEE_S_IFCHR || type == BEE_S_IFBLK || (mode & (BEE_S_ISUID | BEE_S_ISGID))) {
 		scope = current_scope(&cgid);
 		if (!scope)
 			return 0;
@@ -1751,9 +1753,21 @@ int BPF_PROG(bee_path_truncate, const struct path *path)
 	return check_write_path(BEE_HOOK_PATH_TRUNCATE, path);
 }
 
+/* A mode with the set-user-ID or set-group-ID bit is never granted: the file would run
+ * as its owner (root, for bee as root) for whoever runs it outside the scope. */
 SEC("lsm/path_chmod")
-int BPF_PROG(bee_path_chmod, const struct path *path)
+int BPF_PROG(bee_path_chmod, const struct path *path, umode_t mode)
 {
+	struct bee_scope *scope;
+	__u64 cgid;
+
+	if (mode & (BEE_S_ISUID | BEE_S_ISGID)) {
+		scope = current_scope(&cgid);
+		if (!scope)
+			return 0;
+		return verdict(check_path(BEE_HOOK_PATH_CHMOD, cgid, scope, BPF_CORE_READ(path, mnt),
+					  path->dentry, NULL, 0, NEED_NEVER, 1));
+	}
 	return check_write_path(BEE_HOOK_PATH_CHMOD, path);
 }
 

@@ -56,6 +56,8 @@
 #define BEE_S_IFCHR 0020000
 #define BEE_S_IFBLK 0060000
 #define BEE_S_IFDIR 0040000
+#define BEE_S_ISUID 0004000
+#define BEE_S_ISGID 0002000
 /* include/uapi/linux/netlink.h, rtnetlink.h */
 #define BEE_NLMSG_HDRLEN 16
 #define BEE_NLMSG_MIN_TYPE 0x10

@@ -351,8 +351,9 @@ fn path_grant(hook: Hook, access: u32) -> Option<&'static str> {
         Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
         Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
         _ if never_granted(hook) => None,
-        // A device node or a denied ioctl: reported with no access, never granted.
-        Hook::PathMknod | Hook::FileIoctl if access == 0 => None,
+        // A device node, a set-user-ID mode or a denied ioctl: reported with no access,
+        // never granted.
+        Hook::PathMknod | Hook::PathChmod | Hook::FileIoctl if access == 0 => None,
         Hook::SocketConnect | Hook::SocketSendmsg => None,
         Hook::FileOpen | Hook::PathNotify if access & ACCESS_WRITE == 0 => Some("fs.read"),
         _ => Some("fs.write"),
@@ -468,7 +469,11 @@ impl AuditRecord {
         if never_granted(hook)
             || (matches!(
                 hook,
-                Hook::PathMknod | Hook::FileIoctl | Hook::PathUnlink | Hook::PathRename
+                Hook::PathMknod
+                    | Hook::PathChmod
+                    | Hook::FileIoctl
+                    | Hook::PathUnlink
+                    | Hook::PathRename
             ) && event.access == 0)
         {
             return Reason::NeverGranted;

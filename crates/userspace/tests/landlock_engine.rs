@@ -645,3 +645,66 @@ fn denials_are_reported_to_the_scope_that_made_them() {
         );
     }
 }
+
+/// A file the scope marks set-user-ID (or set-group-ID) would run as its owner — root, for
+/// bee as root — when a user outside the scope runs it after the call: every way to set the
+/// bits is refused (`chmod`, `fchmodat`, `install -m`, `open` and `mknod` with the mode,
+/// `openat2`), and the report channel cannot be silenced by a nested domain.
+#[test]
+fn set_id_bits_are_never_set_and_reports_cannot_be_silenced() {
+    let t = Ws::new();
+    t.write("f", "x");
+    let p = t.policy(&policy_text(
+        &["./**", "/usr/**"],
+        &["./**"],
+        &tools_and(&["/usr/bin/install", PERL]),
+        "",
+    ));
+    let perl = |code: &str| t.run(&p, &[PERL, "-e", code]);
+    for attack in [
+        "chmod 4755 f; chmod u+s f; chmod g+s f",
+        "install -m 4755 /usr/bin/cat ./rootcat",
+        "cp /usr/bin/cat ./c2 2>/dev/null; chmod 6755 ./c2",
+    ] {
+        let r = t.run(&p, &[SH, "-c", attack]);
+        assert_ne!(r.status, 0, "`{attack}`: {r:?}");
+    }
+    // open(O_CREAT) and mknod(S_IFREG) with the bits, and openat2 (whose mode seccomp cannot
+    // read: it answers ENOSYS, and the kernel would keep S_ISUID on a new file).
+    let r =
+        perl("use Fcntl; sysopen(my $f, 'o1', O_CREAT|O_WRONLY, 04755) or print \"refused\\n\";");
+    assert!(
+        r.stdout.contains("refused") || !t.path().join("o1").exists(),
+        "{r:?}"
+    );
+    let r = perl(r#"my $n = 'o2'; syscall(133, $n, 0100000|04755, 0) == 0 or print "refused\n";"#);
+    assert!(r.stdout.contains("refused"), "{r:?}");
+    let how = pack_open_how();
+    let r = perl(&format!(
+        r#"my $h = pack('QQQ', {how}); my $n = 'o3'; syscall(437, -100, $n, $h, 24) >= 0 or print "$!\n";"#
+    ));
+    assert!(r.stdout.contains("Function not implemented"), "{r:?}");
+    for entry in std::fs::read_dir(t.path()).unwrap() {
+        let entry = entry.unwrap();
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&entry.metadata().unwrap().permissions());
+        assert_eq!(mode & 0o6000, 0, "{} is {mode:o}", entry.path().display());
+    }
+    // A nested Landlock domain that turns logging off is refused (flags 1 and 4); a plain one
+    // (a tool sandboxing itself) is allowed.
+    for flags in [1, 4] {
+        let r = perl(&format!(
+            "syscall(446, -1, {flags}) == 0 and print \"silenced\\n\"; print \"$!\\n\";"
+        ));
+        assert!(!r.stdout.contains("silenced"), "flags {flags}: {r:?}");
+        assert!(
+            r.stdout.contains("Operation not permitted"),
+            "flags {flags}: {r:?}"
+        );
+    }
+}
+
+/// `struct open_how` for `openat2(O_CREAT | O_WRONLY, 04755)`: flags, mode, resolve.
+fn pack_open_how() -> String {
+    format!("{}, {}, 0", 0o100 | 0o1, 0o4755)
+}

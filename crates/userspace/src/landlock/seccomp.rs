@@ -65,6 +65,15 @@ const fn arg(i: u32) -> u32 {
 }
 
 const CLONE_NEWUSER: u32 = 0x1000_0000;
+/// `S_ISUID | S_ISGID`: a file the scope marks so would run with its owner's (or group's)
+/// identity when a user outside the scope runs it, after the call.
+const SET_ID_BITS: u32 = 0o6000;
+/// `LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF | LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF`:
+/// a process of the scope would silence the engine's denial reports.
+const LANDLOCK_LOG_OFF: u32 = (1 << 0) | (1 << 2);
+/// `file_setattr(2)` (Linux 6.17): the inode flags `FS_IOC_SETFLAGS` changes, by a system call.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const SYS_FILE_SETATTR: libc::c_long = 469;
 const MSG_FASTOPEN: u32 = 0x2000_0000;
 const SOCK_TYPE_MASK: u32 = 0xf;
 
@@ -118,7 +127,28 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_swapon,
     libc::SYS_swapoff,
     libc::SYS_reboot,
+    SYS_FILE_SETATTR,
 ];
+
+/// System calls whose mode argument (by index) may not carry [`SET_ID_BITS`]: the `chmod`
+/// family, and the creations that take a mode (`mknod` with `S_IFREG`, `creat`).
+const MODE_ARGS: &[(libc::c_long, u32)] = &[
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (libc::SYS_fchmodat2, 2),
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
+    (libc::SYS_creat, 1),
+];
+
+/// `open` and `openat`: (number, flags argument, mode argument). The mode means something
+/// only with `O_CREAT` or `O_TMPFILE`; without them it may hold anything. `openat2`'s flags
+/// and mode are in a structure a filter cannot read, so it answers `ENOSYS` (see [`filter`]).
+const OPEN_ARGS: &[(libc::c_long, u32, u32)] = &[(libc::SYS_open, 1, 2), (libc::SYS_openat, 2, 3)];
+
+/// `O_CREAT | __O_TMPFILE`: the flags with which `open` reads its mode.
+const OPEN_CREATES: u32 = 0o100 | 0o2000_0000;
 
 /// Builds the program as straight-line checks: each check loads what it tests, so no check
 /// depends on the accumulator another left behind.
@@ -156,6 +186,12 @@ fn errno(e: i32) -> u32 {
 /// The filter. `tcp` says whether TCP sockets may be made: only where Landlock decides their
 /// connections (network rules, ABI 4); `no_memfd` refuses `memfd_create` (kernels without
 /// `vm.memfd_noexec`, where a memfd could be executed).
+///
+/// Set-user-ID and set-group-ID bits are refused wherever a mode is given: a file the scope
+/// marks so would run with its owner's identity (root's, for bee as root) when someone outside
+/// the scope runs it later. `openat2` carries its mode in a structure a filter cannot read, so
+/// it answers `ENOSYS`, as on a kernel without it: callers fall back to `openat` (the kernel
+/// would keep a set-user-ID bit of a new file even for a creator without `CAP_FSETID`).
 pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
     let eperm = errno(libc::EPERM);
     let mut b = Builder::default();
@@ -172,6 +208,32 @@ pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
         b.on_syscall(libc::SYS_memfd_create, |b| b.ret(eperm));
     }
     b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
+    b.on_syscall(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
+    for &(nr, mode) in MODE_ARGS {
+        b.on_syscall(nr, |b| {
+            b.load(arg(mode));
+            b.op(BPF_JSET_K, SET_ID_BITS, 0, 1);
+            b.ret(eperm);
+            b.ret(SECCOMP_RET_ALLOW);
+        });
+    }
+    for &(nr, flags, mode) in OPEN_ARGS {
+        b.on_syscall(nr, |b| {
+            b.load(arg(flags));
+            b.op(BPF_JSET_K, OPEN_CREATES, 1, 0);
+            b.ret(SECCOMP_RET_ALLOW);
+            b.load(arg(mode));
+            b.op(BPF_JSET_K, SET_ID_BITS, 0, 1);
+            b.ret(eperm);
+            b.ret(SECCOMP_RET_ALLOW);
+        });
+    }
+    b.on_syscall(libc::SYS_landlock_restrict_self, |b| {
+        b.load(arg(1));
+        b.op(BPF_JSET_K, LANDLOCK_LOG_OFF, 0, 1);
+        b.ret(eperm);
+        b.ret(SECCOMP_RET_ALLOW);
+    });
     for nr in [libc::SYS_clone, libc::SYS_unshare] {
         b.on_syscall(nr, |b| {
             b.load(arg(0));
@@ -316,6 +378,46 @@ mod tests {
                 SECCOMP_RET_ALLOW
             );
         }
+    }
+
+    #[test]
+    fn set_id_bits_and_silenced_reports_are_refused() {
+        let p = filter(true, false);
+        for (n, at) in [
+            (libc::SYS_chmod, 1),
+            (libc::SYS_fchmod, 1),
+            (libc::SYS_fchmodat, 2),
+            (libc::SYS_fchmodat2, 2),
+            (libc::SYS_mknodat, 2),
+        ] {
+            let mut args = [0u32; 6];
+            for (mode, want) in [(0o4755, EPERM), (0o2755, EPERM), (0o755, SECCOMP_RET_ALLOW)] {
+                args[at] = mode;
+                assert_eq!(run(&p, nr(n), args), want, "{n} {mode:o}");
+            }
+        }
+        // openat: the mode counts only with O_CREAT (or O_TMPFILE).
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat), [0, 0, 0o100, 0o4755, 0, 0]),
+            EPERM
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat), [0, 0, 0o100, 0o644, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat), [0, 0, 0, 0o4755, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(run(&p, nr(SYS_FILE_SETATTR), [0; 6]), EPERM);
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat2), [0; 6]),
+            SECCOMP_RET_ERRNO | libc::ENOSYS as u32
+        );
+        let restrict = nr(libc::SYS_landlock_restrict_self);
+        assert_eq!(run(&p, restrict, [3, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(run(&p, restrict, [u32::MAX, 4, 0, 0, 0, 0]), EPERM);
+        assert_eq!(run(&p, restrict, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
     }
 
     #[test]

@@ -136,6 +136,28 @@ echo ok"#;
     );
 }
 
+/// A set-user-ID or set-group-ID bit is never granted, even under a write grant: the file
+/// would run as its owner (root, for bee as root) for whoever runs it outside the scope.
+#[test]
+fn set_id_bits_are_never_granted_even_in_writable_trees() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (ws, _secret, text) = setup("setid");
+    let scope = Scope::new("setid", &text, 0);
+    let cg = Some(&scope.cg);
+    let f = ws.s("rw/setid");
+    assert_ok(&sh(cg, r#"echo x > "$1""#, &[&f]), "create");
+    for mode in ["4755", "2755", "6755", "u+s", "g+s"] {
+        assert_eperm(&run(cg, BUSYBOX, &["chmod", mode, &f]), mode);
+    }
+    let evs = events(&scope.cg);
+    denial(&evs, Hook::PathChmod, &f, &scope);
+    let mode = std::fs::metadata(ws.join("rw/setid"))
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0o6000);
+    assert_eq!(mode & 0o6000, 0, "{mode:o}");
+    assert_ok(&run(cg, BUSYBOX, &["chmod", "755", &f]), "a plain mode");
+}
+
 #[test]
 fn symlink_in_workspace_to_secret_is_denied() {
     let (ws, secret, text) = setup("symlink");
