@@ -217,6 +217,7 @@ impl<'a> AgentExecutor<'a> {
         let session_id = format!("{}.{}-{n}", self.caller.session_id, planned.id_part);
         let policy =
             (self.inner.enforcement() == Enforcement::Kernel).then(|| planned.policy.clone());
+        let confined = policy.is_some();
         let executor = match self.executor(&planned, policy, &session_id) {
             Ok(x) => x,
             Err(why) => return refused(call, &label, &why, started),
@@ -229,7 +230,7 @@ impl<'a> AgentExecutor<'a> {
             run_id: d.run_id.clone(),
             session_id: session_id.clone(),
             scenario: self.caller.scenario.clone(),
-            system_prompt: Some(planned.system_prompt(&self.caller.workspace)),
+            system_prompt: Some(planned.system_prompt(&self.caller.workspace, confined)),
             limits: planned.limits.clone(),
             workspace: self.caller.workspace.clone(),
             policy: Some(planned.policy_source.clone()),

@@ -91,14 +91,21 @@ pub(super) struct Planned {
 }
 
 impl Planned {
-    /// The subagent's system prompt.
-    pub(super) fn system_prompt(&self, workspace: &Path) -> String {
+    /// The subagent's system prompt; `confined` says whether a policy confines its tool
+    /// calls (with `--host` none does, and the prompt says so).
+    pub(super) fn system_prompt(&self, workspace: &Path, confined: bool) -> String {
+        let confinement = if confined {
+            "every tool call runs in a sandbox whose policy may refuse an operation. When a \
+             result says `denied by policy`, do not try to get around it: say what you needed \
+             and why."
+        } else {
+            "tool calls run on the host with the user's own authority: no sandbox or policy \
+             confines them, so stay within the task and the directory."
+        };
         let mut p = format!(
             "You are a subagent: another agent gave you one task, in the directory {}. Use \
-             the tools to do it; every tool call runs in a sandbox whose policy may refuse an \
-             operation. When a result says `denied by policy`, do not try to get around it: \
-             say what you needed and why. Your final answer is all the other agent will see: \
-             make it complete, and brief.",
+             the tools to do it; {confinement} Your final answer is all the other agent will \
+             see: make it complete, and brief.",
             workspace.display()
         );
         if let Some(i) = &self.instructions {

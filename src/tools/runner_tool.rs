@@ -62,6 +62,7 @@ pub(crate) fn run_runner(
         args: args.clone(),
         // Three quarters of the timeout, so a long walk answers before it is killed.
         time_budget_ms: u64::try_from(limits.file_timeout.as_millis() / 4 * 3).ok(),
+        unconfined: sandbox.enforcement() == crate::records::Enforcement::Host,
     };
     let input = match serde_json::to_vec(&request) {
         Ok(i) => i,

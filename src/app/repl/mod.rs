@@ -61,13 +61,21 @@ const SESSION_ID: &str = crate::records::REPL_SESSION_ID;
 /// The longest `AGENTS.md` put into the system prompt, in bytes.
 pub const AGENTS_MD_CAP: usize = 32 * 1024;
 
-/// The system prompt of an interactive session (project instructions follow it).
-fn system_prompt(workspace: &Path) -> String {
+/// The system prompt of an interactive session (project instructions follow it);
+/// `confined` says whether a policy confines the tool calls (with `--host` none does).
+fn system_prompt(workspace: &Path, confined: bool) -> String {
+    let confinement = if confined {
+        "every tool call runs in a sandbox, and its policy may refuse an operation. When a \
+         result says `denied by policy`, do not try to get around it: say what you needed and \
+         why."
+    } else {
+        "tool calls run on the person's machine with their own authority: no sandbox or \
+         policy confines them, so touch nothing outside the directory unless they ask."
+    };
     format!(
         "You are a coding agent working with a person in the directory {}. Use the tools to \
-         read, search and edit files and to run commands; every tool call runs in a sandbox, \
-         and its policy may refuse an operation. When a result says `denied by policy`, do not \
-         try to get around it: say what you needed and why. Answer in Markdown, briefly.",
+         read, search and edit files and to run commands; {confinement} Answer in Markdown, \
+         briefly.",
         workspace.display()
     )
 }
@@ -575,7 +583,7 @@ fn banner(
 }
 
 /// Puts the workspace's `AGENTS.md` into the conversation as instructions, read through the
-/// sandbox like any workspace file (so the policy decides), cut at [`AGENTS_MD_CAP`] bytes
+/// sandbox like any workspace file (so a policy, when there is one, decides), cut at [`AGENTS_MD_CAP`] bytes
 /// with a note. A missing file is skipped; one the policy or the file system refuses is said
 /// on screen and in the transcript.
 pub(crate) fn project_instructions(

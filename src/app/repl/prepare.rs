@@ -154,7 +154,7 @@ pub(crate) fn prepare(
         run_id,
         session_id: SESSION_ID.to_owned(),
         scenario: "repl".to_owned(),
-        system_prompt: with_catalogue(Some(system_prompt(&workspace)), &skills),
+        system_prompt: with_catalogue(Some(system_prompt(&workspace, policy.is_some())), &skills),
         limits: EpisodeLimits {
             turns: config.limits.turns.as_ref().map(|s| s.value),
             tokens: config.limits.tokens.as_ref().map(|s| s.value),

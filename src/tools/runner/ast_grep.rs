@@ -154,7 +154,7 @@ pub(crate) struct AstGrepArgs {
 /// `failed` answer rather than a runner that dies without one.
 pub(crate) fn ast_grep(cx: &Context<'_>, a: AstGrepArgs) -> RunnerResponse {
     let workspace = cx.workspace.to_owned();
-    let cap = cx.cap;
+    let (cap, unconfined) = (cx.cap, cx.unconfined);
     let worker = std::thread::Builder::new()
         .name("ast_grep".to_owned())
         .stack_size(STACK_BYTES)
@@ -162,6 +162,7 @@ pub(crate) fn ast_grep(cx: &Context<'_>, a: AstGrepArgs) -> RunnerResponse {
             let cx = Context {
                 workspace: &workspace,
                 cap,
+                unconfined,
             };
             catch_unwind(AssertUnwindSafe(|| run(&cx, a)))
         });

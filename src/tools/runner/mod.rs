@@ -4,7 +4,7 @@
 //! does the work in its own process — where the kernel checks every open, create and rename
 //! against the scope's policy — and prints one [`RunnerResponse`] as JSON. Paths are resolved
 //! against the workspace; a path outside it is still attempted (the kernel decides, not the
-//! harness), and the answer notes that it is outside.
+//! harness; with `--host` nothing does), and the answer notes that it is outside.
 
 #[cfg(feature = "astgrep")]
 mod ast_grep;
@@ -35,6 +35,10 @@ pub struct RunnerRequest {
     /// harness kills the runner at its timeout, which is longer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_budget_ms: Option<u64>,
+    /// The runner is a hardened host process with no kernel scope (`--host`): no policy
+    /// decides what it may do, and its notes say so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfined: bool,
 }
 
 /// What the runner answers.
@@ -128,6 +132,7 @@ pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
     let cx = Context {
         workspace: &request.workspace,
         cap: request.output_cap.max(256),
+        unconfined: request.unconfined,
     };
     let args = request.args;
     match name {
@@ -164,6 +169,8 @@ fn with_args<A: DeserializeOwned>(
 pub(crate) struct Context<'a> {
     pub(crate) workspace: &'a Path,
     pub(crate) cap: usize,
+    /// No kernel scope confines the runner (`--host`).
+    pub(crate) unconfined: bool,
 }
 
 impl Context<'_> {
@@ -192,6 +199,7 @@ impl Context<'_> {
             shown,
             outside,
             workspace: self.workspace.to_owned(),
+            unconfined: self.unconfined,
         })
     }
 }
@@ -206,14 +214,19 @@ pub(crate) struct Target {
     /// True when it is (lexically) outside the workspace.
     pub(crate) outside: bool,
     workspace: PathBuf,
+    unconfined: bool,
 }
 
 impl Target {
     fn note(&self) -> Option<String> {
         self.outside.then(|| {
+            let who = if self.unconfined {
+                "with the user's own authority: no policy confines this session (--host)"
+            } else {
+                "and the policy decides"
+            };
             format!(
-                "note: `{}` is outside the workspace `{}`; it was attempted anyway, and the \
-                 policy decides",
+                "note: `{}` is outside the workspace `{}`; it was attempted anyway, {who}",
                 self.shown,
                 self.workspace.display()
             )
@@ -263,6 +276,7 @@ mod tests {
         let cx = Context {
             workspace: Path::new("/ws"),
             cap: 1000,
+            unconfined: false,
         };
         let t = cx.target("src/a.rs").unwrap_or_else(|_| unreachable!());
         assert_eq!(t.path, PathBuf::from("/ws/src/a.rs"));
@@ -277,9 +291,20 @@ mod tests {
         assert!(t.outside);
         assert!(
             t.note()
-                .is_some_and(|n| n.contains("outside the workspace"))
+                .is_some_and(|n| n.contains("outside the workspace") && n.contains("policy"))
         );
         assert!(cx.target("").is_err());
+        let host = Context {
+            unconfined: true,
+            ..cx
+        };
+        let note = host
+            .target("/etc/shadow")
+            .ok()
+            .and_then(|t| t.note())
+            .unwrap_or_default();
+        assert!(note.contains("the user's own authority"), "{note}");
+        assert!(!note.contains("policy decides"), "{note}");
     }
 
     #[test]
