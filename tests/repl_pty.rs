@@ -637,3 +637,36 @@ fn show_prints_a_calls_whole_output_and_errors_are_never_cut() {
     s.send_line("/quit").unwrap();
     assert_eq!(exit_code(&s), 0);
 }
+
+/// With `--host` the session says first that nothing is confined, then which project
+/// instructions and skills it loaded — "none" when there are none.
+#[test]
+fn host_mode_says_nothing_is_confined_and_what_was_loaded() {
+    let f = Fixture::new(&[r#"{"text": "unused"}"#]);
+    let mut s = f.spawn();
+    s.expect("--host: nothing is confined — tools run on this machine as you")
+        .unwrap();
+    s.expect("project instructions: none (no AGENTS.md in the workspace); skills: none")
+        .unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+
+    std::fs::write(f.path().join("ws/AGENTS.md"), "Run the tests first.\n").unwrap();
+    for name in ["review", "deploy"] {
+        let skill = f.path().join(".bee/skills").join(name);
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\nDo it.\n"),
+        )
+        .unwrap();
+    }
+    let mut s = f.spawn();
+    s.expect("nothing is confined").unwrap();
+    s.expect("project instructions: AGENTS.md; skills: deploy, review")
+        .unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+}

@@ -202,7 +202,7 @@ fn a_session_streams_shows_panels_that_expire_and_every_key_works() {
     // gg to the top, G to the end, PgUp, PgDn, the wheel's keys: nothing breaks.
     t.keys(&["g", "g"]);
     // The first cell: `--host` said out loud at the start.
-    t.wait_for("▌--host: tools run as hardened host processes with NO kernel scope");
+    t.wait_for("▌--host: nothing is confined");
     t.keys(&["G"]);
     t.keys(&["PPage", "NPage", "Up", "Down"]);
     // Ctrl-P brings back the last input; Ctrl-C clears it.

@@ -234,11 +234,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
         view.styled(Role::Notice, &format!("a skill was skipped: {problem}"));
     }
     if enforcement == Enforcement::Host {
-        view.styled(
-            Role::Denial,
-            "--host: tools run as hardened host processes with NO kernel scope; no policy \
-             confines them (recorded as enforcement \"host\")",
-        );
+        view.styled(Role::Denial, UNCONFINED);
     }
     if p.agents {
         for problem in p.roles.problems() {
@@ -270,7 +266,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
         &observer,
     )
     .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
-    project_instructions(&mut session, executor.as_ref(), &|note| {
+    let instructions = project_instructions(&mut session, executor.as_ref(), &|note| {
         view.styled(Role::Notice, note);
     })
     .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
@@ -289,6 +285,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
     let mut editor = LineEditor::new(editor::history_path(&p.env))
         .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
     banner(&view, &session, policy_file, enforcement, editor.history());
+    view.styled(Role::Muted, &loaded(&instructions, &p.skills));
 
     let tool_policy_files = p.tool_policy_files();
     let ctx = Ctx {
@@ -582,19 +579,39 @@ fn banner(
     );
 }
 
+/// What a session with `--host` says first, on either screen: nothing confines the tools.
+pub(crate) const UNCONFINED: &str = "--host: nothing is confined — tools run on this machine as \
+     you, with all your authority (hardened host processes: no kernel scope, no policy; \
+     recorded as enforcement \"host\")";
+
+/// The start line that names what the session loaded: the project instructions (what
+/// [`project_instructions`] said) and the skills found, by name.
+pub(crate) fn loaded(instructions: &str, skills: &SkillSet) -> String {
+    let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+    format!(
+        "project instructions: {instructions}; skills: {}",
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        }
+    )
+}
+
 /// Puts the workspace's `AGENTS.md` into the conversation as instructions, read through the
 /// sandbox like any workspace file (so a policy, when there is one, decides), cut at [`AGENTS_MD_CAP`] bytes
 /// with a note. A missing file is skipped; one the policy or the file system refuses is said
-/// on screen and in the transcript.
+/// on screen and in the transcript. Returns what was loaded, in a few words for the start
+/// line ([`loaded`]): `AGENTS.md`, or `none` and why.
 pub(crate) fn project_instructions(
     session: &mut Session<'_>,
     executor: &dyn ToolExecutor,
     note: &dyn Fn(&str),
-) -> Result<(), crate::session::SessionError> {
+) -> Result<String, crate::session::SessionError> {
     let workspace = session.spec().workspace.clone();
     // Only whether it exists is looked at from here; the content comes through the scope.
     if !workspace.join("AGENTS.md").exists() {
-        return Ok(());
+        return Ok("none (no AGENTS.md in the workspace)".to_owned());
     }
     match executor.read_text("AGENTS.md", AGENTS_MD_CAP) {
         Ok(read) => {
@@ -602,6 +619,7 @@ pub(crate) fn project_instructions(
                 "Project instructions from AGENTS.md at the workspace root:\n\n{}",
                 read.text
             );
+            let mut loaded = "AGENTS.md".to_owned();
             if read.total_bytes > read.text.len() {
                 let n = format!(
                     "AGENTS.md is {} bytes; only the first {} were read",
@@ -610,13 +628,16 @@ pub(crate) fn project_instructions(
                 );
                 text.push_str(&format!("\n\n[{n}]"));
                 note(&n);
+                loaded = format!("AGENTS.md (its first {} bytes)", read.text.len());
             }
-            session.add_system(&text)
+            session.add_system(&text)?;
+            Ok(loaded)
         }
         Err(why) => {
             let n = format!("AGENTS.md was not read: {why}");
             note(&n);
-            session.add_system(&format!("[{n}]"))
+            session.add_system(&format!("[{n}]"))?;
+            Ok("none (AGENTS.md could not be read)".to_owned())
         }
     }
 }

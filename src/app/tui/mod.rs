@@ -36,7 +36,9 @@ use terminal::Screen;
 use super::repl::allow;
 use super::repl::commands::{self, Shown};
 use super::repl::slash::Slash;
-use super::repl::{Prepared, TurnInterrupt, project_instructions, write_summary};
+use super::repl::{
+    Prepared, TurnInterrupt, UNCONFINED, loaded, project_instructions, write_summary,
+};
 use super::run::RunStatus;
 use super::setup::Refused;
 use crate::agents::AgentExecutor;
@@ -59,7 +61,7 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
     let mut app = App::new(theme, status);
     if p.policy_file.is_none() {
         // Said out loud at the start, as the inline REPL does, not only in the status line.
-        app.push_unconfined("--host: tools run as hardened host processes with NO kernel scope");
+        app.push_unconfined(UNCONFINED);
     }
     for problem in &p.skill_problems {
         app.notice(&format!("a skill was skipped: {problem}"));
@@ -255,10 +257,11 @@ fn converse(
         &observer,
     )
     .map_err(|e| e.to_string())?;
-    project_instructions(&mut session, executor.as_ref(), &|note| {
+    let instructions = project_instructions(&mut session, executor.as_ref(), &|note| {
         let _ = to_ui.send(FromSession::Note(note.to_owned()));
     })
     .map_err(|e| e.to_string())?;
+    let _ = to_ui.send(FromSession::Note(loaded(&instructions, &p.skills)));
     let mut limited = false;
     // A proven `/allow` change waiting for the answer to its question; anything but the
     // answer drops it.
