@@ -211,6 +211,7 @@ fn entries_show_every_value_with_its_origin() {
     assert_eq!(get("tools.shell_timeout_seconds").2.to_string(), "default");
     assert_eq!(get("repl.theme").1, "dark");
     assert_eq!(get("repl.tui").1, "false");
+    assert_eq!(get("repl.approve").1, "false");
     assert_eq!(get("enforcement.engine").1, "auto");
     assert_eq!(get("enforcement.engine").2.to_string(), "default");
     assert!(
@@ -218,7 +219,7 @@ fn entries_show_every_value_with_its_origin() {
             .1
             .ends_with(".bee/findings/ledger.jsonl")
     );
-    assert_eq!(entries.len(), 19);
+    assert_eq!(entries.len(), 20);
 }
 
 #[test]
@@ -233,6 +234,20 @@ tui = true
     let tui = c.repl_tui.as_ref().unwrap();
     assert!(tui.value);
     assert_eq!(tui.origin, file(&p, 2));
+}
+
+#[test]
+fn approval_can_be_the_default() {
+    let w = World::new();
+    let p = w.project(
+        "[repl]
+approve = true
+",
+    );
+    let c = w.resolve(&Flags::default());
+    let approve = c.repl_approve.as_ref().unwrap();
+    assert!(approve.value);
+    assert_eq!(approve.origin, file(&p, 2));
 }
 
 #[test]

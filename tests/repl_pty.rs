@@ -72,6 +72,11 @@ impl Fixture {
 
     /// [`Fixture::spawn`], with these variables set (or, with an empty value, removed).
     fn spawn_with(&self, env: &[(&str, &str)]) -> Pty {
+        self.spawn_args(&[], env)
+    }
+
+    /// [`Fixture::spawn_with`], with these arguments after the usual ones.
+    fn spawn_args(&self, more: &[&str], env: &[(&str, &str)]) -> Pty {
         let records = self.records();
         let mut cmd = self.command(&[
             "--host",
@@ -82,6 +87,7 @@ impl Fixture {
             "--records-dir",
             records.to_str().unwrap(),
         ]);
+        cmd.args(more);
         for (k, v) in env {
             if v.is_empty() {
                 cmd.env_remove(k);
@@ -638,6 +644,17 @@ fn show_prints_a_calls_whole_output_and_errors_are_never_cut() {
     assert_eq!(exit_code(&s), 0);
 }
 
+/// The transcript of the fixture's one run.
+fn transcript(f: &Fixture) -> String {
+    let runs: Vec<_> = std::fs::read_dir(f.records())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    std::fs::read_to_string(runs[0].path().join("repl.jsonl")).unwrap()
+}
+
 /// With `--host` the session says first that nothing is confined, then which project
 /// instructions and skills it loaded — "none" when there are none.
 #[test]
@@ -669,4 +686,95 @@ fn host_mode_says_nothing_is_confined_and_what_was_loaded() {
     prompt(&mut s);
     s.send_line("/quit").unwrap();
     assert_eq!(exit_code(&s), 0);
+}
+
+/// A shell call, then an answer, twice.
+const TOUCH_TWICE: [&str; 4] = [
+    r#"{"tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "touch declined.txt"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+    r#"{"text": "First answer.", "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+    r#"{"tool_calls": [{"id": "c2", "name": "shell", "arguments": {"command": "touch approved.txt"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+    r#"{"text": "Second answer.", "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+];
+
+/// `--approve` asks before a shell call: `n` declines it (the command does not run and the
+/// model is told that the user declined), `y` runs it.
+#[test]
+fn approve_asks_before_a_shell_command_and_n_declines_it() {
+    let f = Fixture::new(&TOUCH_TWICE);
+    let mut s = f.spawn_args(&["--approve"], &[]);
+    s.expect("--approve: bee asks before every shell command")
+        .unwrap();
+    prompt(&mut s);
+    s.send_line("make the first file").unwrap();
+    s.expect("approve: shell touch declined.txt").unwrap();
+    s.expect("run? [y/N]").unwrap();
+    s.send_line("n").unwrap();
+    s.expect("declined: the call does not run").unwrap();
+    s.expect("First answer.").unwrap();
+    prompt(&mut s);
+    assert!(!f.path().join("ws/declined.txt").exists());
+    s.send_line("make the second file").unwrap();
+    s.expect("approve: shell touch approved.txt").unwrap();
+    s.expect("run? [y/N]").unwrap();
+    s.send_line("y").unwrap();
+    s.expect("Second answer.").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+    assert!(f.path().join("ws/approved.txt").exists());
+    assert!(!f.path().join("ws/declined.txt").exists());
+    let transcript = transcript(&f);
+    assert!(
+        transcript.contains("not run: the user declined `shell touch declined.txt`"),
+        "{transcript}"
+    );
+}
+
+/// Without a terminal on standard input `--approve` cannot ask, so it refuses every call it
+/// would ask about, and says so; with the full-screen TUI asked for it refuses to start.
+#[test]
+fn approve_without_a_terminal_refuses_and_with_the_tui_does_not_start() {
+    let f = Fixture::new(&TOUCH_TWICE[..2]);
+    let records = f.records();
+    let args = [
+        "--host",
+        "--provider",
+        "provider.toml",
+        "--workspace",
+        "ws",
+        "--records-dir",
+        records.to_str().unwrap(),
+        "--approve",
+    ];
+    let mut child = f
+        .command(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"make the file\n/quit\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("refused without asking"), "{stdout}");
+    assert!(stdout.contains("First answer."), "{stdout}");
+    assert!(!f.path().join("ws/declined.txt").exists());
+    assert!(
+        transcript(&f).contains("there was no terminal to ask on"),
+        "{stdout}"
+    );
+
+    let out = f
+        .command(&[&args[..], &["--tui"]].concat())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{stderr}");
+    assert!(stderr.contains("--no-tui"), "{stderr}");
 }

@@ -221,6 +221,9 @@ pub struct Config {
     /// `repl.tui`: whether `bee repl` opens the full-screen TUI without `--tui` (a build with
     /// the `tui` feature; `--no-tui` overrides it); default false.
     pub repl_tui: Option<Sourced<bool>>,
+    /// `repl.approve` (or `--approve`): whether the inline `bee repl` asks before every
+    /// `shell` call, every path outside the workspace and every `agent` call; default false.
+    pub repl_approve: Option<Sourced<bool>>,
     /// `[enforcement] engine` (or `--engine`): which engine enforces the policy.
     pub engine: Sourced<EngineChoice>,
     /// `[themes.NAME]`: user themes, checked when their file was read.
@@ -459,6 +462,7 @@ impl Config {
             agents: AgentsConfig::default(),
             repl_theme: None,
             repl_tui: None,
+            repl_approve: None,
             engine: Sourced::default(EngineChoice::Auto),
             themes: BTreeMap::new(),
             ledger: Sourced::default(env.cwd.join(".bee").join("findings").join("ledger.jsonl")),
@@ -660,6 +664,13 @@ impl Config {
         push(
             "repl.tui",
             match &self.repl_tui {
+                Some(s) => (s.value.to_string(), s.origin.clone()),
+                None => ("false".to_owned(), Origin::Default),
+            },
+        );
+        push(
+            "repl.approve",
+            match &self.repl_approve {
                 Some(s) => (s.value.to_string(), s.origin.clone()),
                 None => ("false".to_owned(), Origin::Default),
             },

@@ -45,6 +45,7 @@ struct RawEnforcement {
 struct RawRepl {
     theme: Option<Spanned<String>>,
     tui: Option<Spanned<bool>>,
+    approve: Option<Spanned<bool>>,
 }
 
 /// `[tools]`: its own keys, and a `[tools.NAME]` table per tool (read by hand, so that an
@@ -457,6 +458,9 @@ pub(super) fn apply(
     }
     if let Some(t) = raw.repl.as_ref().and_then(|r| r.tui.as_ref()) {
         config.repl_tui = Some(r.sourced(t));
+    }
+    if let Some(a) = raw.repl.as_ref().and_then(|r| r.approve.as_ref()) {
+        config.repl_approve = Some(r.sourced(a));
     }
     if let Some(e) = raw.enforcement.as_ref().and_then(|e| e.engine.as_ref()) {
         config.engine = r.sourced(e);

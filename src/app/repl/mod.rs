@@ -10,6 +10,7 @@
 //! killed terminal loses nothing.
 
 pub(crate) mod allow;
+mod approve;
 pub(crate) mod commands;
 mod editor;
 mod prepare;
@@ -53,6 +54,12 @@ pub struct Args {
     /// Forces the inline REPL, whatever else asks for the TUI (`--tui`, `repl.tui = true`).
     #[arg(long)]
     no_tui: bool,
+    /// Asks `run? [y/N]` before every `shell` call, every call with a path outside the
+    /// workspace and every `agent` call (`repl.approve = true` in a configuration file);
+    /// a call not approved does not run. Inline REPL only; without a terminal on standard
+    /// input every such call is refused.
+    #[arg(long)]
+    approve: bool,
 }
 
 /// The session id of a REPL session: its transcript is `<run id>/repl.jsonl`.
@@ -143,12 +150,25 @@ impl TurnInterrupt {
 fn repl(args: &Args) -> Result<(), Refused> {
     // `repl.tui` from the configuration; a configuration that does not resolve is reported
     // by `prepare`, with the same refusal as without it.
-    let configured = crate::config::Env::from_process()
+    let config = crate::config::Env::from_process()
         .ok()
-        .and_then(|env| crate::config::Config::resolve_in(&args.flags, &env).ok())
-        .and_then(|c| c.repl_tui.map(|s| s.value))
-        .unwrap_or(false);
-    let tui = (args.tui || configured) && !args.no_tui && full_screen_here();
+        .and_then(|env| crate::config::Config::resolve_in(&args.flags, &env).ok());
+    let configured = |key: fn(&crate::config::Config) -> Option<bool>| {
+        config.as_ref().and_then(key).unwrap_or(false)
+    };
+    let asked_tui =
+        (args.tui || configured(|c| c.repl_tui.as_ref().map(|s| s.value))) && !args.no_tui;
+    let approve = args.approve || configured(|c| c.repl_approve.as_ref().map(|s| s.value));
+    if approve && asked_tui {
+        return Err(Refused(
+            RunStatus::Usage,
+            "--approve (repl.approve) asks its questions in the inline REPL only, and the \
+             full-screen TUI was asked for (--tui or repl.tui): pass --no-tui, or drop \
+             --approve"
+                .to_owned(),
+        ));
+    }
+    let tui = asked_tui && full_screen_here();
     let surface = if tui {
         Surface::Panels
     } else {
@@ -159,7 +179,7 @@ fn repl(args: &Args) -> Result<(), Refused> {
     if tui {
         return super::tui::run(prepared, executor);
     }
-    inline(&prepared, executor)
+    inline(&prepared, executor, approve)
 }
 
 /// Whether the full-screen TUI can run in this process; when not, says why in one line and
@@ -219,7 +239,7 @@ fn fallback(
 }
 
 /// The inline REPL.
-fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> {
+fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Result<(), Refused> {
     let enforcement = p.enforcement;
     let (policy, policy_file, run_dir) = (&p.policy, &p.policy_file, &p.run_dir);
     let stdout_terminal = std::io::stdout().is_terminal();
@@ -254,6 +274,32 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Refused> 
     let delegation = p.delegation(&subagent_events);
     let executor: Box<dyn ToolExecutor + '_> = if p.agents {
         Box::new(AgentExecutor::new(executor, &delegation, p.caller()))
+    } else {
+        executor
+    };
+    let terminal_in = std::io::stdin().is_terminal();
+    let ask = |what: &str| {
+        view.styled(Role::Notice, &format!("approve: {what}"));
+        let answer = view.ask(&view.theme().paint(Role::Prompt, approve::QUESTION));
+        let yes = answer.as_deref().is_some_and(allow::is_yes);
+        if !yes {
+            view.styled(Role::Muted, "declined: the call does not run");
+        }
+        yes
+    };
+    let executor: Box<dyn ToolExecutor + '_> = if approve {
+        view.styled(
+            Role::Notice,
+            if terminal_in {
+                "--approve: bee asks before every shell command, every path outside the \
+                 workspace and every subagent"
+            } else {
+                "--approve: standard input is not a terminal, so every shell command, path \
+                 outside the workspace and subagent is refused without asking"
+            },
+        );
+        let ask: approve::Ask<'_> = if terminal_in { Some(&ask) } else { None };
+        Box::new(approve::Approving::new(executor, &p.spec.workspace, ask))
     } else {
         executor
     };
@@ -599,9 +645,9 @@ pub(crate) fn loaded(instructions: &str, skills: &SkillSet) -> String {
 }
 
 /// Puts the workspace's `AGENTS.md` into the conversation as instructions, read through the
-/// sandbox like any workspace file (so a policy, when there is one, decides), cut at [`AGENTS_MD_CAP`] bytes
-/// with a note. A missing file is skipped; one the policy or the file system refuses is said
-/// on screen and in the transcript. Returns what was loaded, in a few words for the start
+/// sandbox like any workspace file (so a policy, when there is one, decides), cut at
+/// [`AGENTS_MD_CAP`] bytes with a note. A missing file is skipped; one the policy or the file
+/// system refuses is said on screen and in the transcript. Returns what was loaded, in a few words for the start
 /// line ([`loaded`]): `AGENTS.md`, or `none` and why.
 pub(crate) fn project_instructions(
     session: &mut Session<'_>,

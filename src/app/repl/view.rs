@@ -227,6 +227,23 @@ impl View {
         }
     }
 
+    /// Asks a question on the terminal: `prompt` is written (the status line gives way) and a
+    /// line is read from standard input, which is in the terminal's line mode while a turn
+    /// runs. `None` at the end of input or on an error.
+    pub(super) fn ask(&self, prompt: &str) -> Option<String> {
+        self.print(prompt);
+        let mut line = String::new();
+        let read = std::io::stdin().read_line(&mut line);
+        if let Ok(mut out) = self.out.lock() {
+            // The answer's Enter ended the line.
+            out.at_line_start = true;
+        }
+        match read {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    }
+
     /// Counts a tool call as started (`true`) or ended: the status line is shown while any
     /// runs.
     fn running(&self, started: bool) {
