@@ -663,7 +663,7 @@ fn host_mode_says_nothing_is_confined_and_what_was_loaded() {
     let mut s = f.spawn();
     s.expect("--host: nothing is confined — tools run on this machine as you")
         .unwrap();
-    s.expect("project instructions: none (no AGENTS.md in the workspace); skills: none")
+    s.expect("project instructions: none (no AGENTS.md); skills: none")
         .unwrap();
     prompt(&mut s);
     s.send_line("/quit").unwrap();

@@ -203,6 +203,7 @@ fn a_session_streams_shows_panels_that_expire_and_every_key_works() {
     t.keys(&["g", "g"]);
     // The first cell: `--host` said out loud at the start.
     t.wait_for("▌--host: nothing is confined");
+    t.wait_for("project instructions: none (no AGENTS.md); skills: none");
     t.keys(&["G"]);
     t.keys(&["PPage", "NPage", "Up", "Down"]);
     // Ctrl-P brings back the last input; Ctrl-C clears it.

@@ -657,7 +657,7 @@ pub(crate) fn project_instructions(
     let workspace = session.spec().workspace.clone();
     // Only whether it exists is looked at from here; the content comes through the scope.
     if !workspace.join("AGENTS.md").exists() {
-        return Ok("none (no AGENTS.md in the workspace)".to_owned());
+        return Ok("none (no AGENTS.md)".to_owned());
     }
     match executor.read_text("AGENTS.md", AGENTS_MD_CAP) {
         Ok(read) => {
