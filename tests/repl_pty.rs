@@ -778,3 +778,33 @@ fn approve_without_a_terminal_refuses_and_with_the_tui_does_not_start() {
     assert_eq!(out.status.code(), Some(64), "{stderr}");
     assert!(stderr.contains("--no-tui"), "{stderr}");
 }
+
+/// `--approve` asks before a file tool reaches outside the workspace (and not inside it);
+/// approved, it runs, and its note says that no policy confines it.
+#[test]
+fn approve_asks_before_a_path_outside_the_workspace() {
+    let f = Fixture::new(&[
+        r#"{"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.md"}}, {"id": "c2", "name": "read_file", "arguments": {"path": "../secret.txt"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+        r#"{"text": "Read both.", "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+    ]);
+    std::fs::write(f.path().join("secret.txt"), "the secret\n").unwrap();
+    let mut s = f.spawn_args(&["--approve"], &[]);
+    prompt(&mut s);
+    s.send_line("read them").unwrap();
+    s.expect("remember the milk").unwrap();
+    s.expect("approve: read_file ../secret.txt (outside the workspace)")
+        .unwrap();
+    s.expect("run? [y/N]").unwrap();
+    s.send_line("y").unwrap();
+    s.expect("Read both.").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+    let transcript = transcript(&f);
+    assert!(transcript.contains("the secret"), "{transcript}");
+    assert!(
+        transcript.contains("no policy confines this session (--host)"),
+        "{transcript}"
+    );
+    assert!(!transcript.contains("policy decides"), "{transcript}");
+}
