@@ -808,3 +808,24 @@ fn approve_asks_before_a_path_outside_the_workspace() {
     );
     assert!(!transcript.contains("policy decides"), "{transcript}");
 }
+
+/// The call in the question is the model's text: an escape sequence in it is shown, so it
+/// cannot rewrite what the person approves.
+#[test]
+fn approve_shows_escape_sequences_in_the_call_instead_of_obeying_them() {
+    let f = Fixture::new(&[
+        r#"{"tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "touch evil.txt \u001b[2K\rshell ls"}}], "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+        r#"{"text": "Done.", "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
+    ]);
+    let mut s = f.spawn_args(&["--approve"], &[]);
+    prompt(&mut s);
+    s.send_line("go").unwrap();
+    s.expect("approve: shell touch evil.txt ␛[2K").unwrap();
+    s.expect("run? [y/N]").unwrap();
+    s.send_line("").unwrap();
+    s.expect("Done.").unwrap();
+    prompt(&mut s);
+    s.send_line("/quit").unwrap();
+    assert_eq!(exit_code(&s), 0);
+    assert!(!f.path().join("ws/evil.txt").exists());
+}

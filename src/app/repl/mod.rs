@@ -279,7 +279,11 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
     };
     let terminal_in = std::io::stdin().is_terminal();
     let ask = |what: &str| {
-        view.styled(Role::Notice, &format!("approve: {what}"));
+        // The model wrote it: its control characters are shown, never obeyed.
+        view.styled(
+            Role::Notice,
+            &format!("approve: {}", render::sanitize(what)),
+        );
         let answer = view.ask(&view.theme().paint(Role::Prompt, approve::QUESTION));
         let yes = answer.as_deref().is_some_and(allow::is_yes);
         if !yes {
