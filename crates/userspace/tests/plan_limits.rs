@@ -326,3 +326,38 @@ fn a_refusal_for_size_names_the_authors_rules_before_built_in_ones() {
     );
     assert!(!e.to_string().starts_with("protected"), "{e}");
 }
+
+/// Sixteen `**/NAME` carve-outs beside exec patterns and version 2's protected set: every
+/// carve-out's end is one class (a carve-out takes the pinned-exec bit away too, which once
+/// made each of them a class of its own, and the policy over 262,144 edges).
+#[test]
+fn many_segment_carve_outs_plan() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let text = r#"version = 2
+[fs]
+read = ["./**", "/usr/**", "/lib/**", "/lib64/**", "/etc/**"]
+write = ["./**", "/tmp/**", "/dev/null"]
+deny = ["./**/.env", "./**/.env.local", "./**/*.pem", "./**/*.key", "./**/id_rsa", "./**/secrets/**", "./**/.aws/**", "./**/.ssh/**", "./**/credentials.json", "./**/.npmrc", "./**/.netrc", "./**/.env.production", "./**/id_ed25519", "./**/.gnupg/**", "./**/*.p12", "./**/.pypirc"]
+[exec]
+allow = ["/usr/bin/*", "/usr/lib/**", "/lib64/**", "./.venv/bin/*", "./**/*.sh", "./**/bin/**"]
+deny = ["./**/__pycache__/**", "./**/.git/**", "./**/node_modules/**"]
+"#;
+    let options = bee_core::CompileOptions {
+        base: std::path::PathBuf::from("/srv/proj"),
+        home: Some(dir.path().to_owned()),
+    };
+    let pol = bee_core::compile_str("p.toml", text, &options)
+        .unwrap_or_else(|e| unreachable!("{e:?}"))
+        .policy;
+    let plan = EnforcementPlan::new(&pol).unwrap_or_else(|e| unreachable!("{e}"));
+    assert!(plan.states().count() < 200, "{}", plan.states().count());
+    let access = |p: &str| {
+        plan.path_access(p)
+            .unwrap_or_else(|e| unreachable!("{e:?}"))
+    };
+    let (r, w) = (bee_common::ACCESS_READ, bee_common::ACCESS_WRITE);
+    assert_eq!(access("/srv/proj/a/secrets/.ssh/x") & (r | w), 0);
+    assert_eq!(access("/srv/proj/a/.pypirc") & (r | w), 0);
+    assert_eq!(access("/srv/proj/a/b.txt") & (r | w), r | w);
+    assert_eq!(access("/srv/proj/.git/hooks/pre-commit") & w, 0);
+}

@@ -152,7 +152,11 @@ impl<'a> Nfa<'a> {
                 let future = match self.elem.get(p).copied().flatten() {
                     Some(e) => Future::Next(e, canon.get(p + 1).copied().unwrap_or_default()),
                     None => match inputs.get(r) {
-                        Some(i) if i.accept & ACCESS_EXEC_PINNED != 0 => Future::Pinned(r as u32),
+                        // A pinned grant's end is where its pins go. A carve-out takes the
+                        // pinned bit away too, but that is a bit like any other.
+                        Some(i) if i.role == Role::Grant && i.accept & ACCESS_EXEC_PINNED != 0 => {
+                            Future::Pinned(r as u32)
+                        }
                         Some(i) if i.role == Role::Unprotect => Future::End(Role::Unprotect, 0),
                         Some(i) => Future::End(i.role, i.accept),
                         None => Future::Pinned(r as u32),

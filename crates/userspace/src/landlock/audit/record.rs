@@ -173,9 +173,9 @@ fn hook_of(blocker: &str) -> Option<(Hook, u32)> {
         "fs.remove_file" => (Hook::PathUnlink, ACCESS_WRITE),
         "fs.remove_dir" => (Hook::PathRmdir, ACCESS_WRITE),
         "fs.make_dir" => (Hook::PathMkdir, ACCESS_WRITE),
-        "fs.make_reg" | "fs.make_sock" | "fs.make_fifo" | "fs.make_char" | "fs.make_block" => {
-            (Hook::PathMknod, ACCESS_WRITE)
-        }
+        "fs.make_reg" | "fs.make_sock" | "fs.make_fifo" => (Hook::PathMknod, ACCESS_WRITE),
+        // A device node is never granted: reported with no access, as the BPF engine does.
+        "fs.make_char" | "fs.make_block" => (Hook::PathMknod, 0),
         "fs.make_sym" => (Hook::PathSymlink, ACCESS_WRITE),
         "fs.refer" => (Hook::PathRename, ACCESS_WRITE),
         "fs.truncate" => (Hook::PathTruncate, ACCESS_WRITE),
@@ -330,6 +330,7 @@ mod tests {
             ("fs.make_dir", Hook::PathMkdir, ACCESS_WRITE),
             ("fs.remove_file", Hook::PathUnlink, ACCESS_WRITE),
             ("fs.refer", Hook::PathRename, ACCESS_WRITE),
+            ("fs.make_char", Hook::PathMknod, 0),
         ] {
             let e = event(&access(blocker), 1, 1, "x").unwrap_or_else(|| unreachable!());
             assert_eq!((e.hook, e.access), (hook as u32, bits), "{blocker}");
