@@ -162,36 +162,39 @@ fn messages(mut buf: &[u8]) -> Vec<(u16, u32, &[u8])> {
     out
 }
 
-/// Whether the kernel's audit is enabled (`AUDIT_GET`'s `enabled`: 0 off, 1 on, 2 locked on).
-pub(super) fn audit_enabled() -> Result<bool, String> {
+/// A socket for status requests, with a receive timeout so a kernel that never answers
+/// cannot hang bee.
+fn control() -> Result<OwnedFd, String> {
     let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
     bind(&fd, 0).map_err(|e| format!("binding the audit socket failed ({e})"))?;
     receive_timeout(&fd, 2_000_000)
         .map_err(|e| format!("setting the audit socket's timeout failed ({e})"))?;
-    request(&fd, AUDIT_GET, &[], 1)
-        .and_then(|()| replies(&fd, 1, true))
+    Ok(fd)
+}
+
+/// `AUDIT_GET`'s `enabled` on the control socket `fd`: 0 off, 1 on, 2 locked on.
+fn status(fd: &OwnedFd) -> Result<u32, String> {
+    request(fd, AUDIT_GET, &[], 1)
+        .and_then(|()| replies(fd, 1, true))
         .map_err(|e| format!("reading the kernel's audit status failed ({e})"))?
-        .map(|enabled| enabled != 0)
         .ok_or_else(|| "the kernel sent no audit status".to_owned())
+}
+
+/// Whether the kernel's audit is enabled.
+pub(super) fn audit_enabled() -> Result<bool, String> {
+    Ok(status(&control()?)? != 0)
 }
 
 /// Enables the kernel's audit if it is off (Landlock logs nothing otherwise).
 pub(super) fn enable_audit() -> Result<(), String> {
-    let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
-    bind(&fd, 0).map_err(|e| format!("binding the audit socket failed ({e})"))?;
-    receive_timeout(&fd, 2_000_000)
-        .map_err(|e| format!("setting the audit socket's timeout failed ({e})"))?;
-    let enabled = request(&fd, AUDIT_GET, &[], 1)
-        .and_then(|()| replies(&fd, 1, true))
-        .map_err(|e| format!("reading the kernel's audit status failed ({e})"))?
-        .ok_or("the kernel sent no audit status")?;
-    if enabled != 0 {
+    let fd = control()?;
+    if status(&fd)? != 0 {
         return Ok(());
     }
-    let mut status = [0u8; STATUS];
-    status[..4].copy_from_slice(&AUDIT_STATUS_ENABLED.to_ne_bytes());
-    status[4..8].copy_from_slice(&1u32.to_ne_bytes());
-    request(&fd, AUDIT_SET, &status, 2)
+    let mut set = [0u8; STATUS];
+    set[..4].copy_from_slice(&AUDIT_STATUS_ENABLED.to_ne_bytes());
+    set[4..8].copy_from_slice(&1u32.to_ne_bytes());
+    request(&fd, AUDIT_SET, &set, 2)
         .and_then(|()| replies(&fd, 2, false))
         .map_err(|e| {
             format!("the kernel's audit is off and enabling it failed ({e}; it needs CAP_AUDIT_CONTROL, or `auditctl -e 1`)")
