@@ -136,9 +136,10 @@ impl Reports {
             ready,
             ..
         } = &mut *state;
+        // The denials first: they find their scope through the maps cleared below.
+        ready.retain(|d| scope_of(launches, domains, d.access.domain) != Some(cgroup_id));
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
-        ready.retain(|d| scope_of(launches, domains, d.access.domain) != Some(cgroup_id));
     }
 
     /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
@@ -331,6 +332,38 @@ mod tests {
             [("/etc/shadow".to_owned(), 101), ("/root/x".to_owned(), 0)]
         );
         assert_eq!(of(&s, 8), [("/srv".to_owned(), 0)]);
+    }
+
+    #[test]
+    fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
+        let reports = Reports {
+            shared: Arc::new(Shared::default()),
+            stop: Arc::new(AtomicBool::new(true)),
+            thread: None,
+        };
+        {
+            let mut s = reports.shared.lock();
+            s.launches.insert(100, 7);
+            s.launches.insert(200, 8);
+            s.add(access(1, 0xa, "/a"));
+            s.add(Record::Domain {
+                serial: 1,
+                domain: 0xa,
+                pid: 100,
+            });
+            s.add(access(2, 0xb, "/b"));
+            s.add(Record::Domain {
+                serial: 2,
+                domain: 0xb,
+                pid: 200,
+            });
+            s.add(Record::End { serial: 2 });
+        }
+        reports.forget(7);
+        let s = reports.shared.lock();
+        let paths: Vec<_> = s.ready.iter().map(|d| d.access.path.clone()).collect();
+        assert_eq!(paths, [Some("/b".to_owned())]);
+        assert!(!s.launches.contains_key(&100) && !s.domains.contains_key(&0xa));
     }
 
     #[test]
