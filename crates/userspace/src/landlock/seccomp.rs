@@ -167,6 +167,14 @@ impl Builder {
     fn ret(&mut self, action: u32) {
         self.op(BPF_RET_K, action, 0, 0);
     }
+    /// Returns `action` when argument `index` has any bit of `mask`, and allows the call
+    /// otherwise: the body of a check on flags or a mode.
+    fn refuse_bits(&mut self, index: u32, mask: u32, action: u32) {
+        self.load(arg(index));
+        self.op(BPF_JSET_K, mask, 0, 1);
+        self.ret(action);
+        self.ret(SECCOMP_RET_ALLOW);
+    }
     /// `if nr == sysno { body } ` where `body` ends in a return on every path.
     fn on_syscall(&mut self, sysno: libc::c_long, body: impl FnOnce(&mut Self)) {
         let mut inner = Self::default();
@@ -210,37 +218,21 @@ pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
     b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
     b.on_syscall(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
     for &(nr, mode) in MODE_ARGS {
-        b.on_syscall(nr, |b| {
-            b.load(arg(mode));
-            b.op(BPF_JSET_K, SET_ID_BITS, 0, 1);
-            b.ret(eperm);
-            b.ret(SECCOMP_RET_ALLOW);
-        });
+        b.on_syscall(nr, |b| b.refuse_bits(mode, SET_ID_BITS, eperm));
     }
     for &(nr, flags, mode) in OPEN_ARGS {
         b.on_syscall(nr, |b| {
             b.load(arg(flags));
             b.op(BPF_JSET_K, OPEN_CREATES, 1, 0);
             b.ret(SECCOMP_RET_ALLOW);
-            b.load(arg(mode));
-            b.op(BPF_JSET_K, SET_ID_BITS, 0, 1);
-            b.ret(eperm);
-            b.ret(SECCOMP_RET_ALLOW);
+            b.refuse_bits(mode, SET_ID_BITS, eperm);
         });
     }
     b.on_syscall(libc::SYS_landlock_restrict_self, |b| {
-        b.load(arg(1));
-        b.op(BPF_JSET_K, LANDLOCK_LOG_OFF, 0, 1);
-        b.ret(eperm);
-        b.ret(SECCOMP_RET_ALLOW);
+        b.refuse_bits(1, LANDLOCK_LOG_OFF, eperm);
     });
     for nr in [libc::SYS_clone, libc::SYS_unshare] {
-        b.on_syscall(nr, |b| {
-            b.load(arg(0));
-            b.op(BPF_JSET_K, CLONE_NEWUSER, 0, 1);
-            b.ret(eperm);
-            b.ret(SECCOMP_RET_ALLOW);
-        });
+        b.on_syscall(nr, |b| b.refuse_bits(0, CLONE_NEWUSER, eperm));
     }
     b.on_syscall(libc::SYS_socket, |b| {
         // AF_NETLINK: NETLINK_ROUTE (0) only.
@@ -287,12 +279,7 @@ pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
         (libc::SYS_sendmsg, 2),
         (libc::SYS_sendmmsg, 3),
     ] {
-        b.on_syscall(nr, |b| {
-            b.load(arg(flags));
-            b.op(BPF_JSET_K, MSG_FASTOPEN, 0, 1);
-            b.ret(eperm);
-            b.ret(SECCOMP_RET_ALLOW);
-        });
+        b.on_syscall(nr, |b| b.refuse_bits(flags, MSG_FASTOPEN, eperm));
     }
     b.on_syscall(libc::SYS_ioctl, |b| {
         b.load(arg(1));
