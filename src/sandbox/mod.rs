@@ -486,14 +486,8 @@ impl Sandbox {
             .stderr(StdioMode::Piped);
         let start = Instant::now();
         // An engine that confines at launch (Landlock) gets its plan onto every call.
-        let confined = match (&self.enforcer, state.install_id()) {
-            (Some(e), Some(id)) => e.launch_plan(id).map(|plan| (e, id, plan)),
-            _ => None,
-        };
-        let spawned = match confined {
-            Some((e, id, plan)) => spec.landlock(plan).spawn(cgroup).inspect(|l| {
-                e.launched(id, l.id());
-            }),
+        let spawned = match &self.enforcer {
+            Some(e) => bee_userspace::scope::spawn_into(&**e, state.install_id(), &spec, cgroup),
             None => spec.spawn(cgroup),
         };
         let mut launched = match spawned {

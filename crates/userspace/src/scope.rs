@@ -58,6 +58,28 @@ impl std::fmt::Display for EngineKind {
     }
 }
 
+/// Starts `spec` in `cgroup`, the cgroup of the scope installed on `enforcer` as `id`: with
+/// the engine's [`Enforcer::launch_plan`] when it confines at launch (Landlock), telling it
+/// the child's pid ([`Enforcer::launched`]); as it is otherwise.
+///
+/// # Errors
+/// As [`LaunchSpec::spawn`].
+pub fn spawn_into<E: Enforcer + ?Sized>(
+    enforcer: &E,
+    id: Option<InstallId>,
+    spec: &LaunchSpec,
+    cgroup: &ScopeCgroup,
+) -> Result<Launched, LaunchError> {
+    match id.and_then(|id| Some((id, enforcer.launch_plan(id)?))) {
+        Some((id, plan)) => {
+            let launched = spec.clone().landlock(plan).spawn(cgroup)?;
+            enforcer.launched(id, launched.id());
+            Ok(launched)
+        }
+        None => spec.spawn(cgroup),
+    }
+}
+
 /// The handle of an installed plan, returned by [`Enforcer::install`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstallId(pub u64);
@@ -419,17 +441,12 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             still_populated: false,
             detail: "the scope was already torn down".to_owned(),
         })?;
-        let id = self.lease.install_id();
-        Ok(
-            match id.and_then(|id| Some((id, self.enforcer.launch_plan(id)?))) {
-                Some((id, plan)) => {
-                    let launched = spec.clone().landlock(plan).spawn(cgroup)?;
-                    self.enforcer.launched(id, launched.id());
-                    launched
-                }
-                None => spec.spawn(cgroup)?,
-            },
-        )
+        Ok(spawn_into(
+            self.enforcer,
+            self.lease.install_id(),
+            spec,
+            cgroup,
+        )?)
     }
 
     /// Launches `spec`, waits for it and tears the scope down; `on_record` sees each audit
