@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::Buf;
 
+use bee::app::Exit;
 use bee::app::enforcement::Refusal;
-use bee::app::run::{RunContext, RunStatus, SandboxFactory, parse_args, run_with};
+use bee::app::run::{RunContext, SandboxFactory, parse_args, run_with};
 use bee::config::{EngineChoice, Env};
 use bee::episode::{Bounds, Interrupt, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ToolCall, ToolDef};
@@ -192,11 +193,11 @@ impl Project {
             .collect()
     }
 
-    fn run(&self, log: &Arc<Log>) -> (RunStatus, String, String) {
+    fn run(&self, log: &Arc<Log>) -> (Exit, String, String) {
         self.run_until(log, Interrupt::new())
     }
 
-    fn run_until(&self, log: &Arc<Log>, interrupt: Interrupt) -> (RunStatus, String, String) {
+    fn run_until(&self, log: &Arc<Log>, interrupt: Interrupt) -> (Exit, String, String) {
         let args =
             parse_args(["--scenario", "scenario.toml", "--provider", "provider.toml"]).unwrap();
         let out = Buf::default();
@@ -269,7 +270,7 @@ fn a_delegated_review_runs_under_the_roles_policy_and_is_linked_in_the_records()
     );
     let log = Arc::new(Log::default());
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
 
     // The subagent's call ran in a scope of its own, under the role's policy.
     let calls = log.calls.lock().unwrap().clone();
@@ -365,7 +366,7 @@ fn a_widened_role_is_refused_with_its_counterexample_before_any_model_call() {
     );
     let log = Arc::new(Log::default());
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
     assert!(log.calls.lock().unwrap().is_empty());
     let parent = p.events("ep");
     let (state, output) = tool_result(&parent, "c1");
@@ -441,7 +442,7 @@ fn bad_delegations_are_clear_results_and_start_nothing() {
     p.role("reviewer", REVIEWER, &[]);
     let log = Arc::new(Log::default());
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
     assert!(err.contains("a role file is invalid"), "{err}");
     assert!(log.calls.lock().unwrap().is_empty());
     let parent = p.events("ep");
@@ -502,7 +503,7 @@ fn delegation_stops_at_the_depth_limit_and_refuses_cycles() {
     p.role("reviewer", REVIEWER, &[]);
     let log = Arc::new(Log::default());
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
     let lead = p.events("ep.lead-1");
     let (state, output) = tool_result(&lead, "l1");
     assert_eq!(state, ToolState::CouldNotRun);
@@ -559,7 +560,7 @@ fn agent_calls_of_one_turn_run_at_the_same_time() {
         ..Log::default()
     });
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
     assert_eq!(log.calls.lock().unwrap().len(), 2);
     assert_eq!(
         log.max_running.load(Ordering::SeqCst),
@@ -620,7 +621,7 @@ fn concurrent_subagents_cannot_outspend_their_parent() {
         ..Log::default()
     });
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Limit, "{out}\n{err}");
+    assert_eq!(status, Exit::Limit, "{out}\n{err}");
     let parent = p.events("ep");
     let children = [p.events("ep.reviewer-1"), p.events("ep.reviewer-2")];
     let total = tokens_of(&parent) + children.iter().map(|c| tokens_of(c)).sum::<u64>();
@@ -677,7 +678,7 @@ fn a_tool_with_its_own_policy_runs_in_a_scope_under_it() {
     p.config("[tools.shell]\npolicy = \"../policies/shell.toml\"\n");
     let log = Arc::new(Log::default());
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
     let calls = log.calls.lock().unwrap().clone();
     assert!(
         calls[0].0.ends_with("policies/shell.toml") && calls[0].1 == "shell",
@@ -703,7 +704,7 @@ fn a_tool_policy_wider_than_the_sessions_is_refused_before_anything_runs() {
     p.config("[tools.shell]\npolicy = \"../policies/wider.toml\"\n");
     let log = Arc::new(Log::default());
     let (status, _out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::DataErr);
+    assert_eq!(status, Exit::DataErr);
     assert_eq!(status.code(), 65);
     assert!(
         err.contains(".bee/config.toml:2: tools.shell.policy: refused:")
@@ -719,7 +720,7 @@ fn a_tool_policy_wider_than_the_sessions_is_refused_before_anything_runs() {
     let p = Project::new(&[DONE]);
     p.config("[tools.nope]\npolicy = \"../policies/ro.toml\"\n");
     let (status, _out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::DataErr);
+    assert_eq!(status, Exit::DataErr);
     assert!(
         err.contains("tools.nope.policy: there is no tool `nope`"),
         "{err}"
@@ -733,7 +734,7 @@ fn an_inline_policy_gets_the_same_proof() {
     p.config("[agents]\ninline_policy = true\n");
     let log = Arc::new(Log::default());
     let (status, out, err) = p.run(&log);
-    assert_eq!(status, RunStatus::Passed, "{out}\n{err}");
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
     let (state, output) = tool_result(&p.events("ep"), "i1");
     assert_eq!(state, ToolState::CouldNotRun);
     assert!(
@@ -770,7 +771,7 @@ fn interrupting_the_run_ends_the_subagent_and_its_parent() {
     });
     let started = Instant::now();
     let (status, out, err) = p.run_until(&log, interrupt);
-    assert_eq!(status, RunStatus::Interrupted, "{out}\n{err}");
+    assert_eq!(status, Exit::Interrupted, "{out}\n{err}");
     assert!(started.elapsed() < Duration::from_secs(20));
     let summary = RunSummary::from_run_dir(&p.run_dir()).unwrap();
     assert!(
@@ -836,7 +837,7 @@ fn the_delegation_example_delegates_twice_at_once_and_refuses_the_widening() {
             temp_dir: root.join("tmp"),
         },
     );
-    assert_eq!(status, RunStatus::Passed, "{}\n{}", out.text(), err.text());
+    assert_eq!(status, Exit::Ok, "{}\n{}", out.text(), err.text());
     assert_eq!(
         log.max_running.load(Ordering::SeqCst),
         2,

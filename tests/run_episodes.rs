@@ -15,10 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::Buf;
 
+use bee::app::Exit;
 use bee::app::enforcement::Refusal;
-use bee::app::run::{
-    FactoryFn, RunContext, RunStatus, SandboxFactory, parse_args, run_with, sandbox_factory,
-};
+use bee::app::run::{FactoryFn, RunContext, SandboxFactory, parse_args, run_with, sandbox_factory};
 use bee::config::{EngineChoice, Env};
 use bee::episode::{Bounds, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ErrorCategory, ToolCall, ToolDef};
@@ -192,7 +191,7 @@ impl SandboxFactory for FakeRef {
 }
 
 struct Outcome_ {
-    status: RunStatus,
+    status: Exit,
     out: String,
     err: String,
 }
@@ -245,7 +244,7 @@ fn go(project: &Project, args: &[&str]) -> Outcome_ {
 fn all_passed_exits_0_and_writes_summary_store_and_one_line_per_event() {
     let p = Project::new(SCENARIO, &[TOOL_TURN, DONE]);
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Passed, "{}", r.err);
+    assert_eq!(r.status, Exit::Ok, "{}", r.err);
     assert_eq!(r.status.code(), 0);
     let run_dir = p.run_dir();
     let summary = RunSummary::read(&run_dir.join("summary.json")).unwrap();
@@ -283,7 +282,7 @@ fn a_failed_success_check_exits_1() {
         ..Fake::default()
     });
     let r = run(&p, &fake, &[], Interrupt::new());
-    assert_eq!(r.status, RunStatus::Failed);
+    assert_eq!(r.status, Exit::Failed);
     assert_eq!(r.status.code(), 1);
 }
 
@@ -291,7 +290,7 @@ fn a_failed_success_check_exits_1() {
 fn a_limit_exits_3() {
     let p = Project::new(SCENARIO, &[TOOL_TURN, TOOL_TURN, DONE]);
     let r = go(&p, &["--max-turns", "1"]);
-    assert_eq!(r.status, RunStatus::Limit);
+    assert_eq!(r.status, Exit::Limit);
     assert_eq!(r.status.code(), 3);
     assert!(r.out.contains("limit_hit turns"), "{}", r.out);
 }
@@ -301,7 +300,7 @@ fn a_provider_error_mid_episode_exits_by_its_category_with_the_transcript_finish
     // A recording that runs out is a protocol error: the answer bee needed never came.
     let p = Project::new(SCENARIO, &[TOOL_TURN]);
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Provider(ErrorCategory::Protocol));
+    assert_eq!(r.status, Exit::Provider(ErrorCategory::Protocol));
     assert_eq!(r.status.code(), 76);
     let run_dir = p.run_dir();
     let t = read_transcript(&run_dir.join("scenario.jsonl")).unwrap();
@@ -314,7 +313,7 @@ fn a_refusal_exits_2_and_is_shown_as_a_refusal() {
     let refusal = r#"{"refusal": "I can't help with that.", "usage": {"input_tokens": 50, "output_tokens": 8}}"#;
     let p = Project::new(SCENARIO, &[refusal]);
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Refused);
+    assert_eq!(r.status, Exit::ModelRefused);
     assert_eq!(r.status.code(), 2);
     assert!(
         r.out
@@ -339,7 +338,7 @@ fn an_answer_cut_at_its_output_limit_exits_3_and_runs_none_of_its_calls() {
     let cut = r#"{"text": "writing", "tool_calls": [{"name": "shell", "arguments": {"command": "ls"}}], "stop": "max_tokens", "usage": {"input_tokens": 100, "output_tokens": 64}}"#;
     let p = Project::new(SCENARIO, &[cut, DONE]);
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Limit);
+    assert_eq!(r.status, Exit::Limit);
     assert_eq!(r.status.code(), 3);
     assert!(r.out.contains("limit_hit max_output_tokens"), "{}", r.out);
     let t = read_transcript(&p.run_dir().join("scenario.jsonl")).unwrap();
@@ -369,7 +368,7 @@ fn an_unknown_disabled_tool_is_an_invalid_configuration() {
     )
     .unwrap();
     let r = go(&p, &["--config", "bee.toml"]);
-    assert_eq!(r.status, RunStatus::DataErr);
+    assert_eq!(r.status, Exit::DataErr);
     assert!(
         r.err.contains("tools.disabled: there is no tool `shel`"),
         "{}",
@@ -388,7 +387,7 @@ fn a_missing_api_key_exits_77_before_any_episode() {
     )
     .unwrap();
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Auth);
+    assert_eq!(r.status, Exit::Auth);
     assert_eq!(r.status.code(), 77);
     assert!(
         r.err.contains("BEE_TEST_KEY_THAT_IS_NEVER_SET"),
@@ -406,7 +405,7 @@ fn enforcement_unavailable_exits_69_before_any_model_call() {
         sandbox_factory(e, EngineChoice::BpfLsm, policies)
     };
     let (status, text) = run_with_factory(&p, &bpf_lsm);
-    assert_eq!(status, RunStatus::EnforcementUnavailable);
+    assert_eq!(status, Exit::Unavailable);
     assert_eq!(status.code(), 69);
     // This host's kernel lists bpf yet refuses LSM programs: the reason is the probe's.
     assert!(
@@ -432,7 +431,7 @@ fn entries(dir: &Path) -> Vec<std::ffi::OsString> {
 }
 
 /// Runs the project's scenario with `factory`; returns the status and what went to stderr.
-fn run_with_factory(p: &Project, factory: &FactoryFn<'_>) -> (RunStatus, String) {
+fn run_with_factory(p: &Project, factory: &FactoryFn<'_>) -> (Exit, String) {
     let args = parse_args(["--scenario", "scenario.toml", "--provider", "provider.toml"]).unwrap();
     let err = Buf::default();
     let status = run_with(
@@ -451,7 +450,7 @@ fn run_with_factory(p: &Project, factory: &FactoryFn<'_>) -> (RunStatus, String)
 }
 
 /// Runs with a factory that refuses as `refusal` does, counting how often it was asked.
-fn refused_run(p: &Project, refusal: &Refusal) -> (RunStatus, String, usize) {
+fn refused_run(p: &Project, refusal: &Refusal) -> (Exit, String, usize) {
     let asked = AtomicUsize::new(0);
     let factory = |_: Enforcement,
                    _: EngineChoice,
@@ -474,7 +473,7 @@ fn missing_privileges_exit_77_before_any_episode_with_the_reason_and_fix() {
             Some("grant CAP_PERFMON".to_owned()),
         );
     let (status, err, asked) = refused_run(&p, &refusal);
-    assert_eq!(status, RunStatus::NoPrivileges);
+    assert_eq!(status, Exit::NoPerm);
     assert_eq!(status.code(), 77);
     assert_eq!(asked, 1);
     assert_eq!(
@@ -492,7 +491,7 @@ fn missing_privileges_exit_77_before_any_episode_with_the_reason_and_fix() {
     );
 
     let (status, err, _) = refused_run(&p, &Refusal::unavailable("this kernel cannot enforce"));
-    assert_eq!(status, RunStatus::EnforcementUnavailable);
+    assert_eq!(status, Exit::Unavailable);
     assert!(err.contains("no model was called"), "{err}");
     assert!(!p.has_runs(), "an episode was started");
 }
@@ -504,7 +503,7 @@ fn no_policy_and_no_host_exits_64() {
         &[DONE],
     );
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::Usage);
+    assert_eq!(r.status, Exit::Usage);
     assert_eq!(r.status.code(), 64);
     assert!(r.err.contains("--host"), "{}", r.err);
     assert!(r.err.contains("no policy"), "{}", r.err);
@@ -514,7 +513,7 @@ fn no_policy_and_no_host_exits_64() {
 fn a_policy_and_host_together_exit_64() {
     let p = Project::new(SCENARIO, &[DONE]);
     let r = go(&p, &["--host"]);
-    assert_eq!(r.status, RunStatus::Usage);
+    assert_eq!(r.status, Exit::Usage);
     assert!(r.err.contains("exclude each other"), "{}", r.err);
 }
 
@@ -542,7 +541,7 @@ fn no_provider_exits_64() {
             temp_dir: p.path().to_owned(),
         },
     );
-    assert_eq!(status, RunStatus::Usage);
+    assert_eq!(status, Exit::Usage);
     assert!(err.text().contains("--provider"));
 }
 
@@ -557,7 +556,7 @@ fn host_mode_says_so_and_records_it() {
         ..Fake::default()
     });
     let r = run(&p, &fake, &["--host"], Interrupt::new());
-    assert_eq!(r.status, RunStatus::Passed, "{}", r.err);
+    assert_eq!(r.status, Exit::Ok, "{}", r.err);
     assert!(r.err.contains("NO kernel scope"), "{}", r.err);
     let t = read_transcript(&p.run_dir().join("scenario.jsonl")).unwrap();
     let EventBody::EpisodeStarted(st) = &t.events[0].body else {
@@ -575,7 +574,7 @@ fn bad_and_missing_files_exit_65_and_66() {
         &[DONE],
     );
     let r = go(&p, &["--host"]);
-    assert_eq!(r.status, RunStatus::DataErr);
+    assert_eq!(r.status, Exit::DataErr);
     assert_eq!(r.status.code(), 65);
     assert!(r.err.contains("scenario.toml:4:1"), "{}", r.err);
     assert!(r.err.contains("turns"), "{}", r.err);
@@ -594,18 +593,18 @@ fn bad_and_missing_files_exit_65_and_66() {
             temp_dir: p.path().to_owned(),
         },
     );
-    assert_eq!(status, RunStatus::NoInput);
+    assert_eq!(status, Exit::NoInput);
     assert_eq!(status.code(), 66);
 
     // A missing policy file, an invalid one, a missing workspace, a bad provider file.
     std::fs::remove_file(p.path().join("policy.toml")).unwrap();
-    assert_eq!(go(&p, &[]).status, RunStatus::NoInput);
+    assert_eq!(go(&p, &[]).status, Exit::NoInput);
     std::fs::write(
         p.path().join("policy.toml"),
         "version = 1\n[fs]\nreed = []\n",
     )
     .unwrap();
-    assert_eq!(go(&p, &[]).status, RunStatus::DataErr);
+    assert_eq!(go(&p, &[]).status, Exit::DataErr);
     std::fs::write(p.path().join("policy.toml"), "version = 1\n").unwrap();
     std::fs::write(
         p.path().join("provider.toml"),
@@ -613,16 +612,16 @@ fn bad_and_missing_files_exit_65_and_66() {
     )
     .unwrap();
     let r = go(&p, &[]);
-    assert_eq!(r.status, RunStatus::DataErr);
+    assert_eq!(r.status, Exit::DataErr);
     assert!(r.err.contains("provider.toml:3:1"), "{}", r.err);
     std::fs::write(
         p.path().join("provider.toml"),
         "kind = \"replay\"\nfile = \"rec.jsonl\"\n",
     )
     .unwrap();
-    assert_eq!(go(&p, &[]).status, RunStatus::Passed);
+    assert_eq!(go(&p, &[]).status, Exit::Ok);
     std::fs::remove_dir_all(p.path().join("ws")).unwrap();
-    assert_eq!(go(&p, &[]).status, RunStatus::NoInput);
+    assert_eq!(go(&p, &[]).status, Exit::NoInput);
 }
 
 #[test]
@@ -645,7 +644,7 @@ fn an_interrupt_exits_130_and_every_transcript_is_finished() {
     let r = run(&p, &fake, &["--concurrency", "2"], interrupt);
     t.join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(r.status, RunStatus::Interrupted);
+    assert_eq!(r.status, Exit::Interrupted);
     assert_eq!(r.status.code(), 130);
     let summary = RunSummary::read(&p.run_dir().join("summary.json")).unwrap();
     assert!(summary.complete);
@@ -675,7 +674,7 @@ fn eight_concurrent_episodes_each_get_their_own_workspace_and_transcript() {
         &["--concurrency", "8", "--keep-workspaces", "--json"],
         Interrupt::new(),
     );
-    assert_eq!(r.status, RunStatus::Passed, "{}", r.err);
+    assert_eq!(r.status, Exit::Ok, "{}", r.err);
     assert!(
         fake.max_running.load(Ordering::SeqCst) > 1,
         "episodes did not overlap"
@@ -749,7 +748,7 @@ fn recorded_turn_limit(p: &Project, args: &[&str]) -> Option<u32> {
     let mut all = vec!["--records-dir", records.path().to_str().unwrap()];
     all.extend_from_slice(args);
     let r = go(p, &all);
-    assert_eq!(r.status, RunStatus::Passed, "{}", r.err);
+    assert_eq!(r.status, Exit::Ok, "{}", r.err);
     let run_dir = std::fs::read_dir(records.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -821,7 +820,7 @@ fn the_policy_comes_from_a_flag_then_the_scenario_then_configuration() {
         std::fs::write(p.path().join("scenario.toml"), text).unwrap();
         let fake = Arc::new(Fake::default());
         let r = run(&p, &fake, args, Interrupt::new());
-        assert_eq!(r.status, RunStatus::Passed, "{}", r.err);
+        assert_eq!(r.status, Exit::Ok, "{}", r.err);
         let used = fake.policies.lock().unwrap()[0].clone().unwrap();
         used.file_name().unwrap().to_str().unwrap().to_owned()
     };
@@ -835,32 +834,26 @@ fn the_policy_comes_from_a_flag_then_the_scenario_then_configuration() {
 
 #[test]
 fn the_run_status_of_mixed_episodes_follows_the_documented_order() {
-    use RunStatus::*;
-    assert_eq!(RunStatus::of_run([]), Passed);
+    use Exit::*;
+    assert_eq!(Exit::of_run([]), Ok);
     let server = Provider(ErrorCategory::Server);
-    assert_eq!(RunStatus::of_run([Passed, Failed]), Failed);
-    assert_eq!(RunStatus::of_run([Failed, Refused, Passed]), Refused);
-    assert_eq!(RunStatus::of_run([Refused, Limit, Passed]), Limit);
-    assert_eq!(RunStatus::of_run([Limit, Software]), Software);
-    assert_eq!(RunStatus::of_run([Software, server]), server);
-    assert_eq!(RunStatus::of_run([server, Auth]), Auth);
-    assert_eq!(
-        RunStatus::of_run([Auth, EnforcementUnavailable]),
-        EnforcementUnavailable
-    );
-    assert_eq!(
-        RunStatus::of_run([EnforcementUnavailable, Interrupted]),
-        Interrupted
-    );
+    assert_eq!(Exit::of_run([Ok, Failed]), Failed);
+    assert_eq!(Exit::of_run([Failed, ModelRefused, Ok]), ModelRefused);
+    assert_eq!(Exit::of_run([ModelRefused, Limit, Ok]), Limit);
+    assert_eq!(Exit::of_run([Limit, Software]), Software);
+    assert_eq!(Exit::of_run([Software, server]), server);
+    assert_eq!(Exit::of_run([server, Auth]), Auth);
+    assert_eq!(Exit::of_run([Auth, Unavailable]), Unavailable);
+    assert_eq!(Exit::of_run([Unavailable, Interrupted]), Interrupted);
     for (status, code) in [
-        (Passed, 0),
+        (Ok, 0),
         (Failed, 1),
-        (Refused, 2),
+        (ModelRefused, 2),
         (Limit, 3),
         (Usage, 64),
         (DataErr, 65),
         (NoInput, 66),
-        (EnforcementUnavailable, 69),
+        (Unavailable, 69),
         (Software, 70),
         (Provider(ErrorCategory::RateLimit), 75),
         (Provider(ErrorCategory::Overloaded), 75),
@@ -869,7 +862,7 @@ fn the_run_status_of_mixed_episodes_follows_the_documented_order() {
         (Provider(ErrorCategory::Protocol), 76),
         (Provider(ErrorCategory::NotFound), 78),
         (Auth, 77),
-        (NoPrivileges, 77),
+        (NoPerm, 77),
         (Interrupted, 130),
     ] {
         assert_eq!(status.code(), code, "{status:?}");
@@ -910,7 +903,7 @@ fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
             temp_dir: temp,
         },
     );
-    assert_eq!(status, RunStatus::Passed);
+    assert_eq!(status, Exit::Ok);
     let text = out.text();
     // Two lines, moved up over and redrawn.
     assert!(text.contains("\x1b[2A"), "{text:?}");
@@ -926,7 +919,7 @@ fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
 fn json_lines_say_how_each_episode_finished() {
     let p = Project::new(SCENARIO, &[TOOL_TURN]);
     let r = go(&p, &["--json"]);
-    assert_eq!(r.status, RunStatus::Provider(ErrorCategory::Protocol));
+    assert_eq!(r.status, Exit::Provider(ErrorCategory::Protocol));
     let finished: serde_json::Value = r
         .out
         .lines()

@@ -1,10 +1,11 @@
 //! `bee config show`: every effective configuration value and where it came from, after the
 //! checks a session makes of them before its first model call (the provider file and its
-//! recording, the theme), refused with the statuses a session would exit with.
+//! recording, the policy, the theme), refused with the statuses a session would exit with.
 
 use serde_json::json;
 
 use super::Exit;
+use super::setup::{Refused, compile_policy};
 use crate::config::{Config, Enforcement, FileError, Flags};
 use crate::provider::ProviderSpec;
 
@@ -89,9 +90,10 @@ const RELATIVE_PATHS: &str = "relative paths in a configuration file resolve aga
      file's directory (`.bee/` for .bee/config.toml), a flag's against the current directory";
 
 /// What a session checks of the configuration before its first model call, beyond reading
-/// the files: the theme `repl.theme` names (65), and the provider file with its recording
-/// when one is configured (65 invalid, 66 missing), reported as [`report_error`] reports a
-/// configuration file. An unset provider is no refusal here: it shows as `(unset)`.
+/// the files: the theme `repl.theme` names (65), the provider file with its recording and
+/// the policy compiled against the workspace, when they are configured (65 invalid, 66
+/// missing, 77 unreadable), reported as [`report_error`] reports a configuration file. An
+/// unset provider or policy is no refusal here: it shows as `(unset)`.
 fn session_checks(config: &Config, json: bool) -> Result<(), Exit> {
     if let Err(why) = config.theme() {
         if json {
@@ -119,17 +121,22 @@ fn session_checks(config: &Config, json: bool) -> Result<(), Exit> {
         }
         return Err(exit);
     }
+    if let Some(policy) = &config.policy
+        && let Err(Refused(exit, why)) = compile_policy(&policy.value, &config.workspace.value)
+    {
+        if json {
+            println!("{}", json!({"ok": false, "errors": [why]}));
+        } else {
+            eprintln!("bee: the policy (policy from {}):", policy.origin);
+            eprintln!("{}", why.trim_end());
+        }
+        return Err(exit);
+    }
     Ok(())
 }
 
 fn report_error(e: &FileError, json: bool) -> Exit {
-    let exit = match e {
-        FileError::Read { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
-            Exit::NoPerm
-        }
-        FileError::Read { .. } => Exit::NoInput,
-        FileError::Invalid(_) => Exit::DataErr,
-    };
+    let exit = Exit::of_file(e);
     if json {
         let errors = match e.diagnostics() {
             Some(d) => json!(d.problems),

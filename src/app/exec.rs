@@ -21,7 +21,6 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use bee_common::scope::SCOPE_LEARN;
@@ -66,10 +65,10 @@ pub struct Args {
 }
 
 /// Runs `bee exec` and returns the command's exit status, or bee's own on refusal.
-pub fn run(args: &Args) -> ExitCode {
+pub fn run(args: &Args) -> Exit {
     match exec(args) {
-        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)),
-        Err(exit) => exit.into(),
+        Ok(code) => Exit::Child(u8::try_from(code).unwrap_or(u8::MAX)),
+        Err(exit) => exit,
     }
 }
 
@@ -89,13 +88,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         home: invoking_home(),
     };
     let compiled = compile_file(&args.policy, &options).map_err(|e| match e {
-        PolicyError::Read { ref source, .. } => {
-            let exit = match source.kind() {
-                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
-                _ => Exit::NoInput,
-            };
-            fail(exit, &e.to_string())
-        }
+        PolicyError::Read { .. } => fail(Exit::of_policy(&e), &e.to_string()),
         PolicyError::Invalid(diagnostics) => {
             for problem in diagnostics.problems {
                 eprintln!("{:?}", miette::Report::new(problem));
@@ -253,12 +246,8 @@ fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
         .open(path)
         .map(BufWriter::new)
         .map_err(|e| {
-            let exit = match e.kind() {
-                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
-                _ => Exit::NoInput,
-            };
             fail(
-                exit,
+                Exit::of_read(e.kind()),
                 &format!("cannot open the audit file {}: {e}", path.display()),
             )
         })

@@ -42,7 +42,7 @@ struct DiffArgs {
 }
 
 /// Runs `bee policy`. 0 when both policies compile (whether or not they differ); 65 when one
-/// is invalid, 66 when one cannot be read.
+/// is invalid, 66 when one does not exist, 77 when one may not be read.
 pub fn run(args: &Args) -> Exit {
     match &args.command {
         Sub::Diff(d) => diff(d),

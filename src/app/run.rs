@@ -30,9 +30,9 @@
 //! | 0 | every episode passed |
 //! | 64 | usage: bad flags; no policy and no `--host`; both a policy and `--host` |
 //! | 65 | an invalid scenario, provider, configuration or policy file |
-//! | 66 | a file or directory that does not exist or cannot be read |
+//! | 66 | a file or directory that does not exist |
 //! | 73 | the run directory exists (without `--resume`) or another process is writing it |
-//! | 77 | before any episode: enforcement would work, but this process lacks a privilege it needs |
+//! | 77 | before any episode: a file exists but may not be read; enforcement would work, but this process lacks a privilege it needs |
 
 mod batch;
 mod progress;
@@ -41,7 +41,6 @@ mod sandbox;
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,18 +52,18 @@ use super::Exit;
 use super::enforcement;
 use super::learn::Learn;
 use super::setup::{
-    Refused, agents_on, compile_policy, compile_tool_policies, connect, discover_roles,
-    discover_skills, file_refusal, load_provider, session_executor, tool_policies, tool_registry,
-    with_catalogue,
+    Policies, Refused, RunSlot, agents_on, compile_policy, compile_tool_policies, connect,
+    discover_roles, discover_skills, file_refusal, load_provider, session_executor, tool_policies,
+    tool_registry, with_catalogue,
 };
 use crate::agents::{AgentExecutor, AgentSettings, Caller, Delegation, Roles};
 use crate::config::{Config, EngineChoice, Env, Flags, Origin, Refusal, Sourced};
 pub use crate::episode::SandboxFactory;
 use crate::episode::{
-    EpisodeLimits, EpisodeReport, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path,
-    copy_workspace, run_episode,
+    EpisodeLimits, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path, copy_workspace,
+    run_episode,
 };
-use crate::provider::{ErrorCategory, ProviderSpec};
+use crate::provider::ProviderSpec;
 use crate::records::{
     Enforcement, EpisodeRecorder, EpisodeStarted, Limits, Outcome, PolicyRecord, RunSummary,
     STORE_FILE, Store, Timestamp,
@@ -141,134 +140,6 @@ where
     RunCli::try_parse_from(argv).map(|c| c.args)
 }
 
-/// How `bee run` ended; [`RunStatus::code`] is the exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RunStatus {
-    /// Every episode passed (0).
-    Passed,
-    /// An episode's success check failed (1).
-    Failed,
-    /// The model refused an episode's task, or a content filter stopped its answer (2).
-    Refused,
-    /// A hard limit ended an episode (3).
-    Limit,
-    /// Bad flags, no policy and no `--host`, or both (64).
-    Usage,
-    /// An invalid scenario, provider, configuration or policy file (65).
-    DataErr,
-    /// A missing or unreadable file (66).
-    NoInput,
-    /// The run directory exists (without `--resume`), cannot be created, or another process
-    /// is writing it (73).
-    CantCreate,
-    /// The kernel cannot enforce the policy, or the sandbox is not available (69).
-    EnforcementUnavailable,
-    /// Records could not be written (70).
-    Software,
-    /// A provider error other than authentication, by category: 75 for `rate-limit` and
-    /// `overloaded` (try later), 74 for `server` and `network`, 76 for `protocol` (a
-    /// rejected request, an unusable answer), 78 for `not-found` (configuration).
-    Provider(ErrorCategory),
-    /// The provider's API key is missing or was refused (77).
-    Auth,
-    /// Enforcement would work, but this process lacks a privilege it needs: a capability, a
-    /// writable pin directory, a cgroup it may create scopes in and join (77). Only before any
-    /// episode runs.
-    NoPrivileges,
-    /// Interrupted by Ctrl-C (130).
-    Interrupted,
-}
-
-impl RunStatus {
-    /// The exit status.
-    #[must_use]
-    pub fn code(self) -> u8 {
-        match self {
-            Self::Passed => 0,
-            Self::Failed => 1,
-            Self::Refused => 2,
-            Self::Limit => 3,
-            Self::Usage => 64,
-            Self::DataErr => 65,
-            Self::NoInput => 66,
-            Self::CantCreate => 73,
-            Self::EnforcementUnavailable => 69,
-            Self::Software => 70,
-            Self::Provider(category) => match category {
-                ErrorCategory::RateLimit | ErrorCategory::Overloaded => 75,
-                ErrorCategory::Server | ErrorCategory::Network => 74,
-                ErrorCategory::Protocol => 76,
-                ErrorCategory::NotFound => 78,
-                ErrorCategory::Auth => 77,
-            },
-            Self::Auth | Self::NoPrivileges => 77,
-            Self::Interrupted => 130,
-        }
-    }
-
-    /// The status of a refusal to enforce: 77 when only privileges are missing, 69 otherwise.
-    #[must_use]
-    pub fn of_refusal(refusal: &enforcement::Refusal) -> Self {
-        if refusal.is_permission() {
-            Self::NoPrivileges
-        } else {
-            Self::EnforcementUnavailable
-        }
-    }
-
-    /// How bad it is, for choosing one status for several episodes (higher wins).
-    fn rank(self) -> u8 {
-        match self {
-            Self::Passed => 0,
-            Self::Failed => 1,
-            Self::Refused => 2,
-            Self::Limit => 3,
-            Self::Software => 4,
-            Self::Provider(_) => 5,
-            Self::Auth => 6,
-            Self::EnforcementUnavailable => 7,
-            Self::Interrupted => 8,
-            Self::Usage | Self::DataErr | Self::NoInput | Self::CantCreate | Self::NoPrivileges => {
-                9
-            }
-        }
-    }
-
-    /// The status of one episode.
-    #[must_use]
-    pub fn of_episode(report: &EpisodeReport) -> Self {
-        match report.outcome {
-            // An interactive session the user ended did what was asked of it.
-            Outcome::Passed | Outcome::Ended => Self::Passed,
-            Outcome::Failed => Self::Failed,
-            Outcome::Limit => Self::Limit,
-            Outcome::Refused => Self::Refused,
-            Outcome::Interrupted => Self::Interrupted,
-            Outcome::EnforcementUnavailable => Self::EnforcementUnavailable,
-            Outcome::ProviderError => match report.provider_error.as_ref().map(|p| p.category) {
-                Some(ErrorCategory::Auth) => Self::Auth,
-                Some(category) => Self::Provider(category),
-                None => Self::Provider(ErrorCategory::Protocol),
-            },
-        }
-    }
-
-    /// The status of a run whose episodes ended as `statuses` (0 when there were none).
-    #[must_use]
-    pub fn of_run(statuses: impl IntoIterator<Item = Self>) -> Self {
-        statuses
-            .into_iter()
-            .max_by_key(|s| s.rank())
-            .unwrap_or(Self::Passed)
-    }
-}
-
-impl From<RunStatus> for ExitCode {
-    fn from(s: RunStatus) -> Self {
-        ExitCode::from(s.code())
-    }
-}
-
 /// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
 ///
 /// `Kernel` proves that this kernel enforces (a program is loaded, not the LSM list read),
@@ -278,7 +149,7 @@ impl From<RunStatus> for ExitCode {
 ///
 /// # Errors
 /// Why enforcement is refused; `bee run` then exits before any model call, 77 when only
-/// privileges are missing and 69 when the kernel cannot enforce ([`RunStatus::of_refusal`]).
+/// privileges are missing and 69 when the kernel cannot enforce ([`enforcement::Refusal::exit`]).
 pub fn sandbox_factory(
     enforcement: Enforcement,
     engine: EngineChoice,
@@ -299,7 +170,7 @@ fn episode_policies(plan: &Plan) -> Vec<CompiledPolicy> {
         .filter_map(|ep| {
             ep.policy
                 .as_deref()
-                .and_then(|p| compile_policy(p, &ep.def.workspace).ok())
+                .and_then(|p| plan.policies.compile(p, &ep.def.workspace).ok())
         })
         .collect()
 }
@@ -343,12 +214,12 @@ impl std::fmt::Debug for RunContext<'_> {
 
 /// Runs `bee run` for this process: resolves the environment, installs the Ctrl-C handler
 /// and calls [`run_with`].
-pub fn run(args: &Args) -> ExitCode {
+pub fn run(args: &Args) -> Exit {
     let env = match Env::from_process() {
         Ok(e) => e,
         Err(e) => {
             eprintln!("bee run: cannot determine the current directory: {e}");
-            return RunStatus::NoInput.into();
+            return Exit::NoInput;
         }
     };
     let interrupt = Interrupt::new();
@@ -356,7 +227,7 @@ pub fn run(args: &Args) -> ExitCode {
     let installed = ctrlc::set_handler(move || {
         if handler.is_raised() {
             // A second Ctrl-C: the first one's orderly stop is taking too long.
-            std::process::exit(i32::from(RunStatus::Interrupted.code()));
+            std::process::exit(i32::from(Exit::Interrupted.code()));
         }
         handler.raise();
     });
@@ -369,7 +240,7 @@ pub fn run(args: &Args) -> ExitCode {
     });
     if let Err(e) = installed {
         eprintln!("bee run: cannot install the Ctrl-C and SIGTERM handlers: {e}");
-        return RunStatus::Software.into();
+        return Exit::Software;
     }
     let mut args = args.clone();
     args.job_completion_index = std::env::var("JOB_COMPLETION_INDEX").ok();
@@ -383,7 +254,7 @@ pub fn run(args: &Args) -> ExitCode {
         interrupt,
         temp_dir: std::env::temp_dir(),
     };
-    run_with(args, ctx).into()
+    run_with(args, ctx)
 }
 
 /// One episode, ready to run.
@@ -399,6 +270,10 @@ struct Planned {
 struct Plan {
     /// This process's episodes (its shard's, when sharded).
     episodes: Vec<Planned>,
+    /// Their policies, compiled once per workspace, and the compiler's warnings.
+    policies: Policies,
+    /// The run id, set when the records directory is opened (the findings tools hold it).
+    run_slot: RunSlot,
     /// What the run directory records about the run (its `run.json`).
     manifest: crate::records::RunManifest,
     /// Every episode's content hash, all shards': episode id → hash.
@@ -447,20 +322,21 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     let scenario_path = env.cwd.join(&args.scenario);
     if !scenario_path.exists() {
         return Err(Refused(
-            RunStatus::NoInput,
+            Exit::NoInput,
             format!("the scenario {} does not exist", scenario_path.display()),
         ));
     }
     let scenario = Scenario::load(&scenario_path).map_err(|e| file_refusal(&e))?;
     if scenario.episodes.is_empty() {
         return Err(Refused(
-            RunStatus::DataErr,
+            Exit::DataErr,
             format!("the scenario {} holds no episodes", scenario_path.display()),
         ));
     }
     let provider = load_provider(&config)?;
 
     let host = config.host.value;
+    let policies = Policies::default();
     let mut episodes = Vec::new();
     for mut def in scenario.episodes {
         let policy = match &config.policy {
@@ -470,13 +346,13 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         match (&policy, host) {
             (None, false) => {
                 return Err(Refused(
-                    RunStatus::Usage,
+                    Exit::Usage,
                     format!("episode {}: {}", def.id, Refusal::NoPolicy),
                 ));
             }
             (Some(p), true) => {
                 return Err(Refused(
-                    RunStatus::Usage,
+                    Exit::Usage,
                     format!(
                         "episode {}: both a policy ({}) and host mode ({}) are set; they \
                          exclude each other: drop one. --host never drops a scenario's \
@@ -495,7 +371,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         }
         if !def.workspace.is_dir() {
             return Err(Refused(
-                RunStatus::NoInput,
+                Exit::NoInput,
                 format!(
                     "episode {}: the workspace {} is not a directory",
                     def.id,
@@ -504,7 +380,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             ));
         }
         if let Some(p) = &policy {
-            compile_policy(p, &def.workspace)?;
+            policies.compile(p, &def.workspace)?;
         }
         let l = &config.limits;
         let limits = EpisodeLimits {
@@ -526,7 +402,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             if skills.get(name).is_none() {
                 let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
                 return Err(Refused(
-                    RunStatus::DataErr,
+                    Exit::DataErr,
                     format!(
                         "episode {} ({}): skills: there is no skill `{name}` ({})",
                         ep.def.id,
@@ -553,11 +429,12 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     }
     let ids: Vec<String> = episodes.iter().map(|e| e.def.id.clone()).collect();
     let manifest = batch::manifest(args, shard, &hashes, &ids);
-    let tools = Arc::new(tool_registry(&config, &skills, None)?);
+    let run_slot = RunSlot::default();
+    let tools = Arc::new(tool_registry(&config, &skills, None, &run_slot)?);
     // Per-tool policies are proven within each episode's policy before anything runs.
     for ep in &episodes {
         let session = match &ep.policy {
-            Some(p) => Some((compile_policy(p, &ep.def.workspace)?, p.clone())),
+            Some(p) => Some((policies.compile(p, &ep.def.workspace)?, p.clone())),
             None => None,
         };
         tool_policies(
@@ -565,6 +442,7 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             &tools,
             &ep.def.workspace,
             session.as_ref().map(|(c, p)| (c, p.as_path())),
+            &policies,
         )
         .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
     }
@@ -594,6 +472,8 @@ fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         tools,
         skills,
         skill_problems: skill_problems.iter().map(ToString::to_string).collect(),
+        policies,
+        run_slot,
     })
 }
 
@@ -609,7 +489,7 @@ const HOST_INSTEAD: &str = "for host mode run a scenario that has no policy (the
      demo` for the enforced demo in a VM";
 
 /// Runs `bee run` with an explicit context. Every refusal is explained on `ctx.err`.
-pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
+pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
     let plan = match plan(args, &ctx.env) {
         Ok(p) => p,
         Err(Refused(status, msg)) => {
@@ -638,14 +518,14 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
             if !refusal.is_permission() {
                 let _ = writeln!(ctx.err, "bee run: instead: {KERNEL_INSTEAD}");
             }
-            return RunStatus::of_refusal(&refusal);
+            return refusal.exit();
         }
     };
     if let Some(audit) = &plan.audit
         && let Err(why) = factory.write_audit_to(audit)
     {
         let _ = writeln!(ctx.err, "bee run: --audit: {why}; no model was called");
-        return RunStatus::NoInput;
+        return Exit::NoInput;
     }
     if let Some((l, _, _)) = &learn {
         let sink = Arc::clone(l);
@@ -658,13 +538,16 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         });
         if let Err(why) = factory.learn_with(observer) {
             let _ = writeln!(ctx.err, "bee run: --learn: {why}; no model was called");
-            return RunStatus::Usage;
+            return Exit::Usage;
         }
         if let Ok(l) = l.lock()
             && let Some(l) = l.as_ref()
         {
             l.banner_start();
         }
+    }
+    for warning in plan.policies.warnings() {
+        let _ = writeln!(ctx.err, "warning: {warning}");
     }
     for problem in &plan.skill_problems {
         let _ = writeln!(ctx.err, "bee run: a skill was skipped: {problem}");
@@ -704,14 +587,14 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         Ok(p) => Arc::new(p),
         Err(e) => {
             let _ = writeln!(ctx.err, "bee run: the price table is malformed: {e}");
-            return RunStatus::Software;
+            return Exit::Software;
         }
     };
     let store = match Store::open(&plan.records_dir.join(STORE_FILE)) {
         Ok(s) => Arc::new(s),
         Err(e) => {
             let _ = writeln!(ctx.err, "bee run: metrics store: {e}");
-            return RunStatus::Software;
+            return Exit::Software;
         }
     };
     let opened = batch::open(
@@ -732,8 +615,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         let _ = writeln!(ctx.err, "bee run: {note}");
     }
     let run_id = batch.run_id.clone();
-    #[cfg(feature = "findings")]
-    crate::findings::set_current_run(&run_id);
+    let _ = plan.run_slot.set(run_id.clone());
     let run_dir = batch.dir.clone();
     let episodes: Vec<Planned> = plan
         .episodes
@@ -817,25 +699,25 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> RunStatus {
         Ok(s) => s,
         Err(e) => {
             let _ = writeln!(ctx.err, "bee run: summary: {e}");
-            return RunStatus::Software;
+            return Exit::Software;
         }
     };
     if let Err(e) = summary.write_atomic(&run_dir) {
         let _ = writeln!(ctx.err, "bee run: summary: {e}");
-        return RunStatus::Software;
+        return Exit::Software;
     }
-    let status = RunStatus::of_run(statuses.into_iter().chain(batch.completed_statuses));
+    let status = Exit::of_run(statuses.into_iter().chain(batch.completed_statuses));
     progress.done(&summary, status, &run_dir);
     if let Some((l, base, command)) = learn {
         // The factory's executors still hold the observer: take the observations out.
         let Some(l) = l.lock().ok().and_then(|mut l| l.take()) else {
             let _ = writeln!(ctx.err, "bee run: --learn: the observed accesses were lost");
-            return RunStatus::Software;
+            return Exit::Software;
         };
         if l.finish(&base, super::user::invoking_home().as_deref(), &command)
             .is_err()
         {
-            return RunStatus::Software;
+            return Exit::Software;
         }
     }
     status
@@ -853,7 +735,7 @@ fn prepare_learn(args: &Args, plan: &Plan) -> Result<Option<LearnState>, Refused
     };
     if plan.enforcement == Enforcement::Host {
         return Err(Refused(
-            RunStatus::Usage,
+            Exit::Usage,
             "--learn needs kernel scopes; with --host no policy is enforced, so there is \
              nothing to learn"
                 .to_owned(),
@@ -862,23 +744,23 @@ fn prepare_learn(args: &Args, plan: &Plan) -> Result<Option<LearnState>, Refused
     let mut pairs = plan.episodes.iter().map(|e| (&e.policy, &e.def.workspace));
     let Some((Some(policy), workspace)) = pairs.next() else {
         return Err(Refused(
-            RunStatus::Usage,
+            Exit::Usage,
             "--learn needs a policy to learn on top of".to_owned(),
         ));
     };
     if pairs.any(|(p, w)| p.as_ref() != Some(policy) || w != workspace) {
         return Err(Refused(
-            RunStatus::Usage,
+            Exit::Usage,
             "--learn learns one policy: every episode must have the same policy and workspace"
                 .to_owned(),
         ));
     }
-    let base = compile_policy(policy, workspace)?;
+    let base = plan.policies.compile(policy, workspace)?;
     let learn = Learn::prepare(out, policy, Some(workspace)).map_err(|e| {
         let status = match e {
-            Exit::CantCreat => RunStatus::CantCreate,
-            Exit::NoInput => RunStatus::NoInput,
-            _ => RunStatus::Software,
+            Exit::CantCreat => Exit::CantCreat,
+            Exit::NoInput => Exit::NoInput,
+            _ => Exit::Software,
         };
         Refused(status, format!("--learn {}: see above", out.display()))
     })?;
@@ -911,9 +793,9 @@ struct Shared<'a> {
 }
 
 impl Shared<'_> {
-    fn error(&self, e: String) -> RunStatus {
+    fn error(&self, e: String) -> Exit {
         self.warn(e);
-        RunStatus::Software
+        Exit::Software
     }
 
     /// A message for stderr at the end of the run.
@@ -923,10 +805,10 @@ impl Shared<'_> {
         }
     }
 
-    fn episode(&self, ep: &Planned) -> RunStatus {
+    fn episode(&self, ep: &Planned) -> Exit {
         let id = &ep.def.id;
         if self.interrupt.is_raised() {
-            return RunStatus::Interrupted;
+            return Exit::Interrupted;
         }
         let workspace = match ep.def.workspace_mode {
             WorkspaceMode::InPlace => ep.def.workspace.clone(),
@@ -953,7 +835,7 @@ impl Shared<'_> {
         status
     }
 
-    fn run_in(&self, ep: &Planned, workspace: &Path) -> RunStatus {
+    fn run_in(&self, ep: &Planned, workspace: &Path) -> Exit {
         let id = &ep.def.id;
         let spec = EpisodeSpec {
             run_id: self.run_id.clone(),
@@ -1049,14 +931,14 @@ impl Shared<'_> {
                     ));
                 }
                 self.progress.finished(&report);
-                RunStatus::of_episode(&report)
+                Exit::of_episode(&report)
             }
             Err(e) => self.error(e.to_string()),
         }
     }
 
     /// Records an episode that could not get an executor.
-    fn unavailable(&self, spec: &EpisodeSpec, why: &str) -> RunStatus {
+    fn unavailable(&self, spec: &EpisodeSpec, why: &str) -> Exit {
         let started = EpisodeStarted {
             run_id: spec.run_id.clone(),
             episode_id: spec.episode_id.clone(),
@@ -1085,6 +967,6 @@ impl Shared<'_> {
         }
         self.progress
             .note(&spec.episode_id, &format!("enforcement unavailable: {why}"));
-        RunStatus::EnforcementUnavailable
+        Exit::Unavailable
     }
 }

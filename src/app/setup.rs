@@ -2,13 +2,14 @@
 //! policy compiled against its workspace, the tools of the configuration, the records
 //! directory and the run id. Each refusal is typed with the exit status it becomes.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use bee_core::{CompileOptions, CompiledPolicy, PolicyError, compile_file};
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning, compile_file};
 
-use super::run::RunStatus;
+use super::Exit;
 use super::user::invoking_home;
 use crate::agents::Roles;
 use crate::config::{Config, Env, FileError};
@@ -20,13 +21,10 @@ use crate::skills::{SkillError, SkillSet, SkillTool};
 use crate::tools::{Placement, Registry};
 
 /// A refusal before any model call: the exit status and the explanation.
-pub(crate) struct Refused(pub(crate) RunStatus, pub(crate) String);
+pub(crate) struct Refused(pub(crate) Exit, pub(crate) String);
 
-pub(crate) fn file_status(e: &FileError) -> RunStatus {
-    match e {
-        FileError::Read { .. } => RunStatus::NoInput,
-        FileError::Invalid(_) => RunStatus::DataErr,
-    }
+pub(crate) fn file_status(e: &FileError) -> Exit {
+    Exit::of_file(e)
 }
 
 pub(crate) fn file_refusal(e: &FileError) -> Refused {
@@ -64,10 +62,13 @@ pub(crate) fn tool_registry(
     config: &Config,
     skills: &Arc<SkillSet>,
     render: Option<Arc<RenderTool>>,
+    run: &RunSlot,
 ) -> Result<Registry, Refused> {
     let mut registry = Registry::standard(config.tools.limits());
+    #[cfg(not(feature = "findings"))]
+    let _ = run;
     #[cfg(feature = "findings")]
-    for tool in findings_tools(config)? {
+    for tool in findings_tools(config, run)? {
         // Their names are none of the built-in ones.
         let _ = registry.register(tool);
     }
@@ -86,7 +87,7 @@ pub(crate) fn tool_registry(
             }
             registry.remove(name).map_err(|e| {
                 Refused(
-                    RunStatus::DataErr,
+                    Exit::DataErr,
                     format!("{}: tools.disabled: {e}", disabled.origin),
                 )
             })?;
@@ -98,13 +99,19 @@ pub(crate) fn tool_registry(
 /// The tools of the findings ledger (`record_finding`, `list_findings`) and, with feature
 /// `scanners`, `scan`: all record into the configured ledger, at the workspace's `HEAD`.
 #[cfg(feature = "findings")]
-fn findings_tools(config: &Config) -> Result<Vec<Arc<dyn crate::tools::Tool>>, Refused> {
+fn findings_tools(
+    config: &Config,
+    run: &RunSlot,
+) -> Result<Vec<Arc<dyn crate::tools::Tool>>, Refused> {
     use crate::findings::{Ledger, Recorder, git::head_commit};
     use crate::tools::findings::{ListFindings, RecordFinding};
-    let recorder = Arc::new(Recorder::new(
-        Ledger::at(&config.ledger.value),
-        head_commit(&config.workspace.value),
-    ));
+    let recorder = Arc::new(
+        Recorder::new(
+            Ledger::at(&config.ledger.value),
+            head_commit(&config.workspace.value),
+        )
+        .in_run(Arc::clone(run)),
+    );
     #[cfg_attr(
         not(feature = "scanners"),
         expect(unused_mut, reason = "scan adds to it")
@@ -120,24 +127,84 @@ fn findings_tools(config: &Config) -> Result<Vec<Arc<dyn crate::tools::Tool>>, R
     Ok(tools)
 }
 
-/// Compiles a policy against the workspace it will confine (65 invalid, 66 missing).
-pub(crate) fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
+/// Compiles a policy against the workspace it will confine (65 invalid, 66 missing, 77
+/// unreadable), with the compiler's warnings.
+fn compile_with_warnings(
+    policy: &Path,
+    workspace: &Path,
+) -> Result<(CompiledPolicy, Vec<PolicyWarning>), Refused> {
     let options = CompileOptions {
         base: workspace.to_owned(),
         home: invoking_home(),
     };
     match compile_file(policy, &options) {
-        Ok(compiled) => Ok(compiled.policy),
-        Err(e @ PolicyError::Read { .. }) => Err(Refused(RunStatus::NoInput, e.to_string())),
+        Ok(compiled) => Ok((compiled.policy, compiled.warnings)),
+        Err(e @ PolicyError::Read { .. }) => Err(Refused(Exit::of_policy(&e), e.to_string())),
         Err(PolicyError::Invalid(diagnostics)) => {
             let mut text = format!("{}: the policy is invalid\n", policy.display());
             for problem in diagnostics.problems {
                 text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
             }
-            Err(Refused(RunStatus::DataErr, text))
+            Err(Refused(Exit::DataErr, text))
         }
     }
 }
+
+/// Compiles a policy against the workspace it will confine, dropping the warnings: for a
+/// workspace copy or a subagent whose policy file [`Policies`] compiled (and warned about)
+/// before.
+pub(crate) fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
+    compile_with_warnings(policy, workspace).map(|(compiled, _)| compiled)
+}
+
+/// A command's policies, each compiled once per workspace: a run names one policy file for
+/// its plan, its engine check, its tool policies and learn mode, and compiles it once. The
+/// compiler's warnings are kept, once per file, for the command to show as `bee validate`
+/// does ([`Policies::warnings`]).
+#[derive(Debug, Default)]
+pub(crate) struct Policies {
+    compiled: Mutex<HashMap<(PathBuf, PathBuf), CompiledPolicy>>,
+    warnings: Mutex<Vec<PolicyWarning>>,
+}
+
+impl Policies {
+    /// `policy` compiled against `workspace`: from the cache, or compiled now.
+    ///
+    /// # Errors
+    /// The refusal of [`compile_policy`], each time it is asked (a refusal is not cached).
+    pub(crate) fn compile(
+        &self,
+        policy: &Path,
+        workspace: &Path,
+    ) -> Result<CompiledPolicy, Refused> {
+        let key = (policy.to_owned(), workspace.to_owned());
+        if let Some(hit) = self.compiled.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(hit);
+        }
+        let (compiled, warnings) = compile_with_warnings(policy, workspace)?;
+        if let Ok(mut kept) = self.warnings.lock() {
+            for w in warnings {
+                if !kept.contains(&w) {
+                    kept.push(w);
+                }
+            }
+        }
+        if let Ok(mut cache) = self.compiled.lock() {
+            cache.insert(key, compiled.clone());
+        }
+        Ok(compiled)
+    }
+
+    /// The warnings of every policy compiled so far, each once, in the order they were met.
+    pub(crate) fn warnings(&self) -> Vec<PolicyWarning> {
+        self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+}
+
+/// A command's run id, named before it is known and set once: `bee run` builds its tools
+/// while planning and learns its run id when its records directory is opened (`--resume`
+/// continues an earlier run); the findings tools record their sightings in it.
+pub(crate) type RunSlot = Arc<std::sync::OnceLock<String>>;
 
 /// A run id: UTC time and process id, e.g. `20261130T062501Z-4242`.
 pub(crate) fn run_id() -> String {
@@ -159,7 +226,7 @@ pub(crate) fn run_id() -> String {
 pub(crate) fn load_provider(config: &Config) -> Result<ProviderSpec, Refused> {
     let Some(provider) = &config.provider else {
         return Err(Refused(
-            RunStatus::Usage,
+            Exit::Usage,
             "no provider: pass --provider FILE (or set `provider` in a configuration file)"
                 .to_owned(),
         ));
@@ -180,8 +247,8 @@ pub(crate) fn load_provider(config: &Config) -> Result<ProviderSpec, Refused> {
 pub(crate) fn connect(provider: &ProviderSpec) -> Result<Box<dyn Provider>, Refused> {
     provider.connect().map_err(|e| {
         let status = match e.category() {
-            ErrorCategory::Auth => RunStatus::Auth,
-            category => RunStatus::Provider(category),
+            ErrorCategory::Auth => Exit::Auth,
+            category => Exit::Provider(category),
         };
         Refused(status, format!("provider: {e}"))
     })
@@ -227,6 +294,7 @@ pub(crate) fn tool_policies(
     registry: &Registry,
     workspace: &Path,
     session: Option<(&CompiledPolicy, &Path)>,
+    policies: &Policies,
 ) -> Result<Vec<ToolPolicy>, Refused> {
     let mut out = Vec::new();
     for (tool, file) in &config.tools.policies {
@@ -235,7 +303,7 @@ pub(crate) fn tool_policies(
             None => {
                 let known: Vec<&str> = registry.names().collect();
                 return Err(Refused(
-                    RunStatus::DataErr,
+                    Exit::DataErr,
                     format!(
                         "{at}: there is no tool `{tool}` (the tools are {})",
                         known.join(", ")
@@ -244,7 +312,7 @@ pub(crate) fn tool_policies(
             }
             Some(Placement::Harness) => {
                 return Err(Refused(
-                    RunStatus::DataErr,
+                    Exit::DataErr,
                     format!(
                         "{at}: `{tool}` runs in bee itself, not in a scope, so no policy can \
                          confine it"
@@ -253,12 +321,12 @@ pub(crate) fn tool_policies(
             }
             Some(_) => {}
         }
-        let policy = compile_policy(&file.value, workspace)?;
+        let policy = policies.compile(&file.value, workspace)?;
         if let Some((parent, parent_file)) = session {
             let proof = bee_core::attenuate(&policy, parent);
             if !proof.is_subset() {
                 return Err(Refused(
-                    RunStatus::DataErr,
+                    Exit::DataErr,
                     format!(
                         "{at}: {}",
                         proof.refusal(

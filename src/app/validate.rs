@@ -317,13 +317,7 @@ fn protected(c: &Compiled) -> Vec<Value> {
 /// Compiles one policy, reporting errors itself; returns the exit status on failure.
 pub(super) fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<Compiled, Exit> {
     compile_file(path, options).map_err(|e| match e {
-        PolicyError::Read { ref source, .. } => {
-            let exit = match source.kind() {
-                std::io::ErrorKind::PermissionDenied => Exit::NoPerm,
-                _ => Exit::NoInput,
-            };
-            fail(json, exit, &e.to_string())
-        }
+        PolicyError::Read { .. } => fail(json, Exit::of_policy(&e), &e.to_string()),
         PolicyError::Invalid(diagnostics) => {
             if json {
                 println!(

@@ -28,6 +28,7 @@ pub mod sarif;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -715,14 +716,6 @@ impl Findings {
 #[cfg(test)]
 mod tests;
 
-static CURRENT_RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Names the run this process is (`bee run`'s or `bee repl`'s run id): the run of the
-/// sightings its tools record. The first call wins.
-pub fn set_current_run(id: &str) {
-    let _ = CURRENT_RUN.set(id.to_owned());
-}
-
 /// Where a session's tools record findings: the ledger, the commit the session started at,
 /// and the run.
 #[derive(Debug)]
@@ -731,35 +724,41 @@ pub struct Recorder {
     pub ledger: Ledger,
     /// The repository's `HEAD` when the session started.
     pub commit: Option<String>,
-    run: Option<String>,
+    /// The run id, set once: by [`Recorder::with_run`], or by the command that shares the
+    /// cell ([`Recorder::in_run`]) when it knows its run id.
+    run: Arc<OnceLock<String>>,
 }
 
 impl Recorder {
-    /// Records into `ledger`, at `commit`, in the process's run ([`set_current_run`]).
+    /// Records into `ledger`, at `commit`, in no run until one is named.
     #[must_use]
     pub fn new(ledger: Ledger, commit: Option<String>) -> Self {
         Self {
             ledger,
             commit,
-            run: None,
+            run: Arc::default(),
         }
     }
 
     /// The same, in the run `run`.
     #[must_use]
     pub fn with_run(self, run: &str) -> Self {
-        Self {
-            run: Some(run.to_owned()),
-            ..self
-        }
+        let cell = OnceLock::new();
+        let _ = cell.set(run.to_owned());
+        self.in_run(Arc::new(cell))
+    }
+
+    /// The same, in the run `cell` holds once its command sets it (`bee run` builds its tools
+    /// before its records directory, and so its run id, is opened).
+    #[must_use]
+    pub fn in_run(self, cell: Arc<OnceLock<String>>) -> Self {
+        Self { run: cell, ..self }
     }
 
     /// The run sightings are recorded in.
     #[must_use]
     pub fn run(&self) -> Option<&str> {
-        self.run
-            .as_deref()
-            .or_else(|| CURRENT_RUN.get().map(String::as_str))
+        self.run.get().map(String::as_str)
     }
 
     /// Records `sightings` made by `by` ([`Ledger::record`]).

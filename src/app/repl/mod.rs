@@ -20,7 +20,6 @@ mod view;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -30,7 +29,7 @@ use view::View;
 
 pub(crate) use prepare::{Prepared, prepare};
 
-use super::run::RunStatus;
+use super::Exit;
 use super::setup::Refused;
 use crate::agents::AgentExecutor;
 use crate::config::Flags;
@@ -88,12 +87,12 @@ fn system_prompt(workspace: &Path, confined: bool) -> String {
 }
 
 /// Runs `bee repl` for this process.
-pub fn run(args: &Args) -> ExitCode {
+pub fn run(args: &Args) -> Exit {
     match repl(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => Exit::Ok,
         Err(Refused(status, why)) => {
             eprintln!("bee repl: {why}");
-            status.into()
+            status
         }
     }
 }
@@ -161,7 +160,7 @@ fn repl(args: &Args) -> Result<(), Refused> {
     let approve = args.approve || configured(|c| c.repl_approve.as_ref().map(|s| s.value));
     if approve && asked_tui {
         return Err(Refused(
-            RunStatus::Usage,
+            Exit::Usage,
             "--approve (repl.approve) asks its questions in the inline REPL only, and the \
              full-screen TUI was asked for (--tui or repl.tui): pass --no-tui, or drop \
              --approve"
@@ -250,8 +249,8 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
         streams(stdout_terminal, std::env::var("TERM").ok().as_deref()),
         p.outbox.clone(),
     );
-    for problem in &p.skill_problems {
-        view.styled(Role::Notice, &format!("a skill was skipped: {problem}"));
+    for notice in p.start_notices() {
+        view.styled(Role::Notice, &notice);
     }
     if enforcement == Enforcement::Host {
         view.styled(Role::Denial, UNCONFINED);
@@ -315,11 +314,11 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
         Some(Arc::clone(&p.store)),
         &observer,
     )
-    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+    .map_err(|e| Refused(Exit::Software, e.to_string()))?;
     let instructions = project_instructions(&mut session, executor.as_ref(), &|note| {
         view.styled(Role::Notice, note);
     })
-    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+    .map_err(|e| Refused(Exit::Software, e.to_string()))?;
 
     let turn = TurnInterrupt::default();
     let handler = turn.clone();
@@ -328,12 +327,12 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
         .and_then(|()| turn.watch_sigterm().map_err(|e| e.to_string()))
         .map_err(|e| {
             Refused(
-                RunStatus::Software,
+                Exit::Software,
                 format!("cannot install the Ctrl-C and SIGTERM handlers: {e}"),
             )
         })?;
     let mut editor = LineEditor::new(editor::history_path(&p.env))
-        .map_err(|e| Refused(RunStatus::Software, format!("the terminal: {e}")))?;
+        .map_err(|e| Refused(Exit::Software, format!("the terminal: {e}")))?;
     banner(&view, &session, policy_file, enforcement, editor.history());
     view.styled(Role::Muted, &loaded(&instructions, &p.skills));
 
@@ -357,7 +356,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
     let transcript = session.transcript().to_owned();
     let finished = session
         .finish(outcome, None)
-        .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+        .map_err(|e| Refused(Exit::Software, e.to_string()))?;
     write_summary(run_dir);
     view.styled(
         Role::Muted,
@@ -415,12 +414,11 @@ fn converse(
             Some(Slash::Quit) => break,
             Some(Slash::Allow(n)) => {
                 allow_inline(n, session, editor, ctx)
-                    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+                    .map_err(|e| Refused(Exit::Software, e.to_string()))?;
                 continue;
             }
             Some(cmd) => {
-                command(cmd, session, ctx)
-                    .map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+                command(cmd, session, ctx).map_err(|e| Refused(Exit::Software, e.to_string()))?;
                 continue;
             }
             None => line.trim().strip_prefix('/').unwrap_or(&line).to_owned(),
@@ -430,7 +428,7 @@ fn converse(
         let end = session.send(&message, &interrupt);
         turn.in_turn.store(false, Ordering::SeqCst);
         view.turn_ended();
-        let end = end.map_err(|e| Refused(RunStatus::Software, e.to_string()))?;
+        let end = end.map_err(|e| Refused(Exit::Software, e.to_string()))?;
         if turn.terminating() {
             view.styled(Role::Notice, "terminated (SIGTERM): the session ends");
             write_summary(ctx.run_dir);

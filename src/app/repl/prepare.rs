@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use bee_core::CompiledPolicy;
 
-use super::super::run::{RunStatus, SandboxFactory, sandbox_factory};
+use super::super::Exit;
+use super::super::run::{SandboxFactory, sandbox_factory};
 use super::super::setup::{
-    Refused, ToolPolicy, agents_on, compile_policy, connect, discover_roles, discover_skills,
+    Policies, Refused, RunSlot, ToolPolicy, agents_on, connect, discover_roles, discover_skills,
     file_refusal, load_provider, run_id, session_executor, tool_policies, tool_registry,
     with_catalogue,
 };
@@ -39,7 +40,9 @@ pub(crate) struct Prepared {
     /// The skills found.
     pub(crate) skills: Arc<SkillSet>,
     /// The skills that did not load.
-    pub(crate) skill_problems: Vec<SkillError>,
+    skill_problems: Vec<SkillError>,
+    /// The compiler's warnings about the policies.
+    policy_warnings: Vec<bee_core::PolicyWarning>,
     /// The roles subagents may take.
     pub(crate) roles: Arc<Roles>,
     /// Whether the model is offered `agent`.
@@ -70,40 +73,43 @@ pub(crate) fn prepare(
 ) -> Result<(Prepared, Box<dyn ToolExecutor>), Refused> {
     let env = Env::from_process().map_err(|e| {
         Refused(
-            RunStatus::NoInput,
+            Exit::NoInput,
             format!("cannot determine the current directory: {e}"),
         )
     })?;
     let config = Config::resolve_in(&args.flags, &env).map_err(|e| file_refusal(&e))?;
-    let theme = config
-        .theme()
-        .map_err(|why| Refused(RunStatus::DataErr, why))?;
+    let theme = config.theme().map_err(|why| Refused(Exit::DataErr, why))?;
     let policy_file = match config.require_policy_or_host() {
         Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
         Ok(crate::config::Enforcement::Host(_)) => None,
-        Err(refusal) => return Err(Refused(RunStatus::Usage, refusal.to_string())),
+        Err(refusal) => return Err(Refused(Exit::Usage, refusal.to_string())),
     };
     let provider = load_provider(&config)?;
     let workspace = config.workspace.value.clone();
     if !workspace.is_dir() {
         return Err(Refused(
-            RunStatus::NoInput,
+            Exit::NoInput,
             format!("the workspace {} is not a directory", workspace.display()),
         ));
     }
+    let compiler = Policies::default();
     let policy = match &policy_file {
-        Some(p) => Some(compile_policy(p, &workspace)?),
+        Some(p) => Some(compiler.compile(p, &workspace)?),
         None => None,
     };
     let (skills, skill_problems) = discover_skills(&env);
     let outbox = Outbox::default();
     let render = Arc::new(RenderTool::new(surface, outbox.clone()));
-    let tools = Arc::new(tool_registry(&config, &skills, Some(render))?);
+    let run_id = run_id();
+    let run_slot = RunSlot::default();
+    let _ = run_slot.set(run_id.clone());
+    let tools = Arc::new(tool_registry(&config, &skills, Some(render), &run_slot)?);
     let scoped = tool_policies(
         &config,
         &tools,
         &workspace,
         policy.as_ref().zip(policy_file.as_deref()),
+        &compiler,
     )?;
     let roles = discover_roles(&env);
     let agents = agents_on(&config, &roles);
@@ -119,24 +125,18 @@ pub(crate) fn prepare(
             // `repl::run` prints the prefix of the first line itself.
             let text = refusal.render("bee repl", "no model was called");
             let text = text.strip_prefix("bee repl: ").unwrap_or(&text).trim_end();
-            Refused(RunStatus::of_refusal(&refusal), text.to_owned())
+            Refused(refusal.exit(), text.to_owned())
         })?;
     let connected = connect(&provider)?;
-    let prices = provider.price_table().map_err(|e| {
-        Refused(
-            RunStatus::Software,
-            format!("the price table is malformed: {e}"),
-        )
-    })?;
+    let prices = provider
+        .price_table()
+        .map_err(|e| Refused(Exit::Software, format!("the price table is malformed: {e}")))?;
     let records_dir = config.records_dir.value.clone();
     let store = Store::open(&records_dir.join(STORE_FILE))
-        .map_err(|e| Refused(RunStatus::Software, format!("metrics store: {e}")))?;
-    let run_id = run_id();
-    #[cfg(feature = "findings")]
-    crate::findings::set_current_run(&run_id);
+        .map_err(|e| Refused(Exit::Software, format!("metrics store: {e}")))?;
     let run_dir = records_dir.join(&run_id);
     std::fs::create_dir_all(&run_dir)
-        .map_err(|e| Refused(RunStatus::Software, format!("{}: {e}", run_dir.display())))?;
+        .map_err(|e| Refused(Exit::Software, format!("{}: {e}", run_dir.display())))?;
     let executor = session_executor(
         factory.as_ref(),
         &workspace,
@@ -144,12 +144,7 @@ pub(crate) fn prepare(
         &tools,
         &scoped,
     )
-    .map_err(|why| {
-        Refused(
-            RunStatus::EnforcementUnavailable,
-            format!("{why}; no model was called"),
-        )
-    })?;
+    .map_err(|why| Refused(Exit::Unavailable, format!("{why}; no model was called")))?;
     let spec = SessionSpec {
         run_id,
         session_id: SESSION_ID.to_owned(),
@@ -186,6 +181,7 @@ pub(crate) fn prepare(
         enforcement,
         skills,
         skill_problems,
+        policy_warnings: compiler.warnings(),
         roles,
         agents,
         agent_settings: config.agents.settings(),
@@ -204,6 +200,15 @@ pub(crate) fn prepare(
 }
 
 impl Prepared {
+    /// What the session says before its first prompt, on either screen: the compiler's
+    /// warnings about the policies (as `bee validate` words them) and the skills that did
+    /// not load.
+    pub(crate) fn start_notices(&self) -> Vec<String> {
+        let warnings = self.policy_warnings.iter().map(|w| format!("warning: {w}"));
+        let skills = (self.skill_problems.iter()).map(|p| format!("a skill was skipped: {p}"));
+        warnings.chain(skills).collect()
+    }
+
     /// The tools that run in scopes of their own, and their policy files.
     pub(crate) fn tool_policy_files(&self) -> Vec<(String, PathBuf)> {
         self.scoped

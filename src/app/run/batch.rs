@@ -6,18 +6,17 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Args, Planned, RunStatus};
+use super::{Args, Exit, Planned};
 use crate::app::setup::{Refused, run_id};
 use crate::records::{
-    BEE_VERSION, MANIFEST_FORMAT, ManifestError, Outcome, RunLock, RunManifest, Store,
-    transcripts_in,
+    BEE_VERSION, MANIFEST_FORMAT, ManifestError, RunLock, RunManifest, Store, transcripts_in,
 };
 use crate::scenario::{Shard, sha256_hex};
 use crate::skills::SkillSet;
 
 /// The shard this process runs: `--shard K/N`, or `JOB_COMPLETION_INDEX` with `--shards N`.
 pub(super) fn shard_of(args: &Args) -> Result<Option<Shard>, Refused> {
-    let usage = |why: String| Refused(RunStatus::Usage, why);
+    let usage = |why: String| Refused(Exit::Usage, why);
     let index = args.job_completion_index.as_deref();
     match (args.shard, args.shards, index) {
         (Some(s), _, Some(i)) if i.trim().parse::<u32>().ok().map(|i| i + 1) != Some(s.index) => {
@@ -65,7 +64,7 @@ pub(super) fn content_hash(ep: &Planned, skills: &SkillSet) -> Result<String, Re
     let policy_sha256 = match &ep.policy {
         Some(p) => Some(sha256_hex(&std::fs::read(p).map_err(|e| {
             Refused(
-                RunStatus::NoInput,
+                Exit::NoInput,
                 format!("episode {}: {}: {e}", ep.def.id, p.display()),
             )
         })?)),
@@ -98,7 +97,7 @@ pub(super) fn content_hash(ep: &Planned, skills: &SkillSet) -> Result<String, Re
     };
     let json = serde_json::to_vec(&definition).map_err(|e| {
         Refused(
-            RunStatus::Software,
+            Exit::Software,
             format!("episode {}: hashing its definition: {e}", d.id),
         )
     })?;
@@ -123,13 +122,13 @@ pub(super) struct RunDir {
     /// Completed episodes of a resumed run: not run again.
     pub completed: BTreeSet<String>,
     /// The statuses of the completed episodes, for the run's exit status.
-    pub completed_statuses: Vec<RunStatus>,
+    pub completed_statuses: Vec<Exit>,
     /// What to say on stderr before the run starts.
     pub notes: Vec<String>,
 }
 
 fn cant_create(why: String) -> Refused {
-    Refused(RunStatus::CantCreate, why)
+    Refused(Exit::CantCreat, why)
 }
 
 fn manifest_refusal(e: ManifestError) -> Refused {
@@ -139,9 +138,9 @@ fn manifest_refusal(e: ManifestError) -> Refused {
              its own)"
         )),
         ManifestError::Missing(_) | ManifestError::Malformed { .. } => {
-            Refused(RunStatus::DataErr, e.to_string())
+            Refused(Exit::DataErr, e.to_string())
         }
-        ManifestError::Io { .. } => Refused(RunStatus::Software, e.to_string()),
+        ManifestError::Io { .. } => Refused(Exit::Software, e.to_string()),
     }
 }
 
@@ -163,7 +162,7 @@ pub(super) fn open(
     }
     let run_id = args.run_id.clone().unwrap_or_else(run_id);
     crate::records::check_id(&run_id)
-        .map_err(|e| Refused(RunStatus::Usage, format!("--run-id: {e}")))?;
+        .map_err(|e| Refused(Exit::Usage, format!("--run-id: {e}")))?;
     let dir = records_dir.join(&run_id);
     if let Err(e) = std::fs::create_dir(&dir) {
         let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -207,12 +206,8 @@ fn resumable(
         let dir = records_dir.join(id);
         return Ok(dir.is_dir().then_some(dir));
     }
-    let read = |e: std::io::Error| {
-        Refused(
-            RunStatus::NoInput,
-            format!("{}: {e}", records_dir.display()),
-        )
-    };
+    let read =
+        |e: std::io::Error| Refused(Exit::NoInput, format!("{}: {e}", records_dir.display()));
     let mut ours = Vec::new();
     let mut older = None;
     for entry in std::fs::read_dir(records_dir).map_err(read)? {
@@ -248,7 +243,7 @@ fn resume(
     let found = RunManifest::read(dir).map_err(manifest_refusal)?;
     if let Some(why) = manifest.mismatch(&found, dir) {
         return Err(Refused(
-            RunStatus::DataErr,
+            Exit::DataErr,
             format!(
                 "--resume: {why}; resume it with that scenario and bee, or use another records directory"
             ),
@@ -258,7 +253,7 @@ fn resume(
         let name =
             |s: Option<Shard>| s.map_or_else(|| "no shard".to_owned(), |s| format!("shard {s}"));
         return Err(Refused(
-            RunStatus::DataErr,
+            Exit::DataErr,
             format!(
                 "--resume: {} holds {}; this process runs {}: give each shard its own run \
                  directory",
@@ -273,7 +268,7 @@ fn resume(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let software = |e: String| Refused(RunStatus::Software, format!("--resume: {e}"));
+    let software = |e: String| Refused(Exit::Software, format!("--resume: {e}"));
     let episodes = crate::records::sessions_by_episode(dir).map_err(|e| software(e.to_string()))?;
     let mut completed = BTreeSet::new();
     let mut completed_statuses = Vec::new();
@@ -342,20 +337,11 @@ fn partial_path(path: &Path) -> PathBuf {
 }
 
 /// The status of a completed episode, from its transcript.
-fn status_of(s: &crate::records::Session) -> RunStatus {
+fn status_of(s: &crate::records::Session) -> Exit {
     let summary = crate::records::EpisodeSummary::from_transcript(&s.id, "", &s.transcript);
     match summary.outcome {
-        Some(Outcome::Passed | Outcome::Ended) | None => RunStatus::Passed,
-        Some(Outcome::Failed) => RunStatus::Failed,
-        Some(Outcome::Limit) => RunStatus::Limit,
-        Some(Outcome::Refused) => RunStatus::Refused,
-        Some(Outcome::Interrupted) => RunStatus::Interrupted,
-        Some(Outcome::EnforcementUnavailable) => RunStatus::EnforcementUnavailable,
-        Some(Outcome::ProviderError) => match summary.provider_error.map(|e| e.category) {
-            Some(crate::provider::ErrorCategory::Auth) => RunStatus::Auth,
-            Some(c) => RunStatus::Provider(c),
-            None => RunStatus::Provider(crate::provider::ErrorCategory::Protocol),
-        },
+        None => Exit::Ok,
+        Some(outcome) => Exit::of_outcome(outcome, summary.provider_error.map(|e| e.category)),
     }
 }
 

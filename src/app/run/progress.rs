@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
-use super::RunStatus;
+use super::Exit;
 use crate::episode::EpisodeReport;
 use crate::records::{Cost, EpisodeSummary, Event, EventBody, Outcome, Refusal, Role, RunSummary};
 
@@ -153,7 +153,7 @@ impl Progress {
         }
     }
 
-    pub(super) fn done(&self, summary: &RunSummary, status: RunStatus, run_dir: &Path) {
+    pub(super) fn done(&self, summary: &RunSummary, status: Exit, run_dir: &Path) {
         self.with(|s| match self.style {
             Style::Json => {
                 let v = serde_json::json!({

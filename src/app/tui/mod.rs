@@ -33,13 +33,13 @@ use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseEventKind};
 use app::{App, FromSession, Status, ToSession};
 use terminal::Screen;
 
+use super::Exit;
 use super::repl::allow;
 use super::repl::commands::{self, Shown};
 use super::repl::slash::Slash;
 use super::repl::{
     Prepared, TurnInterrupt, UNCONFINED, loaded, project_instructions, write_summary,
 };
-use super::run::RunStatus;
 use super::setup::Refused;
 use crate::agents::AgentExecutor;
 use crate::records::{Outcome, Totals};
@@ -63,17 +63,13 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
         // Said out loud at the start, as the inline REPL does, not only in the status line.
         app.push_unconfined(UNCONFINED);
     }
-    for problem in &p.skill_problems {
-        app.notice(&format!("a skill was skipped: {problem}"));
+    for notice in p.start_notices() {
+        app.notice(&notice);
     }
     let term = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(signal, Arc::clone(&term)).map_err(|e| {
-            Refused(
-                RunStatus::Software,
-                format!("cannot watch for SIGTERM: {e}"),
-            )
-        })?;
+        signal_hook::flag::register(signal, Arc::clone(&term))
+            .map_err(|e| Refused(Exit::Software, format!("cannot watch for SIGTERM: {e}")))?;
     }
     let interrupt = TurnInterrupt::default();
     let (to_ui, from_session) = mpsc::channel();
@@ -98,7 +94,7 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
             println!("{line}");
             Ok(())
         }
-        Err(why) => Err(Refused(RunStatus::Software, why)),
+        Err(why) => Err(Refused(Exit::Software, why)),
     }
 }
 
