@@ -5,6 +5,7 @@
 mod check;
 mod completions;
 mod config_cmd;
+mod conversation;
 pub mod enforcement;
 mod exec;
 mod exit;

@@ -6,8 +6,8 @@ use std::time::Instant;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui_textarea::{CursorMove, TextArea};
 
-use super::super::repl::commands::Shown;
-use super::super::repl::slash::Slash;
+use super::super::conversation::commands::Shown;
+use super::super::conversation::slash::Slash;
 use super::cells::{Cell, Kind, ToolEnd};
 use super::keys::{self, Action, Focus, KeyCtx, Overlay};
 use crate::panels::{Board, Placement, draw};
@@ -438,7 +438,9 @@ impl App {
         if self.asking.take().is_some() {
             self.hint = None;
             self.push(Kind::User(text.clone()));
-            return Some(ToSession::Answer(crate::app::repl::allow::is_yes(&text)));
+            return Some(ToSession::Answer(crate::app::conversation::allow::is_yes(
+                &text,
+            )));
         }
         let trimmed = text.trim();
         if let Some(cmd) = trimmed.strip_prefix('/')

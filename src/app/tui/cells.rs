@@ -3,7 +3,7 @@
 
 use ratatui::text::Line;
 
-use super::super::repl::commands::Shown;
+use super::super::conversation::commands::Shown;
 use super::style;
 use crate::panels::{Widget, draw};
 use crate::records::ToolState;

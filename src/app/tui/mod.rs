@@ -34,10 +34,10 @@ use app::{App, FromSession, Status, ToSession};
 use terminal::Screen;
 
 use super::Exit;
-use super::repl::allow;
-use super::repl::commands::{self, Shown};
-use super::repl::slash::Slash;
-use super::repl::{
+use super::conversation::allow;
+use super::conversation::commands::{self, Shown};
+use super::conversation::slash::Slash;
+use super::conversation::{
     Prepared, TurnInterrupt, UNCONFINED, loaded, project_instructions, write_summary,
 };
 use super::setup::Refused;

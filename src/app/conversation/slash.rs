@@ -29,7 +29,7 @@ pub(crate) enum Slash {
 }
 
 /// The commands, for `/help` and for hints.
-pub(super) const COMMANDS: [(&str, &str); 10] = [
+pub(crate) const COMMANDS: [(&str, &str); 10] = [
     ("/help", "this list, and the keys"),
     (
         "/skills",
@@ -70,7 +70,7 @@ pub(super) const COMMANDS: [(&str, &str); 10] = [
 ];
 
 /// The keys, for `/help`.
-pub(super) const KEYS: [(&str, &str); 5] = [
+pub(crate) const KEYS: [(&str, &str); 5] = [
     (
         "↑ ↓, Ctrl-P Ctrl-N",
         "walk the history (kept across sessions)",

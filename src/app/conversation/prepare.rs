@@ -13,9 +13,9 @@ use super::super::setup::{
     file_refusal, load_provider, run_id, session_executor, tool_policies, tool_registry,
     with_catalogue,
 };
-use super::{Args, SESSION_ID, system_prompt};
+use super::{SESSION_ID, system_prompt};
 use crate::agents::{AgentSettings, Caller, Delegation, Roles};
-use crate::config::{Config, Env};
+use crate::config::{Config, Env, Flags};
 use crate::panels::{Outbox, RenderTool, Surface};
 use crate::provider::ProviderSpec;
 use crate::records::{Enforcement, STORE_FILE, Store, Timestamp};
@@ -68,7 +68,7 @@ pub(crate) struct Prepared {
 
 /// Checks and builds everything; the render tool shows its panels on `surface`.
 pub(crate) fn prepare(
-    args: &Args,
+    flags: &Flags,
     surface: Surface,
 ) -> Result<(Prepared, Box<dyn ToolExecutor>), Refused> {
     let env = Env::from_process().map_err(|e| {
@@ -77,7 +77,7 @@ pub(crate) fn prepare(
             format!("cannot determine the current directory: {e}"),
         )
     })?;
-    let config = Config::resolve_in(&args.flags, &env).map_err(|e| file_refusal(&e))?;
+    let config = Config::resolve_in(flags, &env).map_err(|e| file_refusal(&e))?;
     let theme = config.theme().map_err(|why| Refused(Exit::DataErr, why))?;
     let policy_file = match config.require_policy_or_host() {
         Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
