@@ -98,6 +98,11 @@ impl SandboxExecutor {
                 observe(&self.workspace, record);
             }
         }
+        self.write_audit(records);
+    }
+
+    /// Appends `records` to the `--audit` file, when there is one.
+    fn write_audit(&self, records: &[AuditRecord]) {
         let Some(audit) = &self.audit else { return };
         if let Ok(mut out) = audit.lock() {
             for record in records {
@@ -141,6 +146,9 @@ impl ToolExecutor for SandboxExecutor {
             .with_limits(self.limits_within(bounds))
             .call_until(&sandbox, call, &stop);
         self.record(&outcome.denials);
+        // The runner's own start-up reads: in the audit trail, which keeps every decision, but
+        // not shown to the model, the UI, `/allow` or learn mode (the tool does not need them).
+        self.write_audit(&outcome.runner_denials);
         ToolExecution {
             state: outcome.state,
             content: outcome.content,
@@ -267,8 +275,13 @@ fn check_execution(out: &RunOutput, timeout: Duration) -> ToolExecution {
         .iter()
         .filter_map(ToolDenial::from_audit)
         .collect();
-    for d in &denials {
-        content.push_str(&format!("\ndenied by policy: {}", d.explanation));
+    let refused: Vec<AuditRecord> = (out.denials.iter())
+        .filter(|r| r.verdict == Verdict::Deny)
+        .cloned()
+        .collect();
+    for line in tools::denial_lines(&refused) {
+        content.push('\n');
+        content.push_str(&line);
     }
     let state = if out.timed_out {
         content.push_str(&format!("\ntimed out after {} s", timeout.as_secs()));

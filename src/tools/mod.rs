@@ -132,9 +132,10 @@ pub struct ToolOutcome {
     pub content: String,
     /// The kernel's denials during the call, oldest first.
     pub denials: Vec<AuditRecord>,
-    /// Denials of the tool runner's own start-up, kept for the records but not shown to the
-    /// model: Rust's standard library reads the runner's `/proc/PID/maps` to find the main
-    /// thread's stack, which a policy rarely grants and the tool does not need.
+    /// Denials of the tool runner's own start-up, written to the `--audit` file but not shown
+    /// to the model, the UI, `/allow` or learn mode: Rust's standard library reads the runner's
+    /// `/proc/PID/maps` to find the main thread's stack, which a policy rarely grants and the
+    /// tool does not need.
     pub runner_denials: Vec<AuditRecord>,
     /// How long the call took.
     pub duration: Duration,
