@@ -20,3 +20,4 @@ pub mod scenario;
 pub mod session;
 pub mod skills;
 pub mod tools;
+pub mod vocab;

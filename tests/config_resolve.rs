@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bee::config::{Config, Enforcement, Env, FileError, Flags, Origin, Refusal};
+use bee::config::{Config, Confinement, Env, FileError, Flags, Origin, Refusal};
 
 struct World {
     _dir: tempfile::TempDir,
@@ -321,7 +321,7 @@ fn policy_or_explicit_host_or_refusal() {
     });
     assert!(matches!(
         c.require_policy_or_host(),
-        Ok(Enforcement::Policy(_))
+        Ok(Confinement::Policy(_))
     ));
 
     let c = w.resolve(&Flags {
@@ -329,7 +329,7 @@ fn policy_or_explicit_host_or_refusal() {
         ..Flags::default()
     });
     match c.require_policy_or_host() {
-        Ok(Enforcement::Host(origin)) => assert_eq!(origin.to_string(), "flag --host"),
+        Ok(Confinement::Host(origin)) => assert_eq!(origin.to_string(), "flag --host"),
         other => panic!("{other:?}"),
     }
 

@@ -31,7 +31,7 @@ fn demo() -> PathBuf {
 
 fn secret_denial() -> ToolDenial {
     ToolDenial {
-        hook: "file_open".to_owned(),
+        hook: bee_userspace::audit::HookName::parse("file_open"),
         explanation: format!("open {SECRET} for read: no fs.read grant covers it"),
         target: DenialTarget::Path(SECRET.to_owned()),
         missing: GrantKind::FsRead,
@@ -41,7 +41,7 @@ fn secret_denial() -> ToolDenial {
 
 fn connect_denial() -> ToolDenial {
     ToolDenial {
-        hook: "socket_connect".to_owned(),
+        hook: bee_userspace::audit::HookName::parse("socket_connect"),
         explanation: "connect tcp 127.0.0.1:9999: no net.allow rule covers it".to_owned(),
         target: DenialTarget::Peer("127.0.0.1:9999".to_owned()),
         missing: GrantKind::Net,
@@ -55,7 +55,7 @@ const EXFIL_NAME: &str = "c2vjcmv0.collector.example";
 
 fn lookup_denial() -> ToolDenial {
     ToolDenial {
-        hook: "dns_query".to_owned(),
+        hook: bee_userspace::audit::HookName::parse("dns_query"),
         explanation: format!(
             "resolve {EXFIL_NAME}: no net.allow host rule names it (answered NXDOMAIN; the query \
              never left the machine)"

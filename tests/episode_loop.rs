@@ -103,7 +103,7 @@ const DONE: &str = r#"{"text": "done", "usage": {"input_tokens": 300, "output_to
 
 fn secret_denial() -> ToolDenial {
     ToolDenial {
-        hook: "file_open".to_owned(),
+        hook: bee_common::Hook::FileOpen.into(),
         explanation: "open /secret for read: no fs.read grant covers it".to_owned(),
         target: DenialTarget::Path("/secret".to_owned()),
         missing: GrantKind::FsRead,

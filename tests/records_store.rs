@@ -88,7 +88,7 @@ fn tool(
     for i in 0..denials {
         rec.record(EventBody::Denial(Denial {
             call_id: id.into(),
-            hook: "file_open".into(),
+            hook: bee_userspace::audit::HookName::parse("file_open"),
             explanation: format!("write to /etc/x{i} refused: no fs.write grant covers it"),
             target: DenialTarget::Path(format!("/etc/x{i}")),
             missing: GrantKind::FsWrite,
@@ -140,7 +140,7 @@ fn fixture(records: &Path, store: Option<Arc<Store>>) -> TestResult {
     // The success check ran in a scope too and was refused one write.
     rec.record(EventBody::Denial(Denial {
         call_id: bee::records::SUCCESS_CHECK_CALL_ID.into(),
-        hook: "path_unlink".into(),
+        hook: bee_userspace::audit::HookName::parse("path_unlink"),
         explanation: "unlink /etc/y: no fs.write grant covers it".into(),
         target: DenialTarget::Path("/etc/y".into()),
         missing: GrantKind::FsWrite,

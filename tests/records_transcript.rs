@@ -76,7 +76,7 @@ fn every_kind() -> Vec<EventBody> {
         }),
         EventBody::Denial(Denial {
             call_id: "c1".into(),
-            hook: "file_open".into(),
+            hook: bee_common::Hook::FileOpen.into(),
             explanation: "read of /etc/shadow refused: no fs.read grant covers it".into(),
             target: DenialTarget::Path("/etc/shadow".into()),
             missing: GrantKind::FsRead,
@@ -84,7 +84,7 @@ fn every_kind() -> Vec<EventBody> {
         }),
         EventBody::Denial(Denial {
             call_id: "c1".into(),
-            hook: "socket_connect".into(),
+            hook: bee_common::Hook::SocketConnect.into(),
             explanation: "tcp connect to 1.1.1.1:443 refused: no net.allow grant".into(),
             target: DenialTarget::Peer("1.1.1.1:443".into()),
             missing: GrantKind::Net,

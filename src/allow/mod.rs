@@ -23,7 +23,7 @@ use bee_core::compiled::{ExecRule, FileId, NetRule, Origin, PathRule};
 use bee_core::glob::PathPattern;
 use bee_core::net::{IpNet, PortRange, Protocol};
 use bee_core::{CompiledPolicy, PolicyDiff};
-use bee_userspace::audit::{AuditRecord, Reason, Verdict};
+use bee_userspace::audit::{AuditRecord, GrantKind, Reason, Verdict};
 
 #[cfg(test)]
 mod tests;
@@ -240,10 +240,10 @@ pub fn propose(
             Some(p) => Err(cannot(&format!("`{p}` is not an absolute path"))),
         }
     };
-    match record.grant.as_deref() {
-        Some("fs.read") => path().map(Rule::Read),
-        Some("fs.write") => path().map(Rule::Write),
-        Some("exec.allow") => {
+    match record.grant {
+        Some(GrantKind::FsRead) => path().map(Rule::Read),
+        Some(GrantKind::FsWrite) => path().map(Rule::Write),
+        Some(GrantKind::Exec) => {
             let path = path()?;
             match identify(&path) {
                 Some(pin) => Ok(Rule::Exec { path, pin }),
@@ -252,7 +252,7 @@ pub fn propose(
                 ))),
             }
         }
-        Some("net.unix") => match record.path.as_deref() {
+        Some(GrantKind::NetUnix) => match record.path.as_deref() {
             None | Some("") => Err(cannot(
                 "the socket is abstract, and abstract sockets are never granted",
             )),
@@ -261,7 +261,7 @@ pub fn propose(
             )),
             Some(_) => path().map(Rule::Unix),
         },
-        Some("net.allow") => {
+        Some(GrantKind::Net) => {
             let proto = match record.proto.as_deref() {
                 Some("tcp") => Protocol::Tcp,
                 Some("udp") => Protocol::Udp,
@@ -272,7 +272,7 @@ pub fn propose(
                 _ => Err(cannot("the kernel's event names no peer address and port")),
             }
         }
-        _ => Err(cannot("no kind of grant allows it")),
+        None => Err(cannot("no kind of grant allows it")),
     }
 }
 

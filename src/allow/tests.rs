@@ -3,7 +3,7 @@ use std::net::IpAddr;
 use bee_core::compiled::FileId;
 use bee_core::net::Protocol;
 use bee_core::{CompileOptions, compile_str};
-use bee_userspace::audit::{AuditRecord, Reason, RuleRef, Verdict};
+use bee_userspace::audit::{AuditRecord, HookName, Reason, RuleRef, Verdict};
 
 use super::{Change, Rule, propose};
 
@@ -15,17 +15,17 @@ fn denial(hook: &str, grant: Option<&str>, access: &[&str], path: Option<&str>) 
         pid: 10,
         tid: 10,
         comm: "cat".into(),
-        hook: hook.into(),
+        hook: HookName::parse(hook),
         verdict: Verdict::Deny,
         errno: Some(1),
-        access: access.iter().map(|a| (*a).to_owned()).collect(),
+        access: access.iter().filter_map(|a| a.parse().ok()).collect(),
         path: path.map(str::to_owned),
         path_truncated: false,
         proto: None,
         addr: None,
         port: None,
         capability: None,
-        grant: grant.map(str::to_owned),
+        grant: grant.and_then(|g| g.parse().ok()),
         reason: Some(Reason::NoGrant),
         policy: "p.toml".into(),
         learn: false,

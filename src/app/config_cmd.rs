@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::Exit;
 use super::setup::{Refused, compile_policy};
-use crate::config::{Config, Enforcement, FileError, Flags};
+use crate::config::{Config, Confinement, FileError, Flags};
 use crate::provider::ProviderSpec;
 
 /// Arguments of `bee config`.
@@ -39,12 +39,12 @@ pub fn run(args: &Args) -> Exit {
         return exit;
     }
     let enforcement = match config.require_policy_or_host() {
-        Ok(Enforcement::Policy(p)) => format!(
+        Ok(Confinement::Policy(p)) => format!(
             "each tool call runs in a kernel scope under {}, where the kernel can enforce it \
              (`bee check`; a session refuses to start where it cannot)",
             p.value.display()
         ),
-        Ok(Enforcement::Host(origin)) => format!(
+        Ok(Confinement::Host(origin)) => format!(
             "tools run as hardened host processes with NO kernel scope (host from {origin})"
         ),
         Err(refusal) => format!("a session would refuse to start: {refusal}"),

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use bee_core::CompiledPolicy;
 use bee_core::learn::{Access, HostFs, Limits, Observed, Synthesis, synthesize};
 use bee_core::net::Protocol;
-use bee_userspace::audit::{AuditRecord, Verdict};
+use bee_userspace::audit::{AuditRecord, GrantKind, Verdict};
 
 use super::Exit;
 
@@ -208,12 +208,12 @@ impl Learn {
 /// The access a learned record stands for, by the grant that would allow it.
 fn access(record: &AuditRecord) -> Option<Access<'_>> {
     let path = record.path.as_deref().filter(|_| !record.path_truncated);
-    match record.grant.as_deref()? {
-        "fs.read" => path.map(Access::Read),
-        "fs.write" => path.map(Access::Write),
-        "exec.allow" => path.map(Access::Exec),
-        "net.unix" => path.map(Access::Unix),
-        "net.allow" => Some(Access::Net {
+    match record.grant? {
+        GrantKind::FsRead => path.map(Access::Read),
+        GrantKind::FsWrite => path.map(Access::Write),
+        GrantKind::Exec => path.map(Access::Exec),
+        GrantKind::NetUnix => path.map(Access::Unix),
+        GrantKind::Net => Some(Access::Net {
             proto: match record.proto.as_deref()? {
                 "tcp" => Protocol::Tcp,
                 "udp" => Protocol::Udp,
@@ -222,7 +222,6 @@ fn access(record: &AuditRecord) -> Option<Access<'_>> {
             addr: record.addr?,
             port: record.port?,
         }),
-        _ => None,
     }
 }
 

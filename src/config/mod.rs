@@ -399,7 +399,7 @@ pub fn relative_path_hint(key: &str, value: &Sourced<PathBuf>, cwd: &Path) -> Op
 
 /// How tools will be confined, as [`Config::require_policy_or_host`] decided.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Enforcement<'a> {
+pub enum Confinement<'a> {
     /// Each tool call runs in a kernel scope under this policy.
     Policy(&'a Sourced<PathBuf>),
     /// Tools run as hardened host processes with no kernel scope, because `host` was set
@@ -537,10 +537,10 @@ impl Config {
     ///
     /// # Errors
     /// [`Refusal`].
-    pub fn require_policy_or_host(&self) -> Result<Enforcement<'_>, Refusal> {
+    pub fn require_policy_or_host(&self) -> Result<Confinement<'_>, Refusal> {
         match (&self.policy, self.host.value) {
-            (Some(p), false) => Ok(Enforcement::Policy(p)),
-            (None, true) => Ok(Enforcement::Host(&self.host.origin)),
+            (Some(p), false) => Ok(Confinement::Policy(p)),
+            (None, true) => Ok(Confinement::Host(&self.host.origin)),
             (None, false) => Err(Refusal::NoPolicy),
             (Some(p), true) => Err(Refusal::Both {
                 policy: p.origin.clone(),

@@ -17,6 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::time::Timestamp;
 pub use crate::provider::{ErrorCategory, Refusal, StopReason};
+pub use crate::vocab::{Enforcement, GrantKind, HookName, Outcome, ToolState};
 
 /// One transcript line: a sequence number, when it happened, and what happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -184,44 +185,6 @@ impl From<bee_userspace::scope::EngineKind> for EngineName {
     }
 }
 
-/// How the tools of an episode were confined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Enforcement {
-    /// Each tool call ran in a cgroup scope whose policy the eBPF LSM programs enforced.
-    Kernel,
-    /// Tools ran as hardened host processes with no kernel scope (`--host`).
-    Host,
-}
-
-impl Enforcement {
-    /// `kernel` or `host`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Kernel => "kernel",
-            Self::Host => "host",
-        }
-    }
-
-    /// One line for people, e.g. for the start of a session.
-    #[must_use]
-    pub fn describe(self) -> &'static str {
-        match self {
-            Self::Kernel => "kernel: every tool call runs in a kernel scope",
-            Self::Host => {
-                "host (--host): tools run as hardened host processes with NO kernel enforcement"
-            }
-        }
-    }
-}
-
-impl fmt::Display for Enforcement {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// The limits of an episode; `None` means no limit of that kind.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
@@ -286,30 +249,6 @@ pub struct ToolResult {
     pub duration_ms: u64,
 }
 
-/// The three states every tool answers in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolState {
-    /// The tool ran and did what it does (a command exiting non-zero still completed).
-    Completed,
-    /// The tool did not run: not granted, missing binary, bad arguments, timeout before start.
-    CouldNotRun,
-    /// The tool started and broke: a crash, a timeout, an unreadable result.
-    Failed,
-}
-
-impl ToolState {
-    /// `completed`, `could_not_run` or `failed`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Completed => "completed",
-            Self::CouldNotRun => "could_not_run",
-            Self::Failed => "failed",
-        }
-    }
-}
-
 /// How a tool's output was shortened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Truncation {
@@ -340,7 +279,7 @@ pub struct Denial {
     /// [`SUCCESS_CHECK_CALL_ID`].
     pub call_id: String,
     /// The LSM hook that refused (for example `file_open`, `bprm_check_security`).
-    pub hook: String,
+    pub hook: HookName,
     /// One line saying what was refused and why.
     pub explanation: String,
     /// The file or peer the operation was aimed at.
@@ -381,40 +320,6 @@ impl DenialTarget {
     pub fn value(&self) -> &str {
         match self {
             Self::Path(v) | Self::Peer(v) | Self::Name(v) => v,
-        }
-    }
-}
-
-/// A kind of grant, named by the policy key that grants it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum GrantKind {
-    /// `fs.read`
-    #[serde(rename = "fs.read")]
-    FsRead,
-    /// `fs.write`
-    #[serde(rename = "fs.write")]
-    FsWrite,
-    /// `exec.allow`
-    #[serde(rename = "exec.allow")]
-    Exec,
-    /// `net.allow`
-    #[serde(rename = "net.allow")]
-    Net,
-    /// `net.unix`
-    #[serde(rename = "net.unix")]
-    NetUnix,
-}
-
-impl GrantKind {
-    /// The policy key, for example `fs.write`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::FsRead => "fs.read",
-            Self::FsWrite => "fs.write",
-            Self::Exec => "exec.allow",
-            Self::Net => "net.allow",
-            Self::NetUnix => "net.unix",
         }
     }
 }
@@ -692,46 +597,6 @@ pub struct EpisodeFinished {
     pub success_check: Option<SuccessCheck>,
     /// What the episode used.
     pub totals: Totals,
-}
-
-/// The outcomes of an episode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// The success check passed.
-    Passed,
-    /// The success check failed.
-    Failed,
-    /// A limit ended the episode (an answer cut off at the output limit included).
-    Limit,
-    /// The model declined the task, or the provider's content filter stopped its answer.
-    Refused,
-    /// The provider failed and the episode could not go on.
-    ProviderError,
-    /// bee was interrupted.
-    Interrupted,
-    /// The kernel could not enforce the policy, so no tool ran.
-    EnforcementUnavailable,
-    /// An interactive session (`bee repl`) that the user ended.
-    Ended,
-}
-
-impl Outcome {
-    /// The outcome as written: `passed`, `failed`, `limit`, `refused`, `provider-error`,
-    /// `interrupted`, `enforcement-unavailable` or `ended`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Passed => "passed",
-            Self::Failed => "failed",
-            Self::Limit => "limit",
-            Self::Refused => "refused",
-            Self::ProviderError => "provider-error",
-            Self::Interrupted => "interrupted",
-            Self::EnforcementUnavailable => "enforcement-unavailable",
-            Self::Ended => "ended",
-        }
-    }
 }
 
 /// The result of a scenario's success check.

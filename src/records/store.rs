@@ -620,7 +620,7 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
                     ep,
                     seq,
                     d.call_id,
-                    d.hook,
+                    d.hook.as_str(),
                     d.explanation,
                     d.target.kind(),
                     d.target.value(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use bee_userspace::audit::{AuditRecord, Verdict};
+use bee_userspace::audit::{Access, AuditRecord, HookName, Verdict};
 
 use crate::provider::{ToolCall, ToolDef};
 use crate::records::{DenialTarget, Enforcement, ExitStatus, GrantKind, ToolState};
@@ -68,7 +68,7 @@ impl Bounds {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDenial {
     /// The LSM hook that refused (`file_open`, `bprm_check_security`, `socket_connect`, …).
-    pub hook: String,
+    pub hook: HookName,
     /// One line for people: what was refused and why.
     pub explanation: String,
     /// The file or peer the operation was aimed at.
@@ -87,13 +87,13 @@ impl ToolDenial {
             return None;
         }
         let target = match (record.addr, record.port) {
-            _ if record.hook == bee_common::Hook::DnsQuery.name() => {
+            _ if record.hook == bee_common::Hook::DnsQuery => {
                 DenialTarget::Name(record.path.clone().unwrap_or_default())
             }
             (Some(addr), Some(port)) => {
                 DenialTarget::Peer(std::net::SocketAddr::new(addr, port).to_string())
             }
-            _ if record.grant.as_deref() == Some("net.unix") => DenialTarget::Peer(
+            _ if record.grant == Some(GrantKind::NetUnix) => DenialTarget::Peer(
                 record
                     .path
                     .clone()
@@ -101,16 +101,13 @@ impl ToolDenial {
             ),
             _ => DenialTarget::Path(record.path.clone().unwrap_or_default()),
         };
-        let missing = match record.grant.as_deref() {
-            Some("fs.write") => GrantKind::FsWrite,
-            Some("exec.allow") => GrantKind::Exec,
-            Some("net.allow") => GrantKind::Net,
-            Some("net.unix") => GrantKind::NetUnix,
-            Some("fs.read") => GrantKind::FsRead,
-            _ if record.access.iter().any(|a| a == "exec") => GrantKind::Exec,
-            _ if record.access.iter().any(|a| a == "write") => GrantKind::FsWrite,
-            _ if record.access.iter().any(|a| a == "net") => GrantKind::Net,
-            _ => GrantKind::FsRead,
+        let has = |a: Access| record.access.contains(&a);
+        let missing = match record.grant {
+            Some(grant) => grant,
+            None if has(Access::Exec) => GrantKind::Exec,
+            None if has(Access::Write) => GrantKind::FsWrite,
+            None if has(Access::Net) => GrantKind::Net,
+            None => GrantKind::FsRead,
         };
         Some(Self {
             hook: record.hook.clone(),

@@ -134,7 +134,7 @@ pub(crate) fn run_runner(
 
 /// True for the runner's read of its own `/proc/PID/maps` at start-up.
 fn is_runner_startup(record: &AuditRecord) -> bool {
-    record.hook == "file_open"
-        && record.access == ["read"]
+    record.hook == bee_common::Hook::FileOpen
+        && record.access == [bee_userspace::audit::Access::Read]
         && record.path.as_deref() == Some(format!("/proc/{}/maps", record.pid).as_str())
 }

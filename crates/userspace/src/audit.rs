@@ -32,6 +32,9 @@ use bee_core::compiled::{Origin, PathRule};
 use bee_core::glob::PathPattern;
 use serde::{Deserialize, Serialize};
 
+mod decision;
+pub use decision::{Access, GrantKind, HookName};
+
 /// `AF_UNIX` (`include/linux/socket.h`).
 const AF_UNIX: u16 = 1;
 /// `AF_INET`.
@@ -135,7 +138,7 @@ pub struct AuditRecord {
     /// The task's `comm` (at most 15 bytes, lossily decoded).
     pub comm: String,
     /// The LSM hook, e.g. `file_open` (`unknown:N` for an id this build does not know).
-    pub hook: String,
+    pub hook: HookName,
     /// The decision.
     pub verdict: Verdict,
     /// Learn mode (`bee exec --learn`, `bee run --learn`): the policy denied this access
@@ -146,8 +149,8 @@ pub struct AuditRecord {
     /// (learned accesses included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errno: Option<i32>,
-    /// The attempted access, by name: `read`, `write`, `exec`, `unix`, `net`.
-    pub access: Vec<String>,
+    /// The attempted access: `read`, `write`, `exec`, `unix`, `net`.
+    pub access: Vec<Access>,
     /// The path (file, executable or unix socket), lossily decoded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -170,7 +173,7 @@ pub struct AuditRecord {
     /// The kind of grant that would allow the access: `fs.read`, `fs.write`, `exec.allow`,
     /// `net.allow` or `net.unix`; absent for operations no grant allows.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub grant: Option<String>,
+    pub grant: Option<GrantKind>,
     /// Why it was denied; absent if allowed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason>,
@@ -223,17 +226,17 @@ fn verb(hook: Hook) -> &'static str {
     }
 }
 
-fn access_names(access: u32) -> Vec<String> {
+fn access_names(access: u32) -> Vec<Access> {
     [
-        (ACCESS_READ, "read"),
-        (ACCESS_WRITE, "write"),
-        (ACCESS_EXEC | ACCESS_EXEC_PINNED, "exec"),
-        (ACCESS_UNIX, "unix"),
-        (ACCESS_NET, "net"),
+        (ACCESS_READ, Access::Read),
+        (ACCESS_WRITE, Access::Write),
+        (ACCESS_EXEC | ACCESS_EXEC_PINNED, Access::Exec),
+        (ACCESS_UNIX, Access::Unix),
+        (ACCESS_NET, Access::Net),
     ]
     .iter()
     .filter(|(bit, _)| access & bit != 0)
-    .map(|(_, name)| (*name).to_owned())
+    .map(|(_, a)| *a)
     .collect()
 }
 
@@ -346,17 +349,17 @@ fn capability_name(number: u16) -> String {
 }
 
 /// The grant kind a hook's access needs, for path hooks.
-fn path_grant(hook: Hook, access: u32) -> Option<&'static str> {
+fn path_grant(hook: Hook, access: u32) -> Option<GrantKind> {
     match hook {
-        Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some("exec.allow"),
-        Hook::UnixStreamConnect | Hook::UnixMaySend => Some("net.unix"),
+        Hook::BprmCheckSecurity | Hook::MmapFile | Hook::FileMprotect => Some(GrantKind::Exec),
+        Hook::UnixStreamConnect | Hook::UnixMaySend => Some(GrantKind::NetUnix),
         _ if never_granted(hook) => None,
         // A device node, a set-user-ID mode or a denied ioctl: reported with no access,
         // never granted.
         Hook::PathMknod | Hook::PathChmod | Hook::FileIoctl if access == 0 => None,
         Hook::SocketConnect | Hook::SocketSendmsg => None,
-        Hook::FileOpen | Hook::PathNotify if access & ACCESS_WRITE == 0 => Some("fs.read"),
-        _ => Some("fs.write"),
+        Hook::FileOpen | Hook::PathNotify if access & ACCESS_WRITE == 0 => Some(GrantKind::FsRead),
+        _ => Some(GrantKind::FsWrite),
     }
 }
 
@@ -372,10 +375,7 @@ impl AuditRecord {
             pid: event.tgid,
             tid: event.pid,
             comm: cstr_lossy(&event.comm),
-            hook: hook.map_or_else(
-                || format!("unknown:{}", event.hook),
-                |h| h.name().to_owned(),
-            ),
+            hook: HookName::from_raw(event.hook),
             verdict: if allowed {
                 Verdict::Allow
             } else {
@@ -411,20 +411,20 @@ impl AuditRecord {
             };
             record.addr = Some(event_addr(event));
             record.port = Some(event.port);
-            record.grant = Some("net.allow".to_owned());
+            record.grant = Some(GrantKind::Net);
         } else if event.path_len > 0 {
             record.path = Some(String::from_utf8_lossy(event.path()).into_owned());
             record.grant = match hook {
                 Hook::SocketConnect | Hook::SocketSendmsg if event.family == AF_UNIX => {
-                    Some("net.unix".to_owned())
+                    Some(GrantKind::NetUnix)
                 }
-                _ => path_grant(hook, event.access).map(str::to_owned),
+                _ => path_grant(hook, event.access),
             };
         } else if event.family == AF_UNIX {
             // An abstract (or unnamed) unix socket: it has no path, and none is ever granted.
-            record.grant = Some("net.unix".to_owned());
+            record.grant = Some(GrantKind::NetUnix);
         } else {
-            record.grant = path_grant(hook, event.access).map(str::to_owned);
+            record.grant = path_grant(hook, event.access);
         }
         if !allowed {
             let reason = record.reason_for(hook, event, policy);
@@ -440,7 +440,7 @@ impl AuditRecord {
     /// there).
     fn dns_refusal(&mut self, event: &AuditEvent) {
         let text = String::from_utf8_lossy(event.path()).into_owned();
-        self.grant = Some("net.allow".to_owned());
+        self.grant = Some(GrantKind::Net);
         self.proto = None;
         let reason = match event.port {
             DNS_REFUSED_ALIAS => {
@@ -495,7 +495,7 @@ impl AuditRecord {
                 rule: (&r.origin).into(),
             };
         }
-        if self.grant.as_deref() == Some("fs.write")
+        if self.grant == Some(GrantKind::FsWrite)
             && first_match(&policy.fs.write, path).is_some()
             && first_match(&policy.fs.unprotect, path).is_none()
         {
@@ -505,15 +505,15 @@ impl AuditRecord {
                 };
             }
         }
-        match self.grant.as_deref() {
-            Some("exec.allow") if first_match(&policy.exec_deny, path).is_some() => {
+        match self.grant {
+            Some(GrantKind::Exec) if first_match(&policy.exec_deny, path).is_some() => {
                 first_match(&policy.exec_deny, path).map_or(Reason::NoGrant, |r| {
                     Reason::CarvedOut {
                         rule: (&r.origin).into(),
                     }
                 })
             }
-            Some("exec.allow") => policy
+            Some(GrantKind::Exec) => policy
                 .exec
                 .iter()
                 .find(|r| {
@@ -523,7 +523,7 @@ impl AuditRecord {
                 .map_or(Reason::NoGrant, |r| Reason::PinMismatch {
                     rule: (&r.origin).into(),
                 }),
-            Some("fs.write") => {
+            Some(GrantKind::FsWrite) => {
                 first_match(&policy.fs.read, path).map_or(Reason::NoGrant, |r| Reason::ReadOnly {
                     rule: (&r.origin).into(),
                 })
@@ -534,7 +534,7 @@ impl AuditRecord {
 
     /// The object of the access as people write it: the path, `tcp 1.2.3.4:443`, or empty.
     fn object(&self) -> String {
-        if self.hook == Hook::DnsQuery.name() {
+        if self.hook == Hook::DnsQuery {
             return self.path.clone().unwrap_or_default();
         }
         if let (Some(addr), Some(port)) = (self.addr, self.port) {
@@ -550,19 +550,24 @@ impl AuditRecord {
         match &self.path {
             Some(p) if self.path_truncated => format!("{p}…"),
             Some(p) => p.clone(),
-            None if self.grant.as_deref() == Some("net.unix") => {
-                "an abstract unix socket".to_owned()
-            }
+            None if self.grant == Some(GrantKind::NetUnix) => "an abstract unix socket".to_owned(),
             None => String::new(),
         }
     }
 
+    /// The policy key of [`AuditRecord::grant`] (`fs.read`, …), for readers that compare
+    /// text (JSON, tests).
+    #[must_use]
+    pub fn grant_key(&self) -> Option<&'static str> {
+        self.grant.map(GrantKind::as_str)
+    }
+
     /// One line for people: what was attempted, and why it was (not) allowed.
     pub fn explanation(&self) -> String {
-        let hook = self.hook.parse::<HookName>().ok().map(|h| h.0);
+        let hook = self.hook.known();
         let mut what = match hook {
             Some(h) => verb(h).to_owned(),
-            None => self.hook.clone(),
+            None => self.hook.to_string(),
         };
         let object = self.object();
         if !object.is_empty() {
@@ -571,8 +576,8 @@ impl AuditRecord {
         }
         if hook == Some(Hook::FileOpen) {
             let mode = match (
-                self.access.iter().any(|a| a == "read"),
-                self.access.iter().any(|a| a == "write"),
+                self.access.contains(&Access::Read),
+                self.access.contains(&Access::Write),
             ) {
                 (true, true) => " for read and write",
                 (false, true) => " for write",
@@ -580,7 +585,7 @@ impl AuditRecord {
             };
             what.push_str(mode);
         }
-        let grant = self.grant.as_deref().unwrap_or("matching");
+        let grant = self.grant.map_or("matching", GrantKind::as_str);
         let rule_word = if grant.starts_with("fs.") {
             "grant"
         } else {
@@ -627,20 +632,6 @@ impl AuditRecord {
         } else {
             format!("{what}: {why}")
         }
-    }
-}
-
-/// Parses a hook's name back to the hook.
-struct HookName(Hook);
-
-impl std::str::FromStr for HookName {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        Hook::ALL
-            .iter()
-            .find(|h| h.name() == s)
-            .map(|&h| HookName(h))
-            .ok_or(())
     }
 }
 

@@ -80,8 +80,8 @@ pub(crate) fn prepare(
     let config = Config::resolve_in(flags, &env).map_err(|e| file_refusal(&e))?;
     let theme = config.theme().map_err(|why| Refused(Exit::DataErr, why))?;
     let policy_file = match config.require_policy_or_host() {
-        Ok(crate::config::Enforcement::Policy(p)) => Some(p.value.clone()),
-        Ok(crate::config::Enforcement::Host(_)) => None,
+        Ok(crate::config::Confinement::Policy(p)) => Some(p.value.clone()),
+        Ok(crate::config::Confinement::Host(_)) => None,
         Err(refusal) => return Err(Refused(Exit::Usage, refusal.to_string())),
     };
     let provider = load_provider(&config)?;

@@ -225,7 +225,7 @@ fn denial() {
     );
     a.session(FromSession::Recorded(Box::new(EventBody::Denial(Denial {
         call_id: "c1".into(),
-        hook: "file_open".into(),
+        hook: bee_common::Hook::FileOpen.into(),
         explanation: "open /home/u/.ssh/id_rsa for read: no fs.read grant covers it".into(),
         target: DenialTarget::Path("/home/u/.ssh/id_rsa".into()),
         missing: GrantKind::FsRead,

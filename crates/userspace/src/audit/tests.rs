@@ -72,7 +72,7 @@ fn open_for_read_names_the_missing_read_grant() {
     let r = record(&event(Hook::FileOpen, ACCESS_READ, "/home/u/.ssh/id_rsa"));
     assert_eq!(r.verdict, Verdict::Deny);
     assert_eq!(r.errno, Some(13));
-    assert_eq!(r.grant.as_deref(), Some("fs.read"));
+    assert_eq!(r.grant_key(), Some("fs.read"));
     assert_eq!(r.reason, Some(Reason::NoGrant));
     assert_eq!(r.comm, "cat");
     assert_eq!((r.pid, r.tid, r.scope), (100, 101, 4242));
@@ -90,7 +90,7 @@ fn write_under_a_read_grant_names_the_read_rule() {
         ACCESS_READ | ACCESS_WRITE,
         "/home/u/src/main.rs",
     ));
-    assert_eq!(r.grant.as_deref(), Some("fs.write"));
+    assert_eq!(r.grant_key(), Some("fs.write"));
     assert!(matches!(&r.reason, Some(Reason::ReadOnly { rule }) if rule.key == "fs.read[0]"));
     assert_eq!(
         r.explanation(),
@@ -158,7 +158,7 @@ fn ip_connects_and_sends() {
 fn unix_sockets_need_net_unix() {
     for hook in [Hook::UnixStreamConnect, Hook::UnixMaySend] {
         let r = record(&event(hook, ACCESS_UNIX, "/run/docker.sock"));
-        assert_eq!(r.grant.as_deref(), Some("net.unix"), "{hook:?}");
+        assert_eq!(r.grant_key(), Some("net.unix"), "{hook:?}");
     }
     let mut e = event(Hook::SocketConnect, ACCESS_UNIX, "/run/docker.sock");
     e.family = AF_UNIX;
@@ -231,8 +231,8 @@ fn every_hook_explains_itself() {
             _ if never => "never allowed inside a scope".to_owned(),
             _ => format!(
                 "no {} {} covers it",
-                r.grant.as_deref().unwrap_or("?"),
-                if r.grant.as_deref().is_some_and(|g| g.starts_with("fs.")) {
+                r.grant_key().unwrap_or("?"),
+                if r.grant_key().is_some_and(|g| g.starts_with("fs.")) {
                     "grant"
                 } else {
                     "rule"
@@ -249,7 +249,7 @@ fn every_hook_explains_itself() {
             _ if never => None,
             _ => Some("fs.write"),
         };
-        assert_eq!(r.grant.as_deref(), want_grant, "{hook:?}");
+        assert_eq!(r.grant_key(), want_grant, "{hook:?}");
     }
 }
 
@@ -398,7 +398,7 @@ fn resolver_refusals_name_the_name_and_why() {
     use bee_common::event::{DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, DNS_REFUSED_NAME};
     let r = record(&dns_event(DNS_REFUSED_NAME, "c2VjcmV0.evil.example"));
     assert_eq!(r.hook, "dns_query");
-    assert_eq!(r.grant.as_deref(), Some("net.allow"));
+    assert_eq!(r.grant_key(), Some("net.allow"));
     assert_eq!(r.reason, Some(Reason::NameNotGranted));
     assert_eq!(
         r.explanation(),
