@@ -12,6 +12,7 @@ mod exit;
 mod findings_cmd;
 mod learn;
 mod man;
+mod mcp_cmd;
 mod metrics;
 mod policy_cmd;
 mod records_cmd;
@@ -85,6 +86,8 @@ enum Command {
     Findings(findings_cmd::Args),
     /// Chat with a sandboxed agent in the terminal; every tool call confined by the policy.
     Repl(repl::Args),
+    /// Serve bee's tools to another agent over MCP on stdin/stdout, each call in its own scope.
+    Mcp(mcp_cmd::Args),
     /// Print a shell completion script for bash, zsh or fish.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::Args),
@@ -147,6 +150,7 @@ pub fn main() -> ExitCode {
             #[cfg(feature = "findings")]
             Command::Findings(args) => findings_cmd::run(&args),
             Command::Repl(args) => return repl::run(&args),
+            Command::Mcp(args) => return mcp_cmd::run(&args),
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),
         },

@@ -16,6 +16,8 @@
 
 pub mod map;
 pub mod record;
+mod server;
 pub mod wire;
 
 pub use record::CallLog;
+pub use server::{MAX_ARGUMENTS, ScopeFn, Server, serve};
