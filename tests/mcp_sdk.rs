@@ -324,6 +324,27 @@ fn bad_input_gets_json_rpc_errors_and_never_hangs() {
     let a = raw.ask(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
     assert!(a["result"]["tools"].is_array(), "{a}");
 
+    // The stateless revision with a version bee does not speak: -32022, naming those it does.
+    let mut modern = Raw::start(&s);
+    let a = modern.ask(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "1999-01-01",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"}}}}),
+    );
+    assert_eq!(a["error"]["code"], -32022, "{a}");
+    assert_eq!(
+        a["error"]["data"]["supported"],
+        json!(["2025-11-25", "2026-07-28"]),
+        "{a}"
+    );
+    assert!(
+        modern
+            .hang_up(Duration::from_secs(15))
+            .is_some_and(|s| s.success())
+    );
+
     // The client hangs up in the middle of a call: bee kills its scope and exits.
     let needle = "sleep 27.1828";
     raw.send(
@@ -351,6 +372,11 @@ fn bad_input_gets_json_rpc_errors_and_never_hangs() {
 fn refuses_before_serving_without_a_policy_or_with_a_missing_one() {
     let s = setup();
     let ws = s.ws.display().to_string();
+    // A client that leaves before it begins: nothing asked, nothing failed.
+    let p = s.policy.display().to_string();
+    let o = bee_in(&s.ws, &["mcp", "--policy", &p, "--workspace", &ws]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
     let o = bee_in(&s.ws, &["mcp", "--workspace", &ws]);
     assert_eq!(code(&o), 64, "{}", stderr(&o));
     let o = bee_in(

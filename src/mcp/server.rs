@@ -10,7 +10,7 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ServerCapabilities,
     ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use super::map;
@@ -246,10 +246,12 @@ pub fn serve(server: Server) -> Result<(), String> {
     let log = Arc::clone(&server.log);
     let served = runtime.block_on(async move {
         let wire = super::wire::stdio();
-        let service = server
-            .serve((wire.from_client, wire.to_client))
-            .await
-            .map_err(|e| format!("starting the MCP session: {e}"))?;
+        let service = match server.serve((wire.from_client, wire.to_client)).await {
+            Ok(service) => service,
+            // The client left before it began: nothing was asked, so nothing failed.
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(format!("starting the MCP session: {e}")),
+        };
         let quit = service
             .waiting()
             .await
