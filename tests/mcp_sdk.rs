@@ -309,6 +309,8 @@ fn bad_input_gets_json_rpc_errors_and_never_hangs() {
 
     let a = raw.ask(&json!({"jsonrpc": "2.0", "id": 1, "method": "bee/no-such-method"}));
     assert_eq!(a["error"]["code"], -32601, "{a}");
+    let message = a["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no method `bee/no-such-method`"), "{a}");
 
     // 10 MB of arguments: refused as invalid params before any scope starts.
     let big = "x".repeat(10 * 1024 * 1024);
