@@ -371,7 +371,7 @@ fn bad_input_gets_json_rpc_errors_and_never_hangs() {
 }
 
 #[test]
-fn refuses_before_serving_without_a_policy_or_with_a_missing_one() {
+fn set_up_refuses_with_bees_statuses_before_serving() {
     let s = setup();
     let ws = s.ws.display().to_string();
     // A client that leaves before it begins: nothing asked, nothing failed.
@@ -386,4 +386,24 @@ fn refuses_before_serving_without_a_policy_or_with_a_missing_one() {
         &["mcp", "--workspace", &ws, "--policy", "/nonexistent/p.toml"],
     );
     assert_eq!(code(&o), 66, "{}", stderr(&o));
+    let o = bee_in(
+        &s.ws,
+        &["mcp", "--workspace", &ws, "--policy", "/etc/passwd"],
+    );
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    // The engine asked for applies: this host's kernel refuses BPF LSM programs.
+    let o = bee_in(
+        &s.ws,
+        &[
+            "mcp",
+            "--policy",
+            &p,
+            "--workspace",
+            &ws,
+            "--engine",
+            "bpf-lsm",
+        ],
+    );
+    assert_eq!(code(&o), 69, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no call was served"), "{}", stderr(&o));
 }
