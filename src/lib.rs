@@ -11,6 +11,8 @@ pub mod config;
 pub mod episode;
 #[cfg(feature = "findings")]
 pub mod findings;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod panels;
 pub mod provider;
 pub mod records;

@@ -640,3 +640,18 @@ deny  = ["./**/*.sh"]
         .unwrap_or_else(|| unreachable!("{line}"));
     assert!(states < 200, "{line}");
 }
+
+/// A build without the `mcp` feature has no MCP server: `bee mcp` says so and exits 69,
+/// before reading anything.
+#[cfg(not(feature = "mcp"))]
+#[test]
+fn mcp_in_a_build_without_the_feature_is_unavailable() {
+    let o = bee(&["mcp", "--policy", "policies/parent.toml"]);
+    assert_eq!(code(&o), 69, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("lacks the `mcp` feature"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}

@@ -8,7 +8,7 @@ use std::process::Command;
 use support::{bee, code, stderr, stdout};
 
 /// Every command `bee --help` lists, but `help`.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "validate",
     "policy",
     "check",
@@ -16,6 +16,7 @@ const COMMANDS: [&str; 11] = [
     "run",
     "records",
     "repl",
+    "mcp",
     "metrics",
     "config",
     "completions",

@@ -13,6 +13,7 @@ mod exit;
 mod findings_cmd;
 mod learn;
 mod man;
+mod mcp_cmd;
 mod metrics;
 mod policy_cmd;
 mod records_cmd;
@@ -86,6 +87,8 @@ enum Command {
     Findings(findings_cmd::Args),
     /// Chat with a sandboxed agent in the terminal; every tool call confined by the policy.
     Repl(repl::Args),
+    /// Serve bee's tools to another agent over MCP on stdin/stdout, each call in its own scope.
+    Mcp(mcp_cmd::Args),
     /// Print a shell completion script for bash, zsh or fish.
     #[command(after_help = completions::AFTER_HELP)]
     Completions(completions::Args),
@@ -148,6 +151,7 @@ pub fn main() -> ExitCode {
             #[cfg(feature = "findings")]
             Command::Findings(args) => findings_cmd::run(&args),
             Command::Repl(args) => repl::run(&args),
+            Command::Mcp(args) => mcp_cmd::run(&args),
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),
         },

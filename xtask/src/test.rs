@@ -1,8 +1,9 @@
 //! `cargo xtask test`: every test bee has, on this host and in the kernel matrix.
 //!
-//! 1. `cargo test --workspace --locked --features bee/landlock-tests`: everything that needs
-//!    no special kernel, with the Landlock engine's tests (`landlock_engine`, `landlock_cli`),
-//!    which confine real commands on this host (root and Landlock, no VM);
+//! 1. `cargo test --workspace --locked --features bee/landlock-tests,bee/mcp`: everything that
+//!    needs no special kernel, with the Landlock engine's tests (`landlock_engine`,
+//!    `landlock_cli`), which confine real commands on this host (root and Landlock, no VM),
+//!    and `bee mcp` against the official MCP Python SDK under that engine (`mcp_sdk`);
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
 //!    kernel of the matrix;
 //! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
@@ -28,8 +29,9 @@ use crate::vm::{self, AccelChoice, KernelChoice, TestArgs, VmOpts};
 /// the grammars `.ci/run` tests them with (one set, so cargo builds their crates once).
 pub const BEE_FEATURES: &str = "kernel-tests,sec,astgrep-rust,astgrep-python";
 
-/// The features of step 1: the Landlock engine's native tests.
-pub const WORKSPACE_FEATURES: &str = "--features bee/landlock-tests";
+/// The features of step 1: the Landlock engine's native tests, and `bee mcp` (whose test
+/// runs under that engine), in one build.
+pub const WORKSPACE_FEATURES: &str = "--features bee/landlock-tests,bee/mcp";
 
 /// Arguments of `cargo xtask test`.
 #[derive(Debug, clap::Args)]
