@@ -35,15 +35,19 @@
 //! | 77 | before any episode: a file exists but may not be read; enforcement would work, but this process lacks a privilege it needs |
 
 mod batch;
+mod episode;
+mod plan;
 mod progress;
 mod sandbox;
 
+use episode::Shared;
+use plan::{Plan, Planned, episode_policies, plan};
+
 use std::collections::VecDeque;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bee_core::CompiledPolicy;
 use clap::Parser;
@@ -51,26 +55,12 @@ use clap::Parser;
 use super::Exit;
 use super::enforcement;
 use super::learn::Learn;
-use super::setup::{
-    Policies, Refused, RunSlot, agents_on, compile_policy, compile_tool_policies, connect,
-    discover_roles, discover_skills, file_refusal, load_provider, session_executor, tool_policies,
-    tool_registry, with_catalogue,
-};
-use crate::agents::{AgentExecutor, AgentSettings, Caller, Delegation, Roles};
-use crate::config::{Config, EngineChoice, Env, Flags, Origin, Refusal, Sourced};
+use super::setup::{Refused, connect};
+use crate::agents::Delegation;
+use crate::config::{EngineChoice, Env, Flags};
 pub use crate::episode::SandboxFactory;
-use crate::episode::{
-    EpisodeLimits, EpisodeSpec, Interrupt, Model, ToolExecutor, Update, copy_path, copy_workspace,
-    run_episode,
-};
-use crate::provider::ProviderSpec;
-use crate::records::{
-    Enforcement, EpisodeRecorder, EpisodeStarted, Limits, Outcome, PolicyRecord, RunSummary,
-    STORE_FILE, Store, Timestamp,
-};
-use crate::scenario::{EpisodeDef, Scenario, WorkspaceMode};
-use crate::skills::SkillSet;
-use crate::tools::Registry;
+use crate::episode::{Interrupt, Update};
+use crate::records::{Enforcement, RunSummary, STORE_FILE, Store, Timestamp};
 use progress::{Progress, Style};
 
 /// Arguments of `bee run`.
@@ -161,20 +151,6 @@ pub fn sandbox_factory(
     }
 }
 
-/// The episodes' policies, compiled as when the run was planned: the engine is chosen for
-/// them (the Landlock engine refuses one it cannot enforce exactly, the BPF LSM one whose name
-/// grants this process cannot enforce), before any episode starts.
-fn episode_policies(plan: &Plan) -> Vec<CompiledPolicy> {
-    plan.episodes
-        .iter()
-        .filter_map(|ep| {
-            ep.policy
-                .as_deref()
-                .and_then(|p| plan.policies.compile(p, &ep.def.workspace).ok())
-        })
-        .collect()
-}
-
 /// How [`run_with`] obtains its sandbox: [`sandbox_factory`] in the real command, given how
 /// tools are confined, the engine asked for and the episodes' policies.
 pub type FactoryFn<'a> = dyn Fn(
@@ -257,236 +233,11 @@ pub fn run(args: &Args) -> Exit {
     run_with(args, ctx)
 }
 
-/// One episode, ready to run.
-struct Planned {
-    def: EpisodeDef,
-    policy: Option<PathBuf>,
-    limits: EpisodeLimits,
-    /// The SHA-256 of its definition ([`batch::content_hash`]).
-    content_hash: String,
-}
-
-/// Everything checked before the first model call.
-struct Plan {
-    /// This process's episodes (its shard's, when sharded).
-    episodes: Vec<Planned>,
-    /// Their policies, compiled once per workspace, and the compiler's warnings.
-    policies: Policies,
-    /// The run id, set when the records directory is opened (the findings tools hold it).
-    run_slot: RunSlot,
-    /// What the run directory records about the run (its `run.json`).
-    manifest: crate::records::RunManifest,
-    /// Every episode's content hash, all shards': episode id → hash.
-    hashes: std::collections::BTreeMap<String, String>,
-    enforcement: Enforcement,
-    /// `--engine`, `[enforcement] engine`.
-    engine: EngineChoice,
-    provider: ProviderSpec,
-    records_dir: PathBuf,
-    /// Where every tool call's audit records are appended as JSON lines (`--audit`).
-    audit: Option<PathBuf>,
-    /// The tools every episode offers, with their limits.
-    tools: Arc<Registry>,
-    /// The skills found, for the episodes that name some.
-    skills: Arc<SkillSet>,
-    /// Skills that did not load (they are skipped), said before the run starts.
-    skill_problems: Vec<String>,
-    /// The roles subagents can play.
-    roles: Arc<Roles>,
-    /// Whether episodes are offered the `agent` tool.
-    agents: bool,
-    /// Depth and inline policies of subagents.
-    agent_settings: AgentSettings,
-    /// Tools confined to narrower policies: tool name → policy file.
-    tool_policy_files: Vec<(String, PathBuf)>,
-}
-
-fn is_flag(origin: &Origin) -> bool {
-    matches!(origin, Origin::Flag { .. })
-}
-
-/// A flag wins over the scenario, which wins over configuration files.
-fn layered<T: Copy>(config: &Option<Sourced<T>>, scenario: Option<T>) -> Option<T> {
-    match config {
-        Some(s) if is_flag(&s.origin) => Some(s.value),
-        _ => scenario.or(config.as_ref().map(|s| s.value)),
-    }
-}
-
-fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
-    let mut flags = args.flags.clone();
-    if let Some(r) = &args.records {
-        flags.records_dir = Some(r.clone());
-    }
-    let config = Config::resolve_in(&flags, env).map_err(|e| file_refusal(&e))?;
-    let scenario_path = env.cwd.join(&args.scenario);
-    if !scenario_path.exists() {
-        return Err(Refused(
-            Exit::NoInput,
-            format!("the scenario {} does not exist", scenario_path.display()),
-        ));
-    }
-    let scenario = Scenario::load(&scenario_path).map_err(|e| file_refusal(&e))?;
-    if scenario.episodes.is_empty() {
-        return Err(Refused(
-            Exit::DataErr,
-            format!("the scenario {} holds no episodes", scenario_path.display()),
-        ));
-    }
-    let provider = load_provider(&config)?;
-
-    let host = config.host.value;
-    let policies = Policies::default();
-    let mut episodes = Vec::new();
-    for mut def in scenario.episodes {
-        let policy = match &config.policy {
-            Some(p) if is_flag(&p.origin) => Some(p.value.clone()),
-            p => def.policy.clone().or(p.as_ref().map(|p| p.value.clone())),
-        };
-        match (&policy, host) {
-            (None, false) => {
-                return Err(Refused(
-                    Exit::Usage,
-                    format!("episode {}: {}", def.id, Refusal::NoPolicy),
-                ));
-            }
-            (Some(p), true) => {
-                return Err(Refused(
-                    Exit::Usage,
-                    format!(
-                        "episode {}: both a policy ({}) and host mode ({}) are set; they \
-                         exclude each other: drop one. --host never drops a scenario's \
-                         policy (its tools would run unconfined, doing what the policy was \
-                         written to stop); {HOST_INSTEAD}",
-                        def.id,
-                        p.display(),
-                        config.host.origin
-                    ),
-                ));
-            }
-            _ => {}
-        }
-        if is_flag(&config.workspace.origin) {
-            def.workspace = config.workspace.value.clone();
-        }
-        if !def.workspace.is_dir() {
-            return Err(Refused(
-                Exit::NoInput,
-                format!(
-                    "episode {}: the workspace {} is not a directory",
-                    def.id,
-                    def.workspace.display()
-                ),
-            ));
-        }
-        if let Some(p) = &policy {
-            policies.compile(p, &def.workspace)?;
-        }
-        let l = &config.limits;
-        let limits = EpisodeLimits {
-            turns: layered(&l.turns, def.limits.turns),
-            tokens: layered(&l.tokens, def.limits.tokens),
-            wall: layered(&l.wall_seconds, def.limits.wall_seconds).map(Duration::from_secs),
-            cost_usd: layered(&l.cost_usd, def.limits.cost_usd),
-        };
-        episodes.push(Planned {
-            def,
-            policy,
-            limits,
-            content_hash: String::new(),
-        });
-    }
-    let (skills, skill_problems) = discover_skills(env);
-    for ep in &episodes {
-        for name in &ep.def.skills {
-            if skills.get(name).is_none() {
-                let known: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
-                return Err(Refused(
-                    Exit::DataErr,
-                    format!(
-                        "episode {} ({}): skills: there is no skill `{name}` ({})",
-                        ep.def.id,
-                        ep.def.file.display(),
-                        if known.is_empty() {
-                            "no skills were found in .bee/skills or the user's skills".to_owned()
-                        } else {
-                            format!("the skills are {}", known.join(", "))
-                        }
-                    ),
-                ));
-            }
-        }
-    }
-    let shard = batch::shard_of(args)?;
-    let mut hashes = std::collections::BTreeMap::new();
-    for ep in &mut episodes {
-        ep.content_hash = batch::content_hash(ep, &skills)?;
-        hashes.insert(ep.def.id.clone(), ep.content_hash.clone());
-    }
-    if let Some(shard) = shard {
-        let assignment = crate::scenario::assign(hashes.keys().map(String::as_str), shard.count);
-        episodes.retain(|ep| shard.holds(&assignment, &ep.def.id));
-    }
-    let ids: Vec<String> = episodes.iter().map(|e| e.def.id.clone()).collect();
-    let manifest = batch::manifest(args, shard, &hashes, &ids);
-    let run_slot = RunSlot::default();
-    let tools = Arc::new(tool_registry(&config, &skills, None, &run_slot)?);
-    // Per-tool policies are proven within each episode's policy before anything runs.
-    for ep in &episodes {
-        let session = match &ep.policy {
-            Some(p) => Some((policies.compile(p, &ep.def.workspace)?, p.clone())),
-            None => None,
-        };
-        tool_policies(
-            &config,
-            &tools,
-            &ep.def.workspace,
-            session.as_ref().map(|(c, p)| (c, p.as_path())),
-            &policies,
-        )
-        .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
-    }
-    let roles = discover_roles(env);
-    Ok(Plan {
-        engine: config.engine.value,
-        agents: agents_on(&config, &roles),
-        agent_settings: config.agents.settings(),
-        tool_policy_files: config
-            .tools
-            .policies
-            .iter()
-            .map(|(t, p)| (t.clone(), p.value.clone()))
-            .collect(),
-        roles,
-        episodes,
-        manifest,
-        hashes,
-        enforcement: if host {
-            Enforcement::Host
-        } else {
-            Enforcement::Kernel
-        },
-        provider,
-        records_dir: config.records_dir.value,
-        audit: config.audit.map(|a| a.value),
-        tools,
-        skills,
-        skill_problems: skill_problems.iter().map(ToString::to_string).collect(),
-        policies,
-        run_slot,
-    })
-}
-
 /// What to do where this kernel cannot enforce, said after the 69 refusal.
 const KERNEL_INSTEAD: &str = "`cargo xtask demo` (in a checkout of bee) runs the demo episode in \
      a QEMU guest whose kernel enforces; a scenario with no policy runs here with `--host`, its \
      tools as hardened host processes with NO kernel scope (the demo's: `bee run --host \
      --scenario examples/demo/host-scenario.toml --provider examples/demo/host-provider.toml`)";
-
-/// What to run instead of a scenario with a policy under `--host`.
-const HOST_INSTEAD: &str = "for host mode run a scenario that has no policy (the demo's is \
-     examples/demo/host-scenario.toml, with examples/demo/host-provider.toml), or `cargo xtask \
-     demo` for the enforced demo in a VM";
 
 /// Runs `bee run` with an explicit context. Every refusal is explained on `ctx.err`.
 pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
@@ -766,207 +517,4 @@ fn prepare_learn(args: &Args, plan: &Plan) -> Result<Option<LearnState>, Refused
     })?;
     let command = format!("bee run --scenario {}", args.scenario.display());
     Ok(Some((Arc::new(Mutex::new(Some(learn))), base, command)))
-}
-
-/// What every episode thread shares.
-struct Shared<'a> {
-    run_id: String,
-    run_dir: PathBuf,
-    records_dir: PathBuf,
-    started_at: Timestamp,
-    provider: &'a ProviderSpec,
-    prices: Arc<crate::provider::price::PriceTable>,
-    store: Arc<Store>,
-    factory: &'a dyn SandboxFactory,
-    interrupt: Interrupt,
-    progress: &'a Progress,
-    summary_lock: Mutex<()>,
-    temp_dir: PathBuf,
-    keep: bool,
-    errors: Mutex<Vec<String>>,
-    tools: Arc<Registry>,
-    skills: Arc<SkillSet>,
-    /// Subagents, when episodes are offered the `agent` tool.
-    delegation: Option<&'a Delegation<'a>>,
-    /// Tools confined to narrower policies: tool name → policy file.
-    tool_policy_files: Vec<(String, PathBuf)>,
-}
-
-impl Shared<'_> {
-    fn error(&self, e: String) -> Exit {
-        self.warn(e);
-        Exit::Software
-    }
-
-    /// A message for stderr at the end of the run.
-    fn warn(&self, e: String) {
-        if let Ok(mut v) = self.errors.lock() {
-            v.push(e);
-        }
-    }
-
-    fn episode(&self, ep: &Planned) -> Exit {
-        let id = &ep.def.id;
-        if self.interrupt.is_raised() {
-            return Exit::Interrupted;
-        }
-        let workspace = match ep.def.workspace_mode {
-            WorkspaceMode::InPlace => ep.def.workspace.clone(),
-            WorkspaceMode::Copy => {
-                let dst = copy_path(&self.temp_dir, &self.run_id, id);
-                if let Err(e) = copy_workspace(&ep.def.workspace, &dst) {
-                    return self.error(format!("episode {id}: copying the workspace: {e}"));
-                }
-                dst
-            }
-        };
-        let status = self.run_in(ep, &workspace);
-        if ep.def.workspace_mode == WorkspaceMode::Copy && !self.keep {
-            let _ = std::fs::remove_dir_all(&workspace);
-        }
-        {
-            let _guard = self.summary_lock.lock();
-            let written =
-                RunSummary::from_run_dir(&self.run_dir).and_then(|s| s.write_atomic(&self.run_dir));
-            if let Err(e) = written {
-                return self.error(format!("episode {id}: summary: {e}"));
-            }
-        }
-        status
-    }
-
-    fn run_in(&self, ep: &Planned, workspace: &Path) -> Exit {
-        let id = &ep.def.id;
-        let spec = EpisodeSpec {
-            run_id: self.run_id.clone(),
-            episode_id: id.clone(),
-            scenario: ep.def.scenario.clone(),
-            prompt: ep.def.prompt.clone(),
-            system_prompt: with_catalogue(ep.def.system_prompt.clone(), &self.skills),
-            limits: ep.limits.clone(),
-            success_check: ep.def.success_check.clone(),
-            workspace: workspace.to_owned(),
-            policy: ep.policy.as_ref().map(|p| p.display().to_string()),
-            run_started_at: self.started_at,
-            max_output_tokens: ep.def.max_output_tokens,
-            context: ep
-                .def
-                .skills
-                .iter()
-                .filter_map(|name| self.skills.get(name))
-                .map(crate::skills::Skill::instructions)
-                .collect(),
-            content_hash: Some(ep.content_hash.clone()),
-        };
-        // The policy, compiled against this episode's workspace (a copy's paths are its own).
-        let policy = match ep.policy.as_deref().map(|p| compile_policy(p, workspace)) {
-            None => None,
-            Some(Ok(p)) => Some(p),
-            Some(Err(Refused(_, why))) => return self.unavailable(&spec, &why),
-        };
-        let scoped = compile_tool_policies(&self.tool_policy_files, workspace, policy.as_ref());
-        let scoped = match scoped {
-            Ok(t) => t,
-            Err(why) => return self.unavailable(&spec, &why),
-        };
-        let executor = match session_executor(self.factory, workspace, policy, &self.tools, &scoped)
-        {
-            Ok(x) => x,
-            Err(why) => return self.unavailable(&spec, &why),
-        };
-        let executor: Box<dyn ToolExecutor + '_> = match self.delegation {
-            Some(d) => Box::new(AgentExecutor::new(
-                executor,
-                d,
-                Caller {
-                    session_id: id.clone(),
-                    scenario: ep.def.scenario.clone(),
-                    workspace: workspace.to_owned(),
-                    depth: 0,
-                    lineage: Vec::new(),
-                    policy_name: ep
-                        .policy
-                        .as_ref()
-                        .map_or_else(|| "the session".to_owned(), |p| p.display().to_string()),
-                },
-            )),
-            None => executor,
-        };
-        // A provider per episode: a replay recording's cursor is per episode, and so is a
-        // connection.
-        let provider = match self.provider.connect() {
-            Ok(p) => Arc::from(p),
-            Err(e) => {
-                return self.error(format!("episode {id}: provider: {e}"));
-            }
-        };
-        let model = Model {
-            provider,
-            kind: self.provider.kind.as_str().to_owned(),
-            prices: Arc::clone(&self.prices),
-            max_output_tokens: self.provider.max_output_tokens,
-        };
-        self.progress.started(id, workspace);
-        let observer = |u: Update<'_>| {
-            if let Update::Recorded(e) = u {
-                self.progress.event(id, e);
-            }
-        };
-        match run_episode(
-            &spec,
-            &model,
-            executor.as_ref(),
-            &self.records_dir,
-            Some(Arc::clone(&self.store)),
-            &self.interrupt,
-            &observer,
-        ) {
-            Ok(report) => {
-                if !report.store_errors.is_empty() {
-                    self.warn(format!(
-                        "episode {id}: the metrics store refused {} event(s) (they are in the \
-                         transcript; `bee metrics --rebuild` recovers the store); first: {}",
-                        report.store_errors.len(),
-                        report.store_errors[0]
-                    ));
-                }
-                self.progress.finished(&report);
-                Exit::of_episode(&report)
-            }
-            Err(e) => self.error(e.to_string()),
-        }
-    }
-
-    /// Records an episode that could not get an executor.
-    fn unavailable(&self, spec: &EpisodeSpec, why: &str) -> Exit {
-        let started = EpisodeStarted {
-            run_id: spec.run_id.clone(),
-            episode_id: spec.episode_id.clone(),
-            scenario: spec.scenario.clone(),
-            model: self.provider.model.clone(),
-            provider: self.provider.kind.as_str().to_owned(),
-            policy: PolicyRecord {
-                source: spec.policy.clone(),
-                enforcement: self.factory.enforcement(),
-                engine: None,
-                requested: None,
-                installed: None,
-                tools: std::collections::BTreeMap::new(),
-            },
-            workspace: spec.workspace.display().to_string(),
-            limits: Limits::default(),
-            run_started_at: spec.run_started_at,
-            parent: None,
-            content_hash: spec.content_hash.clone(),
-        };
-        let recorded =
-            EpisodeRecorder::start(&self.records_dir, started, Some(Arc::clone(&self.store)))
-                .and_then(|r| r.finish(Outcome::EnforcementUnavailable, None));
-        if let Err(e) = recorded {
-            return self.error(format!("episode {}: {e}", spec.episode_id));
-        }
-        self.progress
-            .note(&spec.episode_id, &format!("enforcement unavailable: {why}"));
-        Exit::Unavailable
-    }
 }
