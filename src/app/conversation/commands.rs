@@ -6,9 +6,67 @@ use std::path::{Path, PathBuf};
 
 use bee_core::CompiledPolicy;
 
+use super::Prepared;
+use super::slash::Slash;
 use crate::agents::Roles;
 use crate::records::Enforcement;
+use crate::session::{Session, SessionError, ToolExecutor};
 use crate::skills::SkillSet;
+
+/// What a slash command about the session's set-up did, the same on either screen; each
+/// screen draws it its own way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Lines to show.
+    Shown(Vec<Shown>),
+    /// `/skill NAME`: the skill's instructions are now in the conversation.
+    SkillLoaded {
+        /// The skill's instructions (the inline REPL prints them).
+        text: String,
+        /// What to say about it.
+        note: String,
+    },
+}
+
+/// Answers `/skills`, `/skill NAME`, `/agents` and `/policy` for the session `p` prepared,
+/// whose tools run through `executor`; `None` for the commands the screens do themselves.
+///
+/// # Errors
+/// When the transcript refuses a loaded skill (the session cannot go on).
+pub(crate) fn answer(
+    p: &Prepared,
+    executor: &dyn ToolExecutor,
+    session: &mut Session<'_>,
+    cmd: &Slash,
+) -> Result<Option<Answer>, SessionError> {
+    let shown = match cmd {
+        Slash::Skills => skills(&p.skills),
+        Slash::Agents => agents(&p.roles, p.agents, &p.tool_policy_files()),
+        Slash::Policy => {
+            // The policy in force: after `/allow`, the changed one.
+            let live = executor.policies().map(|(requested, _)| requested);
+            policy(
+                p.enforcement,
+                executor.engine(),
+                live.as_ref().or(p.policy.as_ref()),
+                p.policy_file.as_deref(),
+            )
+        }
+        Slash::Skill(name) => match skill(&p.skills, name) {
+            Ok(text) => {
+                session.add_context(&text)?;
+                let note = format!(
+                    "skill `{name}` is loaded into the conversation ({} lines of instructions)",
+                    text.lines().count()
+                );
+                return Ok(Some(Answer::SkillLoaded { text, note }));
+            }
+            Err(line) => vec![line],
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(Answer::Shown(shown)))
+}
 
 /// One line of what a command shows.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -174,3 +174,15 @@ pub(crate) fn write_summary(run_dir: &Path) {
         let _ = summary.write_atomic(run_dir);
     }
 }
+
+/// The line a session ends with, on either screen: what it did and where its transcript is.
+pub(crate) fn closing(t: &crate::records::Totals, transcript: &Path) -> String {
+    format!(
+        "session ended: {} model call(s), {} tool call(s), {} denial(s), cost {}; transcript {}",
+        t.model_calls,
+        t.tool_calls,
+        t.denials,
+        t.cost,
+        transcript.display()
+    )
+}

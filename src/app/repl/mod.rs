@@ -25,7 +25,7 @@ use view::View;
 
 use super::Exit;
 use super::conversation::{
-    MIN_SIZE, Prepared, TurnInterrupt, UNCONFINED, allow, commands, loaded, prepare,
+    MIN_SIZE, Prepared, TurnInterrupt, UNCONFINED, allow, closing, commands, loaded, prepare,
     project_instructions, slash, write_summary,
 };
 use super::setup::Refused;
@@ -36,7 +36,6 @@ use crate::records::LimitKind;
 use crate::records::{Enforcement, Outcome, nearest_rank};
 use crate::render::{self, Role};
 use crate::session::{Session, ToolExecutor, TurnEnd, Update};
-use crate::skills::SkillSet;
 
 /// Arguments of `bee repl`.
 #[derive(Debug, Clone, clap::Args)]
@@ -161,7 +160,7 @@ fn fallback(
 /// The inline REPL.
 fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Result<(), Refused> {
     let enforcement = p.enforcement;
-    let (policy, policy_file, run_dir) = (&p.policy, &p.policy_file, &p.run_dir);
+    let (policy_file, run_dir) = (&p.policy_file, &p.run_dir);
     let stdout_terminal = std::io::stdout().is_terminal();
     let theme = render::choose(p.theme.clone(), stdout_terminal, &|k| std::env::var(k).ok());
     let view = View::new(
@@ -257,16 +256,9 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
     banner(&view, &session, policy_file, enforcement, editor.history());
     view.styled(Role::Muted, &loaded(&instructions, &p.skills));
 
-    let tool_policy_files = p.tool_policy_files();
     let ctx = Ctx {
-        roles: &p.roles,
-        agents: p.agents,
-        tool_policies: &tool_policy_files,
+        prepared: p,
         view: &view,
-        skills: &p.skills,
-        policy: policy.as_ref(),
-        policy_file: policy_file.as_deref(),
-        enforcement,
         run_dir,
         executor: executor.as_ref(),
     };
@@ -279,32 +271,14 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
         .finish(outcome, None)
         .map_err(|e| Refused(Exit::Software, e.to_string()))?;
     write_summary(run_dir);
-    view.styled(
-        Role::Muted,
-        &format!(
-            "session ended: {} model call(s), {} tool call(s), {} denial(s), cost {}; \
-             transcript {}",
-            finished.totals.model_calls,
-            finished.totals.tool_calls,
-            finished.totals.denials,
-            finished.totals.cost,
-            transcript.display()
-        ),
-    );
+    view.styled(Role::Muted, &closing(&finished.totals, &transcript));
     Ok(())
 }
 
-/// `/agents`: the roles, whether the agent is offered `agent`, and the per-tool scopes.
 /// What the conversation loop needs besides the session.
 struct Ctx<'a> {
-    roles: &'a crate::agents::Roles,
-    agents: bool,
-    tool_policies: &'a [(String, PathBuf)],
+    prepared: &'a Prepared,
     view: &'a View,
-    skills: &'a SkillSet,
-    policy: Option<&'a bee_core::CompiledPolicy>,
-    policy_file: Option<&'a Path>,
-    enforcement: Enforcement,
     run_dir: &'a Path,
     executor: &'a dyn ToolExecutor,
 }
@@ -401,28 +375,15 @@ fn command(
                 view.line(&format!("  {}  {what}", view.theme().paint(Role::Code, k)));
             }
         }
-        Slash::Agents => view.show(&commands::agents(ctx.roles, ctx.agents, ctx.tool_policies)),
-        Slash::Skills => view.show(&commands::skills(ctx.skills)),
-        Slash::Skill(name) => match commands::skill(ctx.skills, &name) {
-            Ok(text) => {
-                view.markdown(&text);
-                session.add_context(&text)?;
-                view.styled(
-                    Role::Notice,
-                    &format!("skill `{name}` is loaded into the conversation"),
-                );
+        Slash::Agents | Slash::Skills | Slash::Skill(_) | Slash::Policy => {
+            match commands::answer(ctx.prepared, ctx.executor, session, &cmd)? {
+                Some(commands::Answer::Shown(shown)) => view.show(&shown),
+                Some(commands::Answer::SkillLoaded { text, note }) => {
+                    view.markdown(&text);
+                    view.styled(Role::Notice, &note);
+                }
+                None => {}
             }
-            Err(line) => view.show(&[line]),
-        },
-        Slash::Policy => {
-            // The policy in force: after `/allow`, the changed one.
-            let live = ctx.executor.policies().map(|(requested, _)| requested);
-            view.show(&commands::policy(
-                ctx.enforcement,
-                ctx.executor.engine(),
-                live.as_ref().or(ctx.policy),
-                ctx.policy_file,
-            ));
         }
         // Asks a question: the conversation loop runs it.
         Slash::Allow(_) => {}

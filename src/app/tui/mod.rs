@@ -38,11 +38,11 @@ use super::conversation::allow;
 use super::conversation::commands::{self, Shown};
 use super::conversation::slash::Slash;
 use super::conversation::{
-    Prepared, TurnInterrupt, UNCONFINED, loaded, project_instructions, write_summary,
+    Prepared, TurnInterrupt, UNCONFINED, closing, loaded, project_instructions, write_summary,
 };
 use super::setup::Refused;
 use crate::agents::AgentExecutor;
-use crate::records::{Outcome, Totals};
+use crate::records::Outcome;
 use crate::render;
 use crate::session::{Session, ToolExecutor, TurnEnd, Update};
 
@@ -289,7 +289,7 @@ fn converse(
                 }
                 pending = proposed;
             }
-            ToSession::Command(cmd) => command(p, executor.as_ref(), &mut session, cmd, to_ui)?,
+            ToSession::Command(cmd) => command(p, executor.as_ref(), &mut session, &cmd, to_ui)?,
             ToSession::Answer(yes) => {
                 let shown = match waiting {
                     Some(change) if yes => {
@@ -333,8 +333,8 @@ fn confinement(
     format!("policy {name} (kernel-enforced)")
 }
 
-/// A slash command the session thread answers: what it shows goes to the screen; `/skill`
-/// loads the skill's instructions into the conversation.
+/// A slash command the session thread answers ([`commands::answer`]): what it shows goes
+/// to the screen.
 ///
 /// # Errors
 /// When the transcript refuses the loaded skill (the session cannot go on).
@@ -342,47 +342,14 @@ fn command(
     p: &Prepared,
     executor: &dyn ToolExecutor,
     session: &mut Session<'_>,
-    cmd: Slash,
+    cmd: &Slash,
     to_ui: &Sender<FromSession>,
 ) -> Result<(), String> {
-    let shown = match cmd {
-        Slash::Skills => commands::skills(&p.skills),
-        Slash::Agents => commands::agents(&p.roles, p.agents, &p.tool_policy_files()),
-        Slash::Policy => {
-            // The policy in force: after `/allow`, the changed one.
-            let live = executor.policies().map(|(requested, _)| requested);
-            commands::policy(
-                p.enforcement,
-                executor.engine(),
-                live.as_ref().or(p.policy.as_ref()),
-                p.policy_file.as_deref(),
-            )
-        }
-        Slash::Skill(name) => match commands::skill(&p.skills, &name) {
-            Ok(text) => {
-                session.add_context(&text).map_err(|e| e.to_string())?;
-                let _ = to_ui.send(FromSession::Note(format!(
-                    "skill `{name}` is loaded into the conversation ({} lines of instructions)",
-                    text.lines().count()
-                )));
-                return Ok(());
-            }
-            Err(line) => vec![line],
-        },
-        // The screen does the others itself.
-        _ => return Ok(()),
+    let event = match commands::answer(p, executor, session, cmd).map_err(|e| e.to_string())? {
+        Some(commands::Answer::Shown(shown)) => FromSession::Shown(shown),
+        Some(commands::Answer::SkillLoaded { note, .. }) => FromSession::Note(note),
+        None => return Ok(()),
     };
-    let _ = to_ui.send(FromSession::Shown(shown));
+    let _ = to_ui.send(event);
     Ok(())
-}
-
-fn closing(t: &Totals, transcript: &std::path::Path) -> String {
-    format!(
-        "session ended: {} model call(s), {} tool call(s), {} denial(s), cost {}; transcript {}",
-        t.model_calls,
-        t.tool_calls,
-        t.denials,
-        t.cost,
-        transcript.display()
-    )
 }
