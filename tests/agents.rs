@@ -871,3 +871,40 @@ fn the_delegation_example_delegates_twice_at_once_and_refuses_the_widening() {
     assert_eq!(d("keeper"), (1, 1, 0));
     assert_eq!(d("widener"), (0, 0, 1));
 }
+
+#[test]
+fn the_compilers_warnings_reach_the_run_and_the_caller_of_a_subagent() {
+    let p = Project::new(&[&turn(&[agent_call("c1", "dup", "look at src/")], 10), DONE]);
+    // The session's policy and the role's each give one rule twice: merged, with a warning.
+    std::fs::write(
+        p.path().join("policy.toml"),
+        PARENT_POLICY.replace("read = [\"./**\"]", "read = [\"./**\", \"./**\"]"),
+    )
+    .unwrap();
+    std::fs::write(
+        p.path().join("policies/dup.toml"),
+        "version = 1\n[fs]\nread = [\"./src/**\", \"./src/**\"]\n",
+    )
+    .unwrap();
+    p.role(
+        "dup",
+        "description = \"Reads src.\"\npolicy = \"../../policies/dup.toml\"\ntools = [\"read_file\"]",
+        &[r#"{"text": "read it", "usage": {"input_tokens": 1, "output_tokens": 1}}"#],
+    );
+    let log = Arc::new(Log::default());
+    let (status, out, err) = p.run(&log);
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
+    // `bee run` says the session policy's warning once, as `bee validate` does.
+    let warned: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warned.len(), 1, "{err}");
+    assert!(warned[0].contains("policy.toml:3:"), "{err}");
+    assert!(warned[0].contains("merged"), "{err}");
+    // The subagent's caller is told of the role policy's warning in the result.
+    let (state, output) = tool_result(&p.events("ep"), "c1");
+    assert_eq!(state, ToolState::Completed, "{output}");
+    let note = output
+        .lines()
+        .find(|l| l.starts_with("warning: "))
+        .unwrap_or_else(|| panic!("no warning in {output}"));
+    assert!(note.contains("dup.toml:3:"), "{note}");
+}

@@ -131,6 +131,9 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         base: t.caller.workspace.clone(),
         home: d.home.clone(),
     };
+    // The compiler's warnings about the subagent's policies, said in its result's notes as
+    // `bee validate` says them.
+    let mut warnings = Vec::new();
     let (role, policy, source) = match (&request.role, &request.policy) {
         (Some(name), _) => {
             let role = match d.roles.get(name) {
@@ -155,9 +158,10 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
                 chain.push(name.clone());
                 return Err(format!("cyclic delegation: {}", chain.join(" → ")));
             }
-            let policy = compile_file(&role.policy, &options)
-                .map(|c| c.policy)
+            let compiled = compile_file(&role.policy, &options)
                 .map_err(|e| policy_problem(&format!("role `{name}`"), &e))?;
+            warnings.extend(compiled.warnings);
+            let policy = compiled.policy;
             (Some(role), policy, role.policy.display().to_string())
         }
         (None, Some(text)) => {
@@ -168,9 +172,10 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
                         .to_owned(),
                 );
             }
-            let policy = compile_str(INLINE_ROLE, text, &options)
-                .map(|c| c.policy)
+            let compiled = compile_str(INLINE_ROLE, text, &options)
                 .map_err(|e| policy_problem("the inline policy", &e))?;
+            warnings.extend(compiled.warnings);
+            let policy = compiled.policy;
             (None, policy, INLINE_ROLE.to_owned())
         }
         (None, None) => return Err("give `role`".to_owned()),
@@ -211,7 +216,7 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         ));
     }
     let delegates = wanted.iter().any(|w| w == AGENT_TOOL);
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = warnings.iter().map(|w| format!("warning: {w}")).collect();
     if delegates && depth >= d.settings.max_depth {
         notes.push(format!(
             "note: the subagent was not offered `agent`: it is at the depth limit ({})",
