@@ -1,6 +1,7 @@
-//! The helper's actions as one type. The parent names an action and its arguments; the words
-//! cross into the re-executed child through the environment, where [`Action::parse`] turns
-//! them back into an [`Action`] once and [`Action::run`] dispatches on it.
+//! The helper's actions as one type. A test builds an [`Action`]; its words
+//! ([`Action::words`]) cross into the re-executed child through the environment, where
+//! [`Action::parse`] turns them back into the same [`Action`] once and [`Action::run`]
+//! dispatches on it. Each variant's meaning is documented at the function it runs.
 //!
 //! Arguments stay text: the child parses numbers and addresses where it uses them, as a
 //! command line would. A missing argument reads as empty; an extra one is an error.

@@ -11,14 +11,6 @@ use super::{Action, Cgroup, command_in};
 /// Holds the helper's action (its words joined by U+001F) in the child's environment.
 pub const HELPER_ENV: &str = "BEE_KT_HELPER";
 
-/// Parses `action args…` in the parent, so a misspelt action or an extra argument fails the
-/// test before any child starts.
-fn action_of(action: &str, args: &[&str]) -> Action {
-    let mut words = vec![action];
-    words.extend_from_slice(args);
-    Action::parse(&words).unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// The test binary re-executed as the helper for `action`, joining `cg` (if given).
 fn helper_command(cg: Option<&Cgroup>, action: &Action) -> Command {
     let exe = std::env::current_exe().unwrap();
@@ -35,21 +27,21 @@ fn helper_command(cg: Option<&Cgroup>, action: &Action) -> Command {
     cmd
 }
 
-/// Runs the test binary as a helper doing `action args…` in `cg`; the exit code is the errno
-/// of the operation (0 on success).
-pub fn helper(cg: Option<&Cgroup>, action: &str, args: &[&str]) -> Output {
-    helper_with(cg, None, None, action, args)
+/// Runs the test binary as a helper doing `action` in `cg`; the exit code is the errno of the
+/// operation (0 on success).
+pub fn helper(cg: Option<&Cgroup>, action: Action) -> Output {
+    helper_with(cg, None, None, action)
 }
 
 /// As [`helper`], but the helper drops to `uid` (and gid `uid`, no supplementary groups) after
 /// joining `cg`: an unprivileged user with no capabilities.
-pub fn helper_as(cg: &Cgroup, uid: u32, action: &str, args: &[&str]) -> Output {
-    helper_with(Some(cg), Some(uid), None, action, args)
+pub fn helper_as(cg: &Cgroup, uid: u32, action: Action) -> Output {
+    helper_with(Some(cg), Some(uid), None, action)
 }
 
-/// Starts the helper `action args…` in `cg` without waiting, with stdin and stdout piped.
-pub fn helper_spawn(cg: &Cgroup, action: &str, args: &[&str]) -> std::process::Child {
-    helper_command(Some(cg), &action_of(action, args))
+/// Starts the helper doing `action` in `cg` without waiting, with stdin and stdout piped.
+pub fn helper_spawn(cg: &Cgroup, action: Action) -> std::process::Child {
+    helper_command(Some(cg), &action)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -89,38 +81,21 @@ pub fn socket_with_fd(file: &fs::File) -> std::os::fd::OwnedFd {
     }
 }
 
-/// Runs the helper `action args…` in `cg` with `fd` as its descriptor 3.
-pub fn helper_with_fd3(
-    cg: &Cgroup,
-    action: &str,
-    args: &[&str],
-    fd: &std::os::fd::OwnedFd,
-) -> Output {
+/// Runs the helper doing `action` in `cg` with `fd` as its descriptor 3.
+pub fn helper_with_fd3(cg: &Cgroup, action: Action, fd: &std::os::fd::OwnedFd) -> Output {
     use std::os::fd::AsRawFd;
-    helper_with(Some(cg), None, Some(fd.as_raw_fd()), action, args)
+    helper_with(Some(cg), None, Some(fd.as_raw_fd()), action)
 }
 
-/// Runs the helper `action args…` in `cg` (if given), with `fd3` (if given) as its descriptor
+/// Runs the helper doing `action` in `cg` (if given), with `fd3` (if given) as its descriptor
 /// 3, as `uid` (if given: gid `uid`, no supplementary groups, no capabilities).
 pub fn helper_with(
     cg: Option<&Cgroup>,
     uid: Option<u32>,
     fd3: Option<std::os::fd::RawFd>,
-    action: &str,
-    args: &[&str],
+    action: Action,
 ) -> Output {
-    helper_run(cg, uid, fd3, &action_of(action, args))
-}
-
-/// Runs the helper doing `action` in `cg` (if given), with `fd3` (if given) as its descriptor
-/// 3, as `uid` (if given: gid `uid`, no supplementary groups, no capabilities).
-pub fn helper_run(
-    cg: Option<&Cgroup>,
-    uid: Option<u32>,
-    fd3: Option<std::os::fd::RawFd>,
-    action: &Action,
-) -> Output {
-    let mut cmd = helper_command(cg, action);
+    let mut cmd = helper_command(cg, &action);
     // SAFETY: dup2, setgroups, setgid and setuid are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
