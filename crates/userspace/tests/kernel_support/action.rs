@@ -4,20 +4,21 @@
 //! dispatches on it. Each variant's meaning is documented at the function it runs.
 //!
 //! Arguments stay text: the child parses numbers and addresses where it uses them, as a
-//! command line would. A missing argument reads as empty; an extra one is an error.
+//! command line would. A missing or extra argument is an error.
 
 use super::{dns, fs_attr, fs_open, mount, net, process, repeat, system, uring};
 
-/// One argument slot of an action: how it is read from the words and written back to them.
+/// One argument slot of an action: how it is read from the words (`None`: missing) and
+/// written back to them.
 trait Arg: Sized {
-    fn take(rest: &mut std::slice::Iter<'_, String>) -> Self;
+    fn take(rest: &mut std::slice::Iter<'_, String>) -> Option<Self>;
     fn put(&self, out: &mut Vec<String>);
 }
 
-/// A required argument; empty when missing.
+/// A required argument.
 impl Arg for String {
-    fn take(rest: &mut std::slice::Iter<'_, String>) -> Self {
-        rest.next().cloned().unwrap_or_default()
+    fn take(rest: &mut std::slice::Iter<'_, String>) -> Option<Self> {
+        rest.next().cloned()
     }
     fn put(&self, out: &mut Vec<String>) {
         out.push(self.clone());
@@ -26,8 +27,8 @@ impl Arg for String {
 
 /// An optional last argument.
 impl Arg for Option<String> {
-    fn take(rest: &mut std::slice::Iter<'_, String>) -> Self {
-        rest.next().cloned()
+    fn take(rest: &mut std::slice::Iter<'_, String>) -> Option<Self> {
+        Some(rest.next().cloned())
     }
     fn put(&self, out: &mut Vec<String>) {
         out.extend(self.iter().cloned());
@@ -36,8 +37,8 @@ impl Arg for Option<String> {
 
 /// Every remaining argument.
 impl Arg for Vec<String> {
-    fn take(rest: &mut std::slice::Iter<'_, String>) -> Self {
-        rest.cloned().collect()
+    fn take(rest: &mut std::slice::Iter<'_, String>) -> Option<Self> {
+        Some(rest.cloned().collect())
     }
     fn put(&self, out: &mut Vec<String>) {
         out.extend(self.iter().cloned());
@@ -61,7 +62,11 @@ macro_rules! actions {
                 let (name, rest) = words.split_first().ok_or("no helper action")?;
                 let mut rest = rest.iter();
                 let action = match name.as_str() {
-                    $($name => Self::$variant { $($field: Arg::take(&mut rest)),* },)*
+                    $($name => Self::$variant {
+                        $($field: Arg::take(&mut rest).ok_or_else(|| {
+                            format!("helper action {name}: no {}", stringify!($field))
+                        })?),*
+                    },)*
                     other => return Err(format!("unknown helper action {other:?}")),
                 };
                 if rest.len() > 0 {
