@@ -135,8 +135,9 @@ fn step<M: SegmentAutomaton + ?Sized>(m: &M, state: u32, segment: &[u8]) -> Resu
 ///
 /// Greedy matching with one backtrack point (the last `*` seen): on a mismatch, the last `*`
 /// absorbs one more byte and matching resumes after it. This is exact for `*`-only patterns and
-/// takes at most `pattern.len() * name.len()` steps. It is the algorithm of
-/// `bee_core::glob::segment_matches`; an empty `name` never matches.
+/// takes at most `pattern.len() * name.len()` steps. The policy compiler and the attenuation
+/// prover use this function too (`bee_core::glob::segment_matches`); an empty `name` never
+/// matches.
 pub fn glob_segment_matches(pattern: &[u8], name: &[u8]) -> bool {
     let (mut p, mut n) = (0usize, 0usize);
     let mut resume: Option<(usize, usize)> = None;

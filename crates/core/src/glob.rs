@@ -363,33 +363,10 @@ fn starts_with_segments(path: &[&str], prefix: &[&str]) -> bool {
 }
 
 /// Whether one segment `name` matches a star segment `pattern`, where each `*` matches any
-/// (possibly empty) run of bytes. Linear-time greedy matching with one backtrack point, the
-/// same algorithm the kernel side uses (`bee_common::glob_segment_matches`).
-pub fn segment_matches(pattern: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0usize, 0usize);
-    let mut resume: Option<(usize, usize)> = None;
-    while n < name.len() {
-        match pattern.get(p) {
-            Some(b'*') => {
-                resume = Some((p, n));
-                p += 1;
-            }
-            Some(&c) if c == name[n] => {
-                p += 1;
-                n += 1;
-            }
-            _ => match resume {
-                Some((sp, sn)) => {
-                    p = sp + 1;
-                    n = sn + 1;
-                    resume = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*') && !name.is_empty()
-}
+/// (possibly empty) run of bytes and an empty `name` never matches. This is the kernel side's
+/// matcher itself (`bee_common::glob_segment_matches`, which the programs mirror in C), so the
+/// prover and the kernel read a star segment through one function.
+pub use bee_common::glob_segment_matches as segment_matches;
 
 #[cfg(test)]
 mod tests {

@@ -199,15 +199,25 @@ impl NamedScope {
     }
 
     fn connect(&self, addr: &str, port: &str) -> i32 {
-        errno_of(&helper(Some(&self.cg), "connect", &[addr, port]))
+        errno_of(&helper(
+            Some(&self.cg),
+            Action::Connect {
+                addr: addr.into(),
+                port: port.into(),
+            },
+        ))
     }
 
     /// `dns-raw MODE ADDRS PORT HEX` in the scope: the errno and the reply lines.
     fn raw(&self, mode: &str, addrs: &str, port: u16, msg: &[u8]) -> (i32, Vec<String>) {
         let out = helper(
             Some(&self.cg),
-            "dns-raw",
-            &[mode, addrs, &port.to_string(), &hex(msg)],
+            Action::DnsRaw {
+                mode: mode.into(),
+                addrs: addrs.into(),
+                port: port.to_string(),
+                hex: hex(msg),
+            },
         );
         let lines = String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -332,11 +342,17 @@ fn other_protocols_and_raw_sockets_are_refused_at_socket_creation() {
         "udplite",
         "icmp",
     ] {
-        let out = helper(Some(&scope.cg), "socket-try", &[kind]);
+        let out = helper(Some(&scope.cg), Action::SocketTry { kind: kind.into() });
         assert_eq!(errno_of(&out), EPERM, "{kind}: {}", show(&out));
     }
     // MPTCP to port 53 (kernel_dns proves the denial on 10.53.0.1; here the server exists).
-    let out = helper(Some(&scope.cg), "connect-mptcp", &[OTHER_SERVER, "53"]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::ConnectMptcp {
+            addr: OTHER_SERVER.into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "mptcp: {}", show(&out));
     assert!(other_asked().is_empty(), "{:?}", other_asked());
 }
@@ -526,8 +542,11 @@ fn a_query_in_flight_during_a_policy_change_does_not_reopen_a_dropped_name() {
     let scope = NamedScope::granting("atk-regrant", &["granted.test", "slow.granted.test"]);
     let child = helper_spawn(
         &scope.cg,
-        "resolve",
-        &["udp", "slow.granted.test", "10.0.0.53"],
+        Action::Resolve {
+            mode: "udp".into(),
+            name: "slow.granted.test".into(),
+            server: "10.0.0.53".into(),
+        },
     );
     // The query is now waiting upstream (SLOW).
     std::thread::sleep(Duration::from_millis(400));
@@ -575,8 +594,11 @@ fn a_loopback_answer_opens_only_what_the_address_grant_opens() {
     );
     let out = helper(
         Some(&scope.cg),
-        "resolve",
-        &["udp", "lo.granted.test", "10.0.0.53"],
+        Action::Resolve {
+            mode: "udp".into(),
+            name: "lo.granted.test".into(),
+            server: "10.0.0.53".into(),
+        },
     );
     println!("resolve lo.granted.test: {}", show(&out));
     assert_ne!(

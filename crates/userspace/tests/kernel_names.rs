@@ -200,7 +200,14 @@ impl NamedScope {
     }
 
     fn resolve(&self, mode: &str, name: &str, server: &str) -> String {
-        let out = helper(Some(&self.cg), "resolve", &[mode, name, server]);
+        let out = helper(
+            Some(&self.cg),
+            Action::Resolve {
+                mode: mode.into(),
+                name: name.into(),
+                server: server.into(),
+            },
+        );
         assert_eq!(errno_of(&out), 0, "resolve {name}: {}", show(&out));
         String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -210,7 +217,13 @@ impl NamedScope {
     }
 
     fn connect(&self, addr: &str, port: &str) -> i32 {
-        errno_of(&helper(Some(&self.cg), "connect", &[addr, port]))
+        errno_of(&helper(
+            Some(&self.cg),
+            Action::Connect {
+                addr: addr.into(),
+                port: port.into(),
+            },
+        ))
     }
 
     fn refusals(&self) -> Vec<AuditEvent> {
@@ -308,7 +321,13 @@ fn a_query_carrying_data_and_queries_to_other_servers_never_leave() {
     // DNS over TLS and over QUIC: denied, whatever the address.
     assert_eq!(scope.connect(OTHER_SERVER, "853"), EPERM);
     assert_eq!(
-        errno_of(&helper(Some(&scope.cg), "sendto", &["192.0.2.1", "853"])),
+        errno_of(&helper(
+            Some(&scope.cg),
+            Action::Sendto {
+                addr: "192.0.2.1".into(),
+                port: "853".into()
+            }
+        )),
         EPERM
     );
 }

@@ -20,18 +20,16 @@
 //!   equal).
 //!
 //! For the names of one child rule the covering set is then the same (for a wildcard, at its
-//! fresh names), and coverage is the port-interval check of [`super::net`] per protocol. The
+//! fresh names), and coverage is the port-interval check of [`super::ports`] per protocol. The
 //! check is sound and complete over names × protocols × ports; the counterexample is the
 //! child's name (an exact child) or a synthesised name one label below the suffix that no
 //! parent rule names exactly (a wildcard child), checked with [`HostPattern::matches`].
 
+use super::ports::{Ports, subtract};
 use super::{Capability, Excess, RuleRef, Witness};
 use crate::compiled::HostRule;
 use crate::host::{HostPattern, MAX_NAME_LEN};
 use crate::net::Protocol;
-
-/// Inclusive port interval, widened so that `last + 1` cannot overflow.
-type Ports = (u32, u32);
 
 fn rule_ref(r: &HostRule) -> RuleRef {
     let protocols: Vec<String> = r.protocols.iter().map(ToString::to_string).collect();
@@ -62,30 +60,6 @@ fn covers(parent: &HostPattern, child: &HostPattern) -> bool {
         (HostPattern::Wildcard(p), HostPattern::Wildcard(c)) => p == c,
         (HostPattern::Exact(_), HostPattern::Wildcard(_)) => false,
     }
-}
-
-/// `need` minus the union of `have`, as sorted disjoint intervals.
-fn subtract(need: Ports, have: &mut [Ports]) -> Vec<Ports> {
-    have.sort_unstable();
-    let (lo, hi) = need;
-    let mut out = Vec::new();
-    let mut cur = lo;
-    for &(a, b) in have.iter() {
-        if cur > hi || a > hi {
-            break;
-        }
-        if b < cur {
-            continue;
-        }
-        if a > cur {
-            out.push((cur, a - 1));
-        }
-        cur = cur.max(b + 1);
-    }
-    if cur <= hi {
-        out.push((cur, hi));
-    }
-    out
 }
 
 /// A name `*.suffix` matches that no exact parent rule names and that fits in
@@ -170,7 +144,7 @@ pub(crate) fn check(child: &[HostRule], parent: &[HostRule]) -> Vec<Excess> {
                 .filter(|r| r.protocols.contains(&p))
                 .map(|r| (u32::from(r.ports.first), u32::from(r.ports.last)))
                 .collect();
-            subtract(need, &mut have)
+            subtract(&[need], &mut have)
                 .first()
                 .map(|&(port, _)| (p, port))
         });

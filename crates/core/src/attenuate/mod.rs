@@ -60,6 +60,7 @@ mod exec;
 mod hosts;
 pub(crate) mod net;
 mod paths;
+mod ports;
 
 use std::fmt;
 use std::net::IpAddr;

@@ -8,13 +8,11 @@
 
 use std::net::IpAddr;
 
+use super::ports::{Ports, subtract};
 use super::{Capability, Excess, RuleRef, Witness};
 use crate::compiled::NetRule;
 use crate::net::{IpNet, Protocol};
 use rustc_hash::FxHashMap;
-
-/// Inclusive port interval, widened so that `last + 1` cannot overflow.
-type Ports = (u32, u32);
 
 /// A well-formed rule's address block as an inclusive range in the 128-bit space, or
 /// `None` for a malformed one (prefix out of range, host bits set, ports descending). A
@@ -48,34 +46,6 @@ fn rule_ref(r: &NetRule) -> RuleRef {
         origin: r.origin.clone(),
         rule: format!("{} {} port {}", protocols.join(","), r.net, r.ports),
     }
-}
-
-/// `from` minus the union of `minus`, as sorted disjoint intervals.
-fn subtract(from: &[Ports], minus: &mut [Ports]) -> Vec<Ports> {
-    minus.sort_unstable();
-    let mut out = Vec::new();
-    for &(lo, hi) in from {
-        let mut cur = lo;
-        for &(a, b) in minus.iter() {
-            if cur > hi {
-                break;
-            }
-            if b < cur {
-                continue;
-            }
-            if a > hi {
-                break;
-            }
-            if a > cur {
-                out.push((cur, a - 1));
-            }
-            cur = cur.max(b + 1);
-        }
-        if cur <= hi {
-            out.push((cur, hi));
-        }
-    }
-    out
 }
 
 struct Parents<'a> {

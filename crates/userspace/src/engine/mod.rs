@@ -415,16 +415,10 @@ impl Engine {
                     source: Box::new(source),
                 }
             };
-            let prog = lsm_program(ebpf, program, hook)?;
-            prog.load(hook, btf).map_err(err("BPF_PROG_LOAD"))?;
-            let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
-            let fd_link = FdLink::from(prog.take_link(id).map_err(err("take_link"))?);
-            let path = links_dir.join(program);
-            let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
-                path,
-                source: Box::new(source),
-            })?;
-            links.push(pinned);
+            lsm_program(ebpf, program, hook)?
+                .load(hook, btf)
+                .map_err(err("BPF_PROG_LOAD"))?;
+            links.push(attach_and_pin_program(ebpf, program, hook, &links_dir)?);
         }
         Ok(links)
     }
@@ -496,26 +490,7 @@ impl Engine {
         let links_dir = dir.join("links");
         let mut links = Vec::with_capacity(programs.len());
         for &(program, hook) in programs {
-            let prog = lsm_program(ebpf, program, hook)?;
-            let id = prog.attach().map_err(|source| EngineError::Program {
-                call: "BPF_LINK_CREATE",
-                program,
-                hook,
-                source: Box::new(source),
-            })?;
-            let link = prog.take_link(id).map_err(|source| EngineError::Program {
-                call: "take_link",
-                program,
-                hook,
-                source: Box::new(source),
-            })?;
-            let fd_link = FdLink::from(link);
-            let path = links_dir.join(program);
-            let pinned = fd_link.pin(&path).map_err(|source| EngineError::Pin {
-                path,
-                source: Box::new(source),
-            })?;
-            links.push(pinned);
+            links.push(attach_and_pin_program(ebpf, program, hook, &links_dir)?);
         }
         Ok((links, maps))
     }
@@ -772,6 +747,32 @@ impl Engine {
     pub fn stale_kept(&self) -> &[PathBuf] {
         &self.stale
     }
+}
+
+/// Attaches the loaded LSM `program` (on `hook`), takes its link and pins it as
+/// `links_dir/<program>`: one step of [`Engine::load`] for every program it attaches.
+fn attach_and_pin_program(
+    ebpf: &mut Ebpf,
+    program: &'static str,
+    hook: &'static str,
+    links_dir: &Path,
+) -> Result<PinnedLink, EngineError> {
+    let err = |call: &'static str| {
+        move |source: aya::programs::ProgramError| EngineError::Program {
+            call,
+            program,
+            hook,
+            source: Box::new(source),
+        }
+    };
+    let prog = lsm_program(ebpf, program, hook)?;
+    let id = prog.attach().map_err(err("BPF_LINK_CREATE"))?;
+    let fd_link = FdLink::from(prog.take_link(id).map_err(err("take_link"))?);
+    let path = links_dir.join(program);
+    fd_link.pin(&path).map_err(|source| EngineError::Pin {
+        path,
+        source: Box::new(source),
+    })
 }
 
 /// Removes the pin directories under `pin_root` left by dead engine instances whose scopes

@@ -74,16 +74,18 @@ proto = "udp"
     }
 }
 
-fn h(scope: &Scope, action: &str, args: &[&str]) -> i32 {
-    let out = helper(Some(&scope.cg), action, args);
+fn h(scope: &Scope, action: Action) -> i32 {
+    let what = format!("{action:?}");
+    let out = helper(Some(&scope.cg), action);
     let e = errno_of(&out);
-    assert!(e < 255, "{action} {args:?}: helper failed: {}", show(&out));
+    assert!(e < 255, "{what}: helper failed: {}", show(&out));
     e
 }
 
-fn expect(scope: &Scope, action: &str, args: &[&str], want: i32) {
-    let out = helper(Some(&scope.cg), action, args);
-    assert_eq!(errno_of(&out), want, "{action} {args:?}: {}", show(&out));
+fn expect(scope: &Scope, action: Action, want: i32) {
+    let what = format!("{action:?}");
+    let out = helper(Some(&scope.cg), action);
+    assert_eq!(errno_of(&out), want, "{what}: {}", show(&out));
 }
 
 /// Asserts some denial of `hook` (any path) was reported for the scope.
@@ -215,18 +217,24 @@ fn o_path_descriptors_are_checked_when_reopened_or_executed() {
     let scope = t.scope("atk-opath");
     let secret = t.sec.s("f");
     // O_PATH itself is not an open the hook sees; the reopen through /proc/self/fd is.
-    expect(&scope, "opath-reopen", &[&secret], EPERM);
+    expect(
+        &scope,
+        Action::OpathReopen {
+            path: secret.clone(),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::FileOpen, &secret, &scope);
-    expect(&scope, "opath-reopen", &[&t.ro.s("f")], 0);
+    expect(&scope, Action::OpathReopen { path: t.ro.s("f") }, 0);
 
     // A readable but not executable copy of busybox, executed through its O_PATH fd.
     let copy = t.ws.join("busybox");
     fs::copy(BUSYBOX, &copy).unwrap();
     fs::set_permissions(&copy, fs::Permissions::from_mode(0o755)).unwrap();
     let copy = copy.display().to_string();
-    expect(&scope, "opath-exec", &[&copy], EPERM);
+    expect(&scope, Action::OpathExec { path: copy.clone() }, EPERM);
     denial(&events(&scope.cg), Hook::BprmCheckSecurity, &copy, &scope);
-    expect(&scope, "execveat-empty", &[&copy], EPERM);
+    expect(&scope, Action::ExecveatEmpty { path: copy.clone() }, EPERM);
     denial(&events(&scope.cg), Hook::BprmCheckSecurity, &copy, &scope);
 }
 
@@ -235,13 +243,34 @@ fn hard_links_of_o_path_descriptors_are_checked() {
     let t = Trees::new("atk-link");
     let scope = t.scope("atk-link");
     let secret = t.sec.s("f");
-    expect(&scope, "opath-link", &[&secret, &t.ws.s("l1")], EPERM);
+    expect(
+        &scope,
+        Action::OpathLink {
+            src: secret.clone(),
+            dst: t.ws.s("l1"),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathLink, &secret, &scope);
     // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH, which a root scope has.
-    expect(&scope, "opath-link-empty", &[&secret, &t.ws.s("l2")], EPERM);
+    expect(
+        &scope,
+        Action::OpathLinkEmpty {
+            src: secret.clone(),
+            dst: t.ws.s("l2"),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathLink, &secret, &scope);
     // A read-only file cannot be linked into the workspace either (the link is a write).
-    expect(&scope, "opath-link", &[&t.ro.s("f"), &t.ws.s("l3")], EPERM);
+    expect(
+        &scope,
+        Action::OpathLink {
+            src: t.ro.s("f"),
+            dst: t.ws.s("l3"),
+        },
+        EPERM,
+    );
     assert!(!t.ws.join("l1").exists() && !t.ws.join("l2").exists());
 }
 
@@ -250,12 +279,33 @@ fn rename_exchange_and_whiteout_check_both_ends() {
     let t = Trees::new("atk-rename");
     let scope = t.scope("atk-rename");
     let secret = t.sec.s("f");
-    expect(&scope, "rename-exchange", &[&t.ws.s("a"), &secret], EPERM);
+    expect(
+        &scope,
+        Action::RenameExchange {
+            from: t.ws.s("a"),
+            to: secret.clone(),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathRename, &secret, &scope);
     let ro = t.ro.s("f");
-    expect(&scope, "rename-exchange", &[&ro, &t.ws.s("a")], EPERM);
+    expect(
+        &scope,
+        Action::RenameExchange {
+            from: ro.clone(),
+            to: t.ws.s("a"),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathRename, &ro, &scope);
-    expect(&scope, "rename-whiteout", &[&ro, &t.ws.s("w")], EPERM);
+    expect(
+        &scope,
+        Action::RenameWhiteout {
+            from: ro.clone(),
+            to: t.ws.s("w"),
+        },
+        EPERM,
+    );
     assert_eq!(fs::read_to_string(t.sec.join("f")).unwrap(), "secret\n");
     assert_eq!(fs::read_to_string(t.ro.join("f")).unwrap(), "read only\n");
 }
@@ -267,9 +317,23 @@ fn open_by_handle_resolves_to_the_real_path() {
     let secret = t.sec.s("f");
     // A root scope has CAP_DAC_READ_SEARCH; the dentry the handle finds is walked as usual.
     let mount = t.ro.s("");
-    expect(&scope, "handle-open", &[&secret, &mount], EPERM);
+    expect(
+        &scope,
+        Action::HandleOpen {
+            path: secret.clone(),
+            dir: mount.clone(),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::FileOpen, &secret, &scope);
-    expect(&scope, "handle-open", &[&t.ro.s("f"), &mount], 0);
+    expect(
+        &scope,
+        Action::HandleOpen {
+            path: t.ro.s("f"),
+            dir: mount.clone(),
+        },
+        0,
+    );
 }
 
 #[test]
@@ -279,7 +343,14 @@ fn chroot_and_new_mount_namespaces_do_not_rename_paths() {
     let scope = t.scope("atk-chroot");
     // In the chroot the secret is at /lib/key, which the policy grants; the walk still sees
     // the global path.
-    expect(&scope, "chroot-read", &[&t.sec.s(""), "/lib/key"], EPERM);
+    expect(
+        &scope,
+        Action::ChrootRead {
+            root: t.sec.s(""),
+            path: "/lib/key".into(),
+        },
+        EPERM,
+    );
     denial(
         &events(&scope.cg),
         Hook::FileOpen,
@@ -288,7 +359,13 @@ fn chroot_and_new_mount_namespaces_do_not_rename_paths() {
     );
     // A new mount namespace needs CAP_SYS_ADMIN, which a scope never uses.
     let secret = t.sec.s("f");
-    expect(&scope, "unshare-ns-read", &[&secret], EPERM);
+    expect(
+        &scope,
+        Action::UnshareNsRead {
+            path: secret.clone(),
+        },
+        EPERM,
+    );
     capability_denied(&scope, CAP_SYS_ADMIN);
 }
 
@@ -299,12 +376,18 @@ fn proc_links_of_an_outside_process_are_denied() {
     let mut victim = Victim::spawn_in(&t.sec.path);
     let pid = victim.pid();
     // /proc/PID/cwd and /proc/PID/mem need ptrace access to the outside process.
-    let e = h(&scope, "proc-cwd-read", &[&pid, "f"]);
+    let e = h(
+        &scope,
+        Action::ProcCwdRead {
+            pid: pid.clone(),
+            rel: "f".into(),
+        },
+    );
     assert!(
         e == EACCES || e == EPERM,
         "cwd of an outside process: errno {e}"
     );
-    let e = h(&scope, "proc-mem", &[&pid]);
+    let e = h(&scope, Action::ProcMem { pid: pid.clone() });
     assert!(
         e == EACCES || e == EPERM,
         "mem of an outside process: errno {e}"
@@ -322,11 +405,18 @@ fn pidfd_and_process_vm_access_to_outside_processes_are_denied() {
     // Up to 6.8 a pidfd is an anon inode and the signal is denied by task_kill; from 6.9 it is
     // a pidfs file, whose open `file_open` denies (it has no path a policy could grant), so
     // pidfd_open itself fails in a scope.
-    expect(&scope, "pidfd-kill", &[&pid], EPERM);
+    expect(&scope, Action::PidfdKill { pid: pid.clone() }, EPERM);
     pidfd_denial(&scope, Hook::TaskKill);
-    expect(&scope, "pidfd-getfd", &[&pid, "1"], EPERM);
+    expect(
+        &scope,
+        Action::PidfdGetfd {
+            pid: pid.clone(),
+            fd: "1".into(),
+        },
+        EPERM,
+    );
     pidfd_denial(&scope, Hook::PtraceAccessCheck);
-    expect(&scope, "vm-read", &[&pid], EPERM);
+    expect(&scope, Action::VmRead { pid: pid.clone() }, EPERM);
     hook_denied(&scope, Hook::PtraceAccessCheck);
     assert!(victim.alive(), "the outside process was killed");
 }
@@ -336,25 +426,66 @@ fn io_uring_rename_unlink_link_and_sendmsg_are_checked() {
     let t = Trees::new("atk-uring");
     let scope = t.scope("atk-uring");
     let secret = t.sec.s("f");
-    expect(&scope, "uring-unlinkat", &[&secret], EPERM);
+    expect(
+        &scope,
+        Action::UringUnlinkat {
+            path: secret.clone(),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathUnlink, &secret, &scope);
-    expect(&scope, "uring-renameat", &[&secret, &t.ws.s("r")], EPERM);
+    expect(
+        &scope,
+        Action::UringRenameat {
+            from: secret.clone(),
+            to: t.ws.s("r"),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathRename, &secret, &scope);
-    expect(&scope, "uring-linkat", &[&secret, &t.ws.s("l")], EPERM);
+    expect(
+        &scope,
+        Action::UringLinkat {
+            from: secret.clone(),
+            to: t.ws.s("l"),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::PathLink, &secret, &scope);
     assert!(t.sec.join("f").exists());
-    expect(&scope, "uring-sendmsg", &["127.0.0.1", "6001"], EPERM);
+    expect(
+        &scope,
+        Action::UringSendmsg {
+            addr: "127.0.0.1".into(),
+            port: "6001".into(),
+        },
+        EPERM,
+    );
     hook_denied(&scope, Hook::SocketSendmsg);
     // The same operations inside the workspace work.
-    expect(&scope, "uring-renameat", &[&t.ws.s("a"), &t.ws.s("b")], 0);
-    expect(&scope, "uring-unlinkat", &[&t.ws.s("b")], 0);
+    expect(
+        &scope,
+        Action::UringRenameat {
+            from: t.ws.s("a"),
+            to: t.ws.s("b"),
+        },
+        0,
+    );
+    expect(&scope, Action::UringUnlinkat { path: t.ws.s("b") }, 0);
 }
 
 #[test]
 fn sendmmsg_is_checked_per_datagram() {
     let t = Trees::new("atk-mmsg");
     let scope = t.scope("atk-mmsg");
-    expect(&scope, "sendmmsg", &["127.0.0.1", "6002"], EPERM);
+    expect(
+        &scope,
+        Action::Sendmmsg {
+            addr: "127.0.0.1".into(),
+            port: "6002".into(),
+        },
+        EPERM,
+    );
     hook_denied(&scope, Hook::SocketSendmsg);
 }
 
@@ -362,7 +493,13 @@ fn sendmmsg_is_checked_per_datagram() {
 fn device_nodes_outside_grants_are_denied() {
     let t = Trees::new("atk-dev");
     let scope = t.scope("atk-dev");
-    expect(&scope, "open-read", &["/dev/kmsg"], EPERM);
+    expect(
+        &scope,
+        Action::OpenRead {
+            path: "/dev/kmsg".into(),
+        },
+        EPERM,
+    );
     denial(&events(&scope.cg), Hook::FileOpen, "/dev/kmsg", &scope);
 }
 
@@ -373,7 +510,7 @@ fn open_with_o_trunc_needs_write_even_when_read_only() {
     let t = Trees::new("atk-trunc");
     let scope = t.scope("atk-trunc");
     let ro = t.ro.s("f");
-    let e = h(&scope, "open-trunc-ro", &[&ro]);
+    let e = h(&scope, Action::OpenTruncRo { path: ro.clone() });
     let left = fs::read_to_string(&ro).unwrap();
     assert_eq!(left, "read only\n", "truncated (open errno {e})");
     assert_eq!(e, EPERM);
@@ -385,7 +522,7 @@ fn sigio_owner_outside_the_caller_is_denied() {
     let scope = t.scope("atk-sigio");
     let mut victim = Victim::spawn_in(&t.ws.path);
     let pid = victim.pid();
-    let e = h(&scope, "sigio-kill", &[&pid]);
+    let e = h(&scope, Action::SigioKill { pid: pid.clone() });
     assert!(
         victim.alive(),
         "the outside process was SIGKILLed (helper errno {e})"
@@ -400,8 +537,10 @@ fn clone_into_another_cgroup_is_denied() {
     let secret = t.sec.s("f");
     let e = h(
         &scope,
-        "cgroup-clone-into",
-        &[outside.path.to_str().unwrap(), &secret],
+        Action::CgroupCloneInto {
+            cgroup: (outside.path.to_str().unwrap()).into(),
+            path: secret.clone(),
+        },
     );
     assert_eq!(e, EPERM, "the child in the other cgroup read the secret");
     assert!(
@@ -420,8 +559,21 @@ fn udp_sendto_with_af_unspec_address_is_checked_as_the_socket_family() {
     rx.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     // The same datagram with AF_INET is denied.
-    expect(&scope, "sendto", &["127.0.0.1", "7003"], EPERM);
-    let e = h(&scope, "udp-unspec", &["127.0.0.1", "7003"]);
+    expect(
+        &scope,
+        Action::Sendto {
+            addr: "127.0.0.1".into(),
+            port: "7003".into(),
+        },
+        EPERM,
+    );
+    let e = h(
+        &scope,
+        Action::UdpUnspec {
+            addr: "127.0.0.1".into(),
+            port: "7003".into(),
+        },
+    );
     let mut buf = [0u8; 8];
     let got = rx.recv(&mut buf).ok();
     assert_eq!(got, None, "the datagram arrived (sendto errno {e})");
@@ -435,7 +587,14 @@ fn device_node_in_the_workspace_is_not_created() {
     // /dev/kmsg is denied (device_nodes_outside_grants_are_denied); the same device (1, 11)
     // under a workspace name is not.
     let node = t.ws.s("kmsg");
-    let e = h(&scope, "mknod-open", &[&node, "1", "11"]);
+    let e = h(
+        &scope,
+        Action::MknodOpen {
+            path: node.clone(),
+            major: "1".into(),
+            minor: "11".into(),
+        },
+    );
     assert_eq!(e, EPERM, "the workspace node opened the device");
     assert!(fs::symlink_metadata(&node).is_err(), "the node was created");
     let evs = events(&scope.cg);
@@ -453,15 +612,27 @@ fn detached_mount_does_not_rename_a_secret_into_a_granted_path() {
     t.sec.write("lib/key", "secret\n");
     let scope = t.scope("atk-tree-r");
     let key = t.sec.s("lib/key");
-    expect(&scope, "open-read", &[&key], EPERM);
+    expect(&scope, Action::OpenRead { path: key.clone() }, EPERM);
     // Making the clone needs CAP_SYS_ADMIN, which a scope never uses…
-    let e = h(&scope, "open-tree-read", &[&t.sec.s(""), "lib/key"]);
+    let e = h(
+        &scope,
+        Action::OpenTreeRead {
+            dir: t.sec.s(""),
+            rel: "lib/key".into(),
+        },
+    );
     assert_eq!(e, EPERM, "open_tree(OPEN_TREE_CLONE) in the scope");
     capability_denied(&scope, CAP_SYS_ADMIN);
     // …and a clone made outside and handed in is no way round: below it the key's path would
     // be `/lib/key`, granted by `/lib/**`.
     let tree = detached_tree(&t.sec.s(""));
-    let out = helper_with_fd3(&scope.cg, "fd3-open", &["lib/key"], &tree);
+    let out = helper_with_fd3(
+        &scope.cg,
+        Action::Fd3Open {
+            rel: "lib/key".into(),
+        },
+        &tree,
+    );
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
     unresolved_denial(&scope, Hook::FileOpen, "/lib/key");
 }
@@ -507,11 +678,23 @@ fn detached_mount_does_not_execute_a_workspace_file() {
     );
     // Below a clone of `ws`, the copy's path is `/bin/busybox`: executable by `/bin/*`. The
     // scope cannot make the clone (CAP_SYS_ADMIN), nor use one made outside.
-    let e = h(&scope, "open-tree-exec", &[&t.ws.s(""), "bin/busybox"]);
+    let e = h(
+        &scope,
+        Action::OpenTreeExec {
+            dir: t.ws.s(""),
+            rel: "bin/busybox".into(),
+        },
+    );
     assert_eq!(e, EPERM, "open_tree(OPEN_TREE_CLONE) in the scope");
     capability_denied(&scope, CAP_SYS_ADMIN);
     let tree = detached_tree(&t.ws.s(""));
-    let out = helper_with_fd3(&scope.cg, "fd3-exec", &["bin/busybox"], &tree);
+    let out = helper_with_fd3(
+        &scope.cg,
+        Action::Fd3Exec {
+            rel: "bin/busybox".into(),
+        },
+        &tree,
+    );
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
     unresolved_denial(&scope, Hook::FileOpen, "/bin/busybox");
 }
@@ -546,26 +729,78 @@ fn timestamps_xattrs_and_acls_of_a_read_only_file_are_denied() {
     let (ro, ws) = (t.ro.s("f"), t.ws.s("a"));
     // An ACL (an extended attribute every user may change on a file it owns) on both files.
     for f in [&ro, &ws] {
-        assert_eq!(errno_of(&helper(None, "set-acl", &[f])), 0);
+        assert_eq!(
+            errno_of(&helper(None, Action::SetAcl { path: f.into() })),
+            0
+        );
     }
     let scope = t.scope("atk-xattr");
     let before = mtime(&ro);
     std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(h(&scope, "utimes", &[&ro]), EPERM, "utimensat");
+    assert_eq!(
+        h(&scope, Action::Utimes { path: ro.clone() }),
+        EPERM,
+        "utimensat"
+    );
     assert_eq!(mtime(&ro), before, "the mtime changed");
-    assert_eq!(h(&scope, "setxattr", &[&ro, POSIX_ACL_ACCESS]), EPERM);
-    assert_eq!(h(&scope, "removexattr", &[&ro, POSIX_ACL_ACCESS]), EPERM);
-    assert_eq!(h(&scope, "utimes", &[&t.sec.s("f")]), EPERM);
+    assert_eq!(
+        h(
+            &scope,
+            Action::Setxattr {
+                path: ro.clone(),
+                name: Some(POSIX_ACL_ACCESS.into())
+            }
+        ),
+        EPERM
+    );
+    assert_eq!(
+        h(
+            &scope,
+            Action::Removexattr {
+                path: ro.clone(),
+                name: POSIX_ACL_ACCESS.into()
+            }
+        ),
+        EPERM
+    );
+    assert_eq!(h(&scope, Action::Utimes { path: t.sec.s("f") }), EPERM);
     let evs = events(&scope.cg);
     denial(&evs, Hook::InodeSetattr, &ro, &scope);
     denial(&evs, Hook::InodeSetxattr, &ro, &scope);
     denial(&evs, Hook::InodeRemovexattr, &ro, &scope);
     // In the workspace all of it is allowed…
-    assert_eq!(h(&scope, "utimes", &[&ws]), 0);
-    assert_eq!(h(&scope, "setxattr", &[&ws, POSIX_ACL_ACCESS]), 0);
-    assert_eq!(h(&scope, "removexattr", &[&ws, POSIX_ACL_ACCESS]), 0);
+    assert_eq!(h(&scope, Action::Utimes { path: ws.clone() }), 0);
+    assert_eq!(
+        h(
+            &scope,
+            Action::Setxattr {
+                path: ws.clone(),
+                name: Some(POSIX_ACL_ACCESS.into())
+            }
+        ),
+        0
+    );
+    assert_eq!(
+        h(
+            &scope,
+            Action::Removexattr {
+                path: ws.clone(),
+                name: POSIX_ACL_ACCESS.into()
+            }
+        ),
+        0
+    );
     // …but trusted.* attributes need CAP_SYS_ADMIN, which a scope never uses.
-    assert_eq!(h(&scope, "setxattr", &[&ws, "trusted.bee"]), EPERM);
+    assert_eq!(
+        h(
+            &scope,
+            Action::Setxattr {
+                path: ws.clone(),
+                name: Some("trusted.bee".into())
+            }
+        ),
+        EPERM
+    );
     capability_denied(&scope, CAP_SYS_ADMIN);
 }
 
@@ -581,20 +816,37 @@ fn allowing_an_xattr_change_keeps_the_kernels_capability_checks() {
     let f = f.to_str().unwrap();
     let scope = t.scope("atk-xattr-cap");
     // uid 65534 may write the file (its own, under a write grant), yet not its security.*.
-    assert_eq!(h_as(&scope, "setxattr", &[f, "security.bee"]), EPERM);
+    assert_eq!(
+        h_as(
+            &scope,
+            Action::Setxattr {
+                path: f.into(),
+                name: Some("security.bee".into())
+            }
+        ),
+        EPERM
+    );
     assert_eq!(
         errno_of(&helper_with(
             None,
             Some(NOBODY),
             None,
-            "setxattr",
-            &[f, "security.bee"]
+            Action::Setxattr {
+                path: f.into(),
+                name: Some("security.bee".into())
+            }
         )),
         EPERM,
         "outside every scope"
     );
     assert_eq!(
-        errno_of(&helper(None, "setxattr", &[f, "security.bee"])),
+        errno_of(&helper(
+            None,
+            Action::Setxattr {
+                path: f.into(),
+                name: Some("security.bee".into())
+            }
+        )),
         0,
         "root, outside"
     );
@@ -603,8 +855,10 @@ fn allowing_an_xattr_change_keeps_the_kernels_capability_checks() {
             None,
             Some(NOBODY),
             None,
-            "removexattr",
-            &[f, "security.bee"]
+            Action::Removexattr {
+                path: f.into(),
+                name: "security.bee".into()
+            }
         )),
         EPERM,
         "removexattr outside every scope"
@@ -622,7 +876,11 @@ fn inode_changes_are_judged_by_the_names_of_the_dentry_in_every_mount() {
         let f = m.0.join("f");
         fs::write(&f, "x").unwrap();
         let f = f.to_str().unwrap();
-        assert_eq!(h(&scope, "utimes", &[f]), want, "utimensat {f}");
+        assert_eq!(
+            h(&scope, Action::Utimes { path: f.into() }),
+            want,
+            "utimensat {f}"
+        );
         if want == EPERM {
             denial(&events(&scope.cg), Hook::InodeSetattr, f, &scope);
         }
@@ -630,12 +888,16 @@ fn inode_changes_are_judged_by_the_names_of_the_dentry_in_every_mount() {
     // A bind mount of the read-only tree into the workspace gives its files a writable name,
     // as an open for writing through that name would.
     let ro = t.ro.s("f");
-    assert_eq!(h(&scope, "utimes", &[&ro]), EPERM);
+    assert_eq!(h(&scope, Action::Utimes { path: ro.clone() }), EPERM);
     let bind = Mounted::new(&["--bind", &t.ro.s("")], t.ws.join("ro-bind"));
-    assert_eq!(h(&scope, "utimes", &[&ro]), 0, "a writable name exists");
+    assert_eq!(
+        h(&scope, Action::Utimes { path: ro.clone() }),
+        0,
+        "a writable name exists"
+    );
     drop(bind);
     assert_eq!(
-        h(&scope, "utimes", &[&ro]),
+        h(&scope, Action::Utimes { path: ro.clone() }),
         EPERM,
         "the writable name is gone"
     );
@@ -662,14 +924,22 @@ fn inode_changes_find_a_name_among_many_mounts_of_other_directories() {
     binds.extend((6..12).map(|i| bind(&other, t.sec.join(&format!("b{i}")))));
     drop(orig);
     let f = t.ws.join("m").join("f");
-    assert_eq!(h(&scope, "utimes", &[&s(f)]), 0, "its one writable name");
+    assert_eq!(
+        h(&scope, Action::Utimes { path: s(f) }),
+        0,
+        "its one writable name"
+    );
     // Without that mount the file has a read-only name only; a bind mount of the other
     // directory into the workspace gives it no writable one.
     let sec_all = bind(&s(t.ws.join("m")), t.sec.join("all"));
     drop(named);
     let ws_other = bind(&s(t.sec.join("b0")), t.ws.join("other"));
     let f = s(t.sec.join("all").join("f"));
-    assert_eq!(h(&scope, "utimes", &[&f]), EPERM, "no writable name");
+    assert_eq!(
+        h(&scope, Action::Utimes { path: f.clone() }),
+        EPERM,
+        "no writable name"
+    );
     denial(&events(&scope.cg), Hook::InodeSetattr, &f, &scope);
     drop((ws_other, sec_all, binds));
 }
@@ -682,17 +952,35 @@ fn ioctls_that_reach_past_the_descriptor_are_checked() {
     let scope = t.scope("atk-ioctl");
     // chattr +a (FS_APPEND_FL) of a read-only file, through a read-only descriptor.
     assert_eq!(
-        h(&scope, "setflags-raw", &[&ro, "32"]),
+        h(
+            &scope,
+            Action::SetflagsRaw {
+                path: ro.clone(),
+                flags: "32".into()
+            }
+        ),
         EPERM,
         "FS_IOC_SETFLAGS"
     );
     assert_eq!(
-        h(&scope, "ioctl", &[&ro, "401c5820"]),
+        h(
+            &scope,
+            Action::Ioctl {
+                path: ro.clone(),
+                cmd: "401c5820".into()
+            }
+        ),
         EPERM,
         "FS_IOC_FSSETXATTR"
     );
     assert_eq!(
-        h(&scope, "ioctl", &[&ro, "40806685"]),
+        h(
+            &scope,
+            Action::Ioctl {
+                path: ro.clone(),
+                cmd: "40806685".into()
+            }
+        ),
         EPERM,
         "FS_IOC_ENABLE_VERITY"
     );
@@ -708,18 +996,39 @@ fn ioctls_that_reach_past_the_descriptor_are_checked() {
         "the file is still writable outside the scope"
     );
     // In the workspace the flags may change (tmpfs has them from 6.0).
-    assert_eq!(h(&scope, "setflags-raw", &[&ws, "0"]), 0);
+    assert_eq!(
+        h(
+            &scope,
+            Action::SetflagsRaw {
+                path: ws.clone(),
+                flags: "0".into()
+            }
+        ),
+        0
+    );
     // TIOCSTI, TIOCCONS, FIFREEZE, FITHAW: refused before any driver sees them (outside the
     // scope /dev/null is no terminal and tmpfs cannot freeze).
     for cmd in ["5412", "541d", "c0045877", "c0045878"] {
         assert_eq!(
-            h(&scope, "ioctl", &["/dev/null", cmd]),
+            h(
+                &scope,
+                Action::Ioctl {
+                    path: "/dev/null".into(),
+                    cmd: cmd.into()
+                }
+            ),
             EPERM,
             "ioctl {cmd}"
         );
     }
     assert_eq!(
-        errno_of(&helper(None, "ioctl", &["/dev/null", "5412"])),
+        errno_of(&helper(
+            None,
+            Action::Ioctl {
+                path: "/dev/null".into(),
+                cmd: "5412".into()
+            }
+        )),
         ENOTTY
     );
     let evs = events(&scope.cg);
@@ -736,7 +1045,7 @@ fn ioctls_that_reach_past_the_descriptor_are_checked() {
 fn inotify_watch_on_an_ungranted_directory_is_denied() {
     let t = Trees::new("atk-notify");
     let scope = t.scope("atk-notify");
-    let e = h(&scope, "inotify-watch", &[&t.sec.s("")]);
+    let e = h(&scope, Action::InotifyWatch { path: t.sec.s("") });
     assert_eq!(e, EPERM, "a watch on the secret directory was added");
 }
 
@@ -744,14 +1053,11 @@ fn inotify_watch_on_an_ungranted_directory_is_denied() {
 
 const NOBODY: u32 = 65534;
 
-fn h_as(scope: &Scope, action: &str, args: &[&str]) -> i32 {
-    let out = helper_as(&scope.cg, NOBODY, action, args);
+fn h_as(scope: &Scope, action: Action) -> i32 {
+    let what = format!("{action:?}");
+    let out = helper_as(&scope.cg, NOBODY, action);
     let e = errno_of(&out);
-    assert!(
-        e < 255,
-        "{action} {args:?} as {NOBODY}: helper failed: {}",
-        show(&out)
-    );
+    assert!(e < 255, "{what} as {NOBODY}: helper failed: {}", show(&out));
     e
 }
 
@@ -768,25 +1074,52 @@ fn unprivileged_user_lacks_the_capabilities_of_the_root_escapes() {
     // open_tree(OPEN_TREE_CLONE) needs CAP_SYS_ADMIN, mknod of a device CAP_MKNOD,
     // open_by_handle_at CAP_DAC_READ_SEARCH; another cgroup's cgroup.procs is root's.
     assert_eq!(
-        h_as(&scope, "open-tree-read", &[&t.sec.s(""), "lib/key"]),
+        h_as(
+            &scope,
+            Action::OpenTreeRead {
+                dir: t.sec.s(""),
+                rel: "lib/key".into()
+            }
+        ),
         EPERM
     );
     assert_eq!(
-        h_as(&scope, "open-tree-exec", &[&t.ws.s(""), "bin/busybox"]),
+        h_as(
+            &scope,
+            Action::OpenTreeExec {
+                dir: t.ws.s(""),
+                rel: "bin/busybox".into()
+            }
+        ),
         EPERM
     );
     assert_eq!(
-        h_as(&scope, "mknod-open", &["/tmp/bee-kt-kmsg", "1", "11"]),
+        h_as(
+            &scope,
+            Action::MknodOpen {
+                path: "/tmp/bee-kt-kmsg".into(),
+                major: "1".into(),
+                minor: "11".into()
+            }
+        ),
         EPERM
     );
     assert_eq!(
-        h_as(&scope, "handle-open", &[&t.ro.s("f"), &t.ro.s("")]),
+        h_as(
+            &scope,
+            Action::HandleOpen {
+                path: t.ro.s("f"),
+                dir: t.ro.s("")
+            }
+        ),
         EPERM
     );
     let e = h_as(
         &scope,
-        "cgroup-clone-into",
-        &[outside.path.to_str().unwrap(), &t.sec.s("f")],
+        Action::CgroupCloneInto {
+            cgroup: (outside.path.to_str().unwrap()).into(),
+            path: t.sec.s("f"),
+        },
     );
     assert!(
         e == EACCES || e == EPERM,
@@ -808,8 +1141,12 @@ fn sigio_owner_as_an_unprivileged_user_is_denied() {
             .unwrap(),
     );
     let pid = victim.pid();
-    assert_eq!(h_as(&scope, "kill", &[&pid]), EPERM, "kill(2) is denied");
-    let e = h_as(&scope, "sigio-kill", &[&pid]);
+    assert_eq!(
+        h_as(&scope, Action::Kill { pid: pid.clone() }),
+        EPERM,
+        "kill(2) is denied"
+    );
+    let e = h_as(&scope, Action::SigioKill { pid: pid.clone() });
     assert!(
         victim.alive(),
         "the outside process was SIGKILLed (helper errno {e})"
@@ -824,8 +1161,23 @@ fn udp_af_unspec_as_an_unprivileged_user_is_checked() {
     let rx = std::net::UdpSocket::bind("127.0.0.1:7004").unwrap();
     rx.set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
-    assert_eq!(h_as(&scope, "sendto", &["127.0.0.1", "7004"]), EPERM);
-    let e = h_as(&scope, "udp-unspec", &["127.0.0.1", "7004"]);
+    assert_eq!(
+        h_as(
+            &scope,
+            Action::Sendto {
+                addr: "127.0.0.1".into(),
+                port: "7004".into()
+            }
+        ),
+        EPERM
+    );
+    let e = h_as(
+        &scope,
+        Action::UdpUnspec {
+            addr: "127.0.0.1".into(),
+            port: "7004".into(),
+        },
+    );
     let mut buf = [0u8; 8];
     assert_eq!(
         rx.recv(&mut buf).ok(),
@@ -840,7 +1192,12 @@ fn o_trunc_as_an_unprivileged_owner_needs_write() {
     let ro = t.ro.join("f");
     std::os::unix::fs::chown(&ro, Some(NOBODY), Some(NOBODY)).unwrap();
     let scope = t.scope("atk-nb-trunc");
-    let e = h_as(&scope, "open-trunc-ro", &[ro.to_str().unwrap()]);
+    let e = h_as(
+        &scope,
+        Action::OpenTruncRo {
+            path: (ro.to_str().unwrap()).into(),
+        },
+    );
     assert_eq!(
         fs::read_to_string(&ro).unwrap(),
         "read only\n",
@@ -854,7 +1211,12 @@ fn listening_on_a_tcp_socket_is_denied() {
     let t = Trees::new("atk-listen");
     let scope = t.scope("atk-listen");
     let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
-    let mut child = helper_spawn(&scope.cg, "listen-send", &["7005"]);
+    let mut child = helper_spawn(
+        &scope.cg,
+        Action::ListenSend {
+            port: "7005".into(),
+        },
+    );
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("bee-listening") {
@@ -893,7 +1255,11 @@ fn listening_on_an_abstract_unix_socket_is_denied() {
     let scope = t.scope("atk-ulisten");
     // Any process can connect to an abstract name: the same channel as a TCP listener.
     let name = format!("@bee-listen-{}", std::process::id());
-    assert_eq!(h(&scope, "unix-listen", &[&name]), EPERM, "abstract listen");
+    assert_eq!(
+        h(&scope, Action::UnixListen { addr: name.clone() }),
+        EPERM,
+        "abstract listen"
+    );
     let evs = events(&scope.cg);
     assert!(
         evs.iter().any(|e| e.hook == Hook::SocketListen as u32
@@ -903,7 +1269,12 @@ fn listening_on_an_abstract_unix_socket_is_denied() {
     );
     // A socket file in the workspace (created under the write grant) may listen.
     assert_eq!(
-        h(&scope, "unix-listen", &[&t.ws.s("s.sock")]),
+        h(
+            &scope,
+            Action::UnixListen {
+                addr: t.ws.s("s.sock")
+            }
+        ),
         0,
         "path listen"
     );
@@ -924,7 +1295,12 @@ fn netlink_route_reads_but_does_not_change_host_addresses() {
     );
     let out = sh(Some(&scope.cg), "ip addr add 127.0.0.8/32 dev lo", &[]);
     assert!(!out.status.success(), "busybox ip addr add: {}", show(&out));
-    let out = helper(Some(&scope.cg), "rtnl-addaddr", &["127.0.0.9"]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::RtnlAddaddr {
+            ip: "127.0.0.9".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "RTM_NEWADDR: {}", show(&out));
     hook_denied(&scope, Hook::NetlinkSend);
     let shown = run(None, BUSYBOX, &["ip", "addr", "show", "dev", "lo"]);
@@ -943,7 +1319,7 @@ fn perf_event_open_on_an_outside_process_is_denied() {
     let victim = Victim::spawn_in(&t.ws.path);
     // perfmon_capable() short-circuits ptrace_may_access, so the LSM hook never runs; with
     // PERF_SAMPLE_STACK_USER the samples carry the target's user stack.
-    let e = h(&scope, "perf-pid", &[&victim.pid()]);
+    let e = h(&scope, Action::PerfPid { pid: victim.pid() });
     assert!(
         e == EPERM || e == EACCES,
         "perf_event_open of an outside process: errno {e}"
@@ -967,7 +1343,15 @@ fn netlink_batches_are_judged_message_by_message() {
     let scope = t.scope("atk-rtnl-batch");
     let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
     // A dump request first, an address change second, in one send.
-    assert_eq!(h(&scope, "rtnl-batch", &["127.0.0.10"]), EPERM);
+    assert_eq!(
+        h(
+            &scope,
+            Action::RtnlBatch {
+                ip: "127.0.0.10".into()
+            }
+        ),
+        EPERM
+    );
     hook_denied(&scope, Hook::NetlinkSend);
     let shown = run(None, BUSYBOX, &["ip", "addr", "show", "dev", "lo"]);
     let _ = run(
@@ -988,12 +1372,16 @@ fn kcmp_process_madvise_and_setns_on_outside_processes_are_denied() {
     let scope = t.scope("atk-kcmp");
     let victim = Victim::spawn_in(&t.ws.path);
     let pid = victim.pid();
-    assert_eq!(h(&scope, "kcmp", &[&pid]), EPERM, "kcmp");
+    assert_eq!(h(&scope, Action::Kcmp { pid: pid.clone() }), EPERM, "kcmp");
     hook_denied(&scope, Hook::PtraceAccessCheck);
-    let e = h(&scope, "process-madvise", &[&pid]);
+    let e = h(&scope, Action::ProcessMadvise { pid: pid.clone() });
     assert!(e == EACCES || e == EPERM, "process_madvise: errno {e}");
     // setns(pidfd, CLONE_NEWNS) into an outside process's mount namespace.
-    assert_eq!(h(&scope, "setns-pidfd", &[&pid]), EPERM, "setns");
+    assert_eq!(
+        h(&scope, Action::SetnsPidfd { pid: pid.clone() }),
+        EPERM,
+        "setns"
+    );
     pidfd_denial(&scope, Hook::PtraceAccessCheck);
 }
 
@@ -1004,11 +1392,30 @@ fn descriptors_opened_for_reading_do_not_change_timestamps_or_xattrs() {
     let ro = t.ro.s("f");
     let before = mtime(&ro);
     std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(h(&scope, "futimens-ro", &[&ro]), EPERM, "futimens");
-    assert_eq!(mtime(&ro), before, "the mtime changed");
-    assert_eq!(h(&scope, "fsetxattr-ro", &[&ro, POSIX_ACL_ACCESS]), EPERM);
     assert_eq!(
-        h(&scope, "uring-fsetxattr-ro", &[&ro, POSIX_ACL_ACCESS]),
+        h(&scope, Action::FutimensRo { path: ro.clone() }),
+        EPERM,
+        "futimens"
+    );
+    assert_eq!(mtime(&ro), before, "the mtime changed");
+    assert_eq!(
+        h(
+            &scope,
+            Action::FsetxattrRo {
+                path: ro.clone(),
+                name: POSIX_ACL_ACCESS.into()
+            }
+        ),
+        EPERM
+    );
+    assert_eq!(
+        h(
+            &scope,
+            Action::UringFsetxattrRo {
+                path: ro.clone(),
+                name: POSIX_ACL_ACCESS.into()
+            }
+        ),
         EPERM,
         "IORING_OP_FSETXATTR"
     );
@@ -1016,12 +1423,14 @@ fn descriptors_opened_for_reading_do_not_change_timestamps_or_xattrs() {
     denial(&evs, Hook::InodeSetattr, &ro, &scope);
     denial(&evs, Hook::InodeSetxattr, &ro, &scope);
     // Through a descriptor of a workspace file the same changes are allowed.
-    assert_eq!(h(&scope, "futimens-ro", &[&t.ws.s("a")]), 0);
+    assert_eq!(h(&scope, Action::FutimensRo { path: t.ws.s("a") }), 0);
     assert_eq!(
         h(
             &scope,
-            "uring-fsetxattr-ro",
-            &[&t.ws.s("a"), POSIX_ACL_ACCESS]
+            Action::UringFsetxattrRo {
+                path: t.ws.s("a"),
+                name: POSIX_ACL_ACCESS.into()
+            }
         ),
         0
     );
@@ -1033,10 +1442,10 @@ fn files_of_an_unattached_fsmount_are_unresolved() {
     let scope = t.scope("atk-fsmount");
     // fsopen + fsmount give a tmpfs that is never attached: `/f` below its root. The scope
     // cannot make one (CAP_SYS_ADMIN), nor use one made outside.
-    assert_eq!(h(&scope, "fsmount-create", &[]), 100 + EPERM);
+    assert_eq!(h(&scope, Action::FsmountCreate {}), 100 + EPERM);
     capability_denied(&scope, CAP_SYS_ADMIN);
     let tmpfs = fresh_tmpfs();
-    let out = helper_with_fd3(&scope.cg, "fd3-create", &["f"], &tmpfs);
+    let out = helper_with_fd3(&scope.cg, Action::Fd3Create { rel: "f".into() }, &tmpfs);
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
     let evs = events(&scope.cg);
     assert!(
@@ -1113,16 +1522,15 @@ fn tiocsti_into_outside_shell(
         .spawn()
         .unwrap();
     let line = format!("echo escaped > {}\\nexit\\n", out.display());
-    let mut args = vec![line.as_str()];
+    let mut args = vec![line];
     if uid.is_some() {
-        args.insert(0, "ctty");
+        args.insert(0, "ctty".to_owned());
     }
     let res = helper_with(
         Some(&scope.cg),
         uid,
         Some(slave.as_raw_fd()),
-        "tiocsti",
-        &args,
+        Action::Tiocsti { args },
     );
     let e = errno_of(&res);
     exited_within(&mut shell, 5);
@@ -1209,13 +1617,24 @@ fn ip_source_route_is_denied() {
     let scope = t.scope("esc-srr");
     let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
     // 127.0.0.9 is not granted; 127.0.0.2:6000/udp is.
-    expect(&scope, "sendto", &["127.0.0.9", "6000"], EPERM);
+    expect(
+        &scope,
+        Action::Sendto {
+            addr: "127.0.0.9".into(),
+            port: "6000".into(),
+        },
+        EPERM,
+    );
     let sniff = lo_sniffer();
     let marker = format!("bee-srr-root-{}", std::process::id());
     let e = h(
         &scope,
-        "srr-sendto",
-        &["127.0.0.9", "127.0.0.2", "6000", &marker],
+        Action::SrrSendto {
+            hop: "127.0.0.9".into(),
+            addr: "127.0.0.2".into(),
+            port: "6000".into(),
+            text: marker.clone(),
+        },
     );
     let seen = sniff_lo(&sniff, [127, 0, 0, 9], marker.as_bytes(), 1500);
     // No capability is needed: uid 65534 does the same.
@@ -1223,8 +1642,12 @@ fn ip_source_route_is_denied() {
     let out_nb = helper_as(
         &scope.cg,
         NOBODY,
-        "srr-sendto",
-        &["127.0.0.9", "127.0.0.2", "6000", &marker_nb],
+        Action::SrrSendto {
+            hop: "127.0.0.9".into(),
+            addr: "127.0.0.2".into(),
+            port: "6000".into(),
+            text: marker_nb.clone(),
+        },
     );
     println!("srr-sendto as {NOBODY}: {}", show(&out_nb));
     let e_nb = errno_of(&out_nb);
@@ -1256,9 +1679,19 @@ fn prlimit_of_an_outside_process_is_denied() {
     let mut root_victim = spin(0);
     let mut nb_victim = spin(NOBODY);
     std::thread::sleep(Duration::from_millis(300));
-    let e = h(&scope, "prlimit-cpu", &[&root_victim.pid()]);
+    let e = h(
+        &scope,
+        Action::PrlimitCpu {
+            pid: root_victim.pid(),
+        },
+    );
     // The same user needs no capability for another process of its own.
-    let e_nb = h_as(&scope, "prlimit-cpu", &[&nb_victim.pid()]);
+    let e_nb = h_as(
+        &scope,
+        Action::PrlimitCpu {
+            pid: nb_victim.pid(),
+        },
+    );
     let (mut alive, mut alive_nb) = (true, true);
     for _ in 0..40 {
         alive = root_victim.alive();
@@ -1291,9 +1724,15 @@ fn priority_and_affinity_of_an_outside_process_are_kept() {
     );
     let pid = victim.pid();
     let mut got = Vec::new();
-    for action in ["setpriority", "ioprio-idle", "setaffinity"] {
-        got.push((action, "root", h(&scope, action, &[&pid])));
-        got.push((action, "uid 65534", h_as(&scope, action, &[&pid])));
+    let actions: [fn(String) -> Action; 3] = [
+        |pid| Action::Setpriority { pid },
+        |pid| Action::IoprioIdle { pid },
+        |pid| Action::Setaffinity { pid },
+    ];
+    for action in actions {
+        let name = action(pid.clone()).name();
+        got.push((name, "root", h(&scope, action(pid.clone()))));
+        got.push((name, "uid 65534", h_as(&scope, action(pid.clone()))));
     }
     let changed: Vec<_> = got.iter().filter(|(_, _, e)| *e != EPERM).collect();
     assert!(changed.is_empty(), "not refused with EPERM: {changed:?}");
@@ -1305,7 +1744,13 @@ fn fanotify_permission_events_are_denied() {
     use std::io::{BufRead, BufReader};
     let t = Trees::new("esc-fanotify");
     let scope = t.scope("esc-fanotify");
-    let mut child = helper_spawn(&scope.cg, "fanotify-deny", &[&t.ws.s(""), "4"]);
+    let mut child = helper_spawn(
+        &scope.cg,
+        Action::FanotifyDeny {
+            path: t.ws.s(""),
+            secs: "4".into(),
+        },
+    );
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("bee-fanotify-ready") {
@@ -1333,7 +1778,12 @@ fn mount_setattr_of_an_outside_mount_is_denied() {
     let t = Trees::new("esc-setattr");
     let m = Mounted::new(&["-t", "tmpfs", "none"], t.sec.join("m"));
     let scope = t.scope("esc-setattr");
-    let e = h(&scope, "mount-setattr-ro", &[m.0.to_str().unwrap()]);
+    let e = h(
+        &scope,
+        Action::MountSetattrRo {
+            path: (m.0.to_str().unwrap()).into(),
+        },
+    );
     let w = fs::write(m.0.join("x"), "x").map_err(|e| e.to_string());
     assert!(
         w.is_ok(),
@@ -1348,7 +1798,12 @@ fn fsconfig_of_an_outside_filesystem_is_denied() {
     let t = Trees::new("esc-fspick");
     let m = Mounted::new(&["-t", "tmpfs", "none"], t.sec.join("m"));
     let scope = t.scope("esc-fspick");
-    let e = h(&scope, "fspick-ro", &[m.0.to_str().unwrap()]);
+    let e = h(
+        &scope,
+        Action::FspickRo {
+            path: (m.0.to_str().unwrap()).into(),
+        },
+    );
     let w = fs::write(m.0.join("x"), "x").map_err(|e| e.to_string());
     assert!(
         w.is_ok(),
@@ -1363,7 +1818,12 @@ fn sethostname_is_denied() {
     let t = Trees::new("esc-hostname");
     let scope = t.scope("esc-hostname");
     let before = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let e = h(&scope, "sethostname", &["bee-escaped"]);
+    let e = h(
+        &scope,
+        Action::Sethostname {
+            name: "bee-escaped".into(),
+        },
+    );
     let after = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     fs::write("/proc/sys/kernel/hostname", before.trim()).unwrap();
     assert_eq!(after, before, "the host was renamed (errno {e})");
@@ -1377,7 +1837,7 @@ fn reboot_commands_are_denied() {
     let scope = t.scope("esc-reboot");
     let knob = "/proc/sys/kernel/ctrl-alt-del";
     let before = fs::read_to_string(knob).unwrap();
-    let e = h(&scope, "reboot-cad-off", &[]);
+    let e = h(&scope, Action::RebootCadOff {});
     let after = fs::read_to_string(knob).unwrap();
     fs::write(knob, before.trim()).unwrap();
     assert_eq!(after, before, "ctrl-alt-del changed (errno {e})");
@@ -1391,10 +1851,29 @@ fn syslog_is_denied() {
     let scope = t.scope("esc-syslog");
     let marker = format!("bee-kt-kmsg-{}", std::process::id());
     fs::write("/dev/kmsg", format!("{marker}\n")).unwrap();
-    expect(&scope, "open-read", &["/dev/kmsg"], EPERM);
+    expect(
+        &scope,
+        Action::OpenRead {
+            path: "/dev/kmsg".into(),
+        },
+        EPERM,
+    );
     // dmesg_restrict (Debian's default) keeps uid 65534 out; root has CAP_SYSLOG.
-    assert_eq!(h_as(&scope, "syslog-read", &[&marker]), EPERM);
-    let out = helper(Some(&scope.cg), "syslog-read", &[&marker]);
+    assert_eq!(
+        h_as(
+            &scope,
+            Action::SyslogRead {
+                marker: marker.clone()
+            }
+        ),
+        EPERM
+    );
+    let out = helper(
+        Some(&scope.cg),
+        Action::SyslogRead {
+            marker: marker.clone(),
+        },
+    );
     assert_eq!(
         errno_of(&out),
         EPERM,
@@ -1410,10 +1889,22 @@ fn immutable_flag_on_a_read_only_file_is_denied() {
     let t = Trees::new("esc-chattr");
     let scope = t.scope("esc-chattr");
     let ro = t.ro.s("f");
-    let e = h(&scope, "setflags", &[&ro, "+"]);
+    let e = h(
+        &scope,
+        Action::Setflags {
+            path: ro.clone(),
+            sign: "+".into(),
+        },
+    );
     let w = fs::write(&ro, "changed\n").map_err(|e| e.to_string());
     // Clear the flag (outside) so the tree can be removed.
-    let _ = helper(None, "setflags", &[&ro, "-"]);
+    let _ = helper(
+        None,
+        Action::Setflags {
+            path: ro.clone(),
+            sign: "-".into(),
+        },
+    );
     assert!(
         w.is_ok(),
         "the read-only file became immutable (errno {e}): {w:?}"
@@ -1427,14 +1918,32 @@ fn trusted_xattr_of_a_secret_file_is_not_read() {
     let t = Trees::new("esc-getxattr");
     let secret = t.sec.s("f");
     assert_eq!(
-        errno_of(&helper(None, "setxattr", &[&secret, "trusted.token"])),
+        errno_of(&helper(
+            None,
+            Action::Setxattr {
+                path: secret.clone(),
+                name: Some("trusted.token".into())
+            }
+        )),
         0
     );
     let scope = t.scope("esc-getxattr");
-    expect(&scope, "open-read", &[&secret], EPERM);
+    expect(
+        &scope,
+        Action::OpenRead {
+            path: secret.clone(),
+        },
+        EPERM,
+    );
     // trusted.* needs CAP_SYS_ADMIN, which a scope never uses: the read finds no data.
     const ENODATA: i32 = 61;
-    let out = helper(Some(&scope.cg), "getxattr", &[&secret, "trusted.token"]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::Getxattr {
+            path: secret.clone(),
+            name: "trusted.token".into(),
+        },
+    );
     assert_eq!(
         errno_of(&out),
         ENODATA,
@@ -1452,7 +1961,7 @@ fn escape_symlink_in_a_secret_tree_is_read() {
     std::os::unix::fs::symlink("tok-3f9a1c-secret", &link).unwrap();
     let scope = t.scope("esc-readlink");
     let link = link.to_str().unwrap();
-    let out = helper(Some(&scope.cg), "readlink", &[link]);
+    let out = helper(Some(&scope.cg), Action::Readlink { path: link.into() });
     assert_eq!(errno_of(&out), EPERM, "read the symlink: {}", show(&out));
 }
 
@@ -1471,7 +1980,12 @@ fn sysv_shared_memory_of_an_outside_process_is_not_attached() {
         id
     };
     let scope = t.scope("esc-shm");
-    let out = helper(Some(&scope.cg), "shm-read", &[&key.to_string()]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::ShmRead {
+            key: key.to_string(),
+        },
+    );
     // SAFETY: removes the segment made above.
     unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
     // ipcperms turns the hook's refusal into EACCES.
@@ -1483,7 +1997,11 @@ fn sysv_shared_memory_of_an_outside_process_is_not_attached() {
     );
     hook_denied(&scope, Hook::IpcPermission);
     // A segment the scope creates itself is its own to use.
-    assert_eq!(h(&scope, "shm-own", &[]), 0, "a segment of the scope's own");
+    assert_eq!(
+        h(&scope, Action::ShmOwn {}),
+        0,
+        "a segment of the scope's own"
+    );
 }
 
 #[test]
@@ -1494,12 +2012,19 @@ fn user_keyring_of_an_outside_process_is_not_read() {
         None,
         Some(NOBODY),
         None,
-        "add-key",
-        &[&desc, "key-secret-77"],
+        Action::AddKey {
+            desc: desc.clone(),
+            data: "key-secret-77".into(),
+        },
     );
     assert_eq!(errno_of(&add), 0, "add_key outside: {}", show(&add));
     let scope = t.scope("esc-keyring");
-    let out = helper_with(Some(&scope.cg), Some(NOBODY), None, "key-read", &[&desc]);
+    let out = helper_with(
+        Some(&scope.cg),
+        Some(NOBODY),
+        None,
+        Action::KeyRead { desc: desc.clone() },
+    );
     // The search finds nothing it may use (100 + ENOKEY), or the read is refused.
     assert_ne!(errno_of(&out), 0, "read the outside key: {}", show(&out));
     assert!(!show(&out).contains("key-secret-77"), "{}", show(&out));
@@ -1511,7 +2036,7 @@ fn kexec_load_is_refused() {
     let t = Trees::new("esc-kexec");
     let scope = t.scope("esc-kexec");
     // No segments: unloads (no kernel is loaded), after the check a new image would pass.
-    assert_eq!(h(&scope, "kexec-unload", &[]), EPERM);
+    assert_eq!(h(&scope, Action::KexecUnload {}), EPERM);
     capability_denied(&scope, CAP_SYS_BOOT);
 }
 
@@ -1531,14 +2056,19 @@ fn kernel_modules_are_not_loaded() {
         Some(m) => {
             let copy = t.ws.path.join(m.file_name().unwrap());
             fs::copy(&m, &copy).unwrap();
-            let e = h(&scope, "finit-module", &[copy.to_str().unwrap()]);
+            let e = h(
+                &scope,
+                Action::FinitModule {
+                    path: (copy.to_str().unwrap()).into(),
+                },
+            );
             let loaded = std::path::Path::new("/sys/module/dummy").exists();
             let _ = run(None, BUSYBOX, &["rmmod", "dummy"]);
             assert!(!loaded, "the module was loaded (errno {e})");
             assert_eq!(e, EPERM);
         }
         None => {
-            let e = h(&scope, "init-module-garbage", &[]);
+            let e = h(&scope, Action::InitModuleGarbage {});
             assert_eq!(e, EPERM, "init_module reached the loader (errno {e})");
         }
     }

@@ -129,7 +129,7 @@ struct Reader {
 impl Reader {
     fn spawn(scope: &Scope) -> Self {
         use std::io::BufRead as _;
-        let mut child = helper_spawn(&scope.cg, "read-lines", &[]);
+        let mut child = helper_spawn(&scope.cg, Action::ReadLines {});
         let ask = child.stdin.take();
         let mut answers = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         assert!(
@@ -662,7 +662,13 @@ fn a_name_exchanged_during_the_check_is_remembered_as_itself() {
                 }
                 n
             });
-            let out = helper(Some(&scope.cg), "open-repeat", &[&denied, "20000"]);
+            let out = helper(
+                Some(&scope.cg),
+                Action::OpenRepeat {
+                    path: denied.clone(),
+                    count: "20000".into(),
+                },
+            );
             stop.store(true, Ordering::Relaxed);
             assert_ok(&out, "open-repeat");
             exchanger.join().unwrap()

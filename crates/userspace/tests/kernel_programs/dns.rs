@@ -121,23 +121,58 @@ fn port_53_is_steered_to_the_scope_resolver_and_replies_read_as_the_server() {
     let scope = dns_scope("steer", resolver.port);
     let cg = Some(&scope.cg);
 
-    let out = helper(cg, "dns", &["udp", "10.53.0.1", "53"]);
+    let out = helper(
+        cg,
+        Action::Dns {
+            mode: "udp".into(),
+            addr: "10.53.0.1".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "udp sendto: {}", show(&out));
     assert_eq!(reply(&out), "reply from 10.53.0.1:53: answer");
 
-    let out = helper(cg, "dns", &["udp-connected", "10.53.0.1", "53"]);
+    let out = helper(
+        cg,
+        Action::Dns {
+            mode: "udp-connected".into(),
+            addr: "10.53.0.1".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "connected udp: {}", show(&out));
     assert!(reply(&out).ends_with(": answer"), "{}", show(&out));
 
-    let out = helper(cg, "dns", &["tcp", "192.0.2.53", "53"]);
+    let out = helper(
+        cg,
+        Action::Dns {
+            mode: "tcp".into(),
+            addr: "192.0.2.53".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "tcp: {}", show(&out));
     assert!(reply(&out).ends_with(": answer"), "{}", show(&out));
 
     // IPv6 name servers, and an IPv4 one through an IPv6 socket.
-    let out = helper(cg, "dns", &["udp", "::ffff:10.53.0.1", "53"]);
+    let out = helper(
+        cg,
+        Action::Dns {
+            mode: "udp".into(),
+            addr: "::ffff:10.53.0.1".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "v4-mapped: {}", show(&out));
     assert_eq!(reply(&out), "reply from [::ffff:10.53.0.1]:53: answer");
-    let out = helper(cg, "dns", &["udp", "fd00::53", "53"]);
+    let out = helper(
+        cg,
+        Action::Dns {
+            mode: "udp".into(),
+            addr: "fd00::53".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "v6: {}", show(&out));
     assert_eq!(reply(&out), "reply from [fd00::53]:53: answer");
 
@@ -150,17 +185,26 @@ fn port_53_is_steered_to_the_scope_resolver_and_replies_read_as_the_server() {
     assert!(seen.contains(&"tcp query".to_owned()), "{seen:?}");
 
     // Nor is MPTCP, whose subflows would make the connection: port 53 over it is denied.
-    let out = helper(cg, "connect-mptcp", &["10.53.0.1", "53"]);
+    let out = helper(
+        cg,
+        Action::ConnectMptcp {
+            addr: "10.53.0.1".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "mptcp to port 53: {}", show(&out));
 
     // DNS over TLS (and QUIC) is no way around it.
-    for (action, addr) in [
-        ("connect", "10.53.0.1"),
-        ("sendto", "10.53.0.1"),
-        ("connect", "::1"),
-    ] {
-        let out = helper(cg, action, &[addr, "853"]);
-        assert_eq!(errno_of(&out), EPERM, "{action} {addr}:853: {}", show(&out));
+    for (sendto, addr) in [(false, "10.53.0.1"), (true, "10.53.0.1"), (false, "::1")] {
+        let (addr, port) = (addr.to_owned(), "853".to_owned());
+        let action = if sendto {
+            Action::Sendto { addr, port }
+        } else {
+            Action::Connect { addr, port }
+        };
+        let what = format!("{action:?}");
+        let out = helper(cg, action);
+        assert_eq!(errno_of(&out), EPERM, "{what}: {}", show(&out));
     }
 }
 
@@ -168,13 +212,27 @@ fn port_53_is_steered_to_the_scope_resolver_and_replies_read_as_the_server() {
 fn without_name_grants_port_53_is_an_ordinary_denied_port_and_others_are_not_steered() {
     let resolver = FakeResolver::start();
     let plain = Scope::new("plain", &policy(), 0);
-    let out = helper(Some(&plain.cg), "dns", &["udp", "10.53.0.1", "53"]);
+    let out = helper(
+        Some(&plain.cg),
+        Action::Dns {
+            mode: "udp".into(),
+            addr: "10.53.0.1".into(),
+            port: "53".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "{}", show(&out));
 
     // With a steered scope alive, a process outside every scope is left alone: its query
     // goes where it was sent (nowhere, in a guest without a network), not to the resolver.
     let _steered = dns_scope("steer-others", resolver.port);
-    let out = helper(None, "dns", &["udp", "10.53.0.1", "53"]);
+    let out = helper(
+        None,
+        Action::Dns {
+            mode: "udp".into(),
+            addr: "10.53.0.1".into(),
+            port: "53".into(),
+        },
+    );
     assert_ne!(errno_of(&out), 0, "{}", show(&out));
     assert!(resolver.seen().is_empty(), "{:?}", resolver.seen());
 }
@@ -210,26 +268,68 @@ fn answers_open_their_ports_for_their_scope_until_they_expire() {
     let answers = engine().answers().expect("answers map");
     let peer = "127.0.0.9".parse().unwrap();
 
-    let out = helper(Some(&a.cg), "connect", &["127.0.0.9", "4443"]);
+    let out = helper(
+        Some(&a.cg),
+        Action::Connect {
+            addr: "127.0.0.9".into(),
+            port: "4443".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "before any answer: {}", show(&out));
 
     answers
         .admit(a.id(), peer, Duration::from_secs(3), &tcp_port(4443))
         .expect("admit");
-    let out = helper(Some(&a.cg), "connect", &["127.0.0.9", "4443"]);
+    let out = helper(
+        Some(&a.cg),
+        Action::Connect {
+            addr: "127.0.0.9".into(),
+            port: "4443".into(),
+        },
+    );
     assert_ne!(errno_of(&out), EPERM, "answered: {}", show(&out));
-    let out = helper(Some(&a.cg), "connect", &["::ffff:127.0.0.9", "4443"]);
+    let out = helper(
+        Some(&a.cg),
+        Action::Connect {
+            addr: "::ffff:127.0.0.9".into(),
+            port: "4443".into(),
+        },
+    );
     assert_ne!(errno_of(&out), EPERM, "answered, v4-mapped: {}", show(&out));
     // Only its ports and protocol, and only for its scope.
-    let out = helper(Some(&a.cg), "connect", &["127.0.0.9", "4444"]);
+    let out = helper(
+        Some(&a.cg),
+        Action::Connect {
+            addr: "127.0.0.9".into(),
+            port: "4444".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "another port: {}", show(&out));
-    let out = helper(Some(&a.cg), "sendto", &["127.0.0.9", "4443"]);
+    let out = helper(
+        Some(&a.cg),
+        Action::Sendto {
+            addr: "127.0.0.9".into(),
+            port: "4443".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "udp: {}", show(&out));
-    let out = helper(Some(&b.cg), "connect", &["127.0.0.9", "4443"]);
+    let out = helper(
+        Some(&b.cg),
+        Action::Connect {
+            addr: "127.0.0.9".into(),
+            port: "4443".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "another scope: {}", show(&out));
 
     std::thread::sleep(Duration::from_millis(3500));
-    let out = helper(Some(&a.cg), "connect", &["127.0.0.9", "4443"]);
+    let out = helper(
+        Some(&a.cg),
+        Action::Connect {
+            addr: "127.0.0.9".into(),
+            port: "4443".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "after the TTL: {}", show(&out));
     assert_eq!(answers.sweep(bee_userspace::engine::boot_time_ns()), 1);
 

@@ -70,7 +70,12 @@ fn exec_through_the_dynamic_loader_is_denied() {
 fn memfd_fexecve_and_execveat_empty_path_are_denied() {
     let (ws, text) = setup("exec-fd", "");
     let scope = Scope::new("exec-fd", &text, 0);
-    let out = helper(Some(&scope.cg), "memfd-exec", &[BUSYBOX]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::MemfdExec {
+            path: BUSYBOX.into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "memfd + fexecve: {}", show(&out));
     let evs = events(&scope.cg);
     // A memfd has no path in any mount: it is denied as unresolved, under its name.
@@ -85,7 +90,10 @@ fn memfd_fexecve_and_execveat_empty_path_are_denied() {
     );
 
     let copy = ws.s("bb-copy");
-    let out = helper(Some(&scope.cg), "execveat-empty", &[&copy]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::ExecveatEmpty { path: copy.clone() },
+    );
     assert_eq!(
         errno_of(&out),
         EPERM,
@@ -126,17 +134,22 @@ fn executable_mappings_of_files_need_exec() {
     let (ws, text) = setup("mmap", "");
     let scope = Scope::new("mmap", &text, 0);
     let copy = ws.s("bb-copy");
-    let out = helper(Some(&scope.cg), "mmap-exec", &[&copy]);
+    let out = helper(Some(&scope.cg), Action::MmapExec { path: copy.clone() });
     assert_eq!(errno_of(&out), EPERM, "mmap PROT_EXEC: {}", show(&out));
     denial(&events(&scope.cg), Hook::MmapFile, &copy, &scope);
 
-    let out = helper(Some(&scope.cg), "mprotect-exec", &[&copy]);
+    let out = helper(Some(&scope.cg), Action::MprotectExec { path: copy.clone() });
     assert_eq!(errno_of(&out), EPERM, "mprotect PROT_EXEC: {}", show(&out));
     denial(&events(&scope.cg), Hook::FileMprotect, &copy, &scope);
 
     // Executable anonymous memory (JITs) and exec mappings of granted files stay allowed.
-    let out = helper(Some(&scope.cg), "anon-exec", &[]);
+    let out = helper(Some(&scope.cg), Action::AnonExec {});
     assert_eq!(errno_of(&out), 0, "anonymous PROT_EXEC: {}", show(&out));
-    let out = helper(Some(&scope.cg), "mmap-exec", &[BUSYBOX]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::MmapExec {
+            path: BUSYBOX.into(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "granted file: {}", show(&out));
 }

@@ -279,7 +279,14 @@ allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
         exe = exe.display()
     );
     let scope = Scope::new("long", &text, 0);
-    let out = helper(Some(&scope.cg), "open-chain", &[&w, &seg, "20"]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::OpenChain {
+            dir: w.clone(),
+            seg: seg.clone(),
+            count: "20".into(),
+        },
+    );
     assert_eq!(
         errno_of(&out),
         EPERM,
@@ -293,7 +300,14 @@ allow = ["/bin/busybox", "/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
         .unwrap_or_else(|| panic!("no truncated-path denial among {} events", evs.len()));
     assert_eq!(ev.error, -EPERM);
 
-    let out = helper(Some(&scope.cg), "open-chain", &[&w, "d", "150"]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::OpenChain {
+            dir: w.clone(),
+            seg: "d".into(),
+            count: "150".into(),
+        },
+    );
     assert_eq!(
         errno_of(&out),
         0,
@@ -341,10 +355,15 @@ cat build/count | head -1"#;
 fn io_uring_openat_is_checked() {
     let (ws, secret, text) = setup("uring");
     let scope = Scope::new("uring", &text, 0);
-    let out = helper(Some(&scope.cg), "uring-openat", &[&ws.s("ro/a.txt")]);
+    let out = helper(
+        Some(&scope.cg),
+        Action::UringOpenat {
+            path: ws.s("ro/a.txt"),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "granted io_uring openat: {}", show(&out));
     let key = secret.s("key");
-    let out = helper(Some(&scope.cg), "uring-openat", &[&key]);
+    let out = helper(Some(&scope.cg), Action::UringOpenat { path: key.clone() });
     assert_eq!(
         errno_of(&out),
         EPERM,
@@ -361,11 +380,11 @@ fn descriptors_passed_over_scm_rights_are_checked() {
     let key = secret.s("key");
     // Opened outside the scope, then handed in over a unix socket.
     let sock = socket_with_fd(&std::fs::File::open(&key).unwrap());
-    let out = helper_with_fd3(&scope.cg, "recv-fd", &[], &sock);
+    let out = helper_with_fd3(&scope.cg, Action::RecvFd {}, &sock);
     assert_eq!(errno_of(&out), EPERM, "secret fd passed in: {}", show(&out));
     denial(&events(&scope.cg), Hook::FileOpen, &key, &scope);
     let sock = socket_with_fd(&std::fs::File::open(ws.join("ro/a.txt")).unwrap());
-    let out = helper_with_fd3(&scope.cg, "recv-fd", &[], &sock);
+    let out = helper_with_fd3(&scope.cg, Action::RecvFd {}, &sock);
     assert_eq!(errno_of(&out), 0, "granted fd passed in: {}", show(&out));
 }
 
@@ -414,8 +433,7 @@ allow = ["/lib/**", "/lib64/**", "/usr/lib/**", "{exe}"]
     let scope = Scope::new("diff", &text, 0);
     let plan = scope.installed.as_ref().unwrap().plan();
     let paths: Vec<String> = files.iter().map(|f| format!("{w}/{f}")).collect();
-    let args: Vec<&str> = paths.iter().map(String::as_str).collect();
-    let out = helper(Some(&scope.cg), "open-many", &args);
+    let out = helper(Some(&scope.cg), Action::OpenMany { paths });
     assert_eq!(errno_of(&out), 0, "{}", show(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut checked = 0;

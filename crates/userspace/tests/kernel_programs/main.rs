@@ -25,3 +25,43 @@ mod scope;
 mod stress;
 
 helper_entry!();
+
+/// A helper action reads back from its words as itself (empty, optional and repeated arguments
+/// included), and words that do not fit an action are refused rather than guessed at.
+#[test]
+fn helper_actions_read_back_from_their_words() {
+    use kernel_support::Action;
+    for action in [
+        Action::AnonExec {},
+        Action::OpenRead {
+            path: "/a b".into(),
+        },
+        Action::Connect {
+            addr: "::1".into(),
+            port: String::new(),
+        },
+        Action::Setxattr {
+            path: "/f".into(),
+            name: None,
+        },
+        Action::Setxattr {
+            path: "/f".into(),
+            name: Some("user.x".into()),
+        },
+        Action::Tiocsti {
+            args: vec!["ctty".into(), "echo\\n".into()],
+        },
+        Action::OpenMany { paths: vec![] },
+    ] {
+        assert_eq!(Action::parse(&action.words()), Ok(action));
+    }
+    for words in [
+        &[][..],
+        &["no-such-action"],
+        &["open-read"],
+        &["open-read", "/a", "/b"],
+        &["connect", "::1"],
+    ] {
+        assert!(Action::parse(words).is_err(), "{words:?}");
+    }
+}

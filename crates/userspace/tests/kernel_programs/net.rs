@@ -57,31 +57,79 @@ fn assert_not_denied(out: &std::process::Output, what: &str) {
 fn tcp_connect_v4_v6_and_v4_mapped() {
     let scope = net_scope("tcp");
     let cg = Some(&scope.cg);
-    assert_not_denied(&helper(cg, "connect", &["127.0.0.1", "5000"]), "granted v4");
-    assert_not_denied(&helper(cg, "connect", &["::1", "5000"]), "granted v6");
     assert_not_denied(
-        &helper(cg, "connect", &["::ffff:127.0.0.1", "5000"]),
+        &helper(
+            cg,
+            Action::Connect {
+                addr: "127.0.0.1".into(),
+                port: "5000".into(),
+            },
+        ),
+        "granted v4",
+    );
+    assert_not_denied(
+        &helper(
+            cg,
+            Action::Connect {
+                addr: "::1".into(),
+                port: "5000".into(),
+            },
+        ),
+        "granted v6",
+    );
+    assert_not_denied(
+        &helper(
+            cg,
+            Action::Connect {
+                addr: "::ffff:127.0.0.1".into(),
+                port: "5000".into(),
+            },
+        ),
         "granted v4 as v4-mapped v6",
     );
 
-    let out = helper(cg, "connect", &["127.0.0.1", "5001"]);
+    let out = helper(
+        cg,
+        Action::Connect {
+            addr: "127.0.0.1".into(),
+            port: "5001".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "denied port: {}", show(&out));
     let ev = net_denial(&scope, Hook::SocketConnect, 5001);
     assert_eq!(ev.family, libc::AF_INET as u16);
     assert_eq!(ev.protocol, PROTO_TCP);
     assert_eq!(&ev.addr[..4], &[127, 0, 0, 1]);
 
-    let out = helper(cg, "connect", &["::2", "5000"]);
+    let out = helper(
+        cg,
+        Action::Connect {
+            addr: "::2".into(),
+            port: "5000".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "denied v6 address: {}", show(&out));
     let ev = net_denial(&scope, Hook::SocketConnect, 5000);
     assert_eq!(ev.family, libc::AF_INET6 as u16);
 
-    let out = helper(cg, "connect", &["::ffff:127.0.0.3", "5002"]);
+    let out = helper(
+        cg,
+        Action::Connect {
+            addr: "::ffff:127.0.0.3".into(),
+            port: "5002".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "denied v4-mapped: {}", show(&out));
     net_denial(&scope, Hook::SocketConnect, 5002);
 
     // UDP to the TCP grant is denied: the protocol is part of the rule.
-    let out = helper(cg, "sendto", &["127.0.0.1", "5000"]);
+    let out = helper(
+        cg,
+        Action::Sendto {
+            addr: "127.0.0.1".into(),
+            port: "5000".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "udp to a tcp grant: {}", show(&out));
 }
 
@@ -89,8 +137,23 @@ fn tcp_connect_v4_v6_and_v4_mapped() {
 fn udp_sendto_without_connect() {
     let scope = net_scope("udp");
     let cg = Some(&scope.cg);
-    assert_not_denied(&helper(cg, "sendto", &["127.0.0.2", "6000"]), "granted udp");
-    let out = helper(cg, "sendto", &["127.0.0.2", "6001"]);
+    assert_not_denied(
+        &helper(
+            cg,
+            Action::Sendto {
+                addr: "127.0.0.2".into(),
+                port: "6000".into(),
+            },
+        ),
+        "granted udp",
+    );
+    let out = helper(
+        cg,
+        Action::Sendto {
+            addr: "127.0.0.2".into(),
+            port: "6001".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "denied udp: {}", show(&out));
     let ev = net_denial(&scope, Hook::SocketSendmsg, 6001);
     assert_eq!(ev.protocol, PROTO_UDP);
@@ -100,9 +163,9 @@ fn udp_sendto_without_connect() {
 fn raw_and_packet_sockets_and_unix_peers_are_denied() {
     let scope = net_scope("sockets");
     let cg = Some(&scope.cg);
-    let out = helper(cg, "socket-packet", &[]);
+    let out = helper(cg, Action::SocketPacket {});
     assert_eq!(errno_of(&out), EPERM, "AF_PACKET: {}", show(&out));
-    let out = helper(cg, "socket-raw", &[]);
+    let out = helper(cg, Action::SocketRaw {});
     assert_eq!(errno_of(&out), EPERM, "SOCK_RAW: {}", show(&out));
 
     // A listening abstract socket and a pathname one, outside the scope.
@@ -114,9 +177,14 @@ fn raw_and_packet_sockets_and_unix_peers_are_denied() {
     let ws = Scratch::new("unix");
     let sock = ws.s("s.sock");
     let _named = UnixListener::bind(&sock).unwrap();
-    let out = helper(cg, "unix-connect", &[&format!("@{name}")]);
+    let out = helper(
+        cg,
+        Action::UnixConnect {
+            addr: format!("@{name}"),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "abstract unix peer: {}", show(&out));
-    let out = helper(cg, "unix-connect", &[&sock]);
+    let out = helper(cg, Action::UnixConnect { addr: sock.clone() });
     assert_eq!(
         errno_of(&out),
         EPERM,
@@ -136,9 +204,15 @@ fn raw_and_packet_sockets_and_unix_peers_are_denied() {
 #[test]
 fn processes_outside_scopes_are_not_filtered() {
     let _scope = net_scope("outside");
-    let out = helper(None, "connect", &["127.0.0.1", "5001"]);
+    let out = helper(
+        None,
+        Action::Connect {
+            addr: "127.0.0.1".into(),
+            port: "5001".into(),
+        },
+    );
     assert_not_denied(&out, "outside any scope");
-    let out = helper(None, "socket-raw", &[]);
+    let out = helper(None, Action::SocketRaw {});
     assert_ne!(
         errno_of(&out),
         EPERM,
@@ -152,10 +226,22 @@ fn io_uring_connect_is_checked() {
     let scope = net_scope("uring");
     let cg = Some(&scope.cg);
     assert_not_denied(
-        &helper(cg, "uring-connect", &["127.0.0.1", "5000"]),
+        &helper(
+            cg,
+            Action::UringConnect {
+                addr: "127.0.0.1".into(),
+                port: "5000".into(),
+            },
+        ),
         "granted",
     );
-    let out = helper(cg, "uring-connect", &["127.0.0.1", "5003"]);
+    let out = helper(
+        cg,
+        Action::UringConnect {
+            addr: "127.0.0.1".into(),
+            port: "5003".into(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "io_uring connect: {}", show(&out));
     net_denial(&scope, Hook::SocketConnect, 5003);
 }
@@ -181,12 +267,22 @@ unix = ["{granted}"]
     );
     let scope = Scope::new("unix-dgram", &text, 0);
     let cg = Some(&scope.cg);
-    let out = helper(cg, "unix-sendto", &[&granted]);
+    let out = helper(
+        cg,
+        Action::UnixSendto {
+            addr: granted.clone(),
+        },
+    );
     assert_eq!(errno_of(&out), 0, "granted peer: {}", show(&out));
-    let out = helper(cg, "unix-sendto", &[&denied]);
+    let out = helper(
+        cg,
+        Action::UnixSendto {
+            addr: denied.clone(),
+        },
+    );
     assert_eq!(errno_of(&out), EPERM, "ungranted peer: {}", show(&out));
     denial(&events(&scope.cg), Hook::UnixMaySend, &denied, &scope);
     // A socketpair's peer has no address: it passes.
-    let out = helper(cg, "socketpair-dgram", &[]);
+    let out = helper(cg, Action::SocketpairDgram {});
     assert_eq!(errno_of(&out), 0, "socketpair: {}", show(&out));
 }

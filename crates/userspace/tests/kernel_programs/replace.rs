@@ -42,7 +42,7 @@ fn a_live_replace_is_never_seen_torn() {
     let wider = plan(&policy(&granted, Some(&new)));
 
     // Before: the new file is refused.
-    let before = helper(Some(&scope.cg), "open-read", &[&new]);
+    let before = helper(Some(&scope.cg), Action::OpenRead { path: new.clone() });
     assert_eq!(
         errno_of(&before),
         libc::EPERM,
@@ -51,7 +51,14 @@ fn a_live_replace_is_never_seen_torn() {
     );
 
     let mut watchers: Vec<_> = (0..WATCHERS)
-        .map(|_| helper_spawn(&scope.cg, "replace-watch", &[&granted, &new, &stop]))
+        .map(|_| {
+            helper_spawn(
+                &scope.cg,
+                Action::ReplaceWatch {
+                    args: vec![granted.clone(), new.clone(), stop.clone()],
+                },
+            )
+        })
         .collect();
     let mut lines: Vec<_> = watchers
         .iter_mut()
@@ -90,7 +97,7 @@ fn a_live_replace_is_never_seen_torn() {
         reports.push(report);
     }
     // After: the new file opens, in a new process too.
-    let after = helper(Some(&scope.cg), "open-read", &[&new]);
+    let after = helper(Some(&scope.cg), Action::OpenRead { path: new.clone() });
     assert_eq!(errno_of(&after), 0, "open new after: {}", show(&after));
     // Every denial of the workspace reported is of the new file, under the first policy (the
     // test harness's own probes of /proc are refused too).
@@ -137,7 +144,14 @@ fn a_scope_installed_right_after_an_uninstall_is_decided_by_its_own_policy() {
     let (a_ok, a_no) = (format!("{a}=ok"), format!("{a}=no"));
     let (b_ok, b_no) = (format!("{b}=ok"), format!("{b}=no"));
     let workers: Vec<_> = (0..WATCHERS)
-        .map(|_| helper_spawn(&busy.cg, "stress-open", &["1000000000", "0", &a_ok, &b_ok]))
+        .map(|_| {
+            helper_spawn(
+                &busy.cg,
+                Action::StressOpen {
+                    args: vec!["1000000000".into(), "0".into(), a_ok.clone(), b_ok.clone()],
+                },
+            )
+        })
         .collect();
     std::thread::sleep(Duration::from_millis(200));
     let mut checked = 0;
@@ -156,8 +170,14 @@ fn a_scope_installed_right_after_an_uninstall_is_decided_by_its_own_policy() {
         };
         let out = helper(
             Some(&fresh.cg),
-            "stress-open",
-            &[CHURN_OPENS, "0", allowed, denied],
+            Action::StressOpen {
+                args: vec![
+                    CHURN_OPENS.into(),
+                    "0".into(),
+                    allowed.into(),
+                    denied.into(),
+                ],
+            },
         );
         assert_eq!(
             out.status.code(),

@@ -47,13 +47,13 @@ fn bpf_mount_and_user_namespaces_are_denied() {
     let ws = Scratch::new("escape");
     let scope = Scope::new("escape", &policy(&ws), 0);
     let cg = Some(&scope.cg);
-    let out = helper(cg, "bpf", &[]);
+    let out = helper(cg, Action::Bpf {});
     assert_eq!(errno_of(&out), EPERM, "bpf(): {}", show(&out));
     plain_denial(&scope, Hook::Bpf);
-    let out = helper(cg, "mount-tmpfs", &[&ws.s("")]);
+    let out = helper(cg, Action::MountTmpfs { target: ws.s("") });
     assert_eq!(errno_of(&out), EPERM, "mount: {}", show(&out));
     plain_denial(&scope, Hook::SbMount);
-    let out = helper(cg, "unshare-user", &[]);
+    let out = helper(cg, Action::UnshareUser {});
     assert_eq!(
         errno_of(&out),
         EPERM,
@@ -62,7 +62,7 @@ fn bpf_mount_and_user_namespaces_are_denied() {
     );
     plain_denial(&scope, Hook::UsernsCreate);
     // Outside the scope bpf() reaches the kernel's own checks (EINVAL for an empty attr).
-    let out = helper(None, "bpf", &[]);
+    let out = helper(None, Action::Bpf {});
     assert_ne!(errno_of(&out), EPERM, "bpf() outside: {}", show(&out));
 }
 
@@ -72,10 +72,10 @@ fn ptrace_and_kill_of_outside_processes_are_denied() {
     let scope = Scope::new("signals", &policy(&ws), 0);
     let mut outside = Command::new(BUSYBOX).args(["sleep", "60"]).spawn().unwrap();
     let pid = outside.id().to_string();
-    let out = helper(Some(&scope.cg), "kill", &[&pid]);
+    let out = helper(Some(&scope.cg), Action::Kill { pid: pid.clone() });
     assert_eq!(errno_of(&out), EPERM, "kill outside: {}", show(&out));
     plain_denial(&scope, Hook::TaskKill);
-    let out = helper(Some(&scope.cg), "ptrace", &[&pid]);
+    let out = helper(Some(&scope.cg), Action::Ptrace { pid: pid.clone() });
     assert_eq!(errno_of(&out), EPERM, "ptrace outside: {}", show(&out));
     plain_denial(&scope, Hook::PtraceAccessCheck);
     let _ = outside.kill();
