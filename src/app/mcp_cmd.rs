@@ -66,26 +66,19 @@ mod serving {
 
     use super::Args;
     use crate::app::Exit;
-    use crate::app::run::sandbox_factory;
     use crate::app::setup::{
-        Policies, Refused, RunSlot, file_refusal, run_id, session_executor, tool_policies,
-        tool_registry,
+        Confined, Policies, Refused, RunSlot, confine, file_refusal, process_env, run_id,
+        session_executor, session_policy, tool_registry, workspace_dir,
     };
-    use crate::config::{Config, Env, Flags};
+    use crate::config::{Config, Flags};
     use crate::mcp::record::{SCENARIO, SESSION_ID};
     use crate::mcp::{CallLog, ScopeFn, Server};
-    use crate::records::Enforcement;
     use crate::records::{EpisodeStarted, Limits, PolicyRecord, STORE_FILE, Store, Timestamp};
     use crate::skills::SkillSet;
 
     /// Checks everything, then serves until the client closes standard input.
     pub(super) fn serve(args: &Args) -> Result<(), Refused> {
-        let env = Env::from_process().map_err(|e| {
-            Refused(
-                Exit::NoInput,
-                format!("cannot determine the current directory: {e}"),
-            )
-        })?;
+        let env = process_env()?;
         let flags = Flags {
             config: args.config.clone(),
             policy: args.policy.clone(),
@@ -96,18 +89,8 @@ mod serving {
             ..Flags::default()
         };
         let config = Config::resolve_in(&flags, &env).map_err(|e| file_refusal(&e))?;
-        let policy_file = match config.require_policy_or_host() {
-            Ok(crate::config::Confinement::Policy(p)) => Some(p.value.clone()),
-            Ok(crate::config::Confinement::Host(_)) => None,
-            Err(refusal) => return Err(Refused(Exit::Usage, refusal.to_string())),
-        };
-        let workspace = config.workspace.value.clone();
-        if !workspace.is_dir() {
-            return Err(Refused(
-                Exit::NoInput,
-                format!("the workspace {} is not a directory", workspace.display()),
-            ));
-        }
+        let policy_file = session_policy(&config)?;
+        let workspace = workspace_dir(&config)?;
         let compiler = Policies::default();
         let policy = match &policy_file {
             Some(p) => Some(compiler.compile(p, &workspace)?),
@@ -123,29 +106,20 @@ mod serving {
             None,
             &run_slot,
         )?);
-        let scoped = tool_policies(
+        let Confined {
+            scoped, factory, ..
+        } = confine(
             &config,
             &tools,
-            &workspace,
             policy.as_ref().zip(policy_file.as_deref()),
             &compiler,
+            "bee mcp",
+            "no call was served",
         )?;
         // Standard error is the client's log of the server.
         for warning in compiler.warnings() {
             eprintln!("warning: {warning}");
         }
-        let enforcement = if policy.is_some() {
-            Enforcement::Kernel
-        } else {
-            Enforcement::Host
-        };
-        let policies: Vec<&bee_core::CompiledPolicy> = policy.iter().collect();
-        let factory =
-            sandbox_factory(enforcement, config.engine.value, &policies).map_err(|refusal| {
-                let text = refusal.render("bee mcp", "no call was served");
-                let text = text.strip_prefix("bee mcp: ").unwrap_or(&text).trim_end();
-                Refused(refusal.exit(), text.to_owned())
-            })?;
         let factory: Arc<dyn crate::episode::SandboxFactory> = Arc::from(factory);
         let scope: Arc<ScopeFn> = {
             let (factory, workspace, policy, tools) = (

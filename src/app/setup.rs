@@ -12,11 +12,11 @@ use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning, compi
 use super::Exit;
 use super::user::invoking_home;
 use crate::agents::Roles;
-use crate::config::{Config, Env, FileError};
+use crate::config::{Config, Confinement, Env, FileError};
 use crate::episode::{SandboxFactory, ToolExecutor, ToolScopes};
 use crate::panels::{RENDER_TOOL, RenderTool};
 use crate::provider::{ErrorCategory, Provider, ProviderSpec};
-use crate::records::Timestamp;
+use crate::records::{Enforcement, Timestamp};
 use crate::skills::{SkillError, SkillSet, SkillTool};
 use crate::tools::{Placement, Registry};
 
@@ -205,6 +205,88 @@ impl Policies {
 /// while planning and learns its run id when its records directory is opened (`--resume`
 /// continues an earlier run); the findings tools record their sightings in it.
 pub(crate) type RunSlot = Arc<std::sync::OnceLock<String>>;
+
+/// The current directory and home of this process (66 when the current directory is gone).
+pub(crate) fn process_env() -> Result<Env, Refused> {
+    Env::from_process().map_err(|e| {
+        Refused(
+            Exit::NoInput,
+            format!("cannot determine the current directory: {e}"),
+        )
+    })
+}
+
+/// The session's policy file, or `None` in host mode (64 for neither or both), and its
+/// workspace (66 when it is not a directory): what a single-session command (`bee repl`,
+/// `bee mcp`) asks of the configuration before it compiles anything.
+pub(crate) fn session_policy(config: &Config) -> Result<Option<PathBuf>, Refused> {
+    match config.require_policy_or_host() {
+        Ok(Confinement::Policy(p)) => Ok(Some(p.value.clone())),
+        Ok(Confinement::Host(_)) => Ok(None),
+        Err(refusal) => Err(Refused(Exit::Usage, refusal.to_string())),
+    }
+}
+
+/// The configured workspace, which must be a directory (66).
+pub(crate) fn workspace_dir(config: &Config) -> Result<PathBuf, Refused> {
+    let workspace = config.workspace.value.clone();
+    if workspace.is_dir() {
+        Ok(workspace)
+    } else {
+        Err(Refused(
+            Exit::NoInput,
+            format!("the workspace {} is not a directory", workspace.display()),
+        ))
+    }
+}
+
+/// How one session's tools are confined: the tools with policies of their own, proven
+/// within the session's, and the sandbox factory, which proves that the kernel enforces
+/// every policy before anything runs.
+pub(crate) struct Confined {
+    /// Kernel scopes, or host processes (`--host`).
+    pub(crate) enforcement: Enforcement,
+    /// The tools confined to narrower policies.
+    pub(crate) scoped: Vec<ToolPolicy>,
+    /// Where the session's executors come from.
+    pub(crate) factory: Box<dyn SandboxFactory>,
+}
+
+/// Confines one session's `tools` under `policy` (compiled from `policy_file`; `None` in host
+/// mode): per-tool policies compiled by `compiler` and proven within it (65/66), then the
+/// sandbox factory for the configured engine (69 when the kernel cannot enforce, 77 when a
+/// privilege is missing). `command` names the command in the refusal, and `nothing` says what
+/// did not happen (e.g. "no model was called").
+pub(crate) fn confine(
+    config: &Config,
+    tools: &Registry,
+    policy: Option<(&CompiledPolicy, &Path)>,
+    compiler: &Policies,
+    command: &str,
+    nothing: &str,
+) -> Result<Confined, Refused> {
+    let workspace = &config.workspace.value;
+    let scoped = tool_policies(config, tools, workspace, policy, compiler)?;
+    let enforcement = if policy.is_some() {
+        Enforcement::Kernel
+    } else {
+        Enforcement::Host
+    };
+    let policies: Vec<&CompiledPolicy> = policy.map(|(p, _)| p).into_iter().collect();
+    let factory = super::run::sandbox_factory(enforcement, config.engine.value, &policies)
+        .map_err(|refusal| {
+            // The command prints its own prefix on the first line.
+            let text = refusal.render(command, nothing);
+            let prefix = format!("{command}: ");
+            let text = text.strip_prefix(&prefix).unwrap_or(&text).trim_end();
+            Refused(refusal.exit(), text.to_owned())
+        })?;
+    Ok(Confined {
+        enforcement,
+        scoped,
+        factory,
+    })
+}
 
 /// A run id: UTC time and process id, e.g. `20261130T062501Z-4242`.
 pub(crate) fn run_id() -> String {

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use bee_core::CompiledPolicy;
 
 use super::super::Exit;
-use super::super::run::{SandboxFactory, sandbox_factory};
+use super::super::run::SandboxFactory;
 use super::super::setup::{
-    Policies, Refused, RunSlot, ToolPolicy, agents_on, connect, discover_roles, discover_skills,
-    file_refusal, load_provider, run_id, session_executor, tool_policies, tool_registry,
-    with_catalogue,
+    Confined, Policies, Refused, RunSlot, ToolPolicy, agents_on, confine, connect, discover_roles,
+    discover_skills, file_refusal, load_provider, process_env, run_id, session_executor,
+    session_policy, tool_registry, with_catalogue, workspace_dir,
 };
 use super::{SESSION_ID, system_prompt};
 use crate::agents::{AgentSettings, Caller, Delegation, Roles};
@@ -71,27 +71,12 @@ pub(crate) fn prepare(
     flags: &Flags,
     surface: Surface,
 ) -> Result<(Prepared, Box<dyn ToolExecutor>), Refused> {
-    let env = Env::from_process().map_err(|e| {
-        Refused(
-            Exit::NoInput,
-            format!("cannot determine the current directory: {e}"),
-        )
-    })?;
+    let env = process_env()?;
     let config = Config::resolve_in(flags, &env).map_err(|e| file_refusal(&e))?;
     let theme = config.theme().map_err(|why| Refused(Exit::DataErr, why))?;
-    let policy_file = match config.require_policy_or_host() {
-        Ok(crate::config::Confinement::Policy(p)) => Some(p.value.clone()),
-        Ok(crate::config::Confinement::Host(_)) => None,
-        Err(refusal) => return Err(Refused(Exit::Usage, refusal.to_string())),
-    };
+    let policy_file = session_policy(&config)?;
     let provider = load_provider(&config)?;
-    let workspace = config.workspace.value.clone();
-    if !workspace.is_dir() {
-        return Err(Refused(
-            Exit::NoInput,
-            format!("the workspace {} is not a directory", workspace.display()),
-        ));
-    }
+    let workspace = workspace_dir(&config)?;
     let compiler = Policies::default();
     let policy = match &policy_file {
         Some(p) => Some(compiler.compile(p, &workspace)?),
@@ -104,29 +89,21 @@ pub(crate) fn prepare(
     let run_slot = RunSlot::default();
     let _ = run_slot.set(run_id.clone());
     let tools = Arc::new(tool_registry(&config, &skills, Some(render), &run_slot)?);
-    let scoped = tool_policies(
-        &config,
-        &tools,
-        &workspace,
-        policy.as_ref().zip(policy_file.as_deref()),
-        &compiler,
-    )?;
     let roles = discover_roles(&env);
     let agents = agents_on(&config, &roles);
-    let enforcement = if policy.is_some() {
-        Enforcement::Kernel
-    } else {
-        Enforcement::Host
-    };
     // The same checks, in the same order, as `bee run`: before any model call.
-    let policies: Vec<&bee_core::CompiledPolicy> = policy.iter().collect();
-    let factory =
-        sandbox_factory(enforcement, config.engine.value, &policies).map_err(|refusal| {
-            // `repl::run` prints the prefix of the first line itself.
-            let text = refusal.render("bee repl", "no model was called");
-            let text = text.strip_prefix("bee repl: ").unwrap_or(&text).trim_end();
-            Refused(refusal.exit(), text.to_owned())
-        })?;
+    let Confined {
+        enforcement,
+        scoped,
+        factory,
+    } = confine(
+        &config,
+        &tools,
+        policy.as_ref().zip(policy_file.as_deref()),
+        &compiler,
+        "bee repl",
+        "no model was called",
+    )?;
     let connected = connect(&provider)?;
     let prices = provider
         .price_table()
