@@ -73,7 +73,7 @@ mod serving {
     use crate::config::{Config, Flags};
     use crate::mcp::record::{SCENARIO, SESSION_ID};
     use crate::mcp::{CallLog, ScopeFn, Server};
-    use crate::records::{EpisodeStarted, Limits, PolicyRecord, STORE_FILE, Store, Timestamp};
+    use crate::records::{EpisodeStarted, Limits, STORE_FILE, Store, Timestamp};
     use crate::skills::SkillSet;
 
     /// Checks everything, then serves until the client closes standard input.
@@ -147,25 +147,13 @@ mod serving {
             .map_err(|e| Refused(Exit::Software, format!("metrics store: {e}")))?;
         std::fs::create_dir_all(records_dir.join(&run_id))
             .map_err(|e| Refused(Exit::Software, format!("{}: {e}", records_dir.display())))?;
-        let policies = probe.policies();
         let started = EpisodeStarted {
             run_id,
             episode_id: SESSION_ID.to_owned(),
             scenario: SCENARIO.to_owned(),
             model: String::new(),
             provider: "mcp".to_owned(),
-            policy: PolicyRecord {
-                source: policy_file.as_ref().map(|p| p.display().to_string()),
-                enforcement: probe.enforcement(),
-                engine: probe.engine().map(Into::into),
-                requested: policies
-                    .as_ref()
-                    .and_then(|(r, _)| serde_json::to_value(r).ok()),
-                installed: policies
-                    .as_ref()
-                    .and_then(|(_, i)| serde_json::to_value(i).ok()),
-                tools: probe.tool_policies(),
-            },
+            policy: probe.policy_record(policy_file.as_ref().map(|p| p.display().to_string())),
             workspace: workspace.display().to_string(),
             limits: Limits::default(),
             run_started_at: Timestamp::now(),

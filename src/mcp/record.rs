@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::records::{
-    Denial, EpisodeRecorder, EpisodeStarted, EventBody, Outcome, RecordError, RunSummary, Store,
-    ToolCall, ToolResult,
+    EpisodeRecorder, EpisodeStarted, EventBody, Outcome, RecordError, RunSummary, Store, ToolCall,
+    ToolResult,
 };
 use crate::session::ToolExecution;
 
@@ -65,14 +65,7 @@ impl CallLog {
     /// Records how the call `call_id` ended: its denials, then its result.
     pub fn result(&self, call_id: &str, exec: &ToolExecution) {
         for d in &exec.denials {
-            self.record(EventBody::Denial(Denial {
-                call_id: call_id.to_owned(),
-                hook: d.hook.clone(),
-                explanation: d.explanation.clone(),
-                target: d.target.clone(),
-                missing: d.missing,
-                learn: d.learn,
-            }));
+            self.record(EventBody::Denial(d.event(call_id)));
         }
         self.record(EventBody::ToolResult(ToolResult {
             call_id: call_id.to_owned(),

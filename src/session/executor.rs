@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use bee_userspace::audit::{Access, AuditRecord, HookName, Verdict};
 
 use crate::provider::{ToolCall, ToolDef};
-use crate::records::{DenialTarget, Enforcement, ExitStatus, GrantKind, ToolState};
+use crate::records::{
+    Denial, DenialTarget, Enforcement, ExitStatus, GrantKind, PolicyRecord, ToolState,
+};
 
 /// A flag set when the run is interrupted (Ctrl-C). Cloning shares the flag.
 #[derive(Debug, Clone, Default)]
@@ -80,6 +82,19 @@ pub struct ToolDenial {
 }
 
 impl ToolDenial {
+    /// The transcript's `denial` event of this denial, in the call `call_id`.
+    #[must_use]
+    pub fn event(&self, call_id: &str) -> Denial {
+        Denial {
+            call_id: call_id.to_owned(),
+            hook: self.hook.clone(),
+            explanation: self.explanation.clone(),
+            target: self.target.clone(),
+            missing: self.missing,
+            learn: self.learn,
+        }
+    }
+
     /// The denial an audit record describes; `None` for an allowed access.
     #[must_use]
     pub fn from_audit(record: &AuditRecord) -> Option<Self> {
@@ -195,6 +210,20 @@ pub trait ToolExecutor: Send + Sync {
     /// the policy's source (its file). Empty by default.
     fn tool_policies(&self) -> std::collections::BTreeMap<String, String> {
         std::collections::BTreeMap::new()
+    }
+
+    /// What an `episode_started` event records of this executor's confinement; `source` is
+    /// the policy file as given (`None` in host mode).
+    fn policy_record(&self, source: Option<String>) -> PolicyRecord {
+        let policies = self.policies();
+        PolicyRecord {
+            source,
+            enforcement: self.enforcement(),
+            engine: self.engine().map(Into::into),
+            requested: (policies.as_ref()).and_then(|(r, _)| serde_json::to_value(r).ok()),
+            installed: (policies.as_ref()).and_then(|(_, i)| serde_json::to_value(i).ok()),
+            tools: self.tool_policies(),
+        }
     }
 
     /// The kernel's most recent denials in the scope tool calls run in, oldest first, at most

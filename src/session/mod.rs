@@ -59,8 +59,8 @@ use crate::provider::price::PriceTable;
 use crate::provider::{self, ErrorCategory, Item, Provider, Request, ToolDef};
 use crate::records::{
     EpisodeRecorder, EpisodeStarted, Event, EventBody, LimitHit, LimitKind, Limits, Message,
-    Outcome, ParentLink, PolicyRecord, RecordError, Refusal, Role, StopReason, Store, SuccessCheck,
-    Timestamp, ToolState, Totals,
+    Outcome, ParentLink, RecordError, Refusal, Role, StopReason, Store, SuccessCheck, Timestamp,
+    ToolState, Totals,
 };
 
 /// How often a model call that waits for other calls' reservations to settle looks again.
@@ -239,25 +239,13 @@ impl<'a> Session<'a> {
         observer: &'a (dyn Fn(Update<'_>) + Sync),
     ) -> Result<Self, SessionError> {
         let started = Instant::now();
-        let policies = executor.policies();
         let started_event = EpisodeStarted {
             run_id: spec.run_id.clone(),
             episode_id: spec.session_id.clone(),
             scenario: spec.scenario.clone(),
             model: model.provider.model().to_owned(),
             provider: model.kind.clone(),
-            policy: PolicyRecord {
-                source: spec.policy.clone(),
-                enforcement: executor.enforcement(),
-                engine: executor.engine().map(Into::into),
-                requested: policies
-                    .as_ref()
-                    .and_then(|(r, _)| serde_json::to_value(r).ok()),
-                installed: policies
-                    .as_ref()
-                    .and_then(|(_, i)| serde_json::to_value(i).ok()),
-                tools: executor.tool_policies(),
-            },
+            policy: executor.policy_record(spec.policy.clone()),
             workspace: spec.workspace.display().to_string(),
             limits: spec.limits.record(),
             run_started_at: spec.run_started_at,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{Bounds, Interrupt, Session, SessionError, ToolExecution, ToolExecutor};
 use crate::provider;
-use crate::records::{Denial, EventBody, SuccessCheck, ToolResult, ToolState};
+use crate::records::{EventBody, SuccessCheck, ToolResult, ToolState};
 
 use super::ToolDenial;
 use super::call::millis;
@@ -37,14 +37,7 @@ impl Session<'_> {
         denials: &[ToolDenial],
     ) -> Result<(), SessionError> {
         for d in denials {
-            self.log.record(EventBody::Denial(Denial {
-                call_id: call_id.to_owned(),
-                hook: d.hook.clone(),
-                explanation: d.explanation.clone(),
-                target: d.target.clone(),
-                missing: d.missing,
-                learn: d.learn,
-            }))?;
+            self.log.record(EventBody::Denial(d.event(call_id)))?;
         }
         Ok(())
     }
