@@ -93,6 +93,25 @@ impl Project {
         path
     }
 
+    /// `bee run` (of the project's scenario) and `bee repl`, with `provider` and `policy`.
+    fn run_and_repl(&self, provider: &Path, policy: &Path) -> [Vec<String>; 2] {
+        let (provider, policy) = (provider.display().to_string(), policy.display().to_string());
+        let scenario = self.path("scenario.toml").display().to_string();
+        let args = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        [
+            args(&[
+                "run",
+                "--scenario",
+                &scenario,
+                "--provider",
+                &provider,
+                "--policy",
+                &policy,
+            ]),
+            args(&["repl", "--provider", &provider, "--policy", &policy]),
+        ]
+    }
+
     /// Runs `bee ARGS` in the project, as a process that may not read what its mode forbids.
     fn bee(&self, args: &[&str]) -> Output {
         let mut command = Command::new(bee_exe());
@@ -210,21 +229,8 @@ fn a_provider_file_fails_by_the_same_causes_in_run_and_repl() {
     for failure in [Failure::Missing, Failure::Unreadable, Failure::Invalid] {
         let p = Project::new();
         let provider = p.broken("broken.toml", failure, "kind = \"replay\"\n", "kind = 3\n");
-        let provider = provider.to_str().unwrap();
-        let policy = p.path("policy.toml").display().to_string();
-        let scenario = p.path("scenario.toml").display().to_string();
-        for args in [
-            vec![
-                "run",
-                "--scenario",
-                &scenario,
-                "--provider",
-                provider,
-                "--policy",
-                &policy,
-            ],
-            vec!["repl", "--provider", provider, "--policy", &policy],
-        ] {
+        for args in p.run_and_repl(&provider, &p.path("policy.toml")) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let o = p.bee(&args);
             let err = stderr(&o);
             assert_eq!(
@@ -257,20 +263,8 @@ fn run_and_repl_show_the_policy_compilers_warnings() {
         .map(str::to_owned)
         .collect();
     assert!(!warnings.is_empty(), "{}", stderr(&validate));
-    let provider = p.path("host-provider.toml").display().to_string();
-    let scenario = p.path("scenario.toml").display().to_string();
-    for args in [
-        vec![
-            "run",
-            "--scenario",
-            &scenario,
-            "--provider",
-            &provider,
-            "--policy",
-            &policy,
-        ],
-        vec!["repl", "--provider", &provider, "--policy", &policy],
-    ] {
+    for args in p.run_and_repl(&p.path("host-provider.toml"), &p.path("policy.toml")) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = p.bee(&args);
         // The inline REPL says it among its notices on stdout.
         let err = format!("{}{}", stderr(&o), support::stdout(&o));
