@@ -9,7 +9,10 @@ first release with edition 2024) -- the lowest version its dependencies allow.
 
 The application package (bee) is checked with every feature selected: its optional review
 tools (ast-grep, gix, ...) are part of what a user can build, so its rust-version follows
-them. The embeddable crates are checked with their default features, as they are published.
+them. The embeddable crates are checked with their default features, as they are published,
+and with features resolved for them alone (`cargo tree -p`): `cargo metadata` unifies the
+workspace's features, so a feature one member turns on in a shared crate (bee-userspace's
+`bee-common/user`, which brings aya) would otherwise count against every member using it.
 """
 import json
 import subprocess
@@ -37,6 +40,24 @@ def metadata(*extra):
     }
 
 
+def closure_alone(name, packages):
+    """The ids of the packages in `name`'s normal+build closure, features resolved for it
+    alone, with its default features (what `cargo build -p NAME` builds)."""
+    out = subprocess.check_output(
+        ["cargo", "tree", "-p", name, "-e", "normal,build", "--prefix", "none", "--locked"],
+        text=True,
+    )
+    by_name = {(p["name"], p["version"]): pid for pid, p in packages.items()}
+    ids = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1].startswith("v"):
+            pid = by_name.get((parts[0], parts[1][1:]))
+            if pid:
+                ids.add(pid)
+    return ids
+
+
 def main():
     default = metadata()
     every = metadata("--all-features")
@@ -53,24 +74,21 @@ def main():
             print(f"{pkg['name']}: no rust-version declared")
             failed = True
             continue
-        # Optional dependencies of the package itself count only when a default feature
-        # turns them on; further down, the unified resolve is used as it is.
-        # (The application's are all selected.)
-        default_features = set(pkg["features"].get("default", []))
-        optional = set() if application else {
-            d["rename"] or d["name"]
-            for d in pkg["dependencies"]
-            if d["optional"] and f"dep:{d['rename'] or d['name']}" not in default_features
-        }
-        seen, stack, floor, culprit = set(), [member], EDITION_2024, "edition 2024"
+        # The application with every feature, through the resolve of `--all-features`; an
+        # embeddable crate with its default features, resolved for it alone.
+        floor, culprit = EDITION_2024, "edition 2024"
+        if not application:
+            for dep in closure_alone(pkg["name"], packages) - {member}:
+                rv = packages[dep].get("rust_version")
+                if rv and version(rv) > floor:
+                    floor, culprit = version(rv), packages[dep]["name"]
+        seen, stack = set(), [member] if application else []
         while stack:
             current = stack.pop()
             node = nodes[current]
             for dep in node["deps"]:
                 kinds = {k["kind"] for k in dep["dep_kinds"]}
                 if kinds <= {"dev"} or dep["pkg"] in seen:
-                    continue
-                if current == member and packages[dep["pkg"]]["name"] in optional:
                     continue
                 seen.add(dep["pkg"])
                 stack.append(dep["pkg"])
