@@ -211,3 +211,144 @@ fn learn_mode_is_refused_under_the_landlock_engine() {
     assert!(err.contains("learn mode needs the BPF LSM"), "{err}");
     assert!(!dir.path().join("out.toml").exists());
 }
+
+/// A version 1 policy that writes the whole workspace protects nothing in it; bee's own
+/// state there (`.bee/`: the configuration that steers the next bee, the records, the
+/// findings ledger) stays read-only to the scope all the same, so a command can neither plant
+/// a configuration nor a symbolic link for bee to write through. Other writes still work.
+#[test]
+fn bees_own_state_is_read_only_in_a_scope_whatever_the_policy() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join(".bee/records/run-1")).unwrap_or_else(|e| unreachable!("{e}"));
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "original\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let attempts = [
+        "echo 'records_dir = \"/tmp/elsewhere\"' > .bee/config.toml".to_owned(),
+        format!("ln -s {} .bee/records/run-1/summary.json", victim.display()),
+        "mv .bee/records .bee/old".to_owned(),
+        "rm -r .bee/records".to_owned(),
+    ];
+    for attempt in &attempts {
+        let script = format!("{attempt} && echo DONE");
+        let o = bee_in(
+            &ws,
+            &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
+        );
+        assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
+        assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
+    }
+    assert!(!ws.join(".bee/config.toml").exists());
+    assert!(ws.join(".bee/records/run-1").is_dir());
+    assert!(std::fs::symlink_metadata(ws.join(".bee/records/run-1/summary.json")).is_err());
+    assert_eq!(
+        std::fs::read_to_string(&victim).ok().as_deref(),
+        Some("original\n")
+    );
+    // The rest of the workspace is as writable as the policy says.
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "echo ok > made.txt",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ws.join("made.txt").is_file());
+}
+
+/// Where the workspace has no `.bee` yet, bee makes it (empty) before the scope starts, so
+/// that the scope cannot make it with a configuration in it.
+#[test]
+fn a_missing_state_directory_is_made_before_the_scope_can() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let script = "mkdir -p .bee && echo 'host = true' > .bee/config.toml && echo DONE";
+    let o = bee_in(
+        &ws,
+        &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", script],
+    );
+    assert!(!stdout(&o).contains("DONE"), "{}", stderr(&o));
+    assert!(ws.join(".bee").is_dir());
+    assert!(!ws.join(".bee/config.toml").exists());
+}
+
+/// The same through a session's tools (`bee run`; `bee repl` and `bee mcp` share its
+/// sandbox): the file tools and the shell cannot write bee's state either.
+#[test]
+fn a_sessions_tools_cannot_write_bees_state() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let calls = [
+        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": ".bee/config.toml", "content": "host = true\n", "create_dirs": true}}]}"#,
+        r#"{"tool_calls": [{"id": "s", "name": "shell", "arguments": {"command": "echo 'host = true' > .bee/config.toml"}}]}"#,
+        r#"{"tool_calls": [{"id": "ok", "name": "write_file", "arguments": {"path": "made.txt", "content": "ok\n"}}]}"#,
+        r#"{"text": "done"}"#,
+    ];
+    let file = |name: &str, text: &str| {
+        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| unreachable!("{e}"));
+    };
+    file("rec.jsonl", &calls.join("\n"));
+    file(
+        "provider.toml",
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    );
+    file(
+        "scenario.toml",
+        &format!(
+            "name = \"s\"\nprompt = \"p\"\nworkspace = \"ws\"\nworkspace_mode = \"in-place\"\n\
+             policy = {p:?}\n"
+        ),
+    );
+    let records = dir.path().join("records");
+    let o = bee_in(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+            "--records-dir",
+            records.to_str().unwrap_or_default(),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!ws.join(".bee/config.toml").exists());
+    assert!(ws.join("made.txt").is_file(), "{}", stderr(&o));
+    let transcript = std::fs::read_dir(&records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("s.jsonl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
+    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    let result = |id: &str| -> serde_json::Value {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
+            .unwrap_or_default()
+    };
+    assert_ne!(result("w")["state"], "completed", "{text}");
+    assert!(
+        result("s")["output"]
+            .as_str()
+            .is_some_and(|o| o.contains("Read-only file system")),
+        "{text}"
+    );
+    assert_eq!(result("ok")["state"], "completed", "{text}");
+}

@@ -100,8 +100,17 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         eprintln!("warning: {w}");
     }
     let policy = compiled.policy;
+    // bee's own state in the base directory stays out of the scope's write reach, whatever
+    // the policy says (`crate::sandbox::own_state`); learn mode learns on the policy as given.
+    let mut installed = policy.clone();
+    crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base)).map_err(|e| {
+        fail(
+            Exit::CantCreat,
+            &format!("the base directory's `.bee` cannot be made: {e}"),
+        )
+    })?;
     let bpf_plan = || {
-        EnforcementPlan::new(&policy).map_err(|e| {
+        EnforcementPlan::new(&installed).map_err(|e| {
             fail(
                 Exit::DataErr,
                 &format!("{}: cannot be enforced: {e}", args.policy.display()),
@@ -131,13 +140,13 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         eprint!("{}", r.render("bee", &not_run));
         r.exit()
     };
-    let opened = enforcement::open_enforcer(args.engine, &[&policy]).map_err(refused)?;
+    let opened = enforcement::open_enforcer(args.engine, &[&installed]).map_err(refused)?;
     if opened.engine == EngineKind::Landlock && learn.is_some() {
         return Err(refused(Refusal::unavailable(
             "learn mode needs the BPF LSM: the Landlock engine reports no denials to learn from",
         )));
     }
-    opened.check_name_grants(&[&policy]).map_err(refused)?;
+    opened.check_name_grants(&[&installed]).map_err(refused)?;
     if let Some(banner) = opened.banner() {
         eprintln!("{banner}");
     }
@@ -169,9 +178,11 @@ fn exec(args: &Args) -> Result<i32, Exit> {
                 Some(p) => p,
                 None => bpf_plan()?,
             };
-            Scope::create(enforcer, &parent, &policy, &plan, scope_options)
+            Scope::create(enforcer, &parent, &installed, &plan, scope_options)
         }
-        EngineKind::Landlock => Scope::create_for_policy(enforcer, &parent, &policy, scope_options),
+        EngineKind::Landlock => {
+            Scope::create_for_policy(enforcer, &parent, &installed, scope_options)
+        }
     };
     let scope =
         created.map_err(|e| fail(Exit::Unavailable, &format!("{e}; `{program}` was not run")))?;

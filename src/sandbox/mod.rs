@@ -18,6 +18,7 @@
 //! is empty, so that survivors stay confined), remove the cgroup.
 
 mod capture;
+pub mod own_state;
 pub mod runner_grant;
 
 use std::ffi::OsString;
@@ -270,6 +271,12 @@ impl Sandbox {
                 let grant = RunnerGrant::detect(&runner)?;
                 requested = Some(policy.clone());
                 grant.apply(&mut policy);
+                own_state::protect(&mut policy, &workspace).map_err(|e| {
+                    SandboxError::Workspace {
+                        why: format!("its `.bee` directory cannot be made: {e}"),
+                        path: workspace.clone(),
+                    }
+                })?;
                 // The BPF LSM's maps; the Landlock engine plans from the policy itself.
                 let plan = match enforcer.engine() {
                     EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
@@ -373,6 +380,11 @@ impl Sandbox {
         };
         let mut policy = requested.clone();
         grant.apply(&mut policy);
+        let workspace = self.workspace.clone();
+        own_state::protect(&mut policy, &workspace).map_err(|e| SandboxError::Workspace {
+            why: format!("its `.bee` directory cannot be made: {e}"),
+            path: workspace.clone(),
+        })?;
         let plan = match enforcer.engine() {
             EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
             EngineKind::Landlock => None,

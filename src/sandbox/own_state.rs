@@ -1,0 +1,124 @@
+//! bee's own state in the workspace, kept out of every scope's write reach whatever the
+//! policy says: the `.bee/` directory holds the project's configuration (which names the
+//! records directory, the audit file, the engine and host mode), the default records
+//! directory and the findings ledger. A scope that could write there could steer the next
+//! bee (a planted `.bee/config.toml`), forge findings or rewrite its own transcript, or plant
+//! a symbolic link for bee to write through.
+//!
+//! A version 2 policy protects `.bee/` already (its built-in protected paths); a version 1
+//! policy that writes `./**` does not. So the sandbox adds one protected tree, `WORKSPACE/.bee`,
+//! to every installed policy, and takes out any `fs.unprotect` rule that reaches into it. It
+//! only narrows the policy. Every rule it adds carries the origin key [`OWN_STATE_ORIGIN_KEY`].
+//!
+//! The Landlock engine protects a tree inside a writable one by binding it again read-only,
+//! which needs the directory to exist: when a write grant covers it and it does not exist,
+//! the sandbox makes it (empty) first.
+
+use std::path::Path;
+
+use bee_core::CompiledPolicy;
+use bee_core::compiled::{Origin, PathRule};
+use bee_core::glob::PathPattern;
+
+/// The origin key of the rule this module adds.
+pub const OWN_STATE_ORIGIN_KEY: &str = "(bee's own state)";
+
+/// The workspace's state directory.
+pub const STATE_DIR: &str = ".bee";
+
+/// Paths below the state directory that stand for what bee keeps there, to find the
+/// `fs.unprotect` rules that would reach into it.
+const SAMPLES: [&str; 4] = [
+    "config.toml",
+    "records/run/summary.json",
+    "findings/ledger.jsonl",
+    "skills/s/SKILL.md",
+];
+
+/// Protects `workspace/.bee` in `policy` (see the module's text). `workspace` is absolute.
+///
+/// # Errors
+/// When the directory must be made for the Landlock engine and cannot be; the sandbox then
+/// refuses to start (fail closed).
+pub fn protect(policy: &mut CompiledPolicy, workspace: &Path) -> std::io::Result<()> {
+    let dir = workspace.join(STATE_DIR);
+    let Some(root) = dir.to_str().map(str::to_owned) else {
+        // A workspace path that is not UTF-8 cannot be named by any grant either.
+        return Ok(());
+    };
+    let reaches_in = |p: &PathPattern| {
+        p.matches(&root) || SAMPLES.iter().any(|s| p.matches(&format!("{root}/{s}")))
+    };
+    policy.fs.unprotect.retain(|u| !reaches_in(&u.pattern));
+    if policy.fs.write.iter().any(|w| reaches_in(&w.pattern))
+        && std::fs::symlink_metadata(&dir).is_err()
+    {
+        std::fs::create_dir(&dir)?;
+    }
+    policy.fs.protect.push(PathRule {
+        pattern: PathPattern::Subtree { root: root.clone() },
+        origin: Origin {
+            key: OWN_STATE_ORIGIN_KEY.to_owned(),
+            line: 0,
+            column: 0,
+            text: format!("{root}/**"),
+        },
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use bee_core::{CompileOptions, compile_str};
+
+    use super::*;
+
+    fn compiled(text: &str, base: &Path) -> CompiledPolicy {
+        let options = CompileOptions {
+            base: base.to_owned(),
+            home: None,
+        };
+        match compile_str("p.toml", text, &options) {
+            Ok(c) => c.policy,
+            Err(e) => unreachable!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_writable_workspace_keeps_its_state_directory_read_only() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        // Version 2 protects `.bee` already; this policy lifts that, and protects `src/x`.
+        let text = "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\"]\nprotect = [\"./src/**\"]\nunprotect = [\"./.bee/**\", \"./src/x/**\"]\n";
+        let mut policy = compiled(text, ws.path());
+        protect(&mut policy, ws.path()).unwrap_or_else(|e| unreachable!("{e}"));
+        let root = ws.path().join(".bee");
+        // Made, so that a read-only bind can cover it.
+        assert!(root.is_dir());
+        let root = root.display().to_string();
+        let added = policy
+            .fs
+            .protect
+            .last()
+            .map(|r| (&r.pattern, &r.origin.key));
+        assert_eq!(
+            added,
+            Some((
+                &PathPattern::Subtree { root: root.clone() },
+                &OWN_STATE_ORIGIN_KEY.to_owned()
+            ))
+        );
+        // The unprotect rule that reached into it is gone; the other stays.
+        assert_eq!(policy.fs.unprotect.len(), 1);
+        let src_x = format!("{}/src/x/a", ws.path().display());
+        assert!(policy.fs.unprotect[0].pattern.matches(&src_x));
+    }
+
+    #[test]
+    fn a_read_only_workspace_gets_no_directory_made() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let mut policy = compiled("version = 1\n[fs]\nread = [\"./**\"]\n", ws.path());
+        protect(&mut policy, ws.path()).unwrap_or_else(|e| unreachable!("{e}"));
+        assert!(!ws.path().join(".bee").exists());
+        assert_eq!(policy.fs.protect.len(), 1);
+    }
+}
