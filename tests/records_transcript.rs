@@ -409,3 +409,22 @@ fn start_and_finish_events_go_through_start_and_finish_only() {
     assert_eq!(t.events.len(), 2);
     assert!(t.is_finished());
 }
+
+/// A symbolic link planted at the summary's temporary name is not followed: the summary is
+/// written to a fresh file and the link's target stays as it was.
+#[test]
+fn a_link_at_the_summarys_temporary_name_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("r");
+    let rec = EpisodeRecorder::start(dir.path(), started("r", "a"), None).unwrap();
+    rec.finish(Outcome::Passed, None).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "original\n").unwrap();
+    let tmp = run_dir.join(format!(".{SUMMARY_FILE}.{}.tmp", std::process::id()));
+    std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+    let summary = RunSummary::from_run_dir(&run_dir).unwrap();
+    let path = summary.write_atomic(&run_dir).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original\n");
+    assert_eq!(RunSummary::read(&path).unwrap(), summary);
+    assert!(std::fs::symlink_metadata(&tmp).is_err());
+}

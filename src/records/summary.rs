@@ -252,7 +252,14 @@ impl RunSummary {
             let p = p.to_owned();
             move |source| TranscriptError::Io { path: p, source }
         };
-        let written = File::create(&tmp)
+        // A fresh file, never one that is there: `O_CREAT|O_EXCL` does not follow a symbolic
+        // link planted at the temporary name (a stale one from a killed run is removed first;
+        // removing a link removes the link).
+        let _ = std::fs::remove_file(&tmp);
+        let written = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
             .and_then(|mut f| {
                 f.write_all(&json)?;
                 f.sync_all()
