@@ -319,6 +319,31 @@ fn bad_input_gets_json_rpc_errors_and_never_hangs() {
     assert_eq!(a["id"], 2, "{a}");
     assert_eq!(a["error"]["code"], -32602, "{a}");
 
+    // A line over the SDK's 16 MiB: answered, never held whole, and the session goes on.
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{{"x":"{}"}}}}"#,
+        "y".repeat(17 * 1024 * 1024)
+    );
+    raw.send(&huge);
+    let a = raw.answer();
+    assert_eq!(a["error"]["code"], -32600, "{a}");
+    assert!(
+        a["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("at most"),
+        "{a}"
+    );
+
+    // Arguments that are not an object: invalid params, not "no such method".
+    let a = raw.ask(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "shell", "arguments": ["true"]}}));
+    assert_eq!(
+        (a["id"].clone(), a["error"]["code"].clone()),
+        (json!(4), json!(-32602)),
+        "{a}"
+    );
+
     // Not JSON at all: a parse error, and the session goes on.
     raw.send("this is not json {");
     let a = raw.answer();

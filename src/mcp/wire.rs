@@ -3,7 +3,7 @@
 //! and every other line is passed on unchanged.
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -15,6 +15,75 @@ pub const PARSE_ERROR: i64 = -32700;
 
 /// JSON-RPC's code for JSON that is not a request, notification or response.
 pub const INVALID_REQUEST: i64 = -32600;
+
+/// JSON-RPC's code for a request whose parameters do not fit its method.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// The longest line bee reads, bytes: the SDK's own limit for a line
+/// (`rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH`, 16 MiB), beyond which it would drop
+/// the line in silence. A longer one is answered here with [`INVALID_REQUEST`] and dropped as
+/// it streams in, never held whole. (A tool's arguments may be 1 MiB at most; a line up to
+/// this cap with more is answered [`INVALID_PARAMS`] by the server, with its id.)
+pub const MAX_LINE: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH - 1;
+
+/// One line of standard input, as [`read_line`] read it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// The input ended.
+    End,
+    /// A line (in the buffer given), with its newline when it had one.
+    Read,
+    /// A line longer than [`MAX_LINE`], of this many bytes, dropped.
+    TooLong(usize),
+}
+
+/// Reads one line into `line` (cleared first), holding at most [`MAX_LINE`] bytes of it.
+///
+/// # Errors
+/// The input's error.
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Line> {
+    line.clear();
+    let mut dropped = 0usize;
+    loop {
+        let buf = input.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(match (dropped, line.is_empty()) {
+                (0, true) => Line::End,
+                (0, false) => Line::Read,
+                (n, _) => Line::TooLong(n),
+            });
+        }
+        let (take, ends) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if dropped > 0 || line.len() + take > MAX_LINE {
+            dropped += line.len() + take;
+            line.clear();
+        } else {
+            line.extend_from_slice(&buf[..take]);
+        }
+        input.consume(take);
+        if ends {
+            return Ok(if dropped > 0 {
+                Line::TooLong(dropped)
+            } else {
+                Line::Read
+            });
+        }
+    }
+}
+
+/// The answer to a line of `bytes` bytes that was too long to read.
+#[must_use]
+pub fn too_long(bytes: usize) -> String {
+    json!({"jsonrpc": "2.0", "id": Value::Null, "error": {"code": INVALID_REQUEST,
+        "message": format!("the message is {bytes} bytes; bee reads at most {MAX_LINE} a line")}})
+    .to_string()
+}
 
 /// The answer to `line`, when the SDK must not see it: `Some(None)` to skip it (a blank
 /// line), `Some(Some(answer))` to answer it here, `None` to pass it on.
@@ -55,6 +124,21 @@ pub fn screen(line: &[u8]) -> Option<Option<String>> {
             "neither a request (no string `method`) nor a response".to_owned(),
         );
     }
+    if object.get("method") == Some(&Value::from("tools/call")) {
+        let params = object.get("params");
+        let fits = params.and_then(Value::as_object).is_some_and(|p| {
+            p.get("name").is_some_and(Value::is_string)
+                && p.get("arguments")
+                    .is_none_or(|a| a.is_object() || a.is_null())
+        });
+        if !fits {
+            return error(
+                &id,
+                INVALID_PARAMS,
+                "tools/call takes `name` (a string) and `arguments` (an object)".to_owned(),
+            );
+        }
+    }
     None
 }
 
@@ -87,10 +171,13 @@ pub fn stdio() -> Wire {
         let mut input = BufReader::new(tokio::io::stdin());
         let mut line = Vec::new();
         loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+            match read_line(&mut input, &mut line).await {
+                Ok(Line::End) | Err(_) => break,
+                Ok(Line::TooLong(bytes)) => {
+                    let _ = answers.send(too_long(bytes));
+                    continue;
+                }
+                Ok(Line::Read) => {}
             }
             match screen(&line) {
                 Some(None) => {}
@@ -169,5 +256,56 @@ mod tests {
             .flatten()
             .unwrap_or_default();
         assert!(answer.contains(r#""id":7"#), "{answer}");
+    }
+
+    #[test]
+    fn a_tools_call_that_does_not_fit_is_invalid_params() {
+        let call = |params: &str| {
+            code(&format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#
+            ))
+        };
+        assert_eq!(
+            call(r#"{"name":"shell","arguments":["a"]}"#),
+            Some(INVALID_PARAMS)
+        );
+        assert_eq!(call(r#"{"name":3}"#), Some(INVALID_PARAMS));
+        assert_eq!(call("[]"), Some(INVALID_PARAMS));
+        assert_eq!(
+            call(r#"{"name":"shell","arguments":{"command":"true"}}"#),
+            None
+        );
+        assert_eq!(call(r#"{"name":"list_dir"}"#), None);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_cap_is_dropped_without_being_held() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let mut input = vec![b'x'; MAX_LINE + 10];
+        input.extend_from_slice(b"\n{\"a\":1}\nlast");
+        let mut reader: &[u8] = &input;
+        let mut line = Vec::new();
+        runtime.block_on(async {
+            let first = read_line(&mut reader, &mut line).await.ok();
+            assert_eq!(first, Some(Line::TooLong(MAX_LINE + 11)));
+            assert!(line.capacity() <= MAX_LINE + 8192, "{}", line.capacity());
+            assert_eq!(
+                read_line(&mut reader, &mut line).await.ok(),
+                Some(Line::Read)
+            );
+            assert_eq!(line, b"{\"a\":1}\n");
+            assert_eq!(
+                read_line(&mut reader, &mut line).await.ok(),
+                Some(Line::Read)
+            );
+            assert_eq!(line, b"last");
+            assert_eq!(
+                read_line(&mut reader, &mut line).await.ok(),
+                Some(Line::End)
+            );
+        });
+        assert!(too_long(5).contains("-32600"));
     }
 }
