@@ -432,3 +432,47 @@ fn set_up_refuses_with_bees_statuses_before_serving() {
     assert_eq!(code(&o), 69, "{}", stderr(&o));
     assert!(stderr(&o).contains("no call was served"), "{}", stderr(&o));
 }
+
+/// SIGTERM ends `bee mcp` as its client's leaving does: the running call's process is killed
+/// with its scope, and the session's record is finished.
+#[test]
+fn sigterm_stops_the_running_calls_and_finishes_the_record() {
+    let s = setup();
+    let mut raw = Raw::start(&s);
+    raw.initialize("2025-11-25");
+    let needle = "sleep 31.0271";
+    raw.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "shell", "arguments": {"command": needle}}})
+        .to_string(),
+    );
+    let until = Instant::now() + Duration::from_secs(10);
+    while processes(needle).is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!processes(needle).is_empty(), "the long call never started");
+    let pid = i32::try_from(raw.child.id()).unwrap_or_default();
+    // SAFETY: a plain kill(2) of the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let until = Instant::now() + Duration::from_secs(15);
+    let mut status = None;
+    while status.is_none() && Instant::now() < until {
+        status = raw.child.try_wait().ok().flatten();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(status.is_some(), "bee mcp still ran 15 s after SIGTERM");
+    assert!(
+        processes(needle).is_empty(),
+        "the call's process outlived bee mcp"
+    );
+    let transcripts: String = std::fs::read_dir(&s.records)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|run| std::fs::read_to_string(run.path().join("mcp.jsonl")).ok())
+        .collect();
+    assert!(
+        transcripts.contains("\"episode_finished\""),
+        "{transcripts}"
+    );
+}

@@ -2,6 +2,7 @@
 //! its own, on stdio.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::map;
 use super::record::CallLog;
@@ -267,11 +269,30 @@ pub fn serve(server: Server) -> Result<(), String> {
             Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(format!("starting the MCP session: {e}")),
         };
+        // SIGTERM, SIGINT and SIGHUP end the session as the client's leaving does: every
+        // running call is killed and its scope torn down, and the record is finished.
+        let signalled = Arc::new(AtomicBool::new(false));
+        for signal in [SIGTERM, SIGINT, SIGHUP] {
+            signal_hook::flag::register(signal, Arc::clone(&signalled))
+                .map_err(|e| format!("watching for signal {signal}: {e}"))?;
+        }
+        let token = service.cancellation_token();
+        let watch = Arc::clone(&signalled);
+        let watcher = tokio::spawn(async move {
+            while !watch.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            token.cancel();
+        });
         let quit = service
             .waiting()
             .await
             .map(|_| ())
             .map_err(|e| format!("the MCP session broke: {e}"));
+        watcher.abort();
+        if signalled.load(Ordering::SeqCst) {
+            eprintln!("bee mcp: a signal ended the session; running calls are stopped");
+        }
         // The last answers reach the client before bee goes on to exit.
         let _ = tokio::time::timeout(DRAIN, wire.written).await;
         quit
