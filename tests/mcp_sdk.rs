@@ -283,6 +283,24 @@ impl Raw {
         a
     }
 
+    /// Starts a `shell` call of `command` (request `id`) and waits, at most 10 s, until its
+    /// process runs.
+    fn start_long_call(&mut self, id: u64, command: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "shell", "arguments": {"command": command}}})
+            .to_string(),
+        );
+        let until = Instant::now() + Duration::from_secs(10);
+        while processes(command).is_empty() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(
+            !processes(command).is_empty(),
+            "the long call never started"
+        );
+    }
+
     /// Closes standard input and waits, at most `within`, for bee to exit.
     fn hang_up(mut self, within: Duration) -> Option<std::process::ExitStatus> {
         drop(self.stdin.take());
@@ -374,16 +392,7 @@ fn bad_input_gets_json_rpc_errors_and_never_hangs() {
 
     // The client hangs up in the middle of a call: bee kills its scope and exits.
     let needle = "sleep 27.1828";
-    raw.send(
-        &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-            "params": {"name": "shell", "arguments": {"command": needle}}})
-        .to_string(),
-    );
-    let until = Instant::now() + Duration::from_secs(10);
-    while processes(needle).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!processes(needle).is_empty(), "the long call never started");
+    raw.start_long_call(4, needle);
     let status = raw.hang_up(Duration::from_secs(15));
     assert!(
         status.is_some(),
@@ -441,16 +450,7 @@ fn sigterm_stops_the_running_calls_and_finishes_the_record() {
     let mut raw = Raw::start(&s);
     raw.initialize("2025-11-25");
     let needle = "sleep 31.0271";
-    raw.send(
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "shell", "arguments": {"command": needle}}})
-        .to_string(),
-    );
-    let until = Instant::now() + Duration::from_secs(10);
-    while processes(needle).is_empty() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!processes(needle).is_empty(), "the long call never started");
+    raw.start_long_call(2, needle);
     let pid = i32::try_from(raw.child.id()).unwrap_or_default();
     // SAFETY: a plain kill(2) of the child this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
