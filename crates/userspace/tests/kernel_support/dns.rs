@@ -132,6 +132,21 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
 
 /// A socket address for `addr:port`, IPv4 or IPv6 by the form of `addr`, as a
 /// `sockaddr_storage` and its length.
+/// `sendto(2)` of `bytes` with `flags` to the address `sa` of `len` bytes.
+fn send_to(fd: i32, bytes: &[u8], flags: i32, sa: &libc::sockaddr_storage, len: u32) -> isize {
+    // SAFETY: `bytes` and `sa` are valid for the lengths given.
+    unsafe {
+        libc::sendto(
+            fd,
+            bytes.as_ptr().cast(),
+            bytes.len(),
+            flags,
+            std::ptr::from_ref(sa).cast(),
+            len,
+        )
+    }
+}
+
 fn sockaddr_any(addr: &str, port: u16) -> (libc::sockaddr_storage, u32) {
     // SAFETY: an all-zero sockaddr_storage is valid; the writes stay within it.
     unsafe {
@@ -249,14 +264,7 @@ pub(super) fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
                 match mode {
                     "udp" => {
                         let (sa, len) = sockaddr_any(first, port);
-                        let r = libc::sendto(
-                            fd,
-                            msg.as_ptr().cast(),
-                            msg.len(),
-                            0,
-                            (&raw const sa).cast(),
-                            len,
-                        );
+                        let r = send_to(fd, &msg, 0, &sa, len);
                         if r < 0 {
                             return errno();
                         }
@@ -333,14 +341,7 @@ pub(super) fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
                         let mut sa2 = sa;
                         (*(&raw mut sa2).cast::<libc::sockaddr>()).sa_family =
                             libc::AF_UNSPEC as u16;
-                        let r = libc::sendto(
-                            fd,
-                            msg.as_ptr().cast(),
-                            msg.len(),
-                            0,
-                            (&raw const sa2).cast(),
-                            len,
-                        );
+                        let r = send_to(fd, &msg, 0, &sa2, len);
                         if r < 0 {
                             return errno();
                         }
@@ -354,14 +355,7 @@ pub(super) fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
                             return 100 + errno();
                         }
                         let (sa, len) = sockaddr_any(first, port);
-                        let r = libc::sendto(
-                            fd,
-                            msg.as_ptr().cast(),
-                            msg.len(),
-                            0,
-                            (&raw const sa).cast(),
-                            len,
-                        );
+                        let r = send_to(fd, &msg, 0, &sa, len);
                         if r < 0 {
                             return errno();
                         }
@@ -372,14 +366,7 @@ pub(super) fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
             "inet-on-v6" => {
                 let fd = dgram(libc::AF_INET6);
                 let (sa, len) = sockaddr_any(first, port);
-                let r = libc::sendto(
-                    fd,
-                    msg.as_ptr().cast(),
-                    msg.len(),
-                    0,
-                    (&raw const sa).cast(),
-                    len,
-                );
+                let r = send_to(fd, &msg, 0, &sa, len);
                 if r < 0 {
                     return errno();
                 }
@@ -404,14 +391,7 @@ pub(super) fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
                         return errno();
                     }
                 } else {
-                    let r = libc::sendto(
-                        fd,
-                        msg.as_ptr().cast(),
-                        msg.len(),
-                        0,
-                        (&raw const sa).cast(),
-                        len,
-                    );
+                    let r = send_to(fd, &msg, 0, &sa, len);
                     if r < 0 {
                         return errno();
                     }
@@ -431,14 +411,7 @@ pub(super) fn dns_raw(mode: &str, addrs: &str, port: &str, hex: &str) -> i32 {
                         }
                     }
                     "tfo" => {
-                        let r = libc::sendto(
-                            fd,
-                            framed.as_ptr().cast(),
-                            framed.len(),
-                            libc::MSG_FASTOPEN,
-                            (&raw const sa).cast(),
-                            len,
-                        );
+                        let r = send_to(fd, &framed, libc::MSG_FASTOPEN, &sa, len);
                         if r < 0 {
                             return errno();
                         }
