@@ -292,22 +292,8 @@ pub(super) fn rtnl_addaddr(ip: &str) -> i32 {
         if fd < 0 {
             return errno();
         }
-        let ip: std::net::Ipv4Addr = ip.parse().unwrap();
         let mut m = Vec::with_capacity(40);
-        m.extend_from_slice(&40u32.to_ne_bytes());
-        m.extend_from_slice(&libc::RTM_NEWADDR.to_ne_bytes());
-        let flags =
-            (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL) as u16;
-        m.extend_from_slice(&flags.to_ne_bytes());
-        m.extend_from_slice(&1u32.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0]);
-        m.extend_from_slice(&1u32.to_ne_bytes());
-        for ty in [libc::IFA_LOCAL, libc::IFA_ADDRESS] {
-            m.extend_from_slice(&8u16.to_ne_bytes());
-            m.extend_from_slice(&ty.to_ne_bytes());
-            m.extend_from_slice(&ip.octets());
-        }
+        push_new_addr(&mut m, ip.parse().unwrap(), 1);
         if libc::send(fd, m.as_ptr().cast(), m.len(), 0) < 0 {
             return errno();
         }
@@ -374,21 +360,26 @@ pub(super) fn rtnl_batch(ip: &str) -> i32 {
         m.extend_from_slice(&1u32.to_ne_bytes());
         m.extend_from_slice(&0u32.to_ne_bytes());
         m.extend_from_slice(&[0u8; 16]);
-        let ip: std::net::Ipv4Addr = ip.parse().unwrap();
-        m.extend_from_slice(&40u32.to_ne_bytes());
-        m.extend_from_slice(&libc::RTM_NEWADDR.to_ne_bytes());
-        let flags =
-            (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL) as u16;
-        m.extend_from_slice(&flags.to_ne_bytes());
-        m.extend_from_slice(&2u32.to_ne_bytes());
-        m.extend_from_slice(&0u32.to_ne_bytes());
-        m.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0]);
-        m.extend_from_slice(&1u32.to_ne_bytes());
-        for ty in [libc::IFA_LOCAL, libc::IFA_ADDRESS] {
-            m.extend_from_slice(&8u16.to_ne_bytes());
-            m.extend_from_slice(&ty.to_ne_bytes());
-            m.extend_from_slice(&ip.octets());
-        }
+        push_new_addr(&mut m, ip.parse().unwrap(), 2);
         check(libc::send(fd, m.as_ptr().cast(), m.len(), 0) as i64)
+    }
+}
+
+/// Appends an `RTM_NEWADDR` netlink message (40 bytes, sequence number `seq`) adding `ip`/32 to
+/// interface 1 (`lo`), as `IFA_LOCAL` and `IFA_ADDRESS`.
+fn push_new_addr(m: &mut Vec<u8>, ip: std::net::Ipv4Addr, seq: u32) {
+    m.extend_from_slice(&40u32.to_ne_bytes());
+    m.extend_from_slice(&libc::RTM_NEWADDR.to_ne_bytes());
+    let flags =
+        (libc::NLM_F_REQUEST | libc::NLM_F_ACK | libc::NLM_F_CREATE | libc::NLM_F_EXCL) as u16;
+    m.extend_from_slice(&flags.to_ne_bytes());
+    m.extend_from_slice(&seq.to_ne_bytes());
+    m.extend_from_slice(&0u32.to_ne_bytes());
+    m.extend_from_slice(&[libc::AF_INET as u8, 32, 0, 0]);
+    m.extend_from_slice(&1u32.to_ne_bytes());
+    for ty in [libc::IFA_LOCAL, libc::IFA_ADDRESS] {
+        m.extend_from_slice(&8u16.to_ne_bytes());
+        m.extend_from_slice(&ty.to_ne_bytes());
+        m.extend_from_slice(&ip.octets());
     }
 }
