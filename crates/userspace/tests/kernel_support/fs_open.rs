@@ -192,22 +192,17 @@ pub(super) fn mknod_open(path: &str, major: &str, minor: &str) -> i32 {
 
 /// The helper action `rename-exchange FROM TO`.
 pub(super) fn rename_exchange(from: &str, to: &str) -> i32 {
-    // SAFETY: plain syscalls on owned descriptors and NUL-terminated strings.
-    unsafe {
-        check(libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            cstr(from).as_ptr(),
-            libc::AT_FDCWD,
-            cstr(to).as_ptr(),
-            libc::RENAME_EXCHANGE,
-        ))
-    }
+    renameat2(from, to, libc::RENAME_EXCHANGE)
 }
 
 /// The helper action `rename-whiteout FROM TO`.
 pub(super) fn rename_whiteout(from: &str, to: &str) -> i32 {
-    // SAFETY: plain syscalls on owned descriptors and NUL-terminated strings.
+    renameat2(from, to, libc::RENAME_WHITEOUT)
+}
+
+/// `renameat2(2)` of `from` to `to` (both relative to the working directory) with `flags`.
+fn renameat2(from: &str, to: &str, flags: libc::c_uint) -> i32 {
+    // SAFETY: a plain syscall on NUL-terminated strings.
     unsafe {
         check(libc::syscall(
             libc::SYS_renameat2,
@@ -215,7 +210,7 @@ pub(super) fn rename_whiteout(from: &str, to: &str) -> i32 {
             cstr(from).as_ptr(),
             libc::AT_FDCWD,
             cstr(to).as_ptr(),
-            libc::RENAME_WHITEOUT,
+            flags,
         ))
     }
 }
