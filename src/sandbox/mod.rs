@@ -102,6 +102,20 @@ pub struct SandboxConfig {
     pub kill_wait: Duration,
 }
 
+/// Makes `policy` the one a scope installs: widened by the runner `grant` (the one widening)
+/// and narrowed by bee's own state in `workspace` ([`own_state::protect`]).
+fn installed(
+    policy: &mut CompiledPolicy,
+    grant: &RunnerGrant,
+    workspace: &Path,
+) -> Result<(), SandboxError> {
+    grant.apply(policy);
+    own_state::protect(policy, workspace).map_err(|e| SandboxError::Workspace {
+        why: format!("its `.bee` directory cannot be made: {e}"),
+        path: workspace.to_owned(),
+    })
+}
+
 impl SandboxConfig {
     /// A configuration with defaults: bee's own executable as runner, the default cgroup
     /// parent, no limits or flags, bee's credentials, 5 s for kills.
@@ -270,13 +284,7 @@ impl Sandbox {
             } => {
                 let grant = RunnerGrant::detect(&runner)?;
                 requested = Some(policy.clone());
-                grant.apply(&mut policy);
-                own_state::protect(&mut policy, &workspace).map_err(|e| {
-                    SandboxError::Workspace {
-                        why: format!("its `.bee` directory cannot be made: {e}"),
-                        path: workspace.clone(),
-                    }
-                })?;
+                installed(&mut policy, &grant, &workspace)?;
                 // The BPF LSM's maps; the Landlock engine plans from the policy itself.
                 let plan = match enforcer.engine() {
                     EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
@@ -379,12 +387,7 @@ impl Sandbox {
             return Err(SandboxError::NoScope);
         };
         let mut policy = requested.clone();
-        grant.apply(&mut policy);
-        let workspace = self.workspace.clone();
-        own_state::protect(&mut policy, &workspace).map_err(|e| SandboxError::Workspace {
-            why: format!("its `.bee` directory cannot be made: {e}"),
-            path: workspace.clone(),
-        })?;
+        installed(&mut policy, grant, &self.workspace)?;
         let plan = match enforcer.engine() {
             EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
             EngineKind::Landlock => None,
