@@ -340,7 +340,7 @@ pub enum Launcher {
 }
 
 /// What a standard stream of the command is connected to.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub enum StdioMode {
     /// bee's own stream.
     #[default]
@@ -349,15 +349,26 @@ pub enum StdioMode {
     Null,
     /// A pipe to bee ([`Launched::take_stdout`] and friends).
     Piped,
+    /// This descriptor (duplicated for the child; bee keeps its own), e.g. one a client of
+    /// `bee serve` passed over its socket.
+    Fd(Arc<OwnedFd>),
 }
 
 impl StdioMode {
-    fn to_std(self) -> std::process::Stdio {
-        match self {
+    fn to_std(&self) -> io::Result<std::process::Stdio> {
+        Ok(match self {
             StdioMode::Inherit => std::process::Stdio::inherit(),
             StdioMode::Null => std::process::Stdio::null(),
             StdioMode::Piped => std::process::Stdio::piped(),
-        }
+            StdioMode::Fd(fd) => std::process::Stdio::from(fd.try_clone()?),
+        })
+    }
+}
+
+fn stdio_err(source: io::Error) -> LaunchError {
+    LaunchError::Prepare {
+        what: "duplicate a standard stream's descriptor",
+        source,
     }
 }
 
@@ -570,9 +581,9 @@ impl LaunchSpec {
         cmd.args(&self.args)
             .env_clear()
             .envs(self.environment())
-            .stdin(self.stdin.to_std())
-            .stdout(self.stdout.to_std())
-            .stderr(self.stderr.to_std());
+            .stdin(self.stdin.to_std().map_err(stdio_err)?)
+            .stdout(self.stdout.to_std().map_err(stdio_err)?)
+            .stderr(self.stderr.to_std().map_err(stdio_err)?);
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }

@@ -81,8 +81,15 @@ fn cstring(s: &OsStr, what: &'static str) -> Result<CString, LaunchError> {
 }
 
 /// The stream `mode` for descriptor `target` (0 is read by the child, 1 and 2 written).
-fn stream(mode: StdioMode, target: RawFd) -> Result<Stream, LaunchError> {
+fn stream(mode: &StdioMode, target: RawFd) -> Result<Stream, LaunchError> {
     match mode {
+        StdioMode::Fd(fd) => Ok(Stream {
+            child: Some(
+                fd.try_clone()
+                    .map_err(prepare_err("duplicate a standard stream's descriptor"))?,
+            ),
+            parent: None,
+        }),
         StdioMode::Inherit => Ok(Stream {
             child: None,
             parent: None,
@@ -184,9 +191,9 @@ pub(super) fn spawn(
         .map(|d| cstring(d.as_os_str(), "the working directory holds a NUL byte"))
         .transpose()?;
     let streams = [
-        stream(spec.stdin, 0)?,
-        stream(spec.stdout, 1)?,
-        stream(spec.stderr, 2)?,
+        stream(&spec.stdin, 0)?,
+        stream(&spec.stdout, 1)?,
+        stream(&spec.stderr, 2)?,
     ];
     let child_fds: [RawFd; 3] = [0, 1, 2].map(|i| {
         streams[i]
