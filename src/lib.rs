@@ -19,6 +19,7 @@ pub mod records;
 pub mod render;
 pub mod sandbox;
 pub mod scenario;
+pub mod serve;
 pub mod session;
 pub mod skills;
 pub mod tools;

@@ -92,6 +92,21 @@ impl Exit {
         }
     }
 
+    /// The status a `bee serve` refusal carries (its `ErrorBody::status`): the sysexits
+    /// values as themselves, anything else as an internal failure (70).
+    #[must_use]
+    pub fn of_service(status: u8) -> Self {
+        match status {
+            64 => Self::Usage,
+            65 => Self::DataErr,
+            66 => Self::NoInput,
+            69 => Self::Unavailable,
+            73 => Self::CantCreat,
+            77 => Self::NoPerm,
+            _ => Self::Software,
+        }
+    }
+
     /// The status of an input that could not be read, by the I/O error's kind: 77 when it
     /// exists but may not be read, 66 otherwise (it does not exist, is a directory, …).
     #[must_use]

@@ -19,6 +19,7 @@ mod policy_cmd;
 mod records_cmd;
 mod repl;
 pub mod run;
+mod serve_cmd;
 mod setup;
 mod tool_runner;
 #[cfg(feature = "tui")]
@@ -87,6 +88,8 @@ enum Command {
     Findings(findings_cmd::Args),
     /// Chat with a sandboxed agent in the terminal; every tool call confined by the policy.
     Repl(repl::Args),
+    /// The privileged service: confine ordinary users' commands, each scope proven within a ceiling.
+    Serve(serve_cmd::Args),
     /// Serve bee's tools to another agent over MCP on stdin/stdout, each call in its own scope.
     Mcp(mcp_cmd::Args),
     /// Print a shell completion script for bash, zsh or fish.
@@ -152,6 +155,7 @@ pub fn main() -> ExitCode {
             Command::Findings(args) => findings_cmd::run(&args),
             Command::Repl(args) => repl::run(&args),
             Command::Mcp(args) => mcp_cmd::run(&args),
+            Command::Serve(args) => serve_cmd::run(&args),
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),
         },

@@ -1,0 +1,228 @@
+//! The client side: what `bee exec` (and any program) uses to have `bee serve` confine a
+//! command, with no privilege of its own.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use bee_core::CompiledPolicy;
+use bee_userspace::audit::AuditRecord;
+
+use super::protocol::{ErrorBody, Request, Response, VERSION, Welcome, decode};
+use super::server::MID_FRAME;
+use super::wire::{self, RecvError};
+
+/// Why the service did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No service answers at the socket (69), or the socket may not be used (77).
+    #[error("no bee service answers at {path}: {source}")]
+    Unreachable {
+        /// The socket's path.
+        path: String,
+        /// `connect(2)`'s error.
+        source: io::Error,
+    },
+    /// The service refused the request, with the status a command reports for it.
+    #[error("{}", .0.message)]
+    Refused(ErrorBody),
+    /// The conversation broke: a bad frame, an unexpected answer, a hang-up (70).
+    #[error("the bee service: {0}")]
+    Protocol(String),
+}
+
+impl ClientError {
+    /// The sysexits status a command reports for this error.
+    pub fn status(&self) -> u8 {
+        match self {
+            ClientError::Unreachable { source, .. }
+                if source.kind() == io::ErrorKind::PermissionDenied =>
+            {
+                77
+            }
+            ClientError::Unreachable { .. } => 69,
+            ClientError::Refused(body) => body.status,
+            ClientError::Protocol(_) => 70,
+        }
+    }
+}
+
+/// How a command run through the service ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// Its status as a shell reports it (128 + signal when a signal ended it).
+    pub code: i32,
+    /// True when the scope's timeout killed it.
+    pub timed_out: bool,
+}
+
+/// What [`Client::run`] starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLine {
+    /// The program and its arguments.
+    pub argv: Vec<String>,
+    /// Its whole environment.
+    pub env: Vec<(String, String)>,
+    /// Its working directory (absolute).
+    pub cwd: String,
+}
+
+/// A connection to `bee serve`, past its `hello`.
+#[derive(Debug)]
+pub struct Client {
+    stream: UnixStream,
+    /// What the service said of itself and of this caller.
+    pub welcome: Welcome,
+}
+
+impl Client {
+    /// Connects to the socket at `path` and says hello.
+    ///
+    /// # Errors
+    /// [`ClientError::Unreachable`] when nothing listens there; [`ClientError::Refused`] when
+    /// the service refuses this caller or protocol version.
+    pub fn connect(path: &Path) -> Result<Self, ClientError> {
+        let stream = UnixStream::connect(path).map_err(|source| ClientError::Unreachable {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut client = Self {
+            stream,
+            welcome: Welcome {
+                version: 0,
+                bee: String::new(),
+                engine: String::new(),
+                uid: 0,
+                ceiling: Vec::new(),
+            },
+        };
+        match client.ask(&Request::Hello { version: VERSION }, &[])? {
+            Response::Welcome(w) => client.welcome = w,
+            other => return Err(unexpected(&other)),
+        }
+        Ok(client)
+    }
+
+    /// Creates a scope confined by `policy` (named `origin` in messages); returns its id.
+    ///
+    /// # Errors
+    /// [`ClientError::Refused`]: 65 when the policy is not within the ceiling (the details
+    /// are the counterexamples) or cannot be enforced, 77 when no ceiling applies.
+    pub fn create(
+        &mut self,
+        policy: &CompiledPolicy,
+        origin: &str,
+        timeout: Option<Duration>,
+    ) -> Result<u64, ClientError> {
+        let request = Request::Create {
+            policy: Box::new(policy.clone()),
+            origin: origin.to_owned(),
+            timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        };
+        match self.ask(&request, &[])? {
+            Response::Created { scope, .. } => Ok(scope),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Runs `command` in `scope`, its standard streams on `stdio`; shows
+    /// each denial to `on_record` as it comes; asks the service to kill the scope once
+    /// `interrupted` turns true. Returns how the command ended.
+    ///
+    /// # Errors
+    /// [`ClientError::Refused`] when it could not start (126, 127) or the request was bad.
+    pub fn run(
+        &mut self,
+        scope: u64,
+        command: CommandLine,
+        stdio: [RawFd; 3],
+        on_record: &mut dyn FnMut(&AuditRecord),
+        interrupted: &dyn Fn() -> bool,
+    ) -> Result<Ended, ClientError> {
+        let request = Request::Spawn {
+            scope,
+            argv: command.argv,
+            env: command.env,
+            cwd: command.cwd,
+        };
+        wire::send(&self.stream, &request, &stdio).map_err(hangup)?;
+        let poll = Duration::from_millis(100);
+        self.stream.set_read_timeout(Some(poll)).map_err(hangup)?;
+        let mut kill_sent = false;
+        let result = loop {
+            if interrupted() && !kill_sent {
+                kill_sent = true;
+                wire::send(&self.stream, &Request::Kill { scope }, &[]).map_err(hangup)?;
+            }
+            let response = match self.read() {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(e) => break Err(e),
+            };
+            match response {
+                Response::Spawned { .. } => {}
+                Response::Record(record) => on_record(&record),
+                Response::Exited { code, timed_out } => break Ok(Ended { code, timed_out }),
+                Response::Error(body) => break Err(ClientError::Refused(body)),
+                other => break Err(unexpected(&other)),
+            }
+        };
+        self.stream.set_read_timeout(None).map_err(hangup)?;
+        result
+    }
+
+    /// Tears `scope` down.
+    ///
+    /// # Errors
+    /// As any request.
+    pub fn close(&mut self, scope: u64) -> Result<(), ClientError> {
+        match self.ask(&Request::Close { scope }, &[])? {
+            Response::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Sends `request` and reads the one answer; an error answer is [`ClientError::Refused`].
+    ///
+    /// # Errors
+    /// As the module's requests.
+    pub fn ask(&mut self, request: &Request, fds: &[RawFd]) -> Result<Response, ClientError> {
+        wire::send(&self.stream, request, fds).map_err(hangup)?;
+        loop {
+            match self.read()? {
+                Some(Response::Error(body)) => return Err(ClientError::Refused(body)),
+                Some(other) => return Ok(other),
+                None => {}
+            }
+        }
+    }
+
+    /// The next answer; `None` when the stream's read timeout passed first.
+    fn read(&self) -> Result<Option<Response>, ClientError> {
+        match wire::recv(&self.stream, MID_FRAME) {
+            Ok(received) => decode(&received.body)
+                .map(Some)
+                .map_err(|e| ClientError::Protocol(e.to_string())),
+            Err(RecvError::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(RecvError::Closed) => Err(ClientError::Protocol("the service hung up".into())),
+            Err(e) => Err(ClientError::Protocol(e.to_string())),
+        }
+    }
+}
+
+fn hangup(e: io::Error) -> ClientError {
+    ClientError::Protocol(e.to_string())
+}
+
+fn unexpected(response: &Response) -> ClientError {
+    ClientError::Protocol(format!("an unexpected answer: {response:?}"))
+}

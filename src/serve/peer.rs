@@ -1,0 +1,178 @@
+//! Who is on the other end of a connection: its user, groups, process and cgroup.
+//!
+//! The kernel says, not the client: `SO_PEERCRED` (uid, gid and pid at `connect(2)`),
+//! `SO_PEERGROUPS` (supplementary groups) and `SO_PEERPIDFD` (Linux 6.5: a pidfd of that very
+//! process, so a recycled pid cannot stand in for it; before 6.5, `pidfd_open(2)` of the pid,
+//! checked against the credentials). The cgroup is read from `/proc/PID/cgroup` and trusted
+//! only if the pidfd still names a live process afterwards.
+
+use std::io;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// `SO_PEERGROUPS` (`asm-generic/socket.h`).
+const SO_PEERGROUPS: libc::c_int = 59;
+/// `SO_PEERPIDFD` (`asm-generic/socket.h`, Linux 6.5).
+const SO_PEERPIDFD: libc::c_int = 77;
+
+/// The process that connected, as the kernel identifies it.
+#[derive(Debug)]
+pub struct Peer {
+    /// Its uid at `connect(2)`.
+    pub uid: u32,
+    /// Its gid.
+    pub gid: u32,
+    /// Its supplementary groups (without `gid` unless listed).
+    pub groups: Vec<u32>,
+    /// Its pid in the service's PID namespace.
+    pub pid: u32,
+    /// A pidfd of that process.
+    pub pidfd: OwnedFd,
+    /// Its cgroup v2 directory (the mount joined with `/proc/PID/cgroup`'s `0::` path).
+    pub cgroup: PathBuf,
+}
+
+impl Peer {
+    /// Identifies the peer of `stream`; `cgroup2` is the cgroup2 mount.
+    ///
+    /// # Errors
+    /// The socket option's or `/proc`'s error; [`io::ErrorKind::NotFound`] when the process
+    /// is gone (or its pid was reused) before its cgroup was read.
+    pub fn of(stream: &UnixStream, cgroup2: &Path) -> io::Result<Self> {
+        let fd = stream.as_raw_fd();
+        let cred: libc::ucred = getsockopt(fd, libc::SO_PEERCRED)?;
+        let groups = peer_groups(fd)?;
+        let pidfd = match getsockopt::<libc::c_int>(fd, SO_PEERPIDFD) {
+            // SAFETY: the kernel installed a new pidfd that nothing else owns.
+            Ok(raw) if raw >= 0 => unsafe { OwnedFd::from_raw_fd(raw) },
+            _ => pidfd_open(cred.pid)?,
+        };
+        let cgroup_file = format!("/proc/{}/cgroup", cred.pid);
+        let text = std::fs::read_to_string(&cgroup_file)?;
+        let rel = text
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no cgroup v2 line"))?;
+        let cgroup = cgroup2.join(rel.trim().trim_start_matches('/'));
+        // The pid may have been reused while /proc was read: only a live pidfd vouches for
+        // what was read, and for the credentials (`/proc/PID/status` of the same process).
+        if !alive(&pidfd) || !same_uid(cred.pid, cred.uid) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the connecting process is gone",
+            ));
+        }
+        Ok(Self {
+            uid: cred.uid,
+            gid: cred.gid,
+            groups,
+            pid: u32::try_from(cred.pid).unwrap_or(0),
+            pidfd,
+            cgroup,
+        })
+    }
+}
+
+fn getsockopt<T: Copy>(fd: libc::c_int, option: libc::c_int) -> io::Result<T> {
+    let mut value = std::mem::MaybeUninit::<T>::zeroed();
+    let mut len = libc::socklen_t::try_from(size_of::<T>()).unwrap_or(0);
+    // SAFETY: `value` has room for `len` bytes; getsockopt(2) writes at most that many.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            value.as_mut_ptr().cast(),
+            &raw mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zero-initialised, then written by the kernel; T is plain data.
+    Ok(unsafe { value.assume_init() })
+}
+
+fn peer_groups(fd: libc::c_int) -> io::Result<Vec<u32>> {
+    let mut groups = vec![0u32; 64];
+    loop {
+        let mut len = libc::socklen_t::try_from(groups.len() * 4).unwrap_or(0);
+        // SAFETY: `groups` has room for `len` bytes.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                SO_PEERGROUPS,
+                groups.as_mut_ptr().cast(),
+                &raw mut len,
+            )
+        };
+        let n = len as usize / 4;
+        if rc == 0 {
+            groups.truncate(n);
+            return Ok(groups);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ERANGE) && n > groups.len() {
+            groups.resize(n, 0);
+            continue;
+        }
+        return Err(err);
+    }
+}
+
+fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open(2) returns a new descriptor or -1.
+    let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw as libc::c_int) })
+}
+
+/// True while the process of `pidfd` has not exited (signal 0 through the pidfd).
+pub fn alive(pidfd: &OwnedFd) -> bool {
+    // SAFETY: pidfd_send_signal(2) with signal 0 only checks; the arguments are plain values.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            0,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        )
+    };
+    rc == 0
+}
+
+/// True when the effective uid of `pid` (`/proc/PID/status`) is `uid`, as `SO_PEERCRED`
+/// reported it.
+fn same_uid(pid: libc::pid_t, uid: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u32>().ok())
+        == Some(uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_of_a_socket_pair_is_this_process() -> io::Result<()> {
+        let (a, _b) = UnixStream::pair()?;
+        let peer = Peer::of(&a, Path::new("/sys/fs/cgroup"))?;
+        assert_eq!(peer.pid, std::process::id());
+        // SAFETY: getuid(2) cannot fail.
+        assert_eq!(peer.uid, unsafe { libc::getuid() });
+        assert!(alive(&peer.pidfd));
+        Ok(())
+    }
+}

@@ -1,0 +1,738 @@
+//! The service: one engine, one listening socket, a thread per connection.
+//!
+//! A connection belongs to the process that opened it ([`Peer`]) and owns the scopes it
+//! creates: no request can name another connection's scope, and when the connection ends
+//! (the client exits, is killed, or hangs up) every scope it owns is torn down. Each live
+//! scope is also listed in the state directory, so that a service started after one that
+//! died kills and removes what the dead one left ([`Service::sweep`]); until then the
+//! scopes' processes stay confined (the kernel holds the rules, not this process).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use bee_core::CompiledPolicy;
+use bee_core::compiled::COMPILED_FORMAT;
+use bee_userspace::audit::{AuditRecord, Verdict};
+use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, StdioMode, exit_code};
+use bee_userspace::plan::EnforcementPlan;
+use bee_userspace::scope::{EnforceError, Enforcer, EngineKind, ScopeLease, spawn_into};
+
+use super::ceiling::{self, Refused};
+use super::peer::Peer;
+use super::protocol::{ErrorBody, Request, Response, ScopeInfo, VERSION, Welcome, decode};
+use super::wire::{self, RecvError};
+
+/// How long the rest of a frame may take once its first byte is in.
+pub const MID_FRAME: Duration = Duration::from_secs(10);
+/// How long a scope's processes get to die when it is killed.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How often a waiting connection looks at its socket and at the stop flag.
+const POLL: Duration = Duration::from_millis(50);
+/// The most scopes one connection may hold at once.
+pub const MAX_SCOPES_PER_CONNECTION: usize = 64;
+
+/// What the service is made from besides its engine.
+#[derive(Debug, Clone)]
+pub struct ServiceConfig {
+    /// The ceilings directory ([`ceiling::DEFAULT_DIR`]).
+    pub ceilings: PathBuf,
+    /// Where each live scope is listed, one file per scope holding its cgroup directory.
+    pub state_dir: PathBuf,
+    /// The most connections served at once; more are answered 69 and closed.
+    pub max_connections: usize,
+}
+
+/// The running service, shared by its connection threads.
+pub struct Service {
+    enforcer: Arc<dyn Enforcer + Send + Sync>,
+    engine: EngineKind,
+    parent: CgroupParent,
+    cgroup2: PathBuf,
+    config: ServiceConfig,
+    /// Every live scope of every connection: cgroup directory → its policy, so that a
+    /// request from inside a scope is bounded by that scope.
+    live: Mutex<HashMap<PathBuf, Arc<CompiledPolicy>>>,
+    connections: AtomicUsize,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("engine", &self.engine)
+            .field("parent", &self.parent.path())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// A service enforcing with `enforcer` (an engine of kind `engine`), making scopes below
+    /// `parent` (whose directory sits on the cgroup2 mount). `stop` ends [`Service::serve`].
+    ///
+    /// # Errors
+    /// When the state directory cannot be made.
+    pub fn new(
+        enforcer: Arc<dyn Enforcer + Send + Sync>,
+        engine: EngineKind,
+        parent: CgroupParent,
+        config: ServiceConfig,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<Self> {
+        std::fs::create_dir_all(&config.state_dir)?;
+        let cgroup2 = parent
+            .path()
+            .parent()
+            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+        Ok(Self {
+            enforcer,
+            engine,
+            parent,
+            cgroup2,
+            config,
+            live: Mutex::new(HashMap::new()),
+            connections: AtomicUsize::new(0),
+            stop,
+        })
+    }
+
+    /// Kills and removes the scopes a previous service left listed in the state directory;
+    /// returns one line per scope for the log.
+    pub fn sweep(&self) -> Vec<String> {
+        let mut said = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.config.state_dir) else {
+            return said;
+        };
+        for entry in entries.flatten() {
+            let file = entry.path();
+            let dir = std::fs::read_to_string(&file)
+                .map(|s| PathBuf::from(s.trim()))
+                .unwrap_or_default();
+            // Only directories below this service's parent: the file could be stale or
+            // planted, and nothing outside bee's cgroups is touched.
+            let ours = dir.starts_with(self.parent.path()) && dir != self.parent.path();
+            if ours && dir.is_dir() {
+                let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+                let deadline = Instant::now() + KILL_WAIT;
+                while populated(&dir) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                match std::fs::remove_dir(&dir) {
+                    Ok(()) => said.push(format!(
+                        "removed the scope {} left by an earlier service",
+                        dir.display()
+                    )),
+                    Err(e) => said.push(format!(
+                        "could not remove the scope {} left by an earlier service: {e}",
+                        dir.display()
+                    )),
+                }
+            }
+            let _ = std::fs::remove_file(&file);
+        }
+        said
+    }
+
+    /// Serves `listener` until the stop flag is set, then waits (up to 10 s) for every
+    /// connection to tear its scopes down.
+    ///
+    /// # Errors
+    /// The listener's error.
+    pub fn serve(self: &Arc<Self>, listener: &UnixListener) -> io::Result<()> {
+        listener.set_nonblocking(true)?;
+        while !self.stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((stream, _)) => self.admit(stream),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_readable(listener.as_raw_fd(), Duration::from_millis(200));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // EMFILE and friends: keep serving the connections there are.
+                    eprintln!("bee serve: accept: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.connections.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    fn admit(self: &Arc<Self>, stream: UnixStream) {
+        let _ = stream.set_nonblocking(false);
+        if self.connections.fetch_add(1, Ordering::AcqRel) >= self.config.max_connections {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            let busy = ErrorBody::new(69, "the service is at its connection limit; try again");
+            let _ = wire::send(&stream, &Response::Error(busy), &[]);
+            return;
+        }
+        let service = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("bee-serve-conn".into())
+            .stack_size(256 << 10)
+            .spawn(move || {
+                Connection::serve(&service, stream);
+                service.connections.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            self.connections.fetch_sub(1, Ordering::AcqRel);
+            eprintln!("bee serve: cannot start a connection thread: {e}");
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<CompiledPolicy>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn state_file(&self, cgroup_dir: &Path) -> PathBuf {
+        let name = cgroup_dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        self.config.state_dir.join(name)
+    }
+}
+
+/// One scope of a connection.
+struct Live {
+    lease: ScopeLease,
+    policy: Arc<CompiledPolicy>,
+    origin: String,
+    dir: PathBuf,
+    timeout: Option<Duration>,
+}
+
+/// What a request leaves the connection in.
+enum Next {
+    Continue,
+    Hangup,
+}
+
+struct Connection<'s> {
+    service: &'s Service,
+    stream: UnixStream,
+    peer: Peer,
+    scopes: BTreeMap<u64, Live>,
+    greeted: bool,
+}
+
+impl<'s> Connection<'s> {
+    fn serve(service: &'s Service, stream: UnixStream) {
+        let peer = match Peer::of(&stream, &service.cgroup2) {
+            Ok(p) => p,
+            Err(e) => {
+                let body = ErrorBody::new(77, format!("cannot identify the caller: {e}"));
+                let _ = wire::send(&stream, &Response::Error(body), &[]);
+                return;
+            }
+        };
+        // Idle reads wake up now and then to see whether the service is stopping.
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut conn = Connection {
+            service,
+            stream,
+            peer,
+            scopes: BTreeMap::new(),
+            greeted: false,
+        };
+        conn.run();
+        conn.close_all();
+    }
+
+    fn run(&mut self) {
+        loop {
+            if self.service.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let received = match wire::recv(&self.stream, MID_FRAME) {
+                Ok(r) => r,
+                Err(RecvError::Io(e)) if is_timeout(&e) => continue,
+                Err(RecvError::Closed) => return,
+                Err(e) => {
+                    self.refuse(64, &format!("bad frame: {e}"));
+                    return;
+                }
+            };
+            let request = match decode::<Request>(&received.body) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.refuse(64, &e.to_string());
+                    return;
+                }
+            };
+            if !received.fds.is_empty() && !matches!(request, Request::Spawn { .. }) {
+                self.refuse(64, "file descriptors may come only with `spawn`");
+                return;
+            }
+            if let Next::Hangup = self.answer(request, received.fds) {
+                return;
+            }
+        }
+    }
+
+    fn answer(&mut self, request: Request, fds: Vec<OwnedFd>) -> Next {
+        if !self.greeted {
+            return match request {
+                Request::Hello { version } if version == VERSION => {
+                    self.greeted = true;
+                    let welcome = self.welcome();
+                    self.reply(&Response::Welcome(welcome))
+                }
+                Request::Hello { version } => {
+                    self.refuse(
+                        64,
+                        &format!("protocol version {version} is not served (this service speaks {VERSION})"),
+                    );
+                    Next::Hangup
+                }
+                _ => {
+                    self.refuse(64, "the first request must be `hello`");
+                    Next::Hangup
+                }
+            };
+        }
+        let outcome = match request {
+            Request::Hello { .. } => Err(ErrorBody::new(64, "`hello` was already said")),
+            Request::Check => Ok(Response::Welcome(self.welcome())),
+            Request::Create {
+                policy,
+                origin,
+                timeout_ms,
+            } => self.create(*policy, origin, timeout_ms.map(Duration::from_millis)),
+            Request::Spawn {
+                scope,
+                argv,
+                env,
+                cwd,
+            } => return self.spawn(scope, argv, env, &cwd, fds),
+            Request::Kill { scope } => self.scope(scope).and_then(|live| {
+                if let Some(cg) = live.lease.cgroup() {
+                    cg.kill().map_err(|e| ErrorBody::new(70, e.to_string()))?;
+                }
+                Ok(Response::Done)
+            }),
+            Request::Replace { scope, policy } => self.replace(scope, *policy),
+            Request::List => Ok(Response::Scopes(
+                self.scopes
+                    .iter()
+                    .map(|(id, live)| ScopeInfo {
+                        scope: *id,
+                        origin: live.origin.clone(),
+                        running: false,
+                    })
+                    .collect(),
+            )),
+            Request::Close { scope } => match self.scope(scope) {
+                Ok(_) => {
+                    self.close(scope);
+                    Ok(Response::Done)
+                }
+                Err(body) => Err(body),
+            },
+        };
+        match outcome {
+            Ok(response) => self.reply(&response),
+            Err(body) => self.reply(&Response::Error(body)),
+        }
+    }
+
+    fn welcome(&self) -> Welcome {
+        let ceiling = match self.bound() {
+            Ok(bounds) => bounds.into_iter().map(|(label, _)| label).collect(),
+            Err(_) => Vec::new(),
+        };
+        Welcome {
+            version: VERSION,
+            bee: env!("CARGO_PKG_VERSION").to_owned(),
+            engine: self.service.engine.as_str().to_owned(),
+            uid: self.peer.uid,
+            ceiling,
+        }
+    }
+
+    /// What bounds this caller's requests: the scope it runs in, or its ceilings.
+    fn bound(&self) -> Result<Vec<(String, Arc<CompiledPolicy>)>, ErrorBody> {
+        let parent = self.service.parent.path();
+        if self.peer.cgroup.starts_with(parent) && self.peer.cgroup != parent {
+            let live = self.service.live();
+            return live
+                .iter()
+                .find(|(dir, _)| self.peer.cgroup.starts_with(dir))
+                .map(|(dir, policy)| {
+                    let name = dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                    vec![(format!("the policy of the scope {name} the caller runs in"), Arc::clone(policy))]
+                })
+                .ok_or_else(|| {
+                    ErrorBody::new(77, "the caller runs in a bee scope this service did not make; it may not ask for another")
+                });
+        }
+        match ceiling::applicable(&self.service.config.ceilings, &self.peer) {
+            Ok(found) if found.is_empty() => {
+                let looked = ceiling::looked_for(&self.service.config.ceilings, &self.peer);
+                let mut body = ErrorBody::new(
+                    77,
+                    format!("no ceiling grants uid {} anything", self.peer.uid),
+                );
+                body.details = looked
+                    .iter()
+                    .map(|p| format!("looked for {}", p.display()))
+                    .collect();
+                Err(body)
+            }
+            Ok(found) => Ok(found
+                .into_iter()
+                .map(|(path, policy)| (path.display().to_string(), Arc::new(policy)))
+                .collect()),
+            Err(Refused::Unavailable(why)) => Err(ErrorBody::new(69, why)),
+            Err(other) => Err(ErrorBody::new(70, format!("{other:?}"))),
+        }
+    }
+
+    /// Proves `policy` within the caller's bound.
+    fn prove(&self, policy: &CompiledPolicy, origin: &str) -> Result<(), ErrorBody> {
+        if policy.format != COMPILED_FORMAT {
+            return Err(ErrorBody::new(
+                65,
+                format!(
+                    "{origin}: compiled format {} (this service reads {COMPILED_FORMAT})",
+                    policy.format
+                ),
+            ));
+        }
+        let bounds = self.bound()?;
+        let labelled: Vec<(String, &CompiledPolicy)> =
+            bounds.iter().map(|(l, p)| (l.clone(), &**p)).collect();
+        ceiling::prove(policy, origin, &labelled).map_err(|refused| match refused {
+            Refused::NotWithin(text) => {
+                let mut lines = text.lines().map(str::to_owned);
+                let heading = lines.next().unwrap_or_default();
+                let mut body = ErrorBody::new(65, heading.trim_end_matches(':'));
+                body.details = lines.map(|l| l.trim().to_owned()).collect();
+                body
+            }
+            Refused::NoCeiling { .. } => ErrorBody::new(77, "no ceiling applies"),
+            Refused::Unavailable(why) => ErrorBody::new(69, why),
+        })
+    }
+
+    fn create(
+        &mut self,
+        policy: CompiledPolicy,
+        origin: String,
+        timeout: Option<Duration>,
+    ) -> Result<Response, ErrorBody> {
+        if self.scopes.len() >= MAX_SCOPES_PER_CONNECTION {
+            return Err(ErrorBody::new(
+                69,
+                format!("a connection holds at most {MAX_SCOPES_PER_CONNECTION} scopes"),
+            ));
+        }
+        self.prove(&policy, &origin)?;
+        let service = self.service;
+        let plan =
+            match service.engine {
+                EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy).map_err(|e| {
+                    ErrorBody::new(65, format!("{origin}: cannot be enforced: {e}"))
+                })?),
+                EngineKind::Landlock => None,
+            };
+        let cgroup = service
+            .parent
+            .create_scope(&ScopeLimits::default())
+            .map_err(|e| ErrorBody::new(70, format!("cannot create the scope's cgroup: {e}")))?;
+        let installed = match &plan {
+            Some(plan) => service.enforcer.install(plan, cgroup.id(), 0),
+            None => service.enforcer.install_policy(&policy, cgroup.id(), 0),
+        };
+        let id = cgroup.id();
+        let dir = cgroup.path().to_path_buf();
+        let install = match installed {
+            Ok(install) => install,
+            Err(e) => {
+                let _ = cgroup.remove();
+                let status = if matches!(e, EnforceError::Refused { .. }) {
+                    65
+                } else {
+                    70
+                };
+                return Err(ErrorBody::new(status, format!("{origin}: {e}")));
+            }
+        };
+        let policy = Arc::new(policy);
+        let _ = std::fs::write(service.state_file(&dir), dir.as_os_str().as_encoded_bytes());
+        service.live().insert(dir.clone(), Arc::clone(&policy));
+        self.scopes.insert(
+            id,
+            Live {
+                lease: ScopeLease::new(cgroup, Some(install)),
+                policy,
+                origin,
+                dir,
+                timeout,
+            },
+        );
+        Ok(Response::Created {
+            scope: id,
+            engine: service.engine.as_str().to_owned(),
+        })
+    }
+
+    fn replace(&mut self, scope: u64, policy: CompiledPolicy) -> Result<Response, ErrorBody> {
+        let origin = self.scope(scope)?.origin.clone();
+        self.prove(&policy, &origin)?;
+        let service = self.service;
+        let Some(live) = self.scopes.get_mut(&scope) else {
+            return Err(no_such_scope(scope));
+        };
+        let Some(install) = live.lease.install_id() else {
+            return Err(no_such_scope(scope));
+        };
+        let replaced = match service.engine {
+            EngineKind::BpfLsm => {
+                let plan = EnforcementPlan::new(&policy).map_err(|e| {
+                    ErrorBody::new(65, format!("{origin}: cannot be enforced: {e}"))
+                })?;
+                service.enforcer.replace(install, &plan)
+            }
+            EngineKind::Landlock => service.enforcer.replace_policy(install, &policy),
+        };
+        replaced.map_err(|e| ErrorBody::new(65, e.to_string()))?;
+        live.policy = Arc::new(policy);
+        service
+            .live()
+            .insert(live.dir.clone(), Arc::clone(&live.policy));
+        Ok(Response::Done)
+    }
+
+    fn scope(&self, scope: u64) -> Result<&Live, ErrorBody> {
+        self.scopes.get(&scope).ok_or_else(|| no_such_scope(scope))
+    }
+
+    /// Starts a command in `scope` and stays with it until it ends: the only request read
+    /// meanwhile is `kill`; a hang-up kills the scope.
+    fn spawn(
+        &mut self,
+        scope: u64,
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: &str,
+        fds: Vec<OwnedFd>,
+    ) -> Next {
+        let checked = self.scope(scope).and_then(|_| {
+            if fds.len() != 3 {
+                return Err(ErrorBody::new(
+                    64,
+                    "`spawn` takes exactly three descriptors: stdin, stdout, stderr",
+                ));
+            }
+            if argv.is_empty() {
+                return Err(ErrorBody::new(64, "`spawn` needs a program"));
+            }
+            if !cwd.starts_with('/') {
+                return Err(ErrorBody::new(
+                    64,
+                    "`spawn` needs an absolute working directory",
+                ));
+            }
+            Ok(())
+        });
+        if let Err(body) = checked {
+            return self.reply(&Response::Error(body));
+        }
+        let [stdin, stdout, stderr]: [OwnedFd; 3] = match fds.try_into() {
+            Ok(three) => three,
+            Err(_) => return Next::Hangup,
+        };
+        let mut spec = LaunchSpec::new(&argv[0])
+            .args(&argv[1..])
+            .env_pass(Vec::<String>::new())
+            .current_dir(cwd)
+            .credentials(Some(Credentials {
+                uid: self.peer.uid,
+                gid: self.peer.gid,
+                groups: self.peer.groups.clone(),
+            }))
+            .stdin(StdioMode::Fd(Arc::new(stdin)))
+            .stdout(StdioMode::Fd(Arc::new(stdout)))
+            .stderr(StdioMode::Fd(Arc::new(stderr)));
+        for (k, v) in env {
+            spec = spec.env(k, v);
+        }
+        let service = self.service;
+        let Some(live) = self.scopes.get(&scope) else {
+            return Next::Hangup;
+        };
+        let Some(cgroup) = live.lease.cgroup() else {
+            return self.reply(&Response::Error(no_such_scope(scope)));
+        };
+        let launched = spawn_into(&*service.enforcer, live.lease.install_id(), &spec, cgroup);
+        let mut launched = match launched {
+            Ok(l) => l,
+            Err(e) => {
+                let status = match &e {
+                    LaunchError::Spawn { source, .. }
+                        if source.kind() == io::ErrorKind::NotFound =>
+                    {
+                        127
+                    }
+                    LaunchError::Spawn { .. } => 126,
+                    _ => 70,
+                };
+                if let Next::Hangup = self.send_records(scope) {
+                    return Next::Hangup;
+                }
+                return self.reply(&Response::Error(ErrorBody::new(status, e.to_string())));
+            }
+        };
+        drop(spec);
+        if let Next::Hangup = self.reply(&Response::Spawned { pid: launched.id() }) {
+            let _ = cgroup.kill();
+            let _ = launched.wait_timeout(Some(KILL_WAIT));
+            return Next::Hangup;
+        }
+        let start = Instant::now();
+        let mut hung_up = false;
+        let mut timed_out = false;
+        let status = loop {
+            match launched.wait_timeout(Some(POLL)) {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) => {}
+                Err(_) => {
+                    let _ = cgroup.kill();
+                    break launched.wait_timeout(Some(KILL_WAIT)).ok().flatten();
+                }
+            }
+            if live.timeout.is_some_and(|t| start.elapsed() >= t) {
+                timed_out = true;
+                let _ = cgroup.kill();
+                break launched.wait_timeout(Some(KILL_WAIT)).ok().flatten();
+            }
+            if self.service.stop.load(Ordering::Relaxed) {
+                hung_up = true;
+            } else if readable(&self.stream) {
+                match wire::recv(&self.stream, MID_FRAME).map(|r| decode::<Request>(&r.body)) {
+                    Ok(Ok(Request::Kill { scope: s })) if s == scope => {
+                        let _ = cgroup.kill();
+                    }
+                    Ok(Ok(_)) => {
+                        let busy = ErrorBody::new(
+                            64,
+                            "a command is running: only `kill` is read until it ends",
+                        );
+                        if let Next::Hangup = self.reply(&Response::Error(busy)) {
+                            hung_up = true;
+                        }
+                    }
+                    Ok(Err(_)) | Err(_) => hung_up = true,
+                }
+            }
+            if hung_up {
+                let _ = cgroup.kill();
+                let _ = launched.wait_timeout(Some(KILL_WAIT));
+                return Next::Hangup;
+            }
+        };
+        // A command's processes never outlive it.
+        if cgroup.is_populated().unwrap_or(true) {
+            let _ = cgroup.kill();
+            let _ = cgroup.wait_empty(KILL_WAIT);
+        }
+        if let Next::Hangup = self.send_records(scope) {
+            return Next::Hangup;
+        }
+        let code = status.map_or(128 + libc::SIGKILL, exit_code);
+        self.reply(&Response::Exited { code, timed_out })
+    }
+
+    /// Sends the scope's pending audit records: its denials (allowed accesses stay out).
+    fn send_records(&self, scope: u64) -> Next {
+        let Some(live) = self.scopes.get(&scope) else {
+            return Next::Continue;
+        };
+        let now = SystemTime::now();
+        for event in self.service.enforcer.drain_events(scope) {
+            let record = AuditRecord::from_event(&event, &live.policy, now);
+            if record.verdict == Verdict::Deny
+                && let Next::Hangup = self.reply(&Response::Record(Box::new(record)))
+            {
+                return Next::Hangup;
+            }
+        }
+        Next::Continue
+    }
+
+    fn close(&mut self, scope: u64) {
+        let Some(mut live) = self.scopes.remove(&scope) else {
+            return;
+        };
+        let service = self.service;
+        let _ = live
+            .lease
+            .teardown(Some(&*service.enforcer), KILL_WAIT, &mut || {
+                let _ = service.enforcer.drain_events(scope);
+            });
+        service.live().remove(&live.dir);
+        let _ = std::fs::remove_file(service.state_file(&live.dir));
+    }
+
+    fn close_all(&mut self) {
+        let ids: Vec<u64> = self.scopes.keys().copied().collect();
+        for id in ids {
+            self.close(id);
+        }
+    }
+
+    fn reply(&self, response: &Response) -> Next {
+        match wire::send(&self.stream, response, &[]) {
+            Ok(()) => Next::Continue,
+            Err(_) => Next::Hangup,
+        }
+    }
+
+    fn refuse(&self, status: u8, message: &str) {
+        let _ = self.reply(&Response::Error(ErrorBody::new(status, message)));
+    }
+}
+
+fn no_such_scope(scope: u64) -> ErrorBody {
+    ErrorBody::new(64, format!("this connection has no scope {scope}"))
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn populated(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.events"))
+        .map(|s| s.lines().any(|l| l == "populated 1"))
+        .unwrap_or(false)
+}
+
+/// True when `stream` has a byte or a hang-up to read now.
+fn readable(stream: &UnixStream) -> bool {
+    wait_readable(stream.as_raw_fd(), Duration::ZERO)
+}
+
+fn wait_readable(fd: std::os::fd::RawFd, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd on the stack.
+    let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+    rc > 0
+}
