@@ -40,28 +40,33 @@ use super::user::invoking_home;
 pub struct Args {
     /// The policy that confines the command (with `--learn`: the base policy).
     #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    pub(super) policy: PathBuf,
     /// Learn mode: do NOT enforce the policy's denials but allow and record them, then write
     /// the smallest policy that would have allowed the run (the base's grants and the learned
     /// ones) to OUT. What no policy can grant stays refused. Command line only.
     #[arg(long, value_name = "OUT.toml")]
-    learn: Option<PathBuf>,
+    pub(super) learn: Option<PathBuf>,
     /// Also append every audit record to FILE, one JSON object per line.
     #[arg(long, value_name = "FILE")]
-    audit: Option<PathBuf>,
+    pub(super) audit: Option<PathBuf>,
     /// Directory relative policy paths resolve against [default: the current directory].
     #[arg(long, value_name = "DIR")]
     base: Option<PathBuf>,
     /// Kill the whole scope after this many seconds.
     #[arg(long, value_name = "SECONDS")]
-    timeout: Option<u64>,
+    pub(super) timeout: Option<u64>,
     /// The enforcement engine: `auto` takes the BPF LSM where `bee check` passes and the
     /// Landlock engine otherwise.
     #[arg(long, value_name = "ENGINE", default_value = "auto")]
-    engine: enforcement::EngineChoice,
+    pub(super) engine: enforcement::EngineChoice,
+    /// Who enforces: `auto` asks the `bee serve` service when bee is not root and the service's
+    /// socket exists (`$BEE_SOCKET`, else /run/bee/bee.sock), and enforces in this process
+    /// otherwise; `always` only through the service; `never` only in this process.
+    #[arg(long, value_name = "WHO", default_value = "auto")]
+    pub(super) service: crate::config::ServiceChoice,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
-    command: Vec<OsString>,
+    pub(super) command: Vec<OsString>,
 }
 
 /// Runs `bee exec` and returns the command's exit status, or bee's own on refusal.
@@ -109,6 +114,10 @@ fn exec(args: &Args) -> Result<i32, Exit> {
             &format!("the base directory's `.bee` cannot be made: {e}"),
         )
     })?;
+    let socket = crate::serve::socket_path();
+    if args.service.use_service(&socket) {
+        return super::exec_remote::exec(args, &installed, &socket);
+    }
     let bpf_plan = || {
         EnforcementPlan::new(&installed).map_err(|e| {
             fail(
@@ -249,7 +258,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     Ok(report.outcome.exit_code())
 }
 
-fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
+pub(super) fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
     // Appended to, never truncated: an audit trail keeps what earlier runs wrote.
     File::options()
         .create(true)
@@ -264,7 +273,7 @@ fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
         })
 }
 
-fn fail(exit: Exit, message: &str) -> Exit {
+pub(super) fn fail(exit: Exit, message: &str) -> Exit {
     eprintln!("bee: {message}");
     exit
 }

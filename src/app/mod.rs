@@ -8,6 +8,7 @@ mod config_cmd;
 mod conversation;
 pub mod enforcement;
 mod exec;
+mod exec_remote;
 mod exit;
 #[cfg(feature = "findings")]
 mod findings_cmd;

@@ -305,6 +305,36 @@ impl EngineChoice {
     }
 }
 
+/// Who enforces a command's scope: `--service`. `bee serve` for a process without the
+/// privileges, or this process itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceChoice {
+    /// The service when this process is not root and a service's socket exists
+    /// (`$BEE_SOCKET`, else `/run/bee/bee.sock`); this process otherwise.
+    #[default]
+    Auto,
+    /// Only through the service: 69 when none answers.
+    Always,
+    /// Only in this process (root, or an operator's delegated cgroup and capabilities).
+    Never,
+}
+
+impl ServiceChoice {
+    /// Whether to go through the service whose socket is `socket`.
+    pub fn use_service(self, socket: &std::path::Path) -> bool {
+        match self {
+            Self::Always => true,
+            Self::Never => false,
+            Self::Auto => {
+                use std::os::unix::fs::FileTypeExt as _;
+                !nix::unistd::Uid::effective().is_root()
+                    && std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket())
+            }
+        }
+    }
+}
+
 /// A finite amount of USD ≥ 0.
 fn parse_usd(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {

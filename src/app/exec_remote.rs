@@ -1,0 +1,137 @@
+//! `bee exec` through `bee serve`: the same command, confined by the service instead of by
+//! this process, which needs no privilege at all.
+//!
+//! The policy is compiled here, with the caller's own access to its files; the service
+//! proves it within the caller's ceiling and refuses otherwise (65, with the
+//! counterexamples; 77 when no ceiling applies). The command runs as the caller's user with
+//! this process's standard streams; Ctrl-C, SIGTERM and SIGHUP ask the service to kill the
+//! scope; if this process dies, the service kills the scope because the connection ends.
+//! Statuses are those of in-process `bee exec`; a service that cannot be reached is 69 (77
+//! when its socket may not be used).
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bee_core::CompiledPolicy;
+use bee_userspace::audit::{AuditRecord, write_jsonl};
+use bee_userspace::launch::LaunchSpec;
+
+use crate::config::EngineChoice;
+use crate::serve::client::{Client, ClientError, CommandLine};
+
+use super::Exit;
+use super::exec::{Args, fail, open_audit};
+
+/// Runs `args`' command in a scope the service at `socket` makes for `policy`.
+pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, Exit> {
+    let program = args
+        .command
+        .first()
+        .map_or_else(String::new, |p| p.to_string_lossy().into_owned());
+    let refused = |e: ClientError| {
+        let status = e.status();
+        eprintln!("bee: {e}; `{program}` was not run");
+        if let ClientError::Refused(body) = &e {
+            for line in &body.details {
+                eprintln!("  {line}");
+            }
+        }
+        if matches!(e, ClientError::Unreachable { .. }) {
+            eprintln!(
+                "  fix: ask the operator to start the service (`systemctl enable --now bee.socket`, docs/serve.md), or run bee as root with `--service never`"
+            );
+        }
+        Exit::of_service(status)
+    };
+    if args.learn.is_some() {
+        return Err(fail(
+            Exit::Usage,
+            "learn mode is not offered through `bee serve` yet; run it as root with `--service never`",
+        ));
+    }
+    let mut client = Client::connect(socket).map_err(refused)?;
+    if args.engine != EngineChoice::Auto && client.welcome.engine != args.engine.as_str() {
+        return Err(fail(
+            Exit::Unavailable,
+            &format!(
+                "the service at {} enforces with {}, not {}; `{program}` was not run",
+                socket.display(),
+                client.welcome.engine,
+                args.engine.as_str()
+            ),
+        ));
+    }
+    let argv = args
+        .command
+        .iter()
+        .map(|a| a.to_str().map(str::to_owned))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| {
+            fail(
+                Exit::Usage,
+                "through the service, the command must be UTF-8",
+            )
+        })?;
+    let env: Vec<(String, String)> = LaunchSpec::new(&argv[0])
+        .environment()
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| d.to_str().map(str::to_owned))
+        .ok_or_else(|| fail(Exit::NoInput, "the working directory cannot be named"))?;
+    let mut audit = match &args.audit {
+        Some(path) => Some(open_audit(path)?),
+        None => None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
+    }
+    let origin = args.policy.display().to_string();
+    let scope = client
+        .create(policy, &origin, args.timeout.map(Duration::from_secs))
+        .map_err(refused)?;
+    let mut audit_error = None;
+    let mut on_record = |record: &AuditRecord| {
+        eprintln!("bee: denied: {}", record.explanation());
+        if let Some(out) = audit.as_mut()
+            && let Err(e) = write_jsonl(out, record)
+        {
+            audit_error.get_or_insert(e);
+        }
+    };
+    let ran = client.run(
+        scope,
+        CommandLine { argv, env, cwd },
+        [0, 1, 2],
+        &mut on_record,
+        &|| stop.load(Ordering::Relaxed),
+    );
+    let _ = client.close(scope);
+    if let Some(out) = audit.as_mut()
+        && let Err(e) = out.flush()
+    {
+        audit_error.get_or_insert(e);
+    }
+    let ended = match ran {
+        Ok(ended) => ended,
+        // As env(1): 127 not found, 126 not executable; the service says which.
+        Err(ClientError::Refused(body)) if matches!(body.status, 126 | 127) => {
+            eprintln!("bee: {}", body.message);
+            return Ok(i32::from(body.status));
+        }
+        Err(e) => return Err(refused(e)),
+    };
+    if let Some(e) = audit_error {
+        return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
+    }
+    if ended.timed_out {
+        eprintln!("bee: `{program}` timed out; its scope was killed");
+    }
+    Ok(ended.code)
+}
