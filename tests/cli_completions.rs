@@ -8,7 +8,7 @@ use std::process::Command;
 use support::{bee, code, stderr, stdout};
 
 /// Every command `bee --help` lists, but `help`.
-const COMMANDS: [&str; 12] = [
+const COMMANDS: [&str; 13] = [
     "validate",
     "policy",
     "check",
@@ -17,6 +17,7 @@ const COMMANDS: [&str; 12] = [
     "records",
     "repl",
     "mcp",
+    "serve",
     "metrics",
     "config",
     "completions",

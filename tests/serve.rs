@@ -1,0 +1,582 @@
+//! `bee serve` on this host, under the Landlock engine, with an ordinary user (`nobody`,
+//! uid 65534) as the client: no capability, no sudo. Needs root (to start the service) and
+//! Landlock; fails, never skips, without them (feature `landlock-tests`).
+
+mod support;
+
+use std::io::{Read as _, Write as _};
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use bee::serve::client::{Client, ClientError};
+use bee::serve::protocol::{self, Request, Response};
+use bee_core::{CompileOptions, compile_str};
+use support::{bee_exe, code, text};
+
+const NOBODY: u32 = 65534;
+
+/// What the ceiling and the requests read and run: the loader, libraries and a few programs.
+const BASE: &str = r#"
+read = ["/usr/**", "/etc/**", "/proc/**", "/dev/**", READ]
+write = ["/dev/null", WRITE]
+[exec]
+allow = ["/usr/bin/**", "/usr/lib/x86_64-linux-gnu/**"]
+"#;
+
+fn policy_text(read: &str, write: &str) -> String {
+    format!(
+        "version = 1\n[fs]{}",
+        BASE.replace("READ", &format!("{read:?}"))
+            .replace("WRITE", &format!("{write:?}"))
+    )
+}
+
+fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| unreachable!("{e}"))
+}
+
+/// A running `bee serve` on a socket in a fresh directory, with a `default.toml` ceiling
+/// that reads and writes `<dir>/ws/**` (and `<dir>/ws` holds a `secret` outside its `pub/`).
+struct Service {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Service {
+    fn start() -> Self {
+        let dir = ok(tempfile::tempdir());
+        ok(std::fs::set_permissions(
+            dir.path(),
+            std::fs::Permissions::from_mode(0o755),
+        ));
+        let ws = dir.path().join("ws");
+        ok(std::fs::create_dir_all(ws.join("pub")));
+        ok(std::fs::create_dir_all(dir.path().join("ceilings")));
+        for d in [&ws, &ws.join("pub")] {
+            ok(std::fs::set_permissions(
+                d,
+                std::fs::Permissions::from_mode(0o777),
+            ));
+        }
+        ok(std::fs::write(ws.join("secret"), "hush\n"));
+        let tree = format!("{}/**", ws.display());
+        ok(std::fs::write(
+            dir.path().join("ceilings/default.toml"),
+            policy_text(&tree, &tree),
+        ));
+        let mut service = Self { dir, child: None };
+        service.spawn();
+        service
+    }
+
+    fn spawn(&mut self) {
+        let log = ok(std::fs::File::create(self.dir.path().join("serve.log")));
+        let child = ok(Command::new(bee_exe())
+            .args(["serve", "--engine", "landlock", "--socket"])
+            .arg(self.socket())
+            .arg("--ceilings")
+            .arg(self.dir.path().join("ceilings"))
+            .stderr(log)
+            .spawn());
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while UnixStream::connect(self.socket()).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "bee serve did not listen: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("bee.sock")
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+    }
+
+    /// A request policy in `ws/`: reads and writes `pub/**` by default.
+    fn policy(&self, name: &str, read: &str, write: &str) -> PathBuf {
+        let path = self.ws().join(name);
+        ok(std::fs::write(&path, policy_text(read, write)));
+        path
+    }
+
+    fn pub_policy(&self) -> PathBuf {
+        let tree = format!("{}/pub/**", self.ws().display());
+        self.policy("p.toml", &tree, &tree)
+    }
+
+    /// `bee exec --policy POLICY -- ARGS` as `nobody`, in `ws/`.
+    fn exec_as_nobody(&self, policy: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bee_exe());
+        cmd.arg("exec")
+            .arg("--policy")
+            .arg(policy)
+            .arg("--")
+            .args(args)
+            .current_dir(self.ws())
+            .env("BEE_SOCKET", self.socket())
+            .env("HOME", self.ws())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        cmd
+    }
+
+    fn kill(&mut self, signal: i32) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(child.id() as i32, signal) };
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill(libc::SIGTERM);
+    }
+}
+
+fn output(mut cmd: Command) -> Output {
+    ok(cmd.output())
+}
+
+fn stderr(o: &Output) -> String {
+    text(&o.stderr)
+}
+
+/// Pids whose command line holds `needle` (as one argument).
+fn pids_running(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if cmdline.split(|b| *b == 0).any(|a| a == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
+    let service = Service::start();
+    let p = service.pub_policy();
+    let o = output(service.exec_as_nobody(
+        &p,
+        &[
+            "/usr/bin/dash",
+            "-c",
+            "id -u; echo made > pub/out; cat secret; echo leak > leak; exit 3",
+        ],
+    ));
+    let err = stderr(&o);
+    // The command's own status; it ran as nobody.
+    assert_eq!(code(&o), 3, "{err}{}", service.log());
+    assert_eq!(text(&o.stdout), "65534\n", "{err}");
+    let made = ok(std::fs::metadata(service.ws().join("pub/out")));
+    assert_eq!(made.uid(), NOBODY);
+    // The kernel refused the secret (nobody may read it as a file) and a write outside
+    // `pub/`, and the service reported the denial.
+    assert!(err.contains("secret: Permission denied"), "{err}");
+    assert!(!service.ws().join("leak").exists(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "bee: denied: open {}/secret for read",
+            service.ws().display()
+        )),
+        "{err}"
+    );
+    // Every scope was torn down.
+    let scopes = ok(std::fs::read_dir(service.dir.path().join("scopes"))).count();
+    assert_eq!(scopes, 0);
+}
+
+#[test]
+fn a_request_wider_than_the_ceiling_is_refused_with_its_counterexample() {
+    let service = Service::start();
+    let p = service.policy(
+        "wide.toml",
+        "/root/**",
+        &format!("{}/pub/**", service.ws().display()),
+    );
+    let o = output(service.exec_as_nobody(&p, &["/usr/bin/touch", "pub/ran"]));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}");
+    assert!(err.contains("refused: "), "{err}");
+    assert!(err.contains("`/root/**`"), "{err}");
+    assert!(err.contains("default.toml"), "{err}");
+    assert!(!service.ws().join("pub/ran").exists());
+}
+
+#[test]
+fn without_a_ceiling_nothing_is_granted() {
+    let service = Service::start();
+    ok(std::fs::remove_file(
+        service.dir.path().join("ceilings/default.toml"),
+    ));
+    let p = service.pub_policy();
+    let o = output(service.exec_as_nobody(&p, &["/usr/bin/touch", "pub/ran"]));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 77, "{err}");
+    assert!(
+        err.contains("no ceiling grants uid 65534 anything"),
+        "{err}"
+    );
+    assert!(err.contains("default.toml"), "{err}");
+    assert!(!service.ws().join("pub/ran").exists());
+}
+
+#[test]
+fn the_service_refuses_to_start_without_root() {
+    let dir = ok(tempfile::tempdir());
+    ok(std::fs::set_permissions(
+        dir.path(),
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    let o = output({
+        let mut cmd = Command::new(bee_exe());
+        cmd.args(["serve", "--socket"])
+            .arg(dir.path().join("s.sock"))
+            .uid(NOBODY)
+            .gid(NOBODY);
+        cmd
+    });
+    let err = stderr(&o);
+    assert_eq!(code(&o), 77, "{err}");
+    assert!(err.contains("it needs root (CAP_SETUID"), "{err}");
+    assert!(!dir.path().join("s.sock").exists());
+}
+
+#[test]
+fn without_a_service_an_ordinary_user_is_told_what_to_do() {
+    let dir = ok(tempfile::tempdir());
+    let p = dir.path().join("p.toml");
+    ok(std::fs::write(&p, policy_text("/tmp/**", "/tmp/**")));
+    ok(std::fs::set_permissions(
+        dir.path(),
+        std::fs::Permissions::from_mode(0o755),
+    ));
+    let o = output({
+        let mut cmd = Command::new(bee_exe());
+        cmd.args(["exec", "--service", "always", "--policy"])
+            .arg(&p)
+            .args(["--", "/usr/bin/true"])
+            .current_dir("/tmp")
+            .env("BEE_SOCKET", dir.path().join("none.sock"))
+            .uid(NOBODY)
+            .gid(NOBODY);
+        cmd
+    });
+    let err = stderr(&o);
+    assert_eq!(code(&o), 69, "{err}");
+    assert!(err.contains("no bee service answers at"), "{err}");
+    assert!(err.contains("systemctl enable --now bee.socket"), "{err}");
+}
+
+#[test]
+fn a_client_that_dies_has_its_scope_killed() {
+    let service = Service::start();
+    let p = service.pub_policy();
+    let mut client = ok(service
+        .exec_as_nobody(
+            &p,
+            &["/usr/bin/dash", "-c", "echo up > pub/up; exec sleep 987"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn());
+    wait_until("the command started", || {
+        service.ws().join("pub/up").exists()
+    });
+    wait_until("sleep runs", || !pids_running("987").is_empty());
+    ok(client.kill());
+    let _ = client.wait();
+    wait_until("the scope's processes are gone", || {
+        pids_running("987").is_empty()
+    });
+    wait_until("the scope is removed", || {
+        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count() == 0
+    });
+}
+
+#[test]
+fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
+    let mut service = Service::start();
+    let p = service.pub_policy();
+    let mut client = ok(service
+        .exec_as_nobody(
+            &p,
+            &["/usr/bin/dash", "-c", "sleep 988 & echo up > pub/up; wait"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn());
+    wait_until("the command started", || {
+        service.ws().join("pub/up").exists()
+    });
+    wait_until("sleep runs", || !pids_running("988").is_empty());
+    let state = service.dir.path().join("scopes");
+    let scopes = || ok(std::fs::read_dir(&state)).count();
+    assert_eq!(scopes(), 1);
+    service.kill(libc::SIGKILL);
+    // The client loses its service and says so (70).
+    let status = ok(client.wait());
+    assert_eq!(status.code(), Some(70));
+    let mut said = String::new();
+    if let Some(mut e) = client.stderr.take() {
+        let _ = e.read_to_string(&mut said);
+    }
+    assert!(said.contains("the bee service"), "{said}");
+    // Under the Landlock engine the command is the init of its own PID namespace and gets
+    // SIGKILL when the service's thread dies: nothing of the scope runs on unconfined.
+    wait_until("the scope's processes are gone", || {
+        pids_running("988").is_empty()
+    });
+    // The dead service's scope is still listed, and the next service removes it.
+    assert_eq!(scopes(), 1);
+    service.spawn();
+    assert_eq!(scopes(), 0, "{}", service.log());
+    assert!(
+        service.log().contains("left by an earlier service"),
+        "{}",
+        service.log()
+    );
+}
+
+/// A raw connection to the service, past nothing.
+fn raw(service: &Service) -> UnixStream {
+    let s = ok(UnixStream::connect(service.socket()));
+    ok(s.set_read_timeout(Some(Duration::from_secs(15))));
+    s
+}
+
+/// Reads one frame; `None` at the end of the stream.
+fn read_frame(s: &mut UnixStream) -> Option<Response> {
+    let mut header = [0u8; 4];
+    s.read_exact(&mut header).ok()?;
+    let n = u32::from_be_bytes(header) as usize;
+    let mut body = vec![0u8; n];
+    s.read_exact(&mut body).ok()?;
+    protocol::decode(&body).ok()
+}
+
+fn hangs_up(s: &mut UnixStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(s.read(&mut byte), Ok(0) | Err(_))
+}
+
+fn error_status(r: Option<Response>) -> Option<u8> {
+    match r {
+        Some(Response::Error(body)) => Some(body.status),
+        _ => None,
+    }
+}
+
+#[test]
+fn bad_frames_get_an_error_and_the_service_keeps_serving_everyone_else() {
+    let service = Service::start();
+    // A length over the limit (a 4 GiB frame).
+    let mut s = raw(&service);
+    ok(s.write_all(&[0xff, 0xff, 0xff, 0xff]));
+    assert_eq!(error_status(read_frame(&mut s)), Some(64));
+    assert!(hangs_up(&mut s));
+    // Not JSON; then JSON that is no request.
+    for body in [&b"\x00\x01garbage"[..], br#"{"format_disk":{}}"#] {
+        let mut s = raw(&service);
+        let mut frame = u32::try_from(body.len())
+            .unwrap_or(0)
+            .to_be_bytes()
+            .to_vec();
+        frame.extend_from_slice(body);
+        ok(s.write_all(&frame));
+        assert_eq!(error_status(read_frame(&mut s)), Some(64));
+        assert!(hangs_up(&mut s));
+    }
+    // An unknown protocol version, and a request before `hello`.
+    for request in [Request::Hello { version: 99 }, Request::List] {
+        let mut s = raw(&service);
+        ok(s.write_all(&ok(protocol::encode(&request))));
+        assert_eq!(error_status(read_frame(&mut s)), Some(64), "{request:?}");
+        assert!(hangs_up(&mut s));
+    }
+    // A 10 MB policy is over the frame limit before it is read.
+    let mut s = raw(&service);
+    let big = 10u32 << 20;
+    ok(s.write_all(&big.to_be_bytes()));
+    assert_eq!(error_status(read_frame(&mut s)), Some(64));
+    // Descriptors with a request that takes none.
+    let s = raw(&service);
+    let null = ok(std::fs::File::open("/dev/null"));
+    use std::os::fd::AsRawFd as _;
+    ok(bee::serve::wire::send(
+        &s,
+        &Request::Hello { version: 1 },
+        &[null.as_raw_fd()],
+    ));
+    let mut s = s;
+    assert_eq!(error_status(read_frame(&mut s)), Some(64));
+    // A client that exits in the middle of a frame.
+    {
+        let mut s = raw(&service);
+        ok(s.write_all(&[0, 0, 0, 50, b'{']));
+    }
+    // Meanwhile, and after all that, an ordinary client is served.
+    let p = service.pub_policy();
+    let o = output(service.exec_as_nobody(&p, &["/usr/bin/true"]));
+    assert_eq!(code(&o), 0, "{}{}", stderr(&o), service.log());
+}
+
+#[test]
+fn a_thousand_connections_at_once_are_all_served() {
+    let service = Service::start();
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit on a valid struct; this test process only.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        limit.rlim_cur = limit.rlim_max.min(8192);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+    let clients: Vec<Client> = (0..1000)
+        .map(|_| ok(Client::connect(&service.socket())))
+        .collect();
+    assert!(
+        clients
+            .iter()
+            .all(|c| c.welcome.version == protocol::VERSION)
+    );
+    // Every one of them can still ask.
+    for mut c in clients {
+        assert!(matches!(
+            c.ask(&Request::List, &[]),
+            Ok(Response::Scopes(v)) if v.is_empty()
+        ));
+    }
+}
+
+#[test]
+fn no_connection_can_touch_another_connections_scope() {
+    let service = Service::start();
+    let tree = format!("{}/pub/**", service.ws().display());
+    let options = CompileOptions {
+        base: service.ws(),
+        home: None,
+    };
+    let policy = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
+    // Root asks here: the same ceiling applies to it as to anyone.
+    let mut owner = ok(Client::connect(&service.socket()));
+    let scope = ok(owner.create(&policy, "p.toml", None));
+    let mut other = ok(Client::connect(&service.socket()));
+    for request in [
+        Request::Kill { scope },
+        Request::Close { scope },
+        Request::Replace {
+            scope,
+            policy: Box::new(policy.clone()),
+        },
+    ] {
+        let refused = other.ask(&request, &[]);
+        assert!(
+            matches!(&refused, Err(ClientError::Refused(body)) if body.status == 64 && body.message.contains("has no scope")),
+            "{request:?}: {refused:?}"
+        );
+    }
+    assert!(matches!(other.ask(&Request::List, &[]), Ok(Response::Scopes(v)) if v.is_empty()));
+    // The owner's scope is untouched.
+    assert!(matches!(owner.ask(&Request::List, &[]), Ok(Response::Scopes(v)) if v.len() == 1));
+    ok(owner.close(scope));
+}
+
+#[test]
+fn a_socket_systemd_passes_is_served() {
+    use std::os::fd::AsRawFd as _;
+    let dir = ok(tempfile::tempdir());
+    let path = dir.path().join("activated.sock");
+    let listener = ok(std::os::unix::net::UnixListener::bind(&path));
+    let fd = listener.as_raw_fd();
+    let log = ok(std::fs::File::create(dir.path().join("serve.log")));
+    // As systemd starts a socket-activated service: the socket as descriptor 3,
+    // LISTEN_FDS=1 and LISTEN_PID the service's own pid.
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" serve --engine landlock --socket /nonexistent/unused.sock --state-dir \"$1\"")
+        .arg(bee_exe())
+        .arg(dir.path().join("scopes"))
+        .stderr(log);
+    // SAFETY: dup2 onto descriptor 3 between fork and exec; async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            // dup2 onto itself keeps close-on-exec: clear it instead.
+            let rc = if fd == 3 {
+                libc::fcntl(3, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, 3)
+            };
+            if rc < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = ok(cmd.spawn());
+    drop(listener);
+    let client = Client::connect(&path);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+    let client = client.unwrap_or_else(|e| unreachable!("{e}: {log}"));
+    assert_eq!(client.welcome.engine, "landlock");
+    assert!(
+        log.contains("listening on the socket systemd passed"),
+        "{log}"
+    );
+    assert!(!Path::new("/nonexistent/unused.sock").exists());
+}
+
+#[test]
+fn a_stopped_service_tears_every_scope_down_and_removes_its_socket() {
+    let mut service = Service::start();
+    let p = service.pub_policy();
+    let mut client = ok(service
+        .exec_as_nobody(&p, &["/usr/bin/dash", "-c", "echo up > pub/up; sleep 989"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn());
+    wait_until("the command started", || {
+        service.ws().join("pub/up").exists()
+    });
+    service.kill(libc::SIGTERM);
+    let _ = client.wait();
+    assert!(pids_running("989").is_empty());
+    assert_eq!(
+        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count(),
+        0
+    );
+    assert!(!service.socket().exists());
+}
