@@ -580,3 +580,42 @@ fn a_stopped_service_tears_every_scope_down_and_removes_its_socket() {
     );
     assert!(!service.socket().exists());
 }
+
+#[test]
+fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
+    let service = Service::start();
+    let check = |json: bool| {
+        let mut cmd = Command::new(bee_exe());
+        cmd.arg("check")
+            .args(json.then_some("--json"))
+            .env("BEE_SOCKET", service.socket())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        output(cmd)
+    };
+    let o = check(false);
+    let out = text(&o.stdout);
+    // nobody has no privilege of its own; the service enforces for it.
+    assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
+    assert!(out.starts_with("engine: landlock (auto)\n"), "{out}");
+    assert!(out.contains("service: answers at "), "{out}");
+    assert!(
+        out.contains("uid 65534 is bounded by ") && out.contains("ceilings/default.toml"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&text(&check(true).stdout)).unwrap_or_default();
+    assert_eq!(v["supported"], true, "{v}");
+    assert_eq!(v["service"]["answers"], true, "{v}");
+    assert_eq!(v["service"]["uid"], NOBODY, "{v}");
+    // Without a ceiling the service grants nothing, and check says so and fails.
+    ok(std::fs::remove_file(
+        service.dir.path().join("ceilings/default.toml"),
+    ));
+    let o = check(false);
+    let out = text(&o.stdout);
+    assert_eq!(code(&o), 65, "{out}");
+    assert!(
+        out.contains("no ceiling applies to uid 65534: it grants nothing"),
+        "{out}"
+    );
+}

@@ -148,13 +148,22 @@ pub fn chosen(
 pub fn run(args: &Args) -> Exit {
     let report = SupportReport::detect();
     let landlock = LandlockGates::detect();
-    let engine = chosen(args.engine, &report, &landlock);
+    let mut engine = chosen(args.engine, &report, &landlock);
+    let service = ServiceReport::detect();
+    // A command of this user would go through the service: whether it can enforce is the
+    // service's answer, not this process's privileges.
+    if crate::config::ServiceChoice::Auto.use_service(&service.socket) {
+        engine = service.engine(args.engine);
+    }
     if args.json {
-        println!("{}", to_json(&report, &landlock, args.engine, engine));
+        let mut v = to_json(&report, &landlock, args.engine, engine);
+        v["service"] = service.to_json();
+        println!("{v}");
     } else {
         if args.engine != EngineChoice::BpfLsm {
             print!("{}", render_landlock(&landlock, args.engine, engine));
         }
+        println!("{}", service.render());
         if args.engine != EngineChoice::Landlock {
             println!("{report}");
         }
@@ -163,6 +172,74 @@ pub fn run(args: &Args) -> Exit {
         Exit::Ok
     } else {
         Exit::DataErr
+    }
+}
+
+/// Whether a `bee serve` service answers this caller ([`crate::serve::socket_path`]), and
+/// what it says of itself and of the caller's ceiling.
+#[derive(Debug)]
+pub struct ServiceReport {
+    /// The socket asked.
+    pub socket: std::path::PathBuf,
+    /// The service's welcome, or why there was none.
+    pub answer: Result<crate::serve::protocol::Welcome, String>,
+}
+
+impl ServiceReport {
+    /// Asks the service at the clients' socket.
+    pub fn detect() -> Self {
+        let socket = crate::serve::socket_path();
+        let answer = crate::serve::client::Client::connect(&socket)
+            .map(|c| c.welcome)
+            .map_err(|e| e.to_string());
+        Self { socket, answer }
+    }
+
+    /// The engine the service would enforce this caller's scopes with: `None` when no service
+    /// answers, no ceiling applies to the caller, or its engine is not `choice`.
+    pub fn engine(&self, choice: EngineChoice) -> Option<EngineKind> {
+        let w = self
+            .answer
+            .as_ref()
+            .ok()
+            .filter(|w| !w.ceiling.is_empty())?;
+        let kind = match w.engine.as_str() {
+            "bpf-lsm" => EngineKind::BpfLsm,
+            "landlock" => EngineKind::Landlock,
+            _ => return None,
+        };
+        (choice == EngineChoice::Auto || choice.as_str() == w.engine).then_some(kind)
+    }
+
+    /// One line: `service: …`.
+    pub fn render(&self) -> String {
+        let socket = self.socket.display();
+        match &self.answer {
+            Ok(w) if w.ceiling.is_empty() => format!(
+                "service: answers at {socket} (bee {}, protocol {}, engine {}); no ceiling applies to uid {}: it grants nothing",
+                w.bee, w.version, w.engine, w.uid
+            ),
+            Ok(w) => format!(
+                "service: answers at {socket} (bee {}, protocol {}, engine {}); uid {} is bounded by {}",
+                w.bee,
+                w.version,
+                w.engine,
+                w.uid,
+                w.ceiling.join(", ")
+            ),
+            Err(why) => format!("service: none ({why})"),
+        }
+    }
+
+    /// `{socket, answers, bee, protocol, engine, uid, ceiling, error}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match &self.answer {
+            Ok(w) => json!({
+                "socket": self.socket, "answers": true, "bee": w.bee, "protocol": w.version,
+                "engine": w.engine, "uid": w.uid, "ceiling": w.ceiling,
+            }),
+            Err(why) => json!({"socket": self.socket, "answers": false, "error": why}),
+        }
     }
 }
 
