@@ -21,6 +21,7 @@ use bee_userspace::launch::LaunchSpec;
 
 use crate::config::EngineChoice;
 use crate::serve::client::{Client, ClientError, CommandLine};
+use crate::serve::protocol::Limits;
 
 use super::Exit;
 use super::exec::{Args, fail, open_audit};
@@ -107,7 +108,12 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     };
     let ran = client.run(
         scope,
-        CommandLine { argv, env, cwd },
+        CommandLine {
+            argv,
+            env,
+            cwd,
+            limits: Limits::default(),
+        },
         [0, 1, 2],
         &mut on_record,
         &|| stop.load(Ordering::Relaxed),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::AuditRecord;
 
-use super::protocol::{ErrorBody, Request, Response, VERSION, Welcome, decode};
+use super::protocol::{ErrorBody, Limits, Request, Response, VERSION, Welcome, decode};
 use super::server::MID_FRAME;
 use super::wire::{self, RecvError};
 
@@ -67,6 +67,8 @@ pub struct CommandLine {
     pub env: Vec<(String, String)>,
     /// Its working directory (absolute).
     pub cwd: String,
+    /// Its resource limits (lowered by the service to the caller's own).
+    pub limits: Limits,
 }
 
 /// A connection to `bee serve`, past its `hello`.
@@ -146,6 +148,7 @@ impl Client {
             argv: command.argv,
             env: command.env,
             cwd: command.cwd,
+            limits: command.limits,
         };
         wire::send(&self.stream, &request, &stdio).map_err(hangup)?;
         let poll = Duration::from_millis(100);

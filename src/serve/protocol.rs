@@ -58,6 +58,9 @@ pub enum Request {
         env: Vec<(String, String)>,
         /// Its working directory (absolute).
         cwd: String,
+        /// Its resource limits; each is lowered to the caller's own hard limit.
+        #[serde(default)]
+        limits: Limits,
     },
     /// Kills every process of a scope of this connection; the scope stays.
     Kill {
@@ -114,6 +117,21 @@ pub enum Response {
     /// The request was refused or failed; the connection stays usable unless the frame
     /// itself was bad.
     Error(ErrorBody),
+}
+
+/// Resource limits of a command (`setrlimit(2)`, each as soft and hard limit); `None`
+/// leaves one as the service's launcher sets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// `RLIMIT_NOFILE`.
+    pub nofile: Option<u64>,
+    /// `RLIMIT_NPROC`.
+    pub nproc: Option<u64>,
+    /// `RLIMIT_CPU`, in seconds.
+    pub cpu_seconds: Option<u64>,
+    /// `RLIMIT_AS`, in bytes.
+    pub address_space: Option<u64>,
 }
 
 /// The answer to [`Request::Hello`]: who the service is and who it takes the caller for.
@@ -227,6 +245,7 @@ mod tests {
             argv: vec!["true".into()],
             env: vec![("PATH".into(), "/usr/bin".into())],
             cwd: "/".into(),
+            limits: Limits::default(),
         };
         let frame = encode(&request).unwrap_or_default();
         let header = [frame[0], frame[1], frame[2], frame[3]];

@@ -20,13 +20,13 @@ use bee_core::CompiledPolicy;
 use bee_core::compiled::COMPILED_FORMAT;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
-use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, StdioMode, exit_code};
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode, exit_code};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{EnforceError, Enforcer, EngineKind, ScopeLease, spawn_into};
 
 use super::ceiling::{self, Refused};
 use super::peer::Peer;
-use super::protocol::{ErrorBody, Request, Response, ScopeInfo, VERSION, Welcome, decode};
+use super::protocol::{ErrorBody, Limits, Request, Response, ScopeInfo, VERSION, Welcome, decode};
 use super::wire::{self, RecvError};
 
 /// How long the rest of a frame may take once its first byte is in.
@@ -313,7 +313,16 @@ impl<'s> Connection<'s> {
                 argv,
                 env,
                 cwd,
-            } => return self.spawn(scope, argv, env, &cwd, fds),
+                limits,
+            } => {
+                let command = Spawn {
+                    argv,
+                    env,
+                    cwd,
+                    limits,
+                };
+                return self.spawn(scope, command, fds);
+            }
             Request::Kill { scope } => self.scope(scope).and_then(|live| {
                 if let Some(cg) = live.lease.cgroup() {
                     cg.kill().map_err(|e| ErrorBody::new(70, e.to_string()))?;
@@ -519,14 +528,13 @@ impl<'s> Connection<'s> {
 
     /// Starts a command in `scope` and stays with it until it ends: the only request read
     /// meanwhile is `kill`; a hang-up kills the scope.
-    fn spawn(
-        &mut self,
-        scope: u64,
-        argv: Vec<String>,
-        env: Vec<(String, String)>,
-        cwd: &str,
-        fds: Vec<OwnedFd>,
-    ) -> Next {
+    fn spawn(&mut self, scope: u64, command: Spawn, fds: Vec<OwnedFd>) -> Next {
+        let Spawn {
+            argv,
+            env,
+            cwd,
+            limits,
+        } = command;
         let checked = self.scope(scope).and_then(|_| {
             if fds.len() != 3 {
                 return Err(ErrorBody::new(
@@ -552,10 +560,15 @@ impl<'s> Connection<'s> {
             Ok(three) => three,
             Err(_) => return Next::Hangup,
         };
+        let rlimits = match self.within_callers_limits(limits) {
+            Ok(r) => r,
+            Err(body) => return self.reply(&Response::Error(body)),
+        };
         let mut spec = LaunchSpec::new(&argv[0])
             .args(&argv[1..])
             .env_pass(Vec::<String>::new())
-            .current_dir(cwd)
+            .current_dir(&cwd)
+            .rlimits(rlimits)
             .credentials(Some(Credentials {
                 uid: self.peer.uid,
                 gid: self.peer.gid,
@@ -653,6 +666,34 @@ impl<'s> Connection<'s> {
         self.reply(&Response::Exited { code, timed_out })
     }
 
+    /// `limits`, each lowered to the caller's own hard limit (read with `prlimit(2)` from
+    /// its pid, believed while its pidfd is alive): the service's privilege never raises one.
+    fn within_callers_limits(&self, limits: Limits) -> Result<Rlimits, ErrorBody> {
+        let pid = libc::pid_t::try_from(self.peer.pid).unwrap_or(0);
+        let clamp = |value: Option<u64>, resource| -> Result<Option<u64>, ErrorBody> {
+            let Some(value) = value else { return Ok(None) };
+            let mut old = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: prlimit(2) reading (no new limit) into a valid struct.
+            let rc = unsafe { libc::prlimit(pid, resource, std::ptr::null(), &raw mut old) };
+            if rc != 0 || !super::peer::alive(&self.peer.pidfd) {
+                return Err(ErrorBody::new(
+                    77,
+                    "the caller's own limits cannot be read (it is gone)",
+                ));
+            }
+            Ok(Some(value.min(old.rlim_max)))
+        };
+        Ok(Rlimits {
+            nofile: clamp(limits.nofile, libc::RLIMIT_NOFILE)?,
+            nproc: clamp(limits.nproc, libc::RLIMIT_NPROC)?,
+            cpu_seconds: clamp(limits.cpu_seconds, libc::RLIMIT_CPU)?,
+            address_space: clamp(limits.address_space, libc::RLIMIT_AS)?,
+        })
+    }
+
     /// Sends the scope's pending audit records: its denials (allowed accesses stay out).
     fn send_records(&self, scope: u64) -> Next {
         let Some(live) = self.scopes.get(&scope) else {
@@ -701,6 +742,14 @@ impl<'s> Connection<'s> {
     fn refuse(&self, status: u8, message: &str) {
         let _ = self.reply(&Response::Error(ErrorBody::new(status, message)));
     }
+}
+
+/// A `spawn` request's command.
+struct Spawn {
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: String,
+    limits: Limits,
 }
 
 fn no_such_scope(scope: u64) -> ErrorBody {

@@ -485,6 +485,21 @@ impl LaunchSpec {
         &self.program
     }
 
+    /// The arguments after the program.
+    pub fn arguments(&self) -> &[OsString] {
+        &self.args
+    }
+
+    /// The working directory, when set.
+    pub fn working_dir(&self) -> Option<&std::path::Path> {
+        self.cwd.as_deref()
+    }
+
+    /// The resource limits.
+    pub fn resource_limits(&self) -> Rlimits {
+        self.rlimits
+    }
+
     /// The environment the command will get, in order: passed variables that are set, then
     /// the extras (a later entry replaces an earlier one of the same name).
     pub fn environment(&self) -> Vec<(OsString, OsString)> {
