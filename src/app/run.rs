@@ -132,6 +132,8 @@ where
 
 /// The sandbox for `enforcement`: the one place `bee run` obtains its tools.
 ///
+/// `Kernel` for a bee that is not root, where a `bee serve` service's socket exists, asks the
+/// service: every episode's scope is made there, proven within the user's ceiling. Otherwise
 /// `Kernel` proves that this kernel enforces (a program is loaded, not the LSM list read),
 /// loads the engine once for the run and checks that scopes can be joined, as `bee exec`
 /// does ([`super::enforcement`]); every episode then gets its own scope. `Host` (only with an
@@ -145,7 +147,11 @@ pub fn sandbox_factory(
     engine: EngineChoice,
     policies: &[&CompiledPolicy],
 ) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal> {
+    let socket = crate::serve::socket_path();
     match enforcement {
+        Enforcement::Kernel if crate::config::ServiceChoice::Auto.use_service(&socket) => {
+            Ok(Box::new(sandbox::Factory::service(socket, engine)?))
+        }
         Enforcement::Kernel => Ok(Box::new(sandbox::Factory::kernel(engine, policies)?)),
         Enforcement::Host => Ok(Box::new(sandbox::Factory::host())),
     }

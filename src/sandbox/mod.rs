@@ -19,6 +19,7 @@
 
 mod capture;
 pub mod own_state;
+mod remote;
 pub mod runner_grant;
 
 use std::ffi::OsString;
@@ -43,10 +44,6 @@ pub use capture::Captured;
 pub use runner_grant::{RUNNER_ORIGIN_KEY, RunnerGrant, RunnerGrantError};
 
 /// How an episode's tool calls are isolated.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "made once per episode and moved into the sandbox at once"
-)]
 pub enum SandboxMode {
     /// One kernel scope for the episode, confined by `policy` (plus the [`RunnerGrant`]).
     Enforced {
@@ -58,6 +55,15 @@ pub enum SandboxMode {
     /// Hardened host processes in a plain cgroup, with no kernel enforcement. Only for an
     /// explicit `--host`.
     Host,
+    /// One kernel scope for the episode made by the `bee serve` service at `socket`, which
+    /// proves `policy` (plus the [`RunnerGrant`]) within this user's ceiling: for a bee with
+    /// no privilege of its own.
+    Service {
+        /// The service's socket.
+        socket: PathBuf,
+        /// The episode's compiled policy, before the runner grant is added.
+        policy: CompiledPolicy,
+    },
 }
 
 impl fmt::Debug for SandboxMode {
@@ -68,6 +74,11 @@ impl fmt::Debug for SandboxMode {
                 .field("policy", &policy.source)
                 .finish_non_exhaustive(),
             SandboxMode::Host => f.write_str("Host"),
+            SandboxMode::Service { socket, policy } => f
+                .debug_struct("Service")
+                .field("socket", socket)
+                .field("policy", &policy.source)
+                .finish(),
         }
     }
 }
@@ -182,6 +193,9 @@ pub enum SandboxError {
     /// so that they stay confined.
     #[error("tearing down the sandbox failed (processes survive; the plan stays installed): {0}")]
     Survivors(String),
+    /// The `bee serve` service could not be reached, refused, or went away.
+    #[error(transparent)]
+    Service(#[from] crate::serve::client::ClientError),
 }
 
 /// How one command ended in the sandbox.
@@ -232,8 +246,22 @@ pub struct Sandbox {
     env: Vec<(OsString, OsString)>,
     kill_wait: Duration,
     cgroup_id: u64,
-    /// The cgroup and the installed plan, taken down in one place ([`ScopeLease`]).
-    state: Mutex<ScopeLease>,
+    scope: Scope,
+}
+
+/// Where the sandbox's scope is held.
+enum Scope {
+    /// In this process: the cgroup and the installed plan, taken down in one place
+    /// ([`ScopeLease`]).
+    Local(Mutex<ScopeLease>),
+    /// In the `bee serve` service, over a connection of this sandbox.
+    Service(remote::Remote),
+}
+
+/// The lease, locked. A panic while holding the lock leaves nothing half-done that matters
+/// here: the state is the cgroup and install handles, which stay valid.
+fn lock(lease: &Mutex<ScopeLease>) -> MutexGuard<'_, ScopeLease> {
+    lease.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl fmt::Debug for Sandbox {
@@ -272,6 +300,28 @@ impl Sandbox {
                 })?
             }
         };
+        if let SandboxMode::Service { socket, mut policy } = config.mode {
+            let grant = RunnerGrant::detect(&runner)?;
+            let requested = policy.clone();
+            installed(&mut policy, &grant, &workspace)?;
+            let remote = remote::Remote::create(&socket, &policy, &requested.source)?;
+            return Ok(Self {
+                enforcement: Enforcement::Kernel,
+                enforcer: None,
+                policy: Some(policy),
+                requested: Some(requested),
+                plan: None,
+                grant: Some(grant),
+                workspace,
+                runner,
+                credentials: config.credentials,
+                rlimits: config.rlimits,
+                env: config.env,
+                kill_wait: config.kill_wait,
+                cgroup_id: remote.scope(),
+                scope: Scope::Service(remote),
+            });
+        }
         let parent = match &config.cgroup_parent {
             Some(p) => CgroupParent::open(p)?,
             None => CgroupParent::open_default()?,
@@ -298,7 +348,9 @@ impl Sandbox {
                     Some(grant),
                 )
             }
-            SandboxMode::Host => (Enforcement::Host, None, None, None, None),
+            SandboxMode::Host | SandboxMode::Service { .. } => {
+                (Enforcement::Host, None, None, None, None)
+            }
         };
         let cgroup = parent.create_scope(&config.limits)?;
         let install = match (&enforcer, &plan, &policy) {
@@ -322,12 +374,15 @@ impl Sandbox {
             env: config.env,
             kill_wait: config.kill_wait,
             cgroup_id: cgroup.id(),
-            state: Mutex::new(ScopeLease::new(cgroup, install)),
+            scope: Scope::Local(Mutex::new(ScopeLease::new(cgroup, install))),
         })
     }
 
     /// The engine that enforces the scope; `None` in host mode.
     pub fn engine(&self) -> Option<EngineKind> {
+        if let Scope::Service(remote) = &self.scope {
+            return Some(remote.engine());
+        }
         self.enforcer.as_ref().map(|e| e.engine())
     }
 
@@ -383,7 +438,17 @@ impl Sandbox {
     /// force, except after an [`EnforceError::Replace`] with `new_in_force` (the switch
     /// happened, freeing the old entries failed): then [`Sandbox::policy`] is the new one.
     pub fn replace_policy(&mut self, requested: CompiledPolicy) -> Result<(), SandboxError> {
-        let (Some(enforcer), Some(grant)) = (self.enforcer.clone(), self.grant.as_ref()) else {
+        if let (Scope::Service(remote), Some(grant)) = (&self.scope, self.grant.as_ref()) {
+            let mut policy = requested.clone();
+            installed(&mut policy, grant, &self.workspace)?;
+            remote.replace(&policy)?;
+            self.requested = Some(requested);
+            self.policy = Some(policy);
+            return Ok(());
+        }
+        let (Some(enforcer), Some(grant), Scope::Local(lease)) =
+            (self.enforcer.clone(), self.grant.as_ref(), &self.scope)
+        else {
             return Err(SandboxError::NoScope);
         };
         let mut policy = requested.clone();
@@ -392,7 +457,7 @@ impl Sandbox {
             EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
             EngineKind::Landlock => None,
         };
-        let id = self.lock().install_id().ok_or(SandboxError::Finished)?;
+        let id = lock(lease).install_id().ok_or(SandboxError::Finished)?;
         let switched = match &plan {
             Some(plan) => enforcer.replace(id, plan),
             None => enforcer.replace_policy(id, &policy),
@@ -474,12 +539,6 @@ impl Sandbox {
         self.run_inner(spec, input, timeout, output_cap, Some(stop))
     }
 
-    fn lock(&self) -> MutexGuard<'_, ScopeLease> {
-        // A panic while holding the lock leaves nothing half-done that matters here: the state
-        // is the cgroup and install handles, which stay valid.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn run_inner(
         &self,
         spec: &LaunchSpec,
@@ -488,7 +547,13 @@ impl Sandbox {
         output_cap: usize,
         stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<RunOutput, SandboxError> {
-        let state = self.lock();
+        let lease = match &self.scope {
+            Scope::Local(lease) => lease,
+            Scope::Service(remote) => {
+                return remote.run(spec, input, timeout, output_cap, stop);
+            }
+        };
+        let state = lock(lease);
         let cgroup = state.cgroup().ok_or(SandboxError::Finished)?;
         let spec = spec
             .clone()
@@ -625,7 +690,11 @@ impl Sandbox {
     }
 
     fn teardown(&self) -> Result<Vec<AuditRecord>, SandboxError> {
-        let mut state = self.lock();
+        let lease = match &self.scope {
+            Scope::Local(lease) => lease,
+            Scope::Service(remote) => return remote.close().map(|()| Vec::new()),
+        };
+        let mut state = lock(lease);
         let mut late = Vec::new();
         let torn = state.teardown(self.enforcer.as_deref(), self.kill_wait, &mut || {
             late = self.drain().0;

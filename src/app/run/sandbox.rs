@@ -1,7 +1,7 @@
 //! The sandbox `bee run` gives its episodes: bee's tools in a kernel scope, or — only with
 //! an explicit `--host` — in hardened host processes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bee_common::scope::SCOPE_LEARN;
@@ -13,6 +13,7 @@ use super::SandboxFactory;
 use crate::episode::{AuditObserver, AuditSink, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
 use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
+use crate::serve::client::Client;
 use crate::tools::Registry;
 
 /// Builds one [`SandboxExecutor`] per episode.
@@ -23,6 +24,8 @@ pub(super) struct Factory {
     audit: Option<AuditSink>,
     /// Learn mode (`--learn`): every executor's records go here, its scopes learn.
     learn: Option<AuditObserver>,
+    /// The `bee serve` socket every episode's scope is made through, instead of `engine`.
+    service: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Factory {
@@ -54,6 +57,49 @@ impl Factory {
             engine: Some(opened.enforcer),
             audit: None,
             learn: None,
+            service: None,
+        })
+    }
+
+    /// Kernel mode through the `bee serve` service at `socket`: it must answer, enforce with
+    /// the engine `choice` allows, and have a ceiling for this user (each episode's policy is
+    /// then proven within it as its scope is made).
+    pub(super) fn service(socket: PathBuf, choice: EngineChoice) -> Result<Self, Refusal> {
+        let client = Client::connect(&socket).map_err(|e| {
+            let refusal = match e.status() {
+                77 => Refusal::no_permission(e.to_string()),
+                _ => Refusal::unavailable(e.to_string()),
+            };
+            refusal.with_fix("ask the operator to start the service (`systemctl enable --now bee.socket`, docs/serve.md), or run bee as root")
+        })?;
+        let w = &client.welcome;
+        if choice != EngineChoice::Auto && choice.as_str() != w.engine {
+            return Err(Refusal::unavailable(format!(
+                "the service at {} enforces with {}, not {}",
+                socket.display(),
+                w.engine,
+                choice.as_str()
+            )));
+        }
+        if w.ceiling.is_empty() {
+            return Err(Refusal::no_permission(format!(
+                "the service at {} has no ceiling for uid {}: it grants nothing",
+                socket.display(),
+                w.uid
+            ))
+            .with_fix("ask the operator for a ceiling in /etc/bee/ceilings (docs/serve.md)"));
+        }
+        eprintln!(
+            "bee: engine: {} through the service at {} (bounded by {})",
+            w.engine,
+            socket.display(),
+            w.ceiling.join(", ")
+        );
+        Ok(Self {
+            engine: None,
+            audit: None,
+            learn: None,
+            service: Some(socket),
         })
     }
 
@@ -63,15 +109,17 @@ impl Factory {
             engine: None,
             audit: None,
             learn: None,
+            service: None,
         }
     }
 }
 
 impl SandboxFactory for Factory {
     fn enforcement(&self) -> Enforcement {
-        match self.engine {
-            Some(_) => Enforcement::Kernel,
-            None => Enforcement::Host,
+        if self.engine.is_some() || self.service.is_some() {
+            Enforcement::Kernel
+        } else {
+            Enforcement::Host
         }
     }
 
@@ -81,15 +129,19 @@ impl SandboxFactory for Factory {
         policy: Option<CompiledPolicy>,
         tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, String> {
-        let mode = match (&self.engine, policy) {
-            (Some(engine), Some(policy)) => SandboxMode::Enforced {
+        let mode = match (&self.service, &self.engine, policy) {
+            (Some(socket), _, Some(policy)) => SandboxMode::Service {
+                socket: socket.clone(),
+                policy,
+            },
+            (None, Some(engine), Some(policy)) => SandboxMode::Enforced {
                 enforcer: Arc::clone(engine) as Arc<dyn Enforcer + Send + Sync>,
                 policy,
             },
-            (Some(_), None) => {
+            (Some(_), _, None) | (None, Some(_), None) => {
                 return Err("kernel mode needs a policy for every episode".to_owned());
             }
-            (None, _) => SandboxMode::Host,
+            (None, None, _) => SandboxMode::Host,
         };
         let mut config = SandboxConfig::new(mode, workspace);
         if self.learn.is_some() {
@@ -116,6 +168,11 @@ impl SandboxFactory for Factory {
     }
 
     fn learn_with(&mut self, observer: AuditObserver) -> Result<(), String> {
+        if self.service.is_some() {
+            return Err(
+                "learn mode is not offered through `bee serve` yet; run it as root".to_owned(),
+            );
+        }
         if self.engine.is_none() {
             return Err("--host runs no kernel scope, so nothing can be learned".to_owned());
         }
