@@ -619,3 +619,203 @@ fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
         "{out}"
     );
 }
+
+/// `bee run` by an ordinary user: every tool call of the episode runs in one scope the
+/// service made (the tool runner's grant proven within the ceiling too), as that user.
+#[test]
+fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
+    let service = Service::start();
+    let ws = service.ws();
+    ceiling_with_bee(&service);
+    let p = service.pub_policy();
+    let calls = [
+        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "pub/made.txt", "content": "ok\n"}}]}"#,
+        r#"{"tool_calls": [{"id": "s", "name": "shell", "arguments": {"command": "id -u; cat secret"}}]}"#,
+        r#"{"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "secret"}}]}"#,
+        r#"{"text": "done"}"#,
+    ];
+    let file = |name: &str, text: &str| ok(std::fs::write(ws.join(name), text));
+    file("rec.jsonl", &calls.join("\n"));
+    file(
+        "provider.toml",
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    );
+    file(
+        "scenario.toml",
+        &format!(
+            "name = \"s\"\nprompt = \"p\"\nworkspace = \".\"\nworkspace_mode = \"in-place\"\n\
+             policy = {:?}\n",
+            p.display().to_string()
+        ),
+    );
+    let records = service.dir.path().join("records");
+    ok(std::fs::create_dir(&records));
+    ok(std::fs::set_permissions(
+        &records,
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    let o = output({
+        let mut cmd = Command::new(bee_exe());
+        cmd.args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ])
+        .arg("--records-dir")
+        .arg(&records)
+        .current_dir(&ws)
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", &ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .uid(NOBODY)
+        .gid(NOBODY);
+        cmd
+    });
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}{}", service.log());
+    assert!(err.contains("through the service at"), "{err}");
+    let made = ok(std::fs::metadata(ws.join("pub/made.txt")));
+    assert_eq!(made.uid(), NOBODY);
+    let transcript = std::fs::read_dir(&records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("s.jsonl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
+    let text = ok(std::fs::read_to_string(transcript));
+    let event = |kind: &str, id: &str| -> serde_json::Value {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == kind && e["call_id"] == id)
+            .unwrap_or_default()
+    };
+    assert_eq!(event("tool_result", "w")["state"], "completed", "{text}");
+    let shell = event("tool_result", "s");
+    let out = shell["output"].as_str().unwrap_or_default();
+    assert!(out.contains("65534"), "{text}");
+    assert!(out.contains("denied by policy"), "{text}");
+    assert_ne!(event("tool_result", "r")["state"], "completed", "{text}");
+    assert!(
+        text.contains(&format!("{}/secret", ws.display())) && text.contains("\"denial\""),
+        "{text}"
+    );
+    assert_eq!(
+        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count(),
+        0
+    );
+}
+
+/// Lets scopes of the service run bee itself (its file tools run as `bee __tool`), within
+/// `ws/**`.
+fn ceiling_with_bee(service: &Service) {
+    let exe_dir = bee_exe()
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let tree = format!("{}/**", service.ws().display());
+    let ceiling = policy_text(&tree, &tree)
+        .replace("\"/usr/**\",", &format!("\"/usr/**\", \"{exe_dir}/**\","))
+        .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "));
+    ok(std::fs::write(
+        service.dir.path().join("ceilings/default.toml"),
+        ceiling,
+    ));
+}
+
+/// `bee repl` by an ordinary user, in a pseudo-terminal: a denial, then `/allow` widens the
+/// live scope in the service (proven within the ceiling), and the retry reads the file.
+#[test]
+fn an_ordinary_users_repl_allows_a_denied_read_through_the_service() {
+    use expectrl::{ControlCode, Expect, Session};
+    let service = Service::start();
+    ceiling_with_bee(&service);
+    let ws = service.ws();
+    let p = service.pub_policy();
+    let secret = ws.join("secret").display().to_string();
+    let turns = [
+        serde_json::json!({"text": "Reading it.", "tool_calls": [
+            {"id": "c1", "name": "read_file", "arguments": {"path": secret}}]}),
+        serde_json::json!({"text": "The policy refused that read."}),
+        serde_json::json!({"text": "Trying again.", "tool_calls": [
+            {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
+        serde_json::json!({"text": "Read it this time."}),
+    ];
+    let lines: Vec<String> = turns.iter().map(ToString::to_string).collect();
+    ok(std::fs::write(
+        ws.join("rec.jsonl"),
+        lines.join("\n") + "\n",
+    ));
+    ok(std::fs::write(
+        ws.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    ));
+    let records = service.dir.path().join("records");
+    ok(std::fs::create_dir(&records));
+    ok(std::fs::set_permissions(
+        &records,
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    let mut cmd = Command::new(bee_exe());
+    cmd.arg("repl")
+        .arg("--policy")
+        .arg(&p)
+        .args(["--provider", "provider.toml", "--records-dir"])
+        .arg(&records)
+        .current_dir(&ws)
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", &ws)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "200")
+        .env("TERM", "xterm")
+        .env_remove("XDG_CONFIG_HOME")
+        .uid(NOBODY)
+        .gid(NOBODY);
+    let mut s = ok(Session::spawn(cmd));
+    s.set_expect_timeout(Some(Duration::from_secs(60)));
+    let see = |s: &mut expectrl::session::OsSession, what: &str| {
+        if let Err(e) = s.expect(what) {
+            let mut buf = vec![0u8; 1 << 16];
+            let n = s.read(&mut buf).unwrap_or(0);
+            panic!(
+                "waiting for {what:?}: {e}; the screen had: {}{}",
+                String::from_utf8_lossy(&buf[..n]),
+                service.log()
+            );
+        }
+    };
+    see(&mut s, "through the service at");
+    see(&mut s, "› ");
+    ok(s.send_line("read the secret"));
+    see(&mut s, "denied");
+    see(&mut s, "refused that read");
+    see(&mut s, "› ");
+    ok(s.send_line("/allow 1"));
+    see(&mut s, &format!("fs.read += \"{secret}\""));
+    see(&mut s, "apply this change");
+    ok(s.send_line("y"));
+    see(&mut s, "in force in the running scope");
+    see(&mut s, "› ");
+    ok(s.send_line("try again"));
+    see(&mut s, "Trying again");
+    see(&mut s, "Read it this time");
+    see(&mut s, "› ");
+    ok(s.send(ControlCode::EndOfTransmission));
+    see(&mut s, "session ended");
+    let exit = support::pty_exit_code(s.get_process(), Duration::from_secs(30));
+    assert_eq!(exit, 0, "bee repl's exit code");
+    let run = ok(std::fs::read_dir(&records))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| unreachable!("no run directory"));
+    let transcript = ok(std::fs::read_to_string(run.join("repl.jsonl")));
+    // The retry read the file: only an allowed read puts its content in the transcript.
+    assert!(transcript.contains("hush"), "{transcript}");
+    assert_eq!(
+        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count(),
+        0
+    );
+}
