@@ -9,12 +9,13 @@ use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use bee::serve::client::{Client, ClientError};
 use bee::serve::protocol::{self, Request, Response};
 use bee_core::{CompileOptions, compile_str};
+use support::serve::Service;
 use support::{bee_exe, code, text};
 
 const NOBODY: u32 = 65534;
@@ -39,114 +40,60 @@ fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e}"))
 }
 
-/// A running `bee serve` on a socket in a fresh directory, with a `default.toml` ceiling
-/// that reads and writes `<dir>/ws/**` (and `<dir>/ws` holds a `secret` outside its `pub/`).
-struct Service {
-    dir: tempfile::TempDir,
-    child: Option<Child>,
+/// A `bee serve` under the Landlock engine whose `default.toml` ceiling reads and writes
+/// `<dir>/ws/**`; `ws/` (mode 777) holds a `secret` and a `pub/` directory.
+fn start() -> Service {
+    Service::start(
+        "landlock",
+        |dir| {
+            let ws = dir.join("ws");
+            ok(std::fs::create_dir_all(ws.join("pub")));
+            for d in [&ws, &ws.join("pub")] {
+                ok(std::fs::set_permissions(
+                    d,
+                    std::fs::Permissions::from_mode(0o777),
+                ));
+            }
+            ok(std::fs::write(ws.join("secret"), "hush\n"));
+        },
+        |dir| {
+            let tree = format!("{}/**", dir.join("ws").display());
+            policy_text(&tree, &tree)
+        },
+    )
 }
 
-impl Service {
-    fn start() -> Self {
-        let dir = ok(tempfile::tempdir());
-        ok(std::fs::set_permissions(
-            dir.path(),
-            std::fs::Permissions::from_mode(0o755),
-        ));
-        let ws = dir.path().join("ws");
-        ok(std::fs::create_dir_all(ws.join("pub")));
-        ok(std::fs::create_dir_all(dir.path().join("ceilings")));
-        for d in [&ws, &ws.join("pub")] {
-            ok(std::fs::set_permissions(
-                d,
-                std::fs::Permissions::from_mode(0o777),
-            ));
-        }
-        ok(std::fs::write(ws.join("secret"), "hush\n"));
-        let tree = format!("{}/**", ws.display());
-        ok(std::fs::write(
-            dir.path().join("ceilings/default.toml"),
-            policy_text(&tree, &tree),
-        ));
-        let mut service = Self { dir, child: None };
-        service.spawn();
-        service
-    }
-
-    fn spawn(&mut self) {
-        let log = ok(std::fs::File::create(self.dir.path().join("serve.log")));
-        let child = ok(Command::new(bee_exe())
-            .args(["serve", "--engine", "landlock", "--socket"])
-            .arg(self.socket())
-            .arg("--ceilings")
-            .arg(self.dir.path().join("ceilings"))
-            .stderr(log)
-            .spawn());
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while UnixStream::connect(self.socket()).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "bee serve did not listen: {}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.dir.path().join("bee.sock")
-    }
-
-    fn ws(&self) -> PathBuf {
-        self.dir.path().join("ws")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
-    }
-
-    /// A request policy in `ws/`: reads and writes `pub/**` by default.
-    fn policy(&self, name: &str, read: &str, write: &str) -> PathBuf {
-        let path = self.ws().join(name);
-        ok(std::fs::write(&path, policy_text(read, write)));
-        path
-    }
-
-    fn pub_policy(&self) -> PathBuf {
-        let tree = format!("{}/pub/**", self.ws().display());
-        self.policy("p.toml", &tree, &tree)
-    }
-
-    /// `bee exec --policy POLICY -- ARGS` as `nobody`, in `ws/`.
-    fn exec_as_nobody(&self, policy: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(bee_exe());
-        cmd.arg("exec")
-            .arg("--policy")
-            .arg(policy)
-            .arg("--")
-            .args(args)
-            .current_dir(self.ws())
-            .env("BEE_SOCKET", self.socket())
-            .env("HOME", self.ws())
-            .uid(NOBODY)
-            .gid(NOBODY);
-        cmd
-    }
-
-    fn kill(&mut self, signal: i32) {
-        if let Some(mut child) = self.child.take() {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe { libc::kill(child.id() as i32, signal) };
-            let _ = child.wait();
-        }
-    }
+fn ws(service: &Service) -> PathBuf {
+    service.dir.path().join("ws")
 }
 
-impl Drop for Service {
-    fn drop(&mut self) {
-        self.kill(libc::SIGTERM);
-    }
+/// A request policy in `ws/`.
+fn policy(service: &Service, name: &str, read: &str, write: &str) -> PathBuf {
+    let path = ws(service).join(name);
+    ok(std::fs::write(&path, policy_text(read, write)));
+    path
+}
+
+/// A request policy that reads and writes `ws/pub/**`.
+fn pub_policy(service: &Service) -> PathBuf {
+    let tree = format!("{}/pub/**", ws(service).display());
+    policy(service, "p.toml", &tree, &tree)
+}
+
+/// `bee exec --policy POLICY -- ARGS` as `nobody`, in `ws/`.
+fn exec_as_nobody(service: &Service, policy: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bee_exe());
+    cmd.arg("exec")
+        .arg("--policy")
+        .arg(policy)
+        .arg("--")
+        .args(args)
+        .current_dir(ws(service))
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", ws(service))
+        .uid(NOBODY)
+        .gid(NOBODY);
+    cmd
 }
 
 fn output(mut cmd: Command) -> Output {
@@ -182,9 +129,10 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
-    let service = Service::start();
-    let p = service.pub_policy();
-    let o = output(service.exec_as_nobody(
+    let service = start();
+    let p = pub_policy(&service);
+    let o = output(exec_as_nobody(
+        &service,
         &p,
         &[
             "/usr/bin/dash",
@@ -196,49 +144,49 @@ fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
     // The command's own status; it ran as nobody.
     assert_eq!(code(&o), 3, "{err}{}", service.log());
     assert_eq!(text(&o.stdout), "65534\n", "{err}");
-    let made = ok(std::fs::metadata(service.ws().join("pub/out")));
+    let made = ok(std::fs::metadata(ws(&service).join("pub/out")));
     assert_eq!(made.uid(), NOBODY);
     // The kernel refused the secret (nobody may read it as a file) and a write outside
     // `pub/`, and the service reported the denial.
     assert!(err.contains("secret: Permission denied"), "{err}");
-    assert!(!service.ws().join("leak").exists(), "{err}");
+    assert!(!ws(&service).join("leak").exists(), "{err}");
     assert!(
         err.contains(&format!(
             "bee: denied: open {}/secret for read",
-            service.ws().display()
+            ws(&service).display()
         )),
         "{err}"
     );
     // Every scope was torn down.
-    let scopes = ok(std::fs::read_dir(service.dir.path().join("scopes"))).count();
-    assert_eq!(scopes, 0);
+    assert_eq!(service.live_scopes(), 0);
 }
 
 #[test]
 fn a_request_wider_than_the_ceiling_is_refused_with_its_counterexample() {
-    let service = Service::start();
-    let p = service.policy(
+    let service = start();
+    let p = policy(
+        &service,
         "wide.toml",
         "/root/**",
-        &format!("{}/pub/**", service.ws().display()),
+        &format!("{}/pub/**", ws(&service).display()),
     );
-    let o = output(service.exec_as_nobody(&p, &["/usr/bin/touch", "pub/ran"]));
+    let o = output(exec_as_nobody(&service, &p, &["/usr/bin/touch", "pub/ran"]));
     let err = stderr(&o);
     assert_eq!(code(&o), 65, "{err}");
     assert!(err.contains("refused: "), "{err}");
     assert!(err.contains("`/root/**`"), "{err}");
     assert!(err.contains("default.toml"), "{err}");
-    assert!(!service.ws().join("pub/ran").exists());
+    assert!(!ws(&service).join("pub/ran").exists());
 }
 
 #[test]
 fn without_a_ceiling_nothing_is_granted() {
-    let service = Service::start();
+    let service = start();
     ok(std::fs::remove_file(
         service.dir.path().join("ceilings/default.toml"),
     ));
-    let p = service.pub_policy();
-    let o = output(service.exec_as_nobody(&p, &["/usr/bin/touch", "pub/ran"]));
+    let p = pub_policy(&service);
+    let o = output(exec_as_nobody(&service, &p, &["/usr/bin/touch", "pub/ran"]));
     let err = stderr(&o);
     assert_eq!(code(&o), 77, "{err}");
     assert!(
@@ -246,7 +194,7 @@ fn without_a_ceiling_nothing_is_granted() {
         "{err}"
     );
     assert!(err.contains("default.toml"), "{err}");
-    assert!(!service.ws().join("pub/ran").exists());
+    assert!(!ws(&service).join("pub/ran").exists());
 }
 
 #[test]
@@ -298,18 +246,18 @@ fn without_a_service_an_ordinary_user_is_told_what_to_do() {
 
 #[test]
 fn a_client_that_dies_has_its_scope_killed() {
-    let service = Service::start();
-    let p = service.pub_policy();
-    let mut client = ok(service
-        .exec_as_nobody(
-            &p,
-            &["/usr/bin/dash", "-c", "echo up > pub/up; exec sleep 987"],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn());
+    let service = start();
+    let p = pub_policy(&service);
+    let mut client = ok(exec_as_nobody(
+        &service,
+        &p,
+        &["/usr/bin/dash", "-c", "echo up > pub/up; exec sleep 987"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn());
     wait_until("the command started", || {
-        service.ws().join("pub/up").exists()
+        ws(&service).join("pub/up").exists()
     });
     wait_until("sleep runs", || !pids_running("987").is_empty());
     ok(client.kill());
@@ -317,30 +265,26 @@ fn a_client_that_dies_has_its_scope_killed() {
     wait_until("the scope's processes are gone", || {
         pids_running("987").is_empty()
     });
-    wait_until("the scope is removed", || {
-        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count() == 0
-    });
+    wait_until("the scope is removed", || service.live_scopes() == 0);
 }
 
 #[test]
 fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
-    let mut service = Service::start();
-    let p = service.pub_policy();
-    let mut client = ok(service
-        .exec_as_nobody(
-            &p,
-            &["/usr/bin/dash", "-c", "sleep 988 & echo up > pub/up; wait"],
-        )
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn());
+    let mut service = start();
+    let p = pub_policy(&service);
+    let mut client = ok(exec_as_nobody(
+        &service,
+        &p,
+        &["/usr/bin/dash", "-c", "sleep 988 & echo up > pub/up; wait"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn());
     wait_until("the command started", || {
-        service.ws().join("pub/up").exists()
+        ws(&service).join("pub/up").exists()
     });
     wait_until("sleep runs", || !pids_running("988").is_empty());
-    let state = service.dir.path().join("scopes");
-    let scopes = || ok(std::fs::read_dir(&state)).count();
-    assert_eq!(scopes(), 1);
+    assert_eq!(service.live_scopes(), 1);
     service.kill(libc::SIGKILL);
     // The client loses its service and says so (70).
     let status = ok(client.wait());
@@ -356,9 +300,9 @@ fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
         pids_running("988").is_empty()
     });
     // The dead service's scope is still listed, and the next service removes it.
-    assert_eq!(scopes(), 1);
+    assert_eq!(service.live_scopes(), 1);
     service.spawn();
-    assert_eq!(scopes(), 0, "{}", service.log());
+    assert_eq!(service.live_scopes(), 0, "{}", service.log());
     assert!(
         service.log().contains("left by an earlier service"),
         "{}",
@@ -397,7 +341,7 @@ fn error_status(r: Option<Response>) -> Option<u8> {
 
 #[test]
 fn bad_frames_get_an_error_and_the_service_keeps_serving_everyone_else() {
-    let service = Service::start();
+    let service = start();
     // A length over the limit (a 4 GiB frame).
     let mut s = raw(&service);
     ok(s.write_all(&[0xff, 0xff, 0xff, 0xff]));
@@ -444,14 +388,14 @@ fn bad_frames_get_an_error_and_the_service_keeps_serving_everyone_else() {
         ok(s.write_all(&[0, 0, 0, 50, b'{']));
     }
     // Meanwhile, and after all that, an ordinary client is served.
-    let p = service.pub_policy();
-    let o = output(service.exec_as_nobody(&p, &["/usr/bin/true"]));
+    let p = pub_policy(&service);
+    let o = output(exec_as_nobody(&service, &p, &["/usr/bin/true"]));
     assert_eq!(code(&o), 0, "{}{}", stderr(&o), service.log());
 }
 
 #[test]
 fn a_thousand_connections_at_once_are_all_served() {
-    let service = Service::start();
+    let service = start();
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -481,10 +425,10 @@ fn a_thousand_connections_at_once_are_all_served() {
 
 #[test]
 fn no_connection_can_touch_another_connections_scope() {
-    let service = Service::start();
-    let tree = format!("{}/pub/**", service.ws().display());
+    let service = start();
+    let tree = format!("{}/pub/**", ws(&service).display());
     let options = CompileOptions {
-        base: service.ws(),
+        base: ws(&service),
         home: None,
     };
     let policy = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
@@ -561,29 +505,29 @@ fn a_socket_systemd_passes_is_served() {
 
 #[test]
 fn a_stopped_service_tears_every_scope_down_and_removes_its_socket() {
-    let mut service = Service::start();
-    let p = service.pub_policy();
-    let mut client = ok(service
-        .exec_as_nobody(&p, &["/usr/bin/dash", "-c", "echo up > pub/up; sleep 989"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn());
+    let mut service = start();
+    let p = pub_policy(&service);
+    let mut client = ok(exec_as_nobody(
+        &service,
+        &p,
+        &["/usr/bin/dash", "-c", "echo up > pub/up; sleep 989"],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn());
     wait_until("the command started", || {
-        service.ws().join("pub/up").exists()
+        ws(&service).join("pub/up").exists()
     });
     service.kill(libc::SIGTERM);
     let _ = client.wait();
     assert!(pids_running("989").is_empty());
-    assert_eq!(
-        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count(),
-        0
-    );
+    assert_eq!(service.live_scopes(), 0);
     assert!(!service.socket().exists());
 }
 
 #[test]
 fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
-    let service = Service::start();
+    let service = start();
     let check = |json: bool| {
         let mut cmd = Command::new(bee_exe());
         cmd.arg("check")
@@ -624,10 +568,10 @@ fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
 /// service made (the tool runner's grant proven within the ceiling too), as that user.
 #[test]
 fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
-    let service = Service::start();
-    let ws = service.ws();
+    let service = start();
+    let ws = ws(&service);
     ceiling_with_bee(&service);
-    let p = service.pub_policy();
+    let p = pub_policy(&service);
     let calls = [
         r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "pub/made.txt", "content": "ok\n"}}]}"#,
         r#"{"tool_calls": [{"id": "s", "name": "shell", "arguments": {"command": "id -u; cat secret"}}]}"#,
@@ -702,10 +646,7 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
         text.contains(&format!("{}/secret", ws.display())) && text.contains("\"denial\""),
         "{text}"
     );
-    assert_eq!(
-        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count(),
-        0
-    );
+    assert_eq!(service.live_scopes(), 0);
 }
 
 /// Lets scopes of the service run bee itself (its file tools run as `bee __tool`), within
@@ -715,7 +656,7 @@ fn ceiling_with_bee(service: &Service) {
         .parent()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    let tree = format!("{}/**", service.ws().display());
+    let tree = format!("{}/**", ws(service).display());
     let ceiling = policy_text(&tree, &tree)
         .replace("\"/usr/**\",", &format!("\"/usr/**\", \"{exe_dir}/**\","))
         .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "));
@@ -730,10 +671,10 @@ fn ceiling_with_bee(service: &Service) {
 #[test]
 fn an_ordinary_users_repl_allows_a_denied_read_through_the_service() {
     use expectrl::{ControlCode, Expect, Session};
-    let service = Service::start();
+    let service = start();
     ceiling_with_bee(&service);
-    let ws = service.ws();
-    let p = service.pub_policy();
+    let ws = ws(&service);
+    let p = pub_policy(&service);
     let secret = ws.join("secret").display().to_string();
     let turns = [
         serde_json::json!({"text": "Reading it.", "tool_calls": [
@@ -814,8 +755,5 @@ fn an_ordinary_users_repl_allows_a_denied_read_through_the_service() {
     let transcript = ok(std::fs::read_to_string(run.join("repl.jsonl")));
     // The retry read the file: only an allowed read puts its content in the transcript.
     assert!(transcript.contains("hush"), "{transcript}");
-    assert_eq!(
-        ok(std::fs::read_dir(service.dir.path().join("scopes"))).count(),
-        0
-    );
+    assert_eq!(service.live_scopes(), 0);
 }

@@ -7,6 +7,8 @@
     reason = "each test crate includes this module and uses only some of it"
 )]
 
+pub mod serve;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

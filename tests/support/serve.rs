@@ -1,0 +1,106 @@
+//! A `bee serve` for tests: started as root on a socket in a fresh directory (mode 755, so
+//! that an unprivileged client can reach it), with one `ceilings/default.toml`.
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// A running service; dropping it stops it (SIGTERM).
+pub struct Service {
+    /// The directory of the socket, the ceilings, the state and the log.
+    pub dir: tempfile::TempDir,
+    engine: &'static str,
+    child: Option<Child>,
+}
+
+impl Service {
+    /// Starts `bee serve --engine ENGINE` with the ceiling `ceiling(dir)` as `default.toml`,
+    /// after `prepare(dir)` has made whatever the test needs there.
+    pub fn start(
+        engine: &'static str,
+        prepare: impl FnOnce(&Path),
+        ceiling: impl FnOnce(&Path) -> String,
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let set = |p: &Path, mode| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+                .unwrap_or_else(|e| unreachable!("{e}"));
+        };
+        set(dir.path(), 0o755);
+        let ceilings = dir.path().join("ceilings");
+        std::fs::create_dir(&ceilings).unwrap_or_else(|e| unreachable!("{e}"));
+        prepare(dir.path());
+        std::fs::write(ceilings.join("default.toml"), ceiling(dir.path()))
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let mut service = Self {
+            dir,
+            engine,
+            child: None,
+        };
+        service.spawn();
+        service
+    }
+
+    /// Starts the service (again, after [`Service::kill`]) and waits until it answers.
+    pub fn spawn(&mut self) {
+        let log = std::fs::File::create(self.dir.path().join("serve.log"))
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let child = Command::new(super::bee_exe())
+            .args(["serve", "--engine", self.engine, "--socket"])
+            .arg(self.socket())
+            .arg("--ceilings")
+            .arg(self.dir.path().join("ceilings"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        self.child = Some(child);
+        // Loading the BPF LSM's programs in an emulated guest takes a while.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while UnixStream::connect(self.socket()).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "bee serve did not listen: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The service's socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("bee.sock")
+    }
+
+    /// The pid of the running service.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// What the service wrote on stderr.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("serve.log")).unwrap_or_default()
+    }
+
+    /// How many scopes the service lists as live.
+    pub fn live_scopes(&self) -> usize {
+        std::fs::read_dir(self.dir.path().join("scopes")).map_or(0, Iterator::count)
+    }
+
+    /// Sends `signal` to the service and waits for it.
+    pub fn kill(&mut self, signal: i32) {
+        if let Some(mut child) = self.child.take() {
+            let pid = i32::try_from(child.id()).unwrap_or(0);
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(pid, signal) };
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        self.kill(libc::SIGTERM);
+    }
+}
