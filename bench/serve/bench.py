@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""bee serve, measured side by side in one run (docs/benchmarks.md, "bee serve").
+
+Needs root, Landlock and bubblewrap (`bwrap`). Usage:
+
+    bench/serve/bench.py [BEE] [ROUNDS]
+
+BEE defaults to target/release/bee. Prints, for `-- /usr/bin/true`: a plain spawn,
+bubblewrap, `bee exec` in-process as root, and `bee exec` as `nobody` through the service
+(p50 and p99 over ROUNDS interleaved rounds); then 100 concurrent clients making 10 scopes
+each (errors counted), and the service's resident memory with 1,000 live scopes.
+"""
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BEE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/bee")
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+NOBODY = 65534
+
+POLICY = """version = 1
+[fs]
+read = ["/usr/lib/**", "/etc/ld.so.cache", "{ws}/**"]
+write = ["/dev/null", "{ws}/**"]
+[exec]
+allow = ["/usr/lib/x86_64-linux-gnu/**", "/usr/bin/true"]
+"""
+
+
+def frame(obj):
+    body = json.dumps(obj).encode()
+    return struct.pack(">I", len(body)) + body
+
+
+def read_frame(s):
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+
+    (n,) = struct.unpack(">I", exact(4))
+    return json.loads(exact(n))
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(frame({"hello": {"version": 1}}))
+    answer = read_frame(s)
+    assert "welcome" in answer, answer
+    return s
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def timed(argv, **kw):
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, **kw)
+    return (time.perf_counter() - start) * 1000
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    work = tempfile.mkdtemp()
+    os.chmod(work, 0o755)
+    ws = os.path.join(work, "ws")
+    os.makedirs(os.path.join(work, "ceilings"))
+    os.makedirs(ws)
+    os.chmod(ws, 0o777)
+    policy = os.path.join(ws, "p.toml")
+    with open(policy, "w") as f:
+        f.write(POLICY.format(ws=ws))
+    shutil.copy(policy, os.path.join(work, "ceilings", "default.toml"))
+    compiled = json.loads(
+        subprocess.run(
+            [BEE, "validate", "--policy", policy, "--emit", "compiled"],
+            check=True,
+            capture_output=True,
+            cwd=ws,
+        ).stdout
+    )
+    sock = os.path.join(work, "bee.sock")
+    service = subprocess.Popen(
+        [BEE, "serve", "--engine", "landlock", "--socket", sock, "--ceilings",
+         os.path.join(work, "ceilings")],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        while not os.path.exists(sock):
+            time.sleep(0.01)
+        time.sleep(0.2)
+        idle = rss_kib(service.pid)
+        env = dict(os.environ, BEE_SOCKET=sock)
+        paths = {
+            "plain spawn": (["/usr/bin/true"], {}),
+            "bubblewrap": (
+                ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-all",
+                 "--die-with-parent", "--", "/usr/bin/true"],
+                {},
+            ),
+            "bee exec in-process (root)": (
+                [BEE, "exec", "--service", "never", "--engine", "landlock", "--policy",
+                 policy, "--", "/usr/bin/true"],
+                {"cwd": ws},
+            ),
+            "bee exec through bee serve (nobody)": (
+                [BEE, "exec", "--policy", policy, "--", "/usr/bin/true"],
+                {"cwd": ws, "env": env, "preexec_fn": as_nobody},
+            ),
+        }
+        times = {name: [] for name in paths}
+        for name, (argv, kw) in paths.items():  # warm-up
+            timed(argv, **kw)
+        for _ in range(ROUNDS):
+            for name, (argv, kw) in paths.items():
+                times[name].append(timed(argv, **kw))
+        print(f"`-- /usr/bin/true`, {ROUNDS} interleaved rounds ({BEE})")
+        print("| path | p50 ms | p99 ms |")
+        print("|---|---|---|")
+        for name, values in times.items():
+            print(f"| {name} | {pct(values, 50):.1f} | {pct(values, 99):.1f} |")
+
+        errors = []
+
+        def client():
+            try:
+                s = connect(sock)
+                ids = []
+                for _ in range(10):
+                    s.sendall(frame({"create": {"policy": compiled, "origin": "p.toml"}}))
+                    answer = read_frame(s)
+                    if "created" not in answer:
+                        errors.append(answer)
+                        continue
+                    ids.append(answer["created"]["scope"])
+                s.sendall(frame("list"))
+                listed = read_frame(s)
+                if len(listed.get("scopes", [])) != len(ids):
+                    errors.append(listed)
+                s.close()
+            except Exception as e:  # noqa: BLE001 - every failure counts
+                errors.append(repr(e))
+
+        start = time.perf_counter()
+        threads = [threading.Thread(target=client) for _ in range(100)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.perf_counter() - start
+        print(f"\n100 concurrent clients x 10 scopes: {len(errors)} errors, {took:.2f} s")
+
+        base = rss_kib(service.pid)
+        held = []
+        for _ in range(1000 // 50):
+            s = connect(sock)
+            for _ in range(50):
+                s.sendall(frame({"create": {"policy": compiled, "origin": "p.toml"}}))
+                answer = read_frame(s)
+                assert "created" in answer, answer
+            held.append(s)
+        time.sleep(0.5)
+        live = rss_kib(service.pid)
+        print(
+            f"service RSS: {idle} KiB at start, {base} KiB after the runs above, "
+            f"{live} KiB with 1,000 live scopes ({(live - base) / 1000:.1f} KiB per scope)"
+        )
+        for s in held:
+            s.close()
+    finally:
+        service.terminate()
+        service.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
