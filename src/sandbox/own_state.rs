@@ -42,7 +42,17 @@ const SAMPLES: [&str; 4] = [
 /// refuses to start (fail closed).
 pub fn protect(policy: &mut CompiledPolicy, workspace: &Path) -> std::io::Result<()> {
     let dir = workspace.join(STATE_DIR);
-    let Some(root) = dir.to_str().map(str::to_owned) else {
+    let anchors = bee_core::path::Anchors {
+        base: Path::new("/"),
+        home: None,
+    };
+    // Normalised as the compiler normalises every pattern (a workspace given as
+    // `/p/ws/.` names `/p/ws/.bee`, which the kernel sees): a `/./` in the rule would match
+    // no path the kernel resolves.
+    let Some(root) = dir
+        .to_str()
+        .and_then(|d| bee_core::path::normalize(d, anchors).ok())
+    else {
         // A workspace path that is not UTF-8 cannot be named by any grant either.
         return Ok(());
     };
@@ -120,5 +130,32 @@ mod tests {
         protect(&mut policy, ws.path()).unwrap_or_else(|e| unreachable!("{e}"));
         assert!(!ws.path().join(".bee").exists());
         assert_eq!(policy.fs.protect.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod normal_form {
+    use super::*;
+
+    /// A workspace named with `.` segments (`workspace = "."` in a scenario) is protected by a
+    /// rule in normal form, which the kernel's resolved paths and `bee serve` accept.
+    #[test]
+    fn the_rule_is_normalised_whatever_the_workspace_spelling() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let options = bee_core::CompileOptions {
+            base: ws.path().to_owned(),
+            home: None,
+        };
+        let mut policy =
+            bee_core::compile_str("p.toml", "version = 1\n[fs]\nread = [\"./**\"]\n", &options)
+                .unwrap_or_else(|e| unreachable!("{e}"))
+                .policy;
+        protect(&mut policy, &ws.path().join(".")).unwrap_or_else(|e| unreachable!("{e}"));
+        let root = ws.path().join(".bee").display().to_string();
+        assert_eq!(
+            policy.fs.protect.last().map(|r| &r.pattern),
+            Some(&PathPattern::Subtree { root })
+        );
+        assert_eq!(policy.check_normal_form(), Ok(()));
     }
 }
