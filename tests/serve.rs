@@ -618,7 +618,7 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
         cmd
     });
     let err = stderr(&o);
-    assert_eq!(code(&o), 0, "{err}{}", service.log());
+    assert_eq!(code(&o), 0, "{}{err}{}", text(&o.stdout), service.log());
     assert!(err.contains("through the service at"), "{err}");
     let made = ok(std::fs::metadata(ws.join("pub/made.txt")));
     assert_eq!(made.uid(), NOBODY);
@@ -652,18 +652,22 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
 /// Lets scopes of the service run bee itself (its file tools run as `bee __tool`), within
 /// `ws/**`.
 fn ceiling_with_bee(service: &Service) {
+    let tree = format!("{}/**", ws(service).display());
+    ok(std::fs::write(
+        service.dir.path().join("ceilings/default.toml"),
+        with_bee(&policy_text(&tree, &tree)),
+    ));
+}
+
+/// `policy` with bee's directory readable and executable.
+fn with_bee(policy: &str) -> String {
     let exe_dir = bee_exe()
         .parent()
         .map(|d| d.display().to_string())
         .unwrap_or_default();
-    let tree = format!("{}/**", ws(service).display());
-    let ceiling = policy_text(&tree, &tree)
+    policy
         .replace("\"/usr/**\",", &format!("\"/usr/**\", \"{exe_dir}/**\","))
-        .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "));
-    ok(std::fs::write(
-        service.dir.path().join("ceilings/default.toml"),
-        ceiling,
-    ));
+        .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "))
 }
 
 /// `bee repl` by an ordinary user, in a pseudo-terminal: a denial, then `/allow` widens the
@@ -756,4 +760,59 @@ fn an_ordinary_users_repl_allows_a_denied_read_through_the_service() {
     // The retry read the file: only an allowed read puts its content in the transcript.
     assert!(transcript.contains("hush"), "{transcript}");
     assert_eq!(service.live_scopes(), 0);
+}
+
+/// Under the Landlock engine no scope may open a unix socket (Landlock restricts pathname
+/// sockets only from ABI 9), so a command in a scope cannot ask the service for another.
+#[test]
+fn a_landlock_scope_cannot_reach_the_service() {
+    let service = start();
+    ceiling_with_bee(&service);
+    let tree = format!("{}/pub/**", ws(&service).display());
+    let p = ws(&service).join("pub/with-bee.toml");
+    ok(std::fs::write(&p, with_bee(&policy_text(&tree, &tree))));
+    let script = format!(
+        "BEE_SOCKET={sock} {bee} exec --service always --policy {p} -- /usr/bin/true; echo nested=$?",
+        sock = service.socket().display(),
+        bee = bee_exe().display(),
+        p = p.display()
+    );
+    let o = output(exec_as_nobody(
+        &service,
+        &p,
+        &["/usr/bin/dash", "-c", &script],
+    ));
+    let (out, err) = (text(&o.stdout), stderr(&o));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(out.contains("nested=77") || out.contains("nested=69"), "{out}{err}");
+    assert!(err.contains("no bee service answers at"), "{err}");
+}
+
+/// A policy sent as data is held to the compiler's normal form: a `..` in a pattern would
+/// look to the prover like a path inside the ceiling and name one outside it.
+#[test]
+fn a_crafted_pattern_that_climbs_out_of_the_ceiling_is_refused() {
+    let service = start();
+    let tree = format!("{}/pub/**", ws(&service).display());
+    let options = CompileOptions {
+        base: ws(&service),
+        home: None,
+    };
+    let mut policy = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
+    let escape = format!("{}/pub/../../../../etc", ws(&service).display());
+    let i = policy
+        .fs
+        .read
+        .iter()
+        .position(|r| r.pattern.to_string() == tree)
+        .unwrap_or_else(|| unreachable!("the pub rule"));
+    policy.fs.read[i].pattern = bee_core::glob::PathPattern::Subtree { root: escape };
+    let mut client = ok(Client::connect(&service.socket()));
+    let refused = client.create(&policy, "crafted", None);
+    assert!(
+        matches!(&refused, Err(ClientError::Refused(body))
+            if body.status == 65 && body.message.contains("not a compiled policy bee accepts")
+                && body.message.contains("fs.read[")),
+        "{refused:?}"
+    );
 }

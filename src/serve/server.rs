@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use bee_core::CompiledPolicy;
-use bee_core::compiled::COMPILED_FORMAT;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode, exit_code};
@@ -408,15 +407,14 @@ impl<'s> Connection<'s> {
 
     /// Proves `policy` within the caller's bound.
     fn prove(&self, policy: &CompiledPolicy, origin: &str) -> Result<(), ErrorBody> {
-        if policy.format != COMPILED_FORMAT {
-            return Err(ErrorBody::new(
+        // The prover and the planners read patterns as the compiler makes them; a crafted
+        // one (`/ws/../etc`) must not reach them.
+        policy.check_normal_form().map_err(|why| {
+            ErrorBody::new(
                 65,
-                format!(
-                    "{origin}: compiled format {} (this service reads {COMPILED_FORMAT})",
-                    policy.format
-                ),
-            ));
-        }
+                format!("{origin}: not a compiled policy bee accepts: {why}"),
+            )
+        })?;
         let bounds = self.bound()?;
         let labelled: Vec<(String, &CompiledPolicy)> =
             bounds.iter().map(|(l, p)| (l.clone(), &**p)).collect();

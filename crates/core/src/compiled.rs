@@ -208,4 +208,167 @@ impl CompiledPolicy {
         s.push('\n');
         Ok(s)
     }
+
+    /// Checks that a policy which arrived as data (e.g. over `bee serve`'s socket), not from
+    /// the compiler, is in the compiler's normal form: the compiled format, every path
+    /// pattern normalised (absolute, no `.`, `..` or empty segment) and printing back to
+    /// itself, every host pattern likewise, port ranges ordered, and exec pins only on exact
+    /// paths. The attenuation prover and the planners read patterns as the compiler makes
+    /// them: a `root` of `/ws/../etc` would look to the prover like a path below `/ws`.
+    ///
+    /// # Errors
+    /// One sentence naming the first rule (its key and index) that is not in normal form.
+    pub fn check_normal_form(&self) -> Result<(), String> {
+        if self.format != COMPILED_FORMAT {
+            return Err(format!(
+                "compiled format {} (this build reads {COMPILED_FORMAT})",
+                self.format
+            ));
+        }
+        if !(1..=2).contains(&self.version) {
+            return Err(format!(
+                "policy language version {} (this build has 1 and 2)",
+                self.version
+            ));
+        }
+        let lists: [(&str, &[PathRule]); 6] = [
+            ("fs.read", &self.fs.read),
+            ("fs.write", &self.fs.write),
+            ("fs.deny", &self.fs.deny),
+            ("fs.protect", &self.fs.protect),
+            ("fs.unprotect", &self.fs.unprotect),
+            ("exec.deny", &self.exec_deny),
+        ];
+        let unix = ("net.unix", self.net.unix.as_slice());
+        for (key, rules) in lists.into_iter().chain(std::iter::once(unix)) {
+            for (i, rule) in rules.iter().enumerate() {
+                check_pattern(&rule.pattern).map_err(|why| format!("{key}[{i}]: {why}"))?;
+            }
+        }
+        for (i, rule) in self.exec.iter().enumerate() {
+            check_pattern(&rule.pattern).map_err(|why| format!("exec.allow[{i}]: {why}"))?;
+            if rule.pin.is_some() && !matches!(rule.pattern, PathPattern::Exact { .. }) {
+                return Err(format!(
+                    "exec.allow[{i}]: a pin on a pattern that is not one path"
+                ));
+            }
+        }
+        for (i, rule) in self.net.allow.iter().enumerate() {
+            if rule.ports.first > rule.ports.last {
+                return Err(format!(
+                    "net.allow[{i}]: ports {}-{} are reversed",
+                    rule.ports.first, rule.ports.last
+                ));
+            }
+        }
+        for (i, rule) in self.net.hosts.iter().enumerate() {
+            let text = rule.host.to_string();
+            if HostPattern::parse(&text).ok().as_ref() != Some(&rule.host) {
+                return Err(format!(
+                    "net.allow host[{i}]: `{text}` is not in normal form"
+                ));
+            }
+            if rule.ports.first > rule.ports.last {
+                return Err(format!(
+                    "net.allow host[{i}]: ports {}-{} are reversed",
+                    rule.ports.first, rule.ports.last
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A pattern is in normal form when its text normalises to itself and parses back to it.
+fn check_pattern(pattern: &PathPattern) -> Result<(), String> {
+    let text = pattern.to_string();
+    let anchors = crate::path::Anchors {
+        base: std::path::Path::new("/"),
+        home: None,
+    };
+    let normal = crate::path::normalize(&text, anchors).ok();
+    if !text.starts_with('/') || normal.as_deref() != Some(text.as_str()) {
+        return Err(format!("`{text}` is not a normalised absolute pattern"));
+    }
+    if PathPattern::parse(&text).ok().as_ref() != Some(pattern) {
+        return Err(format!("`{text}` does not print as the pattern it is"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::{CompileOptions, compile_str};
+
+    fn compiled() -> CompiledPolicy {
+        let text = "version = 1\n[fs]\nread = [\"/ws/**\", \"/etc/hosts\"]\nwrite = [\"/ws/out/**\"]\n\
+                    [exec]\nallow = [\"/usr/bin/*\"]\n[[net.allow]]\nhost = \"example.com\"\nports = [443]\nproto = \"tcp\"\n";
+        let options = CompileOptions {
+            base: PathBuf::from("/"),
+            home: None,
+        };
+        match compile_str("p.toml", text, &options) {
+            Ok(c) => c.policy,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn what_the_compiler_makes_is_in_normal_form() {
+        assert_eq!(compiled().check_normal_form(), Ok(()));
+    }
+
+    #[test]
+    fn patterns_the_compiler_would_never_make_are_refused() {
+        let bad = [
+            PathPattern::Subtree {
+                root: "/ws/../etc".into(),
+            },
+            PathPattern::Subtree { root: "ws".into() },
+            PathPattern::Exact {
+                path: "/ws//x".into(),
+            },
+            PathPattern::Exact {
+                path: "/ws/*".into(),
+            },
+            PathPattern::Exact {
+                path: "/ws/./x".into(),
+            },
+            PathPattern::Segment {
+                root: "/ws".into(),
+                name: "a/b".into(),
+            },
+            PathPattern::BoundedStar {
+                segments: vec!["tmp".into(), "w*".into(), "..".into(), "..".into()],
+                subtree: true,
+            },
+            PathPattern::BoundedStar {
+                segments: vec!["ws".into(), "pu*".into(), "..".into(), "pub".into()],
+                subtree: false,
+            },
+        ];
+        for pattern in bad {
+            let mut p = compiled();
+            p.fs.read[0].pattern = pattern.clone();
+            let refused = p.check_normal_form();
+            assert!(
+                refused
+                    .as_ref()
+                    .is_err_and(|e| e.starts_with("fs.read[0]: ")),
+                "{pattern:?}: {refused:?}"
+            );
+        }
+        let mut p = compiled();
+        p.format += 1;
+        assert!(p.check_normal_form().is_err());
+        let mut p = compiled();
+        p.version = 99;
+        assert!(p.check_normal_form().is_err());
+        let mut p = compiled();
+        p.exec[0].pin = Some(FileId { dev: 1, ino: 2 });
+        assert!(p.check_normal_form().is_err());
+    }
 }
