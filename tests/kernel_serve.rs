@@ -1,0 +1,207 @@
+//! `bee serve` under the BPF LSM, in the VM matrix: an unprivileged client (uid 65534) whose
+//! scope asks the service for a narrower one (nested scopes), is refused a wider one with the
+//! prover's counterexample, cannot reach the socket without a `net.unix` grant, and — running
+//! as root through the service, with no capability — cannot leave its scope, signal or trace
+//! the service, or read a secret.
+//!
+//! Built only with `--features kernel-tests` and run in the VM matrix
+//! (`cargo xtask vm test -p bee --test kernel_serve --bin target/debug/bee`).
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions fail the test the same way"
+)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::serve::Service;
+use support::{bee_exe, code, text};
+
+const NOBODY: u32 = 65534;
+
+/// A version 1 policy: reads and runs everything but `deny`, writes `write` (and /dev/null),
+/// and connects to `unix` (a socket path) when given.
+fn policy(write: &str, deny: &str, unix: Option<&Path>) -> String {
+    let unix = unix.map_or_else(String::new, |p| {
+        format!("unix = [{:?}]\n", p.display().to_string())
+    });
+    format!(
+        "version = 1\n[fs]\nread = [\"/**\"]\nwrite = [{write:?}, \"/dev/null\"]\ndeny = [{deny:?}]\n\
+         [exec]\nallow = [\"/**\"]\n[net]\n{unix}"
+    )
+}
+
+/// The service, with a ceiling that reads and runs everything, writes `<dir>/ws/**` and
+/// connects to the service's socket; `ws/` (mode 777) and `secret.txt` beside it.
+fn start() -> Service {
+    Service::start(
+        "bpf-lsm",
+        |dir| {
+            let ws = dir.join("ws");
+            std::fs::create_dir_all(ws.join("inner")).unwrap();
+            for d in [&ws, &ws.join("inner")] {
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
+            }
+            std::fs::write(dir.join("secret.txt"), "s3cret\n").unwrap();
+        },
+        |dir| {
+            policy(
+                &format!("{}/ws/**", dir.display()),
+                "/nonexistent/**",
+                Some(&dir.join("bee.sock")),
+            )
+        },
+    )
+}
+
+fn ws(service: &Service) -> PathBuf {
+    service.dir.path().join("ws")
+}
+
+fn write_policy(service: &Service, name: &str, text: &str) -> PathBuf {
+    let path = ws(service).join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `bee exec --policy P -- /bin/busybox sh -c SCRIPT` as `uid`, through the service.
+fn exec_as(service: &Service, uid: u32, p: &Path, script: &str) -> Output {
+    Command::new(bee_exe())
+        .args(["exec", "--service", "always", "--policy"])
+        .arg(p)
+        .args(["--", "/bin/busybox", "sh", "-c", script])
+        .current_dir(ws(service))
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", ws(service))
+        .env("BEE", bee_exe())
+        .uid(uid)
+        .gid(uid)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_scope_asks_the_service_for_a_narrower_scope_and_is_refused_a_wider_one() {
+    let service = start();
+    let dir = service.dir.path();
+    let secret = dir.join("secret.txt");
+    let ws_tree = format!("{}/**", ws(&service).display());
+    let outer = write_policy(
+        &service,
+        "outer.toml",
+        &policy(
+            &ws_tree,
+            &secret.display().to_string(),
+            Some(&service.socket()),
+        ),
+    );
+    let inner = write_policy(
+        &service,
+        "inner.toml",
+        &policy(
+            &format!("{}/inner/**", ws(&service).display()),
+            &secret.display().to_string(),
+            None,
+        ),
+    );
+    // Wider than the outer scope (it writes all of `dir`), yet within the ceiling's reads.
+    let wider = write_policy(
+        &service,
+        "wider.toml",
+        &policy(&format!("{}/**", dir.display()), "/nonexistent/**", None),
+    );
+    let script = format!(
+        "\"$BEE\" exec --policy {inner} -- /bin/busybox sh -c 'echo in > inner/made; echo out > made-by-inner'; echo inner=$?; \
+         \"$BEE\" exec --policy {wider} -- /bin/busybox touch {dir}/wide; echo wider=$?",
+        inner = inner.display(),
+        wider = wider.display(),
+        dir = dir.display(),
+    );
+    let o = exec_as(&service, NOBODY, &outer, &script);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(code(&o), 0, "{out}{err}{}", service.log());
+    // The inner scope wrote where it may, and the kernel refused the rest of the outer's.
+    assert!(ws(&service).join("inner/made").is_file(), "{out}{err}");
+    assert!(!ws(&service).join("made-by-inner").exists(), "{out}{err}");
+    assert!(
+        out.contains("inner=1") || out.contains("inner=2"),
+        "{out}{err}"
+    );
+    // The wider one was refused by the proof against the outer scope's policy, not run.
+    assert!(out.contains("wider=65"), "{out}{err}");
+    assert!(err.contains("the policy of the scope"), "{err}");
+    assert!(!dir.join("wide").exists());
+    assert_eq!(service.live_scopes(), 0, "{}", service.log());
+}
+
+#[test]
+fn a_scope_without_the_socket_grant_cannot_reach_the_service() {
+    let service = start();
+    let ws_tree = format!("{}/**", ws(&service).display());
+    let no_socket = write_policy(
+        &service,
+        "closed.toml",
+        &policy(&ws_tree, "/nonexistent/**", None),
+    );
+    let inner = write_policy(
+        &service,
+        "inner.toml",
+        &policy(&ws_tree, "/nonexistent/**", None),
+    );
+    let script = format!(
+        "\"$BEE\" exec --policy {} -- /bin/busybox true; echo nested=$?",
+        inner.display()
+    );
+    let o = exec_as(&service, NOBODY, &no_socket, &script);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    // The kernel refused the connect (77: the socket may not be used), and said so.
+    assert!(out.contains("nested=77"), "{out}{err}");
+    assert!(
+        err.contains(&format!(
+            "bee: denied: connect unix {}",
+            service.socket().display()
+        )) || err.contains("denied"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_root_client_with_no_capability_cannot_leave_its_scope_or_touch_the_service() {
+    let service = start();
+    let dir = service.dir.path();
+    let secret = dir.join("secret.txt");
+    let ws_tree = format!("{}/**", ws(&service).display());
+    let p = write_policy(
+        &service,
+        "p.toml",
+        &policy(&ws_tree, &secret.display().to_string(), None),
+    );
+    let pid = service.pid().unwrap();
+    let script = format!(
+        "cat {secret} && echo READ; \
+         echo $$ > /sys/fs/cgroup/cgroup.procs && echo LEFT; \
+         kill -STOP {pid} && echo STOPPED; \
+         cat /proc/{pid}/environ > /dev/null && echo TRACED; \
+         echo done",
+        secret = secret.display()
+    );
+    // Root asks through the service: the command runs as uid 0 with no capability.
+    let o = exec_as(&service, 0, &p, &script);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(out.contains("done"), "{out}{err}");
+    for escaped in ["READ", "LEFT", "STOPPED", "TRACED"] {
+        assert!(!out.contains(escaped), "{escaped}: {out}{err}");
+    }
+    assert!(
+        err.contains(&format!("bee: denied: open {} for read", secret.display())),
+        "{err}"
+    );
+    // The service still serves.
+    let o = exec_as(&service, NOBODY, &p, "echo alive");
+    assert_eq!(text(&o.stdout), "alive\n", "{}", text(&o.stderr));
+}
