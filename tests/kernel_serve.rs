@@ -23,14 +23,19 @@ use support::{bee_exe, code, text};
 
 const NOBODY: u32 = 65534;
 
-/// A version 1 policy: reads and runs everything but `deny`, writes `write` (and /dev/null),
-/// and connects to `unix` (a socket path) when given.
+/// A version 1 policy: reads and runs everything but `deny` (none when empty), writes
+/// `write` (and /dev/null), and connects to `unix` (a socket path) when given.
 fn policy(write: &str, deny: &str, unix: Option<&Path>) -> String {
+    let deny = if deny.is_empty() {
+        String::new()
+    } else {
+        format!("{deny:?}")
+    };
     let unix = unix.map_or_else(String::new, |p| {
         format!("unix = [{:?}]\n", p.display().to_string())
     });
     format!(
-        "version = 1\n[fs]\nread = [\"/**\"]\nwrite = [{write:?}, \"/dev/null\"]\ndeny = [{deny:?}]\n\
+        "version = 1\n[fs]\nread = [\"/**\"]\nwrite = [{write:?}, \"/dev/null\"]\ndeny = [{deny}]\n\
          [exec]\nallow = [\"/**\"]\n[net]\n{unix}"
     )
 }
@@ -51,7 +56,7 @@ fn start() -> Service {
         |dir| {
             policy(
                 &format!("{}/ws/**", dir.display()),
-                "/nonexistent/**",
+                "",
                 Some(&dir.join("bee.sock")),
             )
         },
@@ -77,7 +82,6 @@ fn exec_as(service: &Service, uid: u32, p: &Path, script: &str) -> Output {
         .current_dir(ws(service))
         .env("BEE_SOCKET", service.socket())
         .env("HOME", ws(service))
-        .env("BEE", bee_exe())
         .uid(uid)
         .gid(uid)
         .output()
@@ -112,11 +116,12 @@ fn a_scope_asks_the_service_for_a_narrower_scope_and_is_refused_a_wider_one() {
     let wider = write_policy(
         &service,
         "wider.toml",
-        &policy(&format!("{}/**", dir.display()), "/nonexistent/**", None),
+        &policy(&format!("{}/**", dir.display()), "", None),
     );
     let script = format!(
-        "\"$BEE\" exec --policy {inner} -- /bin/busybox sh -c 'echo in > inner/made; echo out > made-by-inner'; echo inner=$?; \
-         \"$BEE\" exec --policy {wider} -- /bin/busybox touch {dir}/wide; echo wider=$?",
+        "{bee} exec --policy {inner} -- /bin/busybox sh -c 'echo in > inner/made; echo out > made-by-inner'; echo inner=$?; \
+         {bee} exec --policy {wider} -- /bin/busybox touch {dir}/wide; echo wider=$?",
+        bee = bee_exe().display(),
         inner = inner.display(),
         wider = wider.display(),
         dir = dir.display(),
@@ -142,18 +147,11 @@ fn a_scope_asks_the_service_for_a_narrower_scope_and_is_refused_a_wider_one() {
 fn a_scope_without_the_socket_grant_cannot_reach_the_service() {
     let service = start();
     let ws_tree = format!("{}/**", ws(&service).display());
-    let no_socket = write_policy(
-        &service,
-        "closed.toml",
-        &policy(&ws_tree, "/nonexistent/**", None),
-    );
-    let inner = write_policy(
-        &service,
-        "inner.toml",
-        &policy(&ws_tree, "/nonexistent/**", None),
-    );
+    let no_socket = write_policy(&service, "closed.toml", &policy(&ws_tree, "", None));
+    let inner = write_policy(&service, "inner.toml", &policy(&ws_tree, "", None));
     let script = format!(
-        "\"$BEE\" exec --policy {} -- /bin/busybox true; echo nested=$?",
+        "{} exec --policy {} -- /bin/busybox true; echo nested=$?",
+        bee_exe().display(),
         inner.display()
     );
     let o = exec_as(&service, NOBODY, &no_socket, &script);

@@ -784,7 +784,10 @@ fn a_landlock_scope_cannot_reach_the_service() {
     ));
     let (out, err) = (text(&o.stdout), stderr(&o));
     assert_eq!(code(&o), 0, "{out}{err}");
-    assert!(out.contains("nested=77") || out.contains("nested=69"), "{out}{err}");
+    assert!(
+        out.contains("nested=77") || out.contains("nested=69"),
+        "{out}{err}"
+    );
     assert!(err.contains("no bee service answers at"), "{err}");
 }
 
@@ -815,4 +818,289 @@ fn a_crafted_pattern_that_climbs_out_of_the_ceiling_is_refused() {
                 && body.message.contains("fs.read[")),
         "{refused:?}"
     );
+}
+
+/// A raw client, as `nobody`, in Python: hello, create a scope for `policy`, spawn
+/// `cat data` in `cwd` with the environment `env` (JSON pairs) and, for `stdin`, `none`
+/// (`/dev/null`) or `self` (its own connection to the service); prints every answer as JSON,
+/// then what the command wrote.
+fn raw_spawn(
+    service: &Service,
+    cwd: &Path,
+    policy: &bee_core::CompiledPolicy,
+    env: &str,
+    stdin: &str,
+) -> Output {
+    const SCRIPT: &str = r#"
+import json, os, socket, struct, sys
+sock, cwd, policy, env, stdin = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5]
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+def read(s):
+    def exact(n):
+        b = b""
+        while len(b) < n:
+            c = s.recv(n - len(b))
+            if not c: raise EOFError
+            b += c
+        return b
+    (n,) = struct.unpack(">I", exact(4)); return json.loads(exact(n))
+s = socket.socket(socket.AF_UNIX); s.connect(sock)
+s.sendall(frame({"hello": {"version": 1}})); read(s)
+s.sendall(frame({"create": {"policy": policy, "origin": "p"}})); scope = read(s)["created"]["scope"]
+r, w = os.pipe()
+fds = [s.fileno() if stdin == "self" else os.open("/dev/null", os.O_RDONLY), w, w]
+socket.send_fds(s, [frame({"spawn": {"scope": scope, "argv": ["/usr/bin/cat", "data"], "env": env, "cwd": cwd}})], fds)
+os.close(w)
+answers = []
+while True:
+    a = read(s); answers.append(a)
+    if "exited" in a or "error" in a: break
+print(json.dumps(answers)); print(os.read(r, 100).decode())
+"#;
+    output({
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg(SCRIPT)
+            .arg(service.socket())
+            .arg(cwd)
+            .arg(ok(policy.to_json()))
+            .arg(env)
+            .arg(stdin)
+            .uid(NOBODY)
+            .gid(NOBODY);
+        c
+    })
+}
+
+/// The service's privilege never lends the caller access: a working directory the caller
+/// cannot reach is refused before the command runs, though root could enter it.
+#[test]
+fn a_working_directory_the_caller_cannot_reach_is_refused() {
+    let service = start();
+    let private = ws(&service).join("private");
+    ok(std::fs::create_dir_all(private.join("open")));
+    ok(std::fs::set_permissions(
+        &private,
+        std::fs::Permissions::from_mode(0o700),
+    ));
+    ok(std::fs::write(private.join("open/data"), "topsecret\n"));
+    let tree = format!("{}/**", ws(&service).display());
+    let options = CompileOptions {
+        base: ws(&service),
+        home: None,
+    };
+    let compiled = ok(compile_str(
+        "all.toml",
+        &policy_text(&tree, &tree),
+        &options,
+    ))
+    .policy;
+    // `bee exec` always sends its own working directory; a raw client can name any.
+    let o = raw_spawn(&service, &private.join("open"), &compiled, "[]", "none");
+    let out = text(&o.stdout);
+    assert!(!out.contains("topsecret"), "{out}{}", stderr(&o));
+    assert!(out.contains("\"error\""), "{out}{}", stderr(&o));
+    assert!(out.contains("as the command's user"), "{out}{}", stderr(&o));
+}
+
+/// A command's standard stream cannot be a connection to the service (it would outlive its
+/// client, and hand a narrow scope the caller's whole ceiling), and environment names are
+/// names.
+#[test]
+fn a_connection_to_the_service_and_a_bad_variable_name_are_refused_as_a_command_gets_them() {
+    let service = start();
+    let pub_dir = ws(&service).join("pub");
+    ok(std::fs::write(pub_dir.join("data"), "ok\n"));
+    let tree = format!("{}/pub/**", ws(&service).display());
+    let options = CompileOptions {
+        base: ws(&service),
+        home: None,
+    };
+    let compiled = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
+    let works = raw_spawn(&service, &pub_dir, &compiled, "[]", "none");
+    assert!(
+        text(&works.stdout).contains("\"exited\""),
+        "{}{}",
+        text(&works.stdout),
+        stderr(&works)
+    );
+    assert!(
+        text(&works.stdout).contains("ok"),
+        "{}",
+        text(&works.stdout)
+    );
+    for (env, stdin, refusal) in [
+        (
+            "[]",
+            "self",
+            "a connection to the service cannot be a command's standard stream",
+        ),
+        (
+            r#"[["A=B", "c"]]"#,
+            "none",
+            "is not an environment variable's name",
+        ),
+        (
+            r#"[["", "c"]]"#,
+            "none",
+            "is not an environment variable's name",
+        ),
+    ] {
+        let o = raw_spawn(&service, &pub_dir, &compiled, env, stdin);
+        let out = text(&o.stdout);
+        assert!(out.contains(refusal), "{env} {stdin}: {out}{}", stderr(&o));
+        assert!(!out.contains("\"spawned\""), "{out}");
+    }
+}
+
+/// A caller in a private mount namespace (a container, `unshare -m`) is refused: its command
+/// would run in the service's, outside what confined the caller.
+#[test]
+fn a_caller_in_another_mount_namespace_is_refused() {
+    let service = start();
+    let p = pub_policy(&service);
+    let o = output({
+        let mut c = Command::new("/usr/bin/unshare");
+        c.args(["-m", "--propagation", "private", "--"])
+            .arg(bee_exe())
+            .args(["exec", "--service", "always", "--policy"])
+            .arg(&p)
+            .args(["--", "/usr/bin/touch", "pub/ran"])
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket());
+        c
+    });
+    let err = stderr(&o);
+    assert_eq!(code(&o), 77, "{err}");
+    assert!(err.contains("another mnt namespace"), "{err}");
+    assert!(!ws(&service).join("pub/ran").exists());
+}
+
+/// The command gets the caller's own resource limits, not the service's.
+#[test]
+fn the_command_keeps_the_callers_limits() {
+    let service = start();
+    let p = pub_policy(&service);
+    let o = output({
+        let mut c = Command::new("/usr/bin/dash");
+        c.arg("-c")
+            .arg(format!(
+                "ulimit -n 64 && exec {} exec --policy {} -- /usr/bin/dash -c 'ulimit -n'",
+                bee_exe().display(),
+                p.display()
+            ))
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        c
+    });
+    assert_eq!(text(&o.stdout), "64\n", "{}", stderr(&o));
+}
+
+/// The next service kills only what a dead one listed below bee's own cgroup: a listed
+/// `bee/../x` (a planted or stale file) is not followed out of it.
+#[test]
+fn the_sweep_never_leaves_bees_cgroup() {
+    let mountinfo = ok(std::fs::read_to_string("/proc/self/mountinfo"));
+    let mount = mountinfo
+        .lines()
+        .find(|l| {
+            l.split(" - ")
+                .nth(1)
+                .is_some_and(|r| r.starts_with("cgroup2 "))
+        })
+        .and_then(|l| l.split(' ').nth(4))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| unreachable!("no cgroup2 mount"));
+    let victim = mount.join(format!("bee-test-victim-{}", std::process::id()));
+    ok(std::fs::create_dir(&victim));
+    let planted = format!(
+        "{}/bee/../{}",
+        mount.display(),
+        victim
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
+    let service = Service::start(
+        "landlock",
+        |dir| {
+            let scopes = dir.join("scopes");
+            ok(std::fs::create_dir(&scopes));
+            ok(std::fs::set_permissions(
+                &scopes,
+                std::fs::Permissions::from_mode(0o700),
+            ));
+            ok(std::fs::write(scopes.join("planted"), &planted));
+        },
+        |_| policy_text("/tmp/none/**", "/tmp/none/**"),
+    );
+    let kept = victim.is_dir();
+    let _ = std::fs::remove_dir(&victim);
+    assert!(kept, "{}", service.log());
+    assert!(
+        !service.log().contains("removed the scope"),
+        "{}",
+        service.log()
+    );
+}
+
+/// One uid holds at most 256 connections at once; the next is refused, and the service
+/// still serves another user.
+#[test]
+fn one_user_cannot_take_every_connection() {
+    let service = start();
+    const SCRIPT: &str = r#"
+import json, socket, struct, sys
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+def read(s):
+    def exact(n):
+        b = b""
+        while len(b) < n:
+            c = s.recv(n - len(b))
+            if not c: raise EOFError
+            b += c
+        return b
+    (n,) = struct.unpack(">I", exact(4)); return json.loads(exact(n))
+held, refused, last = [], 0, ""
+for i in range(300):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    try:
+        s.sendall(frame({"hello": {"version": 1}}))
+    except OSError:
+        pass
+    answer = read(s)
+    if "welcome" in answer:
+        held.append(s)
+    else:
+        refused += 1
+        last = json.dumps(answer)
+print(len(held), refused, last)
+"#;
+    let o = output({
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg(SCRIPT)
+            .arg(service.socket())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        c
+    });
+    let out = text(&o.stdout);
+    assert!(out.starts_with("256 44 "), "{out}{}", stderr(&o));
+    assert!(out.contains("holds 256 connections"), "{out}");
+    let p = pub_policy(&service);
+    let o = output({
+        let mut c = Command::new(bee_exe());
+        c.args(["exec", "--service", "always", "--policy"])
+            .arg(&p)
+            .args(["--", "/usr/bin/true"])
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket());
+        c
+    });
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
 }

@@ -160,10 +160,14 @@ pub fn run(args: &Args) -> Exit {
         v["service"] = service.to_json();
         println!("{v}");
     } else {
+        // The service's line follows the verdict's, before either engine's gates.
         if args.engine != EngineChoice::BpfLsm {
-            print!("{}", render_landlock(&landlock, args.engine, engine));
+            let text = render_landlock(&landlock, args.engine, engine);
+            let (verdict, gates) = text.split_once('\n').unwrap_or((&text, ""));
+            print!("{verdict}\n{}\n{gates}", service.render());
+        } else {
+            println!("{}", service.render());
         }
-        println!("{}", service.render());
         if args.engine != EngineChoice::Landlock {
             println!("{report}");
         }

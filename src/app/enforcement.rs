@@ -205,7 +205,7 @@ pub fn open_enforcer(
             unreported: None,
         })
     };
-    match choice {
+    let opened = match choice {
         EngineChoice::BpfLsm => bpf(),
         EngineChoice::Landlock => open_landlock(policies, None),
         EngineChoice::Auto => match bpf() {
@@ -215,7 +215,26 @@ pub fn open_enforcer(
             Err(r) if r.is_permission() => Err(r),
             Err(r) => open_landlock(policies, Some(r)),
         },
-    }
+    };
+    // An ordinary user with no service to ask: the way that needs nothing of them.
+    opened.map_err(|r| {
+        if r.is_permission() && !nix::unistd::Uid::effective().is_root() {
+            r.with_cause(
+                format!(
+                    "bee is not root, and no `bee serve` service answers at {}",
+                    crate::serve::socket_path().display()
+                ),
+                Some(
+                    "ask an operator to start the service once (`systemctl enable --now \
+                     bee.socket`, docs/serve.md): every user's commands are then confined \
+                     through it, with no privilege of their own"
+                        .to_owned(),
+                ),
+            )
+        } else {
+            r
+        }
+    })
 }
 
 /// The Landlock engine for `policies`, or why not. `bpf` is the BPF LSM's refusal when `auto`

@@ -131,6 +131,11 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
             eprintln!("bee: {}", body.message);
             return Ok(i32::from(body.status));
         }
+        // The command started: it did not go unrun, the service went away under it.
+        Err(e @ ClientError::Protocol(_)) => {
+            eprintln!("bee: {e}; `{program}` was stopped with its scope");
+            return Err(Exit::Software);
+        }
         Err(e) => return Err(refused(e)),
     };
     if let Some(e) = audit_error {

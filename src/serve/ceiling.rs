@@ -46,15 +46,31 @@ pub enum Refused {
 /// [`Refused::Unavailable`] when an applicable file does not compile.
 pub fn applicable(dir: &Path, peer: &Peer) -> Result<Vec<(PathBuf, CompiledPolicy)>, Refused> {
     let user = User::from_uid(Uid::from_raw(peer.uid)).ok().flatten();
+    // A home of `/` (system users') would make `~/**` all of `/`: such a user has no `~`.
+    let home = user
+        .as_ref()
+        .map(|u| u.dir.clone())
+        .filter(|d| d.is_absolute() && d != Path::new("/"));
     let options = CompileOptions {
         base: PathBuf::from("/"),
-        home: user.as_ref().map(|u| u.dir.clone()),
+        home: home.clone(),
     };
     let compile = |path: PathBuf| -> Result<(PathBuf, CompiledPolicy), Refused> {
         compile_file(&path, &options)
             .map(|c| (path.clone(), c.policy))
             .map_err(|e| {
-                Refused::Unavailable(format!("the ceiling {} is invalid: {e}", path.display()))
+                let why = if home.is_none() {
+                    format!(
+                        " (uid {} has no home directory of its own for `~`)",
+                        peer.uid
+                    )
+                } else {
+                    String::new()
+                };
+                Refused::Unavailable(format!(
+                    "the ceiling {} does not compile for this caller{why}: {e}",
+                    path.display()
+                ))
             })
     };
     if let Some(u) = &user {
@@ -90,8 +106,12 @@ pub fn looked_for(dir: &Path, peer: &Peer) -> Vec<PathBuf> {
     if let Ok(Some(u)) = User::from_uid(Uid::from_raw(peer.uid)) {
         files.push(dir.join("user").join(format!("{}.toml", u.name)));
     }
-    if let Ok(Some(g)) = Group::from_gid(Gid::from_raw(peer.gid)) {
-        files.push(dir.join("group").join(format!("{}.toml", g.name)));
+    let mut gids = vec![peer.gid];
+    gids.extend(peer.groups.iter().copied().filter(|g| *g != peer.gid));
+    for gid in gids {
+        if let Ok(Some(g)) = Group::from_gid(Gid::from_raw(gid)) {
+            files.push(dir.join("group").join(format!("{}.toml", g.name)));
+        }
     }
     files.push(dir.join("default.toml"));
     files

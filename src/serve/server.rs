@@ -36,6 +36,10 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(50);
 /// The most scopes one connection may hold at once.
 pub const MAX_SCOPES_PER_CONNECTION: usize = 64;
+/// The most connections one uid other than root may hold at once.
+pub const MAX_CONNECTIONS_PER_USER: usize = 256;
+/// How long a connection may take to say `hello`.
+const HELLO_WITHIN: Duration = Duration::from_secs(10);
 
 /// What the service is made from besides its engine.
 #[derive(Debug, Clone)]
@@ -59,6 +63,8 @@ pub struct Service {
     /// request from inside a scope is bounded by that scope.
     live: Mutex<HashMap<PathBuf, Arc<CompiledPolicy>>>,
     connections: AtomicUsize,
+    /// Connections per uid.
+    per_user: Mutex<HashMap<u32, usize>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -86,6 +92,20 @@ impl Service {
         stop: Arc<AtomicBool>,
     ) -> io::Result<Self> {
         std::fs::create_dir_all(&config.state_dir)?;
+        // What is listed there is killed at the next start: nobody but root may list.
+        let meta = std::fs::symlink_metadata(&config.state_dir)?;
+        {
+            use std::os::unix::fs::MetadataExt as _;
+            if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} must be a directory of root's that no one else may write",
+                        config.state_dir.display()
+                    ),
+                ));
+            }
+        }
         let cgroup2 = parent
             .path()
             .parent()
@@ -98,6 +118,7 @@ impl Service {
             config,
             live: Mutex::new(HashMap::new()),
             connections: AtomicUsize::new(0),
+            per_user: Mutex::new(HashMap::new()),
             stop,
         })
     }
@@ -111,12 +132,13 @@ impl Service {
         };
         for entry in entries.flatten() {
             let file = entry.path();
-            let dir = std::fs::read_to_string(&file)
+            let named = std::fs::read_to_string(&file)
                 .map(|s| PathBuf::from(s.trim()))
                 .unwrap_or_default();
-            // Only directories below this service's parent: the file could be stale or
-            // planted, and nothing outside bee's cgroups is touched.
-            let ours = dir.starts_with(self.parent.path()) && dir != self.parent.path();
+            // Only a direct child of this service's parent, by its real path: the file could
+            // be stale, and nothing outside bee's cgroups is touched (`bee/../x` is not).
+            let dir = std::fs::canonicalize(&named).unwrap_or_default();
+            let ours = dir.parent() == Some(self.parent.path()) && dir == named;
             if ours && dir.is_dir() {
                 let _ = std::fs::write(dir.join("cgroup.kill"), "1");
                 let deadline = Instant::now() + KILL_WAIT;
@@ -189,6 +211,34 @@ impl Service {
         }
     }
 
+    /// Counts a connection of `uid`; false (not counted) when it holds the most already.
+    /// Root is not counted: it could confine itself without the service.
+    fn enter(&self, uid: u32) -> bool {
+        if uid == 0 {
+            return true;
+        }
+        let mut per_user = self.per_user.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = per_user.entry(uid).or_insert(0);
+        if *n >= MAX_CONNECTIONS_PER_USER {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn leave(&self, uid: u32) {
+        if uid == 0 {
+            return;
+        }
+        let mut per_user = self.per_user.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = per_user.get_mut(&uid) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                per_user.remove(&uid);
+            }
+        }
+    }
+
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<CompiledPolicy>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -234,8 +284,24 @@ impl<'s> Connection<'s> {
                 return;
             }
         };
+        if let Err(body) = same_namespaces(&peer) {
+            let _ = wire::send(&stream, &Response::Error(body), &[]);
+            return;
+        }
+        if !service.enter(peer.uid) {
+            let body = ErrorBody::new(
+                69,
+                format!(
+                    "uid {} holds {MAX_CONNECTIONS_PER_USER} connections to the service already",
+                    peer.uid
+                ),
+            );
+            let _ = wire::send(&stream, &Response::Error(body), &[]);
+            return;
+        }
         // Idle reads wake up now and then to see whether the service is stopping.
         let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let uid = peer.uid;
         let mut conn = Connection {
             service,
             stream,
@@ -245,11 +311,17 @@ impl<'s> Connection<'s> {
         };
         conn.run();
         conn.close_all();
+        service.leave(uid);
     }
 
     fn run(&mut self) {
+        let connected = Instant::now();
         loop {
             if self.service.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            if !self.greeted && connected.elapsed() >= HELLO_WITHIN {
+                self.refuse(64, "no `hello` in time");
                 return;
             }
             let received = match wire::recv(&self.stream, MID_FRAME) {
@@ -458,7 +530,11 @@ impl<'s> Connection<'s> {
             .map_err(|e| ErrorBody::new(70, format!("cannot create the scope's cgroup: {e}")))?;
         let installed = match &plan {
             Some(plan) => service.enforcer.install(plan, cgroup.id(), 0),
-            None => service.enforcer.install_policy(&policy, cgroup.id(), 0),
+            // The Landlock engine opens the policy's paths and expands its `*` segments: with
+            // the caller's access, not root's.
+            None => as_caller(&self.peer, || {
+                service.enforcer.install_policy(&policy, cgroup.id(), 0)
+            }),
         };
         let id = cgroup.id();
         let dir = cgroup.path().to_path_buf();
@@ -475,12 +551,17 @@ impl<'s> Connection<'s> {
             }
         };
         let policy = Arc::new(policy);
-        let _ = std::fs::write(service.state_file(&dir), dir.as_os_str().as_encoded_bytes());
+        let mut lease = ScopeLease::new(cgroup, Some(install));
+        // Listed before anything runs in it, so that a crash leaves nothing unlisted.
+        if let Err(e) = write_state(&service.state_file(&dir), &dir) {
+            let _ = lease.teardown(Some(&*service.enforcer), KILL_WAIT, &mut || {});
+            return Err(ErrorBody::new(70, format!("cannot list the scope: {e}")));
+        }
         service.live().insert(dir.clone(), Arc::clone(&policy));
         self.scopes.insert(
             id,
             Live {
-                lease: ScopeLease::new(cgroup, Some(install)),
+                lease,
                 policy,
                 origin,
                 dir,
@@ -510,7 +591,9 @@ impl<'s> Connection<'s> {
                 })?;
                 service.enforcer.replace(install, &plan)
             }
-            EngineKind::Landlock => service.enforcer.replace_policy(install, &policy),
+            EngineKind::Landlock => as_caller(&self.peer, || {
+                service.enforcer.replace_policy(install, &policy)
+            }),
         };
         replaced.map_err(|e| ErrorBody::new(65, e.to_string()))?;
         live.policy = Arc::new(policy);
@@ -547,6 +630,24 @@ impl<'s> Connection<'s> {
                 return Err(ErrorBody::new(
                     64,
                     "`spawn` needs an absolute working directory",
+                ));
+            }
+            if let Some((k, _)) = env
+                .iter()
+                .find(|(k, v)| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0'))
+            {
+                return Err(ErrorBody::new(
+                    64,
+                    format!(
+                        "`{}` is not an environment variable's name",
+                        k.escape_debug()
+                    ),
+                ));
+            }
+            if fds.iter().any(connected_to_us) {
+                return Err(ErrorBody::new(
+                    64,
+                    "a connection to the service cannot be a command's standard stream",
                 ));
             }
             Ok(())
@@ -627,7 +728,8 @@ impl<'s> Connection<'s> {
                 let _ = cgroup.kill();
                 break launched.wait_timeout(Some(KILL_WAIT)).ok().flatten();
             }
-            if self.service.stop.load(Ordering::Relaxed) {
+            // The client is gone (even if its connection lives on in another process).
+            if self.service.stop.load(Ordering::Relaxed) || !super::peer::alive(&self.peer.pidfd) {
                 hung_up = true;
             } else if readable(&self.stream) {
                 match wire::recv(&self.stream, MID_FRAME).map(|r| decode::<Request>(&r.body)) {
@@ -664,31 +766,37 @@ impl<'s> Connection<'s> {
         self.reply(&Response::Exited { code, timed_out })
     }
 
-    /// `limits`, each lowered to the caller's own hard limit (read with `prlimit(2)` from
-    /// its pid, believed while its pidfd is alive): the service's privilege never raises one.
+    /// `limits`, each lowered to the caller's own hard limit (read from its
+    /// `/proc/PID/limits`, believed while its pidfd is alive), and the caller's hard limit
+    /// where none is asked: the service's own limits and privilege never raise one.
     fn within_callers_limits(&self, limits: Limits) -> Result<Rlimits, ErrorBody> {
-        let pid = libc::pid_t::try_from(self.peer.pid).unwrap_or(0);
-        let clamp = |value: Option<u64>, resource| -> Result<Option<u64>, ErrorBody> {
-            let Some(value) = value else { return Ok(None) };
-            let mut old = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: prlimit(2) reading (no new limit) into a valid struct.
-            let rc = unsafe { libc::prlimit(pid, resource, std::ptr::null(), &raw mut old) };
-            if rc != 0 || !super::peer::alive(&self.peer.pidfd) {
-                return Err(ErrorBody::new(
-                    77,
-                    "the caller's own limits cannot be read (it is gone)",
-                ));
-            }
-            Ok(Some(value.min(old.rlim_max)))
+        let gone = || ErrorBody::new(77, "the caller's own limits cannot be read: it is gone");
+        // `/proc/PID/limits` (world-readable), not prlimit(2), which needs CAP_SYS_RESOURCE.
+        let text = std::fs::read_to_string(format!("/proc/{}/limits", self.peer.pid))
+            .map_err(|_| gone())?;
+        if !super::peer::alive(&self.peer.pidfd) {
+            return Err(gone());
+        }
+        let hard = |name: &str| -> Option<u64> {
+            let line = text.lines().find(|l| l.starts_with(name))?;
+            let value = line[name.len()..].split_whitespace().nth(1)?;
+            Some(if value == "unlimited" {
+                u64::MAX
+            } else {
+                value.parse().ok()?
+            })
+        };
+        let clamp = |value: Option<u64>, name: &str| -> Result<Option<u64>, ErrorBody> {
+            let hard = hard(name).ok_or_else(|| {
+                ErrorBody::new(70, format!("`{name}` is not in the caller's limits"))
+            })?;
+            Ok(Some(value.map_or(hard, |v| v.min(hard))))
         };
         Ok(Rlimits {
-            nofile: clamp(limits.nofile, libc::RLIMIT_NOFILE)?,
-            nproc: clamp(limits.nproc, libc::RLIMIT_NPROC)?,
-            cpu_seconds: clamp(limits.cpu_seconds, libc::RLIMIT_CPU)?,
-            address_space: clamp(limits.address_space, libc::RLIMIT_AS)?,
+            nofile: clamp(limits.nofile, "Max open files")?,
+            nproc: clamp(limits.nproc, "Max processes")?,
+            cpu_seconds: clamp(limits.cpu_seconds, "Max cpu time")?,
+            address_space: clamp(limits.address_space, "Max address space")?,
         })
     }
 
@@ -714,13 +822,16 @@ impl<'s> Connection<'s> {
             return;
         };
         let service = self.service;
-        let _ = live
+        let torn = live
             .lease
             .teardown(Some(&*service.enforcer), KILL_WAIT, &mut || {
                 let _ = service.enforcer.drain_events(scope);
             });
         service.live().remove(&live.dir);
-        let _ = std::fs::remove_file(service.state_file(&live.dir));
+        // A scope that could not be torn down stays listed: the next service sweeps it.
+        if torn.is_ok() {
+            let _ = std::fs::remove_file(service.state_file(&live.dir));
+        }
     }
 
     fn close_all(&mut self) {
@@ -748,6 +859,102 @@ struct Spawn {
     env: Vec<(String, String)>,
     cwd: String,
     limits: Limits,
+}
+
+/// Runs `f` with this thread's file-system identity switched to the caller's: its fsuid,
+/// fsgid and supplementary groups, so that every path `f` opens or lists is checked as the
+/// caller's own access would be (root's `CAP_DAC_*` leave the effective set with a
+/// nonzero fsuid). Linux credentials are per thread and these are raw system calls, which
+/// change only the calling thread; they are restored before this returns.
+fn as_caller<T>(peer: &Peer, f: impl FnOnce() -> T) -> T {
+    let mut saved = vec![0 as libc::gid_t; 256];
+    // SAFETY: raw credential system calls on this thread with plain values and buffers of
+    // the sizes passed.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_getgroups,
+            saved.len() as libc::c_int,
+            saved.as_mut_ptr(),
+        )
+    };
+    saved.truncate(usize::try_from(n).unwrap_or(0));
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_setgroups, peer.groups.len(), peer.groups.as_ptr());
+        libc::syscall(libc::SYS_setfsgid, peer.gid);
+        libc::syscall(libc::SYS_setfsuid, peer.uid);
+    }
+    let result = f();
+    // SAFETY: as above; back to root's identity, which this thread had.
+    unsafe {
+        libc::syscall(libc::SYS_setfsuid, 0);
+        libc::syscall(libc::SYS_setfsgid, 0);
+        libc::syscall(libc::SYS_setgroups, saved.len(), saved.as_ptr());
+    }
+    result
+}
+
+/// True when `fd` is a unix socket whose peer is this process: the client end of a
+/// connection to the service, which must not outlive its client in a command.
+fn connected_to_us(fd: &OwnedFd) -> bool {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = libc::socklen_t::try_from(size_of::<libc::ucred>()).unwrap_or(0);
+    // SAFETY: getsockopt(2) writes at most `len` bytes into `cred`; a descriptor that is not
+    // a socket fails with ENOTSOCK.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &raw mut len,
+        )
+    };
+    rc == 0 && u32::try_from(cred.pid).ok() == Some(std::process::id())
+}
+
+/// Lists a scope: `file` holds its cgroup directory. Made new (`O_EXCL`), never through a
+/// link.
+fn write_state(file: &Path, dir: &Path) -> io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(file)?;
+    f.write_all(dir.as_os_str().as_encoded_bytes())
+}
+
+/// Refuses a caller in other mount, network, user or PID namespaces than the service's: its
+/// commands would run in the service's, outside whatever confined the caller (a container,
+/// a private mount, no network).
+fn same_namespaces(peer: &Peer) -> Result<(), ErrorBody> {
+    for ns in ["mnt", "net", "user", "pid"] {
+        let theirs = std::fs::metadata(format!("/proc/{}/ns/{ns}", peer.pid));
+        let ours = std::fs::metadata(format!("/proc/self/ns/{ns}"));
+        let same = match (theirs, ours) {
+            (Ok(a), Ok(b)) => {
+                use std::os::unix::fs::MetadataExt as _;
+                (a.dev(), a.ino()) == (b.dev(), b.ino())
+            }
+            _ => false,
+        };
+        if !same || !super::peer::alive(&peer.pidfd) {
+            return Err(ErrorBody::new(
+                77,
+                format!(
+                    "the caller runs in another {ns} namespace than the service: its commands would escape it"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn no_such_scope(scope: u64) -> ErrorBody {

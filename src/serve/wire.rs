@@ -6,12 +6,12 @@
 //! first byte is in, the rest must follow within the stream's mid-frame timeout (a client
 //! that sends half a frame and stalls is cut off).
 
-use std::io::{self, IoSlice, IoSliceMut, Write as _};
+use std::io::{self, IoSlice, Write as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use nix::sys::socket::{ControlMessage, ControlMessageOwned, MsgFlags, recvmsg, sendmsg};
+use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
 use serde::Serialize;
 
 use super::protocol::{self, FrameError, HEADER};
@@ -84,68 +84,139 @@ pub fn send<T: Serialize>(stream: &UnixStream, message: &T, fds: &[RawFd]) -> io
 pub fn recv(stream: &UnixStream, mid_frame: Duration) -> Result<Received, RecvError> {
     let idle = stream.read_timeout()?;
     let mut fds = Vec::new();
+    let mut reader = Reader {
+        stream,
+        mid_frame,
+        deadline: None,
+    };
     let mut header = [0u8; HEADER];
-    let first = fill(stream, &mut header, &mut fds, true);
-    let read = first.and_then(|()| {
-        stream.set_read_timeout(Some(mid_frame))?;
+    let read = reader.fill(&mut header, &mut fds).and_then(|()| {
         let n = protocol::body_length(header)?;
-        let mut body = vec![0u8; n];
-        fill(stream, &mut body, &mut fds, false)?;
+        // The body grows as it arrives, a chunk ahead at most: a header alone claims no
+        // memory.
+        let mut body = Vec::new();
+        while body.len() < n {
+            let start = body.len();
+            body.resize(start + (n - start).min(CHUNK), 0);
+            reader.fill(&mut body[start..], &mut fds)?;
+        }
         Ok(body)
     });
     stream.set_read_timeout(idle)?;
     Ok(Received { body: read?, fds })
 }
 
-/// Fills `buf` from the stream, keeping descriptors in `fds`. `at_boundary`: an end of
-/// stream before the first byte is [`RecvError::Closed`], not truncation.
-fn fill(
+/// How much of a frame's body is allocated ahead of its bytes.
+const CHUNK: usize = 64 << 10;
+
+/// Reads one frame: the stream's own timeout until its first byte, then `mid_frame` for the
+/// whole rest of it (not per read: a byte every few seconds does not keep a frame alive).
+struct Reader<'a> {
+    stream: &'a UnixStream,
+    mid_frame: Duration,
+    deadline: Option<std::time::Instant>,
+}
+
+impl Reader<'_> {
+    fn fill(&mut self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> Result<(), RecvError> {
+        let mut got = 0;
+        while got < buf.len() {
+            if let Some(deadline) = self.deadline {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(RecvError::Truncated);
+                }
+                self.stream.set_read_timeout(Some(left))?;
+            }
+            let at_boundary = self.deadline.is_none();
+            let n = fill_once(self.stream, &mut buf[got..], fds, at_boundary)?;
+            if self.deadline.is_none() {
+                self.deadline = Some(std::time::Instant::now() + self.mid_frame);
+            }
+            got += n;
+        }
+        Ok(())
+    }
+}
+
+/// Room for this many descriptors per `recvmsg(2)`: more than [`MAX_FDS`], so that a frame
+/// with a few too many is seen (and its descriptors closed) rather than truncated by the
+/// kernel.
+const FD_ROOM: usize = 16;
+
+/// One `recvmsg(2)` into `buf`, keeping descriptors in `fds`; the bytes read (never 0).
+/// `at_boundary`: an end of stream here is [`RecvError::Closed`], not truncation, and the
+/// stream's own timeout is an [`io::Error`] the caller may wait on.
+///
+/// Every descriptor the kernel installed is owned before anything is checked: a truncated
+/// control message (`MSG_CTRUNC`) still installs the descriptors that fit, and they must be
+/// closed, not leaked.
+fn fill_once(
     stream: &UnixStream,
     buf: &mut [u8],
     fds: &mut Vec<OwnedFd>,
     at_boundary: bool,
-) -> Result<(), RecvError> {
-    let mut got = 0;
-    while got < buf.len() {
-        let mut space = nix::cmsg_space!([RawFd; MAX_FDS]);
-        let mut iov = [IoSliceMut::new(&mut buf[got..])];
-        let msg = match recvmsg::<()>(
-            stream.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Ok(m) => m,
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(nix::errno::Errno::EAGAIN) if got > 0 || !at_boundary => {
-                return Err(RecvError::Truncated);
-            }
-            Err(e) => return Err(io::Error::from(e).into()),
+) -> Result<usize, RecvError> {
+    loop {
+        // u64 words keep the control buffer aligned for `cmsghdr`.
+        let mut control = [0u64; (FD_ROOM * 4 + 64) / 8];
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
-        let truncated_cmsg = msg.flags.contains(MsgFlags::MSG_CTRUNC);
-        let n = msg.bytes;
-        for cmsg in msg.cmsgs().map_err(io::Error::from)? {
-            if let ControlMessageOwned::ScmRights(raw) = cmsg {
-                for fd in raw {
-                    // SAFETY: SCM_RIGHTS installed a new descriptor in this process that
-                    // nothing else owns.
-                    fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+        // SAFETY: a zeroed msghdr is valid; the pointers set below outlive the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of_val(&control);
+        // SAFETY: `msg` describes buffers owned by this frame.
+        let n = unsafe { libc::recvmsg(stream.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut if !at_boundary => {
+                    return Err(RecvError::Truncated);
                 }
+                _ => return Err(e.into()),
             }
         }
-        if truncated_cmsg || fds.len() > MAX_FDS {
+        take_fds(&msg, fds);
+        if msg.msg_flags & libc::MSG_CTRUNC != 0 || fds.len() > MAX_FDS {
             return Err(RecvError::TooManyFds);
         }
         if n == 0 {
-            return Err(if got == 0 && at_boundary {
+            return Err(if at_boundary {
                 RecvError::Closed
             } else {
                 RecvError::Truncated
             });
         }
-        got += n;
+        return Ok(n.unsigned_abs());
     }
-    Ok(())
+}
+
+/// Owns every descriptor of every `SCM_RIGHTS` message in `msg`'s control data.
+fn take_fds(msg: &libc::msghdr, fds: &mut Vec<OwnedFd>) {
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled, within
+    // `msg_controllen`; each SCM_RIGHTS payload is an array of ints, which are new
+    // descriptors this process owns.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(msg);
+        while !cmsg.is_null() {
+            let header = &*cmsg;
+            if header.cmsg_level == libc::SOL_SOCKET && header.cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg);
+                let len = header.cmsg_len as usize - (data as usize - cmsg as usize);
+                for i in 0..len / size_of::<RawFd>() {
+                    let raw = std::ptr::read_unaligned(data.cast::<RawFd>().add(i));
+                    fds.push(OwnedFd::from_raw_fd(raw));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(msg, cmsg);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +250,56 @@ mod tests {
             Err(RecvError::Truncated)
         ));
         assert!(started.elapsed() < Duration::from_secs(5));
+        Ok(())
+    }
+
+    /// Descriptors past what a frame may carry are closed, never kept: none of them stays
+    /// open in this process after the refusal.
+    #[test]
+    fn descriptors_of_a_refused_frame_are_closed() -> Result<(), Box<dyn std::error::Error>> {
+        let open = || std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count);
+        let (a, b) = UnixStream::pair()?;
+        let null = std::fs::File::open("/dev/null")?;
+        let fd = null.as_raw_fd();
+        let before = open();
+        for many in [5, 20, 200] {
+            send(&a, &Request::List, &vec![fd; many])?;
+            assert!(matches!(
+                recv(&b, Duration::from_secs(1)),
+                Err(RecvError::TooManyFds)
+            ));
+            // What is left of the frame, if anything, is read off before the next one.
+            b.set_nonblocking(true)?;
+            let mut sink = [0u8; 4096];
+            while std::io::Read::read(&mut &b, &mut sink).is_ok_and(|n| n > 0) {}
+            b.set_nonblocking(false)?;
+        }
+        assert_eq!(open(), before);
+        Ok(())
+    }
+
+    /// A byte at a time, each within the timeout, does not stretch a frame past it.
+    #[test]
+    fn a_trickled_frame_is_cut_off_at_the_frame_deadline() -> Result<(), Box<dyn std::error::Error>>
+    {
+        let (mut a, b) = UnixStream::pair()?;
+        let writer = std::thread::spawn(move || {
+            let _ = a.write_all(&[0, 0, 0, 100]);
+            for _ in 0..40 {
+                std::thread::sleep(Duration::from_millis(50));
+                if a.write_all(b"x").is_err() {
+                    break;
+                }
+            }
+        });
+        let started = std::time::Instant::now();
+        assert!(matches!(
+            recv(&b, Duration::from_millis(300)),
+            Err(RecvError::Truncated)
+        ));
+        assert!(started.elapsed() < Duration::from_millis(1500));
+        drop(b);
+        let _ = writer.join();
         Ok(())
     }
 

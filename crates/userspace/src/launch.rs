@@ -23,7 +23,9 @@
 //! 6. clear the ambient set (`PR_CAP_AMBIENT_CLEAR_ALL`);
 //! 7. with [`Credentials`]: `setgroups(2)`, `setresgid(2)`, `setresuid(2)` — as raw system calls,
 //!    which change only the calling thread, the only thread of the child;
-//! 8. `capset(2)`: effective, permitted and inheritable sets empty;
+//! 8. `capset(2)`: effective, permitted and inheritable sets empty; then, with
+//!    [`Credentials`], `chdir(2)` into the working directory again, as that user with no
+//!    capability (a directory the user cannot reach fails the launch);
 //! 9. `PR_SET_NO_NEW_PRIVS`: no set-uid bit or file capability can grant anything afterwards;
 //! 10. `PR_SET_PDEATHSIG(SIGKILL)` (after the credential change, which would clear it), then a
 //!     check that the parent has not already exited.
@@ -134,10 +136,13 @@ pub enum Step {
     Landlock,
     /// `seccomp(SECCOMP_SET_MODE_FILTER)`.
     Seccomp,
+    /// Entering the working directory again as the command's user (with [`Credentials`]),
+    /// so that it is one that user may reach: the first `chdir` ran with bee's privileges.
+    WorkingDir,
 }
 
 impl Step {
-    const ALL: [Step; 22] = [
+    const ALL: [Step; 23] = [
         Step::JoinCgroup,
         Step::Setsid,
         Step::RlimitCore,
@@ -160,6 +165,7 @@ impl Step {
         Step::ProcMount,
         Step::Landlock,
         Step::Seccomp,
+        Step::WorkingDir,
     ];
 
     fn from_raw(raw: u8) -> Option<Self> {
@@ -193,6 +199,7 @@ impl Step {
             Step::ProcMount => "the scope's private /proc (mount proc subset=pid)",
             Step::Landlock => "landlock_restrict_self",
             Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
+            Step::WorkingDir => "chdir into the working directory as the command's user",
         }
     }
 }
@@ -662,6 +669,8 @@ struct ChildPlan {
     last_cap: u32,
     credentials: Option<(u32, u32)>,
     groups: Vec<libc::gid_t>,
+    /// With credentials: the working directory, entered again after the credential change.
+    cwd_as_user: Option<std::ffi::CString>,
     becomes_root: bool,
     /// The Landlock engine's confinement, applied around the capability drop.
     confinement: Option<Confinement>,
@@ -740,6 +749,17 @@ impl ChildPlan {
                 .as_ref()
                 .map(|c| c.groups.clone())
                 .unwrap_or_default(),
+            cwd_as_user: match (&spec.credentials, &cwd) {
+                (Some(_), Some(dir)) => Some(
+                    std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(|_| {
+                        LaunchError::Prepare {
+                            what: "the working directory holds a NUL byte",
+                            source: io::Error::from(io::ErrorKind::InvalidInput),
+                        }
+                    })?,
+                ),
+                _ => None,
+            },
             becomes_root: spec.credentials.as_ref().map_or(euid == 0, |c| c.uid == 0),
             confinement,
             parent_pidfd,
@@ -852,6 +872,12 @@ impl ChildPlan {
                 data.as_ptr(),
             );
             check(rc, Step::DropCaps)?;
+            // 8b. The working directory, resolved again with the user's own access and no
+            // capability left: the first chdir was bee's, and may have crossed directories
+            // the user cannot.
+            if let Some(dir) = &self.cwd_as_user {
+                check(libc::chdir(dir.as_ptr()) as libc::c_long, Step::WorkingDir)?;
+            }
             // 9. No new privileges.
             let rc = libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
             check(rc as libc::c_long, Step::NoNewPrivs)?;
