@@ -236,7 +236,37 @@ pub fn encode<T: Serialize>(message: &T) -> Result<Vec<u8>, FrameError> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        /// What the frame fuzz target checks (`fuzz/fuzz_targets/frame.rs`), on random bytes
+        /// and on mutated requests: nothing panics, and a request that decodes survives its
+        /// own frame.
+        #[test]
+        fn any_bytes_decode_or_are_refused(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            if let Ok(request) = decode::<Request>(&bytes) {
+                let frame = encode(&request).unwrap_or_default();
+                prop_assert_eq!(decode::<Request>(&frame[HEADER..]).ok(), Some(request));
+            }
+            let _ = decode::<Response>(&bytes);
+        }
+
+        #[test]
+        fn spawn_requests_survive_their_frames(
+            scope in any::<u64>(),
+            argv in proptest::collection::vec(".{0,20}", 1..4),
+            env in proptest::collection::vec((".{0,10}", ".{0,10}"), 0..4),
+            cwd in "/.{0,30}",
+        ) {
+            let request = Request::Spawn { scope, argv, env, cwd, limits: Limits::default() };
+            let frame = encode(&request).unwrap_or_default();
+            let n = body_length([frame[0], frame[1], frame[2], frame[3]]);
+            prop_assert_eq!(n, Ok(frame.len() - HEADER));
+            prop_assert_eq!(decode::<Request>(&frame[HEADER..]).ok(), Some(request));
+        }
+    }
 
     #[test]
     fn a_request_survives_its_frame() {
