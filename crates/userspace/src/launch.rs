@@ -58,7 +58,10 @@ use crate::landlock::{Confinement, LandlockPlan};
 mod clone3;
 
 /// Environment variables passed through by default, when set in bee's environment.
+/// `BEE_SOCKET` names the `bee serve` socket, so that a command in a scope asks the same
+/// service for a narrower scope of its own.
 pub const DEFAULT_ENV_PASS: &[&str] = &[
+    "BEE_SOCKET",
     "PATH",
     "HOME",
     "LANG",
