@@ -120,3 +120,6 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
