@@ -78,8 +78,10 @@ impl PrefixIndex {
         let mut by_prefix: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, p) in patterns.iter().enumerate() {
             // A malformed rule (never from the compiler) is a candidate everywhere, so that
-            // the automata refuse it rather than the index hide it.
-            let key = if well_formed(p) {
+            // the automata refuse it rather than the index hide it; so is one whose literal
+            // prefix has a `*` (neither does the compiler make it), which [`disjoint`] reads
+            // as a wildcard.
+            let key = if well_formed(p) && !has_star(&p.literal_prefix()) {
                 join_segments(&p.literal_prefix())
             } else {
                 "/".to_owned()
@@ -92,13 +94,20 @@ impl PrefixIndex {
     /// Rules whose literal prefix is a segment-prefix of `segs` (or, with `below`, also
     /// lies below `segs`).
     fn candidates(&self, segs: &[&str], below: bool, out: &mut Vec<usize>) {
-        for k in 0..=segs.len() {
-            if let Some(v) = self.by_prefix.get(&join_segments(&segs[..k])) {
+        let mut at = String::from("/");
+        if let Some(v) = self.by_prefix.get(&at) {
+            out.extend_from_slice(v);
+        }
+        for (k, seg) in segs.iter().enumerate() {
+            if k > 0 {
+                at.push('/');
+            }
+            at.push_str(seg);
+            if let Some(v) = self.by_prefix.get(&at) {
                 out.extend_from_slice(v);
             }
         }
         if below {
-            let at = join_segments(segs);
             if at == "/" {
                 for (key, v) in &self.by_prefix {
                     if key != "/" {
@@ -110,6 +119,55 @@ impl PrefixIndex {
                     out.extend_from_slice(v);
                 }
             }
+        }
+    }
+}
+
+/// Whether a literal prefix has a `*` (only in patterns the compiler does not make).
+fn has_star(segs: &[&str]) -> bool {
+    segs.iter().any(|s| s.contains('*'))
+}
+
+/// Grant rules, indexed by literal prefix (see [`PrefixIndex`]), for [`meets_any`]: asked
+/// about every carve-out rule of a policy, a scan of all grants per rule would take time in
+/// the product of their counts.
+pub(crate) struct Grants<'a> {
+    patterns: Vec<&'a PathPattern>,
+    /// `None`: every rule is a candidate (the scan the index stands in for).
+    index: Option<PrefixIndex>,
+}
+
+impl<'a> Grants<'a> {
+    /// `patterns`, indexed.
+    pub(crate) fn indexed(patterns: Vec<&'a PathPattern>) -> Self {
+        let index = Some(PrefixIndex::new(&patterns));
+        Self { patterns, index }
+    }
+
+    /// `patterns`, scanned whole on every lookup (the reference the index is tested
+    /// against).
+    #[cfg(test)]
+    pub(crate) fn scanned(patterns: Vec<&'a PathPattern>) -> Self {
+        Self {
+            patterns,
+            index: None,
+        }
+    }
+
+    /// The rules, in order, that may match a path whose segments are `segs` (or, with
+    /// `below`, also a path below them); a superset of those that do.
+    fn candidates(&self, segs: &[&str], below: bool) -> Vec<&'a PathPattern> {
+        match &self.index {
+            Some(index) if !has_star(segs) => {
+                let mut at = Vec::new();
+                index.candidates(segs, below, &mut at);
+                at.sort_unstable();
+                at.dedup();
+                at.into_iter()
+                    .filter_map(|i| self.patterns.get(i).copied())
+                    .collect()
+            }
+            _ => self.patterns.clone(),
         }
     }
 }
@@ -439,17 +497,27 @@ pub(crate) fn leaves_something(
 
 /// Whether the carve-out rule `d` meets some valid path one of `grants` matches (a carve-out
 /// that meets none carves nothing): `None` when it cannot be decided.
+///
+/// Only the grants the index gives as candidates are looked at: a grant that can match a
+/// path has a literal prefix that is a segment-prefix of it, and a grant whose literal
+/// prefix neither leads to nor lies below `d`'s is [`disjoint`] from it.
 pub(crate) fn meets_any(
     searcher: &mut Searcher,
     d: &PathPattern,
-    grants: &[&PathPattern],
+    grants: &Grants<'_>,
 ) -> Option<bool> {
     if let PathPattern::Exact { path } = d {
-        return Some(grants.iter().any(|g| g.matches(path)));
+        let segs = split_segments(path);
+        return Some(
+            grants
+                .candidates(&segs, false)
+                .iter()
+                .any(|g| g.matches(path)),
+        );
     }
     let near: Vec<&PathPattern> = grants
-        .iter()
-        .copied()
+        .candidates(&d.literal_prefix(), true)
+        .into_iter()
         .filter(|p| well_formed(p) && !disjoint(p, d))
         .collect();
     if near.is_empty() {

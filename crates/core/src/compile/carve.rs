@@ -5,7 +5,7 @@
 //! a grant whose every path is carved out (it grants nothing), and an `exec.deny` of a
 //! readable program in a policy that lets the scope write where it may execute (a copy runs).
 
-use crate::attenuate::carve::{Carve, Carves, Searcher, leaves_something, meets_any};
+use crate::attenuate::carve::{Carve, Carves, Grants, Searcher, leaves_something, meets_any};
 use crate::compiled::{CompiledPolicy, Origin, PathRule};
 use crate::error::PolicyWarning;
 use crate::glob::PathPattern;
@@ -26,6 +26,16 @@ fn warning(file: &str, origin: &Origin, message: String) -> PolicyWarning {
 
 /// The carve-out warnings of `policy`, read from `file`.
 pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
+    lint_with(policy, file, Grants::indexed)
+}
+
+/// [`lint`], with the grant lists looked up through `grants` (indexed, or in tests scanned
+/// whole: the two must warn alike).
+fn lint_with<'a>(
+    policy: &'a CompiledPolicy,
+    file: &str,
+    grants: impl Fn(Vec<&'a PathPattern>) -> Grants<'a>,
+) -> Vec<PolicyWarning> {
     let fs = &policy.fs;
     let mut out = Vec::new();
     let mut searcher = Searcher::default();
@@ -34,7 +44,8 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     let write = patterns(&fs.write);
     let unix = patterns(&policy.net.unix);
     let all: Vec<&PathPattern> = readable.iter().chain(&exec).chain(&unix).copied().collect();
-    let mut nothing = |rules: &[PathRule], grants: &[&PathPattern], what: &str| {
+    let (all, write_grants, exec_grants) = (grants(all), grants(write), grants(exec.clone()));
+    let mut nothing = |rules: &[PathRule], grants: &Grants<'_>, what: &str| {
         for r in rules {
             if meets_any(&mut searcher, &r.pattern, grants) == Some(false) {
                 out.push(warning(
@@ -55,8 +66,8 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         .filter(|r| !crate::protected::is_builtin(&r.origin.key))
         .cloned()
         .collect();
-    nothing(&user_protect, &write, "write");
-    nothing(&policy.exec_deny, &exec, "exec");
+    nothing(&user_protect, &write_grants, "write");
+    nothing(&policy.exec_deny, &exec_grants, "exec");
     // Exec rules decide by name: where the scope may both write and execute (unpinned), a
     // copy of any program it can read runs under a new name, as does a hard link or rename
     // of one it can write. There, `exec.deny` of a readable program is a name, not a wall.
@@ -68,9 +79,10 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         .collect();
     let copy_target = unpinned
         .iter()
-        .find(|e| meets_any(&mut searcher, e, &write) == Some(true))
+        .find(|e| meets_any(&mut searcher, e, &write_grants) == Some(true))
         .copied();
     if let Some(target) = copy_target {
+        let readable = grants(readable);
         for r in &policy.exec_deny {
             if meets_any(&mut searcher, &r.pattern, &readable) == Some(true) {
                 out.push(warning(
@@ -86,7 +98,7 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
             }
         }
     }
-    let protect = patterns(&fs.protect);
+    let protect = grants(patterns(&fs.protect));
     for r in &fs.unprotect {
         if meets_any(&mut searcher, &r.pattern, &protect) == Some(false) {
             out.push(warning(

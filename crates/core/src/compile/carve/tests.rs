@@ -170,3 +170,92 @@ fn generated(n: usize) -> String {
         list(&exec_deny)
     )
 }
+
+mod corpus {
+    //! The index changes no warning: random policies over one small tree, linted with the
+    //! grants indexed and scanned whole.
+
+    use proptest::prelude::*;
+
+    use super::options;
+    use crate::attenuate::carve::{Grants, Searcher, meets_any};
+    use crate::compile::carve::{lint, lint_with};
+    use crate::compile::compile_str;
+    use crate::glob::PathPattern;
+
+    const ROOTS: [&str; 7] = ["/", "/srv", "/srv/a", "/srv/a/b", "/srv/c", "/home/u", "/w"];
+    const NAMES: [&str; 5] = ["x", "b", ".env", "node_modules", "a"];
+
+    /// One pattern of one of the six shapes, rooted in the tree.
+    fn pattern() -> impl Strategy<Value = String> {
+        (0..ROOTS.len(), 0..NAMES.len(), 0..7usize).prop_map(|(r, n, shape)| {
+            let (root, name) = (ROOTS[r].trim_end_matches('/'), NAMES[n]);
+            match shape {
+                0 => format!("{root}/{name}"),
+                1 => format!("{root}/{name}/**"),
+                2 => format!("{root}/**/*{name}"),
+                3 => format!("{root}/**/{name}"),
+                4 => format!("{root}/**/{name}/x/**"),
+                5 => format!("{root}/*/{name}"),
+                _ => format!("{root}/{name}*"),
+            }
+        })
+    }
+
+    fn list() -> impl Strategy<Value = String> {
+        prop::collection::vec(pattern(), 0..4).prop_map(|v| {
+            let quoted: Vec<String> = v.iter().map(|p| format!("\"{p}\"")).collect();
+            format!("[{}]", quoted.join(", "))
+        })
+    }
+
+    fn policy() -> impl Strategy<Value = String> {
+        (prop::collection::vec(list(), 8), any::<bool>()).prop_map(|(l, v2)| {
+            let unprotect = if v2 { l[4].as_str() } else { "[]" };
+            format!(
+                "version = {}\n[fs]\nread = {}\nwrite = {}\ndeny = {}\nprotect = {}\nunprotect = {unprotect}\n[exec]\nallow = {}\ndeny = {}\n[net]\nunix = {}\n",
+                if v2 { 2 } else { 1 },
+                l[0],
+                l[1],
+                l[2],
+                l[3],
+                l[5],
+                l[6],
+                l[7]
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Each carve-out rule against each grant list, as the lint asks.
+        #[test]
+        fn indexed_and_scanned_grants_meet_alike(
+            d in pattern(),
+            grants in prop::collection::vec(pattern(), 0..10),
+        ) {
+            let parse = |s: &str| PathPattern::parse(s).unwrap();
+            let d = parse(&d);
+            let grants: Vec<PathPattern> = grants.iter().map(|g| parse(g)).collect();
+            let refs: Vec<&PathPattern> = grants.iter().collect();
+            let mut searcher = Searcher::default();
+            prop_assert_eq!(
+                meets_any(&mut searcher, &d, &Grants::indexed(refs.clone())),
+                meets_any(&mut searcher, &d, &Grants::scanned(refs))
+            );
+        }
+
+        /// Whole policies of version 1 (version 2's protected paths make each case slow).
+        #[test]
+        fn indexed_and_scanned_grants_warn_alike(text in policy()) {
+            let text = text.replacen("version = 2", "version = 1", 1);
+            let text = text.replace("unprotect =", "# unprotect =");
+            let Ok(compiled) = compile_str("p.toml", &text, &options()) else {
+                return Ok(());
+            };
+            let p = &compiled.policy;
+            prop_assert_eq!(lint(p, "p.toml"), lint_with(p, "p.toml", Grants::scanned));
+        }
+    }
+}
