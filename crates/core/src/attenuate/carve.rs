@@ -16,7 +16,9 @@
 //! Both are searches of one product automaton ([`automata::search`]) over the rules that can
 //! meet `g` (the others are syntactically disjoint from it), so the answer stays exact.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::collections::HashMap;
 
 use super::automata::{self, Lazy};
 use super::paths::{Outcome, PathSet, disjoint, is_valid_path, rule_ref, well_formed};
@@ -35,7 +37,7 @@ pub(crate) struct Carve<'a> {
     pub unprotect: Vec<&'a PathPattern>,
     /// The three lists indexed by literal prefix ([`Carve::indexed`]); without it, lookups
     /// scan the lists.
-    index: Option<Box<[PrefixIndex; 3]>>,
+    index: Option<Box<[PrefixIndex<'a>; 3]>>,
 }
 
 /// A policy's carve-outs, per capability (see [`crate::compiled::FsGrants`]).
@@ -69,56 +71,90 @@ impl<'a> Carves<'a> {
 /// literal prefix is a segment-prefix of the path, and can meet a pattern only if its prefix
 /// is on the path to the pattern's literal prefix or below it.
 #[derive(Debug, Clone, Default)]
-struct PrefixIndex {
-    by_prefix: BTreeMap<String, Vec<usize>>,
+struct PrefixIndex<'a> {
+    /// Each rule's joined literal prefix and number, sorted by prefix (then number).
+    by_prefix: Vec<(Cow<'a, str>, usize)>,
 }
 
-impl PrefixIndex {
-    fn new(patterns: &[&PathPattern]) -> Self {
-        let mut by_prefix: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, p) in patterns.iter().enumerate() {
-            // A malformed rule (never from the compiler) is a candidate everywhere, so that
-            // the automata refuse it rather than the index hide it; so is one whose literal
-            // prefix has a `*` (neither does the compiler make it), which [`disjoint`] reads
-            // as a wildcard.
-            let key = if well_formed(p) && !has_star(&p.literal_prefix()) {
-                join_segments(&p.literal_prefix())
+/// The joined literal prefix of `p` as [`PrefixIndex`] files it. A malformed rule (never
+/// from the compiler) is a candidate everywhere, so that the automata refuse it rather than
+/// the index hide it; so is one whose literal prefix has a `*` (neither does the compiler
+/// make it), which [`disjoint`] reads as a wildcard.
+fn prefix_key(p: &PathPattern) -> Cow<'_, str> {
+    let everywhere = Cow::Borrowed("/");
+    if !well_formed(p) {
+        return everywhere;
+    }
+    // A well-formed root or exact path is normalised: it is its segments joined.
+    match p {
+        PathPattern::Exact { path: root }
+        | PathPattern::Subtree { root }
+        | PathPattern::Postfix { root, .. }
+        | PathPattern::Segment { root, .. }
+        | PathPattern::Nested { root, .. } => {
+            if root.contains('*') {
+                everywhere
             } else {
-                "/".to_owned()
-            };
-            by_prefix.entry(key).or_default().push(i);
+                Cow::Borrowed(root.as_str())
+            }
         }
+        PathPattern::BoundedStar { .. } => Cow::Owned(join_segments(&p.literal_prefix())),
+    }
+}
+
+impl<'a> PrefixIndex<'a> {
+    fn new(patterns: &[&'a PathPattern]) -> Self {
+        let mut by_prefix: Vec<(Cow<'a, str>, usize)> = patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (prefix_key(p), i))
+            .collect();
+        by_prefix.sort_unstable();
         Self { by_prefix }
+    }
+
+    /// The entries whose prefix is in `from..to` (`to` unbounded when `None`).
+    fn range(&self, from: &str, to: Option<&str>) -> &[(Cow<'a, str>, usize)] {
+        let lo = self.by_prefix.partition_point(|(k, _)| k.as_ref() < from);
+        let hi = match to {
+            Some(to) => self.by_prefix.partition_point(|(k, _)| k.as_ref() < to),
+            None => self.by_prefix.len(),
+        };
+        self.by_prefix.get(lo..hi.max(lo)).unwrap_or_default()
+    }
+
+    /// The entries whose prefix is `key`.
+    fn at(&self, key: &str) -> &[(Cow<'a, str>, usize)] {
+        let lo = self.by_prefix.partition_point(|(k, _)| k.as_ref() < key);
+        let n = self.by_prefix[lo..]
+            .iter()
+            .take_while(|(k, _)| k.as_ref() == key)
+            .count();
+        &self.by_prefix[lo..lo + n]
     }
 
     /// Rules whose literal prefix is a segment-prefix of `segs` (or, with `below`, also
     /// lies below `segs`).
     fn candidates(&self, segs: &[&str], below: bool, out: &mut Vec<usize>) {
         let mut at = String::from("/");
-        if let Some(v) = self.by_prefix.get(&at) {
-            out.extend_from_slice(v);
-        }
+        out.extend(self.at(&at).iter().map(|(_, i)| *i));
         for (k, seg) in segs.iter().enumerate() {
             if k > 0 {
                 at.push('/');
             }
             at.push_str(seg);
-            if let Some(v) = self.by_prefix.get(&at) {
-                out.extend_from_slice(v);
-            }
+            out.extend(self.at(&at).iter().map(|(_, i)| *i));
         }
         if below {
-            if at == "/" {
-                for (key, v) in &self.by_prefix {
-                    if key != "/" {
-                        out.extend_from_slice(v);
-                    }
-                }
+            let below = if at == "/" {
+                // Every key but `/` itself, which sorts first.
+                self.range("/\0", None)
             } else {
-                for (_, v) in self.by_prefix.range(format!("{at}/")..format!("{at}0")) {
-                    out.extend_from_slice(v);
-                }
-            }
+                let from = format!("{at}/");
+                at.push('0');
+                self.range(&from, Some(&at))
+            };
+            out.extend(below.iter().map(|(_, i)| *i));
         }
     }
 }
@@ -128,20 +164,25 @@ fn has_star(segs: &[&str]) -> bool {
     segs.iter().any(|s| s.contains('*'))
 }
 
-/// Grant rules, indexed by literal prefix (see [`PrefixIndex`]), for [`meets_any`]: asked
-/// about every carve-out rule of a policy, a scan of all grants per rule would take time in
-/// the product of their counts.
+/// Grant rules, indexed by literal prefix (see [`PrefixIndex`]) on the first lookup, for
+/// [`meets_any`]: asked about every carve-out rule of a policy, a scan of all grants per
+/// rule would take time in the product of their counts.
 pub(crate) struct Grants<'a> {
     patterns: Vec<&'a PathPattern>,
-    /// `None`: every rule is a candidate (the scan the index stands in for).
-    index: Option<PrefixIndex>,
+    /// Whether lookups go through the index; without it every rule is a candidate (the scan
+    /// the index stands in for).
+    indexed: bool,
+    index: OnceCell<PrefixIndex<'a>>,
 }
 
 impl<'a> Grants<'a> {
-    /// `patterns`, indexed.
+    /// `patterns`, indexed when first looked up.
     pub(crate) fn indexed(patterns: Vec<&'a PathPattern>) -> Self {
-        let index = Some(PrefixIndex::new(&patterns));
-        Self { patterns, index }
+        Self {
+            patterns,
+            indexed: true,
+            index: OnceCell::new(),
+        }
     }
 
     /// `patterns`, scanned whole on every lookup (the reference the index is tested
@@ -150,25 +191,25 @@ impl<'a> Grants<'a> {
     pub(crate) fn scanned(patterns: Vec<&'a PathPattern>) -> Self {
         Self {
             patterns,
-            index: None,
+            indexed: false,
+            index: OnceCell::new(),
         }
     }
 
     /// The rules, in order, that may match a path whose segments are `segs` (or, with
     /// `below`, also a path below them); a superset of those that do.
     fn candidates(&self, segs: &[&str], below: bool) -> Vec<&'a PathPattern> {
-        match &self.index {
-            Some(index) if !has_star(segs) => {
-                let mut at = Vec::new();
-                index.candidates(segs, below, &mut at);
-                at.sort_unstable();
-                at.dedup();
-                at.into_iter()
-                    .filter_map(|i| self.patterns.get(i).copied())
-                    .collect()
-            }
-            _ => self.patterns.clone(),
+        if !self.indexed || has_star(segs) {
+            return self.patterns.clone();
         }
+        let index = self.index.get_or_init(|| PrefixIndex::new(&self.patterns));
+        let mut at = Vec::new();
+        index.candidates(segs, below, &mut at);
+        at.sort_unstable();
+        at.dedup();
+        at.into_iter()
+            .filter_map(|i| self.patterns.get(i).copied())
+            .collect()
     }
 }
 
