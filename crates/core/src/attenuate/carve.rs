@@ -185,9 +185,8 @@ impl<'a> Grants<'a> {
         }
     }
 
-    /// `patterns`, scanned whole on every lookup (the reference the index is tested
-    /// against).
-    #[cfg(test)]
+    /// `patterns`, scanned whole on every lookup, and [`carves_nothing`] without its
+    /// shortcut: the reference the index is tested against.
     pub(crate) fn scanned(patterns: Vec<&'a PathPattern>) -> Self {
         Self {
             patterns,
@@ -574,4 +573,129 @@ pub(crate) fn meets_any(
         )
         .ok()
         .map(|w| w.is_some())
+}
+
+/// `rel` (relative, `/`-separated) below the normalised directory `dir`.
+fn below(dir: &str, rel: &str) -> String {
+    if dir == "/" {
+        format!("/{rel}")
+    } else {
+        format!("{dir}/{rel}")
+    }
+}
+
+/// A segment with each `*` filled with `x`.
+fn filled(seg: &str) -> String {
+    seg.replace('*', "x")
+}
+
+/// A few paths `p` matches, its wildcards filled in (none need be valid: callers check).
+fn samples(p: &PathPattern) -> Vec<String> {
+    match p {
+        PathPattern::Exact { path } => vec![path.clone()],
+        PathPattern::Subtree { root } => vec![root.clone(), below(root, "x")],
+        PathPattern::Postfix { root, suffix } => vec![below(root, &format!("x{suffix}"))],
+        PathPattern::Segment { root, name } => vec![below(root, name)],
+        PathPattern::Nested { root, tail, .. } => vec![below(root, &tail.join("/"))],
+        PathPattern::BoundedStar { segments, .. } => {
+            let segs: Vec<String> = segments.iter().map(|s| filled(s)).collect();
+            vec![format!("/{}", segs.join("/"))]
+        }
+    }
+}
+
+/// Paths below which (and at which) `p` matches everything: the subtree shapes' tops.
+fn tops(p: &PathPattern) -> Vec<String> {
+    match p {
+        PathPattern::Subtree { root } => vec![root.clone()],
+        PathPattern::Nested {
+            subtree: true,
+            root,
+            tail,
+        } => vec![below(root, &tail.join("/"))],
+        PathPattern::BoundedStar {
+            subtree: true,
+            segments,
+        } => {
+            let segs: Vec<String> = segments.iter().map(|s| filled(s)).collect();
+            vec![format!("/{}", segs.join("/"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Relative paths a `**` pattern matches at any depth below its root.
+fn tails(p: &PathPattern) -> Vec<String> {
+    match p {
+        PathPattern::Postfix { suffix, .. } => vec![format!("x{suffix}")],
+        PathPattern::Segment { name, .. } => vec![name.clone()],
+        PathPattern::Nested { tail, .. } => vec![tail.join("/")],
+        _ => Vec::new(),
+    }
+}
+
+/// How many of the grants near a carve-out rule [`meets_by_sample`] tries.
+const SAMPLED_GRANTS: usize = 64;
+
+/// Whether a sample path shows that `d` meets one of `grants`: a valid path both match,
+/// among `d`'s samples, the near grants' samples, and each one's subtree top with the
+/// other's tail below it. `true` proves that [`meets_any`] does not answer `Some(false)`;
+/// `false` proves nothing.
+fn meets_by_sample(d: &PathPattern, grants: &Grants<'_>) -> bool {
+    let in_both = |s: &str, g: &PathPattern| is_valid_path(s) && d.matches(s) && g.matches(s);
+    for s in samples(d) {
+        if is_valid_path(&s) && d.matches(&s) {
+            let segs = split_segments(&s);
+            if grants
+                .candidates(&segs, false)
+                .iter()
+                .any(|g| g.matches(&s))
+            {
+                return true;
+            }
+        }
+    }
+    let near = grants.candidates(&d.literal_prefix(), true);
+    near.iter().take(SAMPLED_GRANTS).any(|g| {
+        let crossed = |a: &PathPattern, b: &PathPattern| {
+            tops(a)
+                .into_iter()
+                .flat_map(|t| tails(b).into_iter().map(move |r| below(&t, &r)))
+                .collect::<Vec<_>>()
+        };
+        samples(g)
+            .into_iter()
+            .chain(crossed(g, d))
+            .chain(crossed(d, g))
+            .any(|s| in_both(&s, g))
+    })
+}
+
+/// Whether the carve-out rule `d` provably meets none of `grants`: `meets_any(..) ==
+/// Some(false)`, with a sample path ([`meets_by_sample`]) sparing the automaton when the
+/// grants are indexed.
+pub(crate) fn carves_nothing(
+    searcher: &mut Searcher,
+    d: &PathPattern,
+    grants: &Grants<'_>,
+) -> bool {
+    if grants.indexed && meets_by_sample(d, grants) {
+        return false;
+    }
+    meets_any(searcher, d, grants) == Some(false)
+}
+
+/// Whether `carve` provably leaves nothing of `g`: `leaves_something(..) == Some(false)`,
+/// with (when `sample`) a sample path of `g` that `carve` leaves sparing the automaton.
+pub(crate) fn grants_nothing(
+    searcher: &mut Searcher,
+    g: &PathPattern,
+    carve: &Carve<'_>,
+    sample: bool,
+) -> bool {
+    let left = |s: &String| is_valid_path(s) && g.matches(s) && !carve.matches(s);
+    if sample && samples(g).iter().any(left) {
+        return false;
+    }
+    leaves_something(searcher, g, carve) == Some(false)
 }

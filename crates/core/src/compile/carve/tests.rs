@@ -178,7 +178,9 @@ mod corpus {
     use proptest::prelude::*;
 
     use super::options;
-    use crate::attenuate::carve::{Grants, Searcher, meets_any};
+    use crate::attenuate::carve::{
+        Carve, Grants, Searcher, carves_nothing, grants_nothing, leaves_something, meets_any,
+    };
     use crate::compile::carve::{lint, lint_with};
     use crate::compile::compile_str;
     use crate::glob::PathPattern;
@@ -240,9 +242,33 @@ mod corpus {
             let grants: Vec<PathPattern> = grants.iter().map(|g| parse(g)).collect();
             let refs: Vec<&PathPattern> = grants.iter().collect();
             let mut searcher = Searcher::default();
+            let scanned = meets_any(&mut searcher, &d, &Grants::scanned(refs.clone()));
             prop_assert_eq!(
                 meets_any(&mut searcher, &d, &Grants::indexed(refs.clone())),
-                meets_any(&mut searcher, &d, &Grants::scanned(refs))
+                scanned
+            );
+            prop_assert_eq!(
+                carves_nothing(&mut searcher, &d, &Grants::indexed(refs)),
+                scanned == Some(false)
+            );
+        }
+
+        /// A grant against a carve-out, with and without the sample paths.
+        #[test]
+        fn a_sample_spares_the_automaton_only_where_it_would_find_a_path(
+            g in pattern(),
+            lists in prop::collection::vec(prop::collection::vec(pattern(), 0..5), 3),
+        ) {
+            let parse = |s: &str| PathPattern::parse(s).unwrap();
+            let g = parse(&g);
+            let lists: Vec<Vec<PathPattern>> =
+                lists.iter().map(|l| l.iter().map(|p| parse(p)).collect()).collect();
+            let refs = |i: usize| lists[i].iter().collect::<Vec<_>>();
+            let carve = Carve::indexed(refs(0), refs(1), refs(2));
+            let mut searcher = Searcher::default();
+            prop_assert_eq!(
+                grants_nothing(&mut searcher, &g, &carve, true),
+                leaves_something(&mut searcher, &g, &carve) == Some(false)
             );
         }
 
@@ -255,7 +281,7 @@ mod corpus {
                 return Ok(());
             };
             let p = &compiled.policy;
-            prop_assert_eq!(lint(p, "p.toml"), lint_with(p, "p.toml", Grants::scanned));
+            prop_assert_eq!(lint(p, "p.toml"), lint_with(p, "p.toml", true));
         }
     }
 }
