@@ -344,6 +344,9 @@ impl CarveIdx {
 pub(crate) struct Searcher {
     store: Vec<Lazy>,
     index: HashMap<Vec<usize>, Result<Built, String>>,
+    /// Whether searches explore the whole product, without cutting off what the child's
+    /// deny rules cover (the reference the cut is tested against).
+    exhaustive: bool,
 }
 
 /// A union built once: its index in the store and the bytes its patterns name.
@@ -356,6 +359,15 @@ struct Roles {
 }
 
 impl Searcher {
+    /// A searcher that explores every product state (see [`automata::search`]'s vetoes).
+    #[cfg(test)]
+    pub(crate) fn exhaustive() -> Self {
+        Self {
+            exhaustive: true,
+            ..Self::default()
+        }
+    }
+
     /// Adds the union of `patterns` as the next role (`None` for the empty union).
     fn add(&mut self, r: &mut Roles, patterns: &[&PathPattern]) -> Result<Option<usize>, String> {
         if patterns.is_empty() {
@@ -415,7 +427,9 @@ impl Searcher {
         let grants = self.add(&mut r, parent_grants)?;
         let p = self.carve(&mut r, parent)?;
         let alphabet = automata::alphabet(r.literal);
-        let found = automata::search(&mut self.store, &r.roles, valid, &alphabet, |a| {
+        // What the child denies is never a witness.
+        let vetoes: Vec<usize> = c.deny.filter(|_| !self.exhaustive).into_iter().collect();
+        let found = automata::search(&mut self.store, &r.roles, &vetoes, valid, &alphabet, |a| {
             !c.carved(a) && lost(grants, p, a)
         })?;
         Ok(found.map(|b| String::from_utf8_lossy(&b).into_owned()))

@@ -179,8 +179,10 @@ mod corpus {
 
     use super::options;
     use crate::attenuate::carve::{
-        Carve, Grants, Searcher, carves_nothing, grants_nothing, leaves_something, meets_any,
+        Carve, Grants, Searcher, carves_nothing, excess, grants_nothing, leaves_something,
+        meets_any,
     };
+    use crate::attenuate::paths::PathSet;
     use crate::compile::carve::{lint, lint_with};
     use crate::compile::compile_str;
     use crate::glob::PathPattern;
@@ -270,6 +272,33 @@ mod corpus {
                 grants_nothing(&mut searcher, &g, &carve, true),
                 leaves_something(&mut searcher, &g, &carve) == Some(false)
             );
+        }
+
+        /// The search cut short where the child's deny rules cover the rest finds what the
+        /// whole search finds: the same answer and the same path.
+        #[test]
+        fn a_vetoed_search_finds_the_same_path(
+            g in pattern(),
+            lists in prop::collection::vec(prop::collection::vec(pattern(), 0..5), 4),
+        ) {
+            let parse = |s: &str| PathPattern::parse(s).unwrap();
+            let g = parse(&g);
+            let lists: Vec<Vec<PathPattern>> =
+                lists.iter().map(|l| l.iter().map(|p| parse(p)).collect()).collect();
+            let refs = |i: usize| lists[i].iter().collect::<Vec<_>>();
+            let child = Carve::indexed(refs(0), refs(1), refs(2));
+            let parent = Carve::indexed(refs(0)[..refs(0).len() / 2].to_vec(), refs(1), vec![]);
+            let grants = refs(3);
+            let (mut cut, mut whole) = (Searcher::default(), Searcher::exhaustive());
+            prop_assert_eq!(
+                leaves_something(&mut cut, &g, &child),
+                leaves_something(&mut whole, &g, &child)
+            );
+            let mut set = PathSet::new(grants.clone());
+            let a = excess(&mut cut, &g, &child, &mut set, &grants, &parent);
+            let mut set = PathSet::new(grants.clone());
+            let b = excess(&mut whole, &g, &child, &mut set, &grants, &parent);
+            prop_assert_eq!(a, b);
         }
 
         /// Whole policies of version 1 (version 2's protected paths make each case slow).
