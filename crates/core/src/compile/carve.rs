@@ -83,8 +83,10 @@ fn lint_with(policy: &CompiledPolicy, file: &str, reference: bool) -> Vec<Policy
         .filter(|r| r.pin.is_none())
         .map(|r| &r.pattern)
         .collect();
+    // (Only an `exec.deny` rule can be warned about: without one, nothing to look for.)
     let copy_target = unpinned
         .iter()
+        .filter(|_| !policy.exec_deny.is_empty())
         .find(|e| meets_any(&mut searcher, e, &write_grants) == Some(true))
         .copied();
     if let Some(target) = copy_target {
