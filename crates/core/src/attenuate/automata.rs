@@ -353,8 +353,9 @@ pub(crate) fn counterexample(
 ///
 /// `vetoes` are positions in `roles` whose acceptance makes `pred` false: a branch ends where
 /// every path on from it that `roles[0]` accepts is accepted by one of them, since no path
-/// below it can hold. That changes neither the answer nor the path found (every state below
-/// such a state is such a state), only how much of the product is explored.
+/// below it can hold. Where the whole search finishes within the automata's limits, that
+/// changes neither the answer nor the path found (every state below such a state is such a
+/// state), only how much of the product is explored.
 pub(crate) fn search(
     store: &mut [Lazy],
     roles: &[usize],
@@ -372,9 +373,9 @@ pub(crate) fn search(
     }
     type Pair = (usize, LazyStateID, usize, LazyStateID);
     let mut included: HashMap<Pair, bool> = HashMap::new();
-    let mut vetoed = |store: &mut [Lazy], states: &[LazyStateID]| -> Result<bool, BuildError> {
+    let mut vetoed = |store: &mut [Lazy], states: &[LazyStateID]| -> bool {
         let (Some(&g), Some(&gs)) = (roles.first(), states.first()) else {
-            return Ok(false);
+            return false;
         };
         for &i in vetoes {
             let (Some(&r), Some(&s)) = (roles.get(i), states.get(i)) else {
@@ -393,12 +394,12 @@ pub(crate) fn search(
                 }
             };
             if inc {
-                return Ok(true);
+                return true;
             }
         }
-        Ok(false)
+        false
     };
-    if vetoed(store, &start)? {
+    if vetoed(store, &start) {
         return Ok(None);
     }
     type Key = (Vec<LazyStateID>, StateID);
@@ -430,14 +431,12 @@ pub(crate) fn search(
                 continue;
             }
             let key = (next, nv);
-            if seen.contains_key(&key) || vetoed(store, &key.0)? {
+            if seen.contains_key(&key) || vetoed(store, &key.0) {
                 continue;
             }
-            if !seen.contains_key(&key) {
-                seen.insert(key.clone(), trail.len());
-                queue.push_back((key, trail.len()));
-                trail.push((at, b));
-            }
+            seen.insert(key.clone(), trail.len());
+            queue.push_back((key, trail.len()));
+            trail.push((at, b));
         }
     }
     Ok(None)
