@@ -521,3 +521,28 @@ fn dns_ports_in_a_policy_with_names_are_warned_about() {
         ok("version = 2\n[[net.allow]]\naddr = \"10.0.0.0/8\"\nports = [53]\nproto = \"udp\"\n");
     assert!(plain.warnings.is_empty(), "{:?}", plain.warnings);
 }
+
+#[test]
+fn repeated_rules_are_merged_into_the_first_with_a_warning_each_in_order() {
+    let c = ok(r#"version = 1
+[fs]
+read = ["/a", "/b/**", "/a", "/b/**", "/a"]
+write = ["/tmp/**", "/tmp/**"]
+[exec]
+allow = ["/usr/bin/a", "/usr/bin/a"]
+"#);
+    assert_eq!(patterns(&c.policy.fs.read), ["/a", "/b/**"]);
+    assert_eq!(patterns(&c.policy.fs.write), ["/tmp/**"]);
+    assert_eq!(c.policy.exec.len(), 1);
+    let w: Vec<String> = c.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        w,
+        [
+            "p.toml:3:24: fs.read[2]: repeats fs.read[0] (line 3) in fs.read; merged",
+            "p.toml:3:30: fs.read[3]: repeats fs.read[1] (line 3) in fs.read; merged",
+            "p.toml:3:39: fs.read[4]: repeats fs.read[0] (line 3) in fs.read; merged",
+            "p.toml:4:21: fs.write[1]: repeats fs.write[0] (line 4) in fs.write; merged",
+            "p.toml:6:24: exec.allow[1]: repeats exec.allow[0] (line 6) in exec.allow; merged",
+        ]
+    );
+}

@@ -4,13 +4,22 @@
 //! and 32 segment and postfix patterns.
 //!
 //! Run with `cargo bench -p bee-userspace --bench pipeline`; results go in docs/benchmarks.md.
+//! Before measuring, it prints each policy's plan size and the bytes of its kernel map
+//! contents (keys and values, without the maps' own overhead); `-- --list` prints only
+//! those.
 #![expect(
     clippy::panic,
     reason = "a benchmark whose input does not compile would measure nothing"
 )]
 
 use std::hint::black_box;
+use std::mem::size_of;
 use std::path::PathBuf;
+
+use bee_common::{
+    ComboKey, EdgeKeyLong, EdgeKeyShort, ExecPinKey, GlobValue, LpmKeyV4, LpmKeyV6, NetValue,
+    StateValue,
+};
 
 use bee_core::compile::{CompileOptions, compile_str};
 use bee_userspace::plan::EnforcementPlan;
@@ -100,6 +109,57 @@ fn policy_with_patterns(n: usize) -> String {
     .replacen("write = [\n", &format!("write = [\n{}", list(&write)), 1)
 }
 
+/// The twelve-line policy of a small Python project (issue 30), without its local include.
+const PYTHON_PROJECT: &str = r#"version = 2
+include = ["base", "python"]
+[fs]
+read  = ["./**"]
+write = ["./.pytest_cache/**", "./**/__pycache__/**", "/tmp/**"]
+deny  = ["./secrets/**", "./**/.env"]
+[exec]
+allow = ["/usr/bin/sh", "/usr/bin/dash", "./.venv/bin/python*", "./.venv/bin/pytest", "./.venv/lib/**/*.so"]
+deny  = ["./**/*.sh"]
+"#;
+
+/// The bytes of `plan`'s kernel map contents: every entry's key and value.
+fn map_bytes(plan: &EnforcementPlan) -> usize {
+    let u = size_of::<u32>();
+    plan.states().len() * size_of::<StateValue>()
+        + plan.globs().len() * size_of::<GlobValue>()
+        + plan.edges_short().len() * (size_of::<EdgeKeyShort>() + u)
+        + plan.edges_long().len() * (size_of::<EdgeKeyLong>() + u)
+        + plan.combos().len() * (size_of::<ComboKey>() + u)
+        + plan.exec_pins().len() * (size_of::<ExecPinKey>() + u)
+        + plan.net_v4().len() * (size_of::<LpmKeyV4>() + size_of::<NetValue>())
+        + plan.net_v6().len() * (size_of::<LpmKeyV6>() + size_of::<NetValue>())
+}
+
+/// Prints the plan's size and map bytes of the policy `text`.
+fn print_size(what: &str, text: &str, options: &CompileOptions) {
+    let compiled = match compile_str("size.toml", text, options) {
+        Ok(c) => c.policy,
+        Err(e) => panic!("{what} must compile: {e}"),
+    };
+    let plan = match EnforcementPlan::new(&compiled) {
+        Ok(p) => p,
+        Err(e) => panic!("{what} must plan: {e}"),
+    };
+    let s = plan.stats();
+    eprintln!(
+        "{what}: {} states, {} short and {} long edges, {} globs, {} combos, {} exec pins, \
+         {} + {} net prefixes: {} bytes of map contents",
+        s.states,
+        s.edges_short,
+        s.edges_long,
+        s.globs,
+        s.combos,
+        s.exec_pins,
+        s.net_v4_prefixes,
+        s.net_v6_prefixes,
+        map_bytes(&plan)
+    );
+}
+
 fn bench(c: &mut Criterion) {
     let patterns = policy_with_patterns(10_000);
     let text = policy(10_000);
@@ -114,6 +174,9 @@ fn bench(c: &mut Criterion) {
     if let Err(e) = EnforcementPlan::new(&compiled) {
         panic!("the generated policy must plan: {e}");
     }
+    print_size("python project", PYTHON_PROJECT, &options);
+    print_size("10k rules", &text, &options);
+    print_size("10k rules, 1k carve-outs, 32 patterns", &patterns, &options);
     c.bench_function("compile 10k rules", |b| {
         b.iter(|| compile_str("large.toml", black_box(&text), &options))
     });

@@ -350,9 +350,16 @@ pub(crate) fn counterexample(
 /// followed to the end, so `pred` may ask for an automaton *not* to accept. Carve-outs make
 /// the inclusion questions boolean combinations of unions (`g ∧ ¬D ∧ ¬(P ∧ ¬U) ∧ …`), which
 /// this decides as [`counterexample`] decides the plain one.
+///
+/// `vetoes` are positions in `roles` whose acceptance makes `pred` false: a branch ends where
+/// every path on from it that `roles[0]` accepts is accepted by one of them, since no path
+/// below it can hold. Where the whole search finishes within the automata's limits, that
+/// changes neither the answer nor the path found (every state below such a state is such a
+/// state), only how much of the product is explored.
 pub(crate) fn search(
     store: &mut [Lazy],
     roles: &[usize],
+    vetoes: &[usize],
     valid: &Dfa,
     alphabet: &[u8],
     pred: impl Fn(&[bool]) -> bool,
@@ -363,6 +370,37 @@ pub(crate) fn search(
     let mut start = Vec::with_capacity(roles.len());
     for &r in roles {
         start.push(store[r].start()?);
+    }
+    type Pair = (usize, LazyStateID, usize, LazyStateID);
+    let mut included: HashMap<Pair, bool> = HashMap::new();
+    let mut vetoed = |store: &mut [Lazy], states: &[LazyStateID]| -> bool {
+        let (Some(&g), Some(&gs)) = (roles.first(), states.first()) else {
+            return false;
+        };
+        for &i in vetoes {
+            let (Some(&r), Some(&s)) = (roles.get(i), states.get(i)) else {
+                continue;
+            };
+            let key = (g, gs, r, s);
+            let known = included.get(&key).copied();
+            let inc = match known {
+                Some(inc) => inc,
+                None => {
+                    // An automaton over its limit here proves nothing: the branch goes on,
+                    // as it would without the check.
+                    let inc = accepts_all_of(store, (g, gs), (r, s), alphabet).unwrap_or(false);
+                    included.insert(key, inc);
+                    inc
+                }
+            };
+            if inc {
+                return true;
+            }
+        }
+        false
+    };
+    if vetoed(store, &start) {
+        return Ok(None);
     }
     type Key = (Vec<LazyStateID>, StateID);
     let start: Key = (start, start_of(valid)?);
@@ -393,14 +431,55 @@ pub(crate) fn search(
                 continue;
             }
             let key = (next, nv);
-            if !seen.contains_key(&key) {
-                seen.insert(key.clone(), trail.len());
-                queue.push_back((key, trail.len()));
-                trail.push((at, b));
+            if seen.contains_key(&key) || vetoed(store, &key.0) {
+                continue;
             }
+            seen.insert(key.clone(), trail.len());
+            queue.push_back((key, trail.len()));
+            trail.push((at, b));
         }
     }
     Ok(None)
+}
+
+/// How many state pairs [`accepts_all_of`] looks at before it answers "not known".
+const INCLUSION_LOOKAHEAD: usize = 256;
+
+/// Whether every path on from state `a.1` of automaton `a.0` (over `alphabet`) that it
+/// accepts is accepted on from state `b.1` of automaton `b.0`. `false` when that is not
+/// so, or not shown within [`INCLUSION_LOOKAHEAD`] pairs.
+fn accepts_all_of(
+    store: &mut [Lazy],
+    a: (usize, LazyStateID),
+    b: (usize, LazyStateID),
+    alphabet: &[u8],
+) -> Result<bool, BuildError> {
+    let mut seen = vec![(a.1, b.1)];
+    let mut at = 0;
+    while let Some(&(x, y)) = seen.get(at) {
+        at += 1;
+        if store[a.0].accepts(x)? && (y.is_dead() || !store[b.0].accepts(y)?) {
+            return Ok(false);
+        }
+        for &byte in alphabet {
+            let nx = store[a.0].next(x, byte)?;
+            if nx.is_dead() {
+                continue;
+            }
+            let ny = if y.is_dead() {
+                y
+            } else {
+                store[b.0].next(y, byte)?
+            };
+            if !seen.contains(&(nx, ny)) {
+                if seen.len() >= INCLUSION_LOOKAHEAD {
+                    return Ok(false);
+                }
+                seen.push((nx, ny));
+            }
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

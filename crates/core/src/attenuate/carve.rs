@@ -16,7 +16,9 @@
 //! Both are searches of one product automaton ([`automata::search`]) over the rules that can
 //! meet `g` (the others are syntactically disjoint from it), so the answer stays exact.
 
-use std::collections::{BTreeMap, HashMap};
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::collections::HashMap;
 
 use super::automata::{self, Lazy};
 use super::paths::{Outcome, PathSet, disjoint, is_valid_path, rule_ref, well_formed};
@@ -35,7 +37,7 @@ pub(crate) struct Carve<'a> {
     pub unprotect: Vec<&'a PathPattern>,
     /// The three lists indexed by literal prefix ([`Carve::indexed`]); without it, lookups
     /// scan the lists.
-    index: Option<Box<[PrefixIndex; 3]>>,
+    index: Option<Box<[PrefixIndex<'a>; 3]>>,
 }
 
 /// A policy's carve-outs, per capability (see [`crate::compiled::FsGrants`]).
@@ -69,48 +71,144 @@ impl<'a> Carves<'a> {
 /// literal prefix is a segment-prefix of the path, and can meet a pattern only if its prefix
 /// is on the path to the pattern's literal prefix or below it.
 #[derive(Debug, Clone, Default)]
-struct PrefixIndex {
-    by_prefix: BTreeMap<String, Vec<usize>>,
+struct PrefixIndex<'a> {
+    /// Each rule's joined literal prefix and number, sorted by prefix (then number).
+    by_prefix: Vec<(Cow<'a, str>, usize)>,
 }
 
-impl PrefixIndex {
-    fn new(patterns: &[&PathPattern]) -> Self {
-        let mut by_prefix: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (i, p) in patterns.iter().enumerate() {
-            // A malformed rule (never from the compiler) is a candidate everywhere, so that
-            // the automata refuse it rather than the index hide it.
-            let key = if well_formed(p) {
-                join_segments(&p.literal_prefix())
+/// The joined literal prefix of `p` as [`PrefixIndex`] files it. A malformed rule (never
+/// from the compiler) is a candidate everywhere, so that the automata refuse it rather than
+/// the index hide it; so is one whose literal prefix has a `*` (neither does the compiler
+/// make it), which [`disjoint`] reads as a wildcard.
+fn prefix_key(p: &PathPattern) -> Cow<'_, str> {
+    let everywhere = Cow::Borrowed("/");
+    if !well_formed(p) {
+        return everywhere;
+    }
+    // A well-formed root or exact path is normalised: it is its segments joined.
+    match p {
+        PathPattern::Exact { path: root }
+        | PathPattern::Subtree { root }
+        | PathPattern::Postfix { root, .. }
+        | PathPattern::Segment { root, .. }
+        | PathPattern::Nested { root, .. } => {
+            if root.contains('*') {
+                everywhere
             } else {
-                "/".to_owned()
-            };
-            by_prefix.entry(key).or_default().push(i);
+                Cow::Borrowed(root.as_str())
+            }
         }
+        PathPattern::BoundedStar { .. } => Cow::Owned(join_segments(&p.literal_prefix())),
+    }
+}
+
+impl<'a> PrefixIndex<'a> {
+    fn new(patterns: &[&'a PathPattern]) -> Self {
+        let mut by_prefix: Vec<(Cow<'a, str>, usize)> = patterns
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (prefix_key(p), i))
+            .collect();
+        by_prefix.sort_unstable();
         Self { by_prefix }
+    }
+
+    /// The entries whose prefix is in `from..to` (`to` unbounded when `None`).
+    fn range(&self, from: &str, to: Option<&str>) -> &[(Cow<'a, str>, usize)] {
+        let lo = self.by_prefix.partition_point(|(k, _)| k.as_ref() < from);
+        let hi = match to {
+            Some(to) => self.by_prefix.partition_point(|(k, _)| k.as_ref() < to),
+            None => self.by_prefix.len(),
+        };
+        self.by_prefix.get(lo..hi.max(lo)).unwrap_or_default()
+    }
+
+    /// The entries whose prefix is `key`.
+    fn at(&self, key: &str) -> &[(Cow<'a, str>, usize)] {
+        let lo = self.by_prefix.partition_point(|(k, _)| k.as_ref() < key);
+        let n = self.by_prefix[lo..]
+            .iter()
+            .take_while(|(k, _)| k.as_ref() == key)
+            .count();
+        &self.by_prefix[lo..lo + n]
     }
 
     /// Rules whose literal prefix is a segment-prefix of `segs` (or, with `below`, also
     /// lies below `segs`).
     fn candidates(&self, segs: &[&str], below: bool, out: &mut Vec<usize>) {
-        for k in 0..=segs.len() {
-            if let Some(v) = self.by_prefix.get(&join_segments(&segs[..k])) {
-                out.extend_from_slice(v);
+        let mut at = String::from("/");
+        out.extend(self.at(&at).iter().map(|(_, i)| *i));
+        for (k, seg) in segs.iter().enumerate() {
+            if k > 0 {
+                at.push('/');
             }
+            at.push_str(seg);
+            out.extend(self.at(&at).iter().map(|(_, i)| *i));
         }
         if below {
-            let at = join_segments(segs);
-            if at == "/" {
-                for (key, v) in &self.by_prefix {
-                    if key != "/" {
-                        out.extend_from_slice(v);
-                    }
-                }
+            let below = if at == "/" {
+                // Every key but `/` itself, which sorts first.
+                self.range("/\0", None)
             } else {
-                for (_, v) in self.by_prefix.range(format!("{at}/")..format!("{at}0")) {
-                    out.extend_from_slice(v);
-                }
-            }
+                let from = format!("{at}/");
+                at.push('0');
+                self.range(&from, Some(&at))
+            };
+            out.extend(below.iter().map(|(_, i)| *i));
         }
+    }
+}
+
+/// Whether a literal prefix has a `*` (only in patterns the compiler does not make).
+fn has_star(segs: &[&str]) -> bool {
+    segs.iter().any(|s| s.contains('*'))
+}
+
+/// Grant rules, indexed by literal prefix (see [`PrefixIndex`]) on the first lookup, for
+/// [`meets_any`]: asked about every carve-out rule of a policy, a scan of all grants per
+/// rule would take time in the product of their counts.
+pub(crate) struct Grants<'a> {
+    patterns: Vec<&'a PathPattern>,
+    /// Whether lookups go through the index; without it every rule is a candidate (the scan
+    /// the index stands in for).
+    indexed: bool,
+    index: OnceCell<PrefixIndex<'a>>,
+}
+
+impl<'a> Grants<'a> {
+    /// `patterns`, indexed when first looked up.
+    pub(crate) fn indexed(patterns: Vec<&'a PathPattern>) -> Self {
+        Self {
+            patterns,
+            indexed: true,
+            index: OnceCell::new(),
+        }
+    }
+
+    /// `patterns`, scanned whole on every lookup, and [`carves_nothing`] without its
+    /// shortcut: the reference the index is tested against.
+    pub(crate) fn scanned(patterns: Vec<&'a PathPattern>) -> Self {
+        Self {
+            patterns,
+            indexed: false,
+            index: OnceCell::new(),
+        }
+    }
+
+    /// The rules, in order, that may match a path whose segments are `segs` (or, with
+    /// `below`, also a path below them); a superset of those that do.
+    fn candidates(&self, segs: &[&str], below: bool) -> Vec<&'a PathPattern> {
+        if !self.indexed || has_star(segs) {
+            return self.patterns.clone();
+        }
+        let index = self.index.get_or_init(|| PrefixIndex::new(&self.patterns));
+        let mut at = Vec::new();
+        index.candidates(segs, below, &mut at);
+        at.sort_unstable();
+        at.dedup();
+        at.into_iter()
+            .filter_map(|i| self.patterns.get(i).copied())
+            .collect()
     }
 }
 
@@ -246,6 +344,9 @@ impl CarveIdx {
 pub(crate) struct Searcher {
     store: Vec<Lazy>,
     index: HashMap<Vec<usize>, Result<Built, String>>,
+    /// Whether searches explore the whole product, without cutting off what the child's
+    /// deny rules cover (the reference the cut is tested against).
+    exhaustive: bool,
 }
 
 /// A union built once: its index in the store and the bytes its patterns name.
@@ -258,6 +359,15 @@ struct Roles {
 }
 
 impl Searcher {
+    /// A searcher that explores every product state (see [`automata::search`]'s vetoes).
+    #[cfg(test)]
+    pub(crate) fn exhaustive() -> Self {
+        Self {
+            exhaustive: true,
+            ..Self::default()
+        }
+    }
+
     /// Adds the union of `patterns` as the next role (`None` for the empty union).
     fn add(&mut self, r: &mut Roles, patterns: &[&PathPattern]) -> Result<Option<usize>, String> {
         if patterns.is_empty() {
@@ -317,7 +427,9 @@ impl Searcher {
         let grants = self.add(&mut r, parent_grants)?;
         let p = self.carve(&mut r, parent)?;
         let alphabet = automata::alphabet(r.literal);
-        let found = automata::search(&mut self.store, &r.roles, valid, &alphabet, |a| {
+        // What the child denies is never a witness.
+        let vetoes: Vec<usize> = c.deny.filter(|_| !self.exhaustive).into_iter().collect();
+        let found = automata::search(&mut self.store, &r.roles, &vetoes, valid, &alphabet, |a| {
             !c.carved(a) && lost(grants, p, a)
         })?;
         Ok(found.map(|b| String::from_utf8_lossy(&b).into_owned()))
@@ -439,17 +551,27 @@ pub(crate) fn leaves_something(
 
 /// Whether the carve-out rule `d` meets some valid path one of `grants` matches (a carve-out
 /// that meets none carves nothing): `None` when it cannot be decided.
+///
+/// Only the grants the index gives as candidates are looked at: a grant that can match a
+/// path has a literal prefix that is a segment-prefix of it, and a grant whose literal
+/// prefix neither leads to nor lies below `d`'s is [`disjoint`] from it.
 pub(crate) fn meets_any(
     searcher: &mut Searcher,
     d: &PathPattern,
-    grants: &[&PathPattern],
+    grants: &Grants<'_>,
 ) -> Option<bool> {
     if let PathPattern::Exact { path } = d {
-        return Some(grants.iter().any(|g| g.matches(path)));
+        let segs = split_segments(path);
+        return Some(
+            grants
+                .candidates(&segs, false)
+                .iter()
+                .any(|g| g.matches(path)),
+        );
     }
     let near: Vec<&PathPattern> = grants
-        .iter()
-        .copied()
+        .candidates(&d.literal_prefix(), true)
+        .into_iter()
         .filter(|p| well_formed(p) && !disjoint(p, d))
         .collect();
     if near.is_empty() {
@@ -465,4 +587,129 @@ pub(crate) fn meets_any(
         )
         .ok()
         .map(|w| w.is_some())
+}
+
+/// `rel` (relative, `/`-separated) below the normalised directory `dir`.
+fn below(dir: &str, rel: &str) -> String {
+    if dir == "/" {
+        format!("/{rel}")
+    } else {
+        format!("{dir}/{rel}")
+    }
+}
+
+/// A segment with each `*` filled with `x`.
+fn filled(seg: &str) -> String {
+    seg.replace('*', "x")
+}
+
+/// A few paths `p` matches, its wildcards filled in (none need be valid: callers check).
+fn samples(p: &PathPattern) -> Vec<String> {
+    match p {
+        PathPattern::Exact { path } => vec![path.clone()],
+        PathPattern::Subtree { root } => vec![root.clone(), below(root, "x")],
+        PathPattern::Postfix { root, suffix } => vec![below(root, &format!("x{suffix}"))],
+        PathPattern::Segment { root, name } => vec![below(root, name)],
+        PathPattern::Nested { root, tail, .. } => vec![below(root, &tail.join("/"))],
+        PathPattern::BoundedStar { segments, .. } => {
+            let segs: Vec<String> = segments.iter().map(|s| filled(s)).collect();
+            vec![format!("/{}", segs.join("/"))]
+        }
+    }
+}
+
+/// Paths below which (and at which) `p` matches everything: the subtree shapes' tops.
+fn tops(p: &PathPattern) -> Vec<String> {
+    match p {
+        PathPattern::Subtree { root } => vec![root.clone()],
+        PathPattern::Nested {
+            subtree: true,
+            root,
+            tail,
+        } => vec![below(root, &tail.join("/"))],
+        PathPattern::BoundedStar {
+            subtree: true,
+            segments,
+        } => {
+            let segs: Vec<String> = segments.iter().map(|s| filled(s)).collect();
+            vec![format!("/{}", segs.join("/"))]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Relative paths a `**` pattern matches at any depth below its root.
+fn tails(p: &PathPattern) -> Vec<String> {
+    match p {
+        PathPattern::Postfix { suffix, .. } => vec![format!("x{suffix}")],
+        PathPattern::Segment { name, .. } => vec![name.clone()],
+        PathPattern::Nested { tail, .. } => vec![tail.join("/")],
+        _ => Vec::new(),
+    }
+}
+
+/// How many of the grants near a carve-out rule [`meets_by_sample`] tries.
+const SAMPLED_GRANTS: usize = 64;
+
+/// Whether a sample path shows that `d` meets one of `grants`: a valid path both match,
+/// among `d`'s samples, the near grants' samples, and each one's subtree top with the
+/// other's tail below it. `true` proves that [`meets_any`] does not answer `Some(false)`;
+/// `false` proves nothing.
+fn meets_by_sample(d: &PathPattern, grants: &Grants<'_>) -> bool {
+    let in_both = |s: &str, g: &PathPattern| is_valid_path(s) && d.matches(s) && g.matches(s);
+    for s in samples(d) {
+        if is_valid_path(&s) && d.matches(&s) {
+            let segs = split_segments(&s);
+            if grants
+                .candidates(&segs, false)
+                .iter()
+                .any(|g| g.matches(&s))
+            {
+                return true;
+            }
+        }
+    }
+    let near = grants.candidates(&d.literal_prefix(), true);
+    near.iter().take(SAMPLED_GRANTS).any(|g| {
+        let crossed = |a: &PathPattern, b: &PathPattern| {
+            tops(a)
+                .into_iter()
+                .flat_map(|t| tails(b).into_iter().map(move |r| below(&t, &r)))
+                .collect::<Vec<_>>()
+        };
+        samples(g)
+            .into_iter()
+            .chain(crossed(g, d))
+            .chain(crossed(d, g))
+            .any(|s| in_both(&s, g))
+    })
+}
+
+/// Whether the carve-out rule `d` provably meets none of `grants`: `meets_any(..) ==
+/// Some(false)`, with a sample path ([`meets_by_sample`]) sparing the automaton when the
+/// grants are indexed.
+pub(crate) fn carves_nothing(
+    searcher: &mut Searcher,
+    d: &PathPattern,
+    grants: &Grants<'_>,
+) -> bool {
+    if grants.indexed && meets_by_sample(d, grants) {
+        return false;
+    }
+    meets_any(searcher, d, grants) == Some(false)
+}
+
+/// Whether `carve` provably leaves nothing of `g`: `leaves_something(..) == Some(false)`,
+/// with (when `sample`) a sample path of `g` that `carve` leaves sparing the automaton.
+pub(crate) fn grants_nothing(
+    searcher: &mut Searcher,
+    g: &PathPattern,
+    carve: &Carve<'_>,
+    sample: bool,
+) -> bool {
+    let left = |s: &String| is_valid_path(s) && g.matches(s) && !carve.matches(s);
+    if sample && samples(g).iter().any(left) {
+        return false;
+    }
+    leaves_something(searcher, g, carve) == Some(false)
 }

@@ -59,7 +59,7 @@ pub(crate) mod carve;
 mod exec;
 mod hosts;
 pub(crate) mod net;
-mod paths;
+pub(crate) mod paths;
 mod ports;
 
 use std::fmt;

@@ -5,7 +5,9 @@
 //! a grant whose every path is carved out (it grants nothing), and an `exec.deny` of a
 //! readable program in a policy that lets the scope write where it may execute (a copy runs).
 
-use crate::attenuate::carve::{Carve, Carves, Searcher, leaves_something, meets_any};
+use crate::attenuate::carve::{
+    Carve, Carves, Grants, Searcher, carves_nothing, grants_nothing, meets_any,
+};
 use crate::compiled::{CompiledPolicy, Origin, PathRule};
 use crate::error::PolicyWarning;
 use crate::glob::PathPattern;
@@ -26,6 +28,20 @@ fn warning(file: &str, origin: &Origin, message: String) -> PolicyWarning {
 
 /// The carve-out warnings of `policy`, read from `file`.
 pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
+    lint_with(policy, file, false)
+}
+
+/// [`lint`]; with `reference`, the way it was first written (every grant list scanned whole
+/// for every carve-out rule, every question put to the automata), which the tests hold the
+/// fast way to.
+fn lint_with(policy: &CompiledPolicy, file: &str, reference: bool) -> Vec<PolicyWarning> {
+    let grants = |patterns| {
+        if reference {
+            Grants::scanned(patterns)
+        } else {
+            Grants::indexed(patterns)
+        }
+    };
     let fs = &policy.fs;
     let mut out = Vec::new();
     let mut searcher = Searcher::default();
@@ -34,9 +50,10 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     let write = patterns(&fs.write);
     let unix = patterns(&policy.net.unix);
     let all: Vec<&PathPattern> = readable.iter().chain(&exec).chain(&unix).copied().collect();
-    let mut nothing = |rules: &[PathRule], grants: &[&PathPattern], what: &str| {
+    let (all, write_grants, exec_grants) = (grants(all), grants(write), grants(exec.clone()));
+    let mut nothing = |rules: &[PathRule], grants: &Grants<'_>, what: &str| {
         for r in rules {
-            if meets_any(&mut searcher, &r.pattern, grants) == Some(false) {
+            if carves_nothing(&mut searcher, &r.pattern, grants) {
                 out.push(warning(
                     file,
                     &r.origin,
@@ -55,8 +72,8 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         .filter(|r| !crate::protected::is_builtin(&r.origin.key))
         .cloned()
         .collect();
-    nothing(&user_protect, &write, "write");
-    nothing(&policy.exec_deny, &exec, "exec");
+    nothing(&user_protect, &write_grants, "write");
+    nothing(&policy.exec_deny, &exec_grants, "exec");
     // Exec rules decide by name: where the scope may both write and execute (unpinned), a
     // copy of any program it can read runs under a new name, as does a hard link or rename
     // of one it can write. There, `exec.deny` of a readable program is a name, not a wall.
@@ -66,11 +83,14 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
         .filter(|r| r.pin.is_none())
         .map(|r| &r.pattern)
         .collect();
+    // (Only an `exec.deny` rule can be warned about: without one, nothing to look for.)
     let copy_target = unpinned
         .iter()
-        .find(|e| meets_any(&mut searcher, e, &write) == Some(true))
+        .filter(|_| !policy.exec_deny.is_empty())
+        .find(|e| meets_any(&mut searcher, e, &write_grants) == Some(true))
         .copied();
     if let Some(target) = copy_target {
+        let readable = grants(readable);
         for r in &policy.exec_deny {
             if meets_any(&mut searcher, &r.pattern, &readable) == Some(true) {
                 out.push(warning(
@@ -86,9 +106,9 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
             }
         }
     }
-    let protect = patterns(&fs.protect);
+    let protect = grants(patterns(&fs.protect));
     for r in &fs.unprotect {
-        if meets_any(&mut searcher, &r.pattern, &protect) == Some(false) {
+        if carves_nothing(&mut searcher, &r.pattern, &protect) {
             out.push(warning(
                 file,
                 &r.origin,
@@ -101,7 +121,7 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     }
     let carves = Carves::of(policy);
     let mut empty = |pattern: &PathPattern, origin: &Origin, carve: &Carve<'_>| {
-        if !carve.is_empty() && leaves_something(&mut searcher, pattern, carve) == Some(false) {
+        if !carve.is_empty() && grants_nothing(&mut searcher, pattern, carve, !reference) {
             out.push(warning(
                 file,
                 origin,
@@ -120,3 +140,6 @@ pub(super) fn lint(policy: &CompiledPolicy, file: &str) -> Vec<PolicyWarning> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -216,25 +216,53 @@ impl Parts {
     /// Rules repeated across files merged into the first (each file warned about its own
     /// repeats already; two fragments granting the same path is not worth a warning).
     fn deduplicated(self) -> Parts {
-        fn first<T, K: Hash + Eq>(rules: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
-            let mut seen = rustc_hash::FxHashSet::default();
-            rules.into_iter().filter(|r| seen.insert(key(r))).collect()
+        fn first<T>(rules: Vec<T>, key: impl for<'r> Fn(&'r [T]) -> Vec<Option<usize>>) -> Vec<T> {
+            let repeats = key(&rules);
+            rules
+                .into_iter()
+                .zip(repeats)
+                .filter_map(|(rule, repeat)| repeat.is_none().then_some(rule))
+                .collect()
         }
+        let pattern = |rules: &[PathRule]| repeats(rules, |r| &r.pattern);
         Parts {
-            read: first(self.read, |r| r.pattern.clone()),
-            write: first(self.write, |r| r.pattern.clone()),
-            deny: first(self.deny, |r| r.pattern.clone()),
-            protect: first(self.protect, |r| r.pattern.clone()),
-            unprotect: first(self.unprotect, |r| r.pattern.clone()),
-            exec: first(self.exec, |r| (r.pattern.clone(), r.pin)),
-            exec_deny: first(self.exec_deny, |r| r.pattern.clone()),
-            allow: first(self.allow, |r| (r.net, r.ports, r.protocols.clone())),
-            hosts: first(self.hosts, |r| {
-                (r.host.clone(), r.ports, r.protocols.clone())
+            read: first(self.read, pattern),
+            write: first(self.write, pattern),
+            deny: first(self.deny, pattern),
+            protect: first(self.protect, pattern),
+            unprotect: first(self.unprotect, pattern),
+            exec: first(self.exec, |rules| repeats(rules, |r| (&r.pattern, r.pin))),
+            exec_deny: first(self.exec_deny, pattern),
+            allow: first(self.allow, |rules| {
+                repeats(rules, |r| (r.net, r.ports, &r.protocols))
             }),
-            unix: first(self.unix, |r| r.pattern.clone()),
+            hosts: first(self.hosts, |rules| {
+                repeats(rules, |r| (&r.host, r.ports, &r.protocols))
+            }),
+            unix: first(self.unix, pattern),
         }
     }
+}
+
+/// For each rule, the index of the first rule with the same identity, if that is an earlier
+/// one: `None` for the rules to keep. Identities are borrowed from the rules, not copied.
+fn repeats<'r, T, K: Hash + Eq>(
+    rules: &'r [T],
+    identity: impl Fn(&'r T) -> K,
+) -> Vec<Option<usize>> {
+    let mut first: FxHashMap<K, usize> = FxHashMap::default();
+    first.reserve(rules.len());
+    rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| match first.entry(identity(rule)) {
+            Entry::Vacant(slot) => {
+                slot.insert(i);
+                None
+            }
+            Entry::Occupied(slot) => Some(*slot.get()),
+        })
+        .collect()
 }
 
 impl Compiler<'_> {
@@ -351,13 +379,13 @@ impl Compiler<'_> {
         let allow = self.dedup(
             "net.allow",
             allow,
-            |r| (r.net, r.ports, r.protocols.clone()),
+            |rs| repeats(rs, |r| (r.net, r.ports, &r.protocols)),
             |r| &r.origin,
         );
         let hosts = self.dedup(
             "net.allow",
             hosts,
-            |r| (r.host.clone(), r.ports, r.protocols.clone()),
+            |rs| repeats(rs, |r| (&r.host, r.ports, &r.protocols)),
             |r| &r.origin,
         );
         Parts {
@@ -573,7 +601,7 @@ impl Compiler<'_> {
                 rules.push(PathRule { pattern, origin });
             }
         }
-        self.dedup(list, rules, |r| r.pattern.clone(), |r| &r.origin)
+        self.dedup(list, rules, |rs| repeats(rs, |r| &r.pattern), |r| &r.origin)
     }
 
     fn exec_rules(&mut self, raws: &[Spanned<String>]) -> Vec<ExecRule> {
@@ -620,7 +648,7 @@ impl Compiler<'_> {
         self.dedup(
             "exec.allow",
             rules,
-            |r| (r.pattern.clone(), r.pin),
+            |rs| repeats(rs, |r| (&r.pattern, r.pin)),
             |r| &r.origin,
         )
     }
@@ -657,42 +685,34 @@ impl Compiler<'_> {
 
     /// Merges repeats into the first rule written (rules keep their source order), warning
     /// about each merged one.
-    fn dedup<T, K: Hash + Eq>(
+    fn dedup<T>(
         &mut self,
         list: &str,
         rules: Vec<T>,
-        identity: impl Fn(&T) -> K,
+        repeats_of: impl for<'r> Fn(&'r [T]) -> Vec<Option<usize>>,
         origin: impl Fn(&T) -> &Origin,
     ) -> Vec<T> {
-        let mut first: FxHashMap<K, usize> = FxHashMap::default();
-        first.reserve(rules.len());
-        let mut keep = vec![true; rules.len()];
-        for (i, rule) in rules.iter().enumerate() {
-            match first.entry(identity(rule)) {
-                Entry::Vacant(slot) => {
-                    slot.insert(i);
-                }
-                Entry::Occupied(slot) => {
-                    keep[i] = false;
-                    let (kept, dup) = (origin(&rules[*slot.get()]), origin(rule));
-                    self.warnings.push(PolicyWarning {
-                        file: self.source.name.clone(),
-                        line: dup.line,
-                        column: dup.column,
-                        key: dup.key.clone(),
-                        message: format!(
-                            "repeats {} (line {}) in {list}; merged",
-                            kept.key, kept.line
-                        ),
-                    });
-                }
-            }
+        let repeats = repeats_of(&rules);
+        for (i, kept) in repeats.iter().enumerate() {
+            let (Some(kept), Some(dup)) = (kept.and_then(|k| rules.get(k)), rules.get(i)) else {
+                continue;
+            };
+            let (kept, dup) = (origin(kept), origin(dup));
+            self.warnings.push(PolicyWarning {
+                file: self.source.name.clone(),
+                line: dup.line,
+                column: dup.column,
+                key: dup.key.clone(),
+                message: format!(
+                    "repeats {} (line {}) in {list}; merged",
+                    kept.key, kept.line
+                ),
+            });
         }
-        drop(first);
         rules
             .into_iter()
-            .zip(keep)
-            .filter_map(|(rule, keep)| keep.then_some(rule))
+            .zip(repeats)
+            .filter_map(|(rule, repeat)| repeat.is_none().then_some(rule))
             .collect()
     }
 }

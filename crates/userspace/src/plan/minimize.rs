@@ -18,11 +18,11 @@
 //! states are always equivalent; some equivalent states may stay apart (two glob sets that
 //! happen to accept the same names), which only refuses a move, never allows one.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use bee_common::{DEAD_STATE, glob_segment_matches};
 
-use super::paths::PathAutomaton;
+use super::paths::{FxMap, PathAutomaton};
 use bee_common::{EdgeKeyLong, EdgeKeyShort};
 
 /// What a state's transitions are, up to the classes of their targets.
@@ -52,7 +52,7 @@ struct Moves {
 
 fn moves(a: &PathAutomaton) -> Vec<Moves> {
     let n = a.states.len();
-    let mut symbols: HashMap<&[u8], u32> = HashMap::new();
+    let mut symbols: FxMap<&[u8], u32> = FxMap::default();
     let mut edges: Vec<Vec<(u32, u32, &[u8])>> = (0..=n).map(|_| Vec::new()).collect();
     let names = a
         .edges_short
@@ -126,7 +126,7 @@ fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
     let pinned: BTreeSet<u32> = a.pinned.values().copied().collect();
 
     // Initial partition: access bits, pinned states alone.
-    let mut initial: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut initial: FxMap<(u32, u32), u32> = FxMap::default();
     let mut class = vec![0u32; n + 1];
     for (i, s) in a.states.iter().enumerate() {
         let id = i + 1;
@@ -145,7 +145,8 @@ fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
     let mut next_class = vec![0u32; n + 1];
     loop {
         let cls = |s: u32| -> u32 { class.get(s as usize).copied().unwrap_or(0) };
-        let mut seen: HashMap<Signature, u32> = HashMap::with_capacity(count * 2);
+        let mut seen: FxMap<Signature, u32> =
+            FxMap::with_capacity_and_hasher(count * 2, Default::default());
         for id in 1..=n {
             let m = &moves[id];
             let default = cls(m.default);
@@ -187,7 +188,7 @@ fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
 pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
     let classes = classes(&a, |b| b);
     let mut new_id = vec![DEAD_STATE; a.states.len() + 1];
-    let mut of_class: HashMap<u32, u32> = HashMap::new();
+    let mut of_class: FxMap<u32, u32> = FxMap::default();
     let mut keep = vec![false; a.states.len() + 1];
     for id in 1..=a.states.len() {
         let next = of_class.len() as u32 + 1;
@@ -201,7 +202,7 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
     let map = |s: u32| -> u32 { new_id.get(s as usize).copied().unwrap_or(DEAD_STATE) };
     // Glob groups still used, renumbered in order of first use.
     let mut globs = Vec::new();
-    let mut group: HashMap<u32, u32> = HashMap::new();
+    let mut group: FxMap<u32, u32> = FxMap::default();
     for (i, v) in a.states.iter().enumerate() {
         if !keep[i + 1] || v.glob_count == 0 || group.contains_key(&v.glob_first) {
             continue;

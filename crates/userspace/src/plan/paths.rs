@@ -299,7 +299,7 @@ type Set = Rc<[u32]>;
 /// FxHash (rustc's hasher): the sets hashed here are planner-internal, so a fast
 /// non-cryptographic hash is enough.
 #[derive(Debug, Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(super) struct FxHasher(u64);
 
 impl FxHasher {
     fn add(&mut self, word: u64) {
@@ -333,7 +333,8 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A hash map keyed by FxHash, for the planner's internal keys.
+pub(super) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 struct Builder<'n, 'a> {
     nfa: &'n Nfa<'a>,

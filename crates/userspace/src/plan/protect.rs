@@ -15,6 +15,8 @@
 //! Patterns anchored below `/`, and any pattern when a write rule's prefix is `/`, are planned
 //! as written.
 
+use std::collections::HashSet;
+
 use bee_core::compiled::{Origin, PathRule};
 use bee_core::glob::{PathPattern, join_segments};
 
@@ -31,9 +33,13 @@ pub(crate) fn narrowed<'a>(
         .collect();
     roots.sort_by_key(Vec::len);
     roots.dedup();
+    // Shortest first, so a root is kept unless a kept root is a segment-prefix of it: one
+    // look-up per prefix of each root, not a scan of the kept ones.
     let mut kept: Vec<Vec<&str>> = Vec::new();
+    let mut kept_set: HashSet<Vec<&str>> = HashSet::new();
     for r in roots {
-        if !kept.iter().any(|k| r.starts_with(k)) {
+        if !(0..=r.len()).any(|n| r.get(..n).is_some_and(|p| kept_set.contains(p))) {
+            kept_set.insert(r.clone());
             kept.push(r);
         }
     }
