@@ -248,18 +248,7 @@ fn without_a_service_an_ordinary_user_is_told_what_to_do() {
 fn a_client_that_dies_has_its_scope_killed() {
     let service = start();
     let p = pub_policy(&service);
-    let mut client = ok(exec_as_nobody(
-        &service,
-        &p,
-        &["/usr/bin/dash", "-c", "echo up > pub/up; exec sleep 987"],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn());
-    wait_until("the command started", || {
-        ws(&service).join("pub/up").exists()
-    });
-    wait_until("sleep runs", || !pids_running("987").is_empty());
+    let mut client = sleeper(&service, &p, "987", "echo up > pub/up; exec sleep 987");
     ok(client.kill());
     let _ = client.wait();
     wait_until("the scope's processes are gone", || {
@@ -272,18 +261,7 @@ fn a_client_that_dies_has_its_scope_killed() {
 fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
     let mut service = start();
     let p = pub_policy(&service);
-    let mut client = ok(exec_as_nobody(
-        &service,
-        &p,
-        &["/usr/bin/dash", "-c", "sleep 988 & echo up > pub/up; wait"],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn());
-    wait_until("the command started", || {
-        ws(&service).join("pub/up").exists()
-    });
-    wait_until("sleep runs", || !pids_running("988").is_empty());
+    let mut client = sleeper(&service, &p, "988", "sleep 988 & echo up > pub/up; wait");
     assert_eq!(service.live_scopes(), 1);
     service.kill(libc::SIGKILL);
     // The client loses its service and says so (70).
@@ -308,6 +286,21 @@ fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
         "{}",
         service.log()
     );
+}
+
+/// `bee exec` as nobody of a dash `script` that writes `pub/up` and sleeps `seconds`
+/// (unique to the test, to find the process by); returns once `pub/up` is there. The
+/// client's stderr is piped.
+fn sleeper(service: &Service, p: &Path, seconds: &str, script: &str) -> std::process::Child {
+    let client = ok(exec_as_nobody(service, p, &["/usr/bin/dash", "-c", script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn());
+    wait_until("the command started", || {
+        ws(service).join("pub/up").exists()
+    });
+    wait_until("sleep runs", || !pids_running(seconds).is_empty());
+    client
 }
 
 /// A raw connection to the service, past nothing.
@@ -507,17 +500,7 @@ fn a_socket_systemd_passes_is_served() {
 fn a_stopped_service_tears_every_scope_down_and_removes_its_socket() {
     let mut service = start();
     let p = pub_policy(&service);
-    let mut client = ok(exec_as_nobody(
-        &service,
-        &p,
-        &["/usr/bin/dash", "-c", "echo up > pub/up; sleep 989"],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn());
-    wait_until("the command started", || {
-        ws(&service).join("pub/up").exists()
-    });
+    let mut client = sleeper(&service, &p, "989", "echo up > pub/up; sleep 989");
     service.kill(libc::SIGTERM);
     let _ = client.wait();
     assert!(pids_running("989").is_empty());
