@@ -19,7 +19,7 @@ use support::Buf;
 use bee::app::Exit;
 use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, SandboxFactory, parse_args, run_with};
-use bee::config::{EngineChoice, Env};
+use bee::config::{EngineChoice, Env, ServiceChoice};
 use bee::episode::{Bounds, Interrupt, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ToolCall, ToolDef};
 use bee::records::{
@@ -205,6 +205,7 @@ impl Project {
         let l = Arc::clone(log);
         let factory = move |_: Enforcement,
                             _: EngineChoice,
+                            _: ServiceChoice,
                             _: &[&CompiledPolicy]|
               -> Result<Box<dyn SandboxFactory>, Refusal> {
             Ok(Box::new(Factory(Arc::clone(&l))))
@@ -815,6 +816,7 @@ fn the_delegation_example_delegates_twice_at_once_and_refuses_the_widening() {
     let l = Arc::clone(&log);
     let factory = move |_: Enforcement,
                         _: EngineChoice,
+                        _: ServiceChoice,
                         _: &[&CompiledPolicy]|
           -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(Factory(Arc::clone(&l))))

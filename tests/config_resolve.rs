@@ -214,12 +214,14 @@ fn entries_show_every_value_with_its_origin() {
     assert_eq!(get("repl.approve").1, "false");
     assert_eq!(get("enforcement.engine").1, "auto");
     assert_eq!(get("enforcement.engine").2.to_string(), "default");
+    assert_eq!(get("enforcement.service").1, "auto");
+    assert_eq!(get("enforcement.service").2.to_string(), "default");
     assert!(
         get("security.ledger")
             .1
             .ends_with(".bee/findings/ledger.jsonl")
     );
-    assert_eq!(entries.len(), 20);
+    assert_eq!(entries.len(), 21);
 }
 
 #[test]

@@ -18,7 +18,7 @@ use support::Buf;
 use bee::app::Exit;
 use bee::app::enforcement::Refusal;
 use bee::app::run::{FactoryFn, RunContext, SandboxFactory, parse_args, run_with, sandbox_factory};
-use bee::config::{EngineChoice, Env};
+use bee::config::{EngineChoice, Env, ServiceChoice};
 use bee::episode::{Bounds, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ErrorCategory, ToolCall, ToolDef};
 use bee::records::{
@@ -205,6 +205,7 @@ fn run(project: &Project, fake: &Arc<Fake>, args: &[&str], interrupt: Interrupt)
     let f = Arc::clone(fake);
     let factory = move |e: Enforcement,
                         _: EngineChoice,
+                        _: ServiceChoice,
                         _: &[&CompiledPolicy]|
           -> Result<Box<dyn SandboxFactory>, Refusal> {
         let want = if f.host {
@@ -401,9 +402,10 @@ fn a_missing_api_key_exits_77_before_any_episode() {
 fn enforcement_unavailable_exits_69_before_any_model_call() {
     let p = Project::new(SCENARIO, &[DONE]);
     // The BPF LSM named: this host runs the Landlock engine, which `auto` would take.
-    let bpf_lsm = |e: Enforcement, _: EngineChoice, policies: &[&CompiledPolicy]| {
-        sandbox_factory(e, EngineChoice::BpfLsm, policies)
-    };
+    let bpf_lsm =
+        |e: Enforcement, _: EngineChoice, s: ServiceChoice, policies: &[&CompiledPolicy]| {
+            sandbox_factory(e, EngineChoice::BpfLsm, s, policies)
+        };
     let (status, text) = run_with_factory(&p, &bpf_lsm);
     assert_eq!(status, Exit::Unavailable);
     assert_eq!(status.code(), 69);
@@ -454,6 +456,7 @@ fn refused_run(p: &Project, refusal: &Refusal) -> (Exit, String, usize) {
     let asked = AtomicUsize::new(0);
     let factory = |_: Enforcement,
                    _: EngineChoice,
+                   _: ServiceChoice,
                    _: &[&CompiledPolicy]|
      -> Result<Box<dyn SandboxFactory>, Refusal> {
         asked.fetch_add(1, Ordering::SeqCst);
@@ -525,6 +528,7 @@ fn no_provider_exits_64() {
     let fake = Arc::new(Fake::default());
     let factory = move |_: Enforcement,
                         _: EngineChoice,
+                        _: ServiceChoice,
                         _: &[&CompiledPolicy]|
           -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(FakeRef(Arc::clone(&fake))))
@@ -885,6 +889,7 @@ fn on_a_terminal_each_episode_has_one_line_redrawn_in_place() {
     let fake = Arc::new(Fake::default());
     let factory = move |_: Enforcement,
                         _: EngineChoice,
+                        _: ServiceChoice,
                         _: &[&CompiledPolicy]|
           -> Result<Box<dyn SandboxFactory>, Refusal> {
         Ok(Box::new(FakeRef(Arc::clone(&fake))))

@@ -1087,3 +1087,54 @@ print(len(held), refused, last)
     });
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+/// `--service always` (or `[enforcement] service = "always"`) insists on the service: a
+/// session with none to ask is refused with 69 before any model call, and says what to do;
+/// `bee config show` says where the choice came from.
+#[test]
+fn a_session_that_insists_on_the_service_is_refused_without_one() {
+    let dir = ok(tempfile::tempdir());
+    let file = |name: &str, text: &str| ok(std::fs::write(dir.path().join(name), text));
+    file("p.toml", &policy_text("/tmp/none/**", "/tmp/none/**"));
+    file("rec.jsonl", "{\"text\": \"done\"}\n");
+    file(
+        "provider.toml",
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    );
+    file(
+        "scenario.toml",
+        "name = \"s\"\nprompt = \"p\"\nworkspace = \".\"\nworkspace_mode = \"in-place\"\npolicy = \"p.toml\"\n",
+    );
+    ok(std::fs::create_dir(dir.path().join(".bee")));
+    file(".bee/config.toml", "[enforcement]\nservice = \"always\"\n");
+    let bee = |args: &[&str]| {
+        output({
+            let mut c = Command::new(bee_exe());
+            c.args(args)
+                .current_dir(dir.path())
+                .env("HOME", dir.path())
+                .env_remove("XDG_CONFIG_HOME")
+                .env("BEE_SOCKET", dir.path().join("none.sock"));
+            c
+        })
+    };
+    let o = bee(&[
+        "run",
+        "--scenario",
+        "scenario.toml",
+        "--provider",
+        "provider.toml",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 69, "{}{err}", text(&o.stdout));
+    assert!(err.contains("no bee service answers at"), "{err}");
+    assert!(err.contains("systemctl enable --now bee.socket"), "{err}");
+    let o = bee(&["config", "show"]);
+    let out = text(&o.stdout);
+    assert!(
+        out.lines().any(|l| l.contains("enforcement.service")
+            && l.contains("always")
+            && l.contains("config.toml")),
+        "{out}"
+    );
+}

@@ -57,7 +57,7 @@ use super::enforcement;
 use super::learn::Learn;
 use super::setup::{Refused, connect};
 use crate::agents::Delegation;
-use crate::config::{EngineChoice, Env, Flags};
+use crate::config::{EngineChoice, Env, Flags, ServiceChoice};
 pub use crate::episode::SandboxFactory;
 use crate::episode::{Interrupt, Update};
 use crate::records::{Enforcement, RunSummary, STORE_FILE, Store, Timestamp};
@@ -145,11 +145,12 @@ where
 pub fn sandbox_factory(
     enforcement: Enforcement,
     engine: EngineChoice,
+    service: ServiceChoice,
     policies: &[&CompiledPolicy],
 ) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal> {
     let socket = crate::serve::socket_path();
     match enforcement {
-        Enforcement::Kernel if crate::config::ServiceChoice::Auto.use_service(&socket) => {
+        Enforcement::Kernel if service.use_service(&socket) => {
             Ok(Box::new(sandbox::Factory::service(socket, engine)?))
         }
         Enforcement::Kernel => Ok(Box::new(sandbox::Factory::kernel(engine, policies)?)),
@@ -162,6 +163,7 @@ pub fn sandbox_factory(
 pub type FactoryFn<'a> = dyn Fn(
         Enforcement,
         EngineChoice,
+        ServiceChoice,
         &[&CompiledPolicy],
     ) -> Result<Box<dyn SandboxFactory>, enforcement::Refusal>
     + 'a;
@@ -263,7 +265,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
     };
     let policies = episode_policies(&plan);
     let policies: Vec<&CompiledPolicy> = policies.iter().collect();
-    let checked = (ctx.factory)(plan.enforcement, plan.engine, &policies);
+    let checked = (ctx.factory)(plan.enforcement, plan.engine, plan.service, &policies);
     let mut factory = match checked {
         Ok(f) => f,
         Err(refusal) => {

@@ -273,14 +273,19 @@ pub(crate) fn confine(
         Enforcement::Host
     };
     let policies: Vec<&CompiledPolicy> = policy.map(|(p, _)| p).into_iter().collect();
-    let factory = super::run::sandbox_factory(enforcement, config.engine.value, &policies)
-        .map_err(|refusal| {
-            // The command prints its own prefix on the first line.
-            let text = refusal.render(command, nothing);
-            let prefix = format!("{command}: ");
-            let text = text.strip_prefix(&prefix).unwrap_or(&text).trim_end();
-            Refused(refusal.exit(), text.to_owned())
-        })?;
+    let factory = super::run::sandbox_factory(
+        enforcement,
+        config.engine.value,
+        config.service.value,
+        &policies,
+    )
+    .map_err(|refusal| {
+        // The command prints its own prefix on the first line.
+        let text = refusal.render(command, nothing);
+        let prefix = format!("{command}: ");
+        let text = text.strip_prefix(&prefix).unwrap_or(&text).trim_end();
+        Refused(refusal.exit(), text.to_owned())
+    })?;
     Ok(Confined {
         enforcement,
         scoped,

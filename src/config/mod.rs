@@ -226,6 +226,8 @@ pub struct Config {
     pub repl_approve: Option<Sourced<bool>>,
     /// `[enforcement] engine` (or `--engine`): which engine enforces the policy.
     pub engine: Sourced<EngineChoice>,
+    /// `[enforcement] service` (or `--service`): whether scopes are made by `bee serve`.
+    pub service: Sourced<ServiceChoice>,
     /// `[themes.NAME]`: user themes, checked when their file was read.
     #[serde(skip)]
     pub themes: BTreeMap<String, Sourced<crate::render::Theme>>,
@@ -279,6 +281,11 @@ pub struct Flags {
     /// engine otherwise), `bpf-lsm` or `landlock`.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<EngineChoice>,
+    /// Who makes the scopes: `auto` (the `bee serve` service when bee is not root and its
+    /// socket exists, this process otherwise), `always` (the service) or `never` (this
+    /// process).
+    #[arg(long, value_name = "WHO")]
+    pub service: Option<ServiceChoice>,
 }
 
 /// Which engine should enforce: `--engine`, `[enforcement] engine`.
@@ -305,7 +312,7 @@ impl EngineChoice {
     }
 }
 
-/// Who enforces a command's scope: `--service`. `bee serve` for a process without the
+/// Who makes a command's scopes: `--service`, `[enforcement] service`. `bee serve` for a process without the
 /// privileges, or this process itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -321,6 +328,15 @@ pub enum ServiceChoice {
 }
 
 impl ServiceChoice {
+    /// `auto`, `always` or `never`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Always => "always",
+            Self::Never => "never",
+        }
+    }
+
     /// Whether to go through the service whose socket is `socket`.
     pub fn use_service(self, socket: &std::path::Path) -> bool {
         match self {
@@ -494,6 +510,7 @@ impl Config {
             repl_tui: None,
             repl_approve: None,
             engine: Sourced::default(EngineChoice::Auto),
+            service: Sourced::default(ServiceChoice::Auto),
             themes: BTreeMap::new(),
             ledger: Sourced::default(env.cwd.join(".bee").join("findings").join("ledger.jsonl")),
             scanners: BTreeMap::new(),
@@ -559,6 +576,9 @@ impl Config {
         }
         if let Some(e) = f.engine {
             self.engine = Sourced::flag(e, "--engine");
+        }
+        if let Some(s) = f.service {
+            self.service = Sourced::flag(s, "--service");
         }
     }
 
@@ -689,6 +709,13 @@ impl Config {
             (
                 self.engine.value.as_str().to_owned(),
                 self.engine.origin.clone(),
+            ),
+        );
+        push(
+            "enforcement.service",
+            (
+                self.service.value.as_str().to_owned(),
+                self.service.origin.clone(),
             ),
         );
         push(

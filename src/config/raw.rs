@@ -38,6 +38,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawEnforcement {
     engine: Option<Spanned<super::EngineChoice>>,
+    service: Option<Spanned<super::ServiceChoice>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -464,6 +465,9 @@ pub(super) fn apply(
     }
     if let Some(e) = raw.enforcement.as_ref().and_then(|e| e.engine.as_ref()) {
         config.engine = r.sourced(e);
+    }
+    if let Some(s) = raw.enforcement.as_ref().and_then(|e| e.service.as_ref()) {
+        config.service = r.sourced(s);
     }
     if let Some(s) = &raw.security {
         if let Some(p) = r.path(&s.ledger, "security.ledger") {

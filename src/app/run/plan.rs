@@ -46,6 +46,8 @@ pub(super) struct Plan {
     pub(super) enforcement: Enforcement,
     /// `--engine`, `[enforcement] engine`.
     pub(super) engine: EngineChoice,
+    /// `--service`, `[enforcement] service`.
+    pub(super) service: crate::config::ServiceChoice,
     pub(super) provider: ProviderSpec,
     pub(super) records_dir: PathBuf,
     /// Where every tool call's audit records are appended as JSON lines (`--audit`).
@@ -214,6 +216,7 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     let roles = discover_roles(env);
     Ok(Plan {
         engine: config.engine.value,
+        service: config.service.value,
         agents: agents_on(&config, &roles),
         agent_settings: config.agents.settings(),
         tool_policy_files: config
