@@ -74,7 +74,11 @@ impl Peer {
     }
 }
 
-fn getsockopt<T: Copy>(fd: libc::c_int, option: libc::c_int) -> io::Result<T> {
+/// A `SOL_SOCKET` option of `fd`, read as a `T` (plain data).
+///
+/// # Errors
+/// `getsockopt(2)`'s.
+pub(super) fn getsockopt<T: Copy>(fd: libc::c_int, option: libc::c_int) -> io::Result<T> {
     let mut value = std::mem::MaybeUninit::<T>::zeroed();
     let mut len = libc::socklen_t::try_from(size_of::<T>()).unwrap_or(0);
     // SAFETY: `value` has room for `len` bytes; getsockopt(2) writes at most that many.

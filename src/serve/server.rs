@@ -46,7 +46,8 @@ const HELLO_WITHIN: Duration = Duration::from_secs(10);
 pub struct ServiceConfig {
     /// The ceilings directory ([`ceiling::DEFAULT_DIR`]).
     pub ceilings: PathBuf,
-    /// Where each live scope is listed, one file per scope holding its cgroup directory.
+    /// Where each live scope is listed: one file per scope, named after its cgroup (and
+    /// holding its directory, for people).
     pub state_dir: PathBuf,
     /// The most connections served at once; more are answered 69 and closed.
     pub max_connections: usize,
@@ -131,32 +132,23 @@ impl Service {
             return said;
         };
         for entry in entries.flatten() {
-            let file = entry.path();
-            let named = std::fs::read_to_string(&file)
-                .map(|s| PathBuf::from(s.trim()))
-                .unwrap_or_default();
-            // Only a direct child of this service's parent, by its real path: the file could
-            // be stale, and nothing outside bee's cgroups is touched (`bee/../x` is not).
-            let dir = std::fs::canonicalize(&named).unwrap_or_default();
-            let ours = dir.parent() == Some(self.parent.path()) && dir == named;
-            if ours && dir.is_dir() {
-                let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-                let deadline = Instant::now() + KILL_WAIT;
-                while populated(&dir) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                match std::fs::remove_dir(&dir) {
-                    Ok(()) => said.push(format!(
-                        "removed the scope {} left by an earlier service",
-                        dir.display()
-                    )),
-                    Err(e) => said.push(format!(
-                        "could not remove the scope {} left by an earlier service: {e}",
-                        dir.display()
-                    )),
-                }
+            // A listed scope is named by the file's name, and only a direct child of this
+            // service's parent can be named: whatever a stale or planted file holds, nothing
+            // outside bee's cgroups is touched.
+            let scope = entry
+                .file_name()
+                .to_str()
+                .and_then(|name| self.parent.existing_scope(name).ok().flatten());
+            if let Some(cgroup) = scope {
+                let dir = cgroup.path().display().to_string();
+                said.push(match cgroup.teardown(KILL_WAIT) {
+                    Ok(()) => format!("removed the scope {dir} left by an earlier service"),
+                    Err(e) => {
+                        format!("could not remove the scope {dir} left by an earlier service: {e}")
+                    }
+                });
             }
-            let _ = std::fs::remove_file(&file);
+            let _ = std::fs::remove_file(entry.path());
         }
         said
     }
@@ -897,24 +889,9 @@ fn as_caller<T>(peer: &Peer, f: impl FnOnce() -> T) -> T {
 /// True when `fd` is a unix socket whose peer is this process: the client end of a
 /// connection to the service, which must not outlive its client in a command.
 fn connected_to_us(fd: &OwnedFd) -> bool {
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = libc::socklen_t::try_from(size_of::<libc::ucred>()).unwrap_or(0);
-    // SAFETY: getsockopt(2) writes at most `len` bytes into `cred`; a descriptor that is not
-    // a socket fails with ENOTSOCK.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &raw mut len,
-        )
-    };
-    rc == 0 && u32::try_from(cred.pid).ok() == Some(std::process::id())
+    // A descriptor that is not a socket fails with ENOTSOCK.
+    super::peer::getsockopt::<libc::ucred>(fd.as_raw_fd(), libc::SO_PEERCRED)
+        .is_ok_and(|cred| u32::try_from(cred.pid).ok() == Some(std::process::id()))
 }
 
 /// Lists a scope: `file` holds its cgroup directory. Made new (`O_EXCL`), never through a
@@ -945,7 +922,7 @@ fn same_namespaces(peer: &Peer) -> Result<(), ErrorBody> {
             }
             _ => false,
         };
-        if !same || !super::peer::alive(&peer.pidfd) {
+        if !same {
             return Err(ErrorBody::new(
                 77,
                 format!(
@@ -953,6 +930,10 @@ fn same_namespaces(peer: &Peer) -> Result<(), ErrorBody> {
                 ),
             ));
         }
+    }
+    // What was read belongs to the caller only while its pidfd names a live process.
+    if !super::peer::alive(&peer.pidfd) {
+        return Err(ErrorBody::new(77, "the caller is gone"));
     }
     Ok(())
 }
@@ -966,12 +947,6 @@ fn is_timeout(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     )
-}
-
-fn populated(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("cgroup.events"))
-        .map(|s| s.lines().any(|l| l == "populated 1"))
-        .unwrap_or(false)
 }
 
 /// True when `stream` has a byte or a hang-up to read now.

@@ -269,6 +269,34 @@ impl CgroupParent {
         Ok(scope)
     }
 
+    /// The existing scope cgroup `name` directly below this parent (e.g. one an earlier
+    /// process made and did not remove), to tear it down; `None` when `name` is not one
+    /// plain path component or no such directory (not a link) is there.
+    ///
+    /// # Errors
+    /// [`CgroupError::Io`] when it exists but cannot be examined.
+    pub fn existing_scope(&self, name: &str) -> Result<Option<ScopeCgroup>, CgroupError> {
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            return Ok(None);
+        }
+        let path = self.path.join(name);
+        let meta = match fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("stat", &path)(e)),
+        };
+        if !meta.is_dir() {
+            return Ok(None);
+        }
+        Ok(Some(ScopeCgroup {
+            path,
+            name: name.to_owned(),
+            id: meta.ino(),
+            removed: false,
+            killed: AtomicBool::new(false),
+        }))
+    }
+
     fn mkdir_unique(&self) -> Result<ScopeCgroup, CgroupError> {
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
         let nanos = SystemTime::now()
