@@ -79,10 +79,8 @@ pub fn applicable(dir: &Path, peer: &Peer) -> Result<Vec<(PathBuf, CompiledPolic
             return Ok(vec![compile(file)?]);
         }
     }
-    let mut gids = vec![peer.gid];
-    gids.extend(peer.groups.iter().copied().filter(|g| *g != peer.gid));
     let mut found = Vec::new();
-    for gid in gids {
+    for gid in gids(peer) {
         if let Ok(Some(g)) = Group::from_gid(Gid::from_raw(gid)) {
             let file = dir.join("group").join(format!("{}.toml", g.name));
             if file.is_file() {
@@ -106,15 +104,20 @@ pub fn looked_for(dir: &Path, peer: &Peer) -> Vec<PathBuf> {
     if let Ok(Some(u)) = User::from_uid(Uid::from_raw(peer.uid)) {
         files.push(dir.join("user").join(format!("{}.toml", u.name)));
     }
-    let mut gids = vec![peer.gid];
-    gids.extend(peer.groups.iter().copied().filter(|g| *g != peer.gid));
-    for gid in gids {
+    for gid in gids(peer) {
         if let Ok(Some(g)) = Group::from_gid(Gid::from_raw(gid)) {
             files.push(dir.join("group").join(format!("{}.toml", g.name)));
         }
     }
     files.push(dir.join("default.toml"));
     files
+}
+
+/// The caller's groups: its primary group, then its supplementary ones.
+fn gids(peer: &Peer) -> Vec<u32> {
+    let mut gids = vec![peer.gid];
+    gids.extend(peer.groups.iter().copied().filter(|g| *g != peer.gid));
+    gids
 }
 
 /// Proves `request` within one of `ceilings` (each named by a label for the refusal).
