@@ -207,11 +207,7 @@ impl ServiceReport {
             .as_ref()
             .ok()
             .filter(|w| !w.ceiling.is_empty())?;
-        let kind = match w.engine.as_str() {
-            "bpf-lsm" => EngineKind::BpfLsm,
-            "landlock" => EngineKind::Landlock,
-            _ => return None,
-        };
+        let kind = EngineKind::parse(&w.engine)?;
         (choice == EngineChoice::Auto || choice.as_str() == w.engine).then_some(kind)
     }
 

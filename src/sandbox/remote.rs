@@ -47,10 +47,12 @@ impl Remote {
         origin: &str,
     ) -> Result<Self, SandboxError> {
         let mut client = Client::connect(socket)?;
-        let engine = match client.welcome.engine.as_str() {
-            "bpf-lsm" => EngineKind::BpfLsm,
-            _ => EngineKind::Landlock,
-        };
+        let engine = EngineKind::parse(&client.welcome.engine).ok_or_else(|| {
+            ClientError::Protocol(format!(
+                "an engine this bee does not know: {}",
+                client.welcome.engine
+            ))
+        })?;
         let scope = client.create(policy, origin, None)?;
         Ok(Self {
             client: Mutex::new(client),

@@ -50,6 +50,13 @@ impl EngineKind {
             Self::Landlock => "landlock",
         }
     }
+
+    /// The engine [`EngineKind::as_str`] names; `None` for any other text.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::BpfLsm, Self::Landlock]
+            .into_iter()
+            .find(|e| e.as_str() == name)
+    }
 }
 
 impl std::fmt::Display for EngineKind {
