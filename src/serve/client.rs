@@ -90,21 +90,10 @@ impl Client {
             path: path.display().to_string(),
             source,
         })?;
-        let mut client = Self {
-            stream,
-            welcome: Welcome {
-                version: 0,
-                bee: String::new(),
-                engine: String::new(),
-                uid: 0,
-                ceiling: Vec::new(),
-            },
-        };
-        match client.ask(&Request::Hello { version: VERSION }, &[])? {
-            Response::Welcome(w) => client.welcome = w,
-            other => return Err(unexpected(&other)),
+        match ask(&stream, &Request::Hello { version: VERSION }, &[])? {
+            Response::Welcome(welcome) => Ok(Self { stream, welcome }),
+            other => Err(unexpected(&other)),
         }
-        Ok(client)
     }
 
     /// Creates a scope confined by `policy` (named `origin` in messages); returns its id.
@@ -192,33 +181,43 @@ impl Client {
     /// # Errors
     /// As the module's requests.
     pub fn ask(&mut self, request: &Request, fds: &[RawFd]) -> Result<Response, ClientError> {
-        wire::send(&self.stream, request, fds).map_err(hangup)?;
-        loop {
-            match self.read()? {
-                Some(Response::Error(body)) => return Err(ClientError::Refused(body)),
-                Some(other) => return Ok(other),
-                None => {}
-            }
-        }
+        ask(&self.stream, request, fds)
     }
 
     /// The next answer; `None` when the stream's read timeout passed first.
     fn read(&self) -> Result<Option<Response>, ClientError> {
-        match wire::recv(&self.stream, MID_FRAME) {
-            Ok(received) => decode(&received.body)
-                .map(Some)
-                .map_err(|e| ClientError::Protocol(e.to_string())),
-            Err(RecvError::Io(e))
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                Ok(None)
-            }
-            Err(RecvError::Closed) => Err(ClientError::Protocol("the service hung up".into())),
-            Err(e) => Err(ClientError::Protocol(e.to_string())),
+        read(&self.stream)
+    }
+}
+
+/// [`Client::ask`] on `stream`.
+fn ask(stream: &UnixStream, request: &Request, fds: &[RawFd]) -> Result<Response, ClientError> {
+    wire::send(stream, request, fds).map_err(hangup)?;
+    loop {
+        match read(stream)? {
+            Some(Response::Error(body)) => return Err(ClientError::Refused(body)),
+            Some(other) => return Ok(other),
+            None => {}
         }
+    }
+}
+
+/// [`Client::read`] on `stream`.
+fn read(stream: &UnixStream) -> Result<Option<Response>, ClientError> {
+    match wire::recv(stream, MID_FRAME) {
+        Ok(received) => decode(&received.body)
+            .map(Some)
+            .map_err(|e| ClientError::Protocol(e.to_string())),
+        Err(RecvError::Io(e))
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(RecvError::Closed) => Err(ClientError::Protocol("the service hung up".into())),
+        Err(e) => Err(ClientError::Protocol(e.to_string())),
     }
 }
 
