@@ -803,6 +803,22 @@ fn a_crafted_pattern_that_climbs_out_of_the_ceiling_is_refused() {
     );
 }
 
+/// What the Python clients below share: the imports, and a frame written and read.
+const PY_FRAMES: &str = r#"
+import json, os, socket, struct, sys
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+def read(s):
+    def exact(n):
+        b = b""
+        while len(b) < n:
+            c = s.recv(n - len(b))
+            if not c: raise EOFError
+            b += c
+        return b
+    (n,) = struct.unpack(">I", exact(4)); return json.loads(exact(n))
+"#;
+
 /// A raw client, as `nobody`, in Python: hello, create a scope for `policy`, spawn
 /// `cat data` in `cwd` with the environment `env` (JSON pairs) and, for `stdin`, `none`
 /// (`/dev/null`) or `self` (its own connection to the service); prints every answer as JSON,
@@ -815,19 +831,7 @@ fn raw_spawn(
     stdin: &str,
 ) -> Output {
     const SCRIPT: &str = r#"
-import json, os, socket, struct, sys
 sock, cwd, policy, env, stdin = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5]
-def frame(o):
-    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
-def read(s):
-    def exact(n):
-        b = b""
-        while len(b) < n:
-            c = s.recv(n - len(b))
-            if not c: raise EOFError
-            b += c
-        return b
-    (n,) = struct.unpack(">I", exact(4)); return json.loads(exact(n))
 s = socket.socket(socket.AF_UNIX); s.connect(sock)
 s.sendall(frame({"hello": {"version": 1}})); read(s)
 s.sendall(frame({"create": {"policy": policy, "origin": "p"}})); scope = read(s)["created"]["scope"]
@@ -844,7 +848,7 @@ print(json.dumps(answers)); print(os.read(r, 100).decode())
     output({
         let mut c = Command::new("/usr/bin/python3");
         c.arg("-c")
-            .arg(SCRIPT)
+            .arg([PY_FRAMES, SCRIPT].concat())
             .arg(service.socket())
             .arg(cwd)
             .arg(ok(policy.to_json()))
@@ -1036,18 +1040,6 @@ fn the_sweep_never_leaves_bees_cgroup() {
 fn one_user_cannot_take_every_connection() {
     let service = start();
     const SCRIPT: &str = r#"
-import json, socket, struct, sys
-def frame(o):
-    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
-def read(s):
-    def exact(n):
-        b = b""
-        while len(b) < n:
-            c = s.recv(n - len(b))
-            if not c: raise EOFError
-            b += c
-        return b
-    (n,) = struct.unpack(">I", exact(4)); return json.loads(exact(n))
 held, refused, last = [], 0, ""
 for i in range(300):
     s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
@@ -1066,7 +1058,7 @@ print(len(held), refused, last)
     let o = output({
         let mut c = Command::new("/usr/bin/python3");
         c.arg("-c")
-            .arg(SCRIPT)
+            .arg([PY_FRAMES, SCRIPT].concat())
             .arg(service.socket())
             .uid(NOBODY)
             .gid(NOBODY);
