@@ -192,7 +192,14 @@ impl Client {
 
 /// [`Client::ask`] on `stream`.
 fn ask(stream: &UnixStream, request: &Request, fds: &[RawFd]) -> Result<Response, ClientError> {
-    wire::send(stream, request, fds).map_err(hangup)?;
+    if let Err(e) = wire::send(stream, request, fds) {
+        // A service that turned this caller away may have hung up before the request was
+        // written: its reason is still waiting to be read.
+        return match read(stream) {
+            Ok(Some(Response::Error(body))) => Err(ClientError::Refused(body)),
+            _ => Err(hangup(e)),
+        };
+    }
     loop {
         match read(stream)? {
             Some(Response::Error(body)) => return Err(ClientError::Refused(body)),

@@ -272,12 +272,12 @@ impl<'s> Connection<'s> {
             Ok(p) => p,
             Err(e) => {
                 let body = ErrorBody::new(77, format!("cannot identify the caller: {e}"));
-                let _ = wire::send(&stream, &Response::Error(body), &[]);
+                turn_away(&stream, body);
                 return;
             }
         };
         if let Err(body) = same_namespaces(&peer) {
-            let _ = wire::send(&stream, &Response::Error(body), &[]);
+            turn_away(&stream, body);
             return;
         }
         if !service.enter(peer.uid) {
@@ -288,7 +288,7 @@ impl<'s> Connection<'s> {
                     peer.uid
                 ),
             );
-            let _ = wire::send(&stream, &Response::Error(body), &[]);
+            turn_away(&stream, body);
             return;
         }
         // Idle reads wake up now and then to see whether the service is stopping.
@@ -906,6 +906,16 @@ fn write_state(file: &Path, dir: &Path) -> io::Result<()> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(file)?;
     f.write_all(dir.as_os_str().as_encoded_bytes())
+}
+
+/// Refuses a caller at the door: waits (a short while) for its `hello`, then answers it with
+/// `body` and hangs up. Answering before the hello arrived would race the client's write: a
+/// socket closed under it fails that write with `EPIPE` before it reads the reason.
+fn turn_away(stream: &UnixStream, body: ErrorBody) {
+    const WAIT: Duration = Duration::from_secs(2);
+    let _ = stream.set_read_timeout(Some(WAIT));
+    let _ = wire::recv(stream, WAIT);
+    let _ = wire::send(stream, &Response::Error(body), &[]);
 }
 
 /// Refuses a caller in other mount, network, user or PID namespaces than the service's: its
