@@ -646,6 +646,33 @@ fn denials_are_reported_to_the_scope_that_made_them() {
     }
 }
 
+/// A denial made as a command ends is reported with that command, every time: the drain
+/// waits for the kernel's audit queue to empty and for the reader to read the socket after
+/// that, not for a quiet spell. Twenty-five runs in a row, each denied once just before it
+/// exits.
+#[test]
+fn a_denial_just_before_the_end_is_reported_every_time() {
+    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    let p = t.policy(&policy_text(&["./**"], &[], &["/usr/bin/cat"], ""));
+    let want = format!(
+        "open {} for read: no fs.read grant covers it",
+        secret.display()
+    );
+    for round in 0..25 {
+        let r = t.run(&p, &["/usr/bin/cat", &secret.display().to_string()]);
+        assert_ne!(r.status, 0, "round {round}: {r:?}");
+        assert!(
+            r.denials.iter().any(|d| d.contains(want.as_str())),
+            "round {round}: no `{want}` in {r:#?}"
+        );
+    }
+}
+
 /// A file the scope marks set-user-ID (or set-group-ID) would run as its owner — root, for
 /// bee as root — when a user outside the scope runs it after the call: every way to set the
 /// bits is refused (`chmod`, `fchmodat`, `install -m`, `open` and `mknod` with the mode,

@@ -12,16 +12,20 @@
 //! - A record names its domain; the domain's first record names the process that created it,
 //!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
 //!   record is attributed to its scope's cgroup.
-//! - Records arrive asynchronously: [`Reports::drain`] waits until the socket has been seen
-//!   empty after it was called (at most [`SETTLE_MAX`]), so a denial made by a command that has
-//!   exited is reported with that command.
+//! - Records arrive asynchronously: the denied process queues them, and the kernel's
+//!   `kauditd` thread later copies them to the group. [`Reports::drain`] first waits until
+//!   the kernel's queue has been seen empty (`AUDIT_GET`'s backlog), then until the reader has
+//!   read the socket empty after that (at most [`SETTLE_MAX`] in all), so a denial made by a
+//!   command that has exited is reported with that command. Only a record `kauditd` has taken
+//!   off its queue and not yet finished copying can be missed.
 
 mod netlink;
 pub mod record;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bee_common::AuditEvent;
@@ -31,6 +35,13 @@ use record::{Access, Record};
 /// The longest [`Reports::drain`] waits for the kernel to deliver what is queued.
 pub const SETTLE_MAX: Duration = Duration::from_millis(250);
 
+/// The longest [`Reports::drain`] waits for the kernel's queue to be seen empty, where other
+/// processes' records keep it busy.
+const QUEUE_WAIT: Duration = Duration::from_millis(20);
+
+/// How long the socket stays quiet before the events still open are taken as complete.
+const QUIET: Duration = Duration::from_millis(20);
+
 /// Denials kept before they are drained (the oldest go first).
 const READY_MAX: usize = 4096;
 
@@ -39,12 +50,16 @@ const READY_MAX: usize = 4096;
 pub struct Reports {
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
+    /// Wakes the reader: a drain wants the socket read empty, or the reports are dropped.
+    wake: Arc<OwnedFd>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<State>,
+    /// Signalled when the reader has read the socket empty for a drain.
+    flushed: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -57,8 +72,10 @@ struct State {
     open: BTreeMap<u64, Vec<Record>>,
     /// Denials of complete events, oldest first.
     ready: VecDeque<Denied>,
-    /// The last time the socket was found empty.
-    last_empty: Option<Instant>,
+    /// Flushes asked for by drains, numbered from 1.
+    asked: u64,
+    /// The last flush done: the socket was read empty after drain number `done` asked.
+    done: u64,
     /// Set when the reader stopped on an error: drains return at once.
     failed: bool,
 }
@@ -104,19 +121,22 @@ impl Reports {
     pub fn start() -> Result<Self, String> {
         netlink::enable_audit()?;
         let socket = netlink::subscribe()?;
+        let wake = Arc::new(eventfd().map_err(|e| format!("creating an eventfd failed: {e}"))?);
         let shared = Arc::new(Shared::default());
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
+            let wake = Arc::clone(&wake);
             std::thread::Builder::new()
                 .name("bee-landlock-audit".into())
-                .spawn(move || read_loop(&socket, &shared, &stop))
+                .spawn(move || read_loop(&socket, &wake, &shared, &stop))
                 .map_err(|e| format!("starting the audit reader failed: {e}"))?
         };
         Ok(Self {
             shared,
             stop,
+            wake,
             thread: Some(thread),
         })
     }
@@ -146,16 +166,23 @@ impl Reports {
     /// once the kernel has delivered what it had queued when this was called.
     pub fn drain(&self, cgroup_id: u64) -> Vec<AuditEvent> {
         let start = Instant::now();
-        loop {
-            let state = self.shared.lock();
-            let settled = state.failed || state.last_empty.is_some_and(|t| t > start);
-            drop(state);
-            if settled || start.elapsed() >= SETTLE_MAX {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
+        netlink::queue_emptied(QUEUE_WAIT);
+        let ticket = {
+            let mut state = self.shared.lock();
+            state.asked += 1;
+            state.asked
+        };
+        kick(&self.wake);
         let mut state = self.shared.lock();
+        while !state.failed && state.done < ticket {
+            let Some(left) = SETTLE_MAX.checked_sub(start.elapsed()) else {
+                break;
+            };
+            state = match self.shared.flushed.wait_timeout(state, left) {
+                Ok((s, _)) => s,
+                Err(e) => e.into_inner().0,
+            };
+        }
         let State {
             launches,
             domains,
@@ -177,6 +204,7 @@ impl Reports {
 impl Drop for Reports {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        kick(&self.wake);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -197,33 +225,120 @@ fn scope_of(launches: &HashMap<u32, u64>, domains: &HashMap<u64, u32>, domain: u
         .copied()
 }
 
-/// Reads records until `stop`, completing events as they end.
-fn read_loop(socket: &netlink::Socket, shared: &Shared, stop: &AtomicBool) {
+/// Reads records until `stop`, completing events as they end: when a later event begins,
+/// when the socket has been quiet for [`QUIET`], and when a drain asked for the socket to be
+/// read empty.
+fn read_loop(socket: &netlink::Socket, wake: &OwnedFd, shared: &Shared, stop: &AtomicBool) {
     let mut buf = vec![0u8; 16 * 1024];
     while !stop.load(Ordering::Relaxed) {
-        match socket.recv(&mut buf) {
-            Ok(Some(messages)) => {
-                let mut state = shared.lock();
-                for (msg_type, text) in messages {
-                    if let Some(r) = record::parse(msg_type, &text) {
-                        state.add(r);
+        let open = !shared.lock().open.is_empty();
+        let ready = match wait(socket, wake, if open { QUIET } else { IDLE }) {
+            Ok(r) => r,
+            Err(_) => return fail(shared),
+        };
+        // Taken before the socket is read: a flush answers only drains that asked before it.
+        let asked = ready.woken.then(|| shared.lock().asked);
+        loop {
+            match socket.recv(&mut buf) {
+                Ok(Some(messages)) => {
+                    let mut state = shared.lock();
+                    for (msg_type, text) in messages {
+                        if let Some(r) = record::parse(msg_type, &text) {
+                            state.add(r);
+                        }
                     }
                 }
+                Ok(None) => break,
+                Err(_) => return fail(shared),
             }
-            Ok(None) => {
-                let mut state = shared.lock();
-                let serials: Vec<u64> = state.open.keys().copied().collect();
-                for s in serials {
-                    state.complete(s);
-                }
-                state.last_empty = Some(Instant::now());
+        }
+        if ready.quiet || asked.is_some() {
+            let mut state = shared.lock();
+            let serials: Vec<u64> = state.open.keys().copied().collect();
+            for s in serials {
+                state.complete(s);
             }
-            Err(_) => {
-                shared.lock().failed = true;
-                return;
+            if let Some(asked) = asked {
+                state.done = state.done.max(asked);
+                shared.flushed.notify_all();
             }
         }
     }
+}
+
+/// How long the reader sleeps with no event open (it wakes earlier to stop or to flush).
+const IDLE: Duration = Duration::from_secs(1);
+
+/// What woke the reader.
+struct Ready {
+    /// A drain (or the drop) kicked it.
+    woken: bool,
+    /// Nothing came within the timeout.
+    quiet: bool,
+}
+
+/// Waits up to `timeout` for records or a kick; a kick is consumed.
+fn wait(socket: &netlink::Socket, wake: &OwnedFd, timeout: Duration) -> std::io::Result<Ready> {
+    let mut fds = [
+        libc::pollfd {
+            fd: socket.fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fds` is an array of two initialised pollfds.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.kind() == std::io::ErrorKind::Interrupted {
+            Ok(Ready {
+                woken: false,
+                quiet: false,
+            })
+        } else {
+            Err(e)
+        };
+    }
+    let woken = fds[1].revents & libc::POLLIN != 0;
+    if woken {
+        let mut count = [0u8; 8];
+        // SAFETY: an eventfd read of its 8-byte counter into a buffer of that size.
+        unsafe { libc::read(wake.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
+    }
+    Ok(Ready {
+        woken,
+        quiet: n == 0,
+    })
+}
+
+/// Marks the reader failed (drains return at once) and wakes any drain waiting.
+fn fail(shared: &Shared) {
+    shared.lock().failed = true;
+    shared.flushed.notify_all();
+}
+
+/// A non-blocking eventfd.
+fn eventfd() -> std::io::Result<OwnedFd> {
+    // SAFETY: eventfd(2) with constant flags; returns a new descriptor or -1.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Wakes the reader.
+fn kick(wake: &OwnedFd) {
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: an eventfd write of its 8-byte increment from a buffer of that size.
+    unsafe { libc::write(wake.as_raw_fd(), one.as_ptr().cast(), 8) };
 }
 
 impl State {
@@ -339,6 +454,7 @@ mod tests {
         let reports = Reports {
             shared: Arc::new(Shared::default()),
             stop: Arc::new(AtomicBool::new(true)),
+            wake: Arc::new(eventfd().unwrap()),
             thread: None,
         };
         {

@@ -21,8 +21,6 @@ const HEADER: usize = 16;
 /// `struct audit_status` as far as bee reads or writes it: mask, enabled, failure, pid,
 /// rate_limit, backlog_limit, lost, backlog (eight `u32`s).
 const STATUS: usize = 32;
-/// How long a read waits before it reports the socket empty.
-const READ_TIMEOUT_MS: libc::suseconds_t = 20;
 
 /// A subscribed audit socket.
 #[derive(Debug)]
@@ -87,9 +85,9 @@ fn request(fd: &OwnedFd, msg_type: u16, payload: &[u8], seq: u32) -> io::Result<
 }
 
 /// Reads replies to request `seq`: with `want_status`, until the `AUDIT_GET` reply (its
-/// `enabled` field), otherwise until the acknowledgement. An error acknowledgement ends it
-/// either way; so does the socket's receive timeout.
-fn replies(fd: &OwnedFd, seq: u32, want_status: bool) -> io::Result<Option<u32>> {
+/// payload), otherwise until the acknowledgement. An error acknowledgement ends it either
+/// way; so does the socket's receive timeout.
+fn replies(fd: &OwnedFd, seq: u32, want_status: bool) -> io::Result<Option<Status>> {
     let mut buf = vec![0u8; 8192];
     loop {
         // SAFETY: `buf` is a writable buffer of its length.
@@ -102,10 +100,19 @@ fn replies(fd: &OwnedFd, seq: u32, want_status: bool) -> io::Result<Option<u32>>
                 continue;
             }
             match msg_type {
-                AUDIT_GET if want_status && payload.len() >= 8 => {
-                    return Ok(Some(u32::from_ne_bytes([
-                        payload[4], payload[5], payload[6], payload[7],
-                    ])));
+                AUDIT_GET if want_status && payload.len() >= STATUS => {
+                    let field = |i: usize| {
+                        u32::from_ne_bytes([
+                            payload[4 * i],
+                            payload[4 * i + 1],
+                            payload[4 * i + 2],
+                            payload[4 * i + 3],
+                        ])
+                    };
+                    return Ok(Some(Status {
+                        enabled: field(1),
+                        backlog: field(7),
+                    }));
                 }
                 NLMSG_ERROR if payload.len() >= 4 => {
                     let errno =
@@ -172,8 +179,17 @@ fn control() -> Result<OwnedFd, String> {
     Ok(fd)
 }
 
-/// `AUDIT_GET`'s `enabled` on the control socket `fd`: 0 off, 1 on, 2 locked on.
-fn status(fd: &OwnedFd) -> Result<u32, String> {
+/// The fields of `struct audit_status` bee reads.
+#[derive(Debug, Clone, Copy)]
+struct Status {
+    /// 0 off, 1 on, 2 locked on.
+    enabled: u32,
+    /// Records logged and not yet taken off the kernel's queue by `kauditd`.
+    backlog: u32,
+}
+
+/// `AUDIT_GET` on the control socket `fd`.
+fn status(fd: &OwnedFd) -> Result<Status, String> {
     request(fd, AUDIT_GET, &[], 1)
         .and_then(|()| replies(fd, 1, true))
         .map_err(|e| format!("reading the kernel's audit status failed ({e})"))?
@@ -182,13 +198,36 @@ fn status(fd: &OwnedFd) -> Result<u32, String> {
 
 /// Whether the kernel's audit is enabled.
 pub(super) fn audit_enabled() -> Result<bool, String> {
-    Ok(status(&control()?)? != 0)
+    Ok(status(&control()?)?.enabled != 0)
+}
+
+/// Waits, for at most `within`, until the kernel's record queue has been seen empty: every
+/// record logged before this call has then been taken off it by `kauditd`, which copies each
+/// to the multicast group as it takes it (`kauditd_send_queue`, `kernel/audit.c`). Returns
+/// whether it was seen empty.
+///
+/// The queue is shared by the whole machine: where other processes keep it busy, `within`
+/// runs out and the caller settles for what has arrived.
+pub(super) fn queue_emptied(within: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    let Ok(fd) = control() else {
+        return false;
+    };
+    loop {
+        match status(&fd) {
+            Ok(s) if s.backlog == 0 => return true,
+            Ok(_) if start.elapsed() < within => {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            _ => return false,
+        }
+    }
 }
 
 /// Enables the kernel's audit if it is off (Landlock logs nothing otherwise).
 pub(super) fn enable_audit() -> Result<(), String> {
     let fd = control()?;
-    if status(&fd)? != 0 {
+    if status(&fd)?.enabled != 0 {
         return Ok(());
     }
     let mut set = [0u8; STATUS];
@@ -207,25 +246,37 @@ pub(super) fn subscribe() -> Result<Socket, String> {
     let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
     bind(&fd, AUDIT_NLGRP_READLOG)
         .map_err(|e| format!("reading audit records needs CAP_AUDIT_READ ({e})"))?;
-    receive_timeout(&fd, READ_TIMEOUT_MS * 1000)
-        .map_err(|e| format!("setting the audit socket's timeout failed ({e})"))?;
     Ok(Socket(fd))
 }
 
 impl Socket {
-    /// The records of one read, as (type, text); `None` when none came within the timeout.
+    /// The descriptor, to wait on.
+    pub(super) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.0.as_fd()
+    }
+
+    /// The records of one read, as (type, text); `None` when the socket is empty. Never
+    /// blocks.
     ///
     /// # Errors
-    /// The socket failed (other than by the timeout, an interruption or a full buffer,
+    /// The socket failed (other than by being empty, an interruption or a full buffer,
     /// which loses records but not the socket).
     pub(super) fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Vec<(u16, String)>>> {
         // SAFETY: `buf` is a writable buffer of its length.
-        let n = unsafe { libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let n = unsafe {
+            libc::recv(
+                self.0.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
-                Some(libc::EAGAIN | libc::EINTR) => Ok(None),
-                Some(libc::ENOBUFS) => Ok(Some(Vec::new())),
+                Some(libc::EAGAIN) => Ok(None),
+                Some(libc::EINTR | libc::ENOBUFS) => Ok(Some(Vec::new())),
                 _ => Err(e),
             };
         }
