@@ -140,7 +140,7 @@ fn a_scope_asks_the_service_for_a_narrower_scope_and_is_refused_a_wider_one() {
     assert!(out.contains("wider=65"), "{out}{err}");
     assert!(err.contains("the policy of the scope"), "{err}");
     assert!(!dir.join("wide").exists());
-    assert_eq!(service.live_scopes(), 0, "{}", service.log());
+    assert_eq!(service.scopes_left_after_hangup(), 0, "{}", service.log());
 }
 
 #[test]

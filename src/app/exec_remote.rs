@@ -118,7 +118,9 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
         &mut on_record,
         &|| stop.load(Ordering::Relaxed),
     );
-    let _ = client.close(scope);
+    // Hanging up closes the connection's scopes: the service tears this one down while the
+    // command's status is already on its way out, instead of before.
+    drop(client);
     if let Some(out) = audit.as_mut()
         && let Err(e) = out.flush()
     {

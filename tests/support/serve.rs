@@ -88,6 +88,16 @@ impl Service {
         std::fs::read_dir(self.dir.path().join("scopes")).map_or(0, Iterator::count)
     }
 
+    /// The scopes still listed once none is, or 15 s have passed: a client that hangs up
+    /// has its scopes torn down after it is gone.
+    pub fn scopes_left_after_hangup(&self) -> usize {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while self.live_scopes() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.live_scopes()
+    }
+
     /// Sends `signal` to the service and waits for it.
     pub fn kill(&mut self, signal: i32) {
         if let Some(mut child) = self.child.take() {
