@@ -72,6 +72,15 @@ impl Peer {
             cgroup,
         })
     }
+
+    /// Runs `f` with this thread's file-system identity switched to the caller's: its fsuid,
+    /// fsgid and supplementary groups, so that every path `f` opens or lists is checked as the
+    /// caller's own access would be (root's `CAP_DAC_*` leave the effective set with a
+    /// nonzero fsuid). Credentials are per thread in Linux and these are raw system calls,
+    /// which change only the calling thread; they are restored before this returns.
+    pub fn as_caller<T>(&self, f: impl FnOnce() -> T) -> T {
+        with_fs_identity(self.uid, self.gid, &self.groups, f)
+    }
 }
 
 /// A `SOL_SOCKET` option of `fd`, read as a `T` (plain data).
@@ -126,6 +135,35 @@ fn peer_groups(fd: libc::c_int) -> io::Result<Vec<u32>> {
     }
 }
 
+/// [`Peer::as_caller`] for `uid`, `gid` and `groups`.
+fn with_fs_identity<T>(uid: u32, gid: u32, groups: &[u32], f: impl FnOnce() -> T) -> T {
+    let mut saved = vec![0 as libc::gid_t; 256];
+    // SAFETY: raw credential system calls on this thread with plain values and buffers of
+    // the sizes passed.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_getgroups,
+            saved.len() as libc::c_int,
+            saved.as_mut_ptr(),
+        )
+    };
+    saved.truncate(usize::try_from(n).unwrap_or(0));
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr());
+        libc::syscall(libc::SYS_setfsgid, gid);
+        libc::syscall(libc::SYS_setfsuid, uid);
+    }
+    let result = f();
+    // SAFETY: as above; back to the identity this thread had (root's, in the service).
+    unsafe {
+        libc::syscall(libc::SYS_setfsuid, 0);
+        libc::syscall(libc::SYS_setfsgid, 0);
+        libc::syscall(libc::SYS_setgroups, saved.len(), saved.as_ptr());
+    }
+    result
+}
+
 fn pidfd_open(pid: libc::pid_t) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open(2) returns a new descriptor or -1.
     let raw = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) };
@@ -177,6 +215,43 @@ mod tests {
         // SAFETY: getuid(2) cannot fail.
         assert_eq!(peer.uid, unsafe { libc::getuid() });
         assert!(alive(&peer.pidfd));
+        Ok(())
+    }
+
+    /// Under the caller's identity a directory only root may list stays unlisted, on this
+    /// thread only; after it, this thread is root again. Needs root (the native suite's).
+    #[cfg(feature = "landlock-tests")]
+    #[test]
+    fn planning_as_the_caller_cannot_list_what_the_caller_cannot() -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir()?;
+        let hidden = dir.path().join("hidden");
+        std::fs::create_dir_all(hidden.join("alpha"))?;
+        std::fs::set_permissions(&hidden, std::fs::Permissions::from_mode(0o700))?;
+        const NOBODY: u32 = 65_534;
+        // A thread of the service made before (a thread made inside would copy the caller's
+        // identity, as clone(2) does), which lists the directory while the switch holds.
+        let (ask, asked) = std::sync::mpsc::channel::<()>();
+        let other = {
+            let hidden = hidden.clone();
+            std::thread::spawn(move || {
+                asked.recv().ok();
+                std::fs::read_dir(hidden).map(Iterator::count)
+            })
+        };
+        let (inside, beside) = with_fs_identity(NOBODY, NOBODY, &[], || {
+            let inside = std::fs::read_dir(&hidden).map(|_| ()).map_err(|e| e.kind());
+            ask.send(()).ok();
+            let beside = other
+                .join()
+                .map_err(|_| io::Error::other("the other thread panicked"));
+            (inside, beside)
+        });
+        assert_eq!(inside, Err(io::ErrorKind::PermissionDenied));
+        // Another thread of the service kept root's identity meanwhile.
+        assert_eq!(beside??, 1);
+        // And this one has it back.
+        assert_eq!(std::fs::read_dir(&hidden)?.count(), 1);
         Ok(())
     }
 }

@@ -524,9 +524,9 @@ impl<'s> Connection<'s> {
             Some(plan) => service.enforcer.install(plan, cgroup.id(), 0),
             // The Landlock engine opens the policy's paths and expands its `*` segments: with
             // the caller's access, not root's.
-            None => as_caller(&self.peer, || {
-                service.enforcer.install_policy(&policy, cgroup.id(), 0)
-            }),
+            None => self
+                .peer
+                .as_caller(|| service.enforcer.install_policy(&policy, cgroup.id(), 0)),
         };
         let id = cgroup.id();
         let dir = cgroup.path().to_path_buf();
@@ -583,9 +583,9 @@ impl<'s> Connection<'s> {
                 })?;
                 service.enforcer.replace(install, &plan)
             }
-            EngineKind::Landlock => as_caller(&self.peer, || {
-                service.enforcer.replace_policy(install, &policy)
-            }),
+            EngineKind::Landlock => self
+                .peer
+                .as_caller(|| service.enforcer.replace_policy(install, &policy)),
         };
         replaced.map_err(|e| ErrorBody::new(65, e.to_string()))?;
         live.policy = Arc::new(policy);
@@ -851,39 +851,6 @@ struct Spawn {
     env: Vec<(String, String)>,
     cwd: String,
     limits: Limits,
-}
-
-/// Runs `f` with this thread's file-system identity switched to the caller's: its fsuid,
-/// fsgid and supplementary groups, so that every path `f` opens or lists is checked as the
-/// caller's own access would be (root's `CAP_DAC_*` leave the effective set with a
-/// nonzero fsuid). Linux credentials are per thread and these are raw system calls, which
-/// change only the calling thread; they are restored before this returns.
-fn as_caller<T>(peer: &Peer, f: impl FnOnce() -> T) -> T {
-    let mut saved = vec![0 as libc::gid_t; 256];
-    // SAFETY: raw credential system calls on this thread with plain values and buffers of
-    // the sizes passed.
-    let n = unsafe {
-        libc::syscall(
-            libc::SYS_getgroups,
-            saved.len() as libc::c_int,
-            saved.as_mut_ptr(),
-        )
-    };
-    saved.truncate(usize::try_from(n).unwrap_or(0));
-    // SAFETY: as above.
-    unsafe {
-        libc::syscall(libc::SYS_setgroups, peer.groups.len(), peer.groups.as_ptr());
-        libc::syscall(libc::SYS_setfsgid, peer.gid);
-        libc::syscall(libc::SYS_setfsuid, peer.uid);
-    }
-    let result = f();
-    // SAFETY: as above; back to root's identity, which this thread had.
-    unsafe {
-        libc::syscall(libc::SYS_setfsuid, 0);
-        libc::syscall(libc::SYS_setfsgid, 0);
-        libc::syscall(libc::SYS_setgroups, saved.len(), saved.as_ptr());
-    }
-    result
 }
 
 /// True when `fd` is a unix socket whose peer is this process: the client end of a
