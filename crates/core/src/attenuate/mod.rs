@@ -129,12 +129,13 @@ pub struct RuleRef {
 }
 
 impl fmt::Display for RuleRef {
+    /// `KEY (line N) `RULE``; without the line for a rule no file wrote (line 0: one bee
+    /// adds, such as its tool runner's).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (line {}) `{}`",
-            self.origin.key, self.origin.line, self.rule
-        )
+        match self.origin.line {
+            0 => write!(f, "{} `{}`", self.origin.key, self.rule),
+            line => write!(f, "{} (line {line}) `{}`", self.origin.key, self.rule),
+        }
     }
 }
 
