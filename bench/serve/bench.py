@@ -7,12 +7,16 @@ Needs root, Landlock and bubblewrap (`bwrap`). Usage:
 
 BEE defaults to target/release/bee. Prints, for `-- /usr/bin/true`: a plain spawn,
 bubblewrap, `bee exec` in-process as root, and `bee exec` as `nobody` through the service
-(p50 and p99 over ROUNDS interleaved rounds); then 100 concurrent clients making 10 scopes
-each (errors counted), and the service's resident memory with 1,000 live scopes.
+(p50 and p99 over ROUNDS interleaved rounds); the time from `bee repl`'s start to its
+prompt, in a pseudo-terminal, in-process as root and as nobody through the service; then
+100 concurrent clients making 10 scopes each (errors counted), and the service's resident
+memory with 1,000 live scopes.
 """
 
 import json
 import os
+import pty
+import select
 import shutil
 import socket
 import struct
@@ -69,6 +73,43 @@ def timed(argv, **kw):
     return (time.perf_counter() - start) * 1000
 
 
+def to_prompt(argv, cwd, env, uid=None):
+    """Seconds from starting `bee repl` in a pseudo-terminal to its prompt; then ends it."""
+    start = time.perf_counter()
+    pid, master = pty.fork()
+    if pid == 0:
+        try:
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    seen = b""
+    took = None
+    while took is None:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            raise TimeoutError(f"no prompt: {seen[-500:]!r}")
+        chunk = os.read(master, 65536)
+        if not chunk:
+            raise EOFError(f"no prompt: {seen[-500:]!r}")
+        seen += chunk
+        if "› ".encode() in seen:
+            took = time.perf_counter() - start
+    os.write(master, b"\x04")
+    try:
+        while os.read(master, 65536):
+            pass
+    except OSError:
+        pass
+    os.waitpid(pid, 0)
+    os.close(master)
+    return took * 1000
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
@@ -92,7 +133,14 @@ def main():
     policy = os.path.join(ws, "p.toml")
     with open(policy, "w") as f:
         f.write(POLICY.format(ws=ws))
-    shutil.copy(policy, os.path.join(work, "ceilings", "default.toml"))
+    # The ceiling: the policy, and bee's own directory (a REPL's file tools run `bee`).
+    bee_dir = os.path.dirname(BEE)
+    with open(os.path.join(work, "ceilings", "default.toml"), "w") as f:
+        f.write(
+            POLICY.format(ws=ws)
+            .replace('read = [', f'read = ["{bee_dir}/**", ')
+            .replace('allow = [', f'allow = ["{bee_dir}/**", ')
+        )
     compiled = json.loads(
         subprocess.run(
             [BEE, "validate", "--policy", policy, "--emit", "compiled"],
@@ -142,6 +190,32 @@ def main():
         print("| path | p50 ms | p99 ms |")
         print("|---|---|---|")
         for name, values in times.items():
+            print(f"| {name} | {pct(values, 50):.1f} | {pct(values, 99):.1f} |")
+
+        records = os.path.join(work, "records")
+        os.makedirs(records)
+        os.chmod(records, 0o777)
+        with open(os.path.join(ws, "rec.jsonl"), "w") as f:
+            f.write('{"text": "unused"}\n')
+        with open(os.path.join(ws, "provider.toml"), "w") as f:
+            f.write('kind = "replay"\nfile = "rec.jsonl"\nmodel = "m"\n')
+        repl = [BEE, "repl", "--policy", policy, "--provider", "provider.toml",
+                "--records-dir", records]
+        term = dict(env, TERM="xterm", NO_COLOR="1", COLUMNS="120", HOME=ws)
+        term.pop("XDG_CONFIG_HOME", None)
+        repls = {
+            "bee repl in-process (root)": (
+                repl[:2] + ["--service", "never", "--engine", "landlock"] + repl[2:], None),
+            "bee repl through bee serve (nobody)": (repl, NOBODY),
+        }
+        prompt = {name: [] for name in repls}
+        for _ in range(ROUNDS // 10):
+            for name, (argv, uid) in repls.items():
+                prompt[name].append(to_prompt(argv, ws, term, uid))
+        print(f"\n`bee repl`, start to prompt, {ROUNDS // 10} interleaved rounds")
+        print("| path | p50 ms | p99 ms |")
+        print("|---|---|---|")
+        for name, values in prompt.items():
             print(f"| {name} | {pct(values, 50):.1f} | {pct(values, 99):.1f} |")
 
         errors = []
