@@ -20,7 +20,7 @@ use bee::app::Exit;
 use bee::app::enforcement::Refusal;
 use bee::app::run::{RunContext, SandboxFactory, parse_args, run_with};
 use bee::config::{EngineChoice, Env, ServiceChoice};
-use bee::episode::{Bounds, Interrupt, ToolExecution, ToolExecutor, completed};
+use bee::episode::{Bounds, ExecutorError, Interrupt, ToolExecution, ToolExecutor, completed};
 use bee::provider::{ToolCall, ToolDef};
 use bee::records::{
     Enforcement, EventBody, GroupBy, MAIN_AGENT_GROUP, Outcome, RunSummary, STORE_FILE, Store,
@@ -93,7 +93,7 @@ impl SandboxFactory for Factory {
         _workspace: &Path,
         policy: Option<CompiledPolicy>,
         tools: &Arc<Registry>,
-    ) -> Result<Box<dyn ToolExecutor>, String> {
+    ) -> Result<Box<dyn ToolExecutor>, ExecutorError> {
         Ok(Box::new(Exec {
             policy,
             tools: tools.definitions(),

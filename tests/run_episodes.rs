@@ -19,7 +19,9 @@ use bee::app::Exit;
 use bee::app::enforcement::Refusal;
 use bee::app::run::{FactoryFn, RunContext, SandboxFactory, parse_args, run_with, sandbox_factory};
 use bee::config::{EngineChoice, Env, ServiceChoice};
-use bee::episode::{Bounds, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed};
+use bee::episode::{
+    Bounds, ExecutorError, Interrupt, ScriptedExecutor, ToolExecution, ToolExecutor, completed,
+};
 use bee::provider::{ErrorCategory, ToolCall, ToolDef};
 use bee::records::{
     Enforcement, EventBody, ExitStatus, Outcome, RunSummary, ToolState, read_transcript,
@@ -162,7 +164,7 @@ impl SandboxFactory for FakeRef {
         workspace: &Path,
         policy: Option<CompiledPolicy>,
         _tools: &Arc<Registry>,
-    ) -> Result<Box<dyn ToolExecutor>, String> {
+    ) -> Result<Box<dyn ToolExecutor>, ExecutorError> {
         let me = &self.0;
         me.workspaces.lock().unwrap().push(workspace.to_owned());
         me.policies

@@ -34,11 +34,14 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
         .map_or_else(String::new, |p| p.to_string_lossy().into_owned());
     let refused = |e: ClientError| {
         let status = e.status();
-        eprintln!("bee: {e}; `{program}` was not run");
-        if let ClientError::Refused(body) = &e {
-            for line in &body.details {
-                eprintln!("  {line}");
+        match &e {
+            ClientError::Refused(body) => {
+                eprintln!("bee: {}; `{program}` was not run", body.message);
+                for line in &body.details {
+                    eprintln!("  {line}");
+                }
             }
+            _ => eprintln!("bee: {e}; `{program}` was not run"),
         }
         if matches!(e, ClientError::Unreachable { .. }) {
             eprintln!(

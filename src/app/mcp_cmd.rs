@@ -136,6 +136,7 @@ mod serving {
                     &tools,
                     &scoped,
                 )
+                .map_err(|e| e.message)
             })
         };
         // One scope made and torn down before the first message: a kernel that cannot

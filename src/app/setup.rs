@@ -13,7 +13,7 @@ use super::Exit;
 use super::user::invoking_home;
 use crate::agents::Roles;
 use crate::config::{Config, Confinement, Env, FileError};
-use crate::episode::{SandboxFactory, ToolExecutor, ToolScopes};
+use crate::episode::{ExecutorError, SandboxFactory, ToolExecutor, ToolScopes};
 use crate::panels::{RENDER_TOOL, RenderTool};
 use crate::provider::{ErrorCategory, Provider, ProviderSpec};
 use crate::records::{Enforcement, Timestamp};
@@ -433,14 +433,14 @@ pub(crate) fn tool_policies(
 /// with a narrower policy.
 ///
 /// # Errors
-/// Why a sandbox could not be made.
+/// Why a sandbox could not be made, with the status a command reports for it.
 pub(crate) fn session_executor(
     factory: &dyn SandboxFactory,
     workspace: &Path,
     policy: Option<CompiledPolicy>,
     registry: &Arc<Registry>,
     tool_policies: &[ToolPolicy],
-) -> Result<Box<dyn ToolExecutor>, String> {
+) -> Result<Box<dyn ToolExecutor>, ExecutorError> {
     let enforced = policy.is_some();
     let base = factory.executor(workspace, policy, registry)?;
     if tool_policies.is_empty() {

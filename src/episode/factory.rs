@@ -9,6 +9,29 @@ use crate::records::Enforcement;
 use crate::session::ToolExecutor;
 use crate::tools::Registry;
 
+/// Why a [`SandboxFactory`] could not build an executor: the words, and the sysexits status
+/// a command reports for it (65 a policy refused, as by a service's ceiling; 69 enforcement
+/// unavailable; 77 not permitted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ExecutorError {
+    /// The sysexits status.
+    pub status: u8,
+    /// What went wrong, in words; lines after the first are details (a refused proof's
+    /// counterexamples).
+    pub message: String,
+}
+
+impl From<String> for ExecutorError {
+    /// An error that leaves enforcement unavailable (69).
+    fn from(message: String) -> Self {
+        Self {
+            status: 69,
+            message,
+        }
+    }
+}
+
 /// Builds the executors of a run's episodes, one per episode.
 pub trait SandboxFactory: Send + Sync {
     /// How the executors it builds confine tools.
@@ -18,13 +41,14 @@ pub trait SandboxFactory: Send + Sync {
     /// that workspace; `None` only in host mode) and offering `tools`.
     ///
     /// # Errors
-    /// Why no executor could be built (the episode then ends as `enforcement-unavailable`).
+    /// Why no executor could be built (the episode then ends as `enforcement-unavailable`;
+    /// a command that cannot start its session exits with the error's status).
     fn executor(
         &self,
         workspace: &Path,
         policy: Option<CompiledPolicy>,
         tools: &Arc<Registry>,
-    ) -> Result<Box<dyn ToolExecutor>, String>;
+    ) -> Result<Box<dyn ToolExecutor>, ExecutorError>;
 
     /// Appends the audit records of every tool call of every episode to `path` as JSON
     /// lines (`--audit FILE`).

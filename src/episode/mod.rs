@@ -28,7 +28,7 @@ pub use crate::session::{
     Bounds, EpisodeLimits, Interrupt, Model, ProviderFailure, ToolDenial, ToolExecution,
     ToolExecutor, Update,
 };
-pub use factory::SandboxFactory;
+pub use factory::{ExecutorError, SandboxFactory};
 pub use fake::{Rule, ScriptedExecutor, completed, denied};
 pub use run::{
     CheckSpec, EpisodeError, EpisodeReport, EpisodeSpec, SUCCESS_CHECK_CALL_ID, run_episode,

@@ -198,6 +198,20 @@ pub enum SandboxError {
     Service(#[from] crate::serve::client::ClientError),
 }
 
+impl SandboxError {
+    /// The sysexits status a command reports for this error: the service's own for its
+    /// refusals (65 beyond the ceiling, 77 no ceiling, 69 unreachable), 65 for a policy that
+    /// cannot be enforced, 69 otherwise.
+    #[must_use]
+    pub fn status(&self) -> u8 {
+        match self {
+            Self::Service(e) => e.status(),
+            Self::Plan(_) | Self::Enforce(EnforceError::Refused { .. }) => 65,
+            _ => 69,
+        }
+    }
+}
+
 /// How one command ended in the sandbox.
 #[derive(Debug, Clone)]
 pub struct RunOutput {

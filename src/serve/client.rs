@@ -26,7 +26,8 @@ pub enum ClientError {
         source: io::Error,
     },
     /// The service refused the request, with the status a command reports for it.
-    #[error("{}", .0.message)]
+    /// Shown with its details (a refused proof's counterexamples), a line each.
+    #[error("{0}")]
     Refused(ErrorBody),
     /// The conversation broke: a bad frame, an unexpected answer, a hang-up (70).
     #[error("the bee service: {0}")]

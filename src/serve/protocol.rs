@@ -187,6 +187,17 @@ impl ErrorBody {
     }
 }
 
+impl std::fmt::Display for ErrorBody {
+    /// The message, then each detail on a line of its own, indented by two spaces.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        for line in &self.details {
+            write!(f, "\n  {line}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Why bytes are not a frame.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {

@@ -128,7 +128,7 @@ impl Shared<'_> {
         let executor = match session_executor(self.factory, workspace, policy, &self.tools, &scoped)
         {
             Ok(x) => x,
-            Err(why) => return self.unavailable(&spec, &why),
+            Err(why) => return self.unavailable(&spec, &why.message),
         };
         let executor: Box<dyn ToolExecutor + '_> = match self.delegation {
             Some(d) => Box::new(AgentExecutor::new(

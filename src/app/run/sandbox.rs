@@ -10,7 +10,7 @@ use bee_userspace::scope::Enforcer;
 
 use super::super::enforcement::{self, EngineChoice, Refusal};
 use super::SandboxFactory;
-use crate::episode::{AuditObserver, AuditSink, SandboxExecutor, ToolExecutor};
+use crate::episode::{AuditObserver, AuditSink, ExecutorError, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
 use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use crate::serve::client::Client;
@@ -128,7 +128,7 @@ impl SandboxFactory for Factory {
         workspace: &Path,
         policy: Option<CompiledPolicy>,
         tools: &Arc<Registry>,
-    ) -> Result<Box<dyn ToolExecutor>, String> {
+    ) -> Result<Box<dyn ToolExecutor>, ExecutorError> {
         let mode = match (&self.service, &self.engine, policy) {
             (Some(socket), _, Some(policy)) => SandboxMode::Service {
                 socket: socket.clone(),
@@ -139,7 +139,9 @@ impl SandboxFactory for Factory {
                 policy,
             },
             (Some(_), _, None) | (None, Some(_), None) => {
-                return Err("kernel mode needs a policy for every episode".to_owned());
+                return Err("kernel mode needs a policy for every episode"
+                    .to_owned()
+                    .into());
             }
             (None, None, _) => SandboxMode::Host,
         };
@@ -147,8 +149,10 @@ impl SandboxFactory for Factory {
         if self.learn.is_some() {
             config.scope_flags |= SCOPE_LEARN;
         }
-        let sandbox =
-            Sandbox::new(config).map_err(|e| format!("the sandbox could not be created: {e}"))?;
+        let sandbox = Sandbox::new(config).map_err(|e| ExecutorError {
+            status: e.status(),
+            message: format!("the sandbox could not be created: {e}"),
+        })?;
         Ok(Box::new(
             SandboxExecutor::new(sandbox, Arc::clone(tools))
                 .with_audit(self.audit.clone())
