@@ -2,7 +2,8 @@
 //! scope asks the service for a narrower one (nested scopes), is refused a wider one with the
 //! prover's counterexample, cannot reach the socket without a `net.unix` grant, and — running
 //! as root through the service, with no capability — cannot leave its scope, signal or trace
-//! the service, or read a secret.
+//! the service, or read a secret; and a service killed with live scopes leaves their
+//! processes confined until the next service removes them.
 //!
 //! Built only with `--features kernel-tests` and run in the VM matrix
 //! (`cargo xtask vm test -p bee --test kernel_serve --bin target/debug/bee`).
@@ -18,7 +19,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use support::serve::Service;
+use support::serve::{Service, pids_running};
 use support::{bee_exe, code, text};
 
 const NOBODY: u32 = 65534;
@@ -202,4 +203,90 @@ fn a_root_client_with_no_capability_cannot_leave_its_scope_or_touch_the_service(
     // The service still serves.
     let o = exec_as(&service, NOBODY, &p, "echo alive");
     assert_eq!(text(&o.stdout), "alive\n", "{}", text(&o.stderr));
+}
+
+/// `SIGKILL` of the service with a live scope: the process the command left behind (in a
+/// session of its own, so the launch child's parent-death signal does not reach it) runs
+/// on, still confined by the pinned programs — it cannot read the secret or leave its
+/// cgroup — and the next service finds the scope listed, kills what runs in it and
+/// removes it.
+#[test]
+fn a_killed_service_leaves_its_scopes_confined_and_the_next_one_removes_them() {
+    let mut service = start();
+    let dir = service.dir.path().to_path_buf();
+    let secret = dir.join("secret.txt");
+    let ws_dir = ws(&service);
+    let p = write_policy(
+        &service,
+        "p.toml",
+        &policy(
+            &format!("{}/**", ws_dir.display()),
+            &secret.display().to_string(),
+            None,
+        ),
+    );
+    // The orphan waits for `go`, then tries the secret and the cgroup root, then sleeps
+    // (`sleep 977` names it in /proc).
+    let orphan = format!(
+        "echo up > up; while [ ! -e go ]; do sleep 0.1; done; \
+         cat {secret} > leak 2> err; echo read=$? > after; \
+         echo $$ > /sys/fs/cgroup/cgroup.procs 2>> err; echo left=$? >> after; \
+         exec sleep 977",
+        secret = secret.display()
+    );
+    let script = format!("/bin/busybox setsid /bin/busybox sh -c '{orphan}' & wait");
+    let mut client = Command::new(bee_exe())
+        .args(["exec", "--service", "always", "--policy"])
+        .arg(&p)
+        .args(["--", "/bin/busybox", "sh", "-c", &script])
+        .current_dir(&ws_dir)
+        .env("BEE_SOCKET", service.socket())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the orphan started", || ws_dir.join("up").exists());
+    assert_eq!(service.live_scopes(), 1, "{}", service.log());
+    service.kill(libc::SIGKILL);
+    // The client lost its service (70).
+    assert_eq!(client.wait().unwrap().code(), Some(70));
+    // The orphan runs on without a service, and is still confined.
+    std::fs::write(ws_dir.join("go"), "").unwrap();
+    wait_until("the orphan tried", || {
+        std::fs::read_to_string(ws_dir.join("after")).is_ok_and(|a| a.contains("left="))
+    });
+    let after = std::fs::read_to_string(ws_dir.join("after")).unwrap();
+    let leak = std::fs::read_to_string(ws_dir.join("leak")).unwrap_or_default();
+    assert!(
+        !leak.contains("s3cret"),
+        "the orphan read the secret: {leak}"
+    );
+    assert!(!after.contains("read=0"), "{after}");
+    assert!(!after.contains("left=0"), "{after}");
+    wait_until("the orphan sleeps", || !pids_running("977").is_empty());
+    // The next service takes the dead one's scope down, its processes first. It listens
+    // before it sweeps (a second service must not sweep a live one's scopes), so the sweep
+    // is waited for.
+    service.spawn();
+    wait_until("the next service swept", || {
+        service.log().contains("left by an earlier service")
+    });
+    assert!(
+        service.log().contains("removed the scope"),
+        "{}",
+        service.log()
+    );
+    assert_eq!(service.live_scopes(), 0, "{}", service.log());
+    assert!(pids_running("977").is_empty(), "{}", service.log());
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use bee::serve::client::{Client, ClientError};
 use bee::serve::protocol::{self, Request, Response};
 use bee_core::{CompileOptions, compile_str};
-use support::serve::Service;
+use support::serve::{Service, pids_running};
 use support::{bee_exe, code, text};
 
 const NOBODY: u32 = 65534;
@@ -104,21 +104,6 @@ fn stderr(o: &Output) -> String {
     text(&o.stderr)
 }
 
-/// Pids whose command line holds `needle` (as one argument).
-fn pids_running(needle: &str) -> Vec<u32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
-            continue;
-        };
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if cmdline.split(|b| *b == 0).any(|a| a == needle.as_bytes()) {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(15);
     while !done() {
@@ -177,6 +162,62 @@ fn a_request_wider_than_the_ceiling_is_refused_with_its_counterexample() {
     assert!(err.contains("`/root/**`"), "{err}");
     assert!(err.contains("default.toml"), "{err}");
     assert!(!ws(&service).join("pub/ran").exists());
+}
+
+/// The same refusal ends `bee repl` the same way: 65, the proof's counterexamples a line
+/// each, before any model call.
+#[test]
+fn a_repl_wider_than_the_ceiling_is_refused_with_the_same_status_and_counterexample() {
+    let service = start();
+    ceiling_with_bee(&service);
+    let ws = ws(&service);
+    let p = policy(
+        &service,
+        "wide.toml",
+        "/root/**",
+        &format!("{}/pub/**", ws.display()),
+    );
+    ok(std::fs::write(
+        ws.join("rec.jsonl"),
+        "{\"text\": \"unused\"}\n",
+    ));
+    ok(std::fs::write(
+        ws.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    ));
+    let records = service.dir.path().join("records");
+    ok(std::fs::create_dir(&records));
+    ok(std::fs::set_permissions(
+        &records,
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    let o = output({
+        let mut c = Command::new(bee_exe());
+        c.args(["repl", "--policy"])
+            .arg(&p)
+            .args(["--provider", "provider.toml", "--records-dir"])
+            .arg(&records)
+            .current_dir(&ws)
+            .env("BEE_SOCKET", service.socket())
+            .env("HOME", &ws)
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(Stdio::null())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        c
+    });
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}");
+    let first = err
+        .lines()
+        .find(|l| l.contains("refused: "))
+        .unwrap_or_default();
+    assert!(first.ends_with("no model was called"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("  ") && l.contains("`/root/**`")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -279,13 +320,17 @@ fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
     });
     // The dead service's scope is still listed, and the next service removes it.
     assert_eq!(service.live_scopes(), 1);
+    // It listens before it sweeps (a second service must not sweep a live one's scopes).
     service.spawn();
-    assert_eq!(service.live_scopes(), 0, "{}", service.log());
+    wait_until("the next service swept", || {
+        service.log().contains("left by an earlier service")
+    });
     assert!(
-        service.log().contains("left by an earlier service"),
+        service.log().contains("removed the scope"),
         "{}",
         service.log()
     );
+    assert_eq!(service.live_scopes(), 0, "{}", service.log());
 }
 
 /// `bee exec` as nobody of a dash `script` that writes `pub/up` and sleeps `seconds`

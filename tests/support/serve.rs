@@ -114,3 +114,18 @@ impl Drop for Service {
         self.kill(libc::SIGTERM);
     }
 }
+
+/// Pids whose command line holds `needle` (as one argument).
+pub fn pids_running(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if cmdline.split(|b| *b == 0).any(|a| a == needle.as_bytes()) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
