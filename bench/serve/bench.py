@@ -93,7 +93,10 @@ def to_prompt(argv, cwd, env, uid=None):
         ready, _, _ = select.select([master], [], [], 30)
         if not ready:
             raise TimeoutError(f"no prompt: {seen[-500:]!r}")
-        chunk = os.read(master, 65536)
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the terminal closed: bee repl ended
+            chunk = b""
         if not chunk:
             raise EOFError(f"no prompt: {seen[-500:]!r}")
         seen += chunk
@@ -138,7 +141,7 @@ def main():
     with open(os.path.join(work, "ceilings", "default.toml"), "w") as f:
         f.write(
             POLICY.format(ws=ws)
-            .replace('read = [', f'read = ["{bee_dir}/**", ')
+            .replace('read = [', f'read = ["{bee_dir}/**", "/proc/self/maps", ')
             .replace('allow = [', f'allow = ["{bee_dir}/**", ')
         )
     compiled = json.loads(
@@ -192,21 +195,27 @@ def main():
         for name, values in times.items():
             print(f"| {name} | {pct(values, 50):.1f} | {pct(values, 99):.1f} |")
 
-        records = os.path.join(work, "records")
-        os.makedirs(records)
-        os.chmod(records, 0o777)
+        # One records directory per row: root's metrics database is not nobody's to write.
+        records = {}
+        for who in ("root", "nobody"):
+            records[who] = os.path.join(work, "records-" + who)
+            os.makedirs(records[who])
+            os.chmod(records[who], 0o777)
         with open(os.path.join(ws, "rec.jsonl"), "w") as f:
             f.write('{"text": "unused"}\n')
         with open(os.path.join(ws, "provider.toml"), "w") as f:
             f.write('kind = "replay"\nfile = "rec.jsonl"\nmodel = "m"\n')
         repl = [BEE, "repl", "--policy", policy, "--provider", "provider.toml",
-                "--records-dir", records]
+                "--records-dir"]
         term = dict(env, TERM="xterm", NO_COLOR="1", COLUMNS="120", HOME=ws)
         term.pop("XDG_CONFIG_HOME", None)
         repls = {
             "bee repl in-process (root)": (
-                repl[:2] + ["--service", "never", "--engine", "landlock"] + repl[2:], None),
-            "bee repl through bee serve (nobody)": (repl, NOBODY),
+                repl[:2] + ["--service", "never", "--engine", "landlock"] + repl[2:]
+                + [records["root"]],
+                None,
+            ),
+            "bee repl through bee serve (nobody)": (repl + [records["nobody"]], NOBODY),
         }
         prompt = {name: [] for name in repls}
         for _ in range(ROUNDS // 10):
