@@ -36,11 +36,13 @@ use crate::path::{Anchors, normalize};
 use crate::raw::{RawExec, RawFragment, RawFs, RawNet, RawPolicy};
 
 /// The policy language versions this build understands.
-pub const LANGUAGE_VERSIONS: &[i64] = &[1, 2];
+pub const LANGUAGE_VERSIONS: &[i64] = &[1, 2, 3];
 
 /// The newest language version, which new policies (and `bee exec --learn`) are written in.
-/// Version 2 added the built-in protected paths ([`crate::protected`]).
-pub const LANGUAGE_VERSION: u32 = 2;
+/// Version 2 added the built-in protected paths ([`crate::protected`]); version 3 protects
+/// more of the same tools' files (every configuration name of the hook managers,
+/// `.devcontainer.json`, `*.code-workspace`, JetBrains' `.run/`), and means nothing else new.
+pub const LANGUAGE_VERSION: u32 = 3;
 
 /// The most rules (after expansion) one policy may hold; more is refused, not truncated.
 pub const MAX_RULES: usize = 1 << 20;
@@ -320,7 +322,7 @@ impl Compiler<'_> {
                     span,
                     "fs.unprotect",
                     "version 1 policies protect nothing but what `fs.protect` names, so there is nothing to unprotect",
-                    Some("move the policy to `version = 2` (which protects .git/hooks, .git/config, .bee, .envrc and editor task files), or drop `fs.unprotect`"),
+                    Some("move the policy to `version = 3` (which protects .git/hooks, .git/config, .bee, .envrc, hook managers' configuration and editor task files), or drop `fs.unprotect`"),
                 );
             }
         }
@@ -533,7 +535,7 @@ impl Compiler<'_> {
             .join(", ");
         match v {
             None => {
-                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 2` (the newest: it protects .git/hooks, .git/config, .bee, .envrc and editor task files); an otherwise empty policy is valid and grants nothing"));
+                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 3` (the newest: it protects .git/hooks, .git/config, .bee, .envrc, hook managers' configuration and editor task files); an otherwise empty policy is valid and grants nothing"));
                 0
             }
             Some(s) => match s.get_ref() {
@@ -554,7 +556,7 @@ impl Compiler<'_> {
                         s.span(),
                         "version",
                         format!("`version` must be an integer, not a {}", other.type_str()),
-                        Some("write `version = 2`"),
+                        Some("write `version = 3`"),
                     );
                     0
                 }
