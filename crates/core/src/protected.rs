@@ -401,7 +401,7 @@ mod tests {
         };
         paths
             .iter()
-            .map(|p| on(&c.fs.write, p) && !(on(&c.fs.protect, p) && !on(&c.fs.unprotect, p)))
+            .map(|p| on(&c.fs.write, p) && (!on(&c.fs.protect, p) || on(&c.fs.unprotect, p)))
             .collect()
     }
 
