@@ -380,7 +380,9 @@ fn validate_suggests_the_key_meant() {
     assert_eq!(code(&o), 65, "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("s.toml:2:11") && err.contains("version") && err.contains("known versions: 1, 2, 3"),
+        err.contains("s.toml:2:11")
+            && err.contains("version")
+            && err.contains("known versions: 1, 2, 3"),
         "{err}"
     );
 }
