@@ -419,4 +419,32 @@ mod tests {
             }
         }
     }
+
+    /// A version 2 child under a version 3 parent that writes the same tree writes more (the
+    /// files only version 3 protects), and the proof says so with one of them; the other way
+    /// round, and at equal versions, the child is within its parent.
+    #[test]
+    fn a_version_2_child_is_wider_than_a_version_3_parent() {
+        let options = crate::compile::CompileOptions {
+            base: "/w".into(),
+            home: Some("/home/u".into()),
+        };
+        let at = |version: u32| {
+            let text = format!("version = {version}\n[fs]\nwrite = [\"./**\"]\n");
+            crate::compile::compile_str("p.toml", &text, &options)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .policy
+        };
+        let (v2, v3) = (at(2), at(3));
+        let report = crate::attenuate::attenuate(&v2, &v3);
+        assert!(!report.is_subset());
+        let text = report.refusal("child", "parent");
+        let v3_only = added_in(3)
+            .iter()
+            .map(|p| p.pattern.trim_start_matches("/**/").trim_end_matches("/**"))
+            .map(|n| n.trim_start_matches('*'));
+        assert!(v3_only.into_iter().any(|n| text.contains(n)), "{text}");
+        assert!(crate::attenuate::attenuate(&v3, &v2).is_subset());
+        assert!(crate::attenuate::attenuate(&v3, &v3).is_subset());
+    }
 }
