@@ -90,6 +90,9 @@ fn unknown_version_is_refused() {
     assert!(p.message.contains("version 4"), "{}", p.message);
     assert_eq!(p.help.as_deref(), Some("known versions: 1, 2, 3"));
     // The file is named too (`problems` asserts `p.toml`); the command line prints all three.
+    // Its includes are not reported one by one: the fragments belong to a version.
+    let p = one_problem("version = 4\ninclude = [\"base\", \"rust\"]\n");
+    assert_eq!(p.key.as_deref(), Some("version"));
     let p = one_problem("version = 0\n");
     assert!(p.message.contains("version 0"), "{}", p.message);
     let p = one_problem("version = \"1\"\n");

@@ -304,14 +304,18 @@ impl Compiler<'_> {
         let mut stack = vec![self.identity.clone()];
         let dir = self.dir.clone();
         let mut includes = Vec::new();
-        self.includes(
-            &raw.include,
-            version,
-            dir.as_deref(),
-            &mut stack,
-            &mut all,
-            &mut includes,
-        );
+        // With no version known (missing, or one this bee does not know, already refused),
+        // the shipped fragments are unknown too: say only what is wrong, not each fragment.
+        if version != 0 {
+            self.includes(
+                &raw.include,
+                version,
+                dir.as_deref(),
+                &mut stack,
+                &mut all,
+                &mut includes,
+            );
+        }
         let own = self.parts(&raw.fs, &raw.exec, &raw.net);
         all.append(own);
         let mut all = all.deduplicated();
