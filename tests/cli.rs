@@ -373,7 +373,18 @@ fn validate_suggests_the_key_meant() {
     let p = policy_file(dir.path(), "r.toml", "");
     let o = bee(&["validate", "--policy", &p]);
     assert_eq!(code(&o), 65, "{}", stderr(&o));
-    assert!(stderr(&o).contains("`version = 2`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`version = 3`"), "{}", stderr(&o));
+    // A version this bee does not know: the file, line and key, and the versions it knows.
+    let p = policy_file(dir.path(), "s.toml", "# from a later bee\nversion = 4\n");
+    let o = bee(&["validate", "--policy", &p]);
+    assert_eq!(code(&o), 65, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("s.toml:2:11")
+            && err.contains("version")
+            && err.contains("known versions: 1, 2, 3"),
+        "{err}"
+    );
 }
 
 /// A write grant rooted above the base directory that covers all of it is a warning on
@@ -463,6 +474,35 @@ fn validate_lists_protected_paths_and_warns_about_idle_carve_outs() {
     assert_eq!(
         v["protected"].as_array().map(Vec::len),
         Some(builtin + 1),
+        "{v}"
+    );
+    assert!(!err.contains(".devcontainer.json"), "{err}");
+
+    // Version 3 lists version 2's set and the rest of the same tools' files, each with
+    // its reason.
+    let v3 = policy_file(
+        dir.path(),
+        "v3.toml",
+        "version = 3\n[fs]\nwrite = [\"/w/**\"]\nunprotect = [\"/w/.devcontainer.json\"]\n",
+    );
+    let o = bee(&["validate", "--policy", &v3]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("(policy language v3)"), "{err}");
+    assert!(
+        err.contains("/**/.git/hooks/** (version 3): git runs hooks"),
+        "{err}"
+    );
+    assert!(
+        err.contains("/**/.lefthook-local.yml (version 3): lefthook merges"),
+        "{err}"
+    );
+    assert!(err.contains("unprotected: /w/.devcontainer.json"), "{err}");
+    let o = bee(&["validate", "--policy", &v3, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+    assert_eq!(
+        v["protected"].as_array().map(Vec::len),
+        Some(bee_core::protected::protected(3).len()),
         "{v}"
     );
 

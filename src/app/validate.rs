@@ -158,7 +158,7 @@ pub fn run(args: &Args) -> Exit {
             }
         } else if child.policy.version == 1 {
             eprintln!(
-                "   protected from writing: nothing (version 1; version 2 protects .git/hooks, .git/config, .bee, .envrc and editor task files)"
+                "   protected from writing: nothing (version 1; version 3, the newest, protects .git/hooks, .git/config, .bee, .envrc, hook managers' configuration and editor task files)"
             );
         }
         for u in report["unprotected"].as_array().into_iter().flatten() {

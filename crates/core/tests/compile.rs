@@ -60,7 +60,7 @@ fn empty_file_is_missing_its_version() {
         p.help
             .as_deref()
             .unwrap_or_default()
-            .contains("`version = 2`"),
+            .contains("`version = 3`"),
         "{:?}",
         p.help
     );
@@ -84,9 +84,17 @@ fn a_misspelt_key_gets_a_suggestion() {
 
 #[test]
 fn unknown_version_is_refused() {
-    let p = one_problem("version = 3\n");
+    let p = one_problem("# a policy from a later bee\nversion = 4\n");
     assert_eq!(p.key.as_deref(), Some("version"));
-    assert!(p.message.contains("version 3"), "{}", p.message);
+    assert_eq!((p.line, p.column), (2, 11));
+    assert!(p.message.contains("version 4"), "{}", p.message);
+    assert_eq!(p.help.as_deref(), Some("known versions: 1, 2, 3"));
+    // The file is named too (`problems` asserts `p.toml`); the command line prints all three.
+    // Its includes are not reported one by one: the fragments belong to a version.
+    let p = one_problem("version = 4\ninclude = [\"base\", \"rust\"]\n");
+    assert_eq!(p.key.as_deref(), Some("version"));
+    let p = one_problem("version = 0\n");
+    assert!(p.message.contains("version 0"), "{}", p.message);
     let p = one_problem("version = \"1\"\n");
     assert!(p.message.contains("integer"), "{}", p.message);
 }
@@ -155,7 +163,7 @@ fn bad_paths_name_their_key_and_column() {
 #[test]
 fn every_problem_is_reported_not_only_the_first() {
     let p = problems(
-        "version = 3\n[fs]\nread = [\"/a/**/b/**/c\", \"/..\"]\n[exec]\nallow = [\"!/x/*\"]\n",
+        "version = 4\n[fs]\nread = [\"/a/**/b/**/c\", \"/..\"]\n[exec]\nallow = [\"!/x/*\"]\n",
     );
     let keys: Vec<_> = p.iter().filter_map(|d| d.key.clone()).collect();
     assert_eq!(
@@ -545,4 +553,31 @@ allow = ["/usr/bin/a", "/usr/bin/a"]
             "p.toml:6:24: exec.allow[1]: repeats exec.allow[0] (line 6) in exec.allow; merged",
         ]
     );
+}
+
+/// Version 3 is version 2 with more protected paths, and nothing else: the same grants, the
+/// same shipped fragments, version 2's protected set first and in order.
+#[test]
+fn version_3_is_version_2_with_more_protected_paths() {
+    let body =
+        "include = [\"base\"]\n[fs]\nwrite = [\"./**\"]\nunprotect = [\"./.vscode/tasks.json\"]\n";
+    let v2 = ok(&format!("version = 2\n{body}")).policy;
+    let v3 = ok(&format!("version = 3\n{body}")).policy;
+    assert_eq!((v2.version, v3.version), (2, 3));
+    assert_eq!(patterns(&v2.fs.read), patterns(&v3.fs.read));
+    assert_eq!(patterns(&v2.fs.write), patterns(&v3.fs.write));
+    assert_eq!(patterns(&v2.fs.unprotect), patterns(&v3.fs.unprotect));
+    let (p2, p3) = (patterns(&v2.fs.protect), patterns(&v3.fs.protect));
+    assert_eq!(p2.len(), bee_core::protected::protected(2).len());
+    assert_eq!(p3.len(), bee_core::protected::protected(3).len());
+    assert_eq!(p3[..p2.len()], p2[..]);
+    assert!(p3.contains(&"/**/.devcontainer.json".to_owned()));
+    assert!(!p2.contains(&"/**/.devcontainer.json".to_owned()));
+    // Each built-in rule's origin is the `version` line, keyed `protected[i]`.
+    let last = v3
+        .fs
+        .protect
+        .last()
+        .map(|r| (r.origin.key.clone(), r.origin.line));
+    assert_eq!(last, Some((format!("protected[{}]", p3.len() - 1), 1)));
 }

@@ -236,12 +236,40 @@ fn net_prefix_cap() {
 /// and decides as the policy says.
 #[test]
 fn a_python_projects_policy_with_segment_patterns_plans() {
+    python_project(2);
+}
+
+/// The same policy at version 3, whose protected set is larger (lefthook's and husky's other
+/// names, a postfix pattern for `*.code-workspace`): it plans small too, and its new entries
+/// hold in the plan.
+#[test]
+fn a_python_projects_policy_plans_at_version_3() {
+    let plan = python_project(3);
+    let access = |p: &str| {
+        plan.path_access(p)
+            .unwrap_or_else(|e| unreachable!("{e:?}"))
+    };
+    let (r, wr) = (bee_common::ACCESS_READ, bee_common::ACCESS_WRITE);
+    for planted in bee_core::protected::V3_PLANTED {
+        for at in ["/srv/proj", "/srv/proj/app/__pycache__", "/tmp/x"] {
+            let path = format!("{at}/{planted}");
+            let got = access(&path);
+            assert_eq!(got & (r | wr), r, "{path}: {got:#x}");
+        }
+    }
+    assert_eq!(access("/tmp/x/lefthook.md") & wr, wr);
+    assert_eq!(access("/srv/proj/app/__pycache__/x.pyc") & wr, wr);
+}
+
+/// Plans the Python project's policy at `version` and checks its decisions.
+fn python_project(version: u32) -> EnforcementPlan {
     let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
     let ws = dir.path().join("proj");
     std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
     std::fs::write(ws.join("team.toml"), "[fs]\nread = [\"/opt/team/**\"]\n")
         .unwrap_or_else(|e| unreachable!("{e}"));
-    let text = r#"version = 2
+    let text = format!(
+        r#"version = {version}
 include = ["base", "python", "./team.toml"]
 [fs]
 read  = ["./**"]
@@ -250,7 +278,8 @@ deny  = ["./secrets/**", "./**/.env"]
 [exec]
 allow = ["/usr/bin/sh", "/usr/bin/dash", "./.venv/bin/python*", "./.venv/bin/pytest", "./.venv/lib/**/*.so"]
 deny  = ["./**/*.sh"]
-"#;
+"#
+    );
     std::fs::write(ws.join("p.toml"), text).unwrap_or_else(|e| unreachable!("{e}"));
     // The files are read from `ws`; the rules' base is a workspace outside /tmp, which the
     // policy makes writable whole.
@@ -292,6 +321,7 @@ deny  = ["./**/*.sh"]
         assert_eq!(got & want, want, "{path}: {got:#x}");
         assert_eq!(got & not, 0, "{path}: {got:#x}");
     }
+    plan
 }
 
 /// A refusal for size names the policy's own rules first: the built-in protected paths are
@@ -332,8 +362,16 @@ fn a_refusal_for_size_names_the_authors_rules_before_built_in_ones() {
 /// made each of them a class of its own, and the policy over 262,144 edges).
 #[test]
 fn many_segment_carve_outs_plan() {
+    for version in [2, 3] {
+        many_segment_carve_outs(version);
+    }
+}
+
+/// The policy of [`many_segment_carve_outs_plan`] at `version`.
+fn many_segment_carve_outs(version: u32) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let text = r#"version = 2
+    let text = format!(
+        r#"version = {version}
 [fs]
 read = ["./**", "/usr/**", "/lib/**", "/lib64/**", "/etc/**"]
 write = ["./**", "/tmp/**", "/dev/null"]
@@ -341,12 +379,13 @@ deny = ["./**/.env", "./**/.env.local", "./**/*.pem", "./**/*.key", "./**/id_rsa
 [exec]
 allow = ["/usr/bin/*", "/usr/lib/**", "/lib64/**", "./.venv/bin/*", "./**/*.sh", "./**/bin/**"]
 deny = ["./**/__pycache__/**", "./**/.git/**", "./**/node_modules/**"]
-"#;
+"#
+    );
     let options = bee_core::CompileOptions {
         base: std::path::PathBuf::from("/srv/proj"),
         home: Some(dir.path().to_owned()),
     };
-    let pol = bee_core::compile_str("p.toml", text, &options)
+    let pol = bee_core::compile_str("p.toml", &text, &options)
         .unwrap_or_else(|e| unreachable!("{e:?}"))
         .policy;
     let plan = EnforcementPlan::new(&pol).unwrap_or_else(|e| unreachable!("{e}"));

@@ -49,11 +49,11 @@ const V2: &[Fragment] = &[
 ];
 
 /// The shipped fragments of policy language `version` (none for version 1, whose meaning
-/// predates them).
+/// predates them; version 3 ships version 2's, since it changed only the protected paths).
 #[must_use]
 pub fn fragments(version: u32) -> &'static [Fragment] {
     match version {
-        2 => V2,
+        2 | 3 => V2,
         _ => &[],
     }
 }
@@ -102,7 +102,7 @@ pub(super) fn resolve(
             }),
             None if names.is_empty() => Err((
                 format!("version {version} policies have no shipped fragments, so `{entry}` is unknown"),
-                "move the policy to `version = 2`, or include a file (a path with `/` or ending in `.toml`)".to_owned(),
+                "move the policy to `version = 3`, or include a file (a path with `/` or ending in `.toml`)".to_owned(),
             )),
             None => Err((
                 format!("`{entry}` is not a shipped fragment"),

@@ -36,11 +36,13 @@ use crate::path::{Anchors, normalize};
 use crate::raw::{RawExec, RawFragment, RawFs, RawNet, RawPolicy};
 
 /// The policy language versions this build understands.
-pub const LANGUAGE_VERSIONS: &[i64] = &[1, 2];
+pub const LANGUAGE_VERSIONS: &[i64] = &[1, 2, 3];
 
 /// The newest language version, which new policies (and `bee exec --learn`) are written in.
-/// Version 2 added the built-in protected paths ([`crate::protected`]).
-pub const LANGUAGE_VERSION: u32 = 2;
+/// Version 2 added the built-in protected paths ([`crate::protected`]); version 3 protects
+/// more of the same tools' files (every configuration name of the hook managers,
+/// `.devcontainer.json`, `*.code-workspace`, JetBrains' `.run/`), and means nothing else new.
+pub const LANGUAGE_VERSION: u32 = 3;
 
 /// The most rules (after expansion) one policy may hold; more is refused, not truncated.
 pub const MAX_RULES: usize = 1 << 20;
@@ -302,14 +304,18 @@ impl Compiler<'_> {
         let mut stack = vec![self.identity.clone()];
         let dir = self.dir.clone();
         let mut includes = Vec::new();
-        self.includes(
-            &raw.include,
-            version,
-            dir.as_deref(),
-            &mut stack,
-            &mut all,
-            &mut includes,
-        );
+        // With no version known (missing, or one this bee does not know, already refused),
+        // the shipped fragments are unknown too: say only what is wrong, not each fragment.
+        if version != 0 {
+            self.includes(
+                &raw.include,
+                version,
+                dir.as_deref(),
+                &mut stack,
+                &mut all,
+                &mut includes,
+            );
+        }
         let own = self.parts(&raw.fs, &raw.exec, &raw.net);
         all.append(own);
         let mut all = all.deduplicated();
@@ -320,7 +326,7 @@ impl Compiler<'_> {
                     span,
                     "fs.unprotect",
                     "version 1 policies protect nothing but what `fs.protect` names, so there is nothing to unprotect",
-                    Some("move the policy to `version = 2` (which protects .git/hooks, .git/config, .bee, .envrc and editor task files), or drop `fs.unprotect`"),
+                    Some("move the policy to `version = 3` (which protects .git/hooks, .git/config, .bee, .envrc, hook managers' configuration and editor task files), or drop `fs.unprotect`"),
                 );
             }
         }
@@ -533,7 +539,7 @@ impl Compiler<'_> {
             .join(", ");
         match v {
             None => {
-                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 2` (the newest: it protects .git/hooks, .git/config, .bee, .envrc and editor task files); an otherwise empty policy is valid and grants nothing"));
+                self.problem(0..0, "version", "missing `version`", Some("start the policy with `version = 3` (the newest: it protects .git/hooks, .git/config, .bee, .envrc, hook managers' configuration and editor task files); an otherwise empty policy is valid and grants nothing"));
                 0
             }
             Some(s) => match s.get_ref() {
@@ -554,7 +560,7 @@ impl Compiler<'_> {
                         s.span(),
                         "version",
                         format!("`version` must be an integer, not a {}", other.type_str()),
-                        Some("write `version = 2`"),
+                        Some("write `version = 3`"),
                     );
                     0
                 }

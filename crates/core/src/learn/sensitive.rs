@@ -11,29 +11,70 @@ const CREDENTIAL_NAMES: &[&str] = &[".netrc", ".git-credentials", ".pgpass", ".n
 /// Protected paths as a parent directory's name and a child's (`**/.docker/config.json`).
 const PROTECTED_PAIRS: &[(&str, &str)] = &[(".docker", "config.json")];
 
-/// The names the built-in protected paths of the current language version start with, at
-/// any depth (`.git`, `.bee`, `.husky`, `.vscode`…): the names of `crate::protected`, so the
-/// two lists cannot drift apart.
-fn protected_names() -> &'static [String] {
-    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    NAMES.get_or_init(|| {
-        let mut names: Vec<String> = crate::protected::protected(crate::compile::LANGUAGE_VERSION)
-            .iter()
-            .filter_map(|p| match crate::glob::PathPattern::parse(p.pattern).ok()? {
-                crate::glob::PathPattern::Nested { tail, .. } => tail.into_iter().next(),
-                crate::glob::PathPattern::Segment { name, .. } => Some(name),
-                _ => None,
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        names
+/// What the built-in protected paths of the current language version name, drawn from
+/// `crate::protected` so the two lists cannot drift apart: names protected at any depth
+/// (`.git`, `.bee`, `.husky`, `.vscode`…: a segment pattern's name, or the first name of one
+/// that protects a whole directory), pairs of a directory's name and a child's
+/// (a nested pattern of two names, `.git/config` were `.git` not protected whole), and name endings
+/// (`.code-workspace`: a postfix pattern's suffix).
+#[derive(Debug, Default)]
+struct Derived {
+    names: Vec<String>,
+    pairs: Vec<(String, String)>,
+    suffixes: Vec<String>,
+}
+
+fn derived() -> &'static Derived {
+    static DERIVED: std::sync::OnceLock<Derived> = std::sync::OnceLock::new();
+    DERIVED.get_or_init(|| {
+        use crate::glob::PathPattern;
+        let mut d = Derived::default();
+        for p in crate::protected::protected(crate::compile::LANGUAGE_VERSION) {
+            match PathPattern::parse(p.pattern) {
+                Ok(PathPattern::Segment { name, .. }) => d.names.push(name),
+                Ok(PathPattern::Nested { tail, subtree, .. }) => match tail.as_slice() {
+                    [dir] if subtree => d.names.push(dir.clone()),
+                    [dir, child] if !subtree => d.pairs.push((dir.clone(), child.clone())),
+                    [dir, ..] => d.names.push(dir.clone()),
+                    [] => {}
+                },
+                Ok(PathPattern::Postfix { suffix, .. }) => d.suffixes.push(suffix),
+                _ => {}
+            }
+        }
+        // A pair whose directory is protected whole adds nothing (`.git/config`).
+        let names = d.names.clone();
+        d.pairs.retain(|(dir, _)| !names.contains(dir));
+        for v in [&mut d.names, &mut d.suffixes] {
+            v.sort();
+            v.dedup();
+        }
+        d.pairs.sort();
+        d.pairs.dedup();
+        d
     })
+}
+
+fn protected_names() -> &'static [String] {
+    &derived().names
 }
 
 /// Whether `name` is protected or a credential file wherever it appears.
 fn protected_name(name: &str) -> bool {
-    CREDENTIAL_NAMES.contains(&name) || protected_names().iter().any(|n| n == name)
+    CREDENTIAL_NAMES.contains(&name)
+        || protected_names().iter().any(|n| n == name)
+        || derived()
+            .suffixes
+            .iter()
+            .any(|s| name.ends_with(s.as_str()))
+}
+
+/// Whether `dir` then `child` is a protected pair of names (`.docker/config.json`).
+fn protected_pair(dir: &str, child: &str) -> bool {
+    PROTECTED_PAIRS
+        .iter()
+        .any(|(a, b)| dir == *a && child == *b)
+        || derived().pairs.iter().any(|(a, b)| dir == a && child == b)
 }
 
 /// Secrets below the home directory, as paths relative to it.
@@ -73,11 +114,7 @@ pub fn is_sensitive(path: &str, home: Option<&str>) -> bool {
     if segs.iter().any(|s| protected_name(s)) {
         return true;
     }
-    if segs.windows(2).any(|w| {
-        PROTECTED_PAIRS
-            .iter()
-            .any(|(a, b)| w[0] == *a && w[1] == *b)
-    }) {
+    if segs.windows(2).any(|w| protected_pair(w[0], w[1])) {
         return true;
     }
     secrets(home).any(|s| within(path, &s))
@@ -92,7 +129,9 @@ pub fn subtree_refused(dir: &str, home: Option<&str>) -> bool {
 /// Whether a directory's entry name alone makes the directory's subtree sensitive
 /// (`.git`, `.envrc`, `.vscode`…).
 pub fn sensitive_name(name: &str) -> bool {
-    protected_name(name) || PROTECTED_PAIRS.iter().any(|(a, _)| *a == name)
+    protected_name(name)
+        || PROTECTED_PAIRS.iter().any(|(a, _)| *a == name)
+        || derived().pairs.iter().any(|(a, _)| a == name)
 }
 
 fn secrets(home: Option<&str>) -> impl Iterator<Item = String> + '_ {
@@ -128,20 +167,43 @@ mod tests {
 
     #[test]
     fn the_protected_names_are_those_of_the_protected_set() {
-        assert_eq!(
-            protected_names(),
-            [
-                ".bee",
-                ".devcontainer",
-                ".envrc",
-                ".git",
-                ".husky",
-                ".idea",
-                ".pre-commit-config.yaml",
-                ".vscode",
-                "lefthook.yml"
-            ]
-        );
+        let names = protected_names();
+        for n in [
+            ".bee",
+            ".devcontainer",
+            ".devcontainer.json",
+            ".envrc",
+            ".git",
+            ".husky",
+            ".huskyrc.js",
+            ".idea",
+            ".lefthook",
+            ".lefthook-local.toml",
+            ".pre-commit-config.yaml",
+            ".pre-commit-config.yml",
+            ".run",
+            ".vscode",
+            "husky.config.cjs",
+            "lefthook.yml",
+            "lefthook-local.jsonc",
+        ] {
+            assert!(names.iter().any(|m| m == n), "{n} in {names:?}");
+        }
+        // Every name comes from the set: as a segment pattern's name or a directory's.
+        let set = crate::protected::protected(crate::compile::LANGUAGE_VERSION);
+        for n in names {
+            assert!(
+                set.iter()
+                    .any(|p| p.pattern.starts_with(&format!("/**/{n}"))),
+                "{n}"
+            );
+        }
+        // `.config` is no name of its own: lefthook's files below it are covered by their names.
+        assert!(!names.iter().any(|n| n == ".config"));
+        assert!(is_sensitive("/w/.config/lefthook.yml", None));
+        assert!(!is_sensitive("/w/.config/other.yml", None));
+        assert!(!sensitive_name(".config") && sensitive_name(".docker"));
+        assert!(is_sensitive("/w/team.code-workspace", None));
         assert!(is_sensitive("/w/.vscode/tasks.json", None));
         assert!(is_sensitive("/w/.docker/config.json", None));
         assert!(!is_sensitive("/w/src/main.rs", None));

@@ -1,4 +1,4 @@
-//! Kernel tests: carve-outs (`fs.deny`, `exec.deny`), protected paths (language version 2)
+//! Kernel tests: carve-outs (`fs.deny`, `exec.deny`), protected paths (language versions 2, 3)
 //! and directory moves between places granted differently, attacked the ways an agent
 //! would: hook planting, hard links, renames into and out of a carved path, symbolic links.
 //! In the VM matrix via `cargo xtask vm test`; they fail, never skip, elsewhere.
@@ -205,6 +205,105 @@ unprotect = ["{ws}/.git/hooks/**"]"#,
         &sh(cg, r#"echo x >> "$1""#, &[&ws.s(".git/config")]),
         ".git/config still protected",
     );
+}
+
+/// An ordinary file's name beside a planted protected file: in its own directory, or at the
+/// workspace's top for a file inside a protected directory (`.lefthook/…`).
+fn beside(planted: &str, name: &str) -> String {
+    match planted.split_once('/') {
+        Some((dir, _)) if !dir.starts_with('.') => format!("{dir}/{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+#[test]
+fn version_3_protects_every_new_entry_from_each_way_of_writing_it() {
+    let planted = bee_core::protected::V3_PLANTED;
+    let ws = checkout("v3");
+    for p in planted {
+        // The directories the entries live in exist; the entries themselves do not yet.
+        if let Some((dir, _)) = p.rsplit_once('/') {
+            std::fs::create_dir_all(ws.join(dir)).unwrap();
+        }
+    }
+    let text = policy(
+        3,
+        &format!(r#"write = ["/dev/null", "{}/**"]"#, ws.path.display()),
+        "",
+    );
+    let scope = Scope::new("v3", &text, 0);
+    let cg = Some(&scope.cg);
+    let evil = ws.s("evil");
+    assert_ok(&sh(cg, r#"echo evil > "$1""#, &[&evil]), "a file to plant");
+
+    for (i, p) in planted.iter().enumerate() {
+        let path = ws.s(p);
+        let what = |op: &str| format!("{op} {p}");
+        assert_eperm(&sh(cg, r#"echo evil > "$1""#, &[&path]), &what("create"));
+        assert_eperm(
+            &run(cg, BUSYBOX, &["mv", &evil, &path]),
+            &what("rename onto"),
+        );
+        assert_eperm(&run(cg, BUSYBOX, &["ln", &evil, &path]), &what("hard link"));
+        assert_eperm(
+            &run(cg, BUSYBOX, &["ln", "-s", &evil, &path]),
+            &what("symlink"),
+        );
+        assert!(!ws.join(p).exists(), "{p} was made");
+
+        // The file exists (a person wrote it): it stays readable and unchanged.
+        ws.write(p, "ok\n");
+        assert_eperm(&sh(cg, r#": > "$1""#, &[&path]), &what("truncate"));
+        assert_eperm(&sh(cg, r#"echo evil >> "$1""#, &[&path]), &what("append"));
+        assert_eperm(
+            &run(cg, BUSYBOX, &["mv", &evil, &path]),
+            &what("rename over"),
+        );
+        assert_eperm(&run(cg, BUSYBOX, &["rm", &path]), &what("unlink"));
+        assert_ok(&run(cg, BUSYBOX, &["cat", &path]), &what("read"));
+        assert_eq!(std::fs::read_to_string(ws.join(p)).unwrap(), "ok\n", "{p}");
+
+        // An ordinary file beside it is written, renamed and removed.
+        let plain = ws.s(&beside(p, &format!("plain-{i}.txt")));
+        assert_ok(
+            &sh(cg, r#"echo x > "$1""#, &[&plain]),
+            &what("a file beside"),
+        );
+        assert_ok(
+            &run(cg, BUSYBOX, &["mv", &plain, &format!("{plain}.2")]),
+            &what("rename a file beside"),
+        );
+        assert_ok(
+            &run(cg, BUSYBOX, &["rm", &format!("{plain}.2")]),
+            &what("remove a file beside"),
+        );
+    }
+    assert!(ws.join("evil").exists());
+    let evs = events(&scope.cg);
+    denial(&evs, Hook::PathMknod, &ws.s(planted[0]), &scope);
+    drop(scope);
+
+    // Version 2 keeps its meaning: none of these is protected there.
+    let ws = checkout("v3-under-v2");
+    let text = policy(
+        2,
+        &format!(r#"write = ["/dev/null", "{}/**"]"#, ws.path.display()),
+        "",
+    );
+    let scope = Scope::new("v3-under-v2", &text, 0);
+    let cg = Some(&scope.cg);
+    for p in planted {
+        let path = ws.s(p);
+        let dir = std::path::Path::new(&path)
+            .parent()
+            .unwrap()
+            .display()
+            .to_string();
+        assert_ok(
+            &sh(cg, r#"mkdir -p "$1" && echo x > "$2""#, &[&dir, &path]),
+            &format!("version 2 writes {p}"),
+        );
+    }
 }
 
 #[test]
