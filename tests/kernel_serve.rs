@@ -264,19 +264,9 @@ fn a_killed_service_leaves_its_scopes_confined_and_the_next_one_removes_them() {
     assert!(!after.contains("read=0"), "{after}");
     assert!(!after.contains("left=0"), "{after}");
     wait_until("the orphan sleeps", || !pids_running("977").is_empty());
-    // The next service takes the dead one's scope down, its processes first. It listens
-    // before it sweeps (a second service must not sweep a live one's scopes), so the sweep
-    // is waited for.
+    // The next service takes the dead one's scope down, its processes first.
     service.spawn();
-    wait_until("the next service swept", || {
-        service.log().contains("left by an earlier service")
-    });
-    assert!(
-        service.log().contains("removed the scope"),
-        "{}",
-        service.log()
-    );
-    assert_eq!(service.live_scopes(), 0, "{}", service.log());
+    service.wait_swept();
     assert!(pids_running("977").is_empty(), "{}", service.log());
 }
 

@@ -177,20 +177,7 @@ fn a_repl_wider_than_the_ceiling_is_refused_with_the_same_status_and_counterexam
         "/root/**",
         &format!("{}/pub/**", ws.display()),
     );
-    ok(std::fs::write(
-        ws.join("rec.jsonl"),
-        "{\"text\": \"unused\"}\n",
-    ));
-    ok(std::fs::write(
-        ws.join("provider.toml"),
-        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
-    ));
-    let records = service.dir.path().join("records");
-    ok(std::fs::create_dir(&records));
-    ok(std::fs::set_permissions(
-        &records,
-        std::fs::Permissions::from_mode(0o777),
-    ));
+    let records = replay(&service, &[serde_json::json!({"text": "unused"})]);
     let o = output({
         let mut c = Command::new(bee_exe());
         c.args(["repl", "--policy"])
@@ -320,17 +307,8 @@ fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
     });
     // The dead service's scope is still listed, and the next service removes it.
     assert_eq!(service.live_scopes(), 1);
-    // It listens before it sweeps (a second service must not sweep a live one's scopes).
     service.spawn();
-    wait_until("the next service swept", || {
-        service.log().contains("left by an earlier service")
-    });
-    assert!(
-        service.log().contains("removed the scope"),
-        "{}",
-        service.log()
-    );
-    assert_eq!(service.live_scopes(), 0, "{}", service.log());
+    service.wait_swept();
 }
 
 /// `bee exec` as nobody of a dash `script` that writes `pub/up` and sleeps `seconds`
@@ -687,6 +665,28 @@ fn ceiling_with_bee(service: &Service) {
     ));
 }
 
+/// A replay provider in the workspace (`provider.toml`, whose model answers `turns` in
+/// order) and a records directory anyone may write; returns the directory.
+fn replay(service: &Service, turns: &[serde_json::Value]) -> PathBuf {
+    let ws = ws(service);
+    let lines: Vec<String> = turns.iter().map(ToString::to_string).collect();
+    ok(std::fs::write(
+        ws.join("rec.jsonl"),
+        lines.join("\n") + "\n",
+    ));
+    ok(std::fs::write(
+        ws.join("provider.toml"),
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    ));
+    let records = service.dir.path().join("records");
+    ok(std::fs::create_dir(&records));
+    ok(std::fs::set_permissions(
+        &records,
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    records
+}
+
 /// `policy` with bee's directory readable and executable.
 fn with_bee(policy: &str) -> String {
     let exe_dir = bee_exe()
@@ -716,21 +716,7 @@ fn an_ordinary_users_repl_allows_a_denied_read_through_the_service() {
             {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
         serde_json::json!({"text": "Read it this time."}),
     ];
-    let lines: Vec<String> = turns.iter().map(ToString::to_string).collect();
-    ok(std::fs::write(
-        ws.join("rec.jsonl"),
-        lines.join("\n") + "\n",
-    ));
-    ok(std::fs::write(
-        ws.join("provider.toml"),
-        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
-    ));
-    let records = service.dir.path().join("records");
-    ok(std::fs::create_dir(&records));
-    ok(std::fs::set_permissions(
-        &records,
-        std::fs::Permissions::from_mode(0o777),
-    ));
+    let records = replay(&service, &turns);
     let mut cmd = Command::new(bee_exe());
     cmd.arg("repl")
         .arg("--policy")

@@ -88,6 +88,20 @@ impl Service {
         std::fs::read_dir(self.dir.path().join("scopes")).map_or(0, Iterator::count)
     }
 
+    /// Waits (up to 60 s) until a service started after another was killed has swept what
+    /// that one left, and checks that it removed every scope. A service listens before it
+    /// sweeps (a second service must not sweep a live one's scopes), so the sweep may end
+    /// after [`Service::spawn`] returns.
+    pub fn wait_swept(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.log().contains("left by an earlier service") {
+            assert!(Instant::now() < deadline, "no sweep: {}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(self.log().contains("removed the scope"), "{}", self.log());
+        assert_eq!(self.live_scopes(), 0, "{}", self.log());
+    }
+
     /// The scopes still listed once none is, or 15 s have passed: a client that hangs up
     /// has its scopes torn down after it is gone.
     pub fn scopes_left_after_hangup(&self) -> usize {
