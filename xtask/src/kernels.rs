@@ -24,6 +24,21 @@ pub enum Tests {
     /// The kernel lacks pieces the programs need: bee must refuse to run there
     /// (`tests/unsupported_kernel.rs`), never start a command unconfined.
     FailClosed,
+    /// The BPF LSM is not in `lsm=` (Ubuntu's shape): `auto` must choose the Landlock engine,
+    /// say why, and enforce with it (`tests/landlock_host.rs`).
+    LandlockOnly,
+}
+
+impl Tests {
+    /// The package and test binary run on such a kernel instead of the kernel tests; `None`
+    /// for [`Tests::Full`], which runs them all.
+    pub fn smoke(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Tests::Full => None,
+            Tests::FailClosed => Some(("bee", "unsupported_kernel")),
+            Tests::LandlockOnly => Some(("bee", "landlock_host")),
+        }
+    }
 }
 
 /// The preemption model the guest reports (see [`preempt_model`]).
@@ -121,6 +136,16 @@ pub const MATRIX: &[Entry] = &[
         append: "",
         preempt: None,
         tests: Tests::Full,
+    },
+    Entry {
+        name: "7.x-landlock",
+        about: "the 7.x kernel above booted as Ubuntu boots its own: no bpf in lsm=",
+        suites: &["trixie-backports", "sid"],
+        pattern: r"^linux-image-7\.[0-9]+\.[0-9]+\+deb[0-9]+(\.[0-9]+)?-cloud-amd64$",
+        // Ubuntu's CONFIG_LSM; the later `lsm=` wins over the runner's own.
+        append: "lsm=landlock,lockdown,yama,integrity,apparmor",
+        preempt: None,
+        tests: Tests::LandlockOnly,
     },
 ];
 

@@ -42,7 +42,7 @@ pub struct Args {
     /// in CI.
     #[arg(
         long,
-        default_values = ["5.10", "6.1", "6.12", "6.12-rt", "7.x"],
+        default_values = ["5.10", "6.1", "6.12", "6.12-rt", "7.x", "7.x-landlock"],
         value_delimiter = ',',
         value_parser = vm::kernel_parser()
     )]

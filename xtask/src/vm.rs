@@ -696,9 +696,6 @@ fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The package and test target that fail-closed kernels run instead of the full suite.
-pub const FAIL_CLOSED_SMOKE: (&str, &str) = ("bee", "unsupported_kernel");
-
 /// Totals of one or more groups of test runs.
 #[derive(Debug, Default)]
 struct Tally {
@@ -735,11 +732,11 @@ fn build_conformance_probe() -> Result<PathBuf> {
 
 /// `cargo xtask vm test`: runs the test binaries in each selected kernel; fails when a VM
 /// could not run them, a test failed, or no test ran. Kernels of the matrix whose
-/// [`Tests`] is `FailClosed` run the fail-closed smoke test ([`FAIL_CLOSED_SMOKE`], with the
-/// `bee` executable) instead, unless `--same-everywhere` is given.
+/// [`Tests`] is not `Full` run their smoke test ([`Tests::smoke`], with the `bee`
+/// executable) instead, unless `--same-everywhere` is given.
 pub fn run_tests(args: &TestArgs) -> Result<()> {
     let entries = selected(&args.opts.kernel);
-    let (full, closed): (Vec<&Entry>, Vec<&Entry>) = entries
+    let (full, smoke): (Vec<&Entry>, Vec<&Entry>) = entries
         .iter()
         .partition(|e| args.same_everywhere || e.tests == Tests::Full);
     let mut tally = Tally::default();
@@ -766,18 +763,32 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
         }
         run_group(&opts, &binaries, &args.args, &mut tally)?;
     }
-    if !closed.is_empty() {
-        let (package, test) = FAIL_CLOSED_SMOKE;
+    // Kernels that share a smoke test run it together, one boot each.
+    let mut groups: Vec<((&str, &str), Vec<&Entry>)> = Vec::new();
+    for e in smoke {
+        let Some(test) = e.tests.smoke() else {
+            continue;
+        };
+        match groups.iter_mut().find(|(t, _)| *t == test) {
+            Some((_, kernels)) => kernels.push(e),
+            None => groups.push((test, vec![e])),
+        }
+    }
+    for ((package, test), kernels) in groups {
         let binaries = build_test_binaries(package, test, "kernel-tests")?;
         let mut opts = args.opts.clone();
-        opts.kernel = closed.iter().map(|e| KernelChoice::One(e)).collect();
+        opts.kernel = kernels.iter().map(|e| KernelChoice::One(e)).collect();
         let bee = target_dir().join("debug").join("bee");
         if !opts.bin.contains(&bee) {
             opts.bin.push(bee);
         }
         eprintln!(
-            "xtask: fail-closed kernels ({}): running {package}'s {test} instead",
-            closed.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+            "xtask: kernels {}: running {package}'s {test} instead of the kernel tests",
+            kernels
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         run_group(&opts, &binaries, &[], &mut tally)?;
     }

@@ -1,0 +1,189 @@
+//! The Ubuntu shape: a kernel booted without `bpf` in `lsm=` (as Ubuntu's, WSL2's and many
+//! cloud images' are), where the BPF LSM cannot run and Landlock can. `bee check` must choose
+//! the Landlock engine and name why the BPF LSM is out; `bee exec` must enforce a policy
+//! under Landlock and report the kernel's denial; asking for the BPF LSM must be refused.
+//!
+//! Built only with `--features kernel-tests` and run by the VM matrix on the kernels it marks
+//! Landlock-only (`cargo xtask vm test --kernel 7.x-landlock`, `cargo xtask test`). On a
+//! kernel whose `lsm=` lists `bpf` these tests fail: they prove the choice `auto` makes where
+//! the BPF LSM is absent.
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions fail the test the same way"
+)]
+
+mod support;
+
+use std::fs;
+
+use support::{Fixture, bee_in, code, stderr, stdout};
+
+/// The active LSMs, as the kernel lists them.
+fn active_lsms() -> String {
+    fs::read_to_string("/sys/kernel/security/lsm").unwrap()
+}
+
+/// This kernel is of the shape these tests are for: Landlock active, the BPF LSM not.
+fn assert_ubuntu_shape() {
+    let lsms = active_lsms();
+    let list: Vec<&str> = lsms.trim().split(',').collect();
+    assert!(list.contains(&"landlock"), "Landlock is not active: {lsms}");
+    assert!(!list.contains(&"bpf"), "the BPF LSM is active: {lsms}");
+}
+
+#[test]
+fn check_chooses_landlock_says_why_and_exits_0() {
+    assert_ubuntu_shape();
+    let f = Fixture::new();
+    let o = bee_in(&f.root, &["check"]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(out.starts_with("engine: landlock (auto)"), "{out}{err}");
+    // The BPF LSM's gate that fails is the list of active LSMs, and it says so.
+    let gate = out
+        .lines()
+        .find(|l| l.contains("lsm-list"))
+        .unwrap_or_default();
+    assert!(gate.contains("FAIL"), "{out}");
+    assert!(out.contains("BPF LSM enforcement NOT supported"), "{out}");
+    assert!(out.contains("Landlock engine supported"), "{out}");
+}
+
+#[test]
+fn exec_is_enforced_by_landlock_and_reports_the_denial() {
+    assert_ubuntu_shape();
+    let f = Fixture::new();
+    let policy = f.policy.display().to_string();
+    let secret = f.secret.display().to_string();
+    let script = format!("echo made > made.txt; /bin/busybox cat {secret}; echo after=$?");
+    let o = bee_in(
+        &f.workspace,
+        &[
+            "exec",
+            "--policy",
+            &policy,
+            "--",
+            "/bin/busybox",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(err.contains("bee: engine: landlock"), "{err}");
+    // The write grant held, the secret did not leak, and the kernel's refusal was reported.
+    assert_eq!(
+        fs::read_to_string(f.workspace.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!out.contains("s3cret"), "{out}{err}");
+    assert!(!out.contains("after=0"), "{out}{err}");
+    assert!(
+        err.contains(&format!("bee: denied: open {secret} for read")),
+        "{err}"
+    );
+    // A write outside the grants is refused too.
+    let outside = f.root.join("outside.txt").display().to_string();
+    let o = bee_in(
+        &f.workspace,
+        &[
+            "exec",
+            "--policy",
+            &policy,
+            "--",
+            "/bin/busybox",
+            "sh",
+            "-c",
+            &format!("echo x > {outside}"),
+        ],
+    );
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    assert!(!f.root.join("outside.txt").exists());
+}
+
+#[test]
+fn asking_for_the_bpf_lsm_is_refused_with_69_and_nothing_runs() {
+    assert_ubuntu_shape();
+    let f = Fixture::new();
+    let policy = f.policy.display().to_string();
+    let o = bee_in(
+        &f.workspace,
+        &[
+            "exec",
+            "--engine",
+            "bpf-lsm",
+            "--policy",
+            &policy,
+            "--",
+            "/bin/busybox",
+            "touch",
+            "ran",
+        ],
+    );
+    assert_eq!(code(&o), 69, "{}", stderr(&o));
+    assert!(!f.workspace.join("ran").exists());
+}
+
+/// A policy Landlock cannot express exactly is refused with the rule and the reason, before
+/// anything runs: never a wider plan, never a silently narrower one.
+#[test]
+fn a_policy_landlock_cannot_express_is_refused_naming_the_rule() {
+    assert_ubuntu_shape();
+    let f = Fixture::new();
+    let policy = f.root.join("named.toml");
+    fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\"]\n\
+             [exec]\nallow = [\"/bin/busybox\"]\n\
+             [[net.allow]]\nhost = \"example.com\"\nports = [443]\nproto = \"tcp\"\n",
+            ws = f.workspace.display()
+        ),
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    let o = bee_in(
+        &f.workspace,
+        &[
+            "exec",
+            "--policy",
+            &policy,
+            "--",
+            "/bin/busybox",
+            "touch",
+            "ran",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 69, "{err}");
+    // Why neither engine runs it: the BPF LSM is not active, and the rule Landlock cannot
+    // express, by its key.
+    assert!(err.contains("`bpf` not among active LSMs"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the Landlock engine cannot enforce {policy} exactly"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("net.allow[0] `example.com`"), "{err}");
+    assert!(!f.workspace.join("ran").exists());
+}
+
+#[test]
+fn validate_says_landlock_enforces_the_policy_exactly() {
+    assert_ubuntu_shape();
+    let f = Fixture::new();
+    let policy = f.policy.display().to_string();
+    let o = bee_in(
+        &f.workspace,
+        &["validate", "--engine", "landlock", "--policy", &policy],
+    );
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 0, "{out}{err}");
+    // The report is a diagnostic: it goes to stderr.
+    assert!(
+        err.contains("landlock engine: enforces it exactly"),
+        "{out}{err}"
+    );
+}
