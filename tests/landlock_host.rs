@@ -15,6 +15,7 @@
 mod support;
 
 use std::fs;
+use std::path::Path;
 
 use support::{Fixture, bee_in, code, stderr, stdout};
 
@@ -29,6 +30,16 @@ fn assert_ubuntu_shape() {
     let list: Vec<&str> = lsms.trim().split(',').collect();
     assert!(list.contains(&"landlock"), "Landlock is not active: {lsms}");
     assert!(!list.contains(&"bpf"), "the BPF LSM is active: {lsms}");
+}
+
+/// `bee exec [FLAGS] --policy POLICY -- /bin/busybox ARGS` in `f`'s workspace.
+fn exec(f: &Fixture, flags: &[&str], policy: &Path, args: &[&str]) -> std::process::Output {
+    let policy = policy.display().to_string();
+    let mut argv = vec!["exec"];
+    argv.extend_from_slice(flags);
+    argv.extend_from_slice(&["--policy", &policy, "--", "/bin/busybox"]);
+    argv.extend_from_slice(args);
+    bee_in(&f.workspace, &argv)
 }
 
 #[test]
@@ -53,22 +64,9 @@ fn check_chooses_landlock_says_why_and_exits_0() {
 fn exec_is_enforced_by_landlock_and_reports_the_denial() {
     assert_ubuntu_shape();
     let f = Fixture::new();
-    let policy = f.policy.display().to_string();
     let secret = f.secret.display().to_string();
     let script = format!("echo made > made.txt; /bin/busybox cat {secret}; echo after=$?");
-    let o = bee_in(
-        &f.workspace,
-        &[
-            "exec",
-            "--policy",
-            &policy,
-            "--",
-            "/bin/busybox",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let o = exec(&f, &[], &f.policy, &["sh", "-c", &script]);
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(code(&o), 0, "{out}{err}");
     assert!(err.contains("bee: engine: landlock"), "{err}");
@@ -85,18 +83,11 @@ fn exec_is_enforced_by_landlock_and_reports_the_denial() {
     );
     // A write outside the grants is refused too.
     let outside = f.root.join("outside.txt").display().to_string();
-    let o = bee_in(
-        &f.workspace,
-        &[
-            "exec",
-            "--policy",
-            &policy,
-            "--",
-            "/bin/busybox",
-            "sh",
-            "-c",
-            &format!("echo x > {outside}"),
-        ],
+    let o = exec(
+        &f,
+        &[],
+        &f.policy,
+        &["sh", "-c", &format!("echo x > {outside}")],
     );
     assert_ne!(code(&o), 0, "{}", stderr(&o));
     assert!(!f.root.join("outside.txt").exists());
@@ -106,21 +97,7 @@ fn exec_is_enforced_by_landlock_and_reports_the_denial() {
 fn asking_for_the_bpf_lsm_is_refused_with_69_and_nothing_runs() {
     assert_ubuntu_shape();
     let f = Fixture::new();
-    let policy = f.policy.display().to_string();
-    let o = bee_in(
-        &f.workspace,
-        &[
-            "exec",
-            "--engine",
-            "bpf-lsm",
-            "--policy",
-            &policy,
-            "--",
-            "/bin/busybox",
-            "touch",
-            "ran",
-        ],
-    );
+    let o = exec(&f, &["--engine", "bpf-lsm"], &f.policy, &["touch", "ran"]);
     assert_eq!(code(&o), 69, "{}", stderr(&o));
     assert!(!f.workspace.join("ran").exists());
 }
@@ -142,19 +119,8 @@ fn a_policy_landlock_cannot_express_is_refused_naming_the_rule() {
         ),
     )
     .unwrap();
+    let o = exec(&f, &[], &policy, &["touch", "ran"]);
     let policy = policy.display().to_string();
-    let o = bee_in(
-        &f.workspace,
-        &[
-            "exec",
-            "--policy",
-            &policy,
-            "--",
-            "/bin/busybox",
-            "touch",
-            "ran",
-        ],
-    );
     let err = stderr(&o);
     assert_eq!(code(&o), 69, "{err}");
     // Why neither engine runs it: the BPF LSM is not active, and the rule Landlock cannot
