@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -57,12 +56,24 @@ fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e:?}"))
 }
 
+/// Writes an executable shell script at `path` (a new file each time) running `body`.
+///
+/// The executable itself is written by `install(1)`, not by this process: a descriptor
+/// open for writing here could be inherited by a child another test thread forks at that
+/// moment, and while that child lives, executing the script fails with `ETXTBSY`.
 fn script(path: &Path, body: &str) {
-    ok(std::fs::write(path, format!("#!/bin/sh\n{body}\n")));
-    ok(std::fs::set_permissions(
-        path,
-        std::fs::Permissions::from_mode(0o755),
-    ));
+    let source = path.with_extension("source");
+    ok(std::fs::write(&source, format!("#!/bin/sh\n{body}\n")));
+    let installed = ok(std::process::Command::new("install")
+        .args(["-m", "0755"])
+        .arg(&source)
+        .arg(path)
+        .status());
+    assert!(
+        installed.success(),
+        "install {}: {installed}",
+        path.display()
+    );
 }
 
 struct World {

@@ -1,7 +1,6 @@
 //! The scanner adapters against stand-in executables (shell scripts that print recorded
 //! reports), in host-mode sandboxes; the pin check against compiled policies.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,13 +19,21 @@ fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e:?}"))
 }
 
+/// Writes an executable shell script `dir/name` (a new file each time) running `body`.
+///
+/// The executable itself is written by `install(1)`, not by this process: a descriptor
+/// open for writing here could be inherited by a child another test thread forks at that
+/// moment, and while that child lives, executing the script fails with `ETXTBSY`.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
-    ok(std::fs::write(&p, format!("#!/bin/sh\n{body}\n")));
-    ok(std::fs::set_permissions(
-        &p,
-        std::fs::Permissions::from_mode(0o755),
-    ));
+    let source = dir.join(format!(".{name}.source"));
+    ok(std::fs::write(&source, format!("#!/bin/sh\n{body}\n")));
+    let installed = ok(std::process::Command::new("install")
+        .args(["-m", "0755"])
+        .arg(&source)
+        .arg(&p)
+        .status());
+    assert!(installed.success(), "install {}: {installed}", p.display());
     p
 }
 
@@ -257,7 +264,7 @@ fn the_opengrep_adapter_runs_a_stand_in_and_maps_its_exits() {
         "echo 'rules: oops' >&2; exit 7",
         Duration::from_secs(30),
     ));
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(
         a.body.contains("status 7 (rules it could not read"),
         "{}",
@@ -273,19 +280,19 @@ fn the_opengrep_adapter_runs_a_stand_in_and_maps_its_exits() {
         "echo '{\"results\": [' ; exit 0",
         Duration::from_secs(30),
     ));
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(a.body.contains("not Opengrep JSON"), "{}", a.body);
     let a = err(run(
         &format!("head -c {} /dev/zero", REPORT_CAP + 1),
         Duration::from_secs(60),
     ));
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(a.body.contains("over bee's limit"), "{}", a.body);
     // Last: once a timeout has written the scope's `cgroup.kill`, some kernels (6.18 here)
     // kill every later `clone3(CLONE_INTO_CGROUP)` child of that scope at birth — a defect
     // below the adapter, reported separately.
     let a = err(run("exec sleep 30", Duration::from_millis(300)));
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(
         a.body.contains("did not finish within bee's limit"),
         "{}",
@@ -308,7 +315,7 @@ fn scanning_nothing_is_not_finding_nothing() {
         br#"{"results": [], "errors": [], "paths": {"scanned": []}}"#,
     ));
     let a = tool.report("opengrep", empty, &ctx);
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(a.body.contains("scanned no file"), "{}", a.body);
     let partial = ok(opengrep::parse(
         &ws,
@@ -443,7 +450,7 @@ fn the_codeql_adapter_checks_the_version_then_builds_without_a_build() {
         Duration::from_secs(60),
         &ctx,
     ));
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(a.body.contains("no `results` array"), "{}", a.body);
 
     // A hung analysis meets bee's own limit (last: see the Opengrep test).
@@ -460,7 +467,7 @@ fn the_codeql_adapter_checks_the_version_then_builds_without_a_build() {
         Duration::from_millis(500),
         &ctx,
     ));
-    assert_eq!(a.state, ToolState::Failed);
+    assert_eq!(a.state, ToolState::Failed, "{}", a.body);
     assert!(
         a.body.contains("`codeql database create` did not finish"),
         "{}",
