@@ -348,6 +348,47 @@ mod tests {
             .collect()
     }
 
+    /// The files version 2 protects are covered under version 2 and, as its set begins with
+    /// version 2's, under version 3; the names beside them stay free under both.
+    #[test]
+    fn the_set_covers_the_planted_files() {
+        for version in [2, 3] {
+            let set = lowered(version);
+            for planted in [
+                "/w/.git/hooks/pre-commit",
+                "/w/sub/.git/hooks",
+                "/w/.git/config",
+                "/w/.bee/config.toml",
+                "/w/.envrc",
+                "/w/.vscode/tasks.json",
+                "/w/.idea/workspace.xml",
+                "/w/.git",
+                "/w/sub/.git",
+                "/w/.git/commondir",
+                "/w/.git/config.worktree",
+                "/w/.git/modules/sm/config",
+                "/w/.git/modules/sm/hooks/pre-commit",
+                "/w/.git/worktrees/wt/commondir",
+                "/w/.husky/pre-commit",
+                "/w/.pre-commit-config.yaml",
+                "/w/.devcontainer/devcontainer.json",
+            ] {
+                assert!(
+                    set.iter().any(|p| p.matches(planted)),
+                    "{planted} ({version})"
+                );
+            }
+            for free in [
+                "/w/src/main.rs",
+                "/w/.git/HEAD",
+                "/w/.git/objects/ab/cd",
+                "/w/.bees",
+            ] {
+                assert!(!set.iter().any(|p| p.matches(free)), "{free} ({version})");
+            }
+        }
+    }
+
     /// Each file version 3 adds is covered by its own entry under version 3 and by nothing
     /// under version 2, whose meaning stays as it was; the names around them stay free.
     #[test]
