@@ -25,6 +25,7 @@ use crate::serve::protocol::Limits;
 
 use super::Exit;
 use super::exec::{Args, fail, open_audit};
+use super::setup::with_consequence;
 
 /// Runs `args`' command in a scope the service at `socket` makes for `policy`.
 pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, Exit> {
@@ -34,15 +35,9 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
         .map_or_else(String::new, |p| p.to_string_lossy().into_owned());
     let refused = |e: ClientError| {
         let status = e.status();
-        match &e {
-            ClientError::Refused(body) => {
-                eprintln!("bee: {}; `{program}` was not run", body.message);
-                for line in &body.details {
-                    eprintln!("  {line}");
-                }
-            }
-            _ => eprintln!("bee: {e}; `{program}` was not run"),
-        }
+        // A refusal's details (the counterexamples) follow its first line.
+        let not_run = format!("`{program}` was not run");
+        eprintln!("bee: {}", with_consequence(&e.to_string(), &not_run));
         if matches!(e, ClientError::Unreachable { .. }) {
             eprintln!(
                 "  fix: ask the operator to start the service (`systemctl enable --now bee.socket`, docs/serve.md), or run bee as root with `--service never`"

@@ -136,13 +136,12 @@ mod serving {
                     &tools,
                     &scoped,
                 )
-                .map_err(|e| e.message)
             })
         };
         // One scope made and torn down before the first message: a kernel that cannot
-        // enforce is refused now (69), not at every call.
-        let probe = scope()
-            .map_err(|why| Refused(Exit::Unavailable, format!("{why}; no call was served")))?;
+        // enforce (69), or a service that refuses the policy (its status), is refused now,
+        // not at every call.
+        let probe = scope().map_err(|why| Refused::no_executor(&why, "no call was served"))?;
         let records_dir = config.records_dir.value.clone();
         let store = Store::open(&records_dir.join(STORE_FILE))
             .map_err(|e| Refused(Exit::Software, format!("metrics store: {e}")))?;

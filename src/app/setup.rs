@@ -23,6 +23,27 @@ use crate::tools::{Placement, Registry};
 /// A refusal before any model call: the exit status and the explanation.
 pub(crate) struct Refused(pub(crate) Exit, pub(crate) String);
 
+impl Refused {
+    /// A session whose executor could not be made: the error's own status (65 a policy
+    /// beyond a service's ceiling, 69 enforcement unavailable…), and `consequence` said at
+    /// the end of its first line.
+    pub(crate) fn no_executor(e: &ExecutorError, consequence: &str) -> Self {
+        Self(
+            Exit::of_service(e.status),
+            with_consequence(&e.message, consequence),
+        )
+    }
+}
+
+/// `why`, with `consequence` said at the end of its first line: the lines after it (a
+/// refused proof's counterexamples) follow as they are.
+pub(crate) fn with_consequence(why: &str, consequence: &str) -> String {
+    match why.split_once('\n') {
+        Some((first, rest)) => format!("{first}; {consequence}\n{rest}"),
+        None => format!("{why}; {consequence}"),
+    }
+}
+
 pub(crate) fn file_status(e: &FileError) -> Exit {
     Exit::of_file(e)
 }

@@ -17,12 +17,13 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use super::map;
 use super::record::CallLog;
+use crate::episode::ExecutorError;
 use crate::provider::{ToolCall, ToolDef};
 use crate::session::{Bounds, Interrupt, ToolExecution, ToolExecutor};
 
 /// Makes the executor of one call: a fresh scope under the session's policy (and the
 /// narrower scopes of tools that have their own), torn down when it is dropped.
-pub type ScopeFn = dyn Fn() -> Result<Box<dyn ToolExecutor>, String> + Send + Sync;
+pub type ScopeFn = dyn Fn() -> Result<Box<dyn ToolExecutor>, ExecutorError> + Send + Sync;
 
 /// The most bytes of arguments a call may have; larger ones are refused before any scope
 /// starts (`invalid params`).

@@ -121,12 +121,7 @@ pub(crate) fn prepare(
         &tools,
         &scoped,
     )
-    .map_err(|why| {
-        Refused(
-            Exit::of_service(why.status),
-            with_consequence(&why.message, "no model was called"),
-        )
-    })?;
+    .map_err(|why| Refused::no_executor(&why, "no model was called"))?;
     let spec = SessionSpec {
         run_id,
         session_id: SESSION_ID.to_owned(),
@@ -234,14 +229,5 @@ impl Prepared {
                 .as_ref()
                 .map_or_else(|| "the session".to_owned(), |p| p.display().to_string()),
         }
-    }
-}
-
-/// `why`, its consequence said at the end of its first line: the lines after it (a refused
-/// proof's counterexamples) follow as they are.
-fn with_consequence(why: &str, consequence: &str) -> String {
-    match why.split_once('\n') {
-        Some((first, rest)) => format!("{first}; {consequence}\n{rest}"),
-        None => format!("{why}; {consequence}"),
     }
 }
