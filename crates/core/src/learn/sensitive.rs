@@ -15,8 +15,8 @@ const PROTECTED_PAIRS: &[(&str, &str)] = &[(".docker", "config.json")];
 /// `crate::protected` so the two lists cannot drift apart: names protected at any depth
 /// (`.git`, `.bee`, `.husky`, `.vscode`…: a segment pattern's name, or the first name of one
 /// that protects a whole directory), pairs of a directory's name and a child's
-/// (a nested pattern of two names, `.git/config` were `.git` not protected whole), and name endings
-/// (`.code-workspace`: a postfix pattern's suffix).
+/// (a nested pattern of two names, `.git/config` were `.git` not protected whole; and
+/// [`PROTECTED_PAIRS`]), and name endings (`.code-workspace`: a postfix pattern's suffix).
 #[derive(Debug, Default)]
 struct Derived {
     names: Vec<String>,
@@ -42,6 +42,11 @@ fn derived() -> &'static Derived {
                 _ => {}
             }
         }
+        d.pairs.extend(
+            PROTECTED_PAIRS
+                .iter()
+                .map(|(dir, child)| ((*dir).to_owned(), (*child).to_owned())),
+        );
         // A pair whose directory is protected whole adds nothing (`.git/config`).
         let names = d.names.clone();
         d.pairs.retain(|(dir, _)| !names.contains(dir));
@@ -71,10 +76,7 @@ fn protected_name(name: &str) -> bool {
 
 /// Whether `dir` then `child` is a protected pair of names (`.docker/config.json`).
 fn protected_pair(dir: &str, child: &str) -> bool {
-    PROTECTED_PAIRS
-        .iter()
-        .any(|(a, b)| dir == *a && child == *b)
-        || derived().pairs.iter().any(|(a, b)| dir == a && child == b)
+    derived().pairs.iter().any(|(a, b)| dir == a && child == b)
 }
 
 /// Secrets below the home directory, as paths relative to it.
@@ -129,9 +131,7 @@ pub fn subtree_refused(dir: &str, home: Option<&str>) -> bool {
 /// Whether a directory's entry name alone makes the directory's subtree sensitive
 /// (`.git`, `.envrc`, `.vscode`…).
 pub fn sensitive_name(name: &str) -> bool {
-    protected_name(name)
-        || PROTECTED_PAIRS.iter().any(|(a, _)| *a == name)
-        || derived().pairs.iter().any(|(a, _)| a == name)
+    protected_name(name) || derived().pairs.iter().any(|(a, _)| a == name)
 }
 
 fn secrets(home: Option<&str>) -> impl Iterator<Item = String> + '_ {
