@@ -594,16 +594,26 @@ fn a_concurrent_rename_never_mounts_a_host_tree_into_the_scope() {
     assert!(t2.is_empty(), "a call read the host's secret: {t2:?}");
 }
 
+/// This host's Landlock engine reports denials (ABI 7 and audit): the tests below need it.
+#[expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a helper of the tests: a host that cannot report fails them"
+)]
+fn assert_reports_denials() {
+    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+}
+
 /// Denials Landlock decides are reported as the BPF engine reports them, each to the scope
 /// whose process made it: a read and a connection, by a program started after the
 /// launcher's `execve` (Landlock logs only until it by default). A write outside the write
 /// grants is refused by the read-only mounts first (`EROFS`), which the kernel does not log.
 #[test]
 fn denials_are_reported_to_the_scope_that_made_them() {
-    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
-    engine
-        .reports_denials()
-        .expect("this host's kernel has Landlock ABI 7 and audit");
+    assert_reports_denials();
     let t = Ws::new();
     let secret = t.outside("secret.txt", "top secret");
     std::fs::create_dir(t.outside_dir().join("d")).unwrap();
@@ -652,10 +662,7 @@ fn denials_are_reported_to_the_scope_that_made_them() {
 /// exits.
 #[test]
 fn a_denial_just_before_the_end_is_reported_every_time() {
-    let engine = bee_userspace::landlock::LandlockEngine::new().unwrap();
-    engine
-        .reports_denials()
-        .expect("this host's kernel has Landlock ABI 7 and audit");
+    assert_reports_denials();
     let t = Ws::new();
     let secret = t.outside("secret.txt", "top secret");
     let p = t.policy(&policy_text(&["./**"], &[], &["/usr/bin/cat"], ""));

@@ -230,6 +230,17 @@ mod corpus {
         })
     }
 
+    fn parsed(s: &str) -> PathPattern {
+        PathPattern::parse(s).unwrap()
+    }
+
+    fn parsed_lists(lists: &[Vec<String>]) -> Vec<Vec<PathPattern>> {
+        lists
+            .iter()
+            .map(|l| l.iter().map(|p| parsed(p)).collect())
+            .collect()
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -239,9 +250,8 @@ mod corpus {
             d in pattern(),
             grants in prop::collection::vec(pattern(), 0..10),
         ) {
-            let parse = |s: &str| PathPattern::parse(s).unwrap();
-            let d = parse(&d);
-            let grants: Vec<PathPattern> = grants.iter().map(|g| parse(g)).collect();
+            let d = parsed(&d);
+            let grants: Vec<PathPattern> = grants.iter().map(|g| parsed(g)).collect();
             let refs: Vec<&PathPattern> = grants.iter().collect();
             let mut searcher = Searcher::default();
             let scanned = meets_any(&mut searcher, &d, &Grants::scanned(refs.clone()));
@@ -261,10 +271,8 @@ mod corpus {
             g in pattern(),
             lists in prop::collection::vec(prop::collection::vec(pattern(), 0..5), 3),
         ) {
-            let parse = |s: &str| PathPattern::parse(s).unwrap();
-            let g = parse(&g);
-            let lists: Vec<Vec<PathPattern>> =
-                lists.iter().map(|l| l.iter().map(|p| parse(p)).collect()).collect();
+            let g = parsed(&g);
+            let lists = parsed_lists(&lists);
             let refs = |i: usize| lists[i].iter().collect::<Vec<_>>();
             let carve = Carve::indexed(refs(0), refs(1), refs(2));
             let mut searcher = Searcher::default();
@@ -281,10 +289,8 @@ mod corpus {
             g in pattern(),
             lists in prop::collection::vec(prop::collection::vec(pattern(), 0..5), 4),
         ) {
-            let parse = |s: &str| PathPattern::parse(s).unwrap();
-            let g = parse(&g);
-            let lists: Vec<Vec<PathPattern>> =
-                lists.iter().map(|l| l.iter().map(|p| parse(p)).collect()).collect();
+            let g = parsed(&g);
+            let lists = parsed_lists(&lists);
             let refs = |i: usize| lists[i].iter().collect::<Vec<_>>();
             let child = Carve::indexed(refs(0), refs(1), refs(2));
             let parent = Carve::indexed(refs(0)[..refs(0).len() / 2].to_vec(), refs(1), vec![]);
