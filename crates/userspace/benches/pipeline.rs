@@ -109,7 +109,7 @@ fn policy_with_patterns(n: usize) -> String {
     .replacen("write = [\n", &format!("write = [\n{}", list(&write)), 1)
 }
 
-/// The twelve-line policy of a small Python project (issue 30), without its local include.
+/// The twelve-line policy of a small Python project, without its local include.
 const PYTHON_PROJECT: &str = r#"version = 2
 include = ["base", "python"]
 [fs]

@@ -166,7 +166,7 @@ impl Reports {
     /// once the kernel has delivered what it had queued when this was called.
     pub fn drain(&self, cgroup_id: u64) -> Vec<AuditEvent> {
         let start = Instant::now();
-        netlink::queue_emptied(QUEUE_WAIT);
+        netlink::wait_queue_emptied(QUEUE_WAIT);
         let ticket = {
             let mut state = self.shared.lock();
             state.asked += 1;

@@ -203,24 +203,18 @@ pub(super) fn audit_enabled() -> Result<bool, String> {
 
 /// Waits, for at most `within`, until the kernel's record queue has been seen empty: every
 /// record logged before this call has then been taken off it by `kauditd`, which copies each
-/// to the multicast group as it takes it (`kauditd_send_queue`, `kernel/audit.c`). Returns
-/// whether it was seen empty.
+/// to the multicast group as it takes it (`kauditd_send_queue`, `kernel/audit.c`).
 ///
 /// The queue is shared by the whole machine: where other processes keep it busy, `within`
-/// runs out and the caller settles for what has arrived.
-pub(super) fn queue_emptied(within: std::time::Duration) -> bool {
+/// runs out and the caller settles for what has arrived; so it does where the status
+/// cannot be read.
+pub(super) fn wait_queue_emptied(within: std::time::Duration) {
     let start = std::time::Instant::now();
     let Ok(fd) = control() else {
-        return false;
+        return;
     };
-    loop {
-        match status(&fd) {
-            Ok(s) if s.backlog == 0 => return true,
-            Ok(_) if start.elapsed() < within => {
-                std::thread::sleep(std::time::Duration::from_micros(200));
-            }
-            _ => return false,
-        }
+    while status(&fd).is_ok_and(|s| s.backlog != 0) && start.elapsed() < within {
+        std::thread::sleep(std::time::Duration::from_micros(200));
     }
 }
 
