@@ -173,6 +173,8 @@ struct {
 	__type(value, struct bee_dns_peer);
 } bee_dns_peers SEC(".maps");
 
+#include "sockaddr.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
@@ -2069,42 +2071,6 @@ static __always_inline __u8 sock_proto(struct sock *sk)
 	return 0;
 }
 
-static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 proto,
-					    __u16 port)
-{
-	__u32 i, count;
-
-	if (!v)
-		return 0;
-	count = v->count;
-	for (i = 0; i < BEE_NET_RULES_MAX; i++) {
-		if (i >= count)
-			break;
-		if ((v->rules[i].protocols & proto) && v->rules[i].first <= port &&
-		    port <= v->rules[i].last)
-			return 1;
-	}
-	return 0;
-}
-
-/* Whether `a` (v4: its first 4 bytes; else 16 bytes, v4-mapped included) is a loopback
- * address: 127.0.0.0/8 or ::1. */
-static __always_inline int is_loopback(const __u8 *a, int v4)
-{
-	int i;
-
-	if (v4)
-		return a[0] == 127;
-	for (i = 0; i < 10; i++)
-		if (a[i])
-			return 0;
-	if (a[10] == 0xff && a[11] == 0xff)
-		return a[12] == 127;
-	if (a[10] || a[11] || a[12] || a[13] || a[14])
-		return 0;
-	return a[15] == 1;
-}
-
 /* Name grants, for a TCP/UDP peer `a` (v4: its first 4 bytes) on `port` that the tries
  * decided `deny` for. A resolver's loopback port is reachable from its own scope only, in
  * every scope. With BEE_SCOPE_DNS: port 53 is allowed over TCP and UDP, since the cgroup
@@ -2810,69 +2776,6 @@ int BPF_PROG(bee_inode_free, struct inode *inode)
  * run after the LSM's socket_connect/socket_sendmsg, on the address the task gave. They
  * never refuse anything (return 1): refusing is the LSM's job. */
 
-#define BEE_LOOPBACK4 0x7f000001
-
-static __always_inline struct bee_dns *dns_target(void)
-{
-	__u64 cgid = bpf_get_current_cgroup_id();
-
-	return bpf_map_lookup_elem(&bee_dns, &cgid);
-}
-
-static __always_inline void dns_remember(struct bpf_sock_addr *ctx, __u16 family)
-{
-	struct bee_dns_peer peer = {.family = family};
-	__u64 cookie = bpf_get_socket_cookie(ctx);
-
-	if (family == BEE_AF_INET) {
-		peer.addr[0] = ctx->user_ip4;
-	} else {
-		peer.addr[0] = ctx->user_ip6[0];
-		peer.addr[1] = ctx->user_ip6[1];
-		peer.addr[2] = ctx->user_ip6[2];
-		peer.addr[3] = ctx->user_ip6[3];
-	}
-	bpf_map_update_elem(&bee_dns_peers, &cookie, &peer, BPF_ANY);
-}
-
-static __always_inline int steer4(struct bpf_sock_addr *ctx)
-{
-	struct bee_dns *d;
-
-	if (ctx->user_port != bpf_htons(BEE_DNS_PORT))
-		return 1;
-	d = dns_target();
-	if (!d)
-		return 1;
-	dns_remember(ctx, BEE_AF_INET);
-	ctx->user_ip4 = bpf_htonl(BEE_LOOPBACK4);
-	ctx->user_port = bpf_htons(d->port);
-	return 1;
-}
-
-static __always_inline int steer6(struct bpf_sock_addr *ctx)
-{
-	struct bee_dns *d;
-
-	if (ctx->user_port != bpf_htons(BEE_DNS_PORT))
-		return 1;
-	d = dns_target();
-	if (!d)
-		return 1;
-	dns_remember(ctx, BEE_AF_INET6);
-	ctx->user_ip6[0] = 0;
-	ctx->user_ip6[1] = 0;
-	if (d->v6) {
-		ctx->user_ip6[2] = 0;
-		ctx->user_ip6[3] = bpf_htonl(1);
-	} else {
-		ctx->user_ip6[2] = bpf_htonl(0xffff);
-		ctx->user_ip6[3] = bpf_htonl(BEE_LOOPBACK4);
-	}
-	ctx->user_port = bpf_htons(d->port);
-	return 1;
-}
-
 SEC("cgroup/connect4")
 int bee_dns_connect4(struct bpf_sock_addr *ctx)
 {
@@ -2900,54 +2803,11 @@ int bee_dns_sendmsg6(struct bpf_sock_addr *ctx)
 SEC("cgroup/recvmsg4")
 int bee_dns_recvmsg4(struct bpf_sock_addr *ctx)
 {
-	struct bee_dns_peer *peer;
-	struct bee_dns *d;
-	__u64 cookie;
-
-	d = dns_target();
-	if (!d || ctx->user_ip4 != bpf_htonl(BEE_LOOPBACK4) ||
-	    ctx->user_port != bpf_htons(d->port))
-		return 1;
-	cookie = bpf_get_socket_cookie(ctx);
-	peer = bpf_map_lookup_elem(&bee_dns_peers, &cookie);
-	if (!peer || peer->family != BEE_AF_INET)
-		return 1;
-	ctx->user_ip4 = peer->addr[0];
-	ctx->user_port = bpf_htons(BEE_DNS_PORT);
-	return 1;
+	return unsteer4(ctx);
 }
 
 SEC("cgroup/recvmsg6")
 int bee_dns_recvmsg6(struct bpf_sock_addr *ctx)
 {
-	struct bee_dns_peer *peer;
-	struct bee_dns *d;
-	__u64 cookie;
-	__u32 w2, w3;
-
-	d = dns_target();
-	if (!d || ctx->user_port != bpf_htons(d->port) || ctx->user_ip6[0] != 0 ||
-	    ctx->user_ip6[1] != 0)
-		return 1;
-	w2 = ctx->user_ip6[2];
-	w3 = ctx->user_ip6[3];
-	if (!((w2 == 0 && w3 == bpf_htonl(1)) ||
-	      (w2 == bpf_htonl(0xffff) && w3 == bpf_htonl(BEE_LOOPBACK4))))
-		return 1;
-	cookie = bpf_get_socket_cookie(ctx);
-	peer = bpf_map_lookup_elem(&bee_dns_peers, &cookie);
-	if (!peer)
-		return 1;
-	if (peer->family == BEE_AF_INET) {
-		/* An IPv4 name server addressed through an IPv6 socket reads as ::ffff:a.b.c.d. */
-		ctx->user_ip6[2] = bpf_htonl(0xffff);
-		ctx->user_ip6[3] = peer->addr[0];
-	} else {
-		ctx->user_ip6[0] = peer->addr[0];
-		ctx->user_ip6[1] = peer->addr[1];
-		ctx->user_ip6[2] = peer->addr[2];
-		ctx->user_ip6[3] = peer->addr[3];
-	}
-	ctx->user_port = bpf_htons(BEE_DNS_PORT);
-	return 1;
+	return unsteer6(ctx);
 }
