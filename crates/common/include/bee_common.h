@@ -204,6 +204,12 @@ struct bee_dns {
 	__u8 _pad[5];
 };
 
+/* Gate map (gate.bpf.c, the Landlock engine's network gate): hash, key __u64 scope cgroup id. */
+struct bee_gate_scope {
+	__u32 gate_id; /* the policy_id of the scope's keys in bee_gate_v4/v6 */
+	__u32 flags;   /* BEE_SCOPE_DNS */
+};
+
 /* Answers map: hash. IPv4 addresses in their IPv4-mapped form (::ffff:a.b.c.d). */
 struct bee_answer_key {
 	__u64 cgroup_id;
@@ -248,6 +254,7 @@ _Static_assert(sizeof(struct bee_lpm_v6) == 24, "bee_lpm_v6");
 _Static_assert(sizeof(struct bee_port_rule) == 8, "bee_port_rule");
 _Static_assert(sizeof(struct bee_net_value) == 136, "bee_net_value");
 _Static_assert(sizeof(struct bee_dns) == 8, "bee_dns");
+_Static_assert(sizeof(struct bee_gate_scope) == 8, "bee_gate_scope");
 _Static_assert(sizeof(struct bee_answer_key) == 24, "bee_answer_key");
 _Static_assert(sizeof(struct bee_answer) == 144, "bee_answer");
 _Static_assert(sizeof(struct bee_event) == 4176, "bee_event");

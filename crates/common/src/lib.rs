@@ -21,7 +21,9 @@ pub mod walk;
 
 pub use access::*;
 pub use event::{AuditEvent, Hook};
-pub use net::{AnswerKey, AnswerValue, DnsValue, LpmKeyV4, LpmKeyV6, NetPortRule, NetValue};
+pub use net::{
+    AnswerKey, AnswerValue, DnsValue, GateScope, LpmKeyV4, LpmKeyV6, NetPortRule, NetValue,
+};
 pub use paths::{ComboKey, EdgeKeyLong, EdgeKeyShort, ExecPinKey, GlobValue, StateValue};
 pub use scope::ScopeValue;
 pub use walk::{SegmentAutomaton, WalkError, glob_segment_matches, walk, walk_state};

@@ -118,6 +118,19 @@ pub struct DnsValue {
 
 const _: () = assert!(size_of::<DnsValue>() == 8 && align_of::<DnsValue>() == 2);
 
+/// Value of the Landlock engine's gate map (`gate.bpf.c`), a hash map keyed by a gated
+/// scope's cgroup id: where its address rules are and whether its DNS is steered.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct GateScope {
+    /// The key of the scope's rules in the gate's LPM tries ([`LpmKeyV4::policy_id`]).
+    pub gate_id: u32,
+    /// [`crate::scope::SCOPE_DNS`] when names are granted, else 0.
+    pub flags: u32,
+}
+
+const _: () = assert!(size_of::<GateScope>() == 8 && align_of::<GateScope>() == 4);
+
 /// Key of the answers map (hash): an address one of the scope's resolver answers named.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -149,6 +162,7 @@ crate::pod!(
     NetPortRule,
     NetValue,
     DnsValue,
+    GateScope,
     AnswerKey,
     AnswerValue
 );

@@ -92,6 +92,7 @@ fn layouts() -> Layouts {
     );
     layout!(&mut l, NetValue, "bee_net_value", [count, _pad, rules]);
     layout!(&mut l, DnsValue, "bee_dns", [port, v6, _pad]);
+    layout!(&mut l, GateScope, "bee_gate_scope", [gate_id, flags]);
     layout!(&mut l, AnswerKey, "bee_answer_key", [cgroup_id, addr]);
     layout!(&mut l, AnswerValue, "bee_answer", [expires_ns, ports]);
     layout!(

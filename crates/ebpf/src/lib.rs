@@ -62,13 +62,27 @@ pub static FLOOR_OBJECT: &[u8] = {
 /// Prefix of [`FLOOR_OBJECT`]'s program names: the program on hook `file_open` is
 /// `floor_file_open`.
 pub const FLOOR_PREFIX: &str = "floor_";
+
+/// `gate.bpf.o`: the Landlock engine's network gate, six cgroup `sock_addr` programs (no BPF
+/// LSM needed): `bee_gate_connect4`, `bee_gate_connect6`, `bee_gate_sendmsg4`,
+/// `bee_gate_sendmsg6` decide each TCP and UDP peer of a gated scope and steer its DNS;
+/// `bee_gate_recvmsg4` and `bee_gate_recvmsg6` read the resolver's replies back as the name
+/// server's. Maps: `bee_gate` (hash, cgroup id → `bee_gate_scope`), `bee_gate_v4`,
+/// `bee_gate_v6` (LPM tries), `bee_dns`, `bee_answers`, `bee_dns_ports`, `bee_dns_peers` (as in
+/// [`BEE_OBJECT`]) and `bee_gate_events` (ring buffer of `bee_event`). Loading needs
+/// `CAP_BPF` and `CAP_NET_ADMIN` (or `CAP_SYS_ADMIN`).
+pub static GATE_OBJECT: &[u8] = {
+    static ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!("../gate.bpf.o"));
+    &ALIGNED.0
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn objects_are_aligned_elf() {
-        for obj in [BEE_OBJECT, PROBE_OBJECT, FLOOR_OBJECT] {
+        for obj in [BEE_OBJECT, PROBE_OBJECT, FLOOR_OBJECT, GATE_OBJECT] {
             assert_eq!(obj.as_ptr() as usize % 8, 0);
             assert!(obj.starts_with(b"\x7fELF"));
         }
