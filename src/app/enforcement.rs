@@ -23,7 +23,7 @@ use std::sync::Arc;
 use bee_core::CompiledPolicy;
 use bee_userspace::cgroup::{CgroupError, CgroupParent};
 use bee_userspace::engine::{DEFAULT_PIN_ROOT, EngineError, EngineOptions, SharedEngine};
-use bee_userspace::landlock::{LandlockEngine, LandlockPlan};
+use bee_userspace::landlock::LandlockEngine;
 use bee_userspace::scope::{Enforcer, EngineKind};
 use bee_userspace::support::SupportReport;
 
@@ -268,7 +268,7 @@ fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<O
         ));
     }
     for p in policies {
-        if let Err(e) = LandlockPlan::new(p, engine.abi()) {
+        if let Err(e) = engine.plan(p) {
             let mut r = Refusal::unavailable(format!(
                 "the Landlock engine cannot enforce {} exactly",
                 p.source
@@ -282,6 +282,12 @@ fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<O
                         "{} `{}` (line {}): {}",
                         rule.origin.key, rule.origin.text, rule.origin.line, rule.why
                     ),
+                    None,
+                );
+            }
+            if let Some(why) = &e.gate {
+                r = r.with_cause(
+                    format!("the network gate (cgroup sock_addr programs), which would decide the network rules, is unavailable: {why}"),
                     None,
                 );
             }

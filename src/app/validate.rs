@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use bee_core::{CompileOptions, Compiled, PolicyError, attenuate, compile_file};
-use bee_userspace::landlock::{LandlockAbi, LandlockPlan, LandlockRefusal};
+use bee_userspace::landlock::{
+    GateSupport, LandlockAbi, LandlockEngine, LandlockPlan, LandlockRefusal,
+};
 use bee_userspace::plan::{EnforcementPlan, PlanStats};
 use serde_json::{Value, json};
 
@@ -336,10 +338,16 @@ pub(super) fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<
 
 /// Stage two: the policy must be enforceable exactly by the kernel backend.
 /// The Landlock engine's plan for the running kernel's ABI (the newest this build knows, 7,
-/// where the kernel has no Landlock).
+/// where the kernel has no Landlock), with the network gate where this process can load it.
 fn landlock_plan(c: &Compiled) -> Result<LandlockPlan, LandlockRefusal> {
-    let abi = bee_userspace::landlock::abi_version().unwrap_or(7);
-    LandlockPlan::new(&c.policy, LandlockAbi(abi))
+    match bee_userspace::landlock::abi_version() {
+        Ok(abi) => LandlockEngine::with_abi(LandlockAbi(abi)).plan(&c.policy),
+        Err(_) => LandlockPlan::new(
+            &c.policy,
+            LandlockAbi(7),
+            &GateSupport::Unavailable("this kernel has no Landlock".to_owned()),
+        ),
+    }
 }
 
 fn landlock_json(plan: &Result<LandlockPlan, LandlockRefusal>) -> Value {
@@ -347,6 +355,7 @@ fn landlock_json(plan: &Result<LandlockPlan, LandlockRefusal>) -> Value {
         Ok(p) => json!({
             "enforceable": true,
             "abi": p.abi().0,
+            "gated": p.gated(),
             "narrowings": p.narrowings().iter().map(|n| json!({
                 "key": n.origin.key,
                 "line": n.origin.line,
@@ -356,6 +365,7 @@ fn landlock_json(plan: &Result<LandlockPlan, LandlockRefusal>) -> Value {
         }),
         Err(e) => json!({
             "enforceable": false,
+            "gate_unavailable": e.gate,
             "refused": e.rules.iter().map(|r| json!({
                 "key": r.origin.key,
                 "line": r.origin.line,

@@ -370,7 +370,7 @@ impl Sandbox {
         let install = match (&enforcer, &plan, &policy) {
             (Some(e), Some(p), _) => Some(e.install(p, cgroup.id(), config.scope_flags)?),
             (Some(e), None, Some(policy)) => {
-                Some(e.install_policy(policy, cgroup.id(), config.scope_flags)?)
+                Some(e.install_policy(policy, &cgroup, config.scope_flags)?)
             }
             _ => None,
         };

@@ -526,7 +526,7 @@ impl<'s> Connection<'s> {
             // the caller's access, not root's.
             None => self
                 .peer
-                .as_caller(|| service.enforcer.install_policy(&policy, cgroup.id(), 0)),
+                .as_caller(|| service.enforcer.install_policy(&policy, &cgroup, 0)),
         };
         let id = cgroup.id();
         let dir = cgroup.path().to_path_buf();

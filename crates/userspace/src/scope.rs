@@ -142,21 +142,23 @@ pub trait Enforcer {
         EngineKind::BpfLsm
     }
 
-    /// Installs `policy` for the cgroup `cgroup_id`, planning it as this engine needs. The
-    /// default plans the BPF maps ([`EnforcementPlan::new`]) and calls [`Enforcer::install`].
+    /// Installs `policy` for `cgroup`, in which nothing runs yet, planning it as this engine
+    /// needs (the Landlock engine attaches its network gate to the cgroup when the policy
+    /// needs it). The default plans the BPF maps ([`EnforcementPlan::new`]) and calls
+    /// [`Enforcer::install`].
     ///
     /// # Errors
     /// [`EnforceError::Refused`] when the policy cannot be planned; as `install` otherwise.
     fn install_policy(
         &self,
         policy: &CompiledPolicy,
-        cgroup_id: u64,
+        cgroup: &ScopeCgroup,
         flags: u32,
     ) -> Result<InstallId, EnforceError> {
         let plan = EnforcementPlan::new(policy).map_err(|e| EnforceError::Refused {
             detail: e.to_string(),
         })?;
-        self.install(&plan, cgroup_id, flags)
+        self.install(&plan, cgroup.id(), flags)
     }
 
     /// The plan every process launched into scope `id` must be confined by at launch; `None`
@@ -388,8 +390,8 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         plan: &EnforcementPlan,
         options: ScopeOptions,
     ) -> Result<Self, ScopeError> {
-        Self::create_with(enforcer, parent, policy, options, |id, flags| {
-            enforcer.install(plan, id, flags)
+        Self::create_with(enforcer, parent, policy, options, |cgroup, flags| {
+            enforcer.install(plan, cgroup.id(), flags)
         })
     }
 
@@ -405,21 +407,21 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         policy: &'a CompiledPolicy,
         options: ScopeOptions,
     ) -> Result<Self, ScopeError> {
-        Self::create_with(enforcer, parent, policy, options, |id, flags| {
-            enforcer.install_policy(policy, id, flags)
+        Self::create_with(enforcer, parent, policy, options, |cgroup, flags| {
+            enforcer.install_policy(policy, cgroup, flags)
         })
     }
 
-    /// The cgroup, then `install(cgroup id, flags)`; the cgroup goes again when it fails.
+    /// The cgroup, then `install(cgroup, flags)`; the cgroup goes again when it fails.
     fn create_with(
         enforcer: &'a E,
         parent: &CgroupParent,
         policy: &'a CompiledPolicy,
         options: ScopeOptions,
-        install: impl FnOnce(u64, u32) -> Result<InstallId, EnforceError>,
+        install: impl FnOnce(&ScopeCgroup, u32) -> Result<InstallId, EnforceError>,
     ) -> Result<Self, ScopeError> {
         let cgroup = parent.create_scope(&options.limits)?;
-        let install = install(cgroup.id(), options.flags)?;
+        let install = install(&cgroup, options.flags)?;
         Ok(Self {
             enforcer,
             policy,

@@ -170,8 +170,15 @@ pub fn boot_time_ns() -> u64 {
 impl AnswerMap {
     fn open(path: &Path) -> Result<Self, EngineError> {
         let data = MapData::from_pin(path).map_err(answers_err("BPF_OBJ_GET"))?;
-        let map =
-            HashMap::try_from(aya::maps::Map::HashMap(data)).map_err(answers_err("BPF_OBJ_GET"))?;
+        Self::from_map(aya::maps::Map::HashMap(data))
+    }
+
+    /// A handle on `map`, an answers map (`bee_answers`) of a loaded object.
+    ///
+    /// # Errors
+    /// [`EngineError::Map`] when `map` is not a hash map of answers.
+    pub(crate) fn from_map(map: aya::maps::Map) -> Result<Self, EngineError> {
+        let map = HashMap::try_from(map).map_err(answers_err("take"))?;
         Ok(Self {
             map: Mutex::new(map),
         })

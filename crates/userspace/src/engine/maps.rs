@@ -72,8 +72,8 @@ pub(super) fn sizes(o: &EngineOptions) -> [(&'static str, u32); 13] {
 }
 
 /// LPM data: policy id (host order) then the address (network order).
-type V4Data = [u8; 8];
-type V6Data = [u8; 20];
+pub(crate) type V4Data = [u8; 8];
+pub(crate) type V6Data = [u8; 20];
 
 pub(super) struct Maps {
     scopes: HashMap<MapData, u64, ScopeValue>,
@@ -132,14 +132,14 @@ fn take(ebpf: &mut Ebpf, dir: &Path, name: &'static str) -> Result<Map, EngineEr
     Ok(map)
 }
 
-fn v4_key(k: &LpmKeyV4) -> Key<V4Data> {
+pub(crate) fn v4_key(k: &LpmKeyV4) -> Key<V4Data> {
     let mut d = [0u8; 8];
     d[..4].copy_from_slice(&k.policy_id.to_ne_bytes());
     d[4..].copy_from_slice(&k.addr);
     Key::new(k.prefixlen, d)
 }
 
-fn v6_key(k: &LpmKeyV6) -> Key<V6Data> {
+pub(crate) fn v6_key(k: &LpmKeyV6) -> Key<V6Data> {
     let mut d = [0u8; 20];
     d[..4].copy_from_slice(&k.policy_id.to_ne_bytes());
     d[4..].copy_from_slice(&k.addr);

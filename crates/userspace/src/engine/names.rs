@@ -33,7 +33,7 @@ use crate::plan::{EnforcementPlan, NamePlan};
 pub const UPSTREAM_ENV: &str = "BEE_DNS_UPSTREAM";
 
 /// Refusals of the resolvers, by cgroup id, until the scope drains its events.
-pub(super) type Refusals = Arc<Mutex<HashMap<u64, Vec<AuditEvent>>>>;
+pub(crate) type Refusals = Arc<Mutex<HashMap<u64, Vec<AuditEvent>>>>;
 
 /// `-EPERM`, as the kernel's denials carry it.
 const EPERM: i32 = 1;
@@ -250,7 +250,7 @@ fn host_addresses() -> Vec<IpAddr> {
 }
 
 /// One scope's resolver and the grants it answers by.
-pub(super) struct ScopeNames {
+pub(crate) struct ScopeNames {
     resolver: ScopeResolver,
     grants: Arc<Grants>,
     answers: Arc<AnswerMap>,
@@ -280,14 +280,13 @@ pub(super) fn explain(e: &EngineError) -> String {
 }
 
 impl ScopeNames {
-    /// Attaches the steering programs (once per engine), starts a resolver answering by
-    /// `plan`'s name grants and writes scope `cgroup_id`'s DNS map entry. The caller then
-    /// installs the plan with `SCOPE_DNS`.
+    /// Attaches the steering programs of `engine` (once per engine), starts a resolver
+    /// answering by `plan`'s name grants and writes scope `cgroup_id`'s DNS map entry. The
+    /// caller then installs the plan with `SCOPE_DNS`.
     ///
     /// # Errors
-    /// A message naming the step: the programs (CAP_NET_ADMIN), the resolver's sockets, the
-    /// upstream setting, the map.
-    pub(super) fn start(
+    /// As [`ScopeNames::start`]; the steering programs (CAP_NET_ADMIN).
+    pub(super) fn start_on(
         engine: &mut Engine,
         plan: &EnforcementPlan,
         cgroup_id: u64,
@@ -296,8 +295,26 @@ impl ScopeNames {
         engine.enable_dns().map_err(|e| explain(&e))?;
         // One handle, shared by the resolver's writes and the scope's withdrawals.
         let answers = Arc::new(engine.answers().map_err(|e| e.to_string())?);
+        Self::start(plan.names(), cgroup_id, answers, refusals, |value| {
+            engine.set_dns(cgroup_id, value).map_err(|e| e.to_string())
+        })
+    }
+
+    /// Starts a resolver for scope `cgroup_id` answering by `names`, its answers written to
+    /// `answers` and its refusals to `refusals`, then `steer`s the scope's DNS to it (the DNS
+    /// map entry of whichever object holds the steering programs).
+    ///
+    /// # Errors
+    /// A message naming the step: the resolver's sockets, the upstream setting, `steer`'s.
+    pub(crate) fn start(
+        names: &NamePlan,
+        cgroup_id: u64,
+        answers: Arc<AnswerMap>,
+        refusals: &Refusals,
+        steer: impl FnOnce(bee_common::DnsValue) -> Result<(), String>,
+    ) -> Result<Self, String> {
         let config = resolver_config()?;
-        let grants = Arc::new(Grants(RwLock::new(plan.names().clone())));
+        let grants = Arc::new(Grants(RwLock::new(names.clone())));
         let sink = Arc::new(KernelSink {
             cgroup_id,
             answers: Arc::clone(&answers),
@@ -309,9 +326,9 @@ impl ScopeNames {
         let resolver =
             ScopeResolver::start(config, Arc::clone(&grants) as Arc<dyn NameGrants>, sink)
                 .map_err(|e| format!("starting the scope's resolver: {e}"))?;
-        if let Err(e) = engine.set_dns(cgroup_id, dns_value(resolver.port(), resolver.v6())) {
+        if let Err(e) = steer(dns_value(resolver.port(), resolver.v6())) {
             resolver.stop();
-            return Err(e.to_string());
+            return Err(e);
         }
         Ok(Self {
             resolver,
@@ -325,19 +342,19 @@ impl ScopeNames {
     /// answer given under the old ones is withdrawn (a name the new policy drops must not stay
     /// reachable by its old addresses); a query in flight is admitted only if its name is
     /// still granted (`KernelSink::admit`).
-    pub(super) fn regrant(&self, plan: &EnforcementPlan) {
+    pub(crate) fn regrant(&self, names: &NamePlan) {
         let mut grants = self
             .grants
             .0
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        *grants = plan.names().clone();
+        *grants = names.clone();
         // Under the lock: an answer being written waits for it, then finds its grant gone.
         self.answers.forget_scope(self.cgroup_id);
     }
 
     /// Stops the resolver (its threads are joined).
-    pub(super) fn stop(self) {
+    pub(crate) fn stop(self) {
         self.resolver.stop();
     }
 }

@@ -89,7 +89,7 @@ impl Enforcer for SharedEngine {
         let names = if plan.names().is_empty() {
             None
         } else {
-            let names = ScopeNames::start(&mut state.engine, plan, cgroup_id, &self.refusals)
+            let names = ScopeNames::start_on(&mut state.engine, plan, cgroup_id, &self.refusals)
                 .map_err(|detail| EnforceError::Install { detail })?;
             Some(names)
         };
@@ -177,7 +177,7 @@ impl Enforcer for SharedEngine {
         let replaced = engine.replace(current, plan);
         if current.policy_id() != before {
             if let Some(n) = scope_names {
-                n.regrant(plan);
+                n.regrant(plan.names());
             }
         }
         replaced.map_err(|e| {

@@ -313,6 +313,12 @@ impl Confinement {
         }
 
         let tcp = plan.abi().has_network();
+        // Sockets only of the kinds some layer decides the peers of: the gate decides TCP and
+        // UDP; Landlock's network rules decide TCP.
+        let sockets = seccomp::Sockets {
+            tcp: tcp || plan.gated(),
+            udp: plan.gated(),
+        };
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(handled(abi))
@@ -388,7 +394,7 @@ impl Confinement {
                 .map(|c| CString::new(c.as_os_str().as_bytes()))
                 .transpose()
                 .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
-            filter: seccomp::filter(tcp, !memfd_noexec),
+            filter: seccomp::filter(sockets, !memfd_noexec),
             memfd_noexec,
             restrict_flags: if plan.abi().0 >= 7 {
                 LOG_NEW_EXEC_ON

@@ -1,15 +1,21 @@
 //! The Landlock engine as a [`scope::Enforcer`](crate::scope::Enforcer): it holds one plan per
 //! installed scope and hands it to the launcher, which confines every process it starts into
-//! the scope with it; on ABI 7 it reports the denials Landlock logs ([`super::audit`]).
+//! the scope with it; on ABI 7 it reports the denials Landlock logs ([`super::audit`]). A
+//! policy with network rules Landlock alone cannot decide (addresses, UDP, names) has its
+//! scope's peers decided by the network gate ([`super::gate`]), loaded the first time one
+//! needs it and attached to each such scope's cgroup before anything runs there.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use bee_common::AuditEvent;
 use bee_core::CompiledPolicy;
 
 use super::audit::Reports;
-use super::plan::{LandlockAbi, LandlockPlan};
+use super::gate::NetGate;
+use super::plan::{GateSupport, LandlockAbi, LandlockPlan, LandlockRefusal};
+use crate::cgroup::ScopeCgroup;
 use crate::plan::EnforcementPlan;
 use crate::scope::{EnforceError, Enforcer, EngineKind, InstallId};
 
@@ -20,13 +26,26 @@ pub struct LandlockEngine {
     state: Mutex<State>,
     /// The denial reports, or why there are none.
     reports: Result<Reports, String>,
+    /// The network gate, once a policy needed it, or why it cannot be had.
+    gate: OnceLock<Result<Mutex<NetGate>, String>>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     next_id: u64,
-    /// Each installed scope's plan and cgroup id.
-    plans: HashMap<u64, (Arc<LandlockPlan>, u64)>,
+    /// Each installed scope.
+    plans: HashMap<u64, Installed>,
+}
+
+#[derive(Debug)]
+struct Installed {
+    plan: Arc<LandlockPlan>,
+    cgroup_id: u64,
+    /// The cgroup's directory, for a live change that needs the gate attached.
+    cgroup: PathBuf,
+    /// Whether the gate is attached to the cgroup (it then decides the scope's peers for as
+    /// long as the cgroup lives, whatever plan follows).
+    gated: bool,
 }
 
 impl LandlockEngine {
@@ -70,7 +89,63 @@ impl LandlockEngine {
                 plans: HashMap::new(),
             }),
             reports: Err("the engine was made without reports".to_owned()),
+            gate: OnceLock::new(),
         }
+    }
+
+    /// The network gate, loaded on first use ([`NetGate::load`]).
+    fn gate(&self) -> Result<&Mutex<NetGate>, &str> {
+        self.gate
+            .get_or_init(|| NetGate::load().map(Mutex::new))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    fn lock_gate(gate: &Mutex<NetGate>) -> MutexGuard<'_, NetGate> {
+        // A panic while the gate was written leaves at worst a scope refused every peer.
+        gate.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the network gate can be had here: loading it is the test.
+    pub fn gate_support(&self) -> GateSupport {
+        match self.gate() {
+            Ok(_) => GateSupport::Available,
+            Err(why) => GateSupport::Unavailable(why.to_owned()),
+        }
+    }
+
+    /// Plans `policy`: without the gate first, so that it is loaded only for a policy that
+    /// needs it.
+    ///
+    /// # Errors
+    /// As [`LandlockPlan::new`].
+    pub fn plan(&self, policy: &CompiledPolicy) -> Result<LandlockPlan, LandlockRefusal> {
+        let unloaded = GateSupport::Unavailable("not loaded".to_owned());
+        match LandlockPlan::new(policy, self.abi, &unloaded) {
+            Err(e) if e.gate.is_some() => LandlockPlan::new(policy, self.abi, &self.gate_support()),
+            planned => planned,
+        }
+    }
+
+    /// Writes `policy`'s network rules into the gate for `cgroup_id`, and attaches the gate
+    /// to `cgroup` unless it is already.
+    fn gate_scope(
+        &self,
+        cgroup_id: u64,
+        cgroup: &std::path::Path,
+        policy: &CompiledPolicy,
+        attached: bool,
+    ) -> Result<(), String> {
+        let gate = self.gate().map_err(str::to_owned)?;
+        let mut gate = Self::lock_gate(gate);
+        gate.admit(cgroup_id, policy)?;
+        if !attached {
+            if let Err(e) = gate.attach(cgroup) {
+                gate.forget(cgroup_id);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Whether denials are reported (`Ok`), or why not: the kernel's Landlock ABI is below 7,
@@ -110,7 +185,7 @@ impl Enforcer for LandlockEngine {
     fn install_policy(
         &self,
         policy: &CompiledPolicy,
-        cgroup_id: u64,
+        cgroup: &ScopeCgroup,
         flags: u32,
     ) -> Result<InstallId, EnforceError> {
         if flags != 0 {
@@ -118,63 +193,100 @@ impl Enforcer for LandlockEngine {
                 detail: "the Landlock engine has no audit or learn mode: it reports no records of allowed or learned accesses".to_owned(),
             });
         }
-        let plan = LandlockPlan::new(policy, self.abi).map_err(|e| EnforceError::Refused {
+        let plan = self.plan(policy).map_err(|e| EnforceError::Refused {
             detail: e.to_string(),
         })?;
+        let gated = plan.gated();
+        if gated {
+            self.gate_scope(cgroup.id(), cgroup.path(), policy, false)
+                .map_err(|detail| EnforceError::Install { detail })?;
+        }
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
-        state.plans.insert(id, (Arc::new(plan), cgroup_id));
+        state.plans.insert(
+            id,
+            Installed {
+                plan: Arc::new(plan),
+                cgroup_id: cgroup.id(),
+                cgroup: cgroup.path().to_path_buf(),
+                gated,
+            },
+        );
         Ok(InstallId(id))
     }
 
-    /// Processes already running keep the domain they were started with (a Landlock domain
-    /// cannot change), so each sees the old policy whole; every process started afterwards
-    /// is confined by the new one.
+    /// Processes already running keep the Landlock domain they were started with (a domain
+    /// cannot change), so each sees the old policy's file rules whole; every process started
+    /// afterwards is confined by the new one. A gated scope's peers are decided by the new
+    /// policy's network rules at once, for every process (the old domain's TCP ports still
+    /// bound them).
     fn replace_policy(&self, id: InstallId, policy: &CompiledPolicy) -> Result<(), EnforceError> {
-        let plan = LandlockPlan::new(policy, self.abi).map_err(|e| EnforceError::Replace {
+        let plan = self.plan(policy).map_err(|e| EnforceError::Replace {
             detail: e.to_string(),
             new_in_force: false,
         })?;
-        match self.lock().plans.get_mut(&id.0) {
-            Some((slot, _)) => {
-                *slot = Arc::new(plan);
-                Ok(())
+        let (cgroup_id, cgroup, gated) = match self.lock().plans.get(&id.0) {
+            Some(i) => (i.cgroup_id, i.cgroup.clone(), i.gated),
+            None => {
+                return Err(EnforceError::Replace {
+                    detail: format!("no scope is installed as {}", id.0),
+                    new_in_force: false,
+                });
             }
-            None => Err(EnforceError::Replace {
-                detail: format!("no scope is installed as {}", id.0),
-                new_in_force: false,
-            }),
+        };
+        if gated || plan.gated() {
+            self.gate_scope(cgroup_id, &cgroup, policy, gated)
+                .map_err(|detail| EnforceError::Replace {
+                    detail: format!(
+                        "{detail}; the scope's network is refused every peer until it ends"
+                    ),
+                    new_in_force: false,
+                })?;
         }
+        if let Some(i) = self.lock().plans.get_mut(&id.0) {
+            i.plan = Arc::new(plan);
+            i.gated = gated || i.gated;
+        }
+        Ok(())
     }
 
     fn launch_plan(&self, id: InstallId) -> Option<Arc<LandlockPlan>> {
-        self.lock()
-            .plans
-            .get(&id.0)
-            .map(|(plan, _)| Arc::clone(plan))
+        self.lock().plans.get(&id.0).map(|i| Arc::clone(&i.plan))
     }
 
     fn launched(&self, id: InstallId, pid: u32) {
-        let cgroup = self.lock().plans.get(&id.0).map(|(_, cgroup)| *cgroup);
+        let cgroup = self.lock().plans.get(&id.0).map(|i| i.cgroup_id);
         if let (Ok(reports), Some(cgroup)) = (&self.reports, cgroup) {
             reports.launched(pid, cgroup);
         }
     }
 
     fn uninstall(&self, id: InstallId) -> Result<(), EnforceError> {
-        let removed = self.lock().plans.remove(&id.0);
-        if let (Ok(reports), Some((_, cgroup))) = (&self.reports, removed) {
-            reports.forget(cgroup);
+        let Some(removed) = self.lock().plans.remove(&id.0) else {
+            return Ok(());
+        };
+        if let Ok(reports) = &self.reports {
+            reports.forget(removed.cgroup_id);
+        }
+        if removed.gated {
+            if let Ok(gate) = self.gate() {
+                Self::lock_gate(gate).forget(removed.cgroup_id);
+            }
         }
         Ok(())
     }
 
-    /// The denials Landlock logged for the scope's processes (none without reports).
+    /// The denials Landlock logged for the scope's processes (none without reports), then
+    /// the network gate's and the scope resolver's refusals.
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent> {
-        match &self.reports {
+        let mut events = match &self.reports {
             Ok(reports) => reports.drain(cgroup_id),
             Err(_) => Vec::new(),
+        };
+        if let Some(Ok(gate)) = self.gate.get() {
+            events.extend(Self::lock_gate(gate).drain(cgroup_id));
         }
+        events
     }
 }

@@ -22,9 +22,10 @@
 pub mod audit;
 pub mod confine;
 pub mod engine;
+pub mod gate;
 pub mod plan;
 pub mod seccomp;
 
 pub use confine::{Confinement, abi_version};
 pub use engine::LandlockEngine;
-pub use plan::{LandlockAbi, LandlockPlan, LandlockRefusal};
+pub use plan::{GateSupport, LandlockAbi, LandlockPlan, LandlockRefusal};

@@ -282,7 +282,7 @@ impl fmt::Display for Inexpressible {
                 "this kernel's Landlock (ABI {abi}) has no network rules (ABI 4, Linux 6.7)"
             ),
             Self::Name => f.write_str(
-                "a domain name grant needs bee's resolver and the cgroup sock_addr programs, which the Landlock engine does not attach",
+                "a domain name grant needs bee's resolver and the network gate (cgroup sock_addr programs)",
             ),
             Self::UnixSocket => f.write_str(
                 "Landlock restricts connecting to pathname unix sockets only from ABI 9; the Landlock engine allows no unix socket",
@@ -299,6 +299,16 @@ impl fmt::Display for Inexpressible {
     }
 }
 
+impl Inexpressible {
+    /// Whether the network gate decides such a rule exactly where it is available.
+    pub fn gate_decides(&self) -> bool {
+        matches!(
+            self,
+            Self::Address | Self::Udp | Self::OneFamily | Self::NoNetworkRules { .. } | Self::Name
+        )
+    }
+}
+
 /// One rule that stops the policy from being enforced by Landlock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
@@ -310,13 +320,16 @@ pub struct Refused {
 
 /// The policy cannot be enforced exactly by the Landlock engine: every rule that stops it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", render_refusal(.rules))]
+#[error("{}", render_refusal(.rules, .gate.as_deref()))]
 pub struct LandlockRefusal {
     /// The rules, in policy order.
     pub rules: Vec<Refused>,
+    /// Why the network gate, which would decide the network rules among them, is
+    /// unavailable; `None` when it is, or when no such rule is refused.
+    pub gate: Option<String>,
 }
 
-fn render_refusal(rules: &[Refused]) -> String {
+fn render_refusal(rules: &[Refused], gate: Option<&str>) -> String {
     let mut out = format!(
         "the Landlock engine cannot enforce this policy exactly ({} rule{}):",
         rules.len(),
@@ -326,6 +339,11 @@ fn render_refusal(rules: &[Refused]) -> String {
         out.push_str(&format!(
             "\n  {} `{}` (line {}): {}",
             r.origin.key, r.origin.text, r.origin.line, r.why
+        ));
+    }
+    if let Some(why) = gate {
+        out.push_str(&format!(
+            "\n  the network gate (cgroup sock_addr programs), which would decide the network rules, is unavailable: {why}"
         ));
     }
     out
@@ -342,6 +360,17 @@ impl LandlockAbi {
     }
 }
 
+/// Whether the network gate ([`super::gate`], cgroup `sock_addr` programs) can decide a
+/// scope's TCP and UDP peers on this host: then address grants, UDP, one-family ports and
+/// name grants are exact, and TCP needs no Landlock network rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GateSupport {
+    /// Its programs load (and attach to a scope's cgroup).
+    Available,
+    /// Why not: the kernel's refusal, a missing privilege.
+    Unavailable(String),
+}
+
 /// A policy planned for the Landlock engine: the path grants, the TCP ports, what is
 /// narrower than the policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -349,16 +378,22 @@ pub struct LandlockPlan {
     paths: Vec<PathGrant>,
     masks: Vec<Mask>,
     tcp_connect: Vec<PortRange>,
+    gated: bool,
     narrowings: Vec<Narrowing>,
     abi: LandlockAbi,
 }
 
 impl LandlockPlan {
-    /// Plans `policy` for a kernel whose Landlock has `abi`.
+    /// Plans `policy` for a kernel whose Landlock has `abi`, where the network gate is as
+    /// `gate` says. The gate is used only where Landlock alone cannot decide a network rule.
     ///
     /// # Errors
     /// [`LandlockRefusal`], naming every rule the plan cannot enforce exactly.
-    pub fn new(policy: &CompiledPolicy, abi: LandlockAbi) -> Result<Self, LandlockRefusal> {
+    pub fn new(
+        policy: &CompiledPolicy,
+        abi: LandlockAbi,
+        gate: &GateSupport,
+    ) -> Result<Self, LandlockRefusal> {
         let mut refused = Vec::new();
         let mut narrowings = Vec::new();
         let mut paths = Vec::new();
@@ -491,16 +526,26 @@ impl LandlockPlan {
             }
         }
 
-        let tcp_connect = plan_net(policy, abi, &mut refused);
+        let (tcp_connect, gated) = plan_net(policy, abi, gate, &mut refused);
         if !refused.is_empty() {
             refused.sort_by_key(|r| r.origin.line);
-            return Err(LandlockRefusal { rules: refused });
+            let gate = match gate {
+                GateSupport::Unavailable(why) if refused.iter().any(|r| r.why.gate_decides()) => {
+                    Some(why.clone())
+                }
+                _ => None,
+            };
+            return Err(LandlockRefusal {
+                rules: refused,
+                gate,
+            });
         }
         masks.sort_by_key(|m| (m.path.matches('/').count(), m.path.clone()));
         Ok(Self {
             paths,
             masks,
             tcp_connect,
+            gated,
             narrowings,
             abi,
         })
@@ -516,9 +561,17 @@ impl LandlockPlan {
         &self.masks
     }
 
-    /// The TCP port ranges that may be connected to, on any address.
+    /// The TCP port ranges that may be connected to, on any address, as far as Landlock's
+    /// network rules go (where the plan is [`gated`](Self::gated), the gate narrows them to
+    /// the policy's addresses).
     pub fn tcp_connect(&self) -> &[PortRange] {
         &self.tcp_connect
+    }
+
+    /// Whether the network gate decides the scope's TCP and UDP peers: the policy has a
+    /// network rule Landlock alone cannot decide (an address, UDP, one family, a name).
+    pub fn gated(&self) -> bool {
+        self.gated
     }
 
     /// What the plan enforces more strictly than the policy, rule by rule.
@@ -626,6 +679,61 @@ fn creatable(path: &str, paths: &[PathGrant]) -> bool {
 fn plan_net(
     policy: &CompiledPolicy,
     abi: LandlockAbi,
+    gate: &GateSupport,
+    refused: &mut Vec<Refused>,
+) -> (Vec<PortRange>, bool) {
+    let mut alone = Vec::new();
+    let ports = landlock_net(policy, abi, &mut alone);
+    let (gate_decides, others): (Vec<Refused>, Vec<Refused>) =
+        alone.into_iter().partition(|r| r.why.gate_decides());
+    refused.extend(others);
+    if gate_decides.is_empty() {
+        return (ports, false);
+    }
+    if *gate != GateSupport::Available {
+        refused.extend(gate_decides);
+        return (ports, false);
+    }
+    // The gate decides every peer exactly; Landlock's network rules (where the kernel has
+    // them) still allow no TCP port that no rule grants on some address.
+    let mut tcp = BTreeSet::new();
+    if abi.has_network() {
+        for rule in &policy.net.allow {
+            if rule.protocols.contains(&Protocol::Tcp) {
+                tcp.extend(rule.ports.first..=rule.ports.last);
+            }
+        }
+        for rule in &policy.net.hosts {
+            if rule.protocols.contains(&Protocol::Tcp) {
+                tcp.extend(rule.ports.first..=rule.ports.last);
+            }
+        }
+        // Name grants: DNS over TCP, which Landlock sees before the gate steers it to the
+        // scope's resolver.
+        if !policy.net.hosts.is_empty() {
+            tcp.insert(53);
+        }
+    }
+    (ranges(tcp), true)
+}
+
+/// Contiguous ranges of `ports`, ascending.
+fn ranges(ports: BTreeSet<u16>) -> Vec<PortRange> {
+    let mut out: Vec<PortRange> = Vec::new();
+    for p in ports {
+        match out.last_mut() {
+            Some(r) if r.last.checked_add(1) == Some(p) => r.last = p,
+            _ => out.push(PortRange { first: p, last: p }),
+        }
+    }
+    out
+}
+
+/// The TCP ports Landlock alone enforces the policy's network rules with, every rule it
+/// cannot decide pushed to `refused`.
+fn landlock_net(
+    policy: &CompiledPolicy,
+    abi: LandlockAbi,
     refused: &mut Vec<Refused>,
 ) -> Vec<PortRange> {
     for rule in &policy.net.hosts {
@@ -694,15 +802,7 @@ fn plan_net(
         }
         return Vec::new();
     }
-    // Contiguous ranges of the granted ports.
-    let mut out: Vec<PortRange> = Vec::new();
-    for p in p4 {
-        match out.last_mut() {
-            Some(r) if r.last.checked_add(1) == Some(p) => r.last = p,
-            _ => out.push(PortRange { first: p, last: p }),
-        }
-    }
-    out
+    ranges(p4)
 }
 
 /// The Landlock target of a grant's pattern; `None` for a pattern that can match nothing.

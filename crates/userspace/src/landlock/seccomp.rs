@@ -191,16 +191,26 @@ fn errno(e: i32) -> u32 {
     SECCOMP_RET_ERRNO | (e as u32 & 0xffff)
 }
 
-/// The filter. `tcp` says whether TCP sockets may be made: only where Landlock decides their
-/// connections (network rules, ABI 4); `no_memfd` refuses `memfd_create` (kernels without
-/// `vm.memfd_noexec`, where a memfd could be executed).
+/// Which IP sockets a scope may make: only those some layer decides the peers of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Sockets {
+    /// TCP (`SOCK_STREAM`, protocol 0 or `IPPROTO_TCP`): where Landlock decides their
+    /// connections (network rules, ABI 4) or the network gate does.
+    pub tcp: bool,
+    /// UDP (`SOCK_DGRAM`, protocol 0 or `IPPROTO_UDP`): only where the network gate decides
+    /// their peers (Landlock does not restrict UDP).
+    pub udp: bool,
+}
+
+/// The filter. `sockets` says which IP sockets may be made; `no_memfd` refuses
+/// `memfd_create` (kernels without `vm.memfd_noexec`, where a memfd could be executed).
 ///
 /// Set-user-ID and set-group-ID bits are refused wherever a mode is given: a file the scope
 /// marks so would run with its owner's identity (root's, for bee as root) when someone outside
 /// the scope runs it later. `openat2` carries its mode in a structure a filter cannot read, so
 /// it answers `ENOSYS`, as on a kernel without it: callers fall back to `openat` (the kernel
 /// would keep a set-user-ID bit of a new file even for a creator without `CAP_FSETID`).
-pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
+pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
     let eperm = errno(libc::EPERM);
     let mut b = Builder::default();
     b.load(OFF_ARCH);
@@ -245,21 +255,42 @@ pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
         b.load(arg(0));
         b.op(BPF_JEQ_K, libc::AF_NETLINK as u32, 0, 1);
         b.ret(SECCOMP_RET_ALLOW);
-        if !tcp {
+        let kinds: Vec<(u32, u32)> = [
+            (
+                sockets.tcp,
+                libc::SOCK_STREAM as u32,
+                libc::IPPROTO_TCP as u32,
+            ),
+            (
+                sockets.udp,
+                libc::SOCK_DGRAM as u32,
+                libc::IPPROTO_UDP as u32,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(on, kind, proto)| on.then_some((kind, proto)))
+        .collect();
+        if kinds.is_empty() {
             b.ret(eperm);
             return;
         }
-        // AF_INET, AF_INET6: SOCK_STREAM with protocol 0 or IPPROTO_TCP.
+        // AF_INET, AF_INET6: each allowed type with protocol 0 or its own. Each block is six
+        // instructions and ends in a return, so the type in A survives the blocks skipped.
+        const BLOCK: u8 = 6;
+        let blocks = u8::try_from(kinds.len()).unwrap_or(u8::MAX);
         b.load(arg(0));
         b.op(BPF_JEQ_K, libc::AF_INET as u32, 1, 0);
-        b.op(BPF_JEQ_K, libc::AF_INET6 as u32, 0, 7);
+        b.op(BPF_JEQ_K, libc::AF_INET6 as u32, 0, 2 + BLOCK * blocks);
         b.load(arg(1));
         b.op(BPF_ALU_AND_K, SOCK_TYPE_MASK, 0, 0);
-        b.op(BPF_JEQ_K, libc::SOCK_STREAM as u32, 0, 4);
-        b.load(arg(2));
-        b.op(BPF_JEQ_K, 0, 1, 0);
-        b.op(BPF_JEQ_K, libc::IPPROTO_TCP as u32, 0, 1);
-        b.ret(SECCOMP_RET_ALLOW);
+        for (kind, proto) in kinds {
+            b.op(BPF_JEQ_K, kind, 0, BLOCK - 1);
+            b.load(arg(2));
+            b.op(BPF_JEQ_K, 0, 2, 0);
+            b.op(BPF_JEQ_K, proto, 1, 0);
+            b.ret(eperm);
+            b.ret(SECCOMP_RET_ALLOW);
+        }
         b.ret(eperm);
     });
     // A connected pair only: a datagram socket of a pair could still send to (or connect
@@ -298,6 +329,11 @@ pub fn filter(tcp: bool, no_memfd: bool) -> Vec<SockFilter> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TCP: Sockets = Sockets {
+        tcp: true,
+        udp: false,
+    };
 
     /// Runs `prog` on a `seccomp_data` the way the kernel's classic BPF interpreter does, for
     /// the instructions the builder emits.
@@ -341,7 +377,7 @@ mod tests {
 
     #[test]
     fn refuses_the_gates_and_allows_the_rest() {
-        let p = filter(true, false);
+        let p = filter(TCP, false);
         assert_eq!(run(&p, nr(libc::SYS_bpf), [0; 6]), EPERM);
         assert_eq!(run(&p, nr(libc::SYS_mount), [0; 6]), EPERM);
         assert_eq!(run(&p, nr(libc::SYS_io_uring_setup), [0; 6]), EPERM);
@@ -357,7 +393,7 @@ mod tests {
 
     #[test]
     fn clone_and_unshare_may_not_make_a_user_namespace() {
-        let p = filter(true, false);
+        let p = filter(TCP, false);
         for n in [libc::SYS_clone, libc::SYS_unshare] {
             assert_eq!(run(&p, nr(n), [CLONE_NEWUSER, 0, 0, 0, 0, 0]), EPERM);
             assert_eq!(
@@ -369,7 +405,7 @@ mod tests {
 
     #[test]
     fn set_id_bits_and_silenced_reports_are_refused() {
-        let p = filter(true, false);
+        let p = filter(TCP, false);
         for (n, at) in [
             (libc::SYS_chmod, 1),
             (libc::SYS_fchmod, 1),
@@ -408,8 +444,64 @@ mod tests {
     }
 
     #[test]
+    fn a_gated_scope_may_also_make_udp_sockets_and_nothing_else_more() {
+        for sockets in [
+            Sockets {
+                tcp: true,
+                udp: true,
+            },
+            Sockets {
+                tcp: false,
+                udp: true,
+            },
+        ] {
+            let p = filter(sockets, false);
+            let sock = |d: i32, t: i32, pr: i32| {
+                run(
+                    &p,
+                    nr(libc::SYS_socket),
+                    [d as u32, t as u32, pr as u32, 0, 0, 0],
+                )
+            };
+            let tcp = if sockets.tcp {
+                SECCOMP_RET_ALLOW
+            } else {
+                EPERM
+            };
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                assert_eq!(sock(family, libc::SOCK_DGRAM, 0), SECCOMP_RET_ALLOW);
+                assert_eq!(
+                    sock(
+                        family,
+                        libc::SOCK_DGRAM | libc::SOCK_NONBLOCK,
+                        libc::IPPROTO_UDP
+                    ),
+                    SECCOMP_RET_ALLOW
+                );
+                assert_eq!(sock(family, libc::SOCK_STREAM, 0), tcp);
+                assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_TCP), tcp);
+                // ICMP echo, UDP-Lite, SCTP, MPTCP, raw: never.
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMPV6), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_TCP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_UDP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_STREAM, 262), EPERM);
+                assert_eq!(sock(family, libc::SOCK_SEQPACKET, 0), EPERM);
+                assert_eq!(sock(family, libc::SOCK_RAW, libc::IPPROTO_UDP), EPERM);
+            }
+            assert_eq!(sock(libc::AF_UNIX, libc::SOCK_DGRAM, 0), EPERM);
+            assert_eq!(sock(libc::AF_PACKET, libc::SOCK_DGRAM, 0), EPERM);
+            assert_eq!(
+                sock(libc::AF_NETLINK, libc::SOCK_DGRAM, 0),
+                SECCOMP_RET_ALLOW
+            );
+        }
+    }
+
+    #[test]
     fn sockets_are_tcp_and_route_netlink_only() {
-        let p = filter(true, false);
+        let p = filter(TCP, false);
         let sock = |d: i32, t: i32, pr: i32| {
             run(
                 &p,
@@ -433,7 +525,7 @@ mod tests {
         assert_eq!(sock(libc::AF_PACKET, libc::SOCK_RAW, 0), EPERM);
         assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 0), SECCOMP_RET_ALLOW);
         assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 9), EPERM); // NETLINK_AUDIT
-        let no_tcp = filter(false, false);
+        let no_tcp = filter(Sockets::default(), false);
         assert_eq!(
             run(
                 &no_tcp,
@@ -468,7 +560,7 @@ mod tests {
 
     #[test]
     fn fast_open_and_terminal_injection_are_refused() {
-        let p = filter(true, false);
+        let p = filter(TCP, false);
         assert_eq!(
             run(&p, nr(libc::SYS_sendto), [3, 0, 0, MSG_FASTOPEN, 0, 0]),
             EPERM

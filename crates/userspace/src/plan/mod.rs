@@ -15,7 +15,7 @@ mod error;
 mod exec;
 mod minimize;
 mod names;
-mod net;
+pub(crate) mod net;
 mod paths;
 mod protect;
 

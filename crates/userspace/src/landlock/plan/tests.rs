@@ -15,15 +15,20 @@ fn compile(toml: &str) -> CompiledPolicy {
     }
 }
 
+/// Where the network gate cannot be had.
+fn no_gate() -> GateSupport {
+    GateSupport::Unavailable("cgroup sock_addr programs refused (test)".to_owned())
+}
+
 fn refused(toml: &str) -> Vec<(String, Inexpressible)> {
-    match LandlockPlan::new(&compile(toml), LandlockAbi(7)) {
+    match LandlockPlan::new(&compile(toml), LandlockAbi(7), &no_gate()) {
         Ok(plan) => unreachable!("planned: {plan:?}"),
         Err(e) => e.rules.into_iter().map(|r| (r.origin.key, r.why)).collect(),
     }
 }
 
 fn planned(toml: &str) -> LandlockPlan {
-    match LandlockPlan::new(&compile(toml), LandlockAbi(7)) {
+    match LandlockPlan::new(&compile(toml), LandlockAbi(7), &no_gate()) {
         Ok(plan) => plan,
         Err(e) => unreachable!("{e}"),
     }
@@ -198,6 +203,93 @@ proto = "udp"
     assert!(got.iter().all(|(_, w)| *w == Inexpressible::Udp));
 }
 
+/// A refusal that only the gate would lift says why the gate is not there.
+#[test]
+fn a_refused_network_rule_names_the_missing_gate() {
+    let policy = compile(
+        "version = 1\n[[net.allow]]\nhost = [\"example.com\"]\nports = [443]\nproto = \"tcp\"\n",
+    );
+    let Err(e) = LandlockPlan::new(&policy, LandlockAbi(7), &no_gate()) else {
+        unreachable!("planned without the gate")
+    };
+    assert_eq!(
+        e.gate.as_deref(),
+        Some("cgroup sock_addr programs refused (test)")
+    );
+    assert!(e.to_string().contains("network gate"), "{e}");
+    // A refusal the gate would not lift does not mention it.
+    let policy = compile("version = 1\n[fs]\nread = [\"./**/*.py\"]\n");
+    let Err(e) = LandlockPlan::new(&policy, LandlockAbi(7), &no_gate()) else {
+        unreachable!("planned")
+    };
+    assert_eq!(e.gate, None);
+}
+
+/// With the gate, every network rule but a unix socket's is exact: the gate decides the
+/// peers, and Landlock's port rules allow exactly the TCP ports some rule grants.
+#[test]
+fn the_gate_makes_addresses_udp_one_family_and_names_exact() {
+    let policy = compile(
+        r#"version = 1
+[[net.allow]]
+addr = ["127.0.0.1/32"]
+ports = [8080]
+proto = "tcp"
+[[net.allow]]
+addr = ["0.0.0.0/0"]
+ports = [443]
+proto = "tcp"
+[[net.allow]]
+host = ["example.com"]
+ports = [8443, 9000]
+proto = "tcp"
+[[net.allow]]
+addr = ["10.0.0.0/8"]
+ports = [53]
+proto = "udp"
+"#,
+    );
+    let Ok(plan) = LandlockPlan::new(&policy, LandlockAbi(7), &GateSupport::Available) else {
+        unreachable!("refused with the gate")
+    };
+    assert!(plan.gated());
+    let ports: Vec<(u16, u16)> = plan
+        .tcp_connect()
+        .iter()
+        .map(|r| (r.first, r.last))
+        .collect();
+    assert_eq!(
+        ports,
+        vec![
+            (53, 53),
+            (443, 443),
+            (8080, 8080),
+            (8443, 8443),
+            (9000, 9000)
+        ],
+        "the granted TCP ports, and 53 for the resolver"
+    );
+    // Without a kernel's network rules the gate decides TCP alone.
+    let Ok(plan) = LandlockPlan::new(&policy, LandlockAbi(3), &GateSupport::Available) else {
+        unreachable!("refused with the gate on ABI 3")
+    };
+    assert!(plan.gated() && plan.tcp_connect().is_empty());
+    // A policy Landlock decides alone does not load the gate.
+    let plain = compile(
+        "version = 1\n[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [443]\nproto = \"tcp\"\n",
+    );
+    let Ok(plan) = LandlockPlan::new(&plain, LandlockAbi(7), &GateSupport::Available) else {
+        unreachable!("refused")
+    };
+    assert!(!plan.gated());
+    // Unix sockets stay refused: the gate decides IP peers only.
+    let unix = compile("version = 1\n[net]\nunix = [\"/run/x.sock\"]\n");
+    let Err(e) = LandlockPlan::new(&unix, LandlockAbi(7), &GateSupport::Available) else {
+        unreachable!("planned a unix socket grant")
+    };
+    assert_eq!(e.rules[0].why, Inexpressible::UnixSocket);
+}
+
 #[test]
 fn tcp_needs_landlock_network_rules() {
     let policy = compile(
@@ -208,7 +300,7 @@ ports = [443]
 proto = "tcp"
 "#,
     );
-    let Err(e) = LandlockPlan::new(&policy, LandlockAbi(3)) else {
+    let Err(e) = LandlockPlan::new(&policy, LandlockAbi(3), &no_gate()) else {
         unreachable!("planned on ABI 3")
     };
     assert!(
@@ -261,7 +353,7 @@ fn a_refusal_names_every_rule_with_its_line() {
     let policy = compile(
         "version = 1\n[fs]\nread = [\"./**/*.py\"]\ndeny = [\"./secret/**\"]\nwrite = [\"./**\"]\n",
     );
-    let Err(e) = LandlockPlan::new(&policy, LandlockAbi(7)) else {
+    let Err(e) = LandlockPlan::new(&policy, LandlockAbi(7), &no_gate()) else {
         unreachable!("planned")
     };
     let text = e.to_string();
