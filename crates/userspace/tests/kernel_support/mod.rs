@@ -37,6 +37,7 @@ mod fs_attr;
 mod fs_open;
 mod helper;
 mod mount;
+pub mod names;
 mod net;
 mod process;
 mod repeat;

@@ -1,5 +1,6 @@
 //! Shared set-up of the Landlock engine tests: a workspace, a policy compiled against it, a
 //! scope per command.
+#![allow(dead_code, reason = "each test binary uses part of the support module")]
 #![expect(
     clippy::unwrap_used,
     clippy::expect_used,
