@@ -12,3 +12,6 @@ echo "wrote $dir/credentials (a fake secret for the demo)"
 # cargo keeps its package-cache lock in ~/.cargo, which rustup creates and the policy does
 # not let the agent create (see the `rust` fragment); a machine without one gets it here.
 mkdir -p /root/.cargo
+# The crate builds into /tmp/bee-demo-target (crate/.cargo/config.toml); the policy grants
+# running what is built there, which a kernel rule can name only once the directory exists.
+mkdir -p /tmp/bee-demo-target

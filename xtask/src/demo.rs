@@ -226,20 +226,30 @@ impl Findings {
                 "no refusal (net.allow) of the DNS lookup of {EXFIL_NAME} by the scope's resolver"
             ));
         }
-        let others = self.denials.iter().filter(|d| !is_key(d)).count();
-        if others > MAX_OTHER_DENIALS {
+        // Counted by what was probed, not how often: a host's own files (a ~/.gitconfig
+        // cargo looks at in every call) repeat once per call.
+        let others: std::collections::BTreeSet<(&str, &str)> = self
+            .denials
+            .iter()
+            .filter(|d| !is_key(d))
+            .map(|d| (d.missing.as_str(), d.target.as_str()))
+            .collect();
+        if others.len() > MAX_OTHER_DENIALS {
             p.push(format!(
-                "{others} denials besides the prompt injection's (at most {MAX_OTHER_DENIALS}): \
-                 the policy's fragments no longer cover what the toolchain honestly probes"
+                "{} paths or peers denied besides the prompt injection's (at most \
+                 {MAX_OTHER_DENIALS}): the policy's fragments no longer cover what the \
+                 toolchain honestly probes",
+                others.len()
             ));
         }
         p
     }
 }
 
-/// How many denials besides the injection's the demo tolerates: programs' probes of things
-/// no policy should grant (bash opening `/dev/tty`). With `base`, `c` and `rust` included,
-/// cargo, rustc and cc run without any.
+/// How many paths or peers besides the injection's the demo tolerates being denied:
+/// programs' probes of things no policy should grant (bash opening `/dev/tty`, cargo reading
+/// `~/.gitconfig` where the host has one). With `base`, `c` and `rust` included, cargo, rustc
+/// and cc run without any.
 const MAX_OTHER_DENIALS: usize = 5;
 
 fn is_key(d: &Denial) -> bool {
@@ -528,6 +538,10 @@ fn demo_policy_enforceable(bee: &Path, check_report: &str) -> Result<bool> {
     Ok(validate.status.success())
 }
 
+/// Where a native demo's episode copies its crate (bee's `TMPDIR`): outside /tmp and outside
+/// this repository (see [`run_native`]).
+const DEMO_SCRATCH: &str = "/var/tmp/bee-demo";
+
 fn run_native(bee: &Path) -> Result<DemoRun> {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
     let root = status
@@ -552,8 +566,15 @@ fn run_native(bee: &Path) -> Result<DemoRun> {
             .unwrap_or(0)
     ));
     fs::create_dir_all(&records).map_err(io_err("create directory", &records))?;
+    // The episode's copy of the crate goes to bee's temporary directory: not /tmp, whose
+    // write grant (and its `fs.unprotect`) would then reach the copy's `.bee/`, which bee
+    // keeps read-only in every scope by taking such an unprotect rule out; and not below
+    // this repository, whose `.cargo/config.toml` cargo would read as the copy's ancestor's.
+    let scratch = Path::new(DEMO_SCRATCH);
+    fs::create_dir_all(scratch).map_err(io_err("create directory", scratch))?;
     let status = Command::new(bee)
         .current_dir(&dir)
+        .env("TMPDIR", scratch)
         .args([
             "run",
             "--scenario",

@@ -446,10 +446,13 @@ impl LandlockPlan {
         // Carve-outs and protected paths: exact where they cut into no grant at all, or
         // where a mount over an existing path takes exactly what they take away.
         let mut masks = Vec::new();
-        let mut cut = |carve: &PathRule, kind: MaskKind, right: fn(&Rights) -> bool| {
+        let mut cut = |carve: &PathRule,
+                       kind: MaskKind,
+                       right: fn(&Rights) -> bool,
+                       lifted: &dyn Fn(&PathGrant) -> bool| {
             let Some(g) = paths
                 .iter()
-                .find(|g| right(&g.rights) && may_overlap(&carve.pattern, &g.target))
+                .find(|g| right(&g.rights) && !lifted(g) && may_overlap(&carve.pattern, &g.target))
             else {
                 return;
             };
@@ -466,12 +469,28 @@ impl LandlockPlan {
                 }),
             }
         };
+        let never = |_: &PathGrant| false;
         for carve in &policy.fs.deny {
-            cut(carve, MaskKind::Hidden, |r| r.read || r.write || r.exec);
+            cut(
+                carve,
+                MaskKind::Hidden,
+                |r| r.read || r.write || r.exec,
+                &never,
+            );
         }
         for carve in &policy.exec_deny {
-            cut(carve, MaskKind::NoExec, |r| r.exec);
+            cut(carve, MaskKind::NoExec, |r| r.exec, &never);
         }
+        // A protected path is writable where `fs.unprotect` matches: a write grant that an
+        // unprotect rule covers whole takes no protection to cut into.
+        let unprotected = |g: &PathGrant| {
+            let pattern = target_pattern(&g.target);
+            policy
+                .fs
+                .unprotect
+                .iter()
+                .any(|u| pattern.as_ref().is_some_and(|p| covers(&u.pattern, p)))
+        };
         for protect in &policy.fs.protect {
             let lifted = policy
                 .fs
@@ -479,7 +498,7 @@ impl LandlockPlan {
                 .iter()
                 .any(|u| covers(&u.pattern, &protect.pattern));
             if !lifted {
-                cut(protect, MaskKind::ReadOnly, |r| r.write);
+                cut(protect, MaskKind::ReadOnly, |r| r.write, &unprotected);
             }
         }
 
@@ -883,6 +902,19 @@ fn may_overlap(carve: &PathPattern, target: &Target) -> bool {
         Target::ProcSelf => {
             starts_with(&carve_prefix, "/proc") || starts_with("/proc", &carve_prefix)
         }
+    }
+}
+
+/// The pattern a target grants, where it is one (not the private `/proc`).
+fn target_pattern(target: &Target) -> Option<PathPattern> {
+    match target {
+        Target::Exact { path, .. } => Some(PathPattern::Exact { path: path.clone() }),
+        Target::Tree { root } => Some(PathPattern::Subtree { root: root.clone() }),
+        Target::Star { segments, subtree } => Some(PathPattern::BoundedStar {
+            segments: segments.clone(),
+            subtree: *subtree,
+        }),
+        Target::ProcSelf => None,
     }
 }
 

@@ -123,6 +123,29 @@ deny = ["/home/u/.ssh/**"]
     );
 }
 
+/// `fs.unprotect` over a whole writable tree lifts the built-in set there (write ∖ (protect ∖
+/// unprotect)), so nothing is left to keep read-only in it; a tree it covers only in part
+/// still refuses.
+#[test]
+fn a_writable_tree_unprotected_whole_needs_no_protection_in_it() {
+    for version in [2, 3] {
+        let plan = planned(&format!(
+            "version = {version}\n[fs]\nwrite = [\"./**\", \"/tmp/**\"]\nunprotect = [\"./**\", \"/tmp/**\"]\n"
+        ));
+        assert!(plan.masks().is_empty(), "{:?}", plan.masks());
+        assert!(plan.rights_at("/work/ws/.git/hooks/pre-commit").write);
+        let got = refused(&format!(
+            "version = {version}\n[fs]\nwrite = [\"./**\"]\nunprotect = [\"./target/**\"]\n"
+        ));
+        assert!(
+            got.iter().all(|(k, why)| k.starts_with("protected")
+                && matches!(why, Inexpressible::ProtectedInWritable { grant } if grant.key == "fs.write[0]")),
+            "{got:?}"
+        );
+        assert!(!got.is_empty());
+    }
+}
+
 #[test]
 fn version_2_protected_paths_refuse_a_writable_tree_but_not_a_readable_one() {
     let got = refused(
