@@ -51,6 +51,9 @@ pub struct LandlockGates {
     /// Whether the engine reports its denials (how, in one sentence), or why not: not a gate,
     /// since it enforces either way.
     pub reports: Result<String, String>,
+    /// Whether the network gate loads here (cgroup `sock_addr` programs), or why not: not a
+    /// gate either, since without it the policies that need it are refused, naming why.
+    pub network_gate: Result<(), String>,
 }
 
 impl LandlockGates {
@@ -66,7 +69,7 @@ impl LandlockGates {
                     if *v >= 4 {
                         " (TCP port rules)"
                     } else {
-                        " (no network rules: TCP is refused)"
+                        " (no network rules: TCP only through the network gate)"
                     }
                 ),
                 fix: None,
@@ -115,10 +118,15 @@ impl LandlockGates {
             )),
             Err(_) => Err("no Landlock".to_owned()),
         };
+        let network_gate = match abi {
+            Ok(_) => bee_userspace::landlock::gate::NetGate::load().map(drop),
+            Err(_) => Err("no Landlock".to_owned()),
+        };
         Self {
             abi: abi.ok(),
             gates,
             reports,
+            network_gate,
         }
     }
 
@@ -271,6 +279,12 @@ fn render_landlock(
         Ok(how) => format!("  pass reports {how}\n"),
         Err(why) => format!("  note reports denials are enforced but not reported: {why}\n"),
     });
+    out.push_str(&match &landlock.network_gate {
+        Ok(()) => "  pass network-gate cgroup sock_addr programs load: address, UDP and name grants are enforced\n".to_owned(),
+        Err(why) => format!(
+            "  note network-gate policies with address, UDP or name grants are refused: {why}\n"
+        ),
+    });
     out.push_str(if landlock.is_supported() {
         "Landlock engine supported: policies it can express exactly are enforced (`bee validate --engine landlock` says which)\n"
     } else {
@@ -285,7 +299,8 @@ fn render_landlock(
 /// and those it lacks (`missing`), the `kernel_features` bee's programs need that this kernel
 /// lacks (`missing`, each with the release that added it) and the `lowest_kernel` that has
 /// them all (`null` when none is missing), one object per BPF LSM gate, and `landlock`: its
-/// `supported`, `abi`, gates and `reports` (`denials`: whether they are reported, `reason`).
+/// `supported`, `abi`, gates, `reports` (`denials`: whether they are reported, `reason`) and
+/// `network_gate` (`available`, else the `reason`).
 pub fn to_json(
     report: &SupportReport,
     landlock: &LandlockGates,
@@ -328,6 +343,10 @@ pub fn to_json(
             "reports": match &landlock.reports {
                 Ok(how) => json!({"denials": true, "reason": how}),
                 Err(why) => json!({"denials": false, "reason": why}),
+            },
+            "network_gate": match &landlock.network_gate {
+                Ok(()) => json!({"available": true}),
+                Err(why) => json!({"available": false, "reason": why}),
             },
         },
     })

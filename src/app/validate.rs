@@ -377,15 +377,25 @@ fn landlock_json(plan: &Result<LandlockPlan, LandlockRefusal>) -> Value {
 }
 
 fn landlock_text(plan: &Result<LandlockPlan, LandlockRefusal>) -> String {
+    let how = |p: &LandlockPlan| {
+        format!(
+            "ABI {}{}",
+            p.abi().0,
+            if p.gated() {
+                ", the network by the network gate"
+            } else {
+                ""
+            }
+        )
+    };
     match plan {
-        Ok(p) if p.narrowings().is_empty() => format!(
-            "   landlock engine: enforces it exactly (ABI {})\n",
-            p.abi().0
-        ),
+        Ok(p) if p.narrowings().is_empty() => {
+            format!("   landlock engine: enforces it exactly ({})\n", how(p))
+        }
         Ok(p) => {
             let mut s = format!(
-                "   landlock engine: enforces it (ABI {}), more strictly for {} rule{}:\n",
-                p.abi().0,
+                "   landlock engine: enforces it ({}), more strictly for {} rule{}:\n",
+                how(p),
                 p.narrowings().len(),
                 if p.narrowings().len() == 1 { "" } else { "s" }
             );
