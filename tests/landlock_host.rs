@@ -113,8 +113,7 @@ fn a_policy_landlock_cannot_express_is_refused_naming_the_rule() {
         &policy,
         format!(
             "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\"]\n\
-             [exec]\nallow = [\"/bin/busybox\"]\n\
-             [[net.allow]]\nhost = \"example.com\"\nports = [443]\nproto = \"tcp\"\n",
+             deny = [\"{ws}/**/*.key\"]\n[exec]\nallow = [\"/bin/busybox\"]\n",
             ws = f.workspace.display()
         ),
     )
@@ -132,8 +131,58 @@ fn a_policy_landlock_cannot_express_is_refused_naming_the_rule() {
         )),
         "{err}"
     );
-    assert!(err.contains("net.allow[0] `example.com`"), "{err}");
+    assert!(
+        err.contains(&format!("fs.deny[0] `{}/**/*.key`", f.workspace.display())),
+        "{err}"
+    );
     assert!(!f.workspace.join("ran").exists());
+}
+
+/// Where the BPF LSM is out, a name grant is enforced by the Landlock engine's network gate
+/// (cgroup sock_addr programs, which need no BPF LSM): `bee check` says the gate loads, and a
+/// query to any name server ends at the scope's resolver, which refuses an ungranted name and
+/// reports it.
+#[test]
+fn a_name_grant_is_enforced_by_the_network_gate() {
+    assert_ubuntu_shape();
+    let f = Fixture::new();
+    let o = bee_in(&f.root, &["check"]);
+    let out = stdout(&o);
+    assert!(out.contains("pass network-gate"), "{out}");
+    let policy = f.root.join("names.toml");
+    fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/bin/**\"]\nwrite = [\"{ws}/**\"]\n\
+             [exec]\nallow = [\"/bin/busybox\"]\n\
+             [[net.allow]]\nhost = \"granted.test\"\nports = [443]\nproto = \"tcp\"\n",
+            ws = f.workspace.display()
+        ),
+    )
+    .unwrap();
+    let shown = policy.display().to_string();
+    let o = bee_in(
+        &f.workspace,
+        &["validate", "--engine", "landlock", "--policy", &shown],
+    );
+    assert!(
+        stderr(&o).contains("the network by the network gate"),
+        "{}",
+        stderr(&o)
+    );
+    let o = exec(
+        &f,
+        &[],
+        &policy,
+        &["nslookup", "leak.evil.test", "192.0.2.53"],
+    );
+    let err = stderr(&o);
+    assert!(err.contains("bee: engine: landlock"), "{err}");
+    assert!(
+        err.contains("bee: denied: resolve leak.evil.test: no net.allow host rule names it"),
+        "{}{err}",
+        stdout(&o)
+    );
 }
 
 #[test]
