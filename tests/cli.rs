@@ -60,6 +60,56 @@ fn every_example_policy_validates() {
     }
 }
 
+/// The README's table of example policies says which engines run each one; `bee validate`
+/// (the Landlock engine's plan on this host, with its network gate) must agree, and the
+/// demo's policy runs on both.
+#[test]
+fn the_readme_names_the_engines_that_run_each_example_policy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap_or_default();
+    let landlock_runs = |policy: &Path, base: &Path| {
+        let (p, b) = (policy.display().to_string(), base.display().to_string());
+        let o = bee(&["validate", "--policy", &p, "--base", &b]);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 0, "{p}: {err}");
+        if err.contains("landlock engine: enforces it") {
+            true
+        } else {
+            assert!(
+                err.contains("landlock engine: cannot enforce it"),
+                "{p}: {err}"
+            );
+            false
+        }
+    };
+    let files = example_policies();
+    for f in &files {
+        let name = f.file_name().unwrap_or_default().to_string_lossy();
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| unreachable!("README has no row for {name}"));
+        let engines = row
+            .trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap_or("")
+            .trim();
+        let both = landlock_runs(f, root);
+        assert_eq!(
+            engines == "both",
+            both,
+            "{name}: the README says `{engines}`, the Landlock plan {}",
+            if both { "enforces it" } else { "refuses it" }
+        );
+    }
+    let demo = root.join("examples/demo");
+    assert!(landlock_runs(
+        &demo.join("policy.toml"),
+        &demo.join("crate")
+    ));
+}
+
 #[test]
 fn a_missing_policy_exits_66() {
     let o = bee(&["validate", "--policy", "policies/does-not-exist.toml"]);
