@@ -189,6 +189,50 @@ fn validate_names_the_engines_verdict_and_each_narrowing() {
     );
 }
 
+/// A name grant is enforced through the network gate where bee may load it (root), and
+/// refused where it may not (an ordinary user: no CAP_BPF), naming the gate and why; never
+/// planned without it.
+#[test]
+fn a_name_grant_needs_the_network_gate_and_says_why_without_it() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = scratch();
+    let p = dir.path().join("names.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[[net.allow]]\nhost = [\"example.com\"]\nports = [443]\nproto = \"tcp\"\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let o = bee_in(
+        dir.path(),
+        &["validate", "--engine", "landlock", "--policy", &p],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the network by the network gate"),
+        "{}",
+        stderr(&o)
+    );
+    // As nobody, who may read the policy but not load BPF programs.
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(dir.path(), mode).unwrap_or_else(|e| unreachable!("{e}"));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(["validate", "--engine", "landlock", "--policy", &p])
+        .current_dir(dir.path())
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}");
+    assert!(err.contains("net.allow[0] `example.com`"), "{err}");
+    assert!(
+        err.contains("the network gate (cgroup sock_addr programs), which would decide the network rules, is unavailable"),
+        "{err}"
+    );
+    assert!(err.contains("CAP_NET_ADMIN"), "{err}");
+}
+
 #[test]
 fn learn_mode_is_refused_under_the_landlock_engine() {
     let dir = scratch();

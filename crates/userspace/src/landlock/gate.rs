@@ -84,6 +84,17 @@ impl std::fmt::Debug for NetGate {
     }
 }
 
+/// `e` and its sources, joined by `: `.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    out
+}
+
 fn take<T>(ebpf: &mut Ebpf, name: &str) -> Result<T, String>
 where
     T: TryFrom<aya::maps::Map, Error = aya::maps::MapError>,
@@ -101,9 +112,12 @@ impl NetGate {
     /// A sentence naming the program the kernel refused and why (`EPERM` without
     /// `CAP_NET_ADMIN`, a kernel without cgroup socket programs), or the map.
     pub fn load() -> Result<Self, String> {
-        let mut ebpf = EbpfLoader::new()
-            .load(bee_ebpf::GATE_OBJECT)
-            .map_err(|e| format!("loading gate.bpf.o: {e}"))?;
+        let mut ebpf = EbpfLoader::new().load(bee_ebpf::GATE_OBJECT).map_err(|e| {
+            format!(
+                "loading gate.bpf.o: {} (it needs CAP_BPF and CAP_NET_ADMIN)",
+                chain(&e)
+            )
+        })?;
         for (name, _) in PROGRAMS {
             let prog: &mut CgroupSockAddr = ebpf
                 .program_mut(name)
