@@ -148,10 +148,10 @@ static __always_inline int gate_allows(__u64 cgid, const struct bee_gate_scope *
 	return net_value_allows(&ans->ports, proto, port);
 }
 
-/* Reports a refusal, as the LSM engine's record of the same denial. */
+/* Reports a refusal, as the LSM engine's record of the same denial: the address as the
+ * task gave it, 4 bytes for an IPv4 hook, 16 (a v4-mapped one included) for an IPv6 one. */
 static __always_inline void gate_report(__u32 hook, __u64 cgid, const struct bee_gate_scope *g,
-					__u16 family, const __u8 *a, int v4, __u8 proto,
-					__u16 port)
+					int v6, const __u8 *a, __u8 proto, __u16 port)
 {
 	struct bee_event *ev = bpf_ringbuf_reserve(&bee_gate_events, sizeof(*ev), 0);
 	__u64 id = bpf_get_current_pid_tgid();
@@ -167,16 +167,16 @@ static __always_inline void gate_report(__u32 hook, __u64 cgid, const struct bee
 	ev->access = BEE_ACCESS_NET;
 	__builtin_memset(ev->comm, 0, sizeof(ev->comm));
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
-	ev->family = family;
+	ev->family = v6 ? BEE_AF_INET6 : BEE_AF_INET;
 	ev->port = port;
 	ev->protocol = proto;
 	ev->flags = 0;
 	ev->_pad0 = 0;
 	__builtin_memset(ev->addr, 0, sizeof(ev->addr));
-	if (v4)
-		__builtin_memcpy(ev->addr, &a[12], 4);
-	else
+	if (v6)
 		__builtin_memcpy(ev->addr, a, 16);
+	else
+		__builtin_memcpy(ev->addr, &a[12], 4);
 	ev->path_len = 0;
 	ev->_pad1 = 0;
 	bpf_ringbuf_submit(ev, 0);
@@ -214,7 +214,7 @@ static __always_inline int gate(struct bpf_sock_addr *ctx, __u32 hook, int v6)
 		__builtin_memcpy(&a[12], &w, 4);
 	}
 	if (!g || !gate_allows(cgid, g, a, v4, proto, port)) {
-		gate_report(hook, cgid, g, v6 ? BEE_AF_INET6 : BEE_AF_INET, a, v4, proto, port);
+		gate_report(hook, cgid, g, v6, a, proto, port);
 		return 0;
 	}
 	return v6 ? steer6(ctx) : steer4(ctx);

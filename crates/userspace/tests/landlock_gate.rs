@@ -41,6 +41,15 @@ fn engine() -> &'static LandlockEngine {
     })
 }
 
+/// A second engine, as another bee process would hold: a gate of its own.
+fn other_engine() -> &'static LandlockEngine {
+    static OTHER: OnceLock<LandlockEngine> = OnceLock::new();
+    OTHER.get_or_init(|| {
+        engine();
+        LandlockEngine::new().expect("this kernel runs Landlock")
+    })
+}
+
 /// A policy granting this test binary and `net` (TOML tables).
 fn policy(net: &str) -> &'static CompiledPolicy {
     let exe = std::env::current_exe().unwrap();
@@ -71,10 +80,16 @@ struct Gated {
 
 impl Gated {
     fn new(policy: &'static CompiledPolicy) -> Self {
-        let planned = engine().plan(policy).unwrap_or_else(|e| panic!("{e}"));
+        Self::on(engine(), policy)
+    }
+
+    /// A scope of `engine`, which may be another than the process's own (standing for
+    /// another bee process: its gate is loaded apart, its maps its own but the one shared).
+    fn on(engine: &'static LandlockEngine, policy: &'static CompiledPolicy) -> Self {
+        let planned = engine.plan(policy).unwrap_or_else(|e| panic!("{e}"));
         assert!(planned.gated(), "the plan does not use the gate");
         let parent = CgroupParent::open_default().expect("a cgroup2 hierarchy");
-        let scope = Scope::create_for_policy(engine(), &parent, policy, ScopeOptions::default())
+        let scope = Scope::create_for_policy(engine, &parent, policy, ScopeOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
         Self { scope }
     }
@@ -84,7 +99,10 @@ impl Gated {
     }
 
     fn events(&self) -> Vec<AuditEvent> {
-        engine().drain_events(self.scope.cgroup_id())
+        // Drained from every engine: the scope's own holds its events, the others none.
+        let mut events = engine().drain_events(self.scope.cgroup_id());
+        events.extend(other_engine().drain_events(self.scope.cgroup_id()));
+        events
     }
 }
 
@@ -232,10 +250,13 @@ fn udp_and_addresses_reach_only_what_is_granted_in_every_family_and_form() {
     assert_eq!(scope.sendto("192.0.2.1", "53"), EPERM);
     assert!(denied(scope.connect("192.0.2.1", "53")));
     let refused = refused_peers(&scope);
+    // Each as its hook saw it: a v4-mapped peer of a TCP connect stays one; the kernel hands
+    // a v4-mapped UDP datagram to the IPv4 hook as IPv4.
     for (hook, addr, port) in [
         (Hook::SocketSendmsg, "192.0.2.40", 5001),
         (Hook::SocketSendmsg, "192.0.2.42", 5000),
         (Hook::SocketConnect, "192.0.2.42", 8000),
+        (Hook::SocketConnect, "::ffff:192.0.2.42", 8000),
     ] {
         assert!(
             refused.contains(&(hook as u32, addr.to_owned(), port)),
@@ -287,4 +308,45 @@ fn no_socket_kind_goes_around_the_gate() {
         port: "8443".into(),
     });
     assert_eq!(errno, EPERM, "mptcp: {out}");
+}
+
+/// A resolver answers only its own scope: a scope of another bee process (its own gate) that
+/// may reach every loopback port over UDP and TCP still cannot query it, so it cannot have
+/// names it was not granted resolved, nor make refusals appear in the other scope's report.
+#[test]
+fn another_processs_scope_cannot_use_this_scopes_resolver() {
+    let owner = Gated::names(&["granted.test"]);
+    // The resolver's port, as the owner's steered TCP connection sees its peer.
+    let (errno, out) = owner.act(Action::Dns {
+        mode: "tcp".into(),
+        addr: "192.0.2.1".into(),
+        port: "53".into(),
+    });
+    assert_eq!(errno, 0, "{out}");
+    let port = out
+        .split("reply from 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .unwrap_or_else(|| panic!("no resolver peer in {out}"))
+        .to_owned();
+    let intruder = Gated::on(
+        other_engine(),
+        policy(
+            "[[net.allow]]\naddr = [\"127.0.0.0/8\", \"::1/128\"]\nports = [\"1024-65535\"]\nproto = [\"tcp\", \"udp\"]\n",
+        ),
+    );
+    for mode in ["udp", "tcp"] {
+        for addr in ["127.0.0.1", "::ffff:127.0.0.1"] {
+            let (errno, out) = intruder.act(Action::Dns {
+                mode: mode.into(),
+                addr: addr.into(),
+                port: port.clone(),
+            });
+            assert_eq!(errno, EPERM, "{mode} to {addr}:{port}: {out}");
+        }
+    }
+    // A loopback port that is no resolver's stays reachable as granted.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let free = listener.local_addr().unwrap().port().to_string();
+    assert_eq!(intruder.connect("127.0.0.1", &free), 0);
 }

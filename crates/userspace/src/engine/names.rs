@@ -213,8 +213,10 @@ fn resolver_config() -> Result<ResolverConfig, String> {
     }
 }
 
-/// The addresses of this host's interfaces (`getifaddrs(3)`): an answer naming one is refused
-/// like a private one, unless an address grant covers it. Empty if they cannot be read.
+/// The addresses of this host's interfaces and their IPv4 broadcast addresses
+/// (`getifaddrs(3)`): an answer naming one is refused like a private one, unless an address
+/// grant covers it (a broadcast answer would reach every host of the local network). Empty
+/// if they cannot be read.
 fn host_addresses() -> Vec<IpAddr> {
     let mut out = Vec::new();
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
@@ -236,6 +238,13 @@ fn host_addresses() -> Vec<IpAddr> {
                 out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
                     sin.sin_addr.s_addr,
                 ))));
+                let broadcast = ifa.ifa_flags & libc::IFF_BROADCAST as u32 != 0;
+                if broadcast && !ifa.ifa_ifu.is_null() {
+                    // SAFETY: with IFF_BROADCAST, ifa_ifu is the interface's broadcast
+                    // address, of the same family as ifa_addr.
+                    let b = unsafe { &*ifa.ifa_ifu.cast::<libc::sockaddr_in>() };
+                    out.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(b.sin_addr.s_addr))));
+                }
             } else if family == libc::AF_INET6 {
                 // SAFETY: an AF_INET6 address is a sockaddr_in6.
                 let sin6 = unsafe { &*ifa.ifa_addr.cast::<libc::sockaddr_in6>() };
@@ -356,5 +365,38 @@ impl ScopeNames {
     /// Stops the resolver (its threads are joined).
     pub(crate) fn stop(self) {
         self.resolver.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A granted name answered with the local network's broadcast address would reach every
+    /// host on it: the resolver refuses it as one of this host's own addresses. `ip` lists
+    /// each interface's broadcast address (`brd`); every one must be among them.
+    #[test]
+    fn the_interfaces_broadcast_addresses_count_as_this_hosts() {
+        let out = std::process::Command::new("ip")
+            .args(["-o", "-4", "addr", "show"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let broadcasts: Vec<IpAddr> = out
+            .lines()
+            .filter_map(|l| {
+                let mut words = l.split_whitespace();
+                words.find(|w| *w == "brd")?;
+                words.next()?.parse().ok()
+            })
+            .collect();
+        assert!(
+            !broadcasts.is_empty(),
+            "no broadcast address in `ip` output: {out}"
+        );
+        let host = host_addresses();
+        for b in broadcasts {
+            assert!(host.contains(&b), "{b} is not among {host:?}");
+        }
     }
 }

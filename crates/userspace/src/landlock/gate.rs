@@ -16,7 +16,9 @@
 //!
 //! The programs stay attached to the cgroup if bee dies, with the maps they use: a scope that
 //! outlives bee keeps its network rules, and its DNS (steered to a resolver that is gone)
-//! fails.
+//! fails. Each bee process loads a gate of its own; the one map they share, pinned under
+//! [`PIN_DIR`], holds every resolver's loopback port, so that no scope addresses another's
+//! resolver (whose grants are not its own) whichever process made it.
 
 use std::collections::HashMap as StdHashMap;
 use std::os::fd::{AsFd, AsRawFd};
@@ -45,6 +47,10 @@ const PROGRAMS: [(&str, u32); 6] = [
     ("bee_gate_recvmsg4", 19), // BPF_CGROUP_UDP4_RECVMSG
     ("bee_gate_recvmsg6", 20), // BPF_CGROUP_UDP6_RECVMSG
 ];
+
+/// Where the map every gate shares is pinned: the loopback ports of every gate's resolvers,
+/// valued by how many scopes are steered to each.
+pub const PIN_DIR: &str = "/sys/fs/bpf/bee-gate";
 
 /// `BPF_PROG_ATTACH` (enum bpf_cmd) and `BPF_F_ALLOW_MULTI`: the program runs beside the
 /// cgroup's others, and its ancestors'.
@@ -112,12 +118,27 @@ impl NetGate {
     /// A sentence naming the program the kernel refused and why (`EPERM` without
     /// `CAP_NET_ADMIN`, a kernel without cgroup socket programs), or the map.
     pub fn load() -> Result<Self, String> {
-        let mut ebpf = EbpfLoader::new().load(bee_ebpf::GATE_OBJECT).map_err(|e| {
-            format!(
-                "loading gate.bpf.o: {} (it needs CAP_BPF and CAP_NET_ADMIN)",
-                chain(&e)
-            )
-        })?;
+        // The resolvers' ports are shared by every bee process's gate (a map pinned by
+        // name), so that no scope reaches another process's scope's resolver either.
+        let pins = Path::new(PIN_DIR);
+        match std::fs::create_dir(pins) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(format!(
+                    "making {PIN_DIR} for the resolvers' port map: {e} (the BPF file system must be mounted at /sys/fs/bpf)"
+                ));
+            }
+        }
+        let mut ebpf = EbpfLoader::new()
+            .map_pin_path("bee_dns_ports", pins.join("dns_ports"))
+            .load(bee_ebpf::GATE_OBJECT)
+            .map_err(|e| {
+                format!(
+                    "loading gate.bpf.o: {} (it needs CAP_BPF and CAP_NET_ADMIN)",
+                    chain(&e)
+                )
+            })?;
         for (name, _) in PROGRAMS {
             let prog: &mut CgroupSockAddr = ebpf
                 .program_mut(name)
@@ -242,9 +263,10 @@ impl NetGate {
             &self.refusals,
             |value| {
                 // The port first: no other scope may address it once this scope's DNS goes
-                // there.
+                // there. Counted, as another process may hold a stale entry for it.
+                let users = ports.get(&value.port, 0).unwrap_or(0);
                 ports
-                    .insert(value.port, 1, 0)
+                    .insert(value.port, users.saturating_add(1), 0)
                     .map_err(|e| format!("the gate's resolver ports: {e}"))?;
                 dns.insert(cgroup_id, value, 0)
                     .map_err(|e| format!("the gate's DNS entry: {e}"))
@@ -257,7 +279,12 @@ impl NetGate {
         let _ = self.dns.remove(&cgroup_id);
         names.stop();
         if let Some(port) = port {
-            let _ = self.dns_ports.remove(&port);
+            let users = self.dns_ports.get(&port, 0).unwrap_or(0);
+            let _ = if users > 1 {
+                self.dns_ports.insert(port, users - 1, 0)
+            } else {
+                self.dns_ports.remove(&port)
+            };
         }
         self.answers.forget_scope(cgroup_id);
     }
