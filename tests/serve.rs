@@ -1161,3 +1161,56 @@ fn a_session_that_insists_on_the_service_is_refused_without_one() {
         "{out}"
     );
 }
+
+/// A request whose network rule only the Landlock engine's network gate can decide (one
+/// address) is enforced through the service for an ordinary user: the gate, loaded by the
+/// service as root, decides each peer of the caller's scope.
+#[test]
+fn an_ordinary_users_address_grant_is_decided_by_the_services_network_gate() {
+    let listener = ok(std::net::TcpListener::bind("127.0.0.1:0"));
+    let port = ok(listener.local_addr()).port();
+    let net =
+        format!("[[net.allow]]\naddr = [\"127.0.0.1/32\"]\nports = [{port}]\nproto = \"tcp\"\n");
+    let ceiling_net = net.clone();
+    let service = Service::start(
+        "landlock",
+        |dir| {
+            let ws = dir.join("ws");
+            ok(std::fs::create_dir_all(ws.join("pub")));
+            for d in [&ws, &ws.join("pub")] {
+                ok(std::fs::set_permissions(
+                    d,
+                    std::fs::Permissions::from_mode(0o777),
+                ));
+            }
+        },
+        move |dir| {
+            let tree = format!("{}/**", dir.join("ws").display());
+            format!("{}{ceiling_net}", policy_text(&tree, &tree))
+        },
+    );
+    let tree = format!("{}/pub/**", ws(&service).display());
+    let p = ws(&service).join("net.toml");
+    ok(std::fs::write(&p, format!("{}{net}", policy_text(&tree, &tree))));
+    let script = format!(
+        "echo hi > /dev/tcp/127.0.0.1/{port} && echo sent; \
+         (echo x > /dev/tcp/127.0.0.2/{port}) 2>/dev/null || echo refused"
+    );
+    let o = output(exec_as_nobody(
+        &service,
+        &p,
+        &["/usr/bin/bash", "-c", &script],
+    ));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}{}", service.log());
+    assert_eq!(text(&o.stdout), "sent\nrefused\n", "{err}");
+    let (mut conn, _) = ok(listener.accept());
+    let mut got = String::new();
+    ok(conn.read_to_string(&mut got));
+    assert_eq!(got, "hi\n");
+    assert!(
+        err.contains(&format!("bee: denied: connect tcp 127.0.0.2:{port}")),
+        "{err}"
+    );
+    assert_eq!(service.scopes_left_after_hangup(), 0);
+}

@@ -267,6 +267,13 @@ fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<O
             .with_fix("run bee as root"),
         ));
     }
+    if policies.is_empty() {
+        // A service (no policy yet) loads the network gate now, as root: it plans each
+        // caller's policy later with the caller's file-system identity, which may not make or
+        // open the gate's pinned map. Where it cannot be had, the policies that need it are
+        // refused then, naming why.
+        let _ = engine.gate_support();
+    }
     for p in policies {
         if let Err(e) = engine.plan(p) {
             let mut r = Refusal::unavailable(format!(
