@@ -6,7 +6,10 @@ Needs root, Landlock and bubblewrap (`bwrap`). Usage:
     bench/serve/bench.py [BEE] [ROUNDS]
 
 BEE defaults to target/release/bee. Prints, for `-- /usr/bin/true`: a plain spawn,
-bubblewrap, `bee exec` in-process as root, and `bee exec` as `nobody` through the service
+bubblewrap, `bee exec` in-process as root (with the policy, and with the policy and one
+address grant, which the Landlock engine's network gate decides: its programs loaded and
+attached to the scope's cgroup), and `bee exec` as `nobody` through the service (both
+policies; the service loads the gate once, at its start)
 (p50 and p99 over ROUNDS interleaved rounds); the time from `bee repl`'s start to its
 prompt, in a pseudo-terminal, in-process as root and as nobody through the service; then
 100 concurrent clients making 10 scopes each (errors counted), and the service's resident
@@ -36,6 +39,13 @@ read = ["/usr/lib/**", "/etc/ld.so.cache", "{ws}/**"]
 write = ["/dev/null", "{ws}/**"]
 [exec]
 allow = ["/usr/lib/x86_64-linux-gnu/**", "/usr/bin/true"]
+"""
+
+# One address: a rule only the network gate decides under the Landlock engine.
+GATED = POLICY + """[[net.allow]]
+addr = ["127.0.0.1/32"]
+ports = [8000]
+proto = "tcp"
 """
 
 
@@ -136,11 +146,14 @@ def main():
     policy = os.path.join(ws, "p.toml")
     with open(policy, "w") as f:
         f.write(POLICY.format(ws=ws))
+    gated = os.path.join(ws, "gated.toml")
+    with open(gated, "w") as f:
+        f.write(GATED.format(ws=ws))
     # The ceiling: the policy, and bee's own directory (a REPL's file tools run `bee`).
     bee_dir = os.path.dirname(BEE)
     with open(os.path.join(work, "ceilings", "default.toml"), "w") as f:
         f.write(
-            POLICY.format(ws=ws)
+            GATED.format(ws=ws)
             .replace('read = [', f'read = ["{bee_dir}/**", "/proc/self/maps", ')
             .replace('allow = [', f'allow = ["{bee_dir}/**", ')
         )
@@ -176,10 +189,20 @@ def main():
                  policy, "--", "/usr/bin/true"],
                 {"cwd": ws},
             ),
+            "bee exec in-process (root), network gate": (
+                [BEE, "exec", "--service", "never", "--engine", "landlock", "--policy",
+                 gated, "--", "/usr/bin/true"],
+                {"cwd": ws},
+            ),
             "bee exec through bee serve (nobody)": (
                 [BEE, "exec", "--policy", policy, "--", "/usr/bin/true"],
                 # Dropped to nobody by the spawn itself (no Python callback, which would
                 # force a slower fork than the other rows get).
+                {"cwd": ws, "env": env, "user": NOBODY, "group": NOBODY, "extra_groups": []},
+            ),
+            # The service loaded the gate once, at its start.
+            "bee exec through bee serve (nobody), network gate": (
+                [BEE, "exec", "--policy", gated, "--", "/usr/bin/true"],
                 {"cwd": ws, "env": env, "user": NOBODY, "group": NOBODY, "extra_groups": []},
             ),
         }

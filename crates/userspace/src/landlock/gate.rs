@@ -131,6 +131,10 @@ impl NetGate {
             }
         }
         let mut ebpf = EbpfLoader::new()
+            // No CO-RE relocation to make: the programs read only their context, which the
+            // verifier rewrites. (The loader has parsed the kernel's BTF already, about 45 ms
+            // of the gate's load: `docs/benchmarks.md`.)
+            .btf(None)
             .map_pin_path("bee_dns_ports", pins.join("dns_ports"))
             .load(bee_ebpf::GATE_OBJECT)
             .map_err(|e| {
