@@ -1191,7 +1191,10 @@ fn an_ordinary_users_address_grant_is_decided_by_the_services_network_gate() {
     );
     let tree = format!("{}/pub/**", ws(&service).display());
     let p = ws(&service).join("net.toml");
-    ok(std::fs::write(&p, format!("{}{net}", policy_text(&tree, &tree))));
+    ok(std::fs::write(
+        &p,
+        format!("{}{net}", policy_text(&tree, &tree)),
+    ));
     let script = format!(
         "echo hi > /dev/tcp/127.0.0.1/{port} && echo sent; \
          (echo x > /dev/tcp/127.0.0.2/{port}) 2>/dev/null || echo refused"
