@@ -295,9 +295,13 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
                 l.record_from(Some(ws), record);
             }
         });
-        if let Err(why) = factory.learn_with(observer) {
-            let _ = writeln!(ctx.err, "bee run: --learn: {why}; no model was called");
-            return Exit::Usage;
+        if let Err(e) = factory.learn_with(observer) {
+            let _ = writeln!(
+                ctx.err,
+                "bee run: --learn: {}; no model was called",
+                e.message
+            );
+            return Exit::of_service(e.status);
         }
         if let Ok(l) = l.lock()
             && let Some(l) = l.as_ref()

@@ -22,6 +22,16 @@ pub struct ExecutorError {
     pub message: String,
 }
 
+impl ExecutorError {
+    /// A request this sandbox cannot take (64).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            status: 64,
+            message: message.into(),
+        }
+    }
+}
+
 impl From<String> for ExecutorError {
     /// An error that leaves enforcement unavailable (69).
     fn from(message: String) -> Self {
@@ -67,9 +77,12 @@ pub trait SandboxFactory: Send + Sync {
     /// `SCOPE_LEARN`, and every call's audit records go to `observer`.
     ///
     /// # Errors
-    /// Why this sandbox cannot learn (a factory without kernel scopes refuses).
-    fn learn_with(&mut self, observer: crate::episode::AuditObserver) -> Result<(), String> {
+    /// Why this sandbox cannot learn, with its status: 64 for a sandbox that has no kernel
+    /// scope to learn in, 69 for an engine that cannot report what it would learn from.
+    fn learn_with(&mut self, observer: crate::episode::AuditObserver) -> Result<(), ExecutorError> {
         let _ = observer;
-        Err("this sandbox has no kernel scope to learn in".to_owned())
+        Err(ExecutorError::usage(
+            "this sandbox has no kernel scope to learn in",
+        ))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
-use bee_userspace::scope::Enforcer;
+use bee_userspace::scope::{Enforcer, EngineKind};
 
 use super::super::enforcement::{self, EngineChoice, Refusal};
 use super::SandboxFactory;
@@ -171,14 +171,23 @@ impl SandboxFactory for Factory {
         Ok(())
     }
 
-    fn learn_with(&mut self, observer: AuditObserver) -> Result<(), String> {
+    fn learn_with(&mut self, observer: AuditObserver) -> Result<(), ExecutorError> {
         if self.service.is_some() {
-            return Err(
-                "learn mode is not offered through `bee serve` yet; run it as root".to_owned(),
-            );
+            return Err(ExecutorError::usage(
+                "learn mode is not offered through `bee serve` yet; run it as root",
+            ));
         }
-        if self.engine.is_none() {
-            return Err("--host runs no kernel scope, so nothing can be learned".to_owned());
+        let Some(engine) = &self.engine else {
+            return Err(ExecutorError::usage(
+                "--host runs no kernel scope, so nothing can be learned",
+            ));
+        };
+        if engine.engine() == EngineKind::Landlock {
+            // As `bee exec --learn` refuses it: before any model call, not per episode.
+            return Err(ExecutorError::from(
+                "learn mode needs the BPF LSM: the Landlock engine reports no denials to learn from"
+                    .to_owned(),
+            ));
         }
         self.learn = Some(observer);
         Ok(())

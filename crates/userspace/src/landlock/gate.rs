@@ -126,7 +126,7 @@ impl NetGate {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => {
                 return Err(format!(
-                    "making {PIN_DIR} for the resolvers' port map: {e} (the BPF file system must be mounted at /sys/fs/bpf)"
+                    "making {PIN_DIR} for the resolvers' port map: {e} (the gate needs root, with CAP_BPF and CAP_NET_ADMIN, and the BPF file system mounted at /sys/fs/bpf)"
                 ));
             }
         }
