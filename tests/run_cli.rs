@@ -1,7 +1,7 @@
 //! The `bee run` executable: refusals happen before any model call, with the documented
 //! statuses. (This host's kernel lists `bpf` yet refuses LSM programs, so a well-formed run
-//! with a policy stops at 69; `tests/run_episodes.rs` covers the runs themselves with a
-//! scripted sandbox, and `tests/kernel_caps.rs` the 77 of missing privileges.)
+//! that asks for the BPF LSM stops at 69; `tests/run_episodes.rs` covers the runs themselves
+//! with a scripted sandbox, and `tests/kernel_caps.rs` the 77 of missing privileges.)
 
 mod support;
 
@@ -17,6 +17,8 @@ fn demo(file: &str) -> String {
         .to_string()
 }
 
+/// The demo asking for the BPF LSM, which this kernel cannot run (`auto` would take the
+/// Landlock engine, which enforces the demo's policy: `cargo xtask demo` runs it so).
 #[test]
 fn the_demo_without_enforcement_exits_69_before_any_model_call() {
     let dir = tempfile::tempdir().unwrap();
@@ -24,6 +26,8 @@ fn the_demo_without_enforcement_exits_69_before_any_model_call() {
         dir.path(),
         &[
             "run",
+            "--engine",
+            "bpf-lsm",
             "--scenario",
             &demo("scenario.toml"),
             "--provider",

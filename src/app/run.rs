@@ -242,8 +242,9 @@ pub fn run(args: &Args) -> Exit {
 }
 
 /// What to do where this kernel cannot enforce, said after the 69 refusal.
-const KERNEL_INSTEAD: &str = "`cargo xtask demo` (in a checkout of bee) runs the demo episode in \
-     a QEMU guest whose kernel enforces; a scenario with no policy runs here with `--host`, its \
+const KERNEL_INSTEAD: &str = "`cargo xtask demo` (in a checkout of bee) runs the demo episode \
+     enforced: here where an engine can (`bee check`), else in a QEMU guest whose kernel \
+     enforces; a scenario with no policy runs here with `--host`, its \
      tools as hardened host processes with NO kernel scope (the demo's: `bee run --host \
      --scenario examples/demo/host-scenario.toml --provider examples/demo/host-provider.toml`)";
 
