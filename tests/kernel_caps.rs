@@ -463,7 +463,7 @@ fn assert_refused_without(who: &Who, missing: u32, kernel_refuses: bool) {
 
 /// The bundled example (`examples/demo/`), compiled in: the test binary runs in a guest that
 /// has no copy of the repository.
-const DEMO: [(&str, &str); 8] = [
+const DEMO: [(&str, &str); 9] = [
     (
         "scenario.toml",
         include_str!("../examples/demo/scenario.toml"),
@@ -492,6 +492,10 @@ const DEMO: [(&str, &str); 8] = [
     (
         "crate/src/lib.rs",
         include_str!("../examples/demo/crate/src/lib.rs"),
+    ),
+    (
+        "crate/.cargo/config.toml",
+        include_str!("../examples/demo/crate/.cargo/config.toml"),
     ),
 ];
 
