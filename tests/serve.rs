@@ -43,6 +43,11 @@ fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
 /// A `bee serve` under the Landlock engine whose `default.toml` ceiling reads and writes
 /// `<dir>/ws/**`; `ws/` (mode 777) holds a `secret` and a `pub/` directory.
 fn start() -> Service {
+    start_granting("")
+}
+
+/// As [`start`], the ceiling granting `net` (TOML tables) too.
+fn start_granting(net: &str) -> Service {
     Service::start(
         "landlock",
         |dir| {
@@ -58,7 +63,7 @@ fn start() -> Service {
         },
         |dir| {
             let tree = format!("{}/**", dir.join("ws").display());
-            policy_text(&tree, &tree)
+            format!("{}{net}", policy_text(&tree, &tree))
         },
     )
 }
@@ -1171,24 +1176,7 @@ fn an_ordinary_users_address_grant_is_decided_by_the_services_network_gate() {
     let port = ok(listener.local_addr()).port();
     let net =
         format!("[[net.allow]]\naddr = [\"127.0.0.1/32\"]\nports = [{port}]\nproto = \"tcp\"\n");
-    let ceiling_net = net.clone();
-    let service = Service::start(
-        "landlock",
-        |dir| {
-            let ws = dir.join("ws");
-            ok(std::fs::create_dir_all(ws.join("pub")));
-            for d in [&ws, &ws.join("pub")] {
-                ok(std::fs::set_permissions(
-                    d,
-                    std::fs::Permissions::from_mode(0o777),
-                ));
-            }
-        },
-        move |dir| {
-            let tree = format!("{}/**", dir.join("ws").display());
-            format!("{}{ceiling_net}", policy_text(&tree, &tree))
-        },
-    );
+    let service = start_granting(&net);
     let tree = format!("{}/pub/**", ws(&service).display());
     let p = ws(&service).join("net.toml");
     ok(std::fs::write(

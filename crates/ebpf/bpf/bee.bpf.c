@@ -134,45 +134,8 @@ struct {
 	__type(value, struct bee_net_value);
 } bee_net_v6 SEC(".maps");
 
-/* Name grants (BEE_SCOPE_DNS): where a scope's DNS traffic is steered, and the addresses
- * its resolver answered with, until their TTL runs out. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1024);
-	__type(key, __u64);
-	__type(value, struct bee_dns);
-} bee_dns SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 16);
-	__type(key, struct bee_answer_key);
-	__type(value, struct bee_answer);
-} bee_answers SEC(".maps");
-
-/* The loopback ports of every scope's resolver (UDP and TCP alike), valued by how many scopes
- * are steered there: no scope may address another scope's resolver directly (its queries
- * would be answered by the other scope's grants). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1024);
-	__type(key, __u16);
-	__type(value, __u32);
-} bee_dns_ports SEC(".maps");
-
-/* Socket cookie -> the name server a steered socket last addressed, so that replies read as
- * coming from it (resolvers drop answers from another address). Losing an entry to LRU
- * eviction only makes that one lookup fail. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 14);
-	__type(key, __u64);
-	__type(value, struct bee_dns_peer);
-} bee_dns_peers SEC(".maps");
-
+/* The name grants' maps (bee_dns, bee_answers, bee_dns_ports, bee_dns_peers) and what
+ * reads them. */
 #include "sockaddr.h"
 
 struct {

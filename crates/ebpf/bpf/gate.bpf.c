@@ -53,45 +53,12 @@ struct {
 	__type(value, struct bee_net_value);
 } bee_gate_v6 SEC(".maps");
 
-/* Name grants (BEE_SCOPE_DNS): where the scope's DNS traffic goes, its resolver's answers,
- * the loopback ports of this gate's resolvers, and the name server a steered socket
- * addressed. Layouts as in bee.bpf.c. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, __u64);
-	__type(value, struct bee_dns);
-} bee_dns SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 1 << 16);
-	__type(key, struct bee_answer_key);
-	__type(value, struct bee_answer);
-} bee_answers SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, __u16);
-	__type(value, __u32);
-} bee_dns_ports SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 14);
-	__type(key, __u64);
-	__type(value, struct bee_dns_peer);
-} bee_dns_peers SEC(".maps");
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
 } bee_gate_events SEC(".maps");
 
+/* Name grants: the maps and the steering of bee.bpf.c, the same source. */
 #include "sockaddr.h"
 
 static __always_inline __u8 gate_proto(struct bpf_sock_addr *ctx)

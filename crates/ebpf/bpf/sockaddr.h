@@ -3,12 +3,51 @@
  * What bee.bpf.c (the BPF LSM engine's DNS steering) and gate.bpf.c (the Landlock
  * engine's network gate) decide alike about a TCP or UDP peer: whether a port rule
  * matches, whether an address is loopback, and how a scope's DNS traffic is steered to its
- * resolver and its replies read back. The includer defines the maps bee_dns (hash: cgroup
- * id -> struct bee_dns) and bee_dns_peers (LRU hash: socket cookie -> struct
- * bee_dns_peer) before including it.
+ * resolver and its replies read back, and the maps that holds (each object gets its own;
+ * the loader sizes them and may share one by pinning it).
  */
 #ifndef BEE_SOCKADDR_H
 #define BEE_SOCKADDR_H
+
+/* Name grants (BEE_SCOPE_DNS): where a scope's DNS traffic is steered, and the addresses
+ * its resolver answered with, until their TTL runs out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct bee_dns);
+} bee_dns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct bee_answer_key);
+	__type(value, struct bee_answer);
+} bee_answers SEC(".maps");
+
+/* The loopback ports of every scope's resolver (UDP and TCP alike), valued by how many scopes
+ * are steered there: no scope may address another scope's resolver directly (its queries
+ * would be answered by the other scope's grants). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, __u16);
+	__type(value, __u32);
+} bee_dns_ports SEC(".maps");
+
+/* Socket cookie -> the name server a steered socket last addressed, so that replies read as
+ * coming from it (resolvers drop answers from another address). Losing an entry to LRU
+ * eviction only makes that one lookup fail. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u64);
+	__type(value, struct bee_dns_peer);
+} bee_dns_peers SEC(".maps");
+
 
 /* Whether a rule of `v` (NULL: none) covers `proto` (BEE_PROTO_*) on `port`. */
 static __always_inline int net_value_allows(const struct bee_net_value *v, __u8 proto,
