@@ -152,13 +152,14 @@ pub(super) fn open_many(paths: &[String]) -> i32 {
     }
 }
 
-/// The helper action `open-repeat PATH COUNT`: opens PATH for reading N times; prints how many
-/// opens succeeded.
+/// The helper action `open-repeat PATH COUNT`: opens (and closes) PATH for reading COUNT
+/// times; prints how many opens succeeded and the loop's time (`open-repeat N in NS ns`).
 pub(super) fn open_repeat(path: &str, count: &str) -> i32 {
     // SAFETY: plain syscalls on owned descriptors and NUL-terminated strings.
     unsafe {
         let path = cstr(path);
         let mut opened = 0u32;
+        let start = std::time::Instant::now();
         for _ in 0..count.parse::<u32>().unwrap() {
             let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
             if fd >= 0 {
@@ -166,7 +167,7 @@ pub(super) fn open_repeat(path: &str, count: &str) -> i32 {
                 libc::close(fd);
             }
         }
-        println!("open-repeat {opened}");
+        println!("open-repeat {opened} in {} ns", start.elapsed().as_nanos());
         0
     }
 }
