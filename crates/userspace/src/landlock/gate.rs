@@ -58,6 +58,7 @@ const BPF_PROG_ATTACH: libc::c_long = 8;
 const BPF_F_ALLOW_MULTI: u32 = 1 << 1;
 
 /// One gated scope: where its rules are, and its resolver.
+#[derive(Default)]
 struct Gated {
     v4: Vec<LpmKeyV4>,
     v6: Vec<LpmKeyV6>,
@@ -207,7 +208,59 @@ impl NetGate {
             .then(|| NamePlan::new(&policy.net.hosts, &policy.net.allow));
         let gate_id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
-        let mut v4 = Vec::new();
+        let mut new = Gated::default();
+        if let Err(e) = self.write_rules(gate_id, &plan, &mut new) {
+            self.remove_rules(&new.v4, &new.v6);
+            return Err(e);
+        }
+        // The resolver: kept across a change (its grants swapped, its old answers withdrawn),
+        // started for a scope that grants names for the first time, stopped for one that no
+        // longer does.
+        let old = self.scopes.remove(&cgroup_id).unwrap_or_default();
+        new.names = match (names, old.names) {
+            (Some(plan), Some(running)) => {
+                running.regrant(&plan);
+                Some(running)
+            }
+            (Some(plan), None) => match self.start_names(cgroup_id, &plan) {
+                Ok(started) => Some(started),
+                Err(e) => {
+                    // The old rules stay the scope's, for `forget` to remove.
+                    self.remove_rules(&new.v4, &new.v6);
+                    let kept = Gated {
+                        v4: old.v4,
+                        v6: old.v6,
+                        names: None,
+                    };
+                    self.scopes.insert(cgroup_id, kept);
+                    return Err(e);
+                }
+            },
+            (None, Some(running)) => {
+                self.stop_names(cgroup_id, running);
+                None
+            }
+            (None, None) => None,
+        };
+        let flags = if new.names.is_some() { SCOPE_DNS } else { 0 };
+        let entry = self
+            .gate
+            .insert(cgroup_id, GateScope { gate_id, flags }, 0)
+            .map_err(|e| format!("the gate's scope entry: {e}"));
+        // Written or not, the new rules are the scope's from here (a failed entry leaves it
+        // refused every peer until `forget`), and the old ones go.
+        self.remove_rules(&old.v4, &old.v6);
+        self.scopes.insert(cgroup_id, new);
+        entry
+    }
+
+    /// Writes `plan`'s tries under `gate_id`, each key into `into` as it is written.
+    fn write_rules(
+        &mut self,
+        gate_id: u32,
+        plan: &crate::plan::net::NetPlan,
+        into: &mut Gated,
+    ) -> Result<(), String> {
         for (k, v) in &plan.v4 {
             let key = LpmKeyV4 {
                 policy_id: gate_id,
@@ -216,9 +269,8 @@ impl NetGate {
             self.v4
                 .insert(&v4_key(&key), v, 0)
                 .map_err(|e| format!("the gate's IPv4 rules: {e}"))?;
-            v4.push(key);
+            into.v4.push(key);
         }
-        let mut v6 = Vec::new();
         for (k, v) in &plan.v6 {
             let key = LpmKeyV6 {
                 policy_id: gate_id,
@@ -227,34 +279,8 @@ impl NetGate {
             self.v6
                 .insert(&v6_key(&key), v, 0)
                 .map_err(|e| format!("the gate's IPv6 rules: {e}"))?;
-            v6.push(key);
+            into.v6.push(key);
         }
-        // The resolver: kept across a change (its grants swapped, its old answers withdrawn),
-        // started for a scope that grants names for the first time, stopped for one that no
-        // longer does.
-        let old = self.scopes.remove(&cgroup_id);
-        let (old_rules, old_names) = match old {
-            Some(g) => ((g.v4, g.v6), g.names),
-            None => ((Vec::new(), Vec::new()), None),
-        };
-        let names = match (names, old_names) {
-            (Some(plan), Some(running)) => {
-                running.regrant(&plan);
-                Some(running)
-            }
-            (Some(plan), None) => Some(self.start_names(cgroup_id, &plan)?),
-            (None, Some(running)) => {
-                self.stop_names(cgroup_id, running);
-                None
-            }
-            (None, None) => None,
-        };
-        let flags = if names.is_some() { SCOPE_DNS } else { 0 };
-        self.gate
-            .insert(cgroup_id, GateScope { gate_id, flags }, 0)
-            .map_err(|e| format!("the gate's scope entry: {e}"))?;
-        self.remove_rules(&old_rules.0, &old_rules.1);
-        self.scopes.insert(cgroup_id, Gated { v4, v6, names });
         Ok(())
     }
 
