@@ -4,7 +4,7 @@
 //! and seccomp filter included) and under neither, rounds interleaved. Per variant: a scope's
 //! start-up (the scope made, the helper started, waited for and the scope torn down) and the
 //! cost of one `open`+`close` of a granted file (a loop timed inside the helper). Run it in
-//! the VM: `cargo xtask vm test --kernel 7.x -p bee-userspace --test kernel_engines
+//! the VM: `cargo xtask vm test --kernel 7.x -p bee-userspace --test bench_engines
 //! --features kernel-tests -- --ignored --nocapture`; `docs/benchmarks.md` has the figures.
 #![allow(
     clippy::unwrap_used,
