@@ -23,9 +23,9 @@ use bee_core::{CompileOptions, CompiledPolicy};
 use bee_userspace::cgroup::CgroupParent;
 use bee_userspace::engine::{EngineOptions, SharedEngine};
 use bee_userspace::landlock::LandlockEngine;
-use bee_userspace::launch::{LaunchSpec, StdioMode, exit_code};
+use bee_userspace::launch::exit_code;
 use bee_userspace::scope::{Enforcer, Scope, ScopeOptions};
-use kernel_support::{Action, HELPER_ENV};
+use kernel_support::{Action, helper, helper_spec};
 use landlock_support::policy_text;
 
 helper_entry!();
@@ -42,18 +42,7 @@ fn run(
     policy: &CompiledPolicy,
     action: &Action,
 ) -> (String, Duration) {
-    let exe = std::env::current_exe().unwrap();
-    let spec = LaunchSpec::new(&exe)
-        .args([
-            "--ignored",
-            "--exact",
-            "helper_entry",
-            "--test-threads=1",
-            "--nocapture",
-            "-q",
-        ])
-        .env(HELPER_ENV, action.words().join("\u{1f}"))
-        .stdout(StdioMode::Piped);
+    let spec = helper_spec(action);
     let start = Instant::now();
     let out = match enforcer {
         Some(enforcer) => {
@@ -73,18 +62,7 @@ fn run(
             out
         }
         None => {
-            let out = std::process::Command::new(&exe)
-                .args([
-                    "--ignored",
-                    "--exact",
-                    "helper_entry",
-                    "--test-threads=1",
-                    "--nocapture",
-                    "-q",
-                ])
-                .env(HELPER_ENV, action.words().join("\u{1f}"))
-                .output()
-                .unwrap();
+            let out = helper(None, action.clone());
             assert_eq!(exit_code(out.status), 0);
             String::from_utf8_lossy(&out.stdout).into_owned()
         }

@@ -21,10 +21,10 @@ use bee_common::{AuditEvent, Hook};
 use bee_core::{CompileOptions, CompiledPolicy};
 use bee_userspace::cgroup::CgroupParent;
 use bee_userspace::landlock::LandlockEngine;
-use bee_userspace::launch::{LaunchSpec, StdioMode, exit_code};
+use bee_userspace::launch::{StdioMode, exit_code};
 use bee_userspace::scope::{Enforcer, Scope, ScopeOptions};
 use kernel_support::names::{self, NameScope, denied, name_servers};
-use kernel_support::{Action, EPERM, HELPER_ENV};
+use kernel_support::{Action, EPERM, helper_spec};
 use landlock_support::policy_text;
 
 helper_entry!();
@@ -108,19 +108,7 @@ impl Gated {
 
 impl NameScope for Gated {
     fn act(&self, action: Action) -> (i32, String) {
-        let exe = std::env::current_exe().unwrap();
-        let spec = LaunchSpec::new(&exe)
-            .args([
-                "--ignored",
-                "--exact",
-                "helper_entry",
-                "--test-threads=1",
-                "--nocapture",
-                "-q",
-            ])
-            .env(HELPER_ENV, action.words().join("\u{1f}"))
-            .stdout(StdioMode::Piped)
-            .stderr(StdioMode::Piped);
+        let spec = helper_spec(&action).stderr(StdioMode::Piped);
         let mut launched = self.scope.spawn(&spec).unwrap_or_else(|e| panic!("{e}"));
         let mut out = launched.take_stdout().unwrap();
         let mut err = launched.take_stderr().unwrap();

@@ -276,6 +276,34 @@ pub(super) fn remove_answers(
     (removed, first)
 }
 
+/// The resolvers' port map (`bee_dns_ports`): a loopback port → how many scopes are steered
+/// to it. Every engine's and every gate's scopes are refused a port in it but their own.
+pub(crate) type PortMap = HashMap<MapData, u16, u32>;
+
+/// Counts one more scope steered to `port` (written before the scope's DNS entry: no other
+/// scope may address the port from then on).
+///
+/// # Errors
+/// The map's, when it refuses the update.
+pub(crate) fn hold_port(ports: &mut PortMap, port: u16) -> Result<(), MapError> {
+    let users = ports.get(&port, 0).unwrap_or(0);
+    ports.insert(port, users.saturating_add(1), 0)
+}
+
+/// Counts one scope fewer at `port`, removing it with the last (after the scope's DNS entry
+/// went).
+///
+/// # Errors
+/// The map's, when it refuses the update or the removal.
+pub(crate) fn release_port(ports: &mut PortMap, port: u16) -> Result<(), MapError> {
+    let users = ports.get(&port, 0).unwrap_or(0);
+    if users > 1 {
+        ports.insert(port, users - 1, 0)
+    } else {
+        ports.remove(&port)
+    }
+}
+
 /// The DNS map value for a resolver on `127.0.0.1:port` (and `[::1]:port` when `v6`).
 pub fn dns_value(port: u16, v6: bool) -> DnsValue {
     DnsValue {

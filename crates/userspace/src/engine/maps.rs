@@ -89,7 +89,7 @@ pub(super) struct Maps {
     events: RingBuf<MapData>,
     cache_on: Array<MapData, u32>,
     dns: HashMap<MapData, u64, DnsValue>,
-    dns_ports: HashMap<MapData, u16, u32>,
+    dns_ports: super::dns::PortMap,
     answers: HashMap<MapData, AnswerKey, AnswerValue>,
 }
 
@@ -372,9 +372,7 @@ impl Maps {
     ) -> Result<(), EngineError> {
         // The port first: no other scope may address it from the moment this scope's DNS
         // goes there.
-        let users = self.dns_ports.get(&value.port, 0).unwrap_or(0);
-        self.dns_ports
-            .insert(value.port, users.saturating_add(1), 0)
+        super::dns::hold_port(&mut self.dns_ports, value.port)
             .map_err(map_err("BPF_MAP_UPDATE_ELEM", n::DNS_PORTS))?;
         self.dns
             .insert(cgroup_id, value, 0)
@@ -402,13 +400,7 @@ impl Maps {
         };
         // The port stays closed to other scopes until the scope's own entry is gone.
         if let Some(port) = port {
-            let users = self.dns_ports.get(&port, 0).unwrap_or(0);
-            let written = if users > 1 {
-                self.dns_ports.insert(port, users - 1, 0)
-            } else {
-                self.dns_ports.remove(&port)
-            };
-            if let Err(source) = written {
+            if let Err(source) = super::dns::release_port(&mut self.dns_ports, port) {
                 if !absent(&source) {
                     first.get_or_insert(EngineError::Map {
                         call: DELETE,

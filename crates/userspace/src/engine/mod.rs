@@ -36,7 +36,7 @@
 //! `PREEMPT_RT` and 7.3 (`docs/kernel-testing.md`, "The kernel matrix").
 
 pub mod alloc;
-mod dns;
+pub(crate) mod dns;
 mod error;
 pub mod events;
 mod grace;

@@ -33,6 +33,7 @@ use bee_common::scope::SCOPE_DNS;
 use bee_common::{AuditEvent, DnsValue, GateScope, LpmKeyV4, LpmKeyV6, NetValue};
 use bee_core::CompiledPolicy;
 
+use crate::engine::dns::{PortMap, hold_port, release_port};
 use crate::engine::maps::{V4Data, V6Data, v4_key, v6_key};
 use crate::engine::names::{Refusals, ScopeNames};
 use crate::engine::{AnswerMap, events};
@@ -73,7 +74,7 @@ pub struct NetGate {
     v4: LpmTrie<MapData, V4Data, NetValue>,
     v6: LpmTrie<MapData, V6Data, NetValue>,
     dns: HashMap<MapData, u64, DnsValue>,
-    dns_ports: HashMap<MapData, u16, u32>,
+    dns_ports: PortMap,
     events: RingBuf<MapData>,
     answers: Arc<AnswerMap>,
     refusals: Refusals,
@@ -292,11 +293,8 @@ impl NetGate {
             Arc::clone(&self.answers),
             &self.refusals,
             |value| {
-                // The port first: no other scope may address it once this scope's DNS goes
-                // there. Counted, as another process may hold a stale entry for it.
-                let users = ports.get(&value.port, 0).unwrap_or(0);
-                ports
-                    .insert(value.port, users.saturating_add(1), 0)
+                // The port first; counted, as another process may hold a stale entry for it.
+                hold_port(ports, value.port)
                     .map_err(|e| format!("the gate's resolver ports: {e}"))?;
                 dns.insert(cgroup_id, value, 0)
                     .map_err(|e| format!("the gate's DNS entry: {e}"))
@@ -309,12 +307,7 @@ impl NetGate {
         let _ = self.dns.remove(&cgroup_id);
         names.stop();
         if let Some(port) = port {
-            let users = self.dns_ports.get(&port, 0).unwrap_or(0);
-            let _ = if users > 1 {
-                self.dns_ports.insert(port, users - 1, 0)
-            } else {
-                self.dns_ports.remove(&port)
-            };
+            let _ = release_port(&mut self.dns_ports, port);
         }
         self.answers.forget_scope(cgroup_id);
     }

@@ -11,20 +11,32 @@ use super::{Action, Cgroup, command_in};
 /// Holds the helper's action (its words joined by U+001F) in the child's environment.
 pub const HELPER_ENV: &str = "BEE_KT_HELPER";
 
+/// The test binary's arguments that run only its helper entry.
+const HELPER_ARGS: [&str; 6] = [
+    "--ignored",
+    "--exact",
+    "helper_entry",
+    "--test-threads=1",
+    "--nocapture",
+    "-q",
+];
+
 /// The test binary re-executed as the helper for `action`, joining `cg` (if given).
 fn helper_command(cg: Option<&Cgroup>, action: &Action) -> Command {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = command_in(cg, exe.to_str().unwrap());
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "helper_entry",
-        "--test-threads=1",
-        "--nocapture",
-        "-q",
-    ])
-    .env(HELPER_ENV, action.words().join("\u{1f}"));
+    cmd.args(HELPER_ARGS)
+        .env(HELPER_ENV, action.words().join("\u{1f}"));
     cmd
+}
+
+/// The helper doing `action` as a launch of bee's launcher (into a scope, by its engine),
+/// standard output piped.
+pub fn helper_spec(action: &Action) -> bee_userspace::launch::LaunchSpec {
+    bee_userspace::launch::LaunchSpec::new(std::env::current_exe().unwrap())
+        .args(HELPER_ARGS)
+        .env(HELPER_ENV, action.words().join("\u{1f}"))
+        .stdout(bee_userspace::launch::StdioMode::Piped)
 }
 
 /// Runs the test binary as a helper doing `action` in `cg`; the exit code is the errno of the
