@@ -21,7 +21,8 @@ use crate::provider::price::PriceTable;
 use crate::provider::{ProviderSpec, ToolCall, ToolDef};
 use crate::records::{Enforcement, Outcome, ParentLink, Store, Subagent, Timestamp, ToolState};
 use crate::session::{
-    Bounds, Model, ReadText, Session, SessionSpec, ToolExecution, ToolExecutor, TurnEnd, Update,
+    Bounds, Controller, Model, ReadText, Session, SessionSpec, ToolExecution, ToolExecutor,
+    TurnEnd, Update,
 };
 use crate::tools::Registry;
 
@@ -267,13 +268,14 @@ impl<'a> AgentExecutor<'a> {
         if let Some(budget) = &bounds.budget {
             session = session.within(Arc::clone(budget));
         }
-        let end = session.send(&request.task, &bounds.interrupt);
-        let answer = session.last_answer();
-        let (state, outcome, mut content) = match end {
-            Ok(TurnEnd::Done) => (ToolState::Completed, Outcome::Ended, answer.clone()),
+        let mut controller = Controller::new(session);
+        let end = controller.send(&request.task, &bounds.interrupt);
+        let answer = controller.session().last_answer();
+        let outcome = controller.task_outcome(Outcome::Ended);
+        let (state, mut content) = match end {
+            Ok(TurnEnd::Done) => (ToolState::Completed, answer.clone()),
             Ok(TurnEnd::Limit(hit)) => (
                 ToolState::Failed,
-                Outcome::Limit,
                 format!(
                     "the subagent stopped at its {} limit: {}",
                     hit.limit.as_str(),
@@ -282,27 +284,19 @@ impl<'a> AgentExecutor<'a> {
             ),
             Ok(TurnEnd::Refused(r)) => (
                 ToolState::Failed,
-                Outcome::Refused,
                 format!("the subagent's model refused: {}", r.text),
             ),
             Ok(TurnEnd::Provider(f)) => (
                 ToolState::Failed,
-                Outcome::ProviderError,
                 format!(
                     "the subagent's provider failed ({}): {}",
                     f.category, f.message
                 ),
             ),
-            Ok(TurnEnd::Interrupted) => (
-                ToolState::Failed,
-                Outcome::Interrupted,
-                "the subagent was interrupted".to_owned(),
-            ),
-            Err(e) => (
-                ToolState::Failed,
-                Outcome::Interrupted,
-                format!("the subagent stopped: {e}"),
-            ),
+            Ok(TurnEnd::Interrupted) => {
+                (ToolState::Failed, "the subagent was interrupted".to_owned())
+            }
+            Err(e) => (ToolState::Failed, format!("the subagent stopped: {e}")),
         };
         if state != ToolState::Completed && !answer.is_empty() {
             content.push_str(&format!("\n\nIts last answer:\n{answer}"));
@@ -310,7 +304,7 @@ impl<'a> AgentExecutor<'a> {
         if state == ToolState::Completed && content.trim().is_empty() {
             content = "(the subagent ended its turn without an answer)".to_owned();
         }
-        let footer = match session.finish(outcome, None) {
+        let footer = match controller.finish(outcome, None) {
             Ok(f) => format!(
                 "[subagent {session_id} ({label}): {} model call(s), {} tool call(s), {} \
                  denial(s), cost {}{}]",

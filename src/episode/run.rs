@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crate::records::{LimitHit, Outcome, Refusal, Store, SuccessCheck, Timestamp, Totals};
 use crate::session::{
-    EpisodeLimits, Interrupt, Model, ProviderFailure, Session, SessionError, SessionSpec,
-    ToolExecutor, TurnEnd, Update,
+    Controller, EpisodeLimits, Interrupt, Model, ProviderFailure, Session, SessionError,
+    SessionSpec, ToolExecutor, TurnEnd, Update,
 };
 
 pub use crate::records::SUCCESS_CHECK_CALL_ID;
@@ -116,18 +116,18 @@ pub fn run_episode(
     interrupt: &Interrupt,
     observer: &(dyn Fn(Update<'_>) + Sync),
 ) -> Result<EpisodeReport, EpisodeError> {
-    let mut session = Session::start(
+    let mut controller = Controller::new(Session::start(
         spec.session(),
         model.clone(),
         executor,
         records_dir,
         store,
         observer,
-    )?;
+    )?);
     for text in &spec.context {
-        session.add_context(text)?;
+        controller.session_mut().add_context(text)?;
     }
-    let end = session.send(&spec.prompt, interrupt)?;
+    let end = controller.send(&spec.prompt, interrupt)?;
     let mut report = EpisodeReport {
         episode_id: spec.episode_id.clone(),
         outcome: Outcome::Interrupted,
@@ -135,39 +135,34 @@ pub fn run_episode(
         provider_error: None,
         refusal: None,
         success_check: None,
-        transcript: session.transcript().to_owned(),
+        transcript: controller.session().transcript().to_owned(),
         totals: Totals::default(),
         store_errors: Vec::new(),
     };
-    report.outcome = match end {
+    let mut done = Outcome::Passed;
+    match end {
         TurnEnd::Done => {
             if let Some(c) = &spec.success_check {
-                report.success_check =
-                    Some(session.success_check(&c.command, c.timeout, interrupt)?);
+                let check = controller
+                    .session_mut()
+                    .success_check(&c.command, c.timeout, interrupt)?;
+                report.success_check = Some(check);
             }
-            if interrupt.is_raised() {
+            done = if interrupt.is_raised() {
                 Outcome::Interrupted
             } else if report.success_check.as_ref().is_none_or(|c| c.passed) {
                 Outcome::Passed
             } else {
                 Outcome::Failed
-            }
+            };
         }
-        TurnEnd::Limit(hit) => {
-            report.limit = Some(hit);
-            Outcome::Limit
-        }
-        TurnEnd::Provider(p) => {
-            report.provider_error = Some(p);
-            Outcome::ProviderError
-        }
-        TurnEnd::Refused(r) => {
-            report.refusal = Some(r);
-            Outcome::Refused
-        }
-        TurnEnd::Interrupted => Outcome::Interrupted,
-    };
-    let finished = session.finish(report.outcome, report.success_check.clone())?;
+        TurnEnd::Limit(hit) => report.limit = Some(hit),
+        TurnEnd::Provider(p) => report.provider_error = Some(p),
+        TurnEnd::Refused(r) => report.refusal = Some(r),
+        TurnEnd::Interrupted => {}
+    }
+    report.outcome = controller.task_outcome(done);
+    let finished = controller.finish(report.outcome, report.success_check.clone())?;
     report.totals = finished.totals;
     report.store_errors = finished.store_errors;
     Ok(report)

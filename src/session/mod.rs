@@ -1,7 +1,8 @@
 //! A session: one conversation with a model whose tool calls run through a
-//! [`ToolExecutor`], every step recorded as it happens. Both journeys drive the same core —
-//! `bee run` sends a scenario's task once and then runs its success check
-//! ([`crate::episode::run_episode`]); `bee repl` sends what the user types, turn after turn.
+//! [`ToolExecutor`], every step recorded as it happens. Every journey drives it through one
+//! [`Controller`], which also decides the outcome — `bee run` sends a scenario's task once
+//! and then runs its success check ([`crate::episode::run_episode`]); a subagent sends its
+//! task once; `bee repl` sends what the user types, turn after turn.
 //!
 //! ```text
 //! Session::start ──▶ send(text) ──▶ send(text) … ──▶ finish(outcome)
@@ -35,6 +36,7 @@
 //! `episode_finished`, written by [`Session::finish`].
 
 mod call;
+mod controller;
 mod executor;
 mod limits;
 mod log;
@@ -47,6 +49,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use call::{CallEnd, call_model, millis, record_failed_call, record_not_run, record_response};
+pub use controller::Controller;
 pub use limits::Budget;
 use limits::{Reservation, Reserved, input_estimate};
 use log::Log;

@@ -1,9 +1,12 @@
 //! What the inline REPL and the full-screen TUI share, none of it drawing: the set-up of a
-//! session ([`prepare`]), the slash commands ([`slash`], [`commands`]), a proposed `/allow`
-//! change ([`allow`]), the turn interrupt, the project instructions and the summary written
-//! at the end. The two screens are renderers over it; neither imports the other.
+//! session ([`prepare`]), the controller that drives it ([`Chat`]: turns, slash commands, a
+//! pending `/allow` change, the outcome and the closing line), the slash commands' words
+//! ([`slash`], [`commands`], [`allow`]), the turn interrupt and the project instructions.
+//! The two screens turn keys into an [`Input`] and draw each [`Reply`]; neither imports the
+//! other.
 
 pub(crate) mod allow;
+mod chat;
 pub(crate) mod commands;
 mod prepare;
 pub(crate) mod slash;
@@ -12,6 +15,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+pub(crate) use chat::{Chat, Input, Reply};
 pub(crate) use prepare::{Prepared, prepare};
 
 use crate::records::RunSummary;

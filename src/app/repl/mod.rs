@@ -17,25 +17,23 @@ mod view;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
-use editor::{Input, LineEditor};
+use editor::{Input as Line, LineEditor};
 use slash::{COMMANDS, KEYS, Slash};
 use view::View;
 
 use super::Exit;
 use super::conversation::{
-    MIN_SIZE, Prepared, TurnInterrupt, UNCONFINED, allow, closing, commands, loaded, prepare,
-    project_instructions, slash, write_summary,
+    Chat, Input, MIN_SIZE, Prepared, Reply, TurnInterrupt, UNCONFINED, allow, commands, prepare,
+    slash,
 };
 use super::setup::Refused;
 use crate::agents::AgentExecutor;
 use crate::config::Flags;
 use crate::panels::Surface;
 use crate::records::LimitKind;
-use crate::records::{Enforcement, Outcome, nearest_rank};
+use crate::records::{Enforcement, nearest_rank};
 use crate::render::{self, Role};
-use crate::session::{Session, ToolExecutor, TurnEnd, Update};
+use crate::session::{Session, SessionError, ToolExecutor, TurnEnd, Update};
 
 /// Arguments of `bee repl`.
 #[derive(Debug, Clone, clap::Args)]
@@ -160,7 +158,7 @@ fn fallback(
 /// The inline REPL.
 fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Result<(), Refused> {
     let enforcement = p.enforcement;
-    let (policy_file, run_dir) = (&p.policy_file, &p.run_dir);
+    let policy_file = &p.policy_file;
     let stdout_terminal = std::io::stdout().is_terminal();
     let theme = render::choose(p.theme.clone(), stdout_terminal, &|k| std::env::var(k).ok());
     let view = View::new(
@@ -226,16 +224,7 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
     } else {
         executor
     };
-    let mut session = Session::start(
-        p.spec.clone(),
-        p.model.clone(),
-        executor.as_ref(),
-        &p.records_dir,
-        Some(Arc::clone(&p.store)),
-        &observer,
-    )
-    .map_err(|e| Refused(Exit::Software, e.to_string()))?;
-    let instructions = project_instructions(&mut session, executor.as_ref(), &|note| {
+    let (mut chat, loaded) = Chat::start(p, executor.as_ref(), &observer, &|note| {
         view.styled(Role::Notice, note);
     })
     .map_err(|e| Refused(Exit::Software, e.to_string()))?;
@@ -253,117 +242,123 @@ fn inline(p: &Prepared, executor: Box<dyn ToolExecutor>, approve: bool) -> Resul
         })?;
     let mut editor = LineEditor::new(editor::history_path(&p.env))
         .map_err(|e| Refused(Exit::Software, format!("the terminal: {e}")))?;
-    banner(&view, &session, policy_file, enforcement, editor.history());
-    view.styled(Role::Muted, &loaded(&instructions, &p.skills));
+    banner(
+        &view,
+        chat.session(),
+        policy_file,
+        enforcement,
+        editor.history(),
+    );
+    view.styled(Role::Muted, &loaded);
 
-    let ctx = Ctx {
-        prepared: p,
-        view: &view,
-        run_dir,
-        executor: executor.as_ref(),
-    };
-    let outcome = converse(&mut session, &mut editor, &turn, &ctx)?;
+    let terminated = converse(&mut chat, &mut editor, &turn, &view)
+        .map_err(|e| Refused(Exit::Software, e.to_string()))?;
     if let Some(e) = &editor.history_error {
         view.styled(Role::Muted, &format!("the history could not be saved: {e}"));
     }
-    let transcript = session.transcript().to_owned();
-    let finished = session
-        .finish(outcome, None)
+    let closing = chat
+        .finish(terminated)
         .map_err(|e| Refused(Exit::Software, e.to_string()))?;
-    write_summary(run_dir);
-    view.styled(Role::Muted, &closing(&finished.totals, &transcript));
+    view.styled(Role::Muted, &closing);
     Ok(())
 }
 
-/// What the conversation loop needs besides the session.
-struct Ctx<'a> {
-    prepared: &'a Prepared,
-    view: &'a View,
-    run_dir: &'a Path,
-    executor: &'a dyn ToolExecutor,
-}
-
-/// Reads and answers lines until the user quits; returns the session's outcome.
-fn converse(
-    session: &mut Session<'_>,
-    editor: &mut LineEditor,
-    turn: &TurnInterrupt,
-    ctx: &Ctx<'_>,
-) -> Result<Outcome, Refused> {
-    let view = ctx.view;
-    let mut limited = false;
-    loop {
-        let prompt = view.theme().paint(Role::Prompt, "› ");
-        let line = match editor.read(&prompt) {
-            Ok(Input::Line(l)) => l,
-            Ok(Input::Quit) => break,
-            Err(e) => {
-                view.styled(Role::Error, &format!("the terminal failed: {e}"));
-                break;
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let message = match Slash::parse(&line) {
-            Some(Slash::Quit) => break,
-            Some(Slash::Allow(n)) => {
-                allow_inline(n, session, editor, ctx)
-                    .map_err(|e| Refused(Exit::Software, e.to_string()))?;
-                continue;
-            }
-            Some(cmd) => {
-                command(cmd, session, ctx).map_err(|e| Refused(Exit::Software, e.to_string()))?;
-                continue;
-            }
-            None => line.trim().strip_prefix('/').unwrap_or(&line).to_owned(),
-        };
-        let end = turn.turn(|interrupt| session.send(&message, interrupt));
-        view.turn_ended();
-        let end = end.map_err(|e| Refused(Exit::Software, e.to_string()))?;
-        if turn.terminating() {
-            view.styled(Role::Notice, "terminated (SIGTERM): the session ends");
-            write_summary(ctx.run_dir);
-            return Ok(Outcome::Interrupted);
-        }
-        match end {
-            TurnEnd::Done | TurnEnd::Refused(_) | TurnEnd::Provider(_) => {}
-            TurnEnd::Interrupted => {
-                view.styled(
-                    Role::Notice,
-                    "interrupted: the model call or tool call was stopped; the session goes on",
-                );
-            }
-            TurnEnd::Limit(hit) => {
-                if hit.limit != LimitKind::MaxOutputTokens {
-                    limited = true;
-                    view.styled(
-                        Role::Notice,
-                        "the session's limit is reached: no more model calls (/cost shows \
-                         what was spent; /quit ends the session)",
-                    );
-                }
-            }
-        }
-        write_summary(ctx.run_dir);
-    }
-    Ok(if limited {
-        Outcome::Limit
-    } else {
-        Outcome::Ended
-    })
-}
-
-/// Runs a slash command.
+/// Reads lines and gives them to the chat until the user quits; true when SIGTERM ended
+/// the session.
 ///
 /// # Errors
-/// When the transcript refuses what a command adds (a loaded skill).
-fn command(
-    cmd: Slash,
-    session: &mut Session<'_>,
-    ctx: &Ctx<'_>,
-) -> Result<(), crate::session::SessionError> {
-    let view = ctx.view;
+/// When the transcript refuses an event (the session cannot go on).
+fn converse(
+    chat: &mut Chat<'_>,
+    editor: &mut LineEditor,
+    turn: &TurnInterrupt,
+    view: &View,
+) -> Result<bool, SessionError> {
+    let mut pending = None;
+    loop {
+        let input = match pending.take() {
+            Some(input) => input,
+            None => {
+                let prompt = view.theme().paint(Role::Prompt, "› ");
+                let line = match editor.read(&prompt) {
+                    Ok(Line::Line(l)) => l,
+                    Ok(Line::Quit) => return Ok(false),
+                    Err(e) => {
+                        view.styled(Role::Error, &format!("the terminal failed: {e}"));
+                        return Ok(false);
+                    }
+                };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match Slash::parse(&line) {
+                    Some(Slash::Quit) => return Ok(false),
+                    Some(
+                        cmd @ (Slash::Help | Slash::Cost | Slash::Show(_) | Slash::Unknown(_)),
+                    ) => {
+                        draw_only(&cmd, chat.session(), view);
+                        continue;
+                    }
+                    Some(cmd) => Input::Command(cmd),
+                    None => Input::Send(line.trim().strip_prefix('/').unwrap_or(&line).to_owned()),
+                }
+            }
+        };
+        let sent = matches!(input, Input::Send(_));
+        let replies = chat.handle(input, turn);
+        if sent {
+            view.turn_ended();
+        }
+        for reply in replies? {
+            if let Some(answer) = draw(reply, editor, view) {
+                pending = Some(answer);
+            }
+        }
+        if sent && turn.terminating() {
+            view.styled(Role::Notice, "terminated (SIGTERM): the session ends");
+            return Ok(true);
+        }
+    }
+}
+
+/// Draws one of the chat's replies; a question is asked on the prompt line, and its answer
+/// is what to give the chat next.
+fn draw(reply: Reply, editor: &mut LineEditor, view: &View) -> Option<Input> {
+    match reply {
+        Reply::Shown(shown) => view.show(&shown),
+        Reply::SkillLoaded { text, note } => {
+            view.markdown(&text);
+            view.styled(Role::Notice, &note);
+        }
+        Reply::Ask(question) => {
+            let answer = match editor.read(&view.theme().paint(Role::Prompt, question)) {
+                Ok(Line::Line(l)) => l,
+                Ok(Line::Quit) | Err(_) => String::new(),
+            };
+            return Some(Input::Answer(allow::is_yes(&answer)));
+        }
+        Reply::Cleared => view.styled(
+            Role::Notice,
+            "the conversation is forgotten; the transcript and the limits go on",
+        ),
+        Reply::TurnEnded(TurnEnd::Interrupted) => view.styled(
+            Role::Notice,
+            "interrupted: the model call or tool call was stopped; the session goes on",
+        ),
+        Reply::TurnEnded(TurnEnd::Limit(hit)) if hit.limit != LimitKind::MaxOutputTokens => {
+            view.styled(
+                Role::Notice,
+                "the session's limit is reached: no more model calls (/cost shows what was \
+                 spent; /quit ends the session)",
+            );
+        }
+        Reply::TurnEnded(_) => {}
+    }
+    None
+}
+
+/// The commands that only draw: `/help`, `/cost`, `/show N` and an unknown one.
+fn draw_only(cmd: &Slash, session: &Session<'_>, view: &View) {
     match cmd {
         Slash::Help => {
             view.styled(Role::Heading, "Commands");
@@ -375,64 +370,11 @@ fn command(
                 view.line(&format!("  {}  {what}", view.theme().paint(Role::Code, k)));
             }
         }
-        Slash::Agents | Slash::Skills | Slash::Skill(_) | Slash::Policy => {
-            match commands::answer(ctx.prepared, ctx.executor, session, &cmd)? {
-                Some(commands::Answer::Shown(shown)) => view.show(&shown),
-                Some(commands::Answer::SkillLoaded { text, note }) => {
-                    view.markdown(&text);
-                    view.styled(Role::Notice, &note);
-                }
-                None => {}
-            }
-        }
-        // Asks a question: the conversation loop runs it.
-        Slash::Allow(_) => {}
         Slash::Cost => show_cost(session, view),
-        Slash::Show(n) => view.show_call(n),
-        Slash::Clear => {
-            session.clear();
-            view.styled(
-                Role::Notice,
-                "the conversation is forgotten; the transcript and the limits go on",
-            );
-        }
-        Slash::Quit => {}
-        Slash::Unknown(hint) => view.styled(Role::Error, &hint),
+        Slash::Show(n) => view.show_call(*n),
+        Slash::Unknown(hint) => view.styled(Role::Error, hint),
+        _ => {}
     }
-    Ok(())
-}
-
-/// `/allow N` in the inline REPL: the proposal, then the question on the prompt line, then the
-/// change on yes.
-///
-/// # Errors
-/// When the transcript refuses the change's record.
-fn allow_inline(
-    n: usize,
-    session: &mut Session<'_>,
-    editor: &mut LineEditor,
-    ctx: &Ctx<'_>,
-) -> Result<(), crate::session::SessionError> {
-    let view = ctx.view;
-    let (shown, pending) = allow::proposal(ctx.executor, n);
-    view.show(&shown);
-    let Some(pending) = pending else {
-        return Ok(());
-    };
-    let answer = match editor.read(&view.theme().paint(Role::Prompt, allow::QUESTION)) {
-        Ok(Input::Line(l)) => l,
-        Ok(Input::Quit) | Err(_) => String::new(),
-    };
-    if !allow::is_yes(&answer) {
-        view.styled(
-            Role::Notice,
-            "not applied: the policy in force is unchanged",
-        );
-        return Ok(());
-    }
-    let shown = allow::apply(ctx.executor, session, pending, ctx.run_dir)?;
-    view.show(&shown);
-    Ok(())
 }
 
 fn show_cost(session: &Session<'_>, view: &View) {

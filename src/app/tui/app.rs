@@ -6,6 +6,7 @@ use std::time::Instant;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui_textarea::{CursorMove, TextArea};
 
+use super::super::conversation::Input;
 use super::super::conversation::commands::Shown;
 use super::super::conversation::slash::Slash;
 use super::cells::{Cell, Kind, ToolEnd};
@@ -37,21 +38,6 @@ pub(super) enum FromSession {
     Ask(String),
     /// The session cannot go on.
     Failed(String),
-}
-
-/// What the screen asks of the session thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum ToSession {
-    /// A turn with this text.
-    Send(String),
-    /// Forget the conversation.
-    Clear,
-    /// A slash command about the session's set-up: `/skills`, `/skill NAME`, `/agents`,
-    /// `/policy` (the session thread has what they show, and `/skill` changes the
-    /// conversation).
-    Command(Slash),
-    /// The answer to the question asked ([`FromSession::Ask`]): yes or not.
-    Answer(bool),
 }
 
 /// The status line's fixed part.
@@ -180,7 +166,7 @@ impl App {
     }
 
     /// Handles a key; returns what to ask of the session.
-    pub(super) fn key(&mut self, key: KeyEvent) -> Option<ToSession> {
+    pub(super) fn key(&mut self, key: KeyEvent) -> Option<Input> {
         let action = keys::map(key, &self.key_ctx(), &mut self.pending_g);
         self.dirty = true;
         self.hint = None;
@@ -205,7 +191,7 @@ impl App {
         self.dirty = true;
     }
 
-    fn act(&mut self, action: Action) -> Option<ToSession> {
+    fn act(&mut self, action: Action) -> Option<Input> {
         match action {
             Action::Submit => return self.submit(),
             Action::Newline => self.input.insert_newline(),
@@ -425,7 +411,7 @@ impl App {
         self.set_input(&text);
     }
 
-    fn submit(&mut self) -> Option<ToSession> {
+    fn submit(&mut self) -> Option<Input> {
         let text = self.input_text();
         if text.trim().is_empty() {
             return None;
@@ -438,7 +424,7 @@ impl App {
         if self.asking.take().is_some() {
             self.hint = None;
             self.push(Kind::User(text.clone()));
-            return Some(ToSession::Answer(crate::app::conversation::allow::is_yes(
+            return Some(Input::Answer(crate::app::conversation::allow::is_yes(
                 &text,
             )));
         }
@@ -457,13 +443,13 @@ impl App {
         self.push(Kind::User(message.clone()));
         self.scroll = 0;
         self.busy = true;
-        Some(ToSession::Send(message))
+        Some(Input::Send(message))
     }
 
     /// A slash command (`line` starts with one `/`): the screen's own (`/help`, `/cost`,
     /// `/clear`, `/quit`) are done here, those about the session's set-up are asked of the
     /// session thread.
-    fn slash(&mut self, line: &str) -> Option<ToSession> {
+    fn slash(&mut self, line: &str) -> Option<Input> {
         let busy = "a turn is running: wait, or Ctrl-C to stop it";
         match Slash::parse(line)? {
             Slash::Quit => self.quit = true,
@@ -473,7 +459,7 @@ impl App {
                 self.scroll = 0;
                 self.selected = None;
                 self.notice("the conversation is forgotten; the transcript and the limits go on");
-                return Some(ToSession::Clear);
+                return Some(Input::Command(Slash::Clear));
             }
             Slash::Cost => {
                 let t = &self.totals;
@@ -502,7 +488,7 @@ impl App {
             | Slash::Agents
             | Slash::Policy
             | Slash::Allow(_)) => {
-                return Some(ToSession::Command(cmd));
+                return Some(Input::Command(cmd));
             }
         }
         None

@@ -30,21 +30,15 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{self, Event, KeyEventKind, MouseEventKind};
 
-use app::{App, FromSession, Status, ToSession};
+use app::{App, FromSession, Status};
 use terminal::Screen;
 
 use super::Exit;
-use super::conversation::allow;
-use super::conversation::commands::{self, Shown};
-use super::conversation::slash::Slash;
-use super::conversation::{
-    Prepared, TurnInterrupt, UNCONFINED, closing, loaded, project_instructions, write_summary,
-};
+use super::conversation::{Chat, Input, Prepared, Reply, TurnInterrupt, UNCONFINED, write_summary};
 use super::setup::Refused;
 use crate::agents::AgentExecutor;
-use crate::records::Outcome;
 use crate::render;
-use crate::session::{Session, ToolExecutor, TurnEnd, Update};
+use crate::session::{ToolExecutor, Update};
 
 /// The shortest time between two frames (about 60 a second).
 pub(crate) const FRAME: Duration = Duration::from_millis(16);
@@ -102,7 +96,7 @@ pub(crate) fn run(p: Prepared, executor: Box<dyn ToolExecutor>) -> Result<(), Re
 fn show(
     app: &mut App,
     from_session: &Receiver<FromSession>,
-    to_session: &Sender<ToSession>,
+    to_session: &Sender<Input>,
     interrupt: &TurnInterrupt,
     term: &AtomicBool,
 ) -> std::io::Result<()> {
@@ -204,7 +198,7 @@ fn is_ctrl_c(k: &event::KeyEvent) -> bool {
 fn converse(
     p: &Prepared,
     executor: Box<dyn ToolExecutor>,
-    from_ui: &Receiver<ToSession>,
+    from_ui: &Receiver<Input>,
     to_ui: &Sender<FromSession>,
     interrupt: &TurnInterrupt,
 ) -> Result<String, String> {
@@ -244,74 +238,34 @@ fn converse(
         };
         let _ = to_ui.send(ev);
     };
-    let mut session = Session::start(
-        p.spec.clone(),
-        p.model.clone(),
-        executor.as_ref(),
-        &p.records_dir,
-        Some(Arc::clone(&p.store)),
-        &observer,
-    )
-    .map_err(|e| e.to_string())?;
-    let instructions = project_instructions(&mut session, executor.as_ref(), &|note| {
+    let (mut chat, loaded) = Chat::start(p, executor.as_ref(), &observer, &|note| {
         let _ = to_ui.send(FromSession::Note(note.to_owned()));
     })
     .map_err(|e| e.to_string())?;
-    let _ = to_ui.send(FromSession::Note(loaded(&instructions, &p.skills)));
-    let mut limited = false;
-    // A proven `/allow` change waiting for the answer to its question; anything but the
-    // answer drops it.
-    let mut pending: Option<allow::Pending> = None;
-    while let Ok(ask) = from_ui.recv() {
-        let waiting = pending.take();
-        match ask {
-            ToSession::Send(text) => {
-                let turn = interrupt.fresh();
-                match session.send(&text, &turn) {
-                    Ok(end) => {
-                        limited |= matches!(&end, TurnEnd::Limit(hit)
-                            if hit.limit != crate::records::LimitKind::MaxOutputTokens);
-                        let _ = to_ui.send(FromSession::TurnEnded(end));
-                    }
-                    Err(e) => {
-                        let _ = to_ui.send(FromSession::Failed(e.to_string()));
-                        return Err(e.to_string());
-                    }
-                }
-                write_summary(&p.run_dir);
+    let _ = to_ui.send(FromSession::Note(loaded));
+    while let Ok(input) = from_ui.recv() {
+        let sent = matches!(input, Input::Send(_));
+        let replies = match chat.handle(input, interrupt) {
+            Ok(replies) => replies,
+            Err(e) if sent => {
+                let _ = to_ui.send(FromSession::Failed(e.to_string()));
+                return Err(e.to_string());
             }
-            ToSession::Clear => session.clear(),
-            ToSession::Command(Slash::Allow(n)) => {
-                let (shown, proposed) = allow::proposal(executor.as_ref(), n);
-                let _ = to_ui.send(FromSession::Shown(shown));
-                if proposed.is_some() {
-                    let _ = to_ui.send(FromSession::Ask(allow::QUESTION.trim().to_owned()));
-                }
-                pending = proposed;
-            }
-            ToSession::Command(cmd) => command(p, executor.as_ref(), &mut session, &cmd, to_ui)?,
-            ToSession::Answer(yes) => {
-                let shown = match waiting {
-                    Some(change) if yes => {
-                        allow::apply(executor.as_ref(), &mut session, change, &p.run_dir)
-                            .map_err(|e| e.to_string())?
-                    }
-                    _ => vec![Shown::Muted(
-                        "not applied: the policy in force is unchanged".into(),
-                    )],
-                };
-                let _ = to_ui.send(FromSession::Shown(shown));
-            }
+            Err(e) => return Err(e.to_string()),
+        };
+        for reply in replies {
+            let ev = match reply {
+                Reply::Shown(shown) => FromSession::Shown(shown),
+                Reply::SkillLoaded { note, .. } => FromSession::Note(note),
+                Reply::Ask(question) => FromSession::Ask(question.trim().to_owned()),
+                Reply::TurnEnded(end) => FromSession::TurnEnded(end),
+                // The screen forgot its side when it asked.
+                Reply::Cleared => continue,
+            };
+            let _ = to_ui.send(ev);
         }
     }
-    let transcript = session.transcript().to_owned();
-    let outcome = if limited {
-        Outcome::Limit
-    } else {
-        Outcome::Ended
-    };
-    let finished = session.finish(outcome, None).map_err(|e| e.to_string())?;
-    Ok(closing(&finished.totals, &transcript))
+    chat.finish(false).map_err(|e| e.to_string())
 }
 
 /// The status line's confinement: the policy's `name` (its file's name when it has none),
@@ -331,25 +285,4 @@ fn confinement(
         )
     });
     format!("policy {name} (kernel-enforced)")
-}
-
-/// A slash command the session thread answers ([`commands::answer`]): what it shows goes
-/// to the screen.
-///
-/// # Errors
-/// When the transcript refuses the loaded skill (the session cannot go on).
-fn command(
-    p: &Prepared,
-    executor: &dyn ToolExecutor,
-    session: &mut Session<'_>,
-    cmd: &Slash,
-    to_ui: &Sender<FromSession>,
-) -> Result<(), String> {
-    let event = match commands::answer(p, executor, session, cmd).map_err(|e| e.to_string())? {
-        Some(commands::Answer::Shown(shown)) => FromSession::Shown(shown),
-        Some(commands::Answer::SkillLoaded { note, .. }) => FromSession::Note(note),
-        None => return Ok(()),
-    };
-    let _ = to_ui.send(event);
-    Ok(())
 }

@@ -8,8 +8,9 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::{App, FromSession, Status, ToSession};
+use super::app::{App, FromSession, Status};
 use super::draw::draw;
+use crate::app::conversation::Input;
 use crate::panels::{PanelName, Placement, Widget};
 use crate::provider;
 use crate::records::{
@@ -33,7 +34,7 @@ fn frame(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
     t
 }
 
-fn key(app: &mut App, code: KeyCode) -> Option<ToSession> {
+fn key(app: &mut App, code: KeyCode) -> Option<Input> {
     app.key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
@@ -45,10 +46,7 @@ fn type_text(app: &mut App, text: &str) {
 
 fn said(app: &mut App, text: &str) {
     type_text(app, text);
-    assert_eq!(
-        key(app, KeyCode::Enter),
-        Some(ToSession::Send(text.to_owned()))
-    );
+    assert_eq!(key(app, KeyCode::Enter), Some(Input::Send(text.to_owned())));
 }
 
 fn answer(app: &mut App, text: &str) {
@@ -179,7 +177,7 @@ fn slash_commands_about_the_set_up() {
         ("/policy", Slash::Policy),
     ] {
         type_text(&mut a, typed);
-        assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Command(asked)));
+        assert_eq!(key(&mut a, KeyCode::Enter), Some(Input::Command(asked)));
     }
     // An unknown command gets the inline REPL's hint, never the model.
     type_text(&mut a, "/polcy");
@@ -206,10 +204,7 @@ fn slash_commands_about_the_set_up() {
 
 fn said_as(app: &mut App, typed: &str, sent: &str) {
     type_text(app, typed);
-    assert_eq!(
-        key(app, KeyCode::Enter),
-        Some(ToSession::Send(sent.to_owned()))
-    );
+    assert_eq!(key(app, KeyCode::Enter), Some(Input::Send(sent.to_owned())));
 }
 
 #[test]
@@ -364,7 +359,7 @@ fn shift_enter_makes_a_multi_line_message() {
     type_text(&mut a, "two");
     assert_eq!(
         key(&mut a, KeyCode::Enter),
-        Some(ToSession::Send("one\ntwo".into()))
+        Some(Input::Send("one\ntwo".into()))
     );
 }
 
@@ -418,21 +413,18 @@ fn allow_asks_and_the_next_line_answers() {
     type_text(&mut a, "/allow 2");
     assert_eq!(
         key(&mut a, KeyCode::Enter),
-        Some(ToSession::Command(Slash::Allow(2)))
+        Some(Input::Command(Slash::Allow(2)))
     );
     a.session(FromSession::Ask("apply this change? [y/N]".into()));
     type_text(&mut a, "y");
-    assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Answer(true)));
+    assert_eq!(key(&mut a, KeyCode::Enter), Some(Input::Answer(true)));
     // The next line is a message again.
     type_text(&mut a, "y");
-    assert_eq!(
-        key(&mut a, KeyCode::Enter),
-        Some(ToSession::Send("y".into()))
-    );
+    assert_eq!(key(&mut a, KeyCode::Enter), Some(Input::Send("y".into())));
     end_turn(&mut a);
     a.session(FromSession::Ask("apply this change? [y/N]".into()));
     type_text(&mut a, "fix the bug");
-    assert_eq!(key(&mut a, KeyCode::Enter), Some(ToSession::Answer(false)));
+    assert_eq!(key(&mut a, KeyCode::Enter), Some(Input::Answer(false)));
 }
 
 /// `/show N` expands the N-th tool call (`/show`, the last), its long lines wrapped, never
