@@ -1,5 +1,7 @@
 //! Before anything runs under enforcement: can this kernel enforce, and may this process?
 //!
+//! Its length is its tests: the code is under 500 lines.
+//!
 //! `bee exec` and `bee run` ask the same questions, in this order, before they start a command
 //! or an episode, and tell apart the two ways each can refuse:
 //!

@@ -1,5 +1,9 @@
 //! The effective configuration of a session, and where each value came from.
 //!
+//! Why one file of this length: the configuration's types and `Config::resolve`, the one
+//! function that layers them, sit together so each value's default, layer and origin read side
+//! by side; the file format is in `raw` and the diagnostics in `diag`.
+//!
 //! Four layers, highest precedence first:
 //!
 //! 1. explicit command-line flags ([`Flags`]),

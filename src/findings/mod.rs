@@ -1,6 +1,10 @@
 //! The findings ledger: `.bee/findings/ledger.jsonl`, append-only, one JSON event a line,
 //! meant to be committed and reviewed in a pull request (feature `findings`).
 //!
+//! Why one file of this length: the ledger's event types and the fold that replays them into
+//! findings are read together (a rule of the fold is a rule of the format); the tests are in
+//! `tests.rs`.
+//!
 //! The ledger holds *events*, not rows. A finding's **sightings** (a scanner or the model saw
 //! it, at a time, in a run, at a commit) and its **verdicts** (a person ruled on it with
 //! `bee findings adjudicate`) are appended; a finding is what its events fold into

@@ -1,5 +1,9 @@
 //! The transcript event model: everything an episode records, one [`Event`] at a time.
 //!
+//! Why one file of this length: it is the transcript's whole schema, every event kind with its
+//! fields, so a change to the format is one diff to read against `docs/records.md`; its tests
+//! are the last 140 lines.
+//!
 //! An event is written as one JSON object: its sequence number, its timestamp and an
 //! `event` tag naming the kind, followed by that kind's fields:
 //!

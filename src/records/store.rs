@@ -1,5 +1,8 @@
 //! The metrics store: an SQLite database (`metrics.sqlite`) fed from transcript events.
 //!
+//! Why one file of this length: the schema (`schema_v*.sql`), the ingest and the queries change
+//! together under one `SCHEMA_VERSION`; the tests are the last 100 lines.
+//!
 //! The transcripts are the source of truth; the store is an index over them that
 //! [`Store::rebuild`] can recreate at any time. Ingesting is idempotent: each episode row keeps
 //! the last sequence number it took in, and older events are skipped.

@@ -1,5 +1,9 @@
 //! The service: one engine, one listening socket, a thread per connection.
 //!
+//! Why one file of this length: a connection's request handlers (`Connection`, about 580 lines)
+//! all work on its one state — the peer, its scopes, the policy it is bound to — and are read
+//! as one protocol against `docs/serve.md`.
+//!
 //! A connection belongs to the process that opened it ([`Peer`]) and owns the scopes it
 //! creates: no request can name another connection's scope, and when the connection ends
 //! (the client exits, is killed, or hangs up) every scope it owns is torn down. Each live

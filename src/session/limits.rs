@@ -1,6 +1,8 @@
 //! The hard limits of a session, checked before the step that would pass them, and the
 //! [`Budget`] a session spends from: its own limits and, for a subagent, every ancestor's.
 //!
+//! Its length is its tests: the code is about 510 lines.
+//!
 //! Token and cost limits are held by reservation: before a model call, its worst case — an
 //! upper estimate of its input ([`input_estimate`]) plus its whole output budget — is
 //! reserved in its session's budget and every ancestor's, the output budget cut down to

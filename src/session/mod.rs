@@ -4,6 +4,10 @@
 //! and then runs its success check ([`crate::episode::run_episode`]); a subagent sends its
 //! task once; `bee repl` sends what the user types, turn after turn.
 //!
+//! Why one file of this length: it is `Session`'s turn loop and the types that cross its
+//! boundary; what the loop calls — a model call, a tool batch, the limits, the log — is in the
+//! submodules.
+//!
 //! ```text
 //! Session::start ──▶ send(text) ──▶ send(text) … ──▶ finish(outcome)
 //!   episode_started    user message, then model calls and tool calls until the model ends

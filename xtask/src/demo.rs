@@ -4,6 +4,9 @@
 //! Debian kernel — then check that the episode passed, that it ran under
 //! `kernel` enforcement, and that the kernel refused both the read of the
 //! secret and the connection to the collector.
+//!
+//! Why one file of this length: one command, its host and guest paths, and the checks on the
+//! episode's records; the tests are the last 140 lines.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,8 @@
 //! shorter recording at `--concurrency 1`, `4` and `16` in kernel mode. The
 //! host-mode recording and the spawn loop also run on this host for
 //! reference. It prints one table; docs/benchmarks.md ("Harness") reads it.
+//!
+//! Its length is its tests: the code is under 600 lines.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,8 @@
 //! `cargo xtask vm`: run a command, or a Rust test binary, inside QEMU
 //! guests booting Debian's kernels, and report per kernel.
+//!
+//! Why one file of this length: one command that builds a guest, boots it and reads its report;
+//! the tests are the last 80 lines.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,8 @@
 //! Audit records: what the kernel reported about a scope, in words and as JSON lines.
 //!
+//! Why one file of this length: it is one reading of a kernel event against the policy — which
+//! grant was missing — and the record's JSON; the typed words are in `audit/decision.rs`.
+//!
 //! The kernel programs send a [`bee_common::AuditEvent`] for each denied access (and, with
 //! `SCOPE_AUDIT_ALLOWS`, each allowed one). [`AuditRecord::from_event`] reads it against the
 //! scope's [`CompiledPolicy`] to say which kind of grant was missing, or which rule was involved

@@ -1,6 +1,10 @@
 //! Scope cgroups: one cgroup v2 directory per scope, created below a bee parent, killed and
 //! removed when the scope ends.
 //!
+//! Why one file of this length: every operation on a scope's cgroup directory (create, move,
+//! kill, wait until empty, remove) and the checks on its parent, which must stay consistent
+//! with one another.
+//!
 //! A scope's identity in the kernel is its cgroup id, which is the inode number of the cgroup's
 //! directory on the cgroup2 file system (what `bpf_get_current_cgroup_id()` returns for a task
 //! in it). The interface files used here are documented in the kernel's

@@ -1,6 +1,10 @@
 //! The hardened launcher: starts a command inside a scope cgroup, stripped of everything it
 //! does not need, before its first instruction runs.
 //!
+//! Why one file of this length: the parent's set-up and the child's steps between `clone3` and
+//! `execve` (`ChildPlan`) must be read together — every resource the child uses is prepared by
+//! the parent, because the child may not allocate.
+//!
 //! [`LaunchSpec::spawn`] creates the child with `clone3(CLONE_INTO_CGROUP)` (Linux 5.7): it is
 //! born inside the scope cgroup, so the `execve` itself and everything before it is already
 //! checked by the scope's programs, and no migration (a write to `cgroup.procs`, which waits

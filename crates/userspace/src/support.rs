@@ -1,5 +1,9 @@
 //! Kernel support detection: can this process enforce with BPF LSM here?
 //!
+//! Why one file of this length: each check of the report reads one kernel fact and says what it
+//! means for enforcement, in the order `bee check` prints them; the parsers are in
+//! `support/parse.rs`, the tests the last 230 lines.
+//!
 //! [`SupportReport::detect`] reads the kernel's own files and then proves
 //! support by loading and attaching a real LSM program. Each check is a
 //! [`Gate`] with a verdict, a reason and a fix hint; enforcement is possible

@@ -1,5 +1,9 @@
 //! The screen's state and how keys and the session change it. Drawing is in [`super::draw`];
 //! nothing here touches the terminal, so every state can be built in a test.
+//!
+//! Why one file of this length: it is the screen's one state machine (every key and every
+//! session event changes `App`), kept apart from drawing so each state is built and tested
+//! (`tests.rs`) without a terminal.
 
 use std::time::Instant;
 

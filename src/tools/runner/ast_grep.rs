@@ -1,5 +1,8 @@
 //! `ast_grep`: structural search with ast-grep, in the scope like every file tool.
 //!
+//! Why one file of this length: one tool, its arguments, its grammar table and the matching it
+//! does in the scope; splitting it would spread one request's path over several files.
+//!
 //! The pattern is parsed once, as code of the language, and refused when it does not parse
 //! cleanly; a language whose grammar this build was not compiled with is refused by name
 //! before ast-grep is asked for it (it panics on such a language). Files are read here, in

@@ -1,5 +1,8 @@
 //! Carve-outs in the proof: a capability's language is its grants less what is carved out.
 //!
+//! Why one file of this length: it is one algorithm (is a grant's language, less its carve-
+//! outs, inside the parent's?), whose index, search and sampling share their invariants.
+//!
 //! For one capability a policy grants `G ∖ C`, where `G` is the union of its grant rules and
 //! the carve-out `C = D ∪ (P ∖ U)`: `D` the rules that deny outright (`fs.deny`,
 //! `exec.deny`), `P` the protected paths (built-in and `fs.protect`, write only) and `U` the

@@ -1,5 +1,9 @@
 //! Stage one: a policy file becomes a [`CompiledPolicy`].
 //!
+//! Why one file of this length: it is the compiler's one pass over a policy's keys (`Compiler`,
+//! about 460 lines), in the order the language reference lists them; includes, carve-outs, the
+//! network and the workspace are submodules.
+//!
 //! Parsing, path normalisation ([`crate::path`]), glob lowering ([`crate::glob`]), inode
 //! resolution of pinned executables and network grant expansion all happen here. Every
 //! problem is collected (not only the first) and reported with file, line, column and key.

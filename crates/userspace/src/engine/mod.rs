@@ -1,6 +1,10 @@
 //! The enforcement engine: loads bee's LSM programs once per process, pins them, and installs
 //! and removes per-cgroup policies in the shared kernel maps.
 //!
+//! Why one file of this length: `Engine` owns the loaded object and its maps, and each method
+//! changes them under the same invariants (placement, quiescence, release); the maps' layouts,
+//! DNS and names are submodules.
+//!
 //! ```text
 //! Engine::load(&EngineOptions)        load + verify bee.bpf.o (kernel BTF parsed once),
 //!                                     attach every LSM program, pin links and maps

@@ -1,5 +1,9 @@
 //! A [`LandlockPlan`] made ready for one launch, and applied in the child.
 //!
+//! Why one file of this length: what the parent prepares for a launch and what the child
+//! applies must agree step for step (lookups, mounts, the ruleset), so both halves are read
+//! together.
+//!
 //! [`Confinement::prepare`] runs in the parent for every call: it looks each grant's path up
 //! without following symbolic links (`openat2(RESOLVE_NO_SYMLINKS)`), expands `*` patterns
 //! over the directories that exist, checks pinned executables' identities, builds the Landlock

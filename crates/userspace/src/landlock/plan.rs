@@ -1,6 +1,10 @@
 //! Stage two for the Landlock engine: what a [`CompiledPolicy`] becomes under Landlock, rule
 //! by rule, or why it cannot.
 //!
+//! Why one file of this length: it classifies each rule of a policy once, exactly or refused,
+//! and the types of the plan and of the refusal are what that classification produces; the
+//! tests are in `plan/tests.rs`.
+//!
 //! Each rule of the policy is classified once, before anything starts:
 //!
 //! * **exact**: the Landlock plan (a ruleset, the scope's private mounts and its seccomp

@@ -1,5 +1,8 @@
 //! Path rules → one deterministic segment automaton, by subset construction.
 //!
+//! Why one file of this length: it is one construction — the NFA, the subset construction and
+//! the builder that numbers the states — whose parts share their indices.
+//!
 //! Every path rule of a policy is lowered to a sequence of *elements* (a literal segment, a star
 //! segment or `**`). The NFA's positions are "rule `r` has matched its first `i` elements"; a
 //! position before a literal or star segment moves to the next position on a matching segment,
