@@ -1,5 +1,10 @@
 //! The sandbox: where an episode's tool calls run.
 //!
+//! Why one file of this length: `Sandbox` owns one scope for a whole session — its creation,
+//! each call's child in it, a live change of policy and the teardown — and those steps share
+//! the scope's state and the order it is torn down in; the scope through `bee serve` is
+//! `remote.rs`.
+//!
 //! A [`Sandbox`] is made once per episode from an explicit [`SandboxMode`]:
 //!
 //! * [`SandboxMode::Enforced`]: the policy is widened by the [`RunnerGrant`] (and nothing
