@@ -2,6 +2,11 @@
 //! it is one file, and a file that blames its length on its tests has no more than 600 lines
 //! of code before them.
 
+#![expect(
+    clippy::expect_used,
+    reason = "test helpers outside #[test] functions: a failure there is a test failure"
+)]
+
 use std::path::{Path, PathBuf};
 
 /// The longest file that needs no reason.
