@@ -20,9 +20,9 @@ mod policy_cmd;
 mod records_cmd;
 mod repl;
 pub mod run;
+mod runner_cmd;
 mod serve_cmd;
 mod setup;
-mod tool_runner;
 #[cfg(feature = "tui")]
 mod tui;
 #[cfg(feature = "tui")]
@@ -62,7 +62,7 @@ enum Invocation {
     Public(Command),
     /// Run one file tool inside a sandbox (started by bee itself).
     #[command(name = "__tool", hide = true)]
-    Tool(tool_runner::Args),
+    Tool(runner_cmd::Args),
 }
 
 /// The public commands.
@@ -160,7 +160,7 @@ pub fn main() -> ExitCode {
             Command::Completions(args) => completions::run(&args),
             Command::Man(args) => man::run(&args),
         },
-        Some(Invocation::Tool(args)) => tool_runner::run(&args),
+        Some(Invocation::Tool(args)) => runner_cmd::run(&args),
     };
     exit.into()
 }

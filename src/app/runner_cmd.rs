@@ -1,6 +1,7 @@
-//! `bee __tool NAME`: the tool runner, started by the harness inside the sandbox. It reads one
-//! JSON request on standard input and prints one JSON answer on standard output; see
-//! [`crate::tools::runner`]. Hidden from the help: people have no use for it.
+//! `bee __tool NAME`: the command of the in-scope runner, which the harness starts inside the
+//! sandbox. It reads one JSON request on standard input and prints one JSON answer on
+//! standard output; see [`crate::tools::runner`]. Hidden from the help: people have no use
+//! for it.
 
 use std::io::{Read as _, Write as _};
 
