@@ -277,6 +277,14 @@ enum Scope {
     Service(remote::Remote),
 }
 
+/// The cgroup parent scopes are made under: `path`, or bee's default.
+fn open_parent(path: Option<&Path>) -> Result<CgroupParent, SandboxError> {
+    Ok(match path {
+        Some(p) => CgroupParent::open(p)?,
+        None => CgroupParent::open_default()?,
+    })
+}
+
 /// The lease, locked. A panic while holding the lock leaves nothing half-done that matters
 /// here: the state is the cgroup and install handles, which stay valid.
 fn lock(lease: &Mutex<ScopeLease>) -> MutexGuard<'_, ScopeLease> {
@@ -319,68 +327,68 @@ impl Sandbox {
                 })?
             }
         };
-        if let SandboxMode::Service { socket, mut policy } = config.mode {
+        // The policy in force: the one asked for, widened by the runner's grant and with
+        // bee's own state protected; `None` in host mode.
+        let confine = |mut policy: CompiledPolicy| -> Result<_, SandboxError> {
             let grant = RunnerGrant::detect(&runner)?;
             let requested = policy.clone();
             installed(&mut policy, &grant, &workspace)?;
-            let remote = remote::Remote::create(&socket, &policy, &requested.source)?;
-            return Ok(Self {
-                enforcement: Enforcement::Kernel,
-                enforcer: None,
-                policy: Some(policy),
-                requested: Some(requested),
-                plan: None,
-                grant: Some(grant),
-                workspace,
-                runner,
-                credentials: config.credentials,
-                rlimits: config.rlimits,
-                env: config.env,
-                kill_wait: config.kill_wait,
-                cgroup_id: remote.scope(),
-                scope: Scope::Service(remote),
-            });
-        }
-        let parent = match &config.cgroup_parent {
-            Some(p) => CgroupParent::open(p)?,
-            None => CgroupParent::open_default()?,
+            Ok((policy, requested, grant))
         };
-        let mut requested = None;
-        let (enforcement, enforcer, policy, plan, grant) = match config.mode {
-            SandboxMode::Enforced {
-                enforcer,
-                mut policy,
-            } => {
-                let grant = RunnerGrant::detect(&runner)?;
-                requested = Some(policy.clone());
-                installed(&mut policy, &grant, &workspace)?;
-                // The BPF LSM's maps; the Landlock engine plans from the policy itself.
-                let plan = match enforcer.engine() {
-                    EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
-                    EngineKind::Landlock => None,
-                };
+        let mut plan = None;
+        let (enforcer, confined, scope) = match config.mode {
+            SandboxMode::Service { socket, policy } => {
+                let (policy, requested, grant) = confine(policy)?;
+                let remote = remote::Remote::create(&socket, &policy, &requested.source)?;
+                let id = remote.scope();
                 (
-                    Enforcement::Kernel,
-                    Some(enforcer),
-                    Some(policy),
-                    plan,
-                    Some(grant),
+                    None,
+                    Some((policy, requested, grant)),
+                    (id, Scope::Service(remote)),
                 )
             }
-            SandboxMode::Host | SandboxMode::Service { .. } => {
-                (Enforcement::Host, None, None, None, None)
+            SandboxMode::Enforced { enforcer, policy } => {
+                let parent = open_parent(config.cgroup_parent.as_deref())?;
+                let (policy, requested, grant) = confine(policy)?;
+                // The BPF LSM's maps; the Landlock engine plans from the policy itself.
+                if enforcer.engine() == EngineKind::BpfLsm {
+                    plan = Some(EnforcementPlan::new(&policy)?);
+                }
+                let cgroup = parent.create_scope(&config.limits)?;
+                let install = match &plan {
+                    Some(p) => enforcer.install(p, cgroup.id(), config.scope_flags)?,
+                    None => enforcer.install_policy(&policy, &cgroup, config.scope_flags)?,
+                };
+                let id = cgroup.id();
+                let lease = ScopeLease::new(cgroup, Some(install));
+                (
+                    Some(enforcer),
+                    Some((policy, requested, grant)),
+                    (id, Scope::Local(Mutex::new(lease))),
+                )
+            }
+            SandboxMode::Host => {
+                let cgroup =
+                    open_parent(config.cgroup_parent.as_deref())?.create_scope(&config.limits)?;
+                let id = cgroup.id();
+                (
+                    None,
+                    None,
+                    (id, Scope::Local(Mutex::new(ScopeLease::new(cgroup, None)))),
+                )
             }
         };
-        let cgroup = parent.create_scope(&config.limits)?;
-        let install = match (&enforcer, &plan, &policy) {
-            (Some(e), Some(p), _) => Some(e.install(p, cgroup.id(), config.scope_flags)?),
-            (Some(e), None, Some(policy)) => {
-                Some(e.install_policy(policy, &cgroup, config.scope_flags)?)
-            }
-            _ => None,
+        let (policy, requested, grant) = match confined {
+            Some((p, r, g)) => (Some(p), Some(r), Some(g)),
+            None => (None, None, None),
         };
+        let (cgroup_id, scope) = scope;
         Ok(Self {
-            enforcement,
+            enforcement: if policy.is_some() {
+                Enforcement::Kernel
+            } else {
+                Enforcement::Host
+            },
             enforcer,
             policy,
             requested,
@@ -392,8 +400,8 @@ impl Sandbox {
             rlimits: config.rlimits,
             env: config.env,
             kill_wait: config.kill_wait,
-            cgroup_id: cgroup.id(),
-            scope: Scope::Local(Mutex::new(ScopeLease::new(cgroup, install))),
+            cgroup_id,
+            scope,
         })
     }
 
