@@ -21,7 +21,6 @@ use bee_userspace::launch::LaunchSpec;
 
 use crate::config::EngineChoice;
 use crate::serve::client::{Client, ClientError, CommandLine};
-use crate::serve::protocol::Limits;
 
 use super::Exit;
 use super::exec::{Args, fail, open_audit};
@@ -63,26 +62,21 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
             ),
         ));
     }
-    let argv = args
-        .command
-        .iter()
-        .map(|a| a.to_str().map(str::to_owned))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| {
-            fail(
-                Exit::Usage,
-                "through the service, the command must be UTF-8",
-            )
-        })?;
-    let env: Vec<(String, String)> = LaunchSpec::new(&argv[0])
-        .environment()
-        .into_iter()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    // As in-process: the working directory must have a name the service can reach.
     let cwd = std::env::current_dir()
         .ok()
-        .and_then(|d| d.to_str().map(str::to_owned))
+        .filter(|d| d.to_str().is_some())
         .ok_or_else(|| fail(Exit::NoInput, "the working directory cannot be named"))?;
+    let Some((first, rest)) = args.command.split_first() else {
+        return Err(fail(Exit::Usage, "no command given after `--`"));
+    };
+    let spec = LaunchSpec::new(first).args(rest).current_dir(cwd);
+    let command = CommandLine::of(&spec).map_err(|why| {
+        fail(
+            Exit::Usage,
+            &format!("through the service, the command must be UTF-8: {why}"),
+        )
+    })?;
     let mut audit = match &args.audit {
         Some(path) => Some(open_audit(path)?),
         None => None,
@@ -104,18 +98,9 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
             audit_error.get_or_insert(e);
         }
     };
-    let ran = client.run(
-        scope,
-        CommandLine {
-            argv,
-            env,
-            cwd,
-            limits: Limits::default(),
-        },
-        [0, 1, 2],
-        &mut on_record,
-        &|| stop.load(Ordering::Relaxed),
-    );
+    let ran = client.run(scope, command, [0, 1, 2], &mut on_record, &|| {
+        stop.load(Ordering::Relaxed)
+    });
     // Hanging up closes the connection's scopes: the service tears this one down while the
     // command's status is already on its way out, instead of before.
     drop(client);

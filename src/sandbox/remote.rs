@@ -26,7 +26,7 @@ use bee_userspace::scope::EngineKind;
 use super::{RunOutput, SandboxError, capture};
 use crate::records::Enforcement;
 use crate::serve::client::{Client, ClientError, CommandLine};
-use crate::serve::protocol::{Limits, Request, Response};
+use crate::serve::protocol::{Request, Response};
 
 /// The service's scope of one sandbox, and the connection that owns it.
 pub(super) struct Remote {
@@ -84,24 +84,13 @@ impl Remote {
         output_cap: usize,
         stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<RunOutput, SandboxError> {
-        let lossy = |s: &std::ffi::OsStr| s.to_string_lossy().into_owned();
-        let mut argv = vec![lossy(spec.program())];
-        argv.extend(spec.arguments().iter().map(|a| lossy(a)));
-        let env = spec
-            .environment()
-            .into_iter()
-            .map(|(k, v)| (lossy(&k), lossy(&v)))
-            .collect();
-        let cwd = spec
-            .working_dir()
-            .map_or_else(|| "/".to_owned(), |d| d.to_string_lossy().into_owned());
-        let r = spec.resource_limits();
-        let limits = Limits {
-            nofile: r.nofile,
-            nproc: r.nproc,
-            cpu_seconds: r.cpu_seconds,
-            address_space: r.address_space,
-        };
+        let command = CommandLine::of(spec).map_err(|why| SandboxError::Launch {
+            source: LaunchError::Spawn {
+                program: spec.program().to_string_lossy().into_owned(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+            },
+            denials: Vec::new(),
+        })?;
         let io = |e: std::io::Error| {
             SandboxError::Wait(LaunchError::Prepare {
                 what: "make the call's pipes",
@@ -141,12 +130,6 @@ impl Remote {
             timed_out.get() || interrupted.get()
         };
         let mut denials: Vec<AuditRecord> = Vec::new();
-        let command = CommandLine {
-            argv,
-            env,
-            cwd,
-            limits,
-        };
         let stdio = [
             stdin_child.as_raw_fd(),
             out_write.as_raw_fd(),

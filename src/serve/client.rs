@@ -1,6 +1,7 @@
 //! The client side: what `bee exec` (and any program) uses to have `bee serve` confine a
 //! command, with no privilege of its own.
 
+use std::ffi::OsStr;
 use std::io;
 use std::os::fd::RawFd;
 use std::os::unix::net::UnixStream;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::AuditRecord;
+use bee_userspace::launch::LaunchSpec;
 
 use super::protocol::{ErrorBody, Limits, Request, Response, VERSION, Welcome, decode};
 use super::server::MID_FRAME;
@@ -70,6 +72,49 @@ pub struct CommandLine {
     pub cwd: String,
     /// Its resource limits (lowered by the service to the caller's own).
     pub limits: Limits,
+}
+
+impl CommandLine {
+    /// The command `spec` describes, as the service starts it: its program, arguments and
+    /// working directory (`/` when it names none), its environment (`spec.environment()`;
+    /// a variable whose name or value is not UTF-8 is not passed) and its resource limits.
+    ///
+    /// # Errors
+    /// The first argument (the program is the first) or the working directory that is not
+    /// UTF-8, in words: the protocol carries text, and a name changed on the way could start
+    /// another program or work in another directory.
+    pub fn of(spec: &LaunchSpec) -> Result<Self, String> {
+        let text = |what: &str, s: &OsStr| {
+            s.to_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("{what} `{}` is not UTF-8", s.to_string_lossy()))
+        };
+        let mut argv = vec![text("the program", spec.program())?];
+        for arg in spec.arguments() {
+            argv.push(text("the argument", arg)?);
+        }
+        let cwd = match spec.working_dir() {
+            Some(dir) => text("the working directory", dir.as_os_str())?,
+            None => "/".to_owned(),
+        };
+        let env = spec
+            .environment()
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let r = spec.resource_limits();
+        Ok(Self {
+            argv,
+            env,
+            cwd,
+            limits: Limits {
+                nofile: r.nofile,
+                nproc: r.nproc,
+                cpu_seconds: r.cpu_seconds,
+                address_space: r.address_space,
+            },
+        })
+    }
 }
 
 /// A connection to `bee serve`, past its `hello`.
@@ -235,4 +280,42 @@ fn hangup(e: io::Error) -> ClientError {
 
 fn unexpected(response: &Response) -> ClientError {
     ClientError::Protocol(format!("an unexpected answer: {response:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt as _;
+
+    use super::*;
+
+    #[test]
+    fn a_command_line_carries_the_spec_and_refuses_what_is_not_text() {
+        let spec = LaunchSpec::new("/bin/sh")
+            .args(["-c", "true"])
+            .current_dir("/tmp");
+        let command = CommandLine::of(&spec).expect("a UTF-8 command");
+        assert_eq!(command.argv, ["/bin/sh", "-c", "true"]);
+        assert_eq!(command.cwd, "/tmp");
+        assert_eq!(command.limits, Limits::default());
+        let passed: Vec<_> = spec
+            .environment()
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        assert_eq!(command.env, passed);
+
+        assert_eq!(
+            CommandLine::of(&LaunchSpec::new("true")).map(|c| c.cwd),
+            Ok("/".to_owned()),
+            "no working directory is the root"
+        );
+        let bytes = OsString::from_vec(b"caf\xe9".to_vec());
+        let refused = CommandLine::of(&LaunchSpec::new("cat").arg(bytes.clone()))
+            .expect_err("an argument that is not UTF-8");
+        assert!(refused.contains("the argument `caf"), "{refused}");
+        let refused = CommandLine::of(&LaunchSpec::new("true").current_dir(std::path::PathBuf::from(bytes)))
+            .expect_err("a directory that is not UTF-8");
+        assert!(refused.starts_with("the working directory"), "{refused}");
+    }
 }
