@@ -14,6 +14,7 @@ pub mod findings;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod panels;
+pub mod policies;
 pub mod provider;
 pub mod records;
 pub mod render;

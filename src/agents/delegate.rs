@@ -17,6 +17,7 @@ use serde_json::json;
 use super::plan::{self, Request, Target};
 use super::{AGENT_TOOL, Roles};
 use crate::episode::{SandboxFactory, ToolScopes};
+use crate::policies::PolicyCache;
 use crate::provider::price::PriceTable;
 use crate::provider::{ProviderSpec, ToolCall, ToolDef};
 use crate::records::{Enforcement, Outcome, ParentLink, Store, Subagent, Timestamp, ToolState};
@@ -71,6 +72,8 @@ pub struct Delegation<'a> {
     pub tool_policies: Vec<(String, PathBuf)>,
     /// The home directory `~/` in policies means.
     pub home: Option<PathBuf>,
+    /// The command's compiled policy files: a role's policy is compiled at its first spawn.
+    pub policies: Arc<PolicyCache>,
     /// Depth and inline policies.
     pub settings: AgentSettings,
     /// Shown every event of every subagent, with the subagent's session id.

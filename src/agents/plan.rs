@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bee_core::{CompileOptions, CompiledPolicy, PolicyError, attenuate, compile_file, compile_str};
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, attenuate, compile_str};
 use serde::Deserialize;
 
 use super::delegate::{Caller, Delegation};
@@ -158,7 +158,9 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
                 chain.push(name.clone());
                 return Err(format!("cyclic delegation: {}", chain.join(" → ")));
             }
-            let compiled = compile_file(&role.policy, &options)
+            let compiled = d
+                .policies
+                .compile_file(&role.policy, &options)
                 .map_err(|e| policy_problem(&format!("role `{name}`"), &e))?;
             warnings.extend(compiled.warnings);
             let policy = compiled.policy;
@@ -231,7 +233,9 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         if !wanted.contains(tool) {
             continue;
         }
-        let tool_policy = compile_file(file, &options)
+        let tool_policy = d
+            .policies
+            .compile_file(file, &options)
             .map(|c| c.policy)
             .map_err(|e| policy_problem(&format!("[tools.{tool}] policy"), &e))?;
         if attenuate(&tool_policy, &policy).is_subset() {

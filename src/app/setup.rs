@@ -2,12 +2,11 @@
 //! policy compiled against its workspace, the tools of the configuration, the records
 //! directory and the run id. Each refusal is typed with the exit status it becomes.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning, compile_file};
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning};
 
 use super::Exit;
 use super::user::invoking_home;
@@ -15,6 +14,7 @@ use crate::agents::Roles;
 use crate::config::{Config, Confinement, Env, FileError};
 use crate::episode::{ExecutorError, SandboxFactory, ToolExecutor, ToolScopes};
 use crate::panels::{RENDER_TOOL, RenderTool};
+use crate::policies::PolicyCache;
 use crate::provider::{ErrorCategory, Provider, ProviderSpec};
 use crate::records::{Enforcement, Timestamp};
 use crate::skills::{SkillError, SkillSet, SkillTool};
@@ -151,6 +151,7 @@ fn findings_tools(
 /// Compiles a policy against the workspace it will confine (65 invalid, 66 missing, 77
 /// unreadable), with the compiler's warnings.
 fn compile_with_warnings(
+    cache: &PolicyCache,
     policy: &Path,
     workspace: &Path,
 ) -> Result<(CompiledPolicy, Vec<PolicyWarning>), Refused> {
@@ -158,7 +159,7 @@ fn compile_with_warnings(
         base: workspace.to_owned(),
         home: invoking_home(),
     };
-    match compile_file(policy, &options) {
+    match cache.compile_file(policy, &options) {
         Ok(compiled) => Ok((compiled.policy, compiled.warnings)),
         Err(e @ PolicyError::Read { .. }) => Err(Refused(Exit::of_policy(&e), e.to_string())),
         Err(PolicyError::Invalid(diagnostics)) => {
@@ -175,7 +176,7 @@ fn compile_with_warnings(
 /// workspace copy or a subagent whose policy file [`Policies`] compiled (and warned about)
 /// before.
 pub(crate) fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
-    compile_with_warnings(policy, workspace).map(|(compiled, _)| compiled)
+    compile_with_warnings(&PolicyCache::default(), policy, workspace).map(|(compiled, _)| compiled)
 }
 
 /// A command's policies, each compiled once per workspace: a run names one policy file for
@@ -184,7 +185,7 @@ pub(crate) fn compile_policy(policy: &Path, workspace: &Path) -> Result<Compiled
 /// does ([`Policies::warnings`]).
 #[derive(Debug, Default)]
 pub(crate) struct Policies {
-    compiled: Mutex<HashMap<(PathBuf, PathBuf), CompiledPolicy>>,
+    cache: Arc<PolicyCache>,
     warnings: Mutex<Vec<PolicyWarning>>,
 }
 
@@ -198,11 +199,7 @@ impl Policies {
         policy: &Path,
         workspace: &Path,
     ) -> Result<CompiledPolicy, Refused> {
-        let key = (policy.to_owned(), workspace.to_owned());
-        if let Some(hit) = self.compiled.lock().ok().and_then(|c| c.get(&key).cloned()) {
-            return Ok(hit);
-        }
-        let (compiled, warnings) = compile_with_warnings(policy, workspace)?;
+        let (compiled, warnings) = compile_with_warnings(&self.cache, policy, workspace)?;
         if let Ok(mut kept) = self.warnings.lock() {
             for w in warnings {
                 if !kept.contains(&w) {
@@ -210,10 +207,12 @@ impl Policies {
                 }
             }
         }
-        if let Ok(mut cache) = self.compiled.lock() {
-            cache.insert(key, compiled.clone());
-        }
         Ok(compiled)
+    }
+
+    /// The compiled files, for the subagents' roles and tool policies.
+    pub(crate) fn cache(&self) -> Arc<PolicyCache> {
+        Arc::clone(&self.cache)
     }
 
     /// The warnings of every policy compiled so far, each once, in the order they were met.

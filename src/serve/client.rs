@@ -314,8 +314,9 @@ mod tests {
         let refused = CommandLine::of(&LaunchSpec::new("cat").arg(bytes.clone()))
             .expect_err("an argument that is not UTF-8");
         assert!(refused.contains("the argument `caf"), "{refused}");
-        let refused = CommandLine::of(&LaunchSpec::new("true").current_dir(std::path::PathBuf::from(bytes)))
-            .expect_err("a directory that is not UTF-8");
+        let refused =
+            CommandLine::of(&LaunchSpec::new("true").current_dir(std::path::PathBuf::from(bytes)))
+                .expect_err("a directory that is not UTF-8");
         assert!(refused.starts_with("the working directory"), "{refused}");
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Prepared {
     pub(crate) skills: Arc<SkillSet>,
     /// The skills that did not load.
     skill_problems: Vec<SkillError>,
+    /// The command's compiled policy files (the subagents' roles are compiled into it).
+    pub(crate) policies: Arc<crate::policies::PolicyCache>,
     /// The compiler's warnings about the policies.
     policy_warnings: Vec<bee_core::PolicyWarning>,
     /// The roles subagents may take.
@@ -159,6 +161,7 @@ pub(crate) fn prepare(
         skills,
         skill_problems,
         policy_warnings: compiler.warnings(),
+        policies: compiler.cache(),
         roles,
         agents,
         agent_settings: config.agents.settings(),
@@ -211,6 +214,7 @@ impl Prepared {
             tools: Arc::clone(&self.tools),
             tool_policies: self.tool_policy_files(),
             home: super::super::user::invoking_home(),
+            policies: Arc::clone(&self.policies),
             settings: self.agent_settings,
             observer,
         }
