@@ -1,14 +1,15 @@
 //! The vocabulary every layer shares — records, tools, sessions, the sandbox and the UI —
 //! with no dependency on any of them: how tool calls are confined ([`Enforcement`]), the
 //! state a tool call ends in ([`ToolState`]), how an episode ended ([`Outcome`]), and what the
-//! kernel decided ([`HookName`], [`Access`], [`GrantKind`], defined beside the audit records
-//! in `bee_userspace::audit`). Each serializes as the records have always written it.
+//! kernel decided ([`HookName`], [`Access`], [`Capability`], [`GrantKind`], defined beside the
+//! audit records in `bee_userspace::audit`). Each serializes as the records have always
+//! written it.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-pub use bee_userspace::audit::{Access, GrantKind, HookName};
+pub use bee_userspace::audit::{Access, Capability, GrantKind, HookName};
 
 /// How the tools of an episode were confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

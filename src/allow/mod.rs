@@ -262,10 +262,8 @@ pub fn propose(
             Some(_) => path().map(Rule::Unix),
         },
         Some(GrantKind::Net) => {
-            let proto = match record.proto.as_deref() {
-                Some("tcp") => Protocol::Tcp,
-                Some("udp") => Protocol::Udp,
-                _ => return Err(cannot("the kernel's event names no protocol (tcp or udp)")),
+            let Some(proto) = record.proto else {
+                return Err(cannot("the kernel's event names no protocol (tcp or udp)"));
             };
             match (record.addr, record.port) {
                 (Some(addr), Some(port)) => Ok(Rule::Net { addr, port, proto }),

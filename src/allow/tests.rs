@@ -105,7 +105,7 @@ fn a_connect_denial_gets_the_exact_peer() {
     let mut r = denial("socket_connect", Some("net.allow"), &["net"], None);
     r.addr = Some("93.184.216.34".parse().unwrap());
     r.port = Some(443);
-    r.proto = Some("tcp".into());
+    r.proto = Some(Protocol::Tcp);
     let rule = propose(&r, &some_pin).unwrap();
     assert_eq!(
         rule,

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use bee_core::CompiledPolicy;
 use bee_core::learn::{Access, HostFs, Limits, Observed, Synthesis, synthesize};
-use bee_core::net::Protocol;
 use bee_userspace::audit::{AuditRecord, GrantKind, Verdict};
 
 use super::Exit;
@@ -214,11 +213,7 @@ fn access(record: &AuditRecord) -> Option<Access<'_>> {
         GrantKind::Exec => path.map(Access::Exec),
         GrantKind::NetUnix => path.map(Access::Unix),
         GrantKind::Net => Some(Access::Net {
-            proto: match record.proto.as_deref()? {
-                "tcp" => Protocol::Tcp,
-                "udp" => Protocol::Udp,
-                _ => return None,
-            },
+            proto: record.proto?,
             addr: record.addr?,
             port: record.port?,
         }),

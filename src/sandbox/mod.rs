@@ -38,10 +38,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, Verdict};
-use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
+use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeLimits};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode};
 use bee_userspace::plan::{EnforcementPlan, PlanError};
-use bee_userspace::scope::{EnforceError, Enforcer, EngineKind, ScopeError, ScopeLease};
+use bee_userspace::scope::{
+    EnforceError, Enforcer, EngineKind, KillTarget, ScopeError, ScopeLease, WaitLimits,
+    wait_and_kill,
+};
 
 use crate::records::Enforcement;
 
@@ -619,55 +622,17 @@ impl Sandbox {
         let err = launched
             .take_stderr()
             .map(|r| capture::spawn_reader(r, output_cap));
-        let pid = launched.id();
-        let mut interrupted = false;
-        // A zero timeout gives the command no time at all, however fast it would be.
-        let in_time = if timeout.is_zero() {
-            Ok(None)
-        } else if let Some(stop) = stop {
-            // Wait in slices, asking `stop` between them.
-            let deadline = start + timeout;
-            loop {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break Ok(None);
-                }
-                match launched.wait_timeout(Some(left.min(STOP_POLL))) {
-                    Ok(None) if stop() => {
-                        interrupted = true;
-                        break Ok(None);
-                    }
-                    Ok(None) => {}
-                    done => break done,
-                }
-            }
-        } else {
-            launched.wait_timeout(Some(timeout))
+        let limits = WaitLimits {
+            timeout: Some(timeout),
+            poll: stop.map(|_| STOP_POLL),
+            kill: KillTarget::ProcessGroupAndCgroup,
+            kill_wait: self.kill_wait,
         };
-        let waited = match in_time {
-            Ok(Some(status)) => Ok((status, false)),
-            Ok(None) => {
-                kill_group(pid);
-                let _ = cgroup.kill();
-                launched
-                    .wait_timeout(None)
-                    .map(|s| s.map(|s| (s, true)))
-                    .and_then(|s| {
-                        s.ok_or_else(|| LaunchError::Wait {
-                            pid,
-                            source: std::io::Error::from(std::io::ErrorKind::TimedOut),
-                        })
-                    })
-            }
-            Err(e) => {
-                kill_group(pid);
-                let _ = cgroup.kill();
-                let _ = launched.wait_timeout(Some(self.kill_wait));
-                Err(e)
-            }
-        };
+        let waited = wait_and_kill(&mut launched, cgroup, &limits, &mut || {
+            stop.is_some_and(|stop| stop())
+        });
         // A call's processes never outlive it.
-        let emptied = empty(cgroup, self.kill_wait);
+        let emptied = cgroup.empty(self.kill_wait);
         let (denials, allowed) = self.drain();
         if let Err(e) = emptied {
             // Readers could block on pipes the survivors hold: leave them.
@@ -678,12 +643,12 @@ impl Sandbox {
         if let Some(w) = writer {
             let _ = w.join();
         }
-        let (status, killed) = waited.map_err(SandboxError::Wait)?;
+        let ended = waited.map_err(SandboxError::Wait)?;
         Ok(RunOutput {
             enforcement: self.enforcement,
-            status,
-            timed_out: killed && !interrupted,
-            interrupted,
+            status: ended.status,
+            timed_out: ended.timed_out,
+            interrupted: ended.interrupted,
             stdout,
             stderr,
             duration: start.elapsed(),
@@ -743,26 +708,6 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = self.teardown();
     }
-}
-
-/// Kills what is left in `cgroup` and waits until it is empty.
-fn empty(cgroup: &ScopeCgroup, wait: Duration) -> Result<(), CgroupError> {
-    if cgroup.is_populated()? {
-        cgroup.kill()?;
-        cgroup.wait_empty(wait)?;
-    }
-    Ok(())
-}
-
-/// SIGKILL to the process group `pid` leads (the launcher makes every command a session and
-/// group leader).
-fn kill_group(pid: u32) {
-    let Ok(pgid) = libc::pid_t::try_from(pid) else {
-        return;
-    };
-    // SAFETY: killpg(2) takes two integers and has no memory-safety preconditions; ESRCH
-    // (the group is already gone) is fine.
-    unsafe { libc::killpg(pgid, libc::SIGKILL) };
 }
 
 fn join(handle: Option<JoinHandle<Captured>>) -> Captured {

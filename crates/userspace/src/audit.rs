@@ -33,10 +33,11 @@ use bee_common::{
 use bee_core::CompiledPolicy;
 use bee_core::compiled::{Origin, PathRule};
 use bee_core::glob::PathPattern;
+use bee_core::net::Protocol;
 use serde::{Deserialize, Serialize};
 
 mod decision;
-pub use decision::{Access, GrantKind, HookName};
+pub use decision::{Access, Capability, GrantKind, HookName};
 
 /// `AF_UNIX` (`include/linux/socket.h`).
 const AF_UNIX: u16 = 1;
@@ -160,19 +161,21 @@ pub struct AuditRecord {
     /// True when the kernel cut the path to fit the event.
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub path_truncated: bool,
-    /// `tcp` or `udp` for IP socket hooks.
+    /// The transport for IP socket hooks ([`Protocol`], the policy's own), written `tcp` or
+    /// `udp`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub proto: Option<String>,
+    pub proto: Option<Protocol>,
     /// The peer address for IP socket hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addr: Option<IpAddr>,
     /// The peer port for IP socket hooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
-    /// The capability for `capable`, by its name in `include/uapi/linux/capability.h`
-    /// (`CAP_SYS_ADMIN`), or `CAP_<number>` for one this build does not know.
+    /// The capability for `capable`, written by its name in
+    /// `include/uapi/linux/capability.h` (`CAP_SYS_ADMIN`), or `CAP_<number>` for one this
+    /// build does not know.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capability: Option<String>,
+    pub capability: Option<Capability>,
     /// The kind of grant that would allow the access: `fs.read`, `fs.write`, `exec.allow`,
     /// `net.allow` or `net.unix`; absent for operations no grant allows.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -299,58 +302,6 @@ fn never_granted(hook: Hook) -> bool {
     )
 }
 
-/// Capability names by number (`include/uapi/linux/capability.h`, 0 to 40).
-const CAPABILITIES: [&str; 41] = [
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_DAC_READ_SEARCH",
-    "CAP_FOWNER",
-    "CAP_FSETID",
-    "CAP_KILL",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETPCAP",
-    "CAP_LINUX_IMMUTABLE",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN",
-    "CAP_NET_RAW",
-    "CAP_IPC_LOCK",
-    "CAP_IPC_OWNER",
-    "CAP_SYS_MODULE",
-    "CAP_SYS_RAWIO",
-    "CAP_SYS_CHROOT",
-    "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT",
-    "CAP_SYS_ADMIN",
-    "CAP_SYS_BOOT",
-    "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME",
-    "CAP_SYS_TTY_CONFIG",
-    "CAP_MKNOD",
-    "CAP_LEASE",
-    "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL",
-    "CAP_SETFCAP",
-    "CAP_MAC_OVERRIDE",
-    "CAP_MAC_ADMIN",
-    "CAP_SYSLOG",
-    "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND",
-    "CAP_AUDIT_READ",
-    "CAP_PERFMON",
-    "CAP_BPF",
-    "CAP_CHECKPOINT_RESTORE",
-];
-
-/// The name of capability `number`, or `CAP_<number>`.
-fn capability_name(number: u16) -> String {
-    CAPABILITIES
-        .get(usize::from(number))
-        .map_or_else(|| format!("CAP_{number}"), |n| (*n).to_owned())
-}
-
 /// The grant kind a hook's access needs, for path hooks.
 fn path_grant(hook: Hook, access: u32) -> Option<GrantKind> {
     match hook {
@@ -392,7 +343,7 @@ impl AuditRecord {
             proto: None,
             addr: None,
             port: None,
-            capability: (hook == Some(Hook::Capable)).then(|| capability_name(event.port)),
+            capability: (hook == Some(Hook::Capable)).then_some(Capability::Number(event.port)),
             grant: None,
             reason: None,
             policy: policy.source.clone(),
@@ -408,8 +359,8 @@ impl AuditRecord {
             && matches!(event.family, AF_INET | AF_INET6);
         if is_ip {
             record.proto = match event.protocol {
-                PROTO_TCP => Some("tcp".to_owned()),
-                PROTO_UDP => Some("udp".to_owned()),
+                PROTO_TCP => Some(Protocol::Tcp),
+                PROTO_UDP => Some(Protocol::Udp),
                 _ => None,
             };
             record.addr = Some(event_addr(event));
@@ -541,14 +492,16 @@ impl AuditRecord {
             return self.path.clone().unwrap_or_default();
         }
         if let (Some(addr), Some(port)) = (self.addr, self.port) {
-            let proto = self.proto.as_deref().unwrap_or("ip");
+            let proto = self
+                .proto
+                .map_or_else(|| "ip".to_owned(), |p| p.to_string());
             return match addr {
                 IpAddr::V4(a) => format!("{proto} {a}:{port}"),
                 IpAddr::V6(a) => format!("{proto} [{a}]:{port}"),
             };
         }
         if let Some(cap) = &self.capability {
-            return cap.clone();
+            return cap.to_string();
         }
         match &self.path {
             Some(p) if self.path_truncated => format!("{p}…"),

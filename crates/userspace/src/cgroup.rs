@@ -591,6 +591,20 @@ impl ScopeCgroup {
         Ok(())
     }
 
+    /// Kills whatever is in the scope and waits up to `timeout` until it is empty; nothing
+    /// when it is empty already.
+    ///
+    /// # Errors
+    /// As [`ScopeCgroup::is_populated`], [`ScopeCgroup::kill`] and
+    /// [`ScopeCgroup::wait_empty`] ([`CgroupError::StillPopulated`] when processes survive).
+    pub fn empty(&self, timeout: Duration) -> Result<(), CgroupError> {
+        if self.is_populated()? {
+            self.kill()?;
+            self.wait_empty(timeout)?;
+        }
+        Ok(())
+    }
+
     /// Removes the (empty) cgroup directory.
     ///
     /// # Errors
@@ -620,10 +634,7 @@ impl ScopeCgroup {
     /// # Errors
     /// As [`ScopeCgroup::kill`], [`ScopeCgroup::wait_empty`] and [`ScopeCgroup::remove`].
     pub fn teardown(mut self, timeout: Duration) -> Result<(), CgroupError> {
-        if self.is_populated()? {
-            self.kill()?;
-            self.wait_empty(timeout)?;
-        }
+        self.empty(timeout)?;
         self.rmdir()
     }
 }

@@ -1002,8 +1002,10 @@ pub struct Launched {
 pub struct Outcome {
     /// Its wait status.
     pub status: ExitStatus,
-    /// True when it ran out of time and its scope was killed.
+    /// True when it ran out of time and was killed.
     pub timed_out: bool,
+    /// True when it was stopped early (its waiter was interrupted) and killed the same way.
+    pub interrupted: bool,
 }
 
 impl Outcome {
@@ -1162,7 +1164,8 @@ impl Launched {
     }
 
     /// Waits up to `timeout` for the command; on timeout kills every process of `cgroup`
-    /// and reaps the command.
+    /// and reaps the command ([`crate::scope::wait_and_kill`] with
+    /// [`KillTarget::Cgroup`](crate::scope::KillTarget::Cgroup)).
     ///
     /// # Errors
     /// [`LaunchError::Wait`] or [`LaunchError::Cgroup`] (when killing failed).
@@ -1171,20 +1174,12 @@ impl Launched {
         cgroup: &ScopeCgroup,
         timeout: Option<Duration>,
     ) -> Result<Outcome, LaunchError> {
-        if let Some(status) = self.wait_timeout(timeout)? {
-            return Ok(Outcome {
-                status,
-                timed_out: false,
-            });
-        }
-        cgroup.kill()?;
-        let status = self.wait_timeout(None)?.ok_or_else(|| LaunchError::Wait {
-            pid: self.id(),
-            source: io::Error::from(io::ErrorKind::TimedOut),
-        })?;
-        Ok(Outcome {
-            status,
-            timed_out: true,
-        })
+        let limits = crate::scope::WaitLimits {
+            timeout,
+            poll: None,
+            kill: crate::scope::KillTarget::Cgroup,
+            kill_wait: Duration::ZERO,
+        };
+        crate::scope::wait_and_kill(self, cgroup, &limits, &mut || false)
     }
 }

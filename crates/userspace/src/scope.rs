@@ -6,8 +6,8 @@
 //! 2. install the [`EnforcementPlan`] for the cgroup's id ([`Enforcer::install`]) — before any
 //!    process is in the cgroup, so the command's very first `execve` is checked;
 //! 3. launch the command inside the cgroup ([`LaunchSpec::spawn`]);
-//! 4. wait for it (with a timeout that kills the whole scope);
-//! 5. kill whatever is left in the cgroup and wait until it is empty;
+//! 4. wait for it (with a timeout that kills the whole scope: [`wait_and_kill`]);
+//! 5. kill whatever is left in the cgroup and wait until it is empty ([`ScopeCgroup::empty`]);
 //! 6. collect the audit events of the scope ([`Enforcer::drain_events`]);
 //! 7. uninstall the plan ([`Enforcer::uninstall`]) — only once the cgroup is empty: entries
 //!    removed while a process still runs in the scope would leave it unconfined, so when the
@@ -31,6 +31,10 @@ use crate::cgroup::{CgroupError, CgroupParent, ScopeCgroup, ScopeLimits};
 use crate::landlock::LandlockPlan;
 use crate::launch::{LaunchError, LaunchSpec, Launched, Outcome};
 use crate::plan::EnforcementPlan;
+
+mod wait;
+
+pub use wait::{KillTarget, WaitLimits, wait_and_kill};
 
 /// Which kernel mechanism enforces a scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -258,7 +262,8 @@ pub struct ScopeOptions {
     pub flags: u32,
     /// Limits of the scope cgroup.
     pub limits: ScopeLimits,
-    /// How long the command may run; then the whole scope is killed. `None`: no limit.
+    /// How long the command may run; then the whole scope is killed (zero: at once, however
+    /// fast the command is). `None`: no limit.
     pub timeout: Option<Duration>,
     /// How long to wait for the cgroup to empty after killing it.
     pub kill_wait: Duration,
@@ -337,11 +342,7 @@ impl ScopeLease {
         let Some(cgroup) = self.cgroup.as_ref() else {
             return Ok(());
         };
-        let emptied = match cgroup.is_populated() {
-            Ok(false) => Ok(()),
-            Ok(true) => cgroup.kill().and_then(|_| cgroup.wait_empty(kill_wait)),
-            Err(e) => Err(e),
-        };
+        let emptied = cgroup.empty(kill_wait);
         drain();
         if let Err(e) = emptied {
             // Keep the plan installed and the cgroup in place: survivors stay confined.
@@ -446,10 +447,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// [`ScopeError::Launch`] (the command did not run).
     pub fn spawn(&self, spec: &LaunchSpec) -> Result<Launched, ScopeError> {
-        let cgroup = self.lease.cgroup().ok_or_else(|| ScopeError::Teardown {
-            still_populated: false,
-            detail: "the scope was already torn down".to_owned(),
-        })?;
+        let cgroup = self.lease.cgroup().ok_or_else(torn_down)?;
         Ok(spawn_into(
             self.enforcer,
             self.lease.install_id(),
@@ -501,47 +499,31 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         })
     }
 
+    /// Step 4 of the module's order: waits for `launched`, collecting audit records while it
+    /// runs, and kills the whole scope at the timeout ([`wait_and_kill`]).
     fn wait(
         &mut self,
         launched: &mut Launched,
         on_record: &mut dyn FnMut(&AuditRecord),
     ) -> Result<Outcome, ScopeError> {
-        let start = std::time::Instant::now();
-        loop {
-            let slice = match self.options.timeout {
-                Some(t) => t.saturating_sub(start.elapsed()).min(self.options.poll),
-                None => self.options.poll,
-            };
-            let status = launched.wait_timeout(Some(slice))?;
-            self.collect(on_record);
-            if let Some(status) = status {
-                return Ok(Outcome {
-                    status,
-                    timed_out: false,
-                });
-            }
-            if self.options.timeout.is_some_and(|t| start.elapsed() >= t) {
-                if let Some(cgroup) = self.lease.cgroup() {
-                    cgroup.kill()?;
-                }
-                let status = launched.wait_timeout(None)?;
-                return match status {
-                    Some(status) => Ok(Outcome {
-                        status,
-                        timed_out: true,
-                    }),
-                    None => Err(ScopeError::Teardown {
-                        still_populated: true,
-                        detail: "the command survived the kill".to_owned(),
-                    }),
-                };
-            }
-        }
-    }
-
-    fn collect(&mut self, on_record: &mut dyn FnMut(&AuditRecord)) {
         let id = self.cgroup_id();
-        collect(self.enforcer, self.policy, id, &mut self.records, on_record);
+        let cgroup = self.lease.cgroup().ok_or_else(torn_down)?;
+        let limits = WaitLimits {
+            timeout: self.options.timeout,
+            poll: Some(self.options.poll),
+            kill: KillTarget::Cgroup,
+            kill_wait: self.options.kill_wait,
+        };
+        let (enforcer, policy, records) = (self.enforcer, self.policy, &mut self.records);
+        let mut tick = || {
+            collect(enforcer, policy, id, records, on_record);
+            false
+        };
+        match wait_and_kill(launched, cgroup, &limits, &mut tick) {
+            Ok(outcome) => Ok(outcome),
+            Err(LaunchError::Cgroup(e)) => Err(ScopeError::Cgroup(e)),
+            Err(e) => Err(ScopeError::Launch(e)),
+        }
     }
 
     /// Steps 5–8 of the module's order ([`ScopeLease::teardown`]). Idempotent.
@@ -551,6 +533,14 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         let mut drain = || collect(enforcer, policy, id, records, on_record);
         self.lease
             .teardown(Some(enforcer), self.options.kill_wait, &mut drain)
+    }
+}
+
+/// The error of a scope used after its teardown.
+fn torn_down() -> ScopeError {
+    ScopeError::Teardown {
+        still_populated: false,
+        detail: "the scope was already torn down".to_owned(),
     }
 }
 

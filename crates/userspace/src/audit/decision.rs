@@ -1,11 +1,13 @@
 //! The typed vocabulary of what the kernel decided, shared from the ring buffer to the
 //! transcript and the UI: the hook that decided ([`HookName`]), the access attempted
-//! ([`Access`]) and the kind of grant that would have allowed it ([`GrantKind`]).
+//! ([`Access`]), the capability used ([`Capability`]) and the kind of grant that would have
+//! allowed it ([`GrantKind`]). A peer's transport is the policy's own
+//! [`bee_core::net::Protocol`].
 //!
 //! Each serializes as the string bee has always written (`"file_open"`, `"read"`,
-//! `"fs.read"`), so audit files and transcripts keep their shape; nothing downstream parses
-//! those strings back. Comparisons with a string (`record.hook == "file_open"`) are kept for
-//! tests and readers of JSON.
+//! `"CAP_SYS_ADMIN"`, `"fs.read"`), so audit files and transcripts keep their shape; nothing
+//! downstream parses those strings back. Comparisons with a string
+//! (`record.hook == "file_open"`) are kept for tests and readers of JSON.
 
 use std::fmt;
 
@@ -99,6 +101,95 @@ impl<'de> Deserialize<'de> for HookName {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let name = String::deserialize(d)?;
         Ok(Self::parse(&name))
+    }
+}
+
+/// A capability a process used (the `capable` hook), by its number in
+/// `include/uapi/linux/capability.h`, or a name a newer bee wrote in a transcript.
+///
+/// Written (JSON and [`fmt::Display`]) by its name, `CAP_SYS_ADMIN`, or `CAP_<number>` for a
+/// number this build has no name for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// The capability with this number (`CAP_SYS_ADMIN` is 21).
+    Number(u16),
+    /// A name this build does not know, as written.
+    Other(String),
+}
+
+/// Capability names by number (`include/uapi/linux/capability.h`, 0 to 40).
+const NAMES: [&str; 41] = [
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    "CAP_PERFMON",
+    "CAP_BPF",
+    "CAP_CHECKPOINT_RESTORE",
+];
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Number(n) => match NAMES.get(usize::from(*n)) {
+                Some(name) => f.write_str(name),
+                None => write!(f, "CAP_{n}"),
+            },
+            Self::Other(name) => f.write_str(name),
+        }
+    }
+}
+
+impl Serialize for Capability {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Capability {
+    /// The capability [`Capability`]'s `Display` writes: a known name or `CAP_<number>` is its
+    /// number; any other text is kept as [`Capability::Other`].
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        let number = NAMES.iter().position(|n| *n == name).map_or_else(
+            || name.strip_prefix("CAP_").and_then(|n| n.parse().ok()),
+            |n| u16::try_from(n).ok(),
+        );
+        Ok(number.map_or(Self::Other(name), Self::Number))
     }
 }
 
@@ -243,6 +334,23 @@ mod tests {
         assert_eq!(
             json,
             r#"["file_open","unknown:9999",["read","exec"],"net.unix"]"#
+        );
+    }
+
+    #[test]
+    fn a_capability_is_written_by_its_name_and_read_back_as_its_number() {
+        let json = serde_json::to_string(&[Capability::Number(21), Capability::Number(63)])
+            .unwrap_or_default();
+        assert_eq!(json, r#"["CAP_SYS_ADMIN","CAP_63"]"#);
+        let back: Vec<Capability> =
+            serde_json::from_str(r#"["CAP_SYS_ADMIN","CAP_63","CAP_NEW"]"#).unwrap_or_default();
+        assert_eq!(
+            back,
+            [
+                Capability::Number(21),
+                Capability::Number(63),
+                Capability::Other("CAP_NEW".to_owned())
+            ]
         );
     }
 

@@ -133,7 +133,7 @@ fn ip_connects_and_sends() {
         PROTO_TCP,
     ));
     assert_eq!(r.addr, Some(IpAddr::V4(Ipv4Addr::new(1, 2, 3, 4))));
-    assert_eq!((r.port, r.proto.as_deref()), (Some(443), Some("tcp")));
+    assert_eq!((r.port, r.proto), (Some(443), Some(Protocol::Tcp)));
     assert_eq!(r.path, None);
     assert_eq!(
         r.explanation(),
@@ -274,14 +274,24 @@ fn a_capability_is_named() {
     let mut e = event(Hook::Capable, 0, "");
     e.port = 21;
     let r = record(&e);
-    assert_eq!(r.capability.as_deref(), Some("CAP_SYS_ADMIN"));
+    assert_eq!(
+        r.capability.as_ref().map(ToString::to_string).as_deref(),
+        Some("CAP_SYS_ADMIN")
+    );
     assert_eq!(r.reason, Some(Reason::NeverGranted));
     assert_eq!(
         r.explanation(),
         "use CAP_SYS_ADMIN: never allowed inside a scope"
     );
     e.port = 63;
-    assert_eq!(record(&e).capability.as_deref(), Some("CAP_63"));
+    assert_eq!(
+        record(&e)
+            .capability
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("CAP_63")
+    );
     // Other hooks carry no capability.
     assert_eq!(record(&event(Hook::Syslog, 0, "")).capability, None);
 }
@@ -475,4 +485,24 @@ fn an_address_written_into_an_event_reads_back_with_its_family() {
             assert_eq!(ev.addr[4..], [0; 12], "no bytes of an earlier address");
         }
     }
+}
+
+#[test]
+fn the_transport_and_the_capability_are_written_as_text() {
+    let connect = record(&net_event(
+        Hook::SocketConnect,
+        AF_INET,
+        &[1, 2, 3, 4],
+        443,
+        PROTO_UDP,
+    ));
+    let mut capable = event(Hook::Capable, 0, "");
+    capable.port = 21;
+    let json = |r: &AuditRecord| serde_json::to_value(r).unwrap_or_default();
+    assert_eq!(json(&connect)["proto"], "udp");
+    assert_eq!(json(&record(&capable))["capability"], "CAP_SYS_ADMIN");
+    let back: Option<AuditRecord> = serde_json::to_string(&connect)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    assert_eq!(back, Some(connect));
 }

@@ -343,3 +343,59 @@ fn a_failed_uninstall_is_reported_and_the_cgroup_still_goes() {
     );
     assert_eq!(scopes_left(&parent), 0);
 }
+
+/// A bare scope cgroup below `parent` and `script` launched into it.
+fn launched_in(parent: &CgroupParent, script: &str) -> (ScopeCgroup, Launched) {
+    let cgroup = match parent.create_scope(&ScopeLimits::default()) {
+        Ok(c) => c,
+        Err(e) => unreachable!("{e}"),
+    };
+    match sh(script).spawn(&cgroup) {
+        Ok(l) => (cgroup, l),
+        Err(e) => unreachable!("{e}"),
+    }
+}
+
+#[test]
+fn a_stopped_wait_kills_the_cgroup_and_says_interrupted() {
+    let parent = parent("wait-stop");
+    let (cgroup, mut launched) = launched_in(&parent, "sleep 300 & sleep 300");
+    let limits = WaitLimits {
+        timeout: Some(Duration::from_secs(60)),
+        poll: Some(Duration::from_millis(10)),
+        kill: KillTarget::Cgroup,
+        kill_wait: Duration::from_secs(5),
+    };
+    let mut asked = 0;
+    let outcome = wait_and_kill(&mut launched, &cgroup, &limits, &mut || {
+        asked += 1;
+        asked == 3
+    });
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert!(outcome.interrupted && !outcome.timed_out);
+    assert_eq!(outcome.exit_code(), 137);
+    assert!(cgroup.wait_empty(Duration::from_secs(5)).is_ok());
+    assert!(cgroup.remove().is_ok());
+}
+
+#[test]
+fn a_zero_timeout_kills_the_process_group_at_once_and_leaves_the_rest_to_empty() {
+    let parent = parent("wait-zero");
+    let (cgroup, mut launched) = launched_in(&parent, "exit 0");
+    let limits = WaitLimits {
+        timeout: Some(Duration::ZERO),
+        poll: None,
+        kill: KillTarget::ProcessGroupAndCgroup,
+        kill_wait: Duration::from_secs(5),
+    };
+    let outcome = match wait_and_kill(&mut launched, &cgroup, &limits, &mut || false) {
+        Ok(o) => o,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert!(outcome.timed_out && !outcome.interrupted);
+    assert!(cgroup.empty(Duration::from_secs(5)).is_ok());
+    assert!(cgroup.remove().is_ok());
+}
