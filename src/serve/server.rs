@@ -25,7 +25,10 @@ use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode, exit_code};
 use bee_userspace::plan::EnforcementPlan;
-use bee_userspace::scope::{EnforceError, Enforcer, EngineKind, ScopeLease, spawn_into};
+use bee_userspace::scope::{
+    EnforceError, Enforcer, EngineKind, KillTarget, ScopeLease, WaitLimits, spawn_into,
+    wait_and_kill,
+};
 
 use super::ceiling::{self, Refused};
 use super::peer::Peer;
@@ -709,21 +712,13 @@ impl<'s> Connection<'s> {
         }
         let start = Instant::now();
         let mut hung_up = false;
-        let mut timed_out = false;
-        let status = loop {
-            match launched.wait_timeout(Some(POLL)) {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) => {}
-                Err(_) => {
-                    let _ = cgroup.kill();
-                    break launched.wait_timeout(Some(KILL_WAIT)).ok().flatten();
-                }
-            }
-            if live.timeout.is_some_and(|t| start.elapsed() >= t) {
-                timed_out = true;
-                let _ = cgroup.kill();
-                break launched.wait_timeout(Some(KILL_WAIT)).ok().flatten();
-            }
+        let limits = WaitLimits {
+            timeout: live.timeout,
+            poll: Some(POLL),
+            kill: KillTarget::Cgroup,
+            kill_wait: KILL_WAIT,
+        };
+        let waited = wait_and_kill(&mut launched, cgroup, &limits, &mut || {
             // The client is gone (even if its connection lives on in another process).
             if self.service.stop.load(Ordering::Relaxed) || !super::peer::alive(&self.peer.pidfd) {
                 hung_up = true;
@@ -744,11 +739,15 @@ impl<'s> Connection<'s> {
                     Ok(Err(_)) | Err(_) => hung_up = true,
                 }
             }
-            if hung_up {
-                let _ = cgroup.kill();
-                let _ = launched.wait_timeout(Some(KILL_WAIT));
-                return Next::Hangup;
-            }
+            hung_up
+        });
+        if hung_up {
+            return Next::Hangup;
+        }
+        // Not reaped (or not waited for): reported as killed.
+        let (status, timed_out) = match waited {
+            Ok(ended) => (Some(ended.status), ended.timed_out),
+            Err(_) => (None, live.timeout.is_some_and(|t| start.elapsed() >= t)),
         };
         // A command's processes never outlive it.
         if cgroup.is_populated().unwrap_or(true) {

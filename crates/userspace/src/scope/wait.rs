@@ -2,8 +2,9 @@
 //! kill when the wait ends early.
 //!
 //! [`wait_and_kill`] is the wait of every owner of a scope: a [`super::Scope`] running one
-//! command (which kills its whole cgroup) and the harness's sandbox, whose calls are children in
-//! one long-lived cgroup (which kills the call's process group first). Emptying the cgroup
+//! command and `bee serve`'s spawns (which kill the whole cgroup), and the harness's sandbox,
+//! whose calls are children in one long-lived cgroup (which kills the call's process group
+//! first). Emptying the cgroup
 //! afterwards is the caller's next step ([`ScopeCgroup::empty`]).
 
 use std::io;
@@ -37,7 +38,9 @@ pub struct WaitLimits {
     pub poll: Option<Duration>,
     /// What is killed when the wait ends early.
     pub kill: KillTarget,
-    /// How long to wait for the killed command when waiting for it failed.
+    /// How long to wait for the killed command to be reaped (a process in an uninterruptible
+    /// sleep outlives `SIGKILL` until it wakes): past it the wait ends with an error rather
+    /// than hang its caller.
     pub kill_wait: Duration,
 }
 
@@ -49,7 +52,8 @@ pub struct WaitLimits {
 ///
 /// # Errors
 /// [`LaunchError::Wait`] when waiting failed (the command is then killed and given up to
-/// `limits.kill_wait` to be reaped) or the killed command could not be reaped;
+/// `limits.kill_wait` to be reaped) or the killed command was not reaped within
+/// `limits.kill_wait` (`ErrorKind::TimedOut`);
 /// [`LaunchError::Cgroup`] when killing the cgroup failed with [`KillTarget::Cgroup`].
 pub fn wait_and_kill(
     launched: &mut Launched,
@@ -86,7 +90,7 @@ pub fn wait_and_kill(
         Ok(None) => {
             kill(launched.id(), cgroup, limits.kill)?;
             let status = launched
-                .wait_timeout(None)?
+                .wait_timeout(Some(limits.kill_wait))?
                 .ok_or_else(|| LaunchError::Wait {
                     pid: launched.id(),
                     source: io::Error::from(io::ErrorKind::TimedOut),
