@@ -50,14 +50,15 @@ pub use runner_tool::RunnerTool;
 pub(crate) use runner_tool::run_runner;
 pub use shell::ShellTool;
 
-/// The names of the tools that run as `bee __tool NAME`.
+/// The names of the file tools, which run as `bee __tool NAME` (the runner's [`runner::TOOLS`]
+/// serves them under these names).
 pub const RUNNER_TOOLS: [&str; 6] = [
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_dir",
-    "glob",
-    "grep",
+    runner::READ_FILE,
+    runner::WRITE_FILE,
+    runner::EDIT_FILE,
+    runner::LIST_DIR,
+    runner::GLOB,
+    runner::GREP,
 ];
 
 /// The name of the shell tool.
