@@ -398,6 +398,30 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_the_harness_runs_in_the_runner_is_registered_there() {
+        use crate::tools::{Placement, Registry, ToolLimits};
+        let registry = Registry::standard(ToolLimits::default());
+        let in_runner: Vec<&str> = registry
+            .names()
+            .filter(|n| registry.placement(n) == Some(Placement::Runner))
+            .collect();
+        assert!(!in_runner.is_empty());
+        for name in in_runner {
+            assert!(
+                TOOLS.iter().any(|e| e.name == name),
+                "no runner entry for `{name}`"
+            );
+        }
+        assert_eq!(
+            run(
+                "no_such_tool",
+                br#"{"workspace": "/", "output_cap": 100, "args": {}}"#
+            ),
+            RunnerResponse::could_not_run("the tool runner has no tool `no_such_tool`".to_owned())
+        );
+    }
+
+    #[test]
     fn cut_respects_char_boundaries() {
         let mut s = "aé".to_owned();
         assert!(cut(&mut s, 2));
