@@ -11,7 +11,7 @@ use crate::provider::{ToolCall, ToolDef};
 use crate::records::{Enforcement, ExitStatus, ToolState};
 use crate::sandbox::{RunOutput, Sandbox};
 use crate::tools::runner::READ_TEXT;
-use crate::tools::{self, Registry, ToolLimits};
+use crate::tools::{self, Registry, RunEnd, ToolLimits};
 
 use crate::session::{Bounds, RECENT_DENIALS, ReadText, ToolDenial, ToolExecution, ToolExecutor};
 
@@ -283,14 +283,12 @@ fn check_execution(out: &RunOutput, timeout: Duration) -> ToolExecution {
         content.push('\n');
         content.push_str(&line);
     }
-    let state = if out.timed_out {
+    // `Sandbox::run` is never stopped early, so the run timed out or exited.
+    let end = RunEnd::of(out);
+    if end == RunEnd::TimedOut {
         content.push_str(&format!("\ntimed out after {} s", timeout.as_secs()));
-        ToolState::Failed
-    } else if out.status.success() {
-        ToolState::Completed
-    } else {
-        ToolState::Failed
-    };
+    }
+    let state = end.state(None);
     ToolExecution {
         state,
         content,

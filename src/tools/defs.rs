@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::{SHELL_TOOL, runner};
 use crate::provider::ToolDef;
 
 fn def(name: &str, description: &str, parameters: serde_json::Value) -> ToolDef {
@@ -21,7 +22,7 @@ pub(crate) fn definition(name: &str) -> Option<ToolDef> {
 fn definitions() -> Vec<ToolDef> {
     vec![
         def(
-            "read_file",
+            runner::READ_FILE,
             "Read a text file. Paths are relative to the workspace. Each line is shown with its \
              number and a tab, which are not part of the file. Long files are cut: the result \
              says which lines were shown and the offset to read on from.",
@@ -37,7 +38,7 @@ fn definitions() -> Vec<ToolDef> {
             }),
         ),
         def(
-            "write_file",
+            runner::WRITE_FILE,
             "Write a file, replacing it if it exists. Missing parent directories are created \
              only with create_dirs.",
             json!({
@@ -52,7 +53,7 @@ fn definitions() -> Vec<ToolDef> {
             }),
         ),
         def(
-            "edit_file",
+            runner::EDIT_FILE,
             "Replace an exact string in a file. old_string must occur exactly once, unless \
              replace_all is set; otherwise nothing is changed and the result says how many \
              matches there are and on which lines.",
@@ -69,7 +70,7 @@ fn definitions() -> Vec<ToolDef> {
             }),
         ),
         def(
-            "list_dir",
+            runner::LIST_DIR,
             "List a directory: one entry per line, directories ending in `/`, symbolic links \
              in `@`.",
             json!({
@@ -81,7 +82,7 @@ fn definitions() -> Vec<ToolDef> {
             }),
         ),
         def(
-            "glob",
+            runner::GLOB,
             "Find files whose path (relative to `path`) matches a glob such as `src/**/*.rs`. \
              Files ignored by .gitignore are skipped.",
             json!({
@@ -95,7 +96,7 @@ fn definitions() -> Vec<ToolDef> {
             }),
         ),
         def(
-            "grep",
+            runner::GREP,
             "Search file contents with a regular expression (Rust regex syntax). Prints \
              `path:line:text` for matches and `path-line-text` for context lines. Files \
              ignored by .gitignore and binary files are skipped.",
@@ -113,7 +114,7 @@ fn definitions() -> Vec<ToolDef> {
             }),
         ),
         def(
-            "shell",
+            SHELL_TOOL,
             "Run a command with /bin/sh -c in the workspace. Output is cut beyond a limit, and \
              the result says so. At the timeout the command and its process group are killed; \
              background processes do not outlive the call.",

@@ -23,6 +23,7 @@ mod defs;
 mod denial;
 mod registry;
 mod review;
+mod run_end;
 pub mod runner;
 mod runner_tool;
 #[cfg(feature = "scanners")]
@@ -45,19 +46,21 @@ pub use registry::{Registry, RegistryError};
 pub use review::cvss;
 #[cfg(feature = "findings")]
 pub use review::findings;
+pub(crate) use run_end::RunEnd;
 pub use runner::{RunnerRequest, RunnerResponse};
 pub use runner_tool::RunnerTool;
 pub(crate) use runner_tool::run_runner;
 pub use shell::ShellTool;
 
-/// The names of the tools that run as `bee __tool NAME`.
+/// The names of the file tools, which run as `bee __tool NAME` (the runner's [`runner::TOOLS`]
+/// serves them under these names).
 pub const RUNNER_TOOLS: [&str; 6] = [
-    "read_file",
-    "write_file",
-    "edit_file",
-    "list_dir",
-    "glob",
-    "grep",
+    runner::READ_FILE,
+    runner::WRITE_FILE,
+    runner::EDIT_FILE,
+    runner::LIST_DIR,
+    runner::GLOB,
+    runner::GREP,
 ];
 
 /// The name of the shell tool.
@@ -101,7 +104,7 @@ impl std::fmt::Debug for Context<'_> {
 /// What an interrupted command answers: it started and was stopped, so it `failed`.
 pub(crate) fn interrupted(what: &str) -> Answer {
     Answer {
-        state: ToolState::Failed,
+        state: RunEnd::Interrupted.state(None),
         body: format!("{what} was interrupted; its processes were killed"),
         denials: Vec::new(),
         permission_error: false,

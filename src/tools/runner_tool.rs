@@ -4,7 +4,8 @@
 use bee_userspace::audit::AuditRecord;
 
 use super::{
-    Answer, Context, Placement, RunnerRequest, RunnerResponse, Tool, ToolLimits, ToolState, seconds,
+    Answer, Context, Placement, RunEnd, RunnerRequest, RunnerResponse, Tool, ToolLimits, ToolState,
+    seconds,
 };
 use super::{defs, is_permission_errno};
 use crate::provider::ToolDef;
@@ -82,16 +83,15 @@ pub(crate) fn run_runner(
     let (runner_denials, denials): (Vec<_>, Vec<_>) = std::mem::take(&mut run.denials)
         .into_iter()
         .partition(is_runner_startup);
-    if run.interrupted {
-        return Answer {
+    let end = RunEnd::of(&run);
+    match end {
+        RunEnd::Interrupted => Answer {
             denials,
             runner_denials,
             ..super::interrupted(&format!("`{name}`"))
-        };
-    }
-    if run.timed_out {
-        return Answer {
-            state: ToolState::Failed,
+        },
+        RunEnd::TimedOut => Answer {
+            state: end.state(None),
             body: format!(
                 "`{name}` timed out after {} and was killed",
                 seconds(limits.file_timeout)
@@ -99,36 +99,36 @@ pub(crate) fn run_runner(
             denials,
             permission_error: false,
             runner_denials,
-        };
-    }
-    match serde_json::from_slice::<RunnerResponse>(&run.stdout.bytes) {
-        Ok(resp) => Answer {
-            state: resp.state,
-            body: resp.content,
-            permission_error: resp.errno.is_some_and(is_permission_errno),
-            denials,
-            runner_denials,
         },
-        Err(_) => {
-            let stderr = run.stderr.text();
-            Answer {
-                state: ToolState::CouldNotRun,
-                body: format!(
-                    "the tool runner gave no answer (exit status {}){}",
-                    run.exit_code(),
-                    if stderr.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", stderr.trim())
-                    }
-                ),
-                // A runner that died without answering may well have been stopped by a
-                // denial: lead with any.
-                permission_error: true,
+        RunEnd::Exited(code) => match serde_json::from_slice::<RunnerResponse>(&run.stdout.bytes) {
+            Ok(resp) => Answer {
+                state: end.state(Some(resp.state)),
+                body: resp.content,
+                permission_error: resp.errno.is_some_and(is_permission_errno),
                 denials,
                 runner_denials,
+            },
+            Err(_) => {
+                let stderr = run.stderr.text();
+                Answer {
+                    // A runner that gave no answer could not run the tool.
+                    state: end.state(Some(ToolState::CouldNotRun)),
+                    body: format!(
+                        "the tool runner gave no answer (exit status {code}){}",
+                        if stderr.trim().is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {}", stderr.trim())
+                        }
+                    ),
+                    // A runner that died without answering may well have been stopped by a
+                    // denial: lead with any.
+                    permission_error: true,
+                    denials,
+                    runner_denials,
+                }
             }
-        }
+        },
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Answer, Context, Placement, SHELL_TOOL, Tool, ToolState, defs};
+use super::{Answer, Context, Placement, RunEnd, SHELL_TOOL, Tool, defs};
 use crate::provider::ToolDef;
 use crate::sandbox::Captured;
 
@@ -74,29 +74,22 @@ fn call(ctx: &Context<'_>, args: &serde_json::Value) -> Answer {
         Ok(r) => r,
         Err(e) => return Answer::from_sandbox_error("`/bin/sh`", e),
     };
-    if run.interrupted {
-        return Answer {
-            denials: run.denials,
-            ..super::interrupted("the command")
-        };
-    }
-    let output = render_output(&run.stdout, &run.stderr);
-    let (state, head) = if run.timed_out {
-        (
-            ToolState::Failed,
-            format!(
-                "timed out after {} s; its process group was killed",
-                timeout.as_secs()
-            ),
-        )
-    } else if run.exit_code() == 0 {
-        (ToolState::Completed, "exit status 0".to_owned())
-    } else {
-        (
-            ToolState::Failed,
-            format!("exit status {}", run.exit_code()),
-        )
+    let end = RunEnd::of(&run);
+    let head = match end {
+        RunEnd::Interrupted => {
+            return Answer {
+                denials: run.denials,
+                ..super::interrupted("the command")
+            };
+        }
+        RunEnd::TimedOut => format!(
+            "timed out after {} s; its process group was killed",
+            timeout.as_secs()
+        ),
+        RunEnd::Exited(code) => format!("exit status {code}"),
     };
+    let state = end.state(None);
+    let output = render_output(&run.stdout, &run.stderr);
     let body = if output.is_empty() {
         format!("{head}\n(no output)")
     } else {

@@ -16,7 +16,7 @@ pub(crate) fn ast_grep() -> ToolDef {
         languages
     };
     ToolDef {
-        name: "ast_grep".to_owned(),
+        name: crate::tools::runner::AST_GREP.to_owned(),
         description: format!(
             "Structural code search (ast-grep): a pattern is code of the language, with \
              metavariables `$NAME` (one node), `$$$NAME` (zero or more nodes) and `$_` (any \
@@ -49,7 +49,7 @@ pub(crate) fn ast_grep() -> ToolDef {
 #[cfg(feature = "gitlog")]
 pub(crate) fn git_log() -> ToolDef {
     ToolDef {
-        name: "git_log".to_owned(),
+        name: crate::tools::runner::GIT_LOG.to_owned(),
         description: "Read the repository's history (read-only). mode `log`: the commits that \
                       changed `path`, newest first, following renames (each with id, date, \
                       author and summary). mode `blame`: the commit that last changed one line \

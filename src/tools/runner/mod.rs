@@ -109,11 +109,94 @@ pub fn ast_grep_languages() -> Vec<String> {
     ast_grep::languages()
 }
 
+/// `read_file`: a text file's lines, numbered.
+pub const READ_FILE: &str = "read_file";
+/// `write_file`: creates or replaces a file.
+pub const WRITE_FILE: &str = "write_file";
+/// `edit_file`: replaces exact text in a file.
+pub const EDIT_FILE: &str = "edit_file";
+/// `list_dir`: a directory's entries.
+pub const LIST_DIR: &str = "list_dir";
+/// `glob`: files whose path matches a glob.
+pub const GLOB: &str = "glob";
+/// `grep`: file contents that match a regular expression.
+pub const GREP: &str = "grep";
 /// The runner's one tool the model is never offered: a workspace file's raw text for the
 /// harness (project instructions), answered as `{"text": …, "total_bytes": N}`.
 pub const READ_TEXT: &str = "read_text";
+/// `ast_grep` (feature `astgrep`): structural code search.
+#[cfg(feature = "astgrep")]
+pub const AST_GREP: &str = "ast_grep";
+/// `git_log` (feature `gitlog`): history and blame.
+#[cfg(feature = "gitlog")]
+pub const GIT_LOG: &str = "git_log";
 
-/// Runs the tool `name` on the JSON request `input`.
+/// One tool the runner serves: its name (`bee __tool NAME`) and the function that answers a
+/// call of it. [`TOOLS`] holds every one; [`run`] dispatches by name through it.
+#[derive(Clone, Copy)]
+pub struct RunnerEntry {
+    /// The tool's name, as the harness runs it and the model calls it.
+    pub name: &'static str,
+    run: fn(Call<'_>) -> RunnerResponse,
+}
+
+impl std::fmt::Debug for RunnerEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunnerEntry")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every tool the runner serves, one registration each; a feature-gated tool is one
+/// `#[cfg]`'d entry. The harness offers the model these under the same names
+/// ([`super::RUNNER_TOOLS`] and the review tools), except [`READ_TEXT`].
+pub static TOOLS: &[RunnerEntry] = &[
+    RunnerEntry {
+        name: READ_FILE,
+        run: |c| c.with(files::read_file),
+    },
+    RunnerEntry {
+        name: WRITE_FILE,
+        run: |c| c.with(files::write_file),
+    },
+    RunnerEntry {
+        name: EDIT_FILE,
+        run: |c| c.with(files::edit_file),
+    },
+    RunnerEntry {
+        name: LIST_DIR,
+        run: |c| c.with(files::list_dir),
+    },
+    RunnerEntry {
+        name: GLOB,
+        run: |c| c.with(search::glob),
+    },
+    RunnerEntry {
+        name: GREP,
+        run: |c| c.with(search::grep),
+    },
+    RunnerEntry {
+        name: READ_TEXT,
+        run: |c| c.with(files::read_text),
+    },
+    #[cfg(feature = "astgrep")]
+    RunnerEntry {
+        name: AST_GREP,
+        run: |c| c.with(ast_grep::ast_grep),
+    },
+    #[cfg(feature = "gitlog")]
+    RunnerEntry {
+        name: GIT_LOG,
+        run: |c| {
+            let budget = c.time_budget_ms;
+            c.with(|cx, a| git_log::git_log(cx, a, budget))
+        },
+    },
+];
+
+/// Runs the tool `name` on the JSON request `input`: the [`TOOLS`] entry of that name, or
+/// `could_not_run` (`the tool runner has no tool `NAME``) when there is none.
 pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
     let request: RunnerRequest = match serde_json::from_slice(input) {
         Ok(r) => r,
@@ -129,38 +212,45 @@ pub fn run(name: &str, input: &[u8]) -> RunnerResponse {
             request.workspace.display()
         ));
     }
-    let cx = Context {
-        workspace: &request.workspace,
-        cap: request.output_cap.max(256),
-        unconfined: request.unconfined,
+    let Some(entry) = TOOLS.iter().find(|e| e.name == name) else {
+        return RunnerResponse::could_not_run(format!("the tool runner has no tool `{name}`"));
     };
-    let args = request.args;
-    match name {
-        "read_file" => with_args(name, args, |a| files::read_file(&cx, a)),
-        "write_file" => with_args(name, args, |a| files::write_file(&cx, a)),
-        "edit_file" => with_args(name, args, |a| files::edit_file(&cx, a)),
-        "list_dir" => with_args(name, args, |a| files::list_dir(&cx, a)),
-        "glob" => with_args(name, args, |a| search::glob(&cx, a)),
-        "grep" => with_args(name, args, |a| search::grep(&cx, a)),
-        READ_TEXT => with_args(name, args, |a| files::read_text(&cx, a)),
-        #[cfg(feature = "astgrep")]
-        "ast_grep" => with_args(name, args, |a| ast_grep::ast_grep(&cx, a)),
+    (entry.run)(Call {
+        name: entry.name,
+        cx: Context {
+            workspace: &request.workspace,
+            cap: request.output_cap.max(256),
+            unconfined: request.unconfined,
+        },
+        args: request.args,
         #[cfg(feature = "gitlog")]
-        "git_log" => with_args(name, args, |a| {
-            git_log::git_log(&cx, a, request.time_budget_ms)
-        }),
-        other => RunnerResponse::could_not_run(format!("the tool runner has no tool `{other}`")),
-    }
+        time_budget_ms: request.time_budget_ms,
+    })
 }
 
-fn with_args<A: DeserializeOwned>(
-    name: &str,
+/// One call of a [`RunnerEntry`]: the tool's name, what every tool needs, the request's
+/// arguments (not yet parsed) and, for the one tool that walks history, its time budget.
+struct Call<'a> {
+    name: &'static str,
+    cx: Context<'a>,
     args: serde_json::Value,
-    f: impl FnOnce(A) -> RunnerResponse,
-) -> RunnerResponse {
-    match serde_json::from_value(args) {
-        Ok(a) => f(a),
-        Err(e) => RunnerResponse::could_not_run(format!("bad arguments for `{name}`: {e}")),
+    #[cfg(feature = "gitlog")]
+    time_budget_ms: Option<u64>,
+}
+
+impl Call<'_> {
+    /// Runs `f` with the arguments parsed as `A`; `could_not_run` (`bad arguments for
+    /// `NAME`: …`) when they do not parse.
+    fn with<A: DeserializeOwned>(
+        self,
+        f: impl FnOnce(&Context<'_>, A) -> RunnerResponse,
+    ) -> RunnerResponse {
+        match serde_json::from_value(self.args) {
+            Ok(a) => f(&self.cx, a),
+            Err(e) => {
+                RunnerResponse::could_not_run(format!("bad arguments for `{}`: {e}", self.name))
+            }
+        }
     }
 }
 
@@ -305,6 +395,30 @@ mod tests {
             .unwrap_or_default();
         assert!(note.contains("the user's own authority"), "{note}");
         assert!(!note.contains("policy decides"), "{note}");
+    }
+
+    #[test]
+    fn every_tool_the_harness_runs_in_the_runner_is_registered_there() {
+        use crate::tools::{Placement, Registry, ToolLimits};
+        let registry = Registry::standard(ToolLimits::default());
+        let in_runner: Vec<&str> = registry
+            .names()
+            .filter(|n| registry.placement(n) == Some(Placement::Runner))
+            .collect();
+        assert!(!in_runner.is_empty());
+        for name in in_runner {
+            assert!(
+                TOOLS.iter().any(|e| e.name == name),
+                "no runner entry for `{name}`"
+            );
+        }
+        assert_eq!(
+            run(
+                "no_such_tool",
+                br#"{"workspace": "/", "output_cap": 100, "args": {}}"#
+            ),
+            RunnerResponse::could_not_run("the tool runner has no tool `no_such_tool`".to_owned())
+        );
     }
 
     #[test]

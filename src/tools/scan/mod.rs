@@ -32,7 +32,7 @@ use crate::config::{Config, ScannerConfig};
 use crate::findings::{Recorder, Sighting, relative_path};
 use crate::provider::ToolDef;
 use crate::sandbox::{RunOutput, Sandbox};
-use crate::tools::{Answer, Context, Placement, Tool, ToolState};
+use crate::tools::{Answer, Context, Placement, RunEnd, Tool, ToolState};
 
 /// The most bytes of a scanner's report (standard output) bee reads; a longer one is a
 /// failure, never a silently cut report.
@@ -140,22 +140,27 @@ pub(crate) fn tail(bytes: &[u8], n: usize) -> String {
 
 /// Why a finished run is not a report: a timeout, an interruption, a report over the cap.
 pub(crate) fn unfinished(what: &str, run: &RunOutput, timeout: Duration) -> Option<Answer> {
-    if run.interrupted {
-        return Some(Answer {
-            denials: run.denials.clone(),
-            ..crate::tools::interrupted(what)
-        });
-    }
-    if run.timed_out {
-        return Some(Answer {
-            denials: run.denials.clone(),
-            permission_error: !run.denials.is_empty(),
-            ..failed(format!(
-                "{what} did not finish within bee's limit of {}; its processes were killed and \
-                 nothing was recorded",
-                crate::tools::seconds(timeout)
-            ))
-        });
+    let end = RunEnd::of(run);
+    match end {
+        RunEnd::Interrupted => {
+            return Some(Answer {
+                denials: run.denials.clone(),
+                ..crate::tools::interrupted(what)
+            });
+        }
+        RunEnd::TimedOut => {
+            return Some(Answer {
+                state: end.state(None),
+                denials: run.denials.clone(),
+                permission_error: !run.denials.is_empty(),
+                ..failed(format!(
+                    "{what} did not finish within bee's limit of {}; its processes were killed \
+                     and nothing was recorded",
+                    crate::tools::seconds(timeout)
+                ))
+            });
+        }
+        RunEnd::Exited(_) => {}
     }
     if run.stdout.truncated {
         return Some(failed(format!(
