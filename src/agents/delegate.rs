@@ -1,7 +1,8 @@
 //! The `agent` tool: a session's executor that can start subagents.
 //!
-//! [`AgentExecutor`] wraps a session's executor, offers one more tool, `agent`, and runs its
-//! calls itself; every other call goes to the wrapped executor. An `agent` call goes through
+//! [`AgentExecutor`] wraps a session's executor and answers the calls of the tools the
+//! run's registry places in the session ([`Placement::Session`]: the `agent` tool,
+//! [`super::AgentTool`]); every other call goes to the wrapped executor. An `agent` call goes through
 //! [`Plan`](super::plan) — role, policy, proof, tools — and only a call that passes all of it
 //! starts anything: a sandbox of its own, a provider connection, and a [`Session`] linked
 //! to the caller's, spending from the caller's [`Budget`](crate::session::Budget).
@@ -12,10 +13,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use bee_core::CompiledPolicy;
-use serde_json::json;
 
+use super::Roles;
 use super::plan::{self, Request, Target};
-use super::{AGENT_TOOL, Roles};
 use crate::episode::{SandboxFactory, ToolScopes};
 use crate::policies::PolicyCache;
 use crate::provider::price::PriceTable;
@@ -25,7 +25,7 @@ use crate::session::{
     Bounds, Controller, Model, ReadText, Session, SessionSpec, ToolExecution, ToolExecutor,
     TurnEnd, Update,
 };
-use crate::tools::Registry;
+use crate::tools::{Placement, Registry};
 
 /// How far delegation may go (`[agents]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +113,8 @@ pub struct AgentExecutor<'a> {
     delegation: &'a Delegation<'a>,
     caller: Caller,
     next: AtomicU32,
+    /// The tools this layer answers: those the run's registry places in the session.
+    own: Vec<String>,
 }
 
 impl std::fmt::Debug for AgentExecutor<'_> {
@@ -124,59 +126,32 @@ impl std::fmt::Debug for AgentExecutor<'_> {
 }
 
 impl<'a> AgentExecutor<'a> {
-    /// Offers `agent` beside `inner`'s tools to the session `caller`.
+    /// Answers the session tools of `delegation`'s registry (`agent`) for the session
+    /// `caller`, whose other calls go to `inner`.
     #[must_use]
     pub fn new(
         inner: Box<dyn ToolExecutor + 'a>,
         delegation: &'a Delegation<'a>,
         caller: Caller,
     ) -> Self {
+        let own = delegation
+            .tools
+            .names()
+            .filter(|n| delegation.tools.placement(n) == Some(Placement::Session))
+            .map(str::to_owned)
+            .collect();
         Self {
             inner,
             delegation,
             caller,
             next: AtomicU32::new(0),
+            own,
         }
     }
 
-    /// The `agent` tool as the model sees it: the roles by name and description.
-    fn definition(&self) -> ToolDef {
-        let d = self.delegation;
-        let mut text = String::from(
-            "Start a subagent: another agent with a sandbox of its own, whose policy bee first \
-             proves grants nothing yours does not. It works on `task` alone, with no view of \
-             this conversation, and its final answer comes back as this tool's result. \
-             Several agent calls in one turn run at the same time. Its tokens, cost and time \
-             count against your limits.",
-        );
-        if d.roles.iter().next().is_some() {
-            text.push_str("\n\nRoles:");
-            for role in d.roles.iter() {
-                let words: Vec<&str> = role.description.split_whitespace().collect();
-                text.push_str(&format!("\n- {}: {}", role.name, words.join(" ")));
-            }
-        }
-        let mut properties = json!({
-            "role": {"type": "string", "description": "The role's name."},
-            "task": {"type": "string", "description": "What the subagent must do, with everything it needs to know."},
-        });
-        if d.settings.inline_policy {
-            text.push_str(
-                "\n\nInstead of a role you may pass `policy`: the TOML text of a bee policy \
-                 (paths relative to the workspace). It gets the same proof.",
-            );
-            properties["policy"] = json!({"type": "string", "description": "A bee policy's TOML text, instead of a role."});
-        }
-        ToolDef {
-            name: AGENT_TOOL.to_owned(),
-            description: text,
-            parameters: json!({
-                "type": "object",
-                "properties": properties,
-                "required": ["task"],
-                "additionalProperties": false,
-            }),
-        }
+    /// Whether `tool` is one this layer answers.
+    fn owns(&self, tool: &str) -> bool {
+        self.own.iter().any(|n| n == tool)
     }
 
     /// The tools this session is offered, by name.
@@ -437,22 +412,23 @@ impl ToolExecutor for AgentExecutor<'_> {
     fn definitions(&self) -> Vec<ToolDef> {
         let mut defs = self.inner.definitions();
         // At the depth limit the tool is not offered; a call of it anyway is refused in words.
-        if self.caller.depth < self.delegation.settings.max_depth {
-            defs.push(self.definition());
+        if self.caller.depth >= self.delegation.settings.max_depth {
+            defs.retain(|d| !self.owns(&d.name));
         }
         defs
     }
 
     fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
-        if call.name == AGENT_TOOL {
+        if self.owns(&call.name) {
             self.delegate(call, bounds)
         } else {
             self.inner.call(call, bounds)
         }
     }
 
+    /// Several subagents of one turn run at the same time, each in its own scope.
     fn concurrent(&self, tool: &str) -> bool {
-        tool == AGENT_TOOL || self.inner.concurrent(tool)
+        self.owns(tool) || self.inner.concurrent(tool)
     }
 
     fn check(&self, command: &str, bounds: &Bounds) -> ToolExecution {

@@ -12,7 +12,9 @@
 //! ```
 //!
 //! Roles are TOML files ([`AgentRole`], found by [`Roles::discover`]); the `agent` tool is
-//! the [`AgentExecutor`] wrapped around a session's executor. Several `agent` calls of one
+//! registered like every tool ([`AgentTool`], placed [`crate::tools::Placement::Session`]),
+//! and its calls are answered by the [`AgentExecutor`] wrapped around a delegating session's
+//! executor. Several `agent` calls of one
 //! turn run at the same time, each in its own scope. The proof is
 //! [`bee_core::attenuate`], the same as `bee validate --parent`, and a refusal uses the same
 //! words.
@@ -21,11 +23,13 @@ mod delegate;
 mod plan;
 mod role;
 mod roles;
+mod tool;
 
 pub use delegate::{AgentExecutor, AgentSettings, Caller, Delegation};
 pub use plan::INLINE_ROLE;
 pub use role::{AgentRole, valid_name};
 pub use roles::Roles;
+pub use tool::AgentTool;
 
 /// The name of the tool that starts a subagent.
 pub const AGENT_TOOL: &str = "agent";

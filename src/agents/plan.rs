@@ -10,10 +10,10 @@ use std::sync::Arc;
 use bee_core::{CompileOptions, CompiledPolicy, PolicyError, attenuate, compile_str};
 use serde::Deserialize;
 
+use super::AgentRole;
 use super::delegate::{Caller, Delegation};
-use super::{AGENT_TOOL, AgentRole};
 use crate::session::EpisodeLimits;
-use crate::tools::Registry;
+use crate::tools::{Placement, Registry};
 
 /// The role of a subagent started with an inline policy.
 pub const INLINE_ROLE: &str = "(inline)";
@@ -194,13 +194,15 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         }
     }
 
-    // Tools: the role's, or the caller's but `agent`; never one the caller lacks.
+    // Tools: the role's, or the caller's but the session's own (`agent`); never one the
+    // caller lacks.
+    let session_tool = |n: &str| d.tools.placement(n) == Some(Placement::Session);
     let wanted: Vec<String> = match role.and_then(|r| r.tools.clone()) {
         Some(tools) => tools,
         None => t
             .caller_tools
             .iter()
-            .filter(|n| *n != AGENT_TOOL)
+            .filter(|n| !session_tool(n))
             .cloned()
             .collect(),
     };
@@ -217,7 +219,7 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
             t.caller_tools.join(", ")
         ));
     }
-    let delegates = wanted.iter().any(|w| w == AGENT_TOOL);
+    let delegates = wanted.iter().any(|w| session_tool(w));
     let mut notes: Vec<String> = warnings.iter().map(|w| format!("warning: {w}")).collect();
     if delegates && depth >= d.settings.max_depth {
         notes.push(format!(
@@ -249,9 +251,11 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
             ));
         }
     }
+    // A session tool stays registered for a subagent that delegates: its own `agent` layer
+    // answers it (and leaves it out at the depth limit).
     let keep: Vec<&str> = wanted
         .iter()
-        .filter(|w| *w != AGENT_TOOL && !withheld.contains(w))
+        .filter(|w| !withheld.contains(w))
         .map(String::as_str)
         .collect();
     let registry = Arc::new(d.tools.retain(&keep));

@@ -10,7 +10,7 @@ use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning};
 
 use super::Exit;
 use super::user::invoking_home;
-use crate::agents::Roles;
+use crate::agents::{AgentTool, Roles};
 use crate::config::{Config, Confinement, Env, FileError};
 use crate::episode::{ExecutorError, SandboxFactory, ToolExecutor, ToolScopes};
 use crate::panels::{RENDER_TOOL, RenderTool};
@@ -389,6 +389,31 @@ pub(crate) fn agents_on(config: &Config, roles: &Roles) -> bool {
     s.max_depth >= 1 && (!roles.is_empty() || s.inline_policy)
 }
 
+/// `tools` with the `agent` tool registered when sessions may delegate (`agents`, from
+/// [`agents_on`]). Registered after the per-tool policies are checked, so that
+/// `[tools.agent]` names no tool.
+///
+/// # Errors
+/// 65 when another tool already has the name.
+pub(crate) fn with_agent_tool(
+    tools: Arc<Registry>,
+    agents: bool,
+    roles: &Arc<Roles>,
+    config: &Config,
+) -> Result<Arc<Registry>, Refused> {
+    if !agents {
+        return Ok(tools);
+    }
+    let mut registry = (*tools).clone();
+    registry
+        .register(Arc::new(AgentTool::new(
+            Arc::clone(roles),
+            config.agents.settings(),
+        )))
+        .map_err(|e| Refused(Exit::DataErr, e.to_string()))?;
+    Ok(Arc::new(registry))
+}
+
 /// A tool confined to a narrower policy: its name, the policy file and the policy.
 pub(crate) type ToolPolicy = (String, PathBuf, CompiledPolicy);
 
@@ -417,7 +442,7 @@ pub(crate) fn tool_policies(
                     ),
                 ));
             }
-            Some(Placement::Harness) => {
+            Some(Placement::Harness | Placement::Session) => {
                 return Err(Refused(
                     Exit::DataErr,
                     format!(

@@ -8,6 +8,7 @@
 //! | `shell` | [`Placement::Command`] | `/bin/sh -c COMMAND` in the sandbox |
 //! | `skill`, `cvss`, `render`, `record_finding`, `list_findings` | [`Placement::Harness`] | in bee itself, with no access to the workspace |
 //! | `scan` (feature `scanners`) | [`Placement::Command`] | the operator's pinned scanner in the sandbox |
+//! | `agent` (when roles exist) | [`Placement::Session`] | a subagent: a session of its own, in a scope of its own |
 //!
 //! Nothing here touches the workspace from the harness process: every file access happens in
 //! a child inside the sandbox, where the kernel decides it. The harness only builds the
@@ -77,9 +78,15 @@ pub enum Placement {
     Command,
     /// In the harness, with no access to the workspace (skills, panels, findings).
     Harness,
+    /// In the session's own layer, which answers it by starting sessions rather than
+    /// processes (the `agent` tool, answered by [`crate::agents::AgentExecutor`]): the
+    /// registration gives its definition, and the layer that serves the session finds by it
+    /// which calls are its own. A session without that layer answers it `could_not_run`.
+    Session,
 }
 
-/// What a tool call is given: the sandbox (never for [`Placement::Harness`] tools), the
+/// What a tool call is given: the sandbox (only for [`Placement::Runner`] and
+/// [`Placement::Command`] tools), the
 /// limits of this call, and whether to stop early.
 #[derive(Clone, Copy)]
 pub struct Context<'a> {
@@ -118,7 +125,8 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     /// The name, description and JSON Schema the model is given.
     fn definition(&self) -> ToolDef;
 
-    /// Where the tool runs; [`Placement::Harness`] tools get no sandbox.
+    /// Where the tool runs; only [`Placement::Runner`] and [`Placement::Command`] tools get
+    /// the sandbox.
     fn placement(&self) -> Placement;
 
     /// Runs one call with `args` (always a JSON object).

@@ -173,7 +173,8 @@ impl Registry {
             }
             (Ok(args), Some(tool)) => {
                 let ctx = Context {
-                    sandbox: (tool.placement() != Placement::Harness).then_some(sandbox),
+                    sandbox: matches!(tool.placement(), Placement::Runner | Placement::Command)
+                        .then_some(sandbox),
                     limits: &self.limits,
                     stop,
                 };

@@ -11,7 +11,7 @@ use super::super::run::SandboxFactory;
 use super::super::setup::{
     Confined, Policies, Refused, RunSlot, ToolPolicy, agents_on, confine, connect, discover_roles,
     discover_skills, file_refusal, load_provider, process_env, run_id, session_executor,
-    session_policy, tool_registry, with_catalogue, workspace_dir,
+    session_policy, tool_registry, with_agent_tool, with_catalogue, workspace_dir,
 };
 use super::{SESSION_ID, system_prompt};
 use crate::agents::{AgentSettings, Caller, Delegation, Roles};
@@ -106,6 +106,7 @@ pub(crate) fn prepare(
         "bee repl",
         "no model was called",
     )?;
+    let tools = with_agent_tool(tools, agents, &roles, &config)?;
     let connected = connect(&provider)?;
     let prices = provider
         .price_table()

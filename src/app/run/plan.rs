@@ -10,7 +10,7 @@ use bee_core::CompiledPolicy;
 use super::super::Exit;
 use super::super::setup::{
     Policies, Refused, RunSlot, agents_on, discover_roles, discover_skills, file_refusal,
-    load_provider, tool_policies, tool_registry,
+    load_provider, tool_policies, tool_registry, with_agent_tool,
 };
 use super::{Args, batch};
 use crate::agents::{AgentSettings, Roles};
@@ -214,10 +214,12 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
     }
     let roles = discover_roles(env);
+    let agents = agents_on(&config, &roles);
+    let tools = with_agent_tool(tools, agents, &roles, &config)?;
     Ok(Plan {
         engine: config.engine.value,
         service: config.service.value,
-        agents: agents_on(&config, &roles),
+        agents,
         agent_settings: config.agents.settings(),
         tool_policy_files: config
             .tools
