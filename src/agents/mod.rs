@@ -16,7 +16,7 @@
 //! and its calls are answered by the [`AgentExecutor`] wrapped around a delegating session's
 //! executor. Several `agent` calls of one
 //! turn run at the same time, each in its own scope. The proof is
-//! [`bee_core::attenuate`], the same as `bee validate --parent`, and a refusal uses the same
+//! [`bee_core::attenuate()`], the same as `bee validate --parent`, and a refusal uses the same
 //! words.
 
 mod delegate;

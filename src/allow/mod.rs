@@ -11,7 +11,7 @@
 //! swapped. [`Change::new`] adds the rule to the policy, runs the attenuation prover both ways
 //! against the policy in force ([`bee_core::diff`]: what the new policy grants that the old
 //! does not, with a counterexample for each) and, for a scope that has a parent, against the
-//! parent ([`bee_core::attenuate`]): a change that would take a subagent beyond its parent is
+//! parent ([`bee_core::attenuate()`]): a change that would take a subagent beyond its parent is
 //! refused with the counterexample. Applying the change to the scope is the executor's
 //! ([`crate::session::ToolExecutor::replace_policy`]), atomically ([`bee_userspace::engine::Engine::replace`]).
 

@@ -14,7 +14,7 @@
 //!   (+ system prompt)  its turn or something stops it (TurnEnd)
 //! ```
 //!
-//! [`Session::send`] streams a model turn from the [`Provider`](crate::provider::Provider),
+//! [`Session::send`] streams a model turn from the [`Provider`],
 //! records the assistant's text, tool calls, token usage (with the cost from the price table;
 //! an unknown price stays unknown), latency and how the call ended, runs each tool call
 //! through the executor and feeds the results back, until the model ends its turn without

@@ -8,8 +8,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::commands::Shown;
 use super::stream::{Answer, Screen};
+use crate::app::conversation::commands::Shown;
 
 use crate::panels::{Outbox, Placement, draw};
 use crate::provider;
