@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::Exit;
-use super::setup::{Refused, compile_policy};
+use super::harness::preflight::{Refused, compile_policy};
 use crate::config::{Config, Confinement, FileError, Flags};
 use crate::provider::ProviderSpec;
 

@@ -24,7 +24,7 @@ use crate::serve::client::{Client, ClientError, CommandLine};
 
 use super::Exit;
 use super::exec::{Args, fail, open_audit};
-use super::setup::with_consequence;
+use super::harness::preflight::with_consequence;
 
 /// Runs `args`' command in a scope the service at `socket` makes for `policy`.
 pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, Exit> {

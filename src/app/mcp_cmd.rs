@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> super::Exit {
     {
         match serving::serve(args) {
             Ok(()) => super::Exit::Ok,
-            Err(super::setup::Refused(status, why)) => {
+            Err(super::harness::preflight::Refused(status, why)) => {
                 eprintln!("bee mcp: {}", why.trim_end());
                 status
             }
@@ -66,7 +66,7 @@ mod serving {
 
     use super::Args;
     use crate::app::Exit;
-    use crate::app::setup::{
+    use crate::app::harness::preflight::{
         Confined, Policies, Refused, RunSlot, confine, file_refusal, process_env, run_id,
         session_executor, session_policy, tool_registry, workspace_dir,
     };

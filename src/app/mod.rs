@@ -5,13 +5,13 @@
 mod check;
 mod completions;
 mod config_cmd;
-mod conversation;
 pub mod enforcement;
 mod exec;
 mod exec_remote;
 mod exit;
 #[cfg(feature = "findings")]
 mod findings_cmd;
+mod harness;
 mod learn;
 mod man;
 mod mcp_cmd;
@@ -22,7 +22,6 @@ mod repl;
 pub mod run;
 mod runner_cmd;
 mod serve_cmd;
-mod setup;
 #[cfg(feature = "tui")]
 mod tui;
 #[cfg(feature = "tui")]

@@ -54,8 +54,8 @@ use clap::Parser;
 
 use super::Exit;
 use super::enforcement;
+use super::harness::preflight::{Refused, connect};
 use super::learn::Learn;
-use super::setup::{Refused, connect};
 use crate::agents::Delegation;
 use crate::config::{EngineChoice, Env, Flags, ServiceChoice};
 pub use crate::episode::SandboxFactory;

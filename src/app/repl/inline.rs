@@ -11,9 +11,11 @@ use super::editor::{self, Input as Line, LineEditor};
 use super::view::View;
 use crate::agents::AgentExecutor;
 use crate::app::Exit;
-use crate::app::conversation::slash::{COMMANDS, KEYS, Slash};
-use crate::app::conversation::{Chat, Input, Prepared, Reply, TurnInterrupt, UNCONFINED, allow};
-use crate::app::setup::Refused;
+use crate::app::harness::conversation::slash::{COMMANDS, KEYS, Slash};
+use crate::app::harness::conversation::{
+    Chat, Input, Prepared, Reply, TurnInterrupt, UNCONFINED, allow,
+};
+use crate::app::harness::preflight::Refused;
 use crate::records::LimitKind;
 use crate::records::{Enforcement, nearest_rank};
 use crate::render::{self, Role};

@@ -22,8 +22,8 @@ mod view;
 use std::io::IsTerminal;
 
 use super::Exit;
-use super::conversation::{MIN_SIZE, prepare};
-use super::setup::Refused;
+use super::harness::conversation::{MIN_SIZE, prepare};
+use super::harness::preflight::Refused;
 use crate::config::Flags;
 use crate::panels::Surface;
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::stream::{Answer, Screen};
-use crate::app::conversation::commands::Shown;
+use crate::app::harness::conversation::commands::Shown;
 
 use crate::panels::{Outbox, Placement, draw};
 use crate::provider;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{Args, Exit, Planned};
-use crate::app::setup::{Refused, run_id};
+use crate::app::harness::preflight::{Refused, run_id};
 use crate::records::{
     BEE_VERSION, MANIFEST_FORMAT, ManifestError, RunLock, RunManifest, Store, transcripts_in,
 };

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::super::Exit;
-use super::super::setup::{
+use super::super::harness::preflight::{
     Refused, compile_policy, compile_tool_policies, session_executor, with_catalogue,
 };
 use super::plan::Planned;

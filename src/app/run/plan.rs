@@ -8,7 +8,7 @@ use std::time::Duration;
 use bee_core::CompiledPolicy;
 
 use super::super::Exit;
-use super::super::setup::{
+use super::super::harness::preflight::{
     Policies, Refused, RunSlot, agents_on, discover_roles, discover_skills, file_refusal,
     load_provider, tool_policies, tool_registry, with_agent_tool,
 };

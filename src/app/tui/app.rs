@@ -10,9 +10,9 @@ use std::time::Instant;
 use ratatui::crossterm::event::KeyEvent;
 use ratatui_textarea::{CursorMove, TextArea};
 
-use super::super::conversation::Input;
-use super::super::conversation::commands::Shown;
-use super::super::conversation::slash::Slash;
+use super::super::harness::conversation::Input;
+use super::super::harness::conversation::commands::Shown;
+use super::super::harness::conversation::slash::Slash;
 use super::cells::{Cell, Kind, ToolEnd};
 use super::keys::{self, Action, Focus, KeyCtx, Overlay};
 use crate::panels::{Board, Placement, draw};
@@ -428,9 +428,9 @@ impl App {
         if self.asking.take().is_some() {
             self.hint = None;
             self.push(Kind::User(text.clone()));
-            return Some(Input::Answer(crate::app::conversation::allow::is_yes(
-                &text,
-            )));
+            return Some(Input::Answer(
+                crate::app::harness::conversation::allow::is_yes(&text),
+            ));
         }
         let trimmed = text.trim();
         if let Some(cmd) = trimmed.strip_prefix('/')

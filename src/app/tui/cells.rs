@@ -3,7 +3,7 @@
 
 use ratatui::text::Line;
 
-use super::super::conversation::commands::Shown;
+use super::super::harness::conversation::commands::Shown;
 use super::style;
 use crate::panels::{Widget, draw};
 use crate::records::ToolState;

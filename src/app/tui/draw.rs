@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 use super::app::App;
 use super::keys::{Focus, Overlay};
 use super::style;
-use crate::app::conversation::MIN_SIZE;
+use crate::app::harness::conversation::MIN_SIZE;
 use crate::panels::{Panel, draw as widgets};
 use crate::render::Role;
 

@@ -34,8 +34,10 @@ use app::{App, FromSession, Status};
 use terminal::Screen;
 
 use super::Exit;
-use super::conversation::{Chat, Input, Prepared, Reply, TurnInterrupt, UNCONFINED, write_summary};
-use super::setup::Refused;
+use super::harness::conversation::{
+    Chat, Input, Prepared, Reply, TurnInterrupt, UNCONFINED, write_summary,
+};
+use super::harness::preflight::Refused;
 use crate::agents::AgentExecutor;
 use crate::render;
 use crate::session::{ToolExecutor, Update};

@@ -10,7 +10,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{App, FromSession, Status};
 use super::draw::draw;
-use crate::app::conversation::Input;
+use crate::app::harness::conversation::Input;
 use crate::panels::{PanelName, Placement, Widget};
 use crate::provider;
 use crate::records::{
@@ -167,8 +167,8 @@ fn tool_cell_expanded() {
 /// policy, and loads a skill into the conversation); what it shows becomes a cell.
 #[test]
 fn slash_commands_about_the_set_up() {
-    use super::super::conversation::commands::Shown;
-    use super::super::conversation::slash::Slash;
+    use super::super::harness::conversation::commands::Shown;
+    use super::super::harness::conversation::slash::Slash;
     let mut a = app(Theme::plain());
     for (typed, asked) in [
         ("/skills", Slash::Skills),
@@ -408,7 +408,7 @@ fn the_status_line_names_the_policy() {
 /// answer (never a message for the model), and an answer is asked for only once.
 #[test]
 fn allow_asks_and_the_next_line_answers() {
-    use super::super::conversation::slash::Slash;
+    use super::super::harness::conversation::slash::Slash;
     let mut a = app(Theme::plain());
     type_text(&mut a, "/allow 2");
     assert_eq!(

@@ -6,15 +6,15 @@ use std::sync::Arc;
 
 use bee_core::CompiledPolicy;
 
-use super::super::Exit;
-use super::super::run::SandboxFactory;
-use super::super::setup::{
+use super::super::preflight::{
     Confined, Policies, Refused, RunSlot, ToolPolicy, agents_on, confine, connect, discover_roles,
     discover_skills, file_refusal, load_provider, process_env, run_id, session_executor,
     session_policy, tool_registry, with_agent_tool, with_catalogue, workspace_dir,
 };
 use super::{SESSION_ID, system_prompt};
 use crate::agents::{AgentSettings, Caller, Delegation, Roles};
+use crate::app::Exit;
+use crate::app::run::SandboxFactory;
 use crate::config::{Config, Env, Flags};
 use crate::panels::{Outbox, RenderTool, Surface};
 use crate::provider::ProviderSpec;
@@ -214,7 +214,7 @@ impl Prepared {
             roles: Arc::clone(&self.roles),
             tools: Arc::clone(&self.tools),
             tool_policies: self.tool_policy_files(),
-            home: super::super::user::invoking_home(),
+            home: crate::app::user::invoking_home(),
             policies: Arc::clone(&self.policies),
             settings: self.agent_settings,
             observer,

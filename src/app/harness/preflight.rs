@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning};
 
-use super::Exit;
-use super::user::invoking_home;
 use crate::agents::{AgentTool, Roles};
+use crate::app::Exit;
+use crate::app::user::invoking_home;
 use crate::config::{Config, Confinement, Env, FileError};
 use crate::episode::{ExecutorError, SandboxFactory, ToolExecutor, ToolScopes};
 use crate::panels::{RENDER_TOOL, RenderTool};
@@ -293,7 +293,7 @@ pub(crate) fn confine(
         Enforcement::Host
     };
     let policies: Vec<&CompiledPolicy> = policy.map(|(p, _)| p).into_iter().collect();
-    let factory = super::run::sandbox_factory(
+    let factory = crate::app::run::sandbox_factory(
         enforcement,
         config.engine.value,
         config.service.value,

@@ -1,0 +1,12 @@
+//! The harness layer under the commands: what `bee run`, `bee repl` (both screens),
+//! `bee mcp` and subagent spawns share, none of it a command's own.
+//!
+//! - [`preflight`]: the staged set-up — the configuration, the policies compiled once per
+//!   workspace with their warnings kept (`Policies`), the tool registry, the per-tool
+//!   policies, the sandbox factory (`confine`), the provider (`load_provider`, `connect`),
+//!   the run id — each refusing with its exit status before any model call.
+//! - [`conversation`]: an interactive session on it — `prepare`, and `Chat`, the controller
+//!   both screens draw (turns, slash commands, a pending `/allow` change, the outcome).
+
+pub(crate) mod conversation;
+pub(crate) mod preflight;
