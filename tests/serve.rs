@@ -577,18 +577,10 @@ fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
 
 /// `bee run` by an ordinary user: every tool call of the episode runs in one scope the
 /// service made (the tool runner's grant proven within the ceiling too), as that user.
-#[test]
-fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
-    let service = start();
-    let ws = ws(&service);
-    ceiling_with_bee(&service);
-    let p = pub_policy(&service);
-    let calls = [
-        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "pub/made.txt", "content": "ok\n"}}]}"#,
-        r#"{"tool_calls": [{"id": "s", "name": "shell", "arguments": {"command": "id -u; cat secret"}}]}"#,
-        r#"{"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "secret"}}]}"#,
-        r#"{"text": "done"}"#,
-    ];
+/// `bee run` of a one-episode scenario as `nobody` in `ws/`, in place, under `policy`,
+/// its model answering `calls` in order; its records go to `<dir>/records`.
+fn run_as_nobody(service: &Service, policy: &Path, calls: &[&str]) -> (Output, PathBuf) {
+    let ws = ws(service);
     let file = |name: &str, text: &str| ok(std::fs::write(ws.join(name), text));
     file("rec.jsonl", &calls.join("\n"));
     file(
@@ -600,11 +592,11 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
         &format!(
             "name = \"s\"\nprompt = \"p\"\nworkspace = \".\"\nworkspace_mode = \"in-place\"\n\
              policy = {:?}\n",
-            p.display().to_string()
+            policy.display().to_string()
         ),
     );
     let records = service.dir.path().join("records");
-    ok(std::fs::create_dir(&records));
+    ok(std::fs::create_dir_all(&records));
     ok(std::fs::set_permissions(
         &records,
         std::fs::Permissions::from_mode(0o777),
@@ -628,6 +620,24 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
         .gid(NOBODY);
         cmd
     });
+    (o, records)
+}
+
+/// `bee run` by an ordinary user: every tool call of the episode runs in one scope the
+/// service made (the tool runner's grant proven within the ceiling too), as that user.
+#[test]
+fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
+    let service = start();
+    let ws = ws(&service);
+    ceiling_with_bee(&service);
+    let p = pub_policy(&service);
+    let calls = [
+        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "pub/made.txt", "content": "ok\n"}}]}"#,
+        r#"{"tool_calls": [{"id": "s", "name": "shell", "arguments": {"command": "id -u; cat secret"}}]}"#,
+        r#"{"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "secret"}}]}"#,
+        r#"{"text": "done"}"#,
+    ];
+    let (o, records) = run_as_nobody(&service, &p, &calls);
     let err = stderr(&o);
     assert_eq!(code(&o), 0, "{}{err}{}", text(&o.stdout), service.log());
     assert!(err.contains("through the service at"), "{err}");
@@ -658,6 +668,30 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
         "{text}"
     );
     assert_eq!(service.live_scopes(), 0);
+}
+
+/// An episode whose scope the ceiling refuses (here the tool runner's grant, which the
+/// default ceiling lacks) ends `enforcement-unavailable` before any model call, and `bee run`
+/// exits 65 with the counterexample, as `bee exec` does for the same refusal.
+#[test]
+fn an_episode_beyond_the_ceiling_is_refused_with_65() {
+    let service = start();
+    let p = pub_policy(&service);
+    let (o, records) = run_as_nobody(&service, &p, &[r#"{"text": "never asked"}"#]);
+    let said = format!("{}{}", text(&o.stdout), stderr(&o));
+    assert_eq!(code(&o), 65, "{said}");
+    assert!(said.contains("enforcement unavailable"), "{said}");
+    assert!(said.contains("does not"), "{said}");
+    let transcript = std::fs::read_dir(&records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("s.jsonl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
+    let text = ok(std::fs::read_to_string(transcript));
+    assert!(text.contains("\"enforcement-unavailable\""), "{text}");
+    assert!(!text.contains("\"model_call\""), "{text}");
 }
 
 /// Lets scopes of the service run bee itself (its file tools run as `bee __tool`), within

@@ -118,17 +118,19 @@ impl Shared<'_> {
         let policy = match ep.policy.as_deref().map(|p| compile_policy(p, workspace)) {
             None => None,
             Some(Ok(p)) => Some(p),
-            Some(Err(Refused(_, why))) => return self.unavailable(&spec, &why),
+            Some(Err(Refused(status, why))) => return self.unavailable(&spec, &why, status),
         };
         let scoped = compile_tool_policies(&self.tool_policy_files, workspace, policy.as_ref());
         let scoped = match scoped {
             Ok(t) => t,
-            Err(why) => return self.unavailable(&spec, &why),
+            Err(why) => return self.unavailable(&spec, &why, Exit::Unavailable),
         };
         let executor = match session_executor(self.factory, workspace, policy, &self.tools, &scoped)
         {
             Ok(x) => x,
-            Err(why) => return self.unavailable(&spec, &why.message),
+            Err(why) => {
+                return self.unavailable(&spec, &why.message, Exit::of_service(why.status));
+            }
         };
         let executor: Box<dyn ToolExecutor + '_> = match self.delegation {
             Some(d) => Box::new(AgentExecutor::new(
@@ -193,8 +195,11 @@ impl Shared<'_> {
         }
     }
 
-    /// Records an episode that could not get an executor.
-    fn unavailable(&self, spec: &EpisodeSpec, why: &str) -> Exit {
+    /// Records an episode that could not get an executor (outcome `enforcement-unavailable`)
+    /// and returns `status`, the cause's: 65 for a policy the engine or a ceiling refused,
+    /// 77 for a missing privilege, 69 when enforcement is unavailable — as `bee exec` says
+    /// the same failures.
+    fn unavailable(&self, spec: &EpisodeSpec, why: &str, status: Exit) -> Exit {
         let started = EpisodeStarted {
             run_id: spec.run_id.clone(),
             episode_id: spec.episode_id.clone(),
@@ -223,6 +228,6 @@ impl Shared<'_> {
         }
         self.progress
             .note(&spec.episode_id, &format!("enforcement unavailable: {why}"));
-        Exit::Unavailable
+        status
     }
 }
