@@ -9,6 +9,7 @@
 //! episode's records; the tests are the last 140 lines.
 
 use std::fs;
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -88,6 +89,12 @@ pub struct DemoArgs {
     /// written through a tool the build ran (in the VM: implies `--vm`).
     #[arg(long)]
     pub learn: bool,
+    /// Run the episode through `bee serve` on this host: a service started for the demo, its
+    /// ceiling the demo's policy over the episode's scratch directory (and the bee
+    /// executable, which the tool runner needs), gives every scope; `bee run` asks it
+    /// (`--service always`). Needs this host to enforce.
+    #[arg(long, conflicts_with_all = ["vm", "learn"])]
+    pub service: bool,
 }
 
 /// What the demo's transcript shows.
@@ -322,9 +329,16 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let enforces = check.status.success() && demo_policy_enforceable(&bee, &report)?;
     // The learn phase needs the guest's copy of the crate and toolchain: --learn implies --vm.
     let native = enforces && !args.vm && !args.learn;
+    if args.service && !native {
+        return Err(Error::Usage(
+            "--service runs the demo through `bee serve` on this host, and this host cannot \
+             enforce the demo's policy (see above)"
+                .into(),
+        ));
+    }
     let demo_run = if native {
         eprintln!("xtask: this host enforces; running the demo here");
-        run_native(&bee)?
+        run_native(&bee, args.service)?
     } else {
         if enforces {
             eprintln!("xtask: this host enforces, but --vm (or --learn) asks for the VM");
@@ -360,6 +374,9 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     }
     if args.learn {
         problems.extend(learn_problems(&demo_run));
+    }
+    if args.service && !demo_run.through_service {
+        problems.push("`bee run` did not say its scopes came from the service".into());
     }
     if problems.is_empty() {
         println!("demo: PASS");
@@ -518,6 +535,8 @@ struct DemoRun {
     learn: Vec<(String, String)>,
     /// The learned policy's lines.
     learned: Vec<String>,
+    /// `bee run` said its scopes came from `bee serve` (`--service`).
+    through_service: bool,
 }
 
 /// Runs the demo on this host, which enforces.
@@ -541,11 +560,94 @@ fn demo_policy_enforceable(bee: &Path, check_report: &str) -> Result<bool> {
     Ok(validate.status.success())
 }
 
+/// A `bee serve` started for the demo (`--service`), in `<scratch>/serve`: its socket, its
+/// ceilings and its state; stopped (SIGTERM) when the episode has run.
+struct Served {
+    child: std::process::Child,
+    socket: PathBuf,
+}
+
+impl Served {
+    /// Starts the service with one ceiling, `default.toml`: the demo's policy over the
+    /// episode's scratch directory, and the bee executable's directory readable and
+    /// executable (the tool runner's grant is proven within the ceiling too). Waits until it
+    /// answers.
+    fn start(bee: &Path, scratch: &Path) -> Result<Self> {
+        let dir = scratch.join("serve");
+        let ceilings = dir.join("ceilings");
+        fs::create_dir_all(&ceilings).map_err(io_err("create directory", &ceilings))?;
+        let bee_dir = bee.parent().unwrap_or(Path::new("/")).display().to_string();
+        let ceiling = format!(
+            "version = 2\n\
+             name = \"bee-demo-ceiling\"\n\
+             include = [\"base\", \"c\", \"rust\"]\n\
+             [fs]\n\
+             read = [\"{s}/**\", \"/etc/ssl/certs/**\", \"{bee_dir}/**\"]\n\
+             write = [\"{s}/**\", \"/tmp/**\"]\n\
+             unprotect = [\"{s}/**\", \"/tmp/**\"]\n\
+             [exec]\n\
+             allow = [\"{s}/**\", \"/tmp/bee-demo-target/**\", \"/usr/bin/dash\", \
+             \"/usr/bin/bash\", \"/usr/bin/cat\", \"/usr/bin/ls\", \"{bee_dir}/**\"]\n\
+             [[net.allow]]\n\
+             host = [\"static.crates.io\"]\n\
+             ports = [443]\n\
+             proto = \"tcp\"\n",
+            s = scratch.display()
+        );
+        let file = ceilings.join("default.toml");
+        fs::write(&file, ceiling).map_err(io_err("write", &file))?;
+        let socket = dir.join("bee.sock");
+        let _ = fs::remove_file(&socket);
+        let log = dir.join("serve.log");
+        let log_file = fs::File::create(&log).map_err(io_err("create", &log))?;
+        let mut cmd = Command::new(bee);
+        cmd.args(["serve", "--socket"])
+            .arg(&socket)
+            .arg("--ceilings")
+            .arg(&ceilings)
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .stderr(log_file);
+        eprintln!("xtask: {} (its log: {})", sh::describe(&cmd), log.display());
+        let child = cmd.spawn().map_err(|source| Error::Spawn {
+            program: bee.display().to_string(),
+            source,
+        })?;
+        let mut served = Self { child, socket };
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        while std::os::unix::net::UnixStream::connect(&served.socket).is_err() {
+            if Instant::now() > deadline || matches!(served.child.try_wait(), Ok(Some(_))) {
+                let said = fs::read_to_string(&log).unwrap_or_default();
+                let _ = served.child.kill();
+                let _ = served.child.wait();
+                return Err(Error::Usage(format!(
+                    "bee serve did not start listening on {}: {said}",
+                    served.socket.display()
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(served)
+    }
+
+    /// Stops the service and waits for it.
+    fn stop(mut self) {
+        let asked = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !asked {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
 /// Where a native demo's episode copies its crate (bee's `TMPDIR`): outside /tmp and outside
 /// this repository (see [`run_native`]).
 const DEMO_SCRATCH: &str = "/var/tmp/bee-demo";
 
-fn run_native(bee: &Path) -> Result<DemoRun> {
+fn run_native(bee: &Path, service: bool) -> Result<DemoRun> {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
     let root = status
         .lines()
@@ -575,23 +677,49 @@ fn run_native(bee: &Path) -> Result<DemoRun> {
     // this repository, whose `.cargo/config.toml` cargo would read as the copy's ancestor's.
     let scratch = Path::new(DEMO_SCRATCH);
     fs::create_dir_all(scratch).map_err(io_err("create directory", scratch))?;
-    let status = Command::new(bee)
-        .current_dir(&dir)
-        .env("TMPDIR", scratch)
-        .args([
-            "run",
-            "--scenario",
-            "scenario.toml",
-            "--provider",
-            "provider.toml",
-            "--records",
-        ])
-        .arg(&records)
-        .status()
-        .map_err(|source| Error::Spawn {
-            program: bee.display().to_string(),
-            source,
-        })?;
+    let served = if service {
+        Some(Served::start(bee, scratch)?)
+    } else {
+        None
+    };
+    let mut run = Command::new(bee);
+    run.current_dir(&dir).env("TMPDIR", scratch).args([
+        "run",
+        "--scenario",
+        "scenario.toml",
+        "--provider",
+        "provider.toml",
+        "--records",
+    ]);
+    run.arg(&records);
+    if let Some(s) = &served {
+        run.env("BEE_SOCKET", &s.socket)
+            .args(["--service", "always"])
+            .stderr(std::process::Stdio::piped());
+    }
+    let mut child = run.spawn().map_err(|source| Error::Spawn {
+        program: bee.display().to_string(),
+        source,
+    })?;
+    // Through the service, `bee run`'s stderr is shown as it comes and read for the line
+    // that names the service.
+    let mut through_service = false;
+    if let Some(err) = child.stderr.take() {
+        for line in std::io::BufReader::new(err)
+            .lines()
+            .map_while(std::io::Result::ok)
+        {
+            eprintln!("{line}");
+            through_service |= line.contains("through the service at");
+        }
+    }
+    let status = child.wait().map_err(|source| Error::Spawn {
+        program: bee.display().to_string(),
+        source,
+    })?;
+    if let Some(s) = served {
+        s.stop();
+    }
     let mut transcript = Vec::new();
     for run in fs::read_dir(&records).map_err(io_err("read directory", &records))? {
         let run = run.map_err(io_err("read directory", &records))?.path();
@@ -627,7 +755,12 @@ fn run_native(bee: &Path) -> Result<DemoRun> {
         exit: status.code(),
         transcript,
         metrics,
-        place: format!("on this host (kernel {})", release.trim()),
+        place: format!(
+            "on this host (kernel {}){}",
+            release.trim(),
+            if service { ", through bee serve" } else { "" }
+        ),
+        through_service,
         ..DemoRun::default()
     })
 }
