@@ -415,14 +415,25 @@ pub fn run_in_kernels_with(
         if let Err(e) = &outcome
             && e.is_text_patching_race()
         {
-            // An emulator fault, not a verdict on bee: the whole run is repeated once, and
-            // only the repeat's results count. A second such panic fails the kernel.
-            eprintln!(
-                "xtask: {e}\nxtask: kernel {name}: that panic is the text-patching race of \
-                 docs/kernel-testing.md (\"Emulator faults\"); running this kernel's command \
-                 once more"
-            );
-            outcome = qemu::boot(&boot);
+            // An emulator fault, not a verdict on bee: the kernel's command is repeated once,
+            // and only the repeat's results count — once per run: a second such panic
+            // anywhere in the run fails it, and every retry is listed ([`retries`]).
+            let earlier = retries()?;
+            if earlier.is_empty() {
+                note_retry(&format!("kernel {name}: {}", first_line(&e.to_string())))?;
+                eprintln!(
+                    "xtask: {e}\nxtask: kernel {name}: that panic is the text-patching race of \
+                     docs/kernel-testing.md (\"Emulator faults\"); running this kernel's \
+                     command once more (the run's one retry)"
+                );
+                outcome = qemu::boot(&boot);
+            } else {
+                eprintln!(
+                    "xtask: kernel {name}: a second text-patching race in this run (the first: \
+                     {}); it fails the run",
+                    earlier.join("; ")
+                );
+            }
         }
         let outcome = outcome.and_then(|o| check_preempt(kernel, o));
         match &outcome {
@@ -442,6 +453,61 @@ pub fn run_in_kernels_with(
         });
     }
     Ok(runs)
+}
+
+/// The variable naming the file where a run's retries after the text-patching race are
+/// listed, one line each, shared by every `cargo xtask` a run starts (`.ci/run` sets it and
+/// prints the file in its summary). Unset, a process keeps its own list.
+pub const RETRIES_VAR: &str = "BEE_VM_RETRIES";
+
+/// This process's retries when [`RETRIES_VAR`] is unset.
+static OWN_RETRIES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The retries after the text-patching race so far in this run, one line each.
+pub fn retries() -> Result<Vec<String>> {
+    retries_in(std::env::var_os(RETRIES_VAR).map(PathBuf::from).as_deref())
+}
+
+/// Records one retry ([`retries`]).
+fn note_retry(line: &str) -> Result<()> {
+    note_retry_in(std::env::var_os(RETRIES_VAR).map(PathBuf::from).as_deref(), line)
+}
+
+/// The retries listed in `file`, or this process's own without one.
+fn retries_in(file: Option<&Path>) -> Result<Vec<String>> {
+    match file {
+        Some(path) => match fs::read_to_string(path) {
+            Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(io_err("read", path)(e)),
+        },
+        None => Ok(OWN_RETRIES.lock().map(|r| r.clone()).unwrap_or_default()),
+    }
+}
+
+/// Appends `line` to `file`, or to this process's own list without one.
+fn note_retry_in(file: Option<&Path>, line: &str) -> Result<()> {
+    match file {
+        Some(path) => {
+            use std::io::Write as _;
+            let mut f = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(io_err("open", path))?;
+            writeln!(f, "{line}").map_err(io_err("write", path))
+        }
+        None => {
+            if let Ok(mut own) = OWN_RETRIES.lock() {
+                own.push(line.to_owned());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
 }
 
 /// The preemption model the guest reported ([`kernels::preempt_model`]).
@@ -796,6 +862,9 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
         run_group(&opts, &binaries, &[], &mut tally)?;
     }
     println!("vm-tests: {} passed, {} failed", tally.passed, tally.failed);
+    for retry in retries()? {
+        println!("vm-tests: retried after the text-patching race: {retry}");
+    }
     if tally.problems.is_empty() {
         Ok(())
     } else {
@@ -914,6 +983,22 @@ fn run_group(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_runs_retries_are_listed_in_its_file_and_kept_apart_without_one() {
+        let dir = std::env::temp_dir().join(format!("bee-retries-{}", std::process::id()));
+        let _ = fs::create_dir_all(&dir);
+        let file = dir.join("retries");
+        let _ = fs::remove_file(&file);
+        assert_eq!(retries_in(Some(&file)).unwrap(), Vec::<String>::new());
+        note_retry_in(Some(&file), "kernel 7.x: Oops: int3").unwrap();
+        note_retry_in(Some(&file), "kernel 6.12: Oops: int3").unwrap();
+        assert_eq!(
+            retries_in(Some(&file)).unwrap(),
+            ["kernel 7.x: Oops: int3", "kernel 6.12: Oops: int3"]
+        );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     use super::*;
 
     #[test]
