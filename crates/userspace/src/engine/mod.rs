@@ -254,6 +254,8 @@ pub struct Engine {
     _links: Vec<PinnedLink>,
     /// The DNS steering programs' links, once [`Engine::enable_dns`] attached them.
     dns_links: Vec<PinnedLink>,
+    /// The handle on the answers map every scope's resolver writes through, once opened.
+    answers: Option<std::sync::Arc<AnswerMap>>,
     maps: maps::Maps,
     instance_dir: PathBuf,
     policy_ids: RangeAlloc,
@@ -345,6 +347,7 @@ impl Engine {
             ebpf,
             _links: links,
             dns_links: Vec::new(),
+            answers: None,
             maps,
             instance_dir,
             policy_ids: RangeAlloc::new(1, u32::MAX),
