@@ -360,6 +360,7 @@ impl ScopeNames {
         *grants = names.clone();
         // Under the lock: an answer being written waits for it, then finds its grant gone.
         self.answers.forget_scope(self.cgroup_id);
+        self.resolver.clear_cache();
     }
 
     /// Stops the resolver (its threads are joined), then removes what is left of its
