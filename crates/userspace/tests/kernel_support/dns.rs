@@ -130,6 +130,97 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
     0
 }
 
+/// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS`: `A` queries over UDP
+/// to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
+/// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (1 s
+/// timeout, no retry). Prints `ok=N failed=M lat=…` (each lookup's microseconds, in no order,
+/// only when there are at most 10,000) on stdout; a lookup succeeds when it is answered
+/// NOERROR with an address. Returns 0.
+pub(super) fn resolve_many(
+    prefix: &str,
+    suffix: &str,
+    count: &str,
+    rounds: &str,
+    threads: &str,
+) -> i32 {
+    use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+    use hickory_proto::rr::{Name, RecordType};
+    use std::net::UdpSocket;
+    let count: usize = count.parse().unwrap();
+    let rounds: usize = rounds.parse().unwrap();
+    let threads: usize = threads.parse::<usize>().unwrap().max(1);
+    let one = |socket: &UdpSocket, name: &str, id: u16| -> bool {
+        let mut query = Message::new();
+        query
+            .set_id(id)
+            .set_message_type(MessageType::Query)
+            .set_op_code(OpCode::Query)
+            .set_recursion_desired(true)
+            .add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
+        if socket
+            .send_to(&query.to_vec().unwrap(), "10.0.0.53:53")
+            .is_err()
+        {
+            return false;
+        }
+        let mut buf = [0u8; 4096];
+        // A late reply to an earlier query (its id) is skipped.
+        loop {
+            let Ok((n, _)) = socket.recv_from(&mut buf) else {
+                return false;
+            };
+            let Ok(reply) = Message::from_vec(&buf[..n]) else {
+                return false;
+            };
+            if reply.id() == id {
+                return reply.response_code() == ResponseCode::NoError
+                    && reply.answers().iter().any(|r| r.data().ip_addr().is_some());
+            }
+        }
+    };
+    let results: Vec<(usize, usize, Vec<u32>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
+                    socket
+                        .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+                        .unwrap();
+                    let (mut ok, mut failed, mut lat) = (0, 0, Vec::new());
+                    let mut id: u16 = 0;
+                    for _ in 0..rounds {
+                        for k in (t..count).step_by(threads) {
+                            id = id.wrapping_add(1);
+                            let start = std::time::Instant::now();
+                            if one(&socket, &format!("{prefix}{k}{suffix}"), id) {
+                                ok += 1;
+                            } else {
+                                failed += 1;
+                            }
+                            let us = start.elapsed().as_micros();
+                            lat.push(u32::try_from(us).unwrap_or(u32::MAX));
+                        }
+                    }
+                    (ok, failed, lat)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let ok: usize = results.iter().map(|r| r.0).sum();
+    let failed: usize = results.iter().map(|r| r.1).sum();
+    let lat: Vec<String> = if count * rounds <= 10_000 {
+        results
+            .iter()
+            .flat_map(|r| r.2.iter().map(u32::to_string))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    println!("ok={ok} failed={failed} lat={}", lat.join(","));
+    0
+}
+
 /// A socket address for `addr:port`, IPv4 or IPv6 by the form of `addr`, as a
 /// `sockaddr_storage` and its length.
 /// `sendto(2)` of `bytes` with `flags` to the address `sa` of `len` bytes.
