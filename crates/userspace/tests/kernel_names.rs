@@ -121,3 +121,18 @@ fn concurrent_scopes_with_different_names_share_no_answers() {
         &NamedScope::new("names-b", &["b.test"]),
     );
 }
+
+/// Issue "hold under load": 50 scopes resolving at once while a 51st floods 100,000 distinct
+/// names; none of the 50 fails (the flooder's answers stay within its quota).
+#[test]
+fn a_flooding_scope_fails_alone() {
+    let flooder = NamedScope::new("names-flood", &["*.flood.test"]);
+    let others: Vec<NamedScope> = (0..50)
+        .map(|i| NamedScope::new(&format!("names-load-{i}"), &["*.load.test"]))
+        .collect();
+    let others: Vec<&(dyn NameScope + Sync)> = others
+        .iter()
+        .map(|s| s as &(dyn NameScope + Sync))
+        .collect();
+    names::a_flooding_scope_fails_alone(&flooder, &others, 100_000);
+}

@@ -109,7 +109,7 @@ pub(super) fn respond(
     upstream: &mut Exchange<'_>,
 ) -> Option<Vec<u8>> {
     let decision = decide(query, config, grants, None, upstream)?;
-    Some(finish(&decision, sink, transport)?)
+    finish(&decision, sink, transport)
 }
 
 /// The rest of the exchange once `decision` is made: report its denials, admit its addresses,

@@ -564,15 +564,14 @@ mod tests {
         expires_ns: u64,
         now_ns: u64,
     ) -> bool {
-        let mut remove = |k: &AnswerKey| {
-            kernel.remove(&(k.cgroup_id, k.addr));
-            Ok(())
-        };
         if !book.holds(scope, &a) {
+            let mut remove = |k: &AnswerKey| {
+                kernel.remove(&(k.cgroup_id, k.addr));
+                Ok(())
+            };
             book.make_room(scope, now_ns, capacity, &mut remove)
                 .unwrap();
         }
-        drop(remove);
         if kernel.len() >= capacity && !kernel.contains(&(scope, a)) {
             return false;
         }

@@ -64,7 +64,10 @@ use crate::plan::{EnforcementPlan, Placement};
 use verify::{Verified, load_and_verify, lsm_program};
 
 pub use alloc::RangeAlloc;
-pub use dns::{AnswerMap, DNS_PROGRAMS, answer_key, boot_time_ns, dns_value};
+pub use dns::{
+    AnswerMap, DNS_PROGRAMS, SCOPE_ANSWERS_MAX, SCOPE_ANSWERS_MIN, answer_key, boot_time_ns,
+    dns_value, scope_quota,
+};
 pub use error::EngineError;
 pub use maps::map_names;
 pub use names::{UPSTREAM_ENV, refusal_event};
