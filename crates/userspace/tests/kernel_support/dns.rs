@@ -132,7 +132,7 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
 
 /// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS`: `A` queries over UDP
 /// to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
-/// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (1 s
+/// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (5 s
 /// timeout, no retry). Prints `ok=N failed=M lat=…` (each lookup's microseconds, in no order,
 /// only when there are at most 10,000) on stdout; a lookup succeeds when it is answered
 /// NOERROR with an address. Returns 0.
@@ -184,7 +184,7 @@ pub(super) fn resolve_many(
                 s.spawn(move || {
                     let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
                     socket
-                        .set_read_timeout(Some(std::time::Duration::from_secs(1)))
+                        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
                         .unwrap();
                     let (mut ok, mut failed, mut lat) = (0, 0, Vec::new());
                     let mut id: u16 = 0;
