@@ -144,5 +144,5 @@ fn a_flooding_scope_fails_alone() {
         .iter()
         .map(|s| s as &(dyn NameScope + Sync))
         .collect();
-    names::a_flooding_scope_fails_alone(&flooder, &others, 12_000);
+    names::a_flooding_scope_fails_alone(&flooder, &others, 12_000, 1);
 }

@@ -349,5 +349,5 @@ fn a_flooding_scope_fails_alone() {
         .iter()
         .map(|g| g as &(dyn NameScope + Sync))
         .collect();
-    names::a_flooding_scope_fails_alone(&flooder, &others, 100_000);
+    names::a_flooding_scope_fails_alone(&flooder, &others, 100_000, 4);
 }

@@ -133,8 +133,8 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
 /// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS`: `A` queries over UDP
 /// to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
 /// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (5 s
-/// timeout, no retry). Prints `ok=N failed=M lat=…` (each lookup's microseconds, in no order,
-/// only when there are at most 10,000) on stdout; a lookup succeeds when it is answered
+/// timeout, no retry). Prints `ok=N failed=M lat=… why=…` (each lookup's microseconds, in no
+/// order, only when there are at most 10,000; the first failures, `NAME:REASON`) on stdout; a lookup succeeds when it is answered
 /// NOERROR with an address. Returns 0.
 pub(super) fn resolve_many(
     prefix: &str,
@@ -149,7 +149,8 @@ pub(super) fn resolve_many(
     let count: usize = count.parse().unwrap();
     let rounds: usize = rounds.parse().unwrap();
     let threads: usize = threads.parse::<usize>().unwrap().max(1);
-    let one = |socket: &UdpSocket, name: &str, id: u16| -> bool {
+    // Ok, or why not: `send`, `timeout`, `unparsable`, `rcode-N`, `no-address`.
+    let one = |socket: &UdpSocket, name: &str, id: u16| -> Result<(), String> {
         let mut query = Message::new();
         query
             .set_id(id)
@@ -157,28 +158,30 @@ pub(super) fn resolve_many(
             .set_op_code(OpCode::Query)
             .set_recursion_desired(true)
             .add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
-        if socket
+        socket
             .send_to(&query.to_vec().unwrap(), "10.0.0.53:53")
-            .is_err()
-        {
-            return false;
-        }
+            .map_err(|_| "send".to_owned())?;
         let mut buf = [0u8; 4096];
         // A late reply to an earlier query (its id) is skipped.
         loop {
-            let Ok((n, _)) = socket.recv_from(&mut buf) else {
-                return false;
-            };
-            let Ok(reply) = Message::from_vec(&buf[..n]) else {
-                return false;
-            };
-            if reply.id() == id {
-                return reply.response_code() == ResponseCode::NoError
-                    && reply.answers().iter().any(|r| r.data().ip_addr().is_some());
+            let (n, _) = socket
+                .recv_from(&mut buf)
+                .map_err(|_| "timeout".to_owned())?;
+            let reply = Message::from_vec(&buf[..n]).map_err(|_| "unparsable".to_owned())?;
+            if reply.id() != id {
+                continue;
             }
+            if reply.response_code() != ResponseCode::NoError {
+                return Err(format!("rcode-{}", u16::from(reply.response_code())));
+            }
+            if !reply.answers().iter().any(|r| r.data().ip_addr().is_some()) {
+                return Err("no-address".to_owned());
+            }
+            return Ok(());
         }
     };
-    let results: Vec<(usize, usize, Vec<u32>)> = std::thread::scope(|s| {
+    type Run = (usize, usize, Vec<u32>, Vec<String>);
+    let results: Vec<Run> = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
@@ -186,22 +189,26 @@ pub(super) fn resolve_many(
                     socket
                         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
                         .unwrap();
-                    let (mut ok, mut failed, mut lat) = (0, 0, Vec::new());
+                    let (mut ok, mut failed, mut lat, mut why) = (0, 0, Vec::new(), Vec::new());
                     let mut id: u16 = 0;
                     for _ in 0..rounds {
                         for k in (t..count).step_by(threads) {
                             id = id.wrapping_add(1);
                             let start = std::time::Instant::now();
-                            if one(&socket, &format!("{prefix}{k}{suffix}"), id) {
-                                ok += 1;
-                            } else {
-                                failed += 1;
+                            match one(&socket, &format!("{prefix}{k}{suffix}"), id) {
+                                Ok(()) => ok += 1,
+                                Err(e) => {
+                                    failed += 1;
+                                    if why.len() < 10 {
+                                        why.push(format!("{prefix}{k}{suffix}:{e}"));
+                                    }
+                                }
                             }
                             let us = start.elapsed().as_micros();
                             lat.push(u32::try_from(us).unwrap_or(u32::MAX));
                         }
                     }
-                    (ok, failed, lat)
+                    (ok, failed, lat, why)
                 })
             })
             .collect();
@@ -217,7 +224,12 @@ pub(super) fn resolve_many(
     } else {
         Vec::new()
     };
-    println!("ok={ok} failed={failed} lat={}", lat.join(","));
+    let why: Vec<String> = results.iter().flat_map(|r| r.3.iter().cloned()).collect();
+    println!(
+        "ok={ok} failed={failed} lat={} why={}",
+        lat.join(","),
+        why.join(",")
+    );
     0
 }
 

@@ -129,15 +129,18 @@ impl NameServer {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let udp = UdpSocket::bind((ip, 53)).unwrap();
         let tcp = TcpListener::bind((ip, 53)).unwrap();
-        let log = Arc::clone(&asked);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok((n, from)) = udp.recv_from(&mut buf) {
-                if let Some(r) = answer(&buf[..n], &log) {
-                    let _ = udp.send_to(&r, from);
+        // Two threads on the UDP socket: the load test keeps it busy.
+        for udp in [udp.try_clone().unwrap(), udp] {
+            let log = Arc::clone(&asked);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok((n, from)) = udp.recv_from(&mut buf) {
+                    if let Some(r) = answer(&buf[..n], &log) {
+                        let _ = udp.send_to(&r, from);
+                    }
                 }
-            }
-        });
+            });
+        }
         let log = Arc::clone(&asked);
         std::thread::spawn(move || {
             for conn in tcp.incoming() {
@@ -381,6 +384,7 @@ struct Many {
     ok: usize,
     failed: usize,
     lat: Vec<u32>,
+    why: String,
 }
 
 fn resolve_many(
@@ -417,6 +421,7 @@ fn resolve_many(
             .filter(|s| !s.is_empty())
             .map(|s| s.parse().unwrap())
             .collect(),
+        why: field("why="),
     }
 }
 
@@ -455,9 +460,10 @@ fn load_round(others: &[&(dyn NameScope + Sync)], round: usize) -> Vec<u32> {
                 assert_eq!(
                     run.failed,
                     0,
-                    "scope {i} failed {} of {} lookups in round {round}",
+                    "scope {i} failed {} of {} lookups in round {round}: {}",
                     run.failed,
-                    run.ok + run.failed
+                    run.ok + run.failed,
+                    run.why
                 );
                 run
             })
@@ -471,10 +477,13 @@ fn load_round(others: &[&(dyn NameScope + Sync)], round: usize) -> Vec<u32> {
 /// answers map holds), every lookup of every other scope still succeeds. Prints the others'
 /// latencies, quiet and under the flood (`docs/benchmarks.md`); asserts no failure outside
 /// the flooder. The flooder's own lookups may fail (it evicts its own answers).
+///
+/// The flooder asks `flood_threads` names at a time.
 pub fn a_flooding_scope_fails_alone(
     flooder: &(dyn NameScope + Sync),
     others: &[&(dyn NameScope + Sync)],
     flood: usize,
+    flood_threads: usize,
 ) {
     name_servers();
     let mut quiet = load_round(others, 0);
@@ -482,7 +491,7 @@ pub fn a_flooding_scope_fails_alone(
     let started = std::time::Instant::now();
     let (flooded, loaded, rounds) = std::thread::scope(|s| {
         let flooding = s.spawn(|| {
-            let run = resolve_many(flooder, "f", ".flood.test", flood, 1, 4);
+            let run = resolve_many(flooder, "f", ".flood.test", flood, 1, flood_threads);
             done.store(true, std::sync::atomic::Ordering::SeqCst);
             run
         });
