@@ -133,8 +133,9 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
 /// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS`: `A` queries over UDP
 /// to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
 /// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (5 s
-/// timeout, no retry). Prints `ok=N failed=M lat=… why=…` (each lookup's microseconds, in no
-/// order, only when there are at most 10,000; the first failures, `NAME:REASON`) on stdout; a lookup succeeds when it is answered
+/// timeout, then the query once more, as stub resolvers do). Prints `ok=N failed=M retried=R
+/// lat=… why=…` on stdout: each lookup's microseconds (in no order, only when there are at
+/// most 10,000) and the first failures (`NAME:REASON`). A lookup succeeds when it is answered
 /// NOERROR with an address. Returns 0.
 pub(super) fn resolve_many(
     prefix: &str,
@@ -149,7 +150,11 @@ pub(super) fn resolve_many(
     let count: usize = count.parse().unwrap();
     let rounds: usize = rounds.parse().unwrap();
     let threads: usize = threads.parse::<usize>().unwrap().max(1);
-    // Ok, or why not: `send`, `timeout`, `unparsable`, `rcode-N`, `no-address`.
+    // Lookups sent a second time after a timeout, as a stub resolver does (glibc's
+    // `attempts:2`).
+    let retried = std::sync::atomic::AtomicUsize::new(0);
+    let retried = &retried;
+    // Ok, or why not: `send`, `timeout` (twice), `unparsable`, `rcode-N`, `no-address`.
     let one = |socket: &UdpSocket, name: &str, id: u16| -> Result<(), String> {
         let mut query = Message::new();
         query
@@ -158,27 +163,31 @@ pub(super) fn resolve_many(
             .set_op_code(OpCode::Query)
             .set_recursion_desired(true)
             .add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
-        socket
-            .send_to(&query.to_vec().unwrap(), "10.0.0.53:53")
-            .map_err(|_| "send".to_owned())?;
+        let bytes = query.to_vec().unwrap();
         let mut buf = [0u8; 4096];
-        // A late reply to an earlier query (its id) is skipped.
-        loop {
-            let (n, _) = socket
-                .recv_from(&mut buf)
-                .map_err(|_| "timeout".to_owned())?;
-            let reply = Message::from_vec(&buf[..n]).map_err(|_| "unparsable".to_owned())?;
-            if reply.id() != id {
-                continue;
+        for attempt in 0..2 {
+            if attempt > 0 {
+                retried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
-            if reply.response_code() != ResponseCode::NoError {
-                return Err(format!("rcode-{}", u16::from(reply.response_code())));
+            socket
+                .send_to(&bytes, "10.0.0.53:53")
+                .map_err(|_| "send".to_owned())?;
+            // A late reply to an earlier query (its id) is skipped.
+            while let Ok((n, _)) = socket.recv_from(&mut buf) {
+                let reply = Message::from_vec(&buf[..n]).map_err(|_| "unparsable".to_owned())?;
+                if reply.id() != id {
+                    continue;
+                }
+                if reply.response_code() != ResponseCode::NoError {
+                    return Err(format!("rcode-{}", u16::from(reply.response_code())));
+                }
+                if !reply.answers().iter().any(|r| r.data().ip_addr().is_some()) {
+                    return Err("no-address".to_owned());
+                }
+                return Ok(());
             }
-            if !reply.answers().iter().any(|r| r.data().ip_addr().is_some()) {
-                return Err("no-address".to_owned());
-            }
-            return Ok(());
         }
+        Err("timeout".to_owned())
     };
     type Run = (usize, usize, Vec<u32>, Vec<String>);
     let results: Vec<Run> = std::thread::scope(|s| {
@@ -226,7 +235,8 @@ pub(super) fn resolve_many(
     };
     let why: Vec<String> = results.iter().flat_map(|r| r.3.iter().cloned()).collect();
     println!(
-        "ok={ok} failed={failed} lat={} why={}",
+        "ok={ok} failed={failed} retried={} lat={} why={}",
+        retried.load(std::sync::atomic::Ordering::Relaxed),
         lat.join(","),
         why.join(",")
     );

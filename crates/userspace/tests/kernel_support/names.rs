@@ -385,6 +385,7 @@ struct Many {
     failed: usize,
     lat: Vec<u32>,
     why: String,
+    retried: usize,
 }
 
 fn resolve_many(
@@ -422,6 +423,7 @@ fn resolve_many(
             .map(|s| s.parse().unwrap())
             .collect(),
         why: field("why="),
+        retried: field("retried=").parse().unwrap(),
     }
 }
 
@@ -438,8 +440,9 @@ const LOAD_NAMES: usize = 10;
 const LOAD_ROUNDS: usize = 2;
 
 /// One round of `others` at once, each resolving its own [`LOAD_NAMES`] names of round `round`
-/// ([`LOAD_ROUNDS`] times over); every lookup must succeed. Their latencies.
-fn load_round(others: &[&(dyn NameScope + Sync)], round: usize) -> Vec<u32> {
+/// ([`LOAD_ROUNDS`] times over); every lookup must succeed. Their latencies, and how many
+/// were sent twice (after a 5 s timeout).
+fn load_round(others: &[&(dyn NameScope + Sync)], round: usize) -> (Vec<u32>, usize) {
     let runs: Vec<Many> = std::thread::scope(|s| {
         let runs: Vec<_> = others
             .iter()
@@ -469,7 +472,8 @@ fn load_round(others: &[&(dyn NameScope + Sync)], round: usize) -> Vec<u32> {
             })
             .collect()
     });
-    runs.into_iter().flat_map(|r| r.lat).collect()
+    let retried = runs.iter().map(|r| r.retried).sum();
+    (runs.into_iter().flat_map(|r| r.lat).collect(), retried)
 }
 
 /// `flooder` granted `*.flood.test`, each of `others` `*.load.test`: while the flooder asks
@@ -486,7 +490,7 @@ pub fn a_flooding_scope_fails_alone(
     flood_threads: usize,
 ) {
     name_servers();
-    let mut quiet = load_round(others, 0);
+    let (mut quiet, quiet_retried) = load_round(others, 0);
     let done = std::sync::atomic::AtomicBool::new(false);
     let started = std::time::Instant::now();
     let (flooded, loaded, rounds) = std::thread::scope(|s| {
@@ -495,12 +499,14 @@ pub fn a_flooding_scope_fails_alone(
             done.store(true, std::sync::atomic::Ordering::SeqCst);
             run
         });
-        let mut loaded = Vec::new();
+        let (mut loaded, mut retried) = (Vec::new(), 0);
         let mut round = 1;
         // A round a second until the flood is over (the last one well past the map's 65,536
         // entries), leaving the flooder most of the machine.
         while !done.load(std::sync::atomic::Ordering::SeqCst) && round < 200 {
-            loaded.extend(load_round(others, round));
+            let (lat, r) = load_round(others, round);
+            loaded.extend(lat);
+            retried += r;
             round += 1;
             for _ in 0..10 {
                 if done.load(std::sync::atomic::Ordering::SeqCst) {
@@ -509,8 +515,9 @@ pub fn a_flooding_scope_fails_alone(
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
-        (flooding.join().unwrap(), loaded, round - 1)
+        (flooding.join().unwrap(), (loaded, retried), round - 1)
     });
+    let (loaded, loaded_retried) = loaded;
     let took = started.elapsed();
     let (q50, q99) = (percentile(&mut quiet, 50.0), percentile(&mut quiet, 99.0));
     let (l50, l99) = (
@@ -520,7 +527,8 @@ pub fn a_flooding_scope_fails_alone(
     println!(
         "load: {} scopes × {LOAD_NAMES} names × {LOAD_ROUNDS}; quiet p50 {q50} µs p99 {q99} µs; \
          under a flood of {flood} names ({} ok, {} failed, {:.1} s, {rounds} rounds, {} lookups): \
-         p50 {l50} µs p99 {l99} µs ({:.2}× quiet)",
+         p50 {l50} µs p99 {l99} µs ({:.2}× quiet); lookups sent twice after a 5 s timeout: \
+         {quiet_retried} quiet, {loaded_retried} under the flood",
         others.len(),
         flooded.ok,
         flooded.failed,
