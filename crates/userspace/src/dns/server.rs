@@ -1,7 +1,9 @@
 //! The sockets and threads of one scope's resolver.
 //!
 //! Per address family (127.0.0.1, and [::1] when it can be bound on the same port): one
-//! thread receives UDP queries and hands each to a short-lived worker thread, one thread
+//! thread receives UDP queries, answers those that need nothing from upstream itself (an
+//! ungranted name, another type, an answer in the cache) and hands each other one to a
+//! short-lived worker thread, one thread
 //! accepts TCP connections and serves each in a thread of its own. Both kinds of worker are
 //! bounded ([`MAX_UDP_WORKERS`], [`MAX_TCP_CONNECTIONS`]): past the bound a datagram is
 //! dropped (the client retries) and a connection is closed at once. Every blocking read waits
