@@ -1,6 +1,7 @@
 //! The decision on one query: from the client's bytes (and an upstream exchange) to the reply,
-//! the addresses to admit and the denials to report. No sockets here: [`respond`] takes the
-//! upstream as a closure and the sink as a trait object, so every rule is unit-tested.
+//! the addresses to admit and the denials to report. No sockets here: [`decide`] takes the
+//! upstream as a closure and [`finish`] the sink as a trait object, so every rule is
+//! unit-tested.
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
