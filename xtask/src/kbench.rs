@@ -54,7 +54,7 @@ pub struct Args {
     #[arg(long, default_value_t = 9)]
     pub tax_rounds: usize,
     /// Rounds of the name-grants phase, last in the boot: UDP connects in a scope with 0, 1
-    /// and 10,000 answers in the kernel's answers map. 0 skips the phase.
+    /// and 4,096 answers (one scope's quota) in the kernel's answers map. 0 skips the phase.
     #[arg(long, default_value_t = 10)]
     pub dns_rounds: usize,
     /// Run this already-built bench executable (`cargo bench --no-run -p bee-userspace

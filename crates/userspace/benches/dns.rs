@@ -2,8 +2,10 @@
 //! asking the upstream server directly, on loopback, no kernel involved.
 //!
 //! A fake authoritative server on `127.0.0.1` (UDP, built here with hickory-proto) answers every
-//! A query with one public address. The resolver forwards to it, with a policy granting the
-//! one name the client asks for and an [`AnswerSink`] that accepts without doing anything: the
+//! A query with one public address. The resolver forwards the first query to it and answers
+//! the rest from its cache (the answer's TTL is 300 s): the series through the resolver is a
+//! repeated lookup. The policy grants the one name the client asks for, and the
+//! [`AnswerSink`] accepts without doing anything (it is still called for every reply): the
 //! kernel map write of a real scope (`AnswerMap::admit`) is not part of this figure (it needs a
 //! kernel running bee's programs; the kernel benchmark times it, `benches/kernel/dns.rs`).
 //!

@@ -49,9 +49,14 @@ struct Upstream {
 
 impl Upstream {
     fn start(table: Vec<(&str, Behaviour)>) -> Upstream {
+        Self::start_at("127.0.0.1:0", table)
+    }
+
+    /// The fake server on `at` (`[::1]:0`: an IPv6 name server).
+    fn start_at(at: &str, table: Vec<(&str, Behaviour)>) -> Upstream {
         let table: Arc<HashMap<String, Behaviour>> =
             Arc::new(table.into_iter().map(|(n, b)| (n.to_owned(), b)).collect());
-        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let udp = UdpSocket::bind(at).unwrap();
         let addr = udp.local_addr().unwrap();
         let tcp = TcpListener::bind(addr).unwrap();
         udp.set_read_timeout(Some(Duration::from_millis(50)))
@@ -779,4 +784,279 @@ fn stop_is_prompt_and_final() {
         .set_read_timeout(Some(Duration::from_millis(100)))
         .unwrap();
     assert!(socket.recv_from(&mut [0u8; 512]).is_err());
+}
+
+/// A repeated question is answered from the scope's cache while its answer lives: nothing is
+/// asked upstream again, the TTLs count down, and the addresses are admitted again (an answer
+/// evicted from the kernel's map meanwhile comes back before the client sees it).
+#[test]
+fn a_repeated_lookup_is_answered_from_the_cache() {
+    let up = Upstream::start(vec![(
+        "ok.test",
+        Behaviour::Answer(vec![a("ok.test.", 60, [13, 0, 0, 9])]),
+    )]);
+    let sink = Sink::new();
+    let resolver = start(config(&up), Grants::of(&["ok.test"]), &sink);
+    let first = udp_query(resolver.port(), "ok.test", RecordType::A);
+    assert_eq!(first.answers()[0].ttl(), 60);
+    thread::sleep(Duration::from_millis(1100));
+    for spelling in ["ok.test", "OK.Test."] {
+        let again = udp_query(resolver.port(), spelling, RecordType::A);
+        assert_eq!(addrs(&again), vec![IpAddr::from([13, 0, 0, 9])]);
+        assert!(
+            again.answers()[0].ttl() < 60,
+            "{}",
+            again.answers()[0].ttl()
+        );
+        let owner = again.answers()[0].name().to_ascii();
+        assert_eq!(owner.trim_end_matches('.'), spelling.trim_end_matches('.'));
+    }
+    let mut conn = tcp_connect(resolver.port());
+    let over_tcp = tcp_exchange(&mut conn, "ok.test", RecordType::A, 9);
+    assert_eq!(addrs(&over_tcp), vec![IpAddr::from([13, 0, 0, 9])]);
+    assert_eq!(up.asked().len(), 1, "{:?}", up.asked());
+    let admitted = sink.admitted();
+    assert_eq!(admitted.len(), 4);
+    assert!(
+        admitted[1..]
+            .iter()
+            .all(|a| a.ttl < Duration::from_secs(59))
+    );
+    // Another type of the same name is another question.
+    udp_query(resolver.port(), "ok.test", RecordType::AAAA);
+    assert_eq!(up.asked().len(), 2);
+    // After a change of grants nothing cached is used.
+    resolver.clear_cache();
+    udp_query(resolver.port(), "ok.test", RecordType::A);
+    assert_eq!(up.asked().len(), 3);
+}
+
+/// A cached answer lives its lowest TTL less a second, then the name is asked again; a
+/// refusal or a failure is never cached.
+#[test]
+fn the_cache_honours_ttls() {
+    let up = Upstream::start(vec![
+        (
+            "short.test",
+            Behaviour::Answer(vec![a("short.test.", 2, [13, 0, 0, 1])]),
+        ),
+        ("silent.test", Behaviour::Silent),
+    ]);
+    let sink = Sink::new();
+    let mut c = config(&up);
+    c.ttl_min = Duration::from_secs(2);
+    c.timeout = Duration::from_millis(300);
+    let resolver = start(
+        c,
+        Grants::of(&["short.test", "missing.test", "silent.test"]),
+        &sink,
+    );
+    udp_query(resolver.port(), "short.test", RecordType::A);
+    udp_query(resolver.port(), "short.test", RecordType::A);
+    assert_eq!(up.asked().len(), 1);
+    thread::sleep(Duration::from_millis(1200));
+    let reply = udp_query(resolver.port(), "short.test", RecordType::A);
+    assert_eq!(reply.answers()[0].ttl(), 2, "asked again, a fresh TTL");
+    assert_eq!(up.asked().len(), 2);
+    for _ in 0..2 {
+        let r = udp_query(resolver.port(), "missing.test", RecordType::A);
+        assert_eq!(r.response_code(), ResponseCode::NXDomain);
+        let r = udp_query(resolver.port(), "silent.test", RecordType::A);
+        assert_eq!(r.response_code(), ResponseCode::ServFail);
+    }
+    let asked = up.asked();
+    assert_eq!(asked.iter().filter(|q| q.0 == "missing.test").count(), 2);
+    assert_eq!(asked.iter().filter(|q| q.0 == "silent.test").count(), 2);
+}
+
+/// `bind(2)` of `addr` with `SO_REUSEADDR` and `SO_REUSEPORT` set, as a process that wants
+/// the port would try; the errno (0: bound).
+fn bind_errno(addr: SocketAddr, kind: libc::c_int) -> i32 {
+    use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2); the descriptor is owned below.
+    let fd = unsafe { libc::socket(family, kind, 0) };
+    assert!(fd >= 0);
+    // SAFETY: `fd` is a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let one: libc::c_int = 1;
+    for opt in [libc::SO_REUSEADDR, libc::SO_REUSEPORT] {
+        // SAFETY: `one` outlives the call, and its size is passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&raw const one).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+    }
+    let rc = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*a.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: `sin` is a valid sockaddr_in of the size passed.
+            unsafe {
+                libc::bind(
+                    fd.as_raw_fd(),
+                    (&raw const sin).cast(),
+                    size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                )
+            }
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: 0,
+            };
+            // SAFETY: `sin6` is a valid sockaddr_in6 of the size passed.
+            unsafe {
+                libc::bind(
+                    fd.as_raw_fd(),
+                    (&raw const sin6).cast(),
+                    size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                )
+            }
+        }
+    };
+    if rc == 0 {
+        0
+    } else {
+        std::io::Error::last_os_error().raw_os_error().unwrap()
+    }
+}
+
+/// While a resolver lives, no other socket of the host binds its port, on the loopback
+/// address or the wildcard, UDP or TCP, even with `SO_REUSEADDR` and `SO_REUSEPORT`: nothing
+/// else can receive what its scope sends there. Once it stopped, the port is free again.
+#[test]
+fn a_resolvers_port_is_held_while_it_lives() {
+    let up = Upstream::start(Vec::new());
+    let resolver = start(config(&up), Grants::of(&["ok.test"]), &Sink::new());
+    let port = resolver.port();
+    let mut addrs: Vec<SocketAddr> = vec![
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        SocketAddr::from(([0, 0, 0, 0], port)),
+    ];
+    if resolver.v6() {
+        addrs.push(SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, port)));
+        addrs.push(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)));
+    }
+    for addr in &addrs {
+        for kind in [libc::SOCK_DGRAM, libc::SOCK_STREAM] {
+            assert_eq!(bind_errno(*addr, kind), libc::EADDRINUSE, "{addr} {kind}");
+        }
+    }
+    resolver.stop();
+    assert_eq!(bind_errno(addrs[0], libc::SOCK_DGRAM), 0);
+}
+
+/// An IPv6 name server (`nameserver ::1`) serves like an IPv4 one, over UDP and over TCP for
+/// a truncated answer.
+#[test]
+fn an_ipv6_name_server_works() {
+    if UdpSocket::bind("[::1]:0").is_err() {
+        // No IPv6 loopback on this host.
+        return;
+    }
+    let many: Vec<Record> = (0..100u8)
+        .map(|i| a("big.test.", 60, [13, 0, 1, i]))
+        .collect();
+    let up = Upstream::start_at(
+        "[::1]:0",
+        vec![
+            (
+                "ok.test",
+                Behaviour::Answer(vec![aaaa("ok.test.", 60, "2600:9000::9")]),
+            ),
+            ("big.test", Behaviour::Answer(many)),
+        ],
+    );
+    assert!(up.addr.is_ipv6());
+    let sink = Sink::new();
+    let resolver = start(config(&up), Grants::of(&["ok.test", "big.test"]), &sink);
+    let reply = udp_query(resolver.port(), "ok.test", RecordType::AAAA);
+    assert_eq!(
+        addrs(&reply),
+        vec!["2600:9000::9".parse::<IpAddr>().unwrap()]
+    );
+    let reply = udp_query(resolver.port(), "big.test", RecordType::A);
+    assert_eq!(reply.response_code(), ResponseCode::NoError);
+    assert!(up.asked().iter().any(|q| q.0 == "big.test" && q.2 == "tcp"));
+    // The resolv.conf spelling, with and without a zone.
+    let conf = bee_userspace::dns::parse_resolv_conf("nameserver ::1\nnameserver fe80::1%1\n");
+    assert_eq!(
+        conf[0],
+        SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, 53))
+    );
+    assert!(matches!(conf[1], SocketAddr::V6(a) if a.scope_id() == 1));
+}
+
+/// Median µs of `n` runs of `f`.
+fn median_us(n: usize, mut f: impl FnMut(usize)) -> f64 {
+    let mut times: Vec<f64> = (0..n)
+        .map(|i| {
+            let t = Instant::now();
+            f(i);
+            t.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[n / 2]
+}
+
+/// The cost of a lookup through the resolver: a name asked for the first time (a worker
+/// thread, an upstream socket), the same name again (from the cache, in the receiving
+/// thread), and the same question asked of the upstream directly. `docs/benchmarks.md`:
+/// `cargo test --release -p bee-userspace --test dns_resolver -- --ignored --nocapture bench_`.
+#[test]
+#[ignore = "a benchmark: run by hand"]
+fn bench_repeated_lookup_against_direct() {
+    let n = 1000;
+    let table: Vec<(String, Behaviour)> = (0..n)
+        .map(|i| {
+            let name = format!("n{i}.b.test");
+            let rec = a(
+                &format!("{name}."),
+                300,
+                [13, 0, (i / 256) as u8, (i % 256) as u8],
+            );
+            (name, Behaviour::Answer(vec![rec]))
+        })
+        .collect();
+    let up = Upstream::start(table.iter().map(|(n, b)| (n.as_str(), b.clone())).collect());
+    let resolver = start(config(&up), Grants::of(&["*.b.test"]), &Sink::new());
+    let port = resolver.port();
+    let direct = median_us(n, |i| {
+        udp_query_at(up.addr, &format!("n{i}.b.test"), RecordType::A).unwrap();
+    });
+    let first = median_us(n, |i| {
+        udp_query(port, &format!("n{i}.b.test"), RecordType::A);
+    });
+    let repeated = median_us(n, |i| {
+        udp_query(port, &format!("n{i}.b.test"), RecordType::A);
+    });
+    println!(
+        "median µs over {n}: direct {direct:.1}, first lookup {first:.1} ({:.2}× direct), \
+         repeated {repeated:.1} ({:.2}× direct)",
+        first / direct,
+        repeated / direct
+    );
 }

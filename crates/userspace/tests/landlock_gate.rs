@@ -338,3 +338,16 @@ fn another_processs_scope_cannot_use_this_scopes_resolver() {
     let free = listener.local_addr().unwrap().port().to_string();
     assert_eq!(intruder.connect("127.0.0.1", &free), 0);
 }
+
+/// Issue "hold under load": 50 gated scopes resolving at once while a 51st floods 100,000
+/// distinct names; none of the 50 fails (the flooder's answers stay within its quota).
+#[test]
+fn a_flooding_scope_fails_alone() {
+    let flooder = Gated::names(&["*.flood.test"]);
+    let others: Vec<Gated> = (0..50).map(|_| Gated::names(&["*.load.test"])).collect();
+    let others: Vec<&(dyn NameScope + Sync)> = others
+        .iter()
+        .map(|g| g as &(dyn NameScope + Sync))
+        .collect();
+    names::a_flooding_scope_fails_alone(&flooder, &others, 100_000, 4);
+}

@@ -12,7 +12,8 @@
 //! - *bee*: the minimal policy, whose only net rule grants UDP to `127.0.0.1` on the
 //!   benchmark's port, without name grants;
 //! - *bee + names*: the same plan installed with `SCOPE_DNS` (its DNS map entry names an idle
-//!   loopback port: nothing is sent there), and 0, 1 or 10,000 answers of its own in the map.
+//!   loopback port: nothing is sent there), and 0, 1 or 4,096 answers of its own in the map (its quota,
+//!   `SCOPE_ANSWERS_MAX`).
 //!
 //! Each connects its UDP socket (as the per-operation loop does) to three peers on the
 //! benchmark's port: `127.0.0.1`, which the address rule grants; [`ANSWER`], which only an
@@ -33,7 +34,9 @@ use std::time::{Duration, Instant};
 use bee_common::scope::SCOPE_DNS;
 use bee_common::{NetPortRule, NetValue, PROTO_UDP};
 use bee_userspace::cgroup::{CgroupParent, ScopeCgroup, ScopeLimits};
-use bee_userspace::engine::{AnswerMap, Engine, EngineOptions, SharedEngine, dns_value};
+use bee_userspace::engine::{
+    AnswerMap, Engine, EngineOptions, SCOPE_ANSWERS_MAX, SharedEngine, dns_value,
+};
 use bee_userspace::plan::EnforcementPlan;
 
 use crate::{Options, Res, Worker, median, out, percentile, program_stats};
@@ -46,8 +49,8 @@ pub const NEITHER: [u8; 4] = [127, 65, 0, 1];
 const ITERS: u64 = 200;
 /// Samples per worker, peer and answer count in a round.
 const SAMPLES: usize = 5;
-/// The answer counts compared.
-const STATES: [usize; 3] = [0, 1, 10_000];
+/// The answer counts compared: none, one, and as many as one scope may hold.
+const STATES: [usize; 3] = [0, 1, SCOPE_ANSWERS_MAX];
 /// The answers' TTL.
 const TTL: Duration = Duration::from_secs(3600);
 
@@ -231,7 +234,7 @@ pub fn name_grants(
         }
     }
 
-    // With run-time statistics on, each connect once more per worker with 10,000 answers.
+    // With run-time statistics on, each connect once more per worker with 4,096 answers.
     set_answers(&answers, dns_cgroup, STATES[ns - 1], had, &ports)?;
     let breakdown = (|| -> Res<Vec<String>> {
         let _stats = aya::sys::enable_stats(aya::sys::Stats::RunTime)?;
@@ -280,7 +283,7 @@ pub fn name_grants(
 
     out("");
     out(&format!(
-        "### Name grants: UDP connect with 0, 1 and 10,000 answers in the scope (median of {} \
+        "### Name grants: UDP connect with 0, 1 and 4,096 answers in the scope (median of {} \
          rounds × {SAMPLES} samples of {ITERS} connects; DNS steering attached throughout)",
         o.dns_rounds
     ));
@@ -302,9 +305,9 @@ pub fn name_grants(
         }
     }
     out("");
-    out("With 0 answers the scope's connects to 127.64.0.1 are denied; with 1 or 10,000 granted.");
+    out("With 0 answers the scope's connects to 127.64.0.1 are denied; with 1 or 4,096 granted.");
     out("");
-    out("| bee + names, × its own figure with 0 answers | 1 answer | 10,000 answers |");
+    out("| bee + names, × its own figure with 0 answers | 1 answer | 4,096 answers |");
     out("| --- | ---: | ---: |");
     for (p, (_, label)) in PEERS.iter().enumerate() {
         let zero = median(&mut samples[0][p][2]);
@@ -316,7 +319,7 @@ pub fn name_grants(
     }
     out("");
     out(&format!(
-        "Filling 10,000 answers (`AnswerMap::admit`, one scope, one port rule each): p50 {:.1} µs \
+        "Filling 4,096 answers (`AnswerMap::admit`, one scope, one port rule each): p50 {:.1} µs \
          per answer, {:.1}–{:.1} µs over {} fills; emptying them (`forget_scope`): p50 {:.0} ms",
         median(&mut admit_us),
         admit_us.first().copied().unwrap_or(f64::NAN),
@@ -326,7 +329,7 @@ pub fn name_grants(
     ));
     out("");
     out(
-        "#### Where the time goes, 10,000 answers: BPF program run time per connect \
+        "#### Where the time goes, 4,096 answers: BPF program run time per connect \
          (`BPF_STATS_RUN_TIME`)",
     );
     out("");

@@ -24,7 +24,7 @@
 //! 3. **workload**: a busybox shell script of a few thousand file operations (untar, find,
 //!    grep, cp, rm) run by the same four kinds of worker, alternated the same way;
 //! 4. **name grants** (`dns.rs`), last, with an engine of its own: UDP `connect` in a scope
-//!    with `SCOPE_DNS` and 0, 1 or 10,000 answers in the kernel's answers map, to a peer an
+//!    with `SCOPE_DNS` and 0, 1 or 4,096 answers (its quota) in the kernel's answers map, to a peer an
 //!    address rule grants, one only an answer covers and one neither covers, against a scope
 //!    without name grants and a process outside every scope; and the cost of filling the map.
 //!

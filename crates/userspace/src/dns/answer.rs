@@ -1,10 +1,12 @@
 //! The decision on one query: from the client's bytes (and an upstream exchange) to the reply,
-//! the addresses to admit and the denials to report. No sockets here: [`respond`] takes the
-//! upstream as a closure and the sink as a trait object, so every rule is unit-tested.
+//! the addresses to admit and the denials to report. No sockets here: [`decide`] takes the
+//! upstream as a closure and [`finish`] the sink as a trait object, so every rule is
+//! unit-tested.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::rdata::CNAME;
@@ -98,6 +100,7 @@ impl Decision {
 /// to send (`None`: drop the packet — it was not a DNS query).
 ///
 /// `upstream` sends a complete DNS query and returns the answer's bytes (`Err`: why not).
+#[cfg(test)]
 pub(super) fn respond(
     query: &[u8],
     transport: Transport,
@@ -106,7 +109,17 @@ pub(super) fn respond(
     sink: &dyn Sink,
     upstream: &mut Exchange<'_>,
 ) -> Option<Vec<u8>> {
-    let decision = decide(query, config, grants, upstream)?;
+    let decision = decide(query, config, grants, None, upstream)?;
+    finish(&decision, sink, transport)
+}
+
+/// The rest of the exchange once `decision` is made: report its denials, admit its addresses,
+/// and encode the reply for `transport` (`None`: it cannot be encoded).
+pub(super) fn finish(
+    decision: &Decision,
+    sink: &dyn Sink,
+    transport: Transport,
+) -> Option<Vec<u8>> {
     for denial in &decision.denials {
         sink.denied(denial.clone());
     }
@@ -115,10 +128,14 @@ pub(super) fn respond(
 }
 
 /// Decides one query. `None`: not a DNS query (unparsable, or a response), to be dropped.
+///
+/// A granted A or AAAA question is answered from `cache` while an answer to it lives there;
+/// otherwise it is sent `upstream`, and an answer that admits addresses is cached.
 pub(super) fn decide(
     query: &[u8],
     config: &ResolverConfig,
     grants: &dyn NameGrants,
+    cache: Option<&AnswerCache>,
     upstream: &mut Exchange<'_>,
 ) -> Option<Decision> {
     let request = Message::from_vec(query).ok()?;
@@ -180,7 +197,21 @@ pub(super) fn decide(
         return Some(decision);
     }
 
-    match lookup(&name, question, &ports, config, grants, upstream) {
+    let cached = cache.and_then(|c| c.get(&name, qtype));
+    let found = match cached {
+        Some((resolved, age)) => spell(&resolved, &name, question, &ports, age),
+        None => {
+            let generation = cache.map(AnswerCache::generation);
+            resolve(&name, qtype, config, grants, upstream).and_then(|resolved| {
+                let found = spell(&resolved, &name, question, &ports, Duration::ZERO)?;
+                if let (Some(cache), Some(generation)) = (cache, generation) {
+                    cache.put(&name, qtype, resolved, generation);
+                }
+                Ok(found)
+            })
+        }
+    };
+    match found {
         Ok(found) => {
             for reason in found.refused {
                 decision.deny(name.clone(), qtype, reason);
@@ -225,17 +256,34 @@ impl Refusal {
     }
 }
 
-/// Asks upstream for `name` (granted `ports`), follows the answer's CNAME chain and keeps
-/// the admissible addresses of its last name.
-fn lookup(
+/// What an upstream answer resolved a name to, before it is spelled for a client: the CNAME
+/// chain (normalised names, clamped TTLs in seconds), the kept addresses of its last name
+/// (record data, address, clamped TTL) and why others were refused.
+#[derive(Debug, Clone)]
+pub(super) struct Resolved {
+    chain: Vec<(String, u32)>,
+    addrs: Vec<(RData, IpAddr, u32)>,
+    refused: Vec<NameDenialReason>,
+}
+
+impl Resolved {
+    /// The lowest TTL of the answer, in seconds (`None`: no address).
+    fn min_ttl(&self) -> Option<u32> {
+        let addrs = self.addrs.iter().map(|(_, _, t)| *t);
+        let lowest = addrs.min()?;
+        Some(self.chain.iter().map(|(_, t)| *t).fold(lowest, u32::min))
+    }
+}
+
+/// Asks upstream for `name`, follows the answer's CNAME chain and keeps the admissible
+/// addresses of its last name.
+fn resolve(
     name: &str,
-    question: &Query,
-    ports: &[PortGrant],
+    qtype: RecordType,
     config: &ResolverConfig,
     grants: &dyn NameGrants,
     upstream: &mut Exchange<'_>,
-) -> Result<Found, Refusal> {
-    let qtype = question.query_type();
+) -> Result<Resolved, Refusal> {
     let answer = forward(name, qtype, upstream).map_err(Refusal::servfail)?;
     match answer.response_code() {
         ResponseCode::NoError => {}
@@ -247,34 +295,14 @@ fn lookup(
         }
         other => return Err(Refusal::servfail(format!("the server answered {other}"))),
     }
-    // Reply records are owned by the client's spelling of the question name, and by the
-    // normalised names after it.
-    let owner = |n: &str| {
-        if n == name {
-            Ok(question.name().clone())
-        } else {
-            Name::from_labels(n.split('.').map(str::as_bytes))
-                .map_err(|e| Refusal::servfail(format!("name {n}: {e}")))
-        }
-    };
-    let mut records = Vec::new();
-    let chain = follow_chain(&answer, name, grants)?;
-    let mut current = name;
-    for (next, ttl) in &chain {
-        let rdata = RData::CNAME(CNAME(owner(next)?));
-        records.push(Record::from_rdata(
-            owner(current)?,
-            clamp_ttl(*ttl, config),
-            rdata,
-        ));
-        current = next;
-    }
-
-    // The addresses of the chain's last name.
-    let last = owner(current)?;
-    let mut found = Found {
-        records,
-        admitted: Vec::new(),
+    let chain: Vec<(String, u32)> = follow_chain(&answer, name, grants)?
+        .into_iter()
+        .map(|(n, ttl)| (n, clamp_ttl(ttl, config)))
+        .collect();
+    let current = chain.last().map_or(name, |(n, _)| n.as_str());
+    let mut resolved = Resolved {
+        chain: Vec::new(),
+        addrs: Vec::new(),
         refused: Vec::new(),
     };
     let mut seen = HashSet::new();
@@ -292,35 +320,174 @@ fn lookup(
         if !seen.insert(addr) {
             continue;
         }
-        if found.admitted.len() >= config.max_addresses {
+        if resolved.addrs.len() >= config.max_addresses {
             break;
         }
         if let Some(class) = refused_class(addr, config).filter(|_| !grants.address_allows(addr)) {
-            // At most as many reports as admissions: a huge answer must not flood the audit.
-            if found.refused.len() < config.max_addresses {
-                found
+            if resolved.refused.len() < config.max_addresses {
+                resolved
                     .refused
                     .push(NameDenialReason::SpecialAddress { addr, class });
             }
             continue;
         }
         let ttl = clamp_ttl(record.ttl(), config);
-        found
-            .records
-            .push(Record::from_rdata(last.clone(), ttl, record.data().clone()));
+        resolved.addrs.push((record.data().clone(), addr, ttl));
+    }
+    resolved.chain = chain;
+    Ok(resolved)
+}
+
+/// The reply records and the addresses to admit of `resolved`, the answer to `question`
+/// (granted `ports`) given `age` ago: every TTL lowered by it (whole seconds in the records;
+/// exactly for the admitted addresses).
+fn spell(
+    resolved: &Resolved,
+    name: &str,
+    question: &Query,
+    ports: &[PortGrant],
+    age: Duration,
+) -> Result<Found, Refusal> {
+    let secs = u32::try_from(age.as_secs()).unwrap_or(u32::MAX);
+    // Reply records are owned by the client's spelling of the question name, and by the
+    // normalised names after it.
+    let owner = |n: &str| {
+        if n == name {
+            Ok(question.name().clone())
+        } else {
+            Name::from_labels(n.split('.').map(str::as_bytes))
+                .map_err(|e| Refusal::servfail(format!("name {n}: {e}")))
+        }
+    };
+    let mut records = Vec::new();
+    let mut current = name;
+    for (next, ttl) in &resolved.chain {
+        let rdata = RData::CNAME(CNAME(owner(next)?));
+        records.push(Record::from_rdata(
+            owner(current)?,
+            ttl.saturating_sub(secs),
+            rdata,
+        ));
+        current = next;
+    }
+    let last = owner(current)?;
+    let mut found = Found {
+        records,
+        admitted: Vec::new(),
+        refused: resolved.refused.clone(),
+    };
+    for (data, addr, ttl) in &resolved.addrs {
+        found.records.push(Record::from_rdata(
+            last.clone(),
+            ttl.saturating_sub(secs),
+            data.clone(),
+        ));
         found.admitted.push(Admitted {
             name: name.to_owned(),
-            addr,
-            ttl: Duration::from_secs(u64::from(ttl)),
+            addr: *addr,
+            ttl: Duration::from_secs(u64::from(*ttl)).saturating_sub(age),
             ports: ports.to_vec(),
         });
     }
     Ok(found)
 }
 
-/// The CNAME chain of `name` in `answer`: each link's target (normalised) and TTL, in order.
-/// Every target must be granted (else NXDOMAIN, [`NameDenialReason::CnameNotGranted`]); a loop
-/// or a chain of more than [`MAX_CHAIN`] links fails.
+/// The most answers a scope's [`AnswerCache`] holds.
+pub(super) const CACHE_ENTRIES: usize = 1024;
+
+/// A scope's answers by (name, type), each until its lowest TTL less a second (so that a
+/// reply from it never carries a TTL under one second), for [`decide`] to answer a repeated
+/// question without asking upstream. Only answers that admit addresses are kept; at most
+/// [`CACHE_ENTRIES`], the soonest to expire going first when a new one needs room.
+#[derive(Debug, Default)]
+pub(super) struct AnswerCache {
+    entries: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    by_question: HashMap<(String, RecordType), Cached>,
+    /// How many times the cache was cleared: an answer asked for before a clear is not kept.
+    generation: u64,
+}
+
+#[derive(Debug)]
+struct Cached {
+    resolved: Resolved,
+    stored: Instant,
+    expires: Instant,
+}
+
+impl AnswerCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The live answer to (`name`, `qtype`) and its age; an expired one is dropped.
+    fn get(&self, name: &str, qtype: RecordType) -> Option<(Resolved, Duration)> {
+        let now = Instant::now();
+        let mut guard = self.lock();
+        let entries = &mut guard.by_question;
+        let key = (name.to_owned(), qtype);
+        let cached = entries.get(&key)?;
+        if cached.expires <= now {
+            entries.remove(&key);
+            return None;
+        }
+        Some((cached.resolved.clone(), now.duration_since(cached.stored)))
+    }
+
+    /// The generation to pass to [`AnswerCache::put`], taken before asking upstream.
+    fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Keeps `resolved`, the answer to (`name`, `qtype`) just received, unless the cache was
+    /// cleared since [`AnswerCache::generation`] said `generation` (the answer was decided by
+    /// grants that may be gone).
+    fn put(&self, name: &str, qtype: RecordType, resolved: Resolved, generation: u64) {
+        let Some(ttl) = resolved.min_ttl().filter(|t| *t > 1) else {
+            return;
+        };
+        let stored = Instant::now();
+        let expires = stored + Duration::from_secs(u64::from(ttl - 1));
+        let mut guard = self.lock();
+        if guard.generation != generation {
+            return;
+        }
+        let entries = &mut guard.by_question;
+        if entries.len() >= CACHE_ENTRIES {
+            entries.retain(|_, c| c.expires > stored);
+        }
+        if entries.len() >= CACHE_ENTRIES {
+            let soonest = entries
+                .iter()
+                .min_by_key(|(_, c)| c.expires)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = soonest {
+                entries.remove(&k);
+            }
+        }
+        entries.insert(
+            (name.to_owned(), qtype),
+            Cached {
+                resolved,
+                stored,
+                expires,
+            },
+        );
+    }
+
+    /// Drops every answer (the grants changed).
+    pub(super) fn clear(&self) {
+        let mut guard = self.lock();
+        guard.by_question.clear();
+        guard.generation += 1;
+    }
+}
+
 fn follow_chain(
     answer: &Message,
     name: &str,

@@ -23,6 +23,11 @@
 //!    [`AnswerSink::admit`] succeeds does the client get them (else SERVFAIL), so a client can
 //!    never connect to an address the kernel has not yet admitted.
 //!
+//! An answer that admitted addresses is cached by (name, type) until its lowest TTL less a
+//! second: a repeated query is answered from the cache, its TTLs counted down, and its
+//! addresses admitted again (step 5) first; nothing goes upstream.
+//! [`ScopeResolver::clear_cache`] drops it all (a change of grants).
+//!
 //! When every address of an answer is refused, the reply is NOERROR with no records ("no data"
 //! for this type, RFC 2308 §2.2) rather than NXDOMAIN: the name exists, and an NXDOMAIN would
 //! make a client drop the other address family's good answer too.

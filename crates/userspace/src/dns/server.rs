@@ -1,7 +1,9 @@
 //! The sockets and threads of one scope's resolver.
 //!
 //! Per address family (127.0.0.1, and [::1] when it can be bound on the same port): one
-//! thread receives UDP queries and hands each to a short-lived worker thread, one thread
+//! thread receives UDP queries, answers those that need nothing from upstream itself (an
+//! ungranted name, another type, an answer in the cache) and hands each other one to a
+//! short-lived worker thread, one thread
 //! accepts TCP connections and serves each in a thread of its own. Both kinds of worker are
 //! bounded ([`MAX_UDP_WORKERS`], [`MAX_TCP_CONNECTIONS`]): past the bound a datagram is
 //! dropped (the client retries) and a connection is closed at once. Every blocking read waits
@@ -18,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::answer::{Transport, respond};
+use super::answer::{AnswerCache, Decision, Transport, decide, finish};
 use super::upstream::{SLICE, Upstream, is_timeout, read_message, write_message};
 use super::{Admitted, AnswerSink, NameDenial, NameGrants, ResolverConfig};
 
@@ -48,6 +50,7 @@ pub struct ScopeResolver {
     v6: bool,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
+    cache: Arc<AnswerCache>,
 }
 
 impl fmt::Debug for ScopeResolver {
@@ -67,22 +70,48 @@ struct Shared {
     sink: Arc<dyn AnswerSink>,
     upstream: Upstream,
     stop: Arc<AtomicBool>,
+    cache: Arc<AnswerCache>,
 }
 
 impl Shared {
     /// The reply to one query (`None`: drop it).
     fn answer(&self, query: &[u8], transport: Transport) -> Option<Vec<u8>> {
-        let sink = Stoppable { shared: self };
         let mut upstream = |q: &[u8]| self.upstream.exchange(q, &self.stop);
-        let reply = respond(
+        let decision = decide(
             query,
-            transport,
             &self.config,
             &*self.grants,
-            &sink,
+            Some(&self.cache),
+            &mut upstream,
+        )?;
+        self.finish(&decision, transport)
+    }
+
+    /// The reply to one query if it needs nothing from upstream (an ungranted name, another
+    /// type, a cached answer, a malformed query: `Some(None)` drops it); `None` if it does.
+    /// Cheap enough for the receiving thread: no thread, no socket.
+    fn answer_here(&self, query: &[u8], transport: Transport) -> Option<Option<Vec<u8>>> {
+        let mut needed = false;
+        let mut upstream = |_: &[u8]| {
+            needed = true;
+            Err("not here".to_owned())
+        };
+        let decision = decide(
+            query,
+            &self.config,
+            &*self.grants,
+            Some(&self.cache),
             &mut upstream,
         );
-        reply.filter(|_| !self.stopping())
+        if needed {
+            return None;
+        }
+        Some(decision.and_then(|d| self.finish(&d, transport)))
+    }
+
+    fn finish(&self, decision: &Decision, transport: Transport) -> Option<Vec<u8>> {
+        let sink = Stoppable { shared: self };
+        finish(decision, &sink, transport).filter(|_| !self.stopping())
     }
 
     fn stopping(&self) -> bool {
@@ -128,7 +157,9 @@ impl ScopeResolver {
         let port = udp4.local_addr()?.port();
         let v6 = bind_at(IpAddr::V6(Ipv6Addr::LOCALHOST), port).ok();
         let stop = Arc::new(AtomicBool::new(false));
+        let cache = Arc::new(AnswerCache::default());
         let shared = Arc::new(Shared {
+            cache: Arc::clone(&cache),
             upstream: Upstream::new(config.upstream.clone(), config.timeout),
             config,
             grants,
@@ -140,6 +171,7 @@ impl ScopeResolver {
             v6: v6.is_some(),
             stop,
             threads: Vec::new(),
+            cache,
         };
         // On an error, dropping `resolver` stops and joins the threads already started.
         for (udp, tcp) in std::iter::once((udp4, tcp4)).chain(v6) {
@@ -176,6 +208,12 @@ impl ScopeResolver {
             addrs.push(SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), self.port));
         }
         addrs
+    }
+
+    /// Forgets every cached answer, so that the next query of each name is asked upstream and
+    /// decided by the grants of now (a live policy change calls it).
+    pub fn clear_cache(&self) {
+        self.cache.clear();
     }
 
     /// Stops serving and joins every thread; the sink is not called after this returns. A
@@ -284,6 +322,13 @@ fn serve_udp(shared: &Arc<Shared>, socket: &Arc<UdpSocket>) {
                 continue;
             }
         };
+        // Whatever needs no upstream is answered here, without a worker thread.
+        if let Some(reply) = shared.answer_here(&buf[..n], Transport::Udp) {
+            if let Some(reply) = reply {
+                let _ = socket.send_to(&reply, peer);
+            }
+            continue;
+        }
         let query = buf[..n].to_vec();
         let (s, sock) = (Arc::clone(shared), Arc::clone(socket));
         pool.run(move || {

@@ -6,7 +6,7 @@
 //!                                     to the cgroup v2 root (links: beside any other program), pinned; once
 //! engine.set_dns(cgroup, value)       where the scope's port-53 peers go (before the scope
 //!                                     entry with SCOPE_DNS; removed after it by uninstall)
-//! engine.answers()                    an own handle on the answers map, for resolver threads
+//! engine.answers()                    the handle on the answers map its resolvers share
 //! answers.admit(cgroup, addr, ttl, …) an address a granted name resolved to, until its TTL
 //! ```
 //!
@@ -16,10 +16,11 @@
 //! cgroup socket programs as networking programs. A policy without name grants never loads
 //! them, so the minimal capabilities of `docs/enforcement.md` stay what they were.
 
+use std::collections::{BTreeSet, HashMap as StdHashMap};
 use std::fs::File;
 use std::net::IpAddr;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aya::maps::{HashMap, MapData, MapError};
@@ -118,20 +119,209 @@ impl Engine {
         self.dns_links.len() == DNS_PROGRAMS.len()
     }
 
-    /// Opens a handle of its own on the answers map, for the threads of a resolver: it needs
-    /// no access to the engine (nor its lock).
+    /// The engine's handle on the answers map, for the threads of its scopes' resolvers: it
+    /// needs no access to the engine (nor its lock). One handle, opened on the first call and
+    /// shared by every scope, so that its book ([`AnswerMap`]) sees every scope's answers.
     ///
     /// # Errors
     /// [`EngineError::Map`] when the pinned map cannot be opened.
-    pub fn answers(&self) -> Result<AnswerMap, EngineError> {
-        AnswerMap::open(&self.instance_dir.join("maps").join(n::ANSWERS))
+    pub fn answers(&mut self) -> Result<Arc<AnswerMap>, EngineError> {
+        if let Some(answers) = &self.answers {
+            return Ok(Arc::clone(answers));
+        }
+        let answers = Arc::new(AnswerMap::open(
+            &self.instance_dir.join("maps").join(n::ANSWERS),
+        )?);
+        self.answers = Some(Arc::clone(&answers));
+        Ok(answers)
     }
 }
 
+/// The most answers one scope holds in the answers map at once, however few scopes there are.
+pub const SCOPE_ANSWERS_MAX: usize = 4096;
+
+/// The fewest answers a scope's quota allows, however many scopes there are: 64 × the 1,024
+/// scopes of the default [`super::EngineOptions::max_scopes`] is the default 65,536 entries.
+pub const SCOPE_ANSWERS_MIN: usize = 64;
+
+/// The quota of each of `scopes` scopes holding answers in a map of `capacity` entries: an
+/// equal share, at most [`SCOPE_ANSWERS_MAX`] and at least [`SCOPE_ANSWERS_MIN`] (never more
+/// than the map holds). With the default 65,536 entries that is 4,096 up to 16 scopes, then
+/// 65,536 / scopes: the scopes' quotas together never exceed the map, so no scope fills it
+/// for the others.
+pub fn scope_quota(capacity: usize, scopes: usize) -> usize {
+    (capacity / scopes.max(1))
+        .clamp(SCOPE_ANSWERS_MIN, SCOPE_ANSWERS_MAX)
+        .min(capacity)
+}
+
 /// A handle on the answers map (see the module docs), shareable between threads.
+///
+/// It keeps the book of the answers it wrote, per scope and by expiry, and admits by it: each
+/// scope holds at most its [`scope_quota`] of entries. A new address of a scope at its quota
+/// first evicts that scope's own answers, soonest to expire first (expired ones before all);
+/// never another scope's. Every answer of a scope must be written through one handle (the
+/// engine's [`Engine::answers`], or a gate's), or the books do not see each other's.
 #[derive(Debug)]
 pub struct AnswerMap {
-    map: Mutex<HashMap<MapData, AnswerKey, AnswerValue>>,
+    inner: Mutex<Inner>,
+    /// The map's `max_entries`.
+    capacity: usize,
+}
+
+#[derive(Debug)]
+struct Inner {
+    map: HashMap<MapData, AnswerKey, AnswerValue>,
+    book: Book,
+}
+
+/// The answers a handle wrote and has not removed: per scope, address → expiry, and the same
+/// ordered by expiry (`CLOCK_BOOTTIME` ns). A scope with none has no entry.
+#[derive(Debug, Default)]
+pub(super) struct Book {
+    scopes: StdHashMap<u64, ScopeBook>,
+}
+
+#[derive(Debug, Default)]
+struct ScopeBook {
+    expiry: StdHashMap<[u8; 16], u64>,
+    order: BTreeSet<(u64, [u8; 16])>,
+}
+
+impl ScopeBook {
+    fn set(&mut self, addr: [u8; 16], expires_ns: u64) {
+        if let Some(old) = self.expiry.insert(addr, expires_ns) {
+            self.order.remove(&(old, addr));
+        }
+        self.order.insert((expires_ns, addr));
+    }
+
+    fn remove(&mut self, addr: &[u8; 16]) {
+        if let Some(old) = self.expiry.remove(addr) {
+            self.order.remove(&(old, *addr));
+        }
+    }
+}
+
+/// Removing one entry from the kernel map (`Err` other than "already gone": it may still be
+/// there).
+type Remove<'a> = dyn FnMut(&AnswerKey) -> Result<(), MapError> + 'a;
+
+impl Book {
+    /// How many answers scope `cgroup_id` holds.
+    pub(super) fn held(&self, cgroup_id: u64) -> usize {
+        self.scopes.get(&cgroup_id).map_or(0, |s| s.expiry.len())
+    }
+
+    /// Whether scope `cgroup_id` holds an answer for `addr` (an [`answer_key`]'s).
+    pub(super) fn holds(&self, cgroup_id: u64, addr: &[u8; 16]) -> bool {
+        self.scopes
+            .get(&cgroup_id)
+            .is_some_and(|s| s.expiry.contains_key(addr))
+    }
+
+    /// Records that scope `cgroup_id`'s answer for `addr` lives until `expires_ns`.
+    pub(super) fn set(&mut self, cgroup_id: u64, addr: [u8; 16], expires_ns: u64) {
+        self.scopes
+            .entry(cgroup_id)
+            .or_default()
+            .set(addr, expires_ns);
+    }
+
+    /// Removes scope `cgroup_id`'s answers that `pick` chooses from its soonest-to-expire
+    /// end, one by one, while `pick(expiry, held)` says so; each from the kernel first. Returns
+    /// how many; stops at the first removal the kernel refuses (its error).
+    fn evict_while(
+        &mut self,
+        cgroup_id: u64,
+        remove: &mut Remove<'_>,
+        mut pick: impl FnMut(u64, usize) -> bool,
+    ) -> Result<usize, MapError> {
+        let Some(scope) = self.scopes.get_mut(&cgroup_id) else {
+            return Ok(0);
+        };
+        let mut removed = 0;
+        let mut result = Ok(());
+        while let Some(&(expires_ns, addr)) = scope.order.first() {
+            if !pick(expires_ns, scope.expiry.len()) {
+                break;
+            }
+            match remove(&AnswerKey { cgroup_id, addr }) {
+                Ok(()) => {}
+                Err(e) if super::maps::absent(&e) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            scope.remove(&addr);
+            removed += 1;
+        }
+        if scope.expiry.is_empty() {
+            self.scopes.remove(&cgroup_id);
+        }
+        result.map(|()| removed)
+    }
+
+    /// Makes room for one new answer of scope `cgroup_id` in a map of `capacity`: its expired
+    /// answers go, then its soonest-to-expire ones while it holds its quota or more (the quota
+    /// of as many scopes as hold answers, counting this one).
+    ///
+    /// # Errors
+    /// The kernel's, when it refuses a removal: the answer must not be admitted then.
+    pub(super) fn make_room(
+        &mut self,
+        cgroup_id: u64,
+        now_ns: u64,
+        capacity: usize,
+        remove: &mut Remove<'_>,
+    ) -> Result<(), MapError> {
+        let holders = self.scopes.len() + usize::from(!self.scopes.contains_key(&cgroup_id));
+        let quota = scope_quota(capacity, holders);
+        self.evict_while(cgroup_id, remove, |expires_ns, held| {
+            expires_ns <= now_ns || held >= quota
+        })?;
+        Ok(())
+    }
+
+    /// Removes every answer expired by `now_ns`, and trims each scope holding more than the
+    /// quota of as many scopes as hold answers down to it (the guard for a full map, which only
+    /// a quota that shrank as scopes arrived leaves possible). Returns how many went.
+    pub(super) fn sweep(&mut self, now_ns: u64, capacity: usize, remove: &mut Remove<'_>) -> usize {
+        let quota = scope_quota(capacity, self.scopes.len());
+        let ids: Vec<u64> = self.scopes.keys().copied().collect();
+        let mut removed = 0;
+        for id in ids {
+            // A removal the kernel refuses leaves the entry booked, for the next sweep.
+            removed += self
+                .evict_while(id, remove, |expires_ns, held| {
+                    expires_ns <= now_ns || held > quota
+                })
+                .unwrap_or(0);
+        }
+        removed
+    }
+
+    /// Removes every answer of scope `cgroup_id`; returns how many.
+    pub(super) fn forget(&mut self, cgroup_id: u64, remove: &mut Remove<'_>) -> usize {
+        let Some(scope) = self.scopes.remove(&cgroup_id) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for addr in scope.expiry.keys() {
+            match remove(&AnswerKey {
+                cgroup_id,
+                addr: *addr,
+            }) {
+                Ok(()) => removed += 1,
+                Err(e) if super::maps::absent(&e) => {}
+                // Nothing more to try: the scope is going, and an entry left behind allows
+                // nothing once it expires.
+                Err(_) => {}
+            }
+        }
+        removed
+    }
 }
 
 fn answers_err(call: &'static str) -> impl FnOnce(MapError) -> EngineError {
@@ -176,29 +366,54 @@ impl AnswerMap {
     /// A handle on `map`, an answers map (`bee_answers`) of a loaded object.
     ///
     /// # Errors
-    /// [`EngineError::Map`] when `map` is not a hash map of answers.
+    /// [`EngineError::Map`] when `map` is not a hash map of answers, or its size cannot be
+    /// read.
     pub(crate) fn from_map(map: aya::maps::Map) -> Result<Self, EngineError> {
+        let capacity = match &map {
+            aya::maps::Map::HashMap(data) => data
+                .info()
+                .map_err(answers_err("BPF_OBJ_GET_INFO_BY_FD"))?
+                .max_entries(),
+            _ => 0,
+        };
         let map = HashMap::try_from(map).map_err(answers_err("take"))?;
         Ok(Self {
-            map: Mutex::new(map),
+            inner: Mutex::new(Inner {
+                map,
+                book: Book::default(),
+            }),
+            capacity: usize::try_from(capacity).unwrap_or(usize::MAX),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<MapData, AnswerKey, AnswerValue>> {
-        self.map
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The map's size (`max_entries`), shared by every scope.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// How many answers scope `cgroup_id` holds through this handle (expired ones not yet
+    /// removed included); at most its [`scope_quota`].
+    pub fn held(&self, cgroup_id: u64) -> usize {
+        self.lock().book.held(cgroup_id)
     }
 
     /// Makes `addr` a peer of scope `cgroup_id` on `ports` for `ttl` from now. An address
     /// already there (another name, or an earlier answer) keeps its rules and the later
     /// expiry, the new rules added (up to `bee_common::NET_RULES_MAX`; past it the entry is left as it
     /// was and the call fails, so that the resolver refuses the answer rather than allow less
-    /// or more than it says).
+    /// or more than it says). A new address of a scope at its quota evicts the scope's own
+    /// answers first (see [`AnswerMap`]).
     ///
     /// # Errors
-    /// [`EngineError::Map`] when the map refuses the update (full: `E2BIG`), or
-    /// [`EngineError::Full`] when the rules do not fit one entry.
+    /// [`EngineError::Map`] when the map refuses the update (full: `E2BIG`, even after the
+    /// expired answers went and every scope above its quota was trimmed to it) or an
+    /// eviction; [`EngineError::Full`] when the rules do not fit one entry.
     pub fn admit(
         &self,
         cgroup_id: u64,
@@ -207,11 +422,13 @@ impl AnswerMap {
         ports: &NetValue,
     ) -> Result<(), EngineError> {
         let key = answer_key(cgroup_id, addr);
-        let expires_ns =
-            boot_time_ns().saturating_add(u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX));
-        let mut map = self.lock();
+        let now = boot_time_ns();
+        let expires_ns = now.saturating_add(u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX));
+        let capacity = self.capacity;
+        let mut inner = self.lock();
+        let Inner { map, book } = &mut *inner;
         let mut value = match map.get(&key, 0) {
-            Ok(old) if old.expires_ns > boot_time_ns() => old,
+            Ok(old) if old.expires_ns > now => old,
             _ => AnswerValue::default(),
         };
         value.expires_ns = value.expires_ns.max(expires_ns);
@@ -230,24 +447,39 @@ impl AnswerMap {
             *slot = *rule;
             value.ports.count += 1;
         }
-        map.insert(key, value, 0)
-            .map_err(answers_err("BPF_MAP_UPDATE_ELEM"))
+        let new = !book.holds(cgroup_id, &key.addr);
+        if new {
+            book.make_room(cgroup_id, now, capacity, &mut |k| map.remove(k))
+                .map_err(answers_err("BPF_MAP_DELETE_ELEM"))?;
+        }
+        if let Err(e) = map.insert(key, value, 0) {
+            if !new {
+                return Err(answers_err("BPF_MAP_UPDATE_ELEM")(e));
+            }
+            // Full: the expired answers go, and the scopes above the quota are trimmed to it.
+            book.sweep(now, capacity, &mut |k| map.remove(k));
+            map.insert(key, value, 0)
+                .map_err(answers_err("BPF_MAP_UPDATE_ELEM"))?;
+        }
+        book.set(cgroup_id, key.addr, value.expires_ns);
+        Ok(())
     }
 
     /// Removes every answer of scope `cgroup_id` (its teardown, or a policy change); returns
     /// how many there were.
     pub fn forget_scope(&self, cgroup_id: u64) -> usize {
-        self.remove_where(|k, _| k.cgroup_id == cgroup_id)
+        let mut inner = self.lock();
+        let Inner { map, book } = &mut *inner;
+        book.forget(cgroup_id, &mut |k| map.remove(k))
     }
 
-    /// Removes every answer that expired by `now_ns` (`CLOCK_BOOTTIME`); returns how many.
-    /// The kernel ignores them already; this only gives their room back.
+    /// Removes every answer that expired by `now_ns` (`CLOCK_BOOTTIME`), and trims a scope
+    /// above its quota to it; returns how many went. The kernel ignores expired answers
+    /// already; this only gives their room back.
     pub fn sweep(&self, now_ns: u64) -> usize {
-        self.remove_where(|_, v| v.expires_ns <= now_ns)
-    }
-
-    fn remove_where(&self, doomed: impl Fn(&AnswerKey, &AnswerValue) -> bool) -> usize {
-        remove_answers(&mut self.lock(), doomed).0
+        let mut inner = self.lock();
+        let Inner { map, book } = &mut *inner;
+        book.sweep(now_ns, self.capacity, &mut |k| map.remove(k))
     }
 }
 
@@ -310,5 +542,170 @@ pub fn dns_value(port: u16, v6: bool) -> DnsValue {
         port,
         v6: u8::from(v6),
         _pad: [0; 5],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(i: u32) -> [u8; 16] {
+        answer_key(0, IpAddr::V4(i.into())).addr
+    }
+
+    /// Admits like [`AnswerMap::admit`], into `kernel` (a set of keys standing for the map),
+    /// which refuses an insert beyond `capacity`.
+    fn admit(
+        book: &mut Book,
+        kernel: &mut BTreeSet<(u64, [u8; 16])>,
+        capacity: usize,
+        scope: u64,
+        a: [u8; 16],
+        expires_ns: u64,
+        now_ns: u64,
+    ) -> bool {
+        if !book.holds(scope, &a) {
+            let mut remove = |k: &AnswerKey| {
+                kernel.remove(&(k.cgroup_id, k.addr));
+                Ok(())
+            };
+            book.make_room(scope, now_ns, capacity, &mut remove)
+                .unwrap();
+        }
+        if kernel.len() >= capacity && !kernel.contains(&(scope, a)) {
+            return false;
+        }
+        kernel.insert((scope, a));
+        book.set(scope, a, expires_ns);
+        true
+    }
+
+    #[test]
+    fn quota_shares_the_map() {
+        assert_eq!(scope_quota(1 << 16, 1), SCOPE_ANSWERS_MAX);
+        assert_eq!(scope_quota(1 << 16, 16), 4096);
+        assert_eq!(scope_quota(1 << 16, 51), 1285);
+        assert_eq!(scope_quota(1 << 16, 1024), SCOPE_ANSWERS_MIN);
+        assert_eq!(scope_quota(1 << 16, 100_000), SCOPE_ANSWERS_MIN);
+        assert_eq!(scope_quota(10, 1), 10);
+        assert_eq!(scope_quota(1 << 16, 0), SCOPE_ANSWERS_MAX);
+    }
+
+    /// A flooding scope evicts its own answers, soonest to expire first, and never another
+    /// scope's; the other scope admits as before.
+    #[test]
+    fn a_flooding_scope_evicts_only_its_own_soonest_to_expire() {
+        let (mut book, mut kernel) = (Book::default(), BTreeSet::new());
+        let capacity = 2 * SCOPE_ANSWERS_MAX;
+        assert!(admit(
+            &mut book,
+            &mut kernel,
+            capacity,
+            2,
+            addr(1),
+            1_000,
+            0
+        ));
+        // Scope 1 floods: one long-lived answer first, then many short ones.
+        assert!(admit(
+            &mut book,
+            &mut kernel,
+            capacity,
+            1,
+            addr(0),
+            9_000_000,
+            0
+        ));
+        for i in 1..20_000u32 {
+            let expires = 10_000 + u64::from(i);
+            assert!(admit(
+                &mut book,
+                &mut kernel,
+                capacity,
+                1,
+                addr(i),
+                expires,
+                0
+            ));
+        }
+        let quota = scope_quota(capacity, 2);
+        assert_eq!(book.held(1), quota);
+        assert!(kernel.len() <= capacity);
+        // The longest-lived answer stayed; the soonest to expire went.
+        assert!(book.holds(1, &addr(0)));
+        assert!(!book.holds(1, &addr(1)));
+        assert!(book.holds(1, &addr(19_999)));
+        // The other scope's answer was never touched, and it still admits.
+        assert!(book.holds(2, &addr(1)) && kernel.contains(&(2, addr(1))));
+        assert!(admit(
+            &mut book,
+            &mut kernel,
+            capacity,
+            2,
+            addr(2),
+            1_000,
+            0
+        ));
+        assert_eq!(book.held(2), 2);
+    }
+
+    /// Expired answers go before live ones, and renewing a held address takes no new room.
+    #[test]
+    fn expired_answers_go_first_and_renewals_take_no_room() {
+        let (mut book, mut kernel) = (Book::default(), BTreeSet::new());
+        let capacity = SCOPE_ANSWERS_MIN;
+        for i in 0..64u32 {
+            // Half expire at 50, half at 500.
+            let expires = if i % 2 == 0 { 50 } else { 500 };
+            assert!(admit(
+                &mut book,
+                &mut kernel,
+                capacity,
+                7,
+                addr(i),
+                expires,
+                0
+            ));
+        }
+        assert!(admit(&mut book, &mut kernel, capacity, 7, addr(1), 900, 0));
+        assert_eq!(book.held(7), 64);
+        // At 100, the 32 expired answers are removed to admit a new one.
+        assert!(admit(
+            &mut book,
+            &mut kernel,
+            capacity,
+            7,
+            addr(100),
+            900,
+            100
+        ));
+        assert_eq!(book.held(7), 33);
+        assert!(
+            (0..64)
+                .filter(|i| i % 2 == 1)
+                .all(|i| book.holds(7, &addr(i)))
+        );
+    }
+
+    /// The sweep removes expired answers and trims scopes above a quota that shrank.
+    #[test]
+    fn sweep_trims_scopes_above_the_quota() {
+        let mut book = Book::default();
+        let mut removed = Vec::new();
+        for i in 0..100u32 {
+            book.set(1, addr(i), 1_000 + u64::from(i));
+        }
+        book.set(2, addr(0), 10);
+        let mut remove = |k: &AnswerKey| {
+            removed.push((k.cgroup_id, k.addr));
+            Ok(())
+        };
+        // Two scopes in a map of 128: a quota of 64 each.
+        assert_eq!(book.sweep(20, 128, &mut remove), 36 + 1);
+        assert_eq!(book.held(1), 64);
+        assert_eq!(book.held(2), 0);
+        assert!(book.holds(1, &addr(99)) && !book.holds(1, &addr(35)));
+        assert_eq!(book.forget(1, &mut remove), 64);
+        assert_eq!(book.held(1), 0);
     }
 }

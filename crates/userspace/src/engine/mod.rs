@@ -64,7 +64,10 @@ use crate::plan::{EnforcementPlan, Placement};
 use verify::{Verified, load_and_verify, lsm_program};
 
 pub use alloc::RangeAlloc;
-pub use dns::{AnswerMap, DNS_PROGRAMS, answer_key, boot_time_ns, dns_value};
+pub use dns::{
+    AnswerMap, DNS_PROGRAMS, SCOPE_ANSWERS_MAX, SCOPE_ANSWERS_MIN, answer_key, boot_time_ns,
+    dns_value, scope_quota,
+};
 pub use error::EngineError;
 pub use maps::map_names;
 pub use names::{UPSTREAM_ENV, refusal_event};
@@ -254,6 +257,8 @@ pub struct Engine {
     _links: Vec<PinnedLink>,
     /// The DNS steering programs' links, once [`Engine::enable_dns`] attached them.
     dns_links: Vec<PinnedLink>,
+    /// The handle on the answers map every scope's resolver writes through, once opened.
+    answers: Option<std::sync::Arc<AnswerMap>>,
     maps: maps::Maps,
     instance_dir: PathBuf,
     policy_ids: RangeAlloc,
@@ -345,6 +350,7 @@ impl Engine {
             ebpf,
             _links: links,
             dns_links: Vec::new(),
+            answers: None,
             maps,
             instance_dir,
             policy_ids: RangeAlloc::new(1, u32::MAX),

@@ -303,7 +303,7 @@ impl ScopeNames {
     ) -> Result<Self, String> {
         engine.enable_dns().map_err(|e| explain(&e))?;
         // One handle, shared by the resolver's writes and the scope's withdrawals.
-        let answers = Arc::new(engine.answers().map_err(|e| e.to_string())?);
+        let answers = engine.answers().map_err(|e| e.to_string())?;
         Self::start(plan.names(), cgroup_id, answers, refusals, |value| {
             engine.set_dns(cgroup_id, value).map_err(|e| e.to_string())
         })
@@ -360,11 +360,14 @@ impl ScopeNames {
         *grants = names.clone();
         // Under the lock: an answer being written waits for it, then finds its grant gone.
         self.answers.forget_scope(self.cgroup_id);
+        self.resolver.clear_cache();
     }
 
-    /// Stops the resolver (its threads are joined).
+    /// Stops the resolver (its threads are joined), then removes what is left of its
+    /// answers (the caller may have removed them from the map already).
     pub(crate) fn stop(self) {
         self.resolver.stop();
+        self.answers.forget_scope(self.cgroup_id);
     }
 }
 

@@ -107,6 +107,7 @@ actions! {
     Sendto = "sendto" { addr: String, port: String }
     Dns = "dns" { mode: String, addr: String, port: String }
     Resolve = "resolve" { mode: String, name: String, server: String }
+    ResolveMany = "resolve-many" { prefix: String, suffix: String, count: String, rounds: String, threads: String }
     DnsRaw = "dns-raw" { mode: String, addrs: String, port: String, hex: String }
     SocketTry = "socket-try" { kind: String }
     OpenRead = "open-read" { path: String }
@@ -217,6 +218,13 @@ impl Action {
             Self::Sendto { addr, port } => net::net(true, addr, port.parse().unwrap()),
             Self::Dns { mode, addr, port } => dns::dns_exchange(mode, addr, port),
             Self::Resolve { mode, name, server } => dns::resolve(mode, name, server),
+            Self::ResolveMany {
+                prefix,
+                suffix,
+                count,
+                rounds,
+                threads,
+            } => dns::resolve_many(prefix, suffix, count, rounds, threads),
             Self::DnsRaw {
                 mode,
                 addrs,

@@ -130,6 +130,119 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
     0
 }
 
+/// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS`: `A` queries over UDP
+/// to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
+/// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (5 s
+/// timeout, then the query once more, as stub resolvers do). Prints `ok=N failed=M retried=R
+/// lat=… why=…` on stdout: each lookup's microseconds (in no order, only when there are at
+/// most 10,000) and the first failures (`NAME:REASON`). A lookup succeeds when it is answered
+/// NOERROR with an address. Returns 0.
+pub(super) fn resolve_many(
+    prefix: &str,
+    suffix: &str,
+    count: &str,
+    rounds: &str,
+    threads: &str,
+) -> i32 {
+    use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+    use hickory_proto::rr::{Name, RecordType};
+    use std::net::UdpSocket;
+    let count: usize = count.parse().unwrap();
+    let rounds: usize = rounds.parse().unwrap();
+    let threads: usize = threads.parse::<usize>().unwrap().max(1);
+    // Lookups sent a second time after a timeout, as a stub resolver does (glibc's
+    // `attempts:2`).
+    let retried = std::sync::atomic::AtomicUsize::new(0);
+    let retried = &retried;
+    // Ok, or why not: `send`, `timeout` (twice), `unparsable`, `rcode-N`, `no-address`.
+    let one = |socket: &UdpSocket, name: &str, id: u16| -> Result<(), String> {
+        let mut query = Message::new();
+        query
+            .set_id(id)
+            .set_message_type(MessageType::Query)
+            .set_op_code(OpCode::Query)
+            .set_recursion_desired(true)
+            .add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
+        let bytes = query.to_vec().unwrap();
+        let mut buf = [0u8; 4096];
+        for attempt in 0..2 {
+            if attempt > 0 {
+                retried.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            socket
+                .send_to(&bytes, "10.0.0.53:53")
+                .map_err(|_| "send".to_owned())?;
+            // A late reply to an earlier query (its id) is skipped.
+            while let Ok((n, _)) = socket.recv_from(&mut buf) {
+                let reply = Message::from_vec(&buf[..n]).map_err(|_| "unparsable".to_owned())?;
+                if reply.id() != id {
+                    continue;
+                }
+                if reply.response_code() != ResponseCode::NoError {
+                    return Err(format!("rcode-{}", u16::from(reply.response_code())));
+                }
+                if !reply.answers().iter().any(|r| r.data().ip_addr().is_some()) {
+                    return Err("no-address".to_owned());
+                }
+                return Ok(());
+            }
+        }
+        Err("timeout".to_owned())
+    };
+    type Run = (usize, usize, Vec<u32>, Vec<String>);
+    let results: Vec<Run> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let socket = UdpSocket::bind("0.0.0.0:0").unwrap();
+                    socket
+                        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                        .unwrap();
+                    let (mut ok, mut failed, mut lat, mut why) = (0, 0, Vec::new(), Vec::new());
+                    let mut id: u16 = 0;
+                    for _ in 0..rounds {
+                        for k in (t..count).step_by(threads) {
+                            id = id.wrapping_add(1);
+                            let start = std::time::Instant::now();
+                            match one(&socket, &format!("{prefix}{k}{suffix}"), id) {
+                                Ok(()) => ok += 1,
+                                Err(e) => {
+                                    failed += 1;
+                                    if why.len() < 10 {
+                                        why.push(format!("{prefix}{k}{suffix}:{e}"));
+                                    }
+                                }
+                            }
+                            let us = start.elapsed().as_micros();
+                            lat.push(u32::try_from(us).unwrap_or(u32::MAX));
+                        }
+                    }
+                    (ok, failed, lat, why)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let ok: usize = results.iter().map(|r| r.0).sum();
+    let failed: usize = results.iter().map(|r| r.1).sum();
+    let lat: Vec<String> = if count * rounds <= 10_000 {
+        results
+            .iter()
+            .flat_map(|r| r.2.iter().map(u32::to_string))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let why: Vec<String> = results.iter().flat_map(|r| r.3.iter().cloned()).collect();
+    println!(
+        "ok={ok} failed={failed} retried={} lat={} why={}",
+        retried.load(std::sync::atomic::Ordering::Relaxed),
+        lat.join(","),
+        why.join(",")
+    );
+    0
+}
+
 /// A socket address for `addr:port`, IPv4 or IPv6 by the form of `addr`, as a
 /// `sockaddr_storage` and its length.
 /// `sendto(2)` of `bytes` with `flags` to the address `sa` of `len` bytes.

@@ -71,6 +71,27 @@ fn zone() -> HashMap<String, Vec<Record>> {
     ])
 }
 
+/// The load test's names, answered without a zone: `f{n}.flood.test` with `11.x.y.z` (`n`'s
+/// low 24 bits) and `s{i}-{k}.load.test` with `12.i.k/256.k%256`, each for 300 s (addresses the
+/// resolver does not count as special, all distinct).
+fn synthetic(name: &str) -> Option<Record> {
+    if let Some(n) = name
+        .strip_suffix(".flood.test")
+        .and_then(|l| l.strip_prefix('f'))
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        let [_, x, y, z] = n.to_be_bytes();
+        return Some(a(name, 300, [11, x, y, z]));
+    }
+    let (i, k) = name
+        .strip_suffix(".load.test")?
+        .strip_prefix('s')?
+        .split_once('-')?;
+    let k: u16 = k.parse().ok()?;
+    let [x, y] = k.to_be_bytes();
+    Some(a(name, 300, [12, i.parse().ok()?, x, y]))
+}
+
 /// A name server on `ip`:53 answering from [`zone`] and recording every name it is asked.
 pub struct NameServer {
     asked: Arc<Mutex<Vec<String>>>,
@@ -83,7 +104,12 @@ fn answer(query: &[u8], asked: &Mutex<Vec<String>>) -> Option<Vec<u8>> {
     asked.lock().unwrap().push(name.clone());
     let mut reply = Message::error_msg(query.id(), OpCode::Query, ResponseCode::NXDomain);
     reply.add_query(q.clone());
-    if let Some(records) = zone().get(&name) {
+    if let Some(record) = synthetic(&name) {
+        reply.set_response_code(ResponseCode::NoError);
+        if q.query_type() == RecordType::A {
+            reply.add_answer(record);
+        }
+    } else if let Some(records) = zone().get(&name) {
         reply.set_response_code(ResponseCode::NoError);
         reply.insert_answers(
             records
@@ -103,15 +129,18 @@ impl NameServer {
         let asked = Arc::new(Mutex::new(Vec::new()));
         let udp = UdpSocket::bind((ip, 53)).unwrap();
         let tcp = TcpListener::bind((ip, 53)).unwrap();
-        let log = Arc::clone(&asked);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok((n, from)) = udp.recv_from(&mut buf) {
-                if let Some(r) = answer(&buf[..n], &log) {
-                    let _ = udp.send_to(&r, from);
+        // Two threads on the UDP socket: the load test keeps it busy.
+        for udp in [udp.try_clone().unwrap(), udp] {
+            let log = Arc::clone(&asked);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok((n, from)) = udp.recv_from(&mut buf) {
+                    if let Some(r) = answer(&buf[..n], &log) {
+                        let _ = udp.send_to(&r, from);
+                    }
                 }
-            }
-        });
+            });
+        }
         let log = Arc::clone(&asked);
         std::thread::spawn(move || {
             for conn in tcp.incoming() {
@@ -347,4 +376,166 @@ pub fn concurrent_scopes_with_different_names_share_no_answers(
         b.resolve("udp", "granted.test", "10.0.0.53"),
         "rcode=3 addrs="
     );
+}
+
+/// What one `resolve-many` run reported: lookups that succeeded, that failed, and each one's
+/// microseconds.
+struct Many {
+    ok: usize,
+    failed: usize,
+    lat: Vec<u32>,
+    why: String,
+    retried: usize,
+}
+
+fn resolve_many(
+    scope: &dyn NameScope,
+    prefix: &str,
+    suffix: &str,
+    count: usize,
+    rounds: usize,
+    threads: usize,
+) -> Many {
+    let (errno, out) = scope.act(Action::ResolveMany {
+        prefix: prefix.into(),
+        suffix: suffix.into(),
+        count: count.to_string(),
+        rounds: rounds.to_string(),
+        threads: threads.to_string(),
+    });
+    assert_eq!(errno, 0, "resolve-many {prefix}…{suffix}: {out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("ok="))
+        .unwrap_or_else(|| panic!("no result: {out}"));
+    let field = |key: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Many {
+        ok: field("ok=").parse().unwrap(),
+        failed: field("failed=").parse().unwrap(),
+        lat: field("lat=")
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().unwrap())
+            .collect(),
+        why: field("why="),
+        retried: field("retried=").parse().unwrap(),
+    }
+}
+
+/// The `p`th percentile of `lat` (sorted here), in microseconds.
+fn percentile(lat: &mut [u32], p: f64) -> u32 {
+    lat.sort_unstable();
+    let i = ((lat.len() as f64 - 1.0) * p / 100.0).round() as usize;
+    lat.get(i).copied().unwrap_or(0)
+}
+
+/// Distinct names each of `others` resolves per round, and how many times over (the repeats
+/// are answered from its resolver's cache).
+const LOAD_NAMES: usize = 10;
+const LOAD_ROUNDS: usize = 2;
+
+/// One round of `others` at once, each resolving its own [`LOAD_NAMES`] names of round `round`
+/// ([`LOAD_ROUNDS`] times over); every lookup must succeed. Their latencies, and how many
+/// were sent twice (after a 5 s timeout).
+fn load_round(others: &[&(dyn NameScope + Sync)], round: usize) -> (Vec<u32>, usize) {
+    let runs: Vec<Many> = std::thread::scope(|s| {
+        let runs: Vec<_> = others
+            .iter()
+            .enumerate()
+            .map(|(i, scope)| {
+                s.spawn(move || {
+                    // `s{i}-{round}{k}`: LOAD_NAMES is 10, so each round's names are new.
+                    let prefix = format!("s{i}-{round}");
+                    let run =
+                        resolve_many(*scope, &prefix, ".load.test", LOAD_NAMES, LOAD_ROUNDS, 1);
+                    (i, run)
+                })
+            })
+            .collect();
+        runs.into_iter()
+            .map(|r| {
+                let (i, run) = r.join().unwrap();
+                assert_eq!(
+                    run.failed,
+                    0,
+                    "scope {i} failed {} of {} lookups in round {round}: {}",
+                    run.failed,
+                    run.ok + run.failed,
+                    run.why
+                );
+                run
+            })
+            .collect()
+    });
+    let retried = runs.iter().map(|r| r.retried).sum();
+    (runs.into_iter().flat_map(|r| r.lat).collect(), retried)
+}
+
+/// `flooder` granted `*.flood.test`, each of `others` `*.load.test`: while the flooder asks
+/// for `flood` distinct names (each answered with an address of its own, far more than the
+/// answers map holds), every lookup of every other scope still succeeds. Prints the others'
+/// latencies, quiet and under the flood (`docs/benchmarks.md`); asserts no failure outside
+/// the flooder. The flooder's own lookups may fail (it evicts its own answers).
+///
+/// The flooder asks `flood_threads` names at a time.
+pub fn a_flooding_scope_fails_alone(
+    flooder: &(dyn NameScope + Sync),
+    others: &[&(dyn NameScope + Sync)],
+    flood: usize,
+    flood_threads: usize,
+) {
+    name_servers();
+    let (mut quiet, quiet_retried) = load_round(others, 0);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    let (flooded, loaded, rounds) = std::thread::scope(|s| {
+        let flooding = s.spawn(|| {
+            let run = resolve_many(flooder, "f", ".flood.test", flood, 1, flood_threads);
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            run
+        });
+        let (mut loaded, mut retried) = (Vec::new(), 0);
+        let mut round = 1;
+        // A round a second until the flood is over (the last one well past the map's 65,536
+        // entries), leaving the flooder most of the machine.
+        while !done.load(std::sync::atomic::Ordering::SeqCst) && round < 200 {
+            let (lat, r) = load_round(others, round);
+            loaded.extend(lat);
+            retried += r;
+            round += 1;
+            for _ in 0..10 {
+                if done.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        (flooding.join().unwrap(), (loaded, retried), round - 1)
+    });
+    let (loaded, loaded_retried) = loaded;
+    let took = started.elapsed();
+    let (q50, q99) = (percentile(&mut quiet, 50.0), percentile(&mut quiet, 99.0));
+    let (l50, l99) = (
+        percentile(&mut loaded.clone(), 50.0),
+        percentile(&mut loaded.clone(), 99.0),
+    );
+    println!(
+        "load: {} scopes × {LOAD_NAMES} names × {LOAD_ROUNDS}; quiet p50 {q50} µs p99 {q99} µs; \
+         under a flood of {flood} names ({} ok, {} failed, {:.1} s, {rounds} rounds, {} lookups): \
+         p50 {l50} µs p99 {l99} µs ({:.2}× quiet); lookups sent twice after a 5 s timeout: \
+         {quiet_retried} quiet, {loaded_retried} under the flood",
+        others.len(),
+        flooded.ok,
+        flooded.failed,
+        took.as_secs_f64(),
+        loaded.len(),
+        f64::from(l99) / f64::from(q99.max(1)),
+    );
+    assert!(rounds >= 1, "no round ran during the flood");
+    assert_eq!(flooded.ok + flooded.failed, flood);
 }

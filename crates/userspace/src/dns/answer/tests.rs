@@ -796,3 +796,57 @@ fn denials_read_as_sentences() {
         "DNS A evil.test: the policy grants no egress to this name"
     );
 }
+
+fn resolved(ttl: u32) -> Resolved {
+    let addr = Ipv4Addr::new(13, 0, 0, 1);
+    Resolved {
+        chain: Vec::new(),
+        addrs: vec![(RData::A(A(addr)), IpAddr::V4(addr), ttl)],
+        refused: Vec::new(),
+    }
+}
+
+/// The cache keeps at most `CACHE_ENTRIES` answers, the soonest to expire going first; an
+/// answer without addresses, or with a TTL of a second or less, is not kept; one asked for
+/// before a clear is not kept either.
+#[test]
+fn the_cache_is_bounded_and_a_clear_wins_over_a_late_answer() {
+    let cache = AnswerCache::default();
+    let g = cache.generation();
+    cache.put("short.test", RecordType::A, resolved(10), g);
+    for i in 0..CACHE_ENTRIES {
+        cache.put(&format!("n{i}.test"), RecordType::A, resolved(300), g);
+    }
+    assert!(
+        cache.get("short.test", RecordType::A).is_none(),
+        "the soonest to expire went"
+    );
+    assert!(cache.get("n0.test", RecordType::A).is_some());
+    assert!(cache.get("n0.test", RecordType::AAAA).is_none());
+    assert_eq!(cache.lock().by_question.len(), CACHE_ENTRIES);
+
+    cache.put("one.test", RecordType::A, resolved(1), g);
+    assert!(cache.get("one.test", RecordType::A).is_none());
+    let none = Resolved {
+        addrs: Vec::new(),
+        ..resolved(300)
+    };
+    cache.put("none.test", RecordType::A, none, g);
+    assert!(cache.get("none.test", RecordType::A).is_none());
+
+    let before = cache.generation();
+    cache.clear();
+    assert!(cache.get("n0.test", RecordType::A).is_none());
+    cache.put("late.test", RecordType::A, resolved(300), before);
+    assert!(
+        cache.get("late.test", RecordType::A).is_none(),
+        "decided before the clear"
+    );
+    cache.put(
+        "late.test",
+        RecordType::A,
+        resolved(300),
+        cache.generation(),
+    );
+    assert!(cache.get("late.test", RecordType::A).is_some());
+}
