@@ -728,6 +728,34 @@ fn a_tool_policy_wider_than_the_sessions_is_refused_before_anything_runs() {
     );
 }
 
+/// `agent` is a registered tool like the others: `tools.disabled` takes it away (a call of it
+/// is then an unknown tool, and nothing starts), and no `[tools.agent]` policy can confine it,
+/// since it runs in bee itself.
+#[test]
+fn the_agent_tool_is_disabled_and_refused_a_policy_like_any_registered_tool() {
+    let p = Project::new(&[&turn(&[agent_call("c1", "reviewer", "look")], 10), DONE]);
+    p.role("reviewer", REVIEWER, &[DONE]);
+    p.config("[tools]\ndisabled = [\"agent\"]\n");
+    let log = Arc::new(Log::default());
+    let (status, out, err) = p.run(&log);
+    assert_eq!(status, Exit::Ok, "{out}\n{err}");
+    let (state, output) = tool_result(&p.events("ep"), "c1");
+    assert_eq!(state, ToolState::CouldNotRun);
+    // Not answered by the delegation layer: it reached the executor as a tool it lacks.
+    assert_eq!(output, "unknown tool `agent`");
+    assert!(log.calls.lock().unwrap().is_empty());
+
+    let p = Project::new(&[DONE]);
+    p.role("reviewer", REVIEWER, &[DONE]);
+    p.config("[tools.agent]\npolicy = \"../policies/ro.toml\"\n");
+    let (status, _out, err) = p.run(&log);
+    assert_eq!(status, Exit::DataErr);
+    assert!(
+        err.contains("tools.agent.policy: `agent` runs in bee itself, not in a scope"),
+        "{err}"
+    );
+}
+
 #[test]
 fn an_inline_policy_gets_the_same_proof() {
     let wide = serde_json::json!({"id": "i1", "name": "agent", "arguments": {"policy": WIDER, "task": "x"}}).to_string();

@@ -99,12 +99,13 @@ mod serving {
         let run_id = run_id();
         let run_slot = RunSlot::default();
         let _ = run_slot.set(run_id.clone());
-        // Skills and panels are for bee's own model: an MCP client has its own.
+        // Skills, panels and subagents are for bee's own model: an MCP client has its own.
         let tools = Arc::new(tool_registry(
             &config,
             &Arc::new(SkillSet::default()),
             None,
             &run_slot,
+            None,
         )?);
         let Confined {
             scoped, factory, ..

@@ -77,6 +77,7 @@ pub(crate) fn discover_skills(env: &Env) -> (Arc<SkillSet>, Vec<SkillError>) {
 
 /// The tools of the configuration: bee's built-in ones with the configured limits, the
 /// `skill` tool when there are skills, the `render` tool in interactive sessions (`render`),
+/// the `agent` tool where sessions may delegate (`roles`, when [`agents_on`] says so),
 /// less those `tools.disabled` names (an unknown name is an invalid configuration, 65;
 /// `render` is known to `bee run` too, which never offers it).
 pub(crate) fn tool_registry(
@@ -84,6 +85,7 @@ pub(crate) fn tool_registry(
     skills: &Arc<SkillSet>,
     render: Option<Arc<RenderTool>>,
     run: &RunSlot,
+    roles: Option<&Arc<Roles>>,
 ) -> Result<Registry, Refused> {
     let mut registry = Registry::standard(config.tools.limits());
     #[cfg(not(feature = "findings"))]
@@ -100,6 +102,13 @@ pub(crate) fn tool_registry(
     if let Some(render) = render {
         // Nor `render`.
         let _ = registry.register(render);
+    }
+    if let Some(roles) = roles {
+        // Nor `agent`.
+        let _ = registry.register(Arc::new(AgentTool::new(
+            Arc::clone(roles),
+            config.agents.settings(),
+        )));
     }
     if let Some(disabled) = &config.tools.disabled {
         for name in &disabled.value {
@@ -387,31 +396,6 @@ pub(crate) fn discover_roles(env: &Env) -> Arc<Roles> {
 pub(crate) fn agents_on(config: &Config, roles: &Roles) -> bool {
     let s = config.agents.settings();
     s.max_depth >= 1 && (!roles.is_empty() || s.inline_policy)
-}
-
-/// `tools` with the `agent` tool registered when sessions may delegate (`agents`, from
-/// [`agents_on`]). Registered after the per-tool policies are checked, so that
-/// `[tools.agent]` names no tool.
-///
-/// # Errors
-/// 65 when another tool already has the name.
-pub(crate) fn with_agent_tool(
-    tools: Arc<Registry>,
-    agents: bool,
-    roles: &Arc<Roles>,
-    config: &Config,
-) -> Result<Arc<Registry>, Refused> {
-    if !agents {
-        return Ok(tools);
-    }
-    let mut registry = (*tools).clone();
-    registry
-        .register(Arc::new(AgentTool::new(
-            Arc::clone(roles),
-            config.agents.settings(),
-        )))
-        .map_err(|e| Refused(Exit::DataErr, e.to_string()))?;
-    Ok(Arc::new(registry))
 }
 
 /// A tool confined to a narrower policy: its name, the policy file and the policy.

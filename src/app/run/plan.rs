@@ -10,10 +10,10 @@ use bee_core::CompiledPolicy;
 use super::super::Exit;
 use super::super::harness::preflight::{
     Policies, Refused, RunSlot, agents_on, discover_roles, discover_skills, file_refusal,
-    load_provider, tool_policies, tool_registry, with_agent_tool,
+    load_provider, tool_policies, tool_registry,
 };
 use super::{Args, batch};
-use crate::agents::{AgentSettings, Roles};
+use crate::agents::{AGENT_TOOL, AgentSettings, Roles};
 use crate::config::{Config, EngineChoice, Env, Origin, Refusal, Sourced};
 use crate::episode::EpisodeLimits;
 use crate::provider::ProviderSpec;
@@ -197,7 +197,17 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
     let ids: Vec<String> = episodes.iter().map(|e| e.def.id.clone()).collect();
     let manifest = batch::manifest(args, shard, &hashes, &ids);
     let run_slot = RunSlot::default();
-    let tools = Arc::new(tool_registry(&config, &skills, None, &run_slot)?);
+    let roles = discover_roles(env);
+    let agents = agents_on(&config, &roles);
+    let tools = Arc::new(tool_registry(
+        &config,
+        &skills,
+        None,
+        &run_slot,
+        agents.then_some(&roles),
+    )?);
+    // `tools.disabled` may have taken `agent` away.
+    let agents = agents && tools.placement(AGENT_TOOL).is_some();
     // Per-tool policies are proven within each episode's policy before anything runs.
     for ep in &episodes {
         let session = match &ep.policy {
@@ -213,9 +223,6 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         )
         .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
     }
-    let roles = discover_roles(env);
-    let agents = agents_on(&config, &roles);
-    let tools = with_agent_tool(tools, agents, &roles, &config)?;
     Ok(Plan {
         engine: config.engine.value,
         service: config.service.value,

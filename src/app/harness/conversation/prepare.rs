@@ -9,10 +9,10 @@ use bee_core::CompiledPolicy;
 use super::super::preflight::{
     Confined, Policies, Refused, RunSlot, ToolPolicy, agents_on, confine, connect, discover_roles,
     discover_skills, file_refusal, load_provider, process_env, run_id, session_executor,
-    session_policy, tool_registry, with_agent_tool, with_catalogue, workspace_dir,
+    session_policy, tool_registry, with_catalogue, workspace_dir,
 };
 use super::{SESSION_ID, system_prompt};
-use crate::agents::{AgentSettings, Caller, Delegation, Roles};
+use crate::agents::{AGENT_TOOL, AgentSettings, Caller, Delegation, Roles};
 use crate::app::Exit;
 use crate::app::run::SandboxFactory;
 use crate::config::{Config, Env, Flags};
@@ -90,9 +90,17 @@ pub(crate) fn prepare(
     let run_id = run_id();
     let run_slot = RunSlot::default();
     let _ = run_slot.set(run_id.clone());
-    let tools = Arc::new(tool_registry(&config, &skills, Some(render), &run_slot)?);
     let roles = discover_roles(&env);
     let agents = agents_on(&config, &roles);
+    let tools = Arc::new(tool_registry(
+        &config,
+        &skills,
+        Some(render),
+        &run_slot,
+        agents.then_some(&roles),
+    )?);
+    // `tools.disabled` may have taken `agent` away.
+    let agents = agents && tools.placement(AGENT_TOOL).is_some();
     // The same checks, in the same order, as `bee run`: before any model call.
     let Confined {
         enforcement,
@@ -106,7 +114,6 @@ pub(crate) fn prepare(
         "bee repl",
         "no model was called",
     )?;
-    let tools = with_agent_tool(tools, agents, &roles, &config)?;
     let connected = connect(&provider)?;
     let prices = provider
         .price_table()
