@@ -930,6 +930,82 @@ print(json.dumps(answers)); print(os.read(r, 100).decode())
     })
 }
 
+/// A client that stops reading while its command runs is gone: the service's answers to it
+/// cannot be written within `WRITE_WAIT`, so its connection is closed and its command killed,
+/// and no blocked write keeps the command past its own timeout. The client floods requests
+/// and reads nothing, then holds its connection open for two minutes.
+#[test]
+fn a_client_that_stops_reading_has_its_command_killed() {
+    let service = start();
+    let tree = format!("{}/**", ws(&service).display());
+    let options = CompileOptions {
+        base: ws(&service),
+        home: None,
+    };
+    let policy = ok(compile_str(
+        "all.toml",
+        &policy_text(&tree, &tree),
+        &options,
+    ))
+    .policy;
+    const SCRIPT: &str = r#"
+import time
+sock, cwd, policy = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+s = socket.socket(socket.AF_UNIX); s.connect(sock)
+s.sendall(frame({"hello": {"version": 1}})); read(s)
+s.sendall(frame({"create": {"policy": policy, "origin": "p", "timeout_ms": 20000}}))
+scope = read(s)["created"]["scope"]
+null = os.open("/dev/null", os.O_RDWR)
+socket.send_fds(s, [frame({"spawn": {"scope": scope, "argv": ["/usr/bin/sleep", "613"], "env": [], "cwd": cwd}})], [null, null, null])
+read(s)
+s.setblocking(False)
+deadline = time.time() + 15
+while time.time() < deadline:
+    try: s.send(frame("list"))
+    except BlockingIOError: time.sleep(0.01)
+print("flooded", flush=True)
+time.sleep(120)
+"#;
+    let mut client = ok({
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg([PY_FRAMES, SCRIPT].concat())
+            .arg(service.socket())
+            .arg(ws(&service))
+            .arg(ok(policy.to_json()))
+            .stdout(std::process::Stdio::piped())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        c.spawn()
+    });
+    let start = Instant::now();
+    while pids_running("613").is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Its own timeout is 20 s and the service's write wait 10 s: both well before the client
+    // lets go, two minutes on.
+    let gone = Instant::now();
+    while !pids_running("613").is_empty() && gone.elapsed() < Duration::from_secs(42) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = pids_running("613");
+    let _ = client.kill();
+    let _ = client.wait();
+    assert!(
+        left.is_empty(),
+        "the command outlived a client that stopped reading: {left:?}\n{}",
+        service.log()
+    );
+    // The service goes on serving others.
+    let p = pub_policy(&service);
+    let o = output(exec_as_nobody(&service, &p, &["/usr/bin/true"]));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
 /// The service's privilege never lends the caller access: a working directory the caller
 /// cannot reach is refused before the command runs, though root could enter it.
 #[test]

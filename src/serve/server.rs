@@ -37,6 +37,10 @@ use super::wire::{self, RecvError};
 
 /// How long the rest of a frame may take once its first byte is in.
 pub const MID_FRAME: Duration = Duration::from_secs(10);
+/// How long one answer may take to be written: a client that stops reading is gone (its
+/// connection is closed and its scopes killed), and no write blocks the connection's thread
+/// past it — not its command's timeout, not the watch on its caller, not the service's stop.
+pub const WRITE_WAIT: Duration = Duration::from_secs(10);
 /// How long a scope's processes get to die when it is killed.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How often a waiting connection looks at its socket and at the stop flag.
@@ -300,6 +304,7 @@ impl<'s> Connection<'s> {
         }
         // Idle reads wake up now and then to see whether the service is stopping.
         let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let _ = stream.set_write_timeout(Some(WRITE_WAIT));
         let uid = peer.uid;
         let mut conn = Connection {
             service,
@@ -730,7 +735,10 @@ impl<'s> Connection<'s> {
                     Ok(Ok(_)) => {
                         let busy = ErrorBody::new(
                             64,
-                            "a command is running: only `kill` is read until it ends",
+                            format!(
+                                "a command is running in scope {scope}: only `kill` of that \
+                                 scope is read until it ends"
+                            ),
                         );
                         if let Next::Hangup = self.reply(&Response::Error(busy)) {
                             hung_up = true;

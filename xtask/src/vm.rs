@@ -470,7 +470,10 @@ pub fn retries() -> Result<Vec<String>> {
 
 /// Records one retry ([`retries`]).
 fn note_retry(line: &str) -> Result<()> {
-    note_retry_in(std::env::var_os(RETRIES_VAR).map(PathBuf::from).as_deref(), line)
+    note_retry_in(
+        std::env::var_os(RETRIES_VAR).map(PathBuf::from).as_deref(),
+        line,
+    )
 }
 
 /// The retries listed in `file`, or this process's own without one.

@@ -381,21 +381,41 @@ fn a_stopped_wait_kills_the_cgroup_and_says_interrupted() {
     assert!(cgroup.remove().is_ok());
 }
 
+/// A zero timeout gives a running command no time: killed at once, with its process group.
+/// A command that has ended before the kill lands is reported as it ended, not timed out.
 #[test]
-fn a_zero_timeout_kills_the_process_group_at_once_and_leaves_the_rest_to_empty() {
+fn a_zero_timeout_kills_a_running_command_at_once_and_reports_an_ended_one_as_it_ended() {
     let parent = parent("wait-zero");
-    let (cgroup, mut launched) = launched_in(&parent, "exit 0");
     let limits = WaitLimits {
         timeout: Some(Duration::ZERO),
         poll: None,
         kill: KillTarget::ProcessGroupAndCgroup,
         kill_wait: Duration::from_secs(5),
     };
-    let outcome = match wait_and_kill(&mut launched, &cgroup, &limits, &mut || false) {
+    let wait = |launched: &mut Launched, cgroup: &ScopeCgroup| match wait_and_kill(
+        launched,
+        cgroup,
+        &limits,
+        &mut || false,
+    ) {
         Ok(o) => o,
         Err(e) => unreachable!("{e}"),
     };
+    let (cgroup, mut launched) = launched_in(&parent, "sleep 300 & sleep 300");
+    let outcome = wait(&mut launched, &cgroup);
     assert!(outcome.timed_out && !outcome.interrupted);
+    assert_eq!(outcome.exit_code(), 137);
+    assert!(cgroup.empty(Duration::from_secs(5)).is_ok());
+    assert!(cgroup.remove().is_ok());
+
+    let (cgroup, mut launched) = launched_in(&parent, "exit 3");
+    // Ended, not yet reaped: the kill finds a zombie.
+    while cgroup.is_populated().unwrap_or(false) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let outcome = wait(&mut launched, &cgroup);
+    assert!(!outcome.timed_out && !outcome.interrupted);
+    assert_eq!(outcome.exit_code(), 3);
     assert!(cgroup.empty(Duration::from_secs(5)).is_ok());
     assert!(cgroup.remove().is_ok());
 }

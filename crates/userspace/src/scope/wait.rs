@@ -8,6 +8,7 @@
 //! afterwards is the caller's next step ([`ScopeCgroup::empty`]).
 
 use std::io;
+use std::os::unix::process::ExitStatusExt as _;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::ScopeCgroup;
@@ -31,8 +32,9 @@ pub enum KillTarget {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WaitLimits {
     /// How long the command may run; then it is killed and reported with
-    /// [`Outcome::timed_out`]. Zero gives it no time at all: it is killed at once, however
-    /// fast it is. `None`: no limit.
+    /// [`Outcome::timed_out`]. Zero gives it no time at all: it is killed at once (one that
+    /// has ended on its own by the time the kill lands is reported as it ended, not timed
+    /// out). `None`: no limit.
     pub timeout: Option<Duration>,
     /// How often the wait wakes to ask its `tick` whether to stop; `None`: it is never asked.
     pub poll: Option<Duration>,
@@ -95,10 +97,13 @@ pub fn wait_and_kill(
                     pid: launched.id(),
                     source: io::Error::from(io::ErrorKind::TimedOut),
                 })?;
+            // A command that ended on its own before the kill landed is reported as it ended:
+            // only one the kill ended timed out or was stopped.
+            let killed = status.signal() == Some(libc::SIGKILL);
             Ok(Outcome {
                 status,
-                timed_out: !interrupted,
-                interrupted,
+                timed_out: killed && !interrupted,
+                interrupted: killed && interrupted,
             })
         }
         Err(e) => {
