@@ -1015,6 +1015,9 @@ impl Outcome {
     }
 }
 
+/// How long [`Launched::wait_or_kill`] gives a command it killed to be reaped.
+pub const REAP_WAIT: Duration = Duration::from_secs(5);
+
 /// The shell's convention for a wait status: the exit code, or 128 + the signal number.
 pub fn exit_code(status: ExitStatus) -> i32 {
     match (status.code(), status.signal()) {
@@ -1164,11 +1167,12 @@ impl Launched {
     }
 
     /// Waits up to `timeout` for the command; on timeout kills every process of `cgroup`
-    /// and reaps the command ([`crate::scope::wait_and_kill`] with
-    /// [`KillTarget::Cgroup`](crate::scope::KillTarget::Cgroup)).
+    /// and reaps the command, giving it [`REAP_WAIT`] to go ([`crate::scope::wait_and_kill`]
+    /// with [`KillTarget::Cgroup`](crate::scope::KillTarget::Cgroup)).
     ///
     /// # Errors
-    /// [`LaunchError::Wait`] or [`LaunchError::Cgroup`] (when killing failed).
+    /// [`LaunchError::Wait`] (waiting failed, or the killed command was not reaped within
+    /// [`REAP_WAIT`]) or [`LaunchError::Cgroup`] (when killing failed).
     pub fn wait_or_kill(
         &mut self,
         cgroup: &ScopeCgroup,
@@ -1178,7 +1182,7 @@ impl Launched {
             timeout,
             poll: None,
             kill: crate::scope::KillTarget::Cgroup,
-            kill_wait: Duration::ZERO,
+            kill_wait: REAP_WAIT,
         };
         crate::scope::wait_and_kill(self, cgroup, &limits, &mut || false)
     }
