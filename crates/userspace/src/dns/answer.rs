@@ -2,6 +2,11 @@
 //! the addresses to admit and the denials to report. No sockets here: [`decide`] takes the
 //! upstream as a closure and [`finish`] the sink as a trait object, so every rule is
 //! unit-tested.
+//!
+//! Why one file of this length: one query's decision, from its bytes to the reply, the
+//! addresses to admit and the denials; the scope's answer cache is part of it, since a cached
+//! answer is admitted again by the same rules before it is replayed. The tests are in
+//! `answer/tests.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;

@@ -1,6 +1,8 @@
 //! Name grants in the kernel: the cgroup programs that steer a scope's DNS traffic to its
 //! resolver, the DNS map that says where, and the answers map its resolver fills.
 //!
+//! Its length is its tests: the code is under 550 lines.
+//!
 //! ```text
 //! engine.enable_dns()                 load the six cgroup sock_addr programs and attach them
 //!                                     to the cgroup v2 root (links: beside any other program), pinned; once
