@@ -577,6 +577,33 @@ fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
 
 /// `bee run` by an ordinary user: every tool call of the episode runs in one scope the
 /// service made (the tool runner's grant proven within the ceiling too), as that user.
+/// The transcript of the episode `s` of the one run under `records`.
+fn transcript(records: &Path) -> String {
+    let file = std::fs::read_dir(records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("s.jsonl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
+    ok(std::fs::read_to_string(file))
+}
+
+/// A compiled policy that reads and writes all of `ws/`, as a raw client sends it.
+fn all_of_ws(service: &Service) -> bee_core::CompiledPolicy {
+    let tree = format!("{}/**", ws(service).display());
+    let options = CompileOptions {
+        base: ws(service),
+        home: None,
+    };
+    ok(compile_str(
+        "all.toml",
+        &policy_text(&tree, &tree),
+        &options,
+    ))
+    .policy
+}
+
 /// `bee run` of a one-episode scenario as `nobody` in `ws/`, in place, under `policy`,
 /// its model answering `calls` in order; its records go to `<dir>/records`.
 fn run_as_nobody(service: &Service, policy: &Path, calls: &[&str]) -> (Output, PathBuf) {
@@ -643,14 +670,7 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
     assert!(err.contains("through the service at"), "{err}");
     let made = ok(std::fs::metadata(ws.join("pub/made.txt")));
     assert_eq!(made.uid(), NOBODY);
-    let transcript = std::fs::read_dir(&records)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("s.jsonl"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
-    let text = ok(std::fs::read_to_string(transcript));
+    let text = transcript(&records);
     let event = |kind: &str, id: &str| -> serde_json::Value {
         text.lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -682,14 +702,7 @@ fn an_episode_beyond_the_ceiling_is_refused_with_65() {
     assert_eq!(code(&o), 65, "{said}");
     assert!(said.contains("enforcement unavailable"), "{said}");
     assert!(said.contains("does not"), "{said}");
-    let transcript = std::fs::read_dir(&records)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("s.jsonl"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
-    let text = ok(std::fs::read_to_string(transcript));
+    let text = transcript(&records);
     assert!(text.contains("\"enforcement-unavailable\""), "{text}");
     assert!(!text.contains("\"model_call\""), "{text}");
 }
@@ -937,17 +950,7 @@ print(json.dumps(answers)); print(os.read(r, 100).decode())
 #[test]
 fn a_client_that_stops_reading_has_its_command_killed() {
     let service = start();
-    let tree = format!("{}/**", ws(&service).display());
-    let options = CompileOptions {
-        base: ws(&service),
-        home: None,
-    };
-    let policy = ok(compile_str(
-        "all.toml",
-        &policy_text(&tree, &tree),
-        &options,
-    ))
-    .policy;
+    let policy = all_of_ws(&service);
     const SCRIPT: &str = r#"
 import time
 sock, cwd, policy = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -1018,17 +1021,7 @@ fn a_working_directory_the_caller_cannot_reach_is_refused() {
         std::fs::Permissions::from_mode(0o700),
     ));
     ok(std::fs::write(private.join("open/data"), "topsecret\n"));
-    let tree = format!("{}/**", ws(&service).display());
-    let options = CompileOptions {
-        base: ws(&service),
-        home: None,
-    };
-    let compiled = ok(compile_str(
-        "all.toml",
-        &policy_text(&tree, &tree),
-        &options,
-    ))
-    .policy;
+    let compiled = all_of_ws(&service);
     // `bee exec` always sends its own working directory; a raw client can name any.
     let o = raw_spawn(&service, &private.join("open"), &compiled, "[]", "none");
     let out = text(&o.stdout);
