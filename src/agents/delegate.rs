@@ -363,7 +363,8 @@ fn policy_enforced(executor: &dyn ToolExecutor) -> bool {
     executor.enforcement() == Enforcement::Kernel
 }
 
-/// The subagent's model: the role's provider file and model, else the caller's.
+/// The subagent's model: the role's provider file and model, else the run's provider file
+/// (with the role's model, when it names one).
 fn model(d: &Delegation<'_>, planned: &plan::Planned) -> Result<Model, String> {
     let mut spec = match &planned.provider {
         Some(path) => ProviderSpec::load(path).map_err(|e| format!("its provider file: {e}"))?,
