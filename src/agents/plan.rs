@@ -251,11 +251,11 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
             ));
         }
     }
-    // A session tool stays registered for a subagent that delegates: its own `agent` layer
-    // answers it (and leaves it out at the depth limit).
+    // A session tool stays registered for a subagent that delegates, below the depth limit:
+    // its own `agent` layer answers it (and refuses a call of it at the limit in words).
     let keep: Vec<&str> = wanted
         .iter()
-        .filter(|w| !withheld.contains(w))
+        .filter(|w| !withheld.contains(w) && (!session_tool(w) || depth < d.settings.max_depth))
         .map(String::as_str)
         .collect();
     let registry = Arc::new(d.tools.retain(&keep));
