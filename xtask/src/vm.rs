@@ -420,7 +420,7 @@ pub fn run_in_kernels_with(
             // anywhere in the run fails it, and every retry is listed ([`retries`]).
             let earlier = retries()?;
             if earlier.is_empty() {
-                note_retry(&format!("kernel {name}: {}", first_line(&e.to_string())))?;
+                note_retry(&format!("kernel {name}: {}", oops_line(&e.to_string())))?;
                 eprintln!(
                     "xtask: {e}\nxtask: kernel {name}: that panic is the text-patching race of \
                      docs/kernel-testing.md (\"Emulator faults\"); running this kernel's \
@@ -509,8 +509,12 @@ fn note_retry_in(file: Option<&Path>, line: &str) -> Result<()> {
     }
 }
 
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or(text)
+/// The console's `Oops:` line in a panic's text (from `Oops:` on), else its first line.
+fn oops_line(text: &str) -> &str {
+    text.lines()
+        .find_map(|l| l.find("Oops:").map(|i| l[i..].trim_end()))
+        .or_else(|| text.lines().next())
+        .unwrap_or(text)
 }
 
 /// The preemption model the guest reported ([`kernels::preempt_model`]).
@@ -986,6 +990,13 @@ fn run_group(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_retry_is_named_by_its_oops_line() {
+        let text = "VM with kernel 7.x: kernel panic:\n[7.x] c[2J[    1.301434] Oops: int3: 0000 [#1] SMP NOPTI\n[7.x] RIP: x";
+        assert_eq!(oops_line(text), "Oops: int3: 0000 [#1] SMP NOPTI");
+        assert_eq!(oops_line("timed out\nmore"), "timed out");
+    }
+
     #[test]
     fn a_runs_retries_are_listed_in_its_file_and_kept_apart_without_one() {
         let dir = std::env::temp_dir().join(format!("bee-retries-{}", std::process::id()));
