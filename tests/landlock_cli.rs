@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{bee, bee_in, code, stderr, stdout};
+use support::{bee, bee_in, code, stderr, stdout, transcript_text};
 
 /// The loader and libraries, and a few programs; `READ` and `WRITE` are filled in.
 const POLICY: &str = r#"version = 1
@@ -373,14 +373,7 @@ fn a_sessions_tools_cannot_write_bees_state() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(!ws.join(".bee/config.toml").exists());
     assert!(ws.join("made.txt").is_file(), "{}", stderr(&o));
-    let transcript = std::fs::read_dir(&records)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("s.jsonl"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
-    let text = std::fs::read_to_string(transcript).unwrap_or_default();
+    let text = transcript_text(&records);
     let result = |id: &str| -> serde_json::Value {
         text.lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

@@ -16,7 +16,7 @@ use bee::serve::client::{Client, ClientError};
 use bee::serve::protocol::{self, Request, Response};
 use bee_core::{CompileOptions, compile_str};
 use support::serve::{Service, pids_running};
-use support::{bee_exe, code, text};
+use support::{bee_exe, code, text, transcript_text};
 
 const NOBODY: u32 = 65534;
 
@@ -575,20 +575,6 @@ fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
     );
 }
 
-/// `bee run` by an ordinary user: every tool call of the episode runs in one scope the
-/// service made (the tool runner's grant proven within the ceiling too), as that user.
-/// The transcript of the episode `s` of the one run under `records`.
-fn transcript(records: &Path) -> String {
-    let file = std::fs::read_dir(records)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join("s.jsonl"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| unreachable!("no transcript under {}", records.display()));
-    ok(std::fs::read_to_string(file))
-}
-
 /// A compiled policy that reads and writes all of `ws/`, as a raw client sends it.
 fn all_of_ws(service: &Service) -> bee_core::CompiledPolicy {
     let tree = format!("{}/**", ws(service).display());
@@ -670,7 +656,7 @@ fn an_ordinary_users_episode_runs_its_tools_in_a_scope_of_the_service() {
     assert!(err.contains("through the service at"), "{err}");
     let made = ok(std::fs::metadata(ws.join("pub/made.txt")));
     assert_eq!(made.uid(), NOBODY);
-    let text = transcript(&records);
+    let text = transcript_text(&records);
     let event = |kind: &str, id: &str| -> serde_json::Value {
         text.lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -702,7 +688,7 @@ fn an_episode_beyond_the_ceiling_is_refused_with_65() {
     assert_eq!(code(&o), 65, "{said}");
     assert!(said.contains("enforcement unavailable"), "{said}");
     assert!(said.contains("does not"), "{said}");
-    let text = transcript(&records);
+    let text = transcript_text(&records);
     assert!(text.contains("\"enforcement-unavailable\""), "{text}");
     assert!(!text.contains("\"model_call\""), "{text}");
 }

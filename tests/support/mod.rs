@@ -274,13 +274,13 @@ pub fn review_example(dir: &Path) {
     }
 }
 
-/// The events of the one transcript under `records`.
+/// The text of the one transcript under `records` (the first `*.jsonl` of a run directory).
 #[expect(
     clippy::unwrap_used,
     clippy::panic,
     reason = "records that are not there fail the test"
 )]
-pub fn transcript_events(records: &Path) -> Vec<serde_json::Value> {
+pub fn transcript_text(records: &Path) -> String {
     for run in std::fs::read_dir(records).unwrap() {
         let run = run.unwrap().path();
         if !run.is_dir() {
@@ -289,15 +289,20 @@ pub fn transcript_events(records: &Path) -> Vec<serde_json::Value> {
         for f in std::fs::read_dir(&run).unwrap() {
             let f = f.unwrap().path();
             if f.extension().is_some_and(|e| e == "jsonl") {
-                return std::fs::read_to_string(&f)
-                    .unwrap()
-                    .lines()
-                    .map(|l| serde_json::from_str(l).unwrap())
-                    .collect();
+                return std::fs::read_to_string(&f).unwrap();
             }
         }
     }
     panic!("no transcript under {}", records.display());
+}
+
+/// The events of the one transcript under `records` ([`transcript_text`]).
+#[expect(clippy::unwrap_used, reason = "a line that is not JSON fails the test")]
+pub fn transcript_events(records: &Path) -> Vec<serde_json::Value> {
+    transcript_text(records)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// Asserts what the review example's tools answered (call ids `r1`…`r6` of its recording):
