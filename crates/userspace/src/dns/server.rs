@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::answer::{AnswerCache, Decision, Transport, decide, finish};
+use super::answer::{AnswerCache, Decision, Exchange, Transport, decide, finish};
 use super::upstream::{SLICE, Upstream, is_timeout, read_message, write_message};
 use super::{Admitted, AnswerSink, NameDenial, NameGrants, ResolverConfig};
 
@@ -77,13 +77,7 @@ impl Shared {
     /// The reply to one query (`None`: drop it).
     fn answer(&self, query: &[u8], transport: Transport) -> Option<Vec<u8>> {
         let mut upstream = |q: &[u8]| self.upstream.exchange(q, &self.stop);
-        let decision = decide(
-            query,
-            &self.config,
-            &*self.grants,
-            Some(&self.cache),
-            &mut upstream,
-        )?;
+        let decision = self.decide(query, &mut upstream)?;
         self.finish(&decision, transport)
     }
 
@@ -96,17 +90,22 @@ impl Shared {
             needed = true;
             Err("not here".to_owned())
         };
-        let decision = decide(
-            query,
-            &self.config,
-            &*self.grants,
-            Some(&self.cache),
-            &mut upstream,
-        );
+        let decision = self.decide(query, &mut upstream);
         if needed {
             return None;
         }
         Some(decision.and_then(|d| self.finish(&d, transport)))
+    }
+
+    /// [`decide`] on `query` with this resolver's configuration, grants and cache.
+    fn decide(&self, query: &[u8], upstream: &mut Exchange<'_>) -> Option<Decision> {
+        decide(
+            query,
+            &self.config,
+            &*self.grants,
+            Some(&self.cache),
+            upstream,
+        )
     }
 
     fn finish(&self, decision: &Decision, transport: Transport) -> Option<Vec<u8>> {
