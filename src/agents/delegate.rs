@@ -25,7 +25,7 @@ use crate::session::{
     Bounds, Controller, Model, ReadText, Session, SessionSpec, ToolExecution, ToolExecutor,
     TurnEnd, Update,
 };
-use crate::tools::{Placement, Registry};
+use crate::tools::Registry;
 
 /// How far delegation may go (`[agents]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,8 +136,7 @@ impl<'a> AgentExecutor<'a> {
     ) -> Self {
         let own = delegation
             .tools
-            .names()
-            .filter(|n| delegation.tools.placement(n) == Some(Placement::Session))
+            .session_tools()
             .map(str::to_owned)
             .collect();
         Self {

@@ -136,6 +136,13 @@ impl Registry {
         self.tools.get(name).map(|t| t.placement())
     }
 
+    /// The tools the session's own layer answers ([`Placement::Session`]: `agent`), in order;
+    /// a session whose registry has one delegates.
+    pub fn session_tools(&self) -> impl Iterator<Item = &str> {
+        self.names()
+            .filter(|n| self.placement(n) == Some(Placement::Session))
+    }
+
     /// The definitions the model is given, in order.
     #[must_use]
     pub fn definitions(&self) -> Vec<ToolDef> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning};
+use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning, compile_file};
 
 use crate::agents::{AgentTool, Roles};
 use crate::app::Exit;
@@ -157,26 +157,26 @@ fn findings_tools(
     Ok(tools)
 }
 
-/// Compiles a policy against the workspace it will confine (65 invalid, 66 missing, 77
-/// unreadable), with the compiler's warnings.
-fn compile_with_warnings(
-    cache: &PolicyCache,
-    policy: &Path,
-    workspace: &Path,
-) -> Result<(CompiledPolicy, Vec<PolicyWarning>), Refused> {
-    let options = CompileOptions {
+/// What a policy file is compiled with: `workspace` for relative paths, the invoking user's
+/// home for `~`.
+fn compile_options(workspace: &Path) -> CompileOptions {
+    CompileOptions {
         base: workspace.to_owned(),
         home: invoking_home(),
-    };
-    match cache.compile_file(policy, &options) {
-        Ok(compiled) => Ok((compiled.policy, compiled.warnings)),
-        Err(e @ PolicyError::Read { .. }) => Err(Refused(Exit::of_policy(&e), e.to_string())),
-        Err(PolicyError::Invalid(diagnostics)) => {
+    }
+}
+
+/// The refusal of `policy`'s compilation: 65 invalid (each problem drawn), 66 missing, 77
+/// unreadable.
+fn policy_refusal(policy: &Path, e: PolicyError) -> Refused {
+    match e {
+        e @ PolicyError::Read { .. } => Refused(Exit::of_policy(&e), e.to_string()),
+        PolicyError::Invalid(diagnostics) => {
             let mut text = format!("{}: the policy is invalid\n", policy.display());
             for problem in diagnostics.problems {
                 text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
             }
-            Err(Refused(Exit::DataErr, text))
+            Refused(Exit::DataErr, text)
         }
     }
 }
@@ -185,7 +185,9 @@ fn compile_with_warnings(
 /// workspace copy or a subagent whose policy file [`Policies`] compiled (and warned about)
 /// before.
 pub(crate) fn compile_policy(policy: &Path, workspace: &Path) -> Result<CompiledPolicy, Refused> {
-    compile_with_warnings(&PolicyCache::default(), policy, workspace).map(|(compiled, _)| compiled)
+    compile_file(policy, &compile_options(workspace))
+        .map(|c| c.policy)
+        .map_err(|e| policy_refusal(policy, e))
 }
 
 /// A command's policies, each compiled once per workspace: a run names one policy file for
@@ -208,7 +210,13 @@ impl Policies {
         policy: &Path,
         workspace: &Path,
     ) -> Result<CompiledPolicy, Refused> {
-        let (compiled, warnings) = compile_with_warnings(&self.cache, policy, workspace)?;
+        let bee_core::Compiled {
+            policy: compiled,
+            warnings,
+        } = self
+            .cache
+            .compile_file(policy, &compile_options(workspace))
+            .map_err(|e| policy_refusal(policy, e))?;
         if let Ok(mut kept) = self.warnings.lock() {
             for w in warnings {
                 if !kept.contains(&w) {

@@ -13,7 +13,7 @@ use super::super::harness::preflight::{
     load_provider, tool_policies, tool_registry,
 };
 use super::{Args, batch};
-use crate::agents::{AGENT_TOOL, AgentSettings, Roles};
+use crate::agents::{AgentSettings, Roles};
 use crate::config::{Config, EngineChoice, Env, Origin, Refusal, Sourced};
 use crate::episode::EpisodeLimits;
 use crate::provider::ProviderSpec;
@@ -207,7 +207,7 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         agents.then_some(&roles),
     )?);
     // `tools.disabled` may have taken `agent` away.
-    let agents = agents && tools.placement(AGENT_TOOL).is_some();
+    let agents = tools.session_tools().next().is_some();
     // Per-tool policies are proven within each episode's policy before anything runs.
     for ep in &episodes {
         let session = match &ep.policy {

@@ -12,7 +12,7 @@ use super::super::preflight::{
     session_policy, tool_registry, with_catalogue, workspace_dir,
 };
 use super::{SESSION_ID, system_prompt};
-use crate::agents::{AGENT_TOOL, AgentSettings, Caller, Delegation, Roles};
+use crate::agents::{AgentSettings, Caller, Delegation, Roles};
 use crate::app::Exit;
 use crate::app::run::SandboxFactory;
 use crate::config::{Config, Env, Flags};
@@ -100,7 +100,7 @@ pub(crate) fn prepare(
         agents.then_some(&roles),
     )?);
     // `tools.disabled` may have taken `agent` away.
-    let agents = agents && tools.placement(AGENT_TOOL).is_some();
+    let agents = tools.session_tools().next().is_some();
     // The same checks, in the same order, as `bee run`: before any model call.
     let Confined {
         enforcement,
