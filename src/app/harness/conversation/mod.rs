@@ -59,7 +59,7 @@ pub(crate) struct TurnInterrupt {
 
 impl TurnInterrupt {
     /// A new interrupt for the next turn.
-    pub(crate) fn fresh(&self) -> Interrupt {
+    fn fresh(&self) -> Interrupt {
         let i = Interrupt::new();
         if let Ok(mut slot) = self.current.lock() {
             *slot = i.clone();
@@ -116,7 +116,7 @@ pub(crate) const UNCONFINED: &str = "--host: nothing is confined — tools run o
 
 /// The start line that names what the session loaded: the project instructions (what
 /// [`project_instructions`] said) and the skills found, by name.
-pub(crate) fn loaded(instructions: &str, skills: &SkillSet) -> String {
+fn loaded(instructions: &str, skills: &SkillSet) -> String {
     let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
     format!(
         "project instructions: {instructions}; skills: {}",
@@ -133,7 +133,7 @@ pub(crate) fn loaded(instructions: &str, skills: &SkillSet) -> String {
 /// [`AGENTS_MD_CAP`] bytes with a note. A missing file is skipped; one the policy or the file
 /// system refuses is said on screen and in the transcript. Returns what was loaded, in a few words for the start
 /// line ([`loaded`]): `AGENTS.md`, or `none` and why.
-pub(crate) fn project_instructions(
+fn project_instructions(
     session: &mut Session<'_>,
     executor: &dyn ToolExecutor,
     note: &dyn Fn(&str),
@@ -180,7 +180,7 @@ pub(crate) fn write_summary(run_dir: &Path) {
 }
 
 /// The line a session ends with, on either screen: what it did and where its transcript is.
-pub(crate) fn closing(t: &crate::records::Totals, transcript: &Path) -> String {
+fn closing(t: &crate::records::Totals, transcript: &Path) -> String {
     format!(
         "session ended: {} model call(s), {} tool call(s), {} denial(s), cost {}; transcript {}",
         t.model_calls,
