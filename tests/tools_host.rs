@@ -627,17 +627,22 @@ fn a_sandbox_can_be_shared_between_threads() {
 #[test]
 fn a_file_tool_that_runs_out_of_time_failed() {
     let ws = workspace();
+    // Opening a FIFO that no one writes blocks the runner until it is killed, so the timeout
+    // is what ends the call (a zero timeout would race a fast runner).
+    let fifo = ws.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo(3) reads a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let sb = sandbox(ws.path());
-    // No time at all: the runner is killed before it can answer.
     let tools = Registry::standard(ToolLimits {
-        file_timeout: Duration::ZERO,
+        file_timeout: Duration::from_secs(1),
         ..ToolLimits::default()
     });
-    let o = call_with(&tools, &sb, "list_dir", &json!({}));
+    let o = call_with(&tools, &sb, "read_file", &json!({"path": "pipe"}));
     assert_state(&o, ToolState::Failed);
     assert_eq!(
         o.content,
-        "failed: `list_dir` timed out after 0 s and was killed"
+        "failed: `read_file` timed out after 1 s and was killed"
     );
 }
 
