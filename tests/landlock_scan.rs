@@ -1,0 +1,234 @@
+//! The `scan` tool under the kernel, natively (the Landlock engine): a replayed episode runs the
+//! real Semgrep CLI (Opengrep's upstream, from PyPI; `BEE_SEMGREP` names it, as for
+//! `scan_semgrep`) in the episode's scope, pinned by the policy, and records its results in the
+//! findings ledger. Then the episode tries to forge the ledger with every tool it has, under a
+//! version 1 policy that writes the whole workspace (which protects nothing by itself): each
+//! attempt fails and the ledger holds only what bee wrote.
+//!
+//! Features `semgrep-tests` and `landlock-tests`; needs root, Landlock and `BEE_SEMGREP`, and
+//! fails (never skips) without them. `.ci/run` runs it beside `scan_semgrep`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::{bee_in, code, stderr, stdout, transcript_text};
+
+fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| unreachable!("{e:?}"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    ok(std::fs::create_dir_all(to));
+    for entry in ok(std::fs::read_dir(from)) {
+        let entry = ok(entry);
+        let dst = to.join(entry.file_name());
+        if ok(entry.file_type()).is_dir() {
+            copy_dir(&entry.path(), &dst);
+        } else {
+            ok(std::fs::copy(entry.path(), dst));
+        }
+    }
+}
+
+/// The Semgrep executable `BEE_SEMGREP` names, and the Python installation its virtual
+/// environment runs on (the directory above the interpreter's `bin/`).
+fn semgrep() -> (PathBuf, PathBuf) {
+    let semgrep = std::env::var_os("BEE_SEMGREP").map_or_else(
+        || unreachable!("set BEE_SEMGREP to a semgrep executable (see tests/scan_semgrep.rs)"),
+        PathBuf::from,
+    );
+    let semgrep = ok(std::fs::canonicalize(semgrep));
+    let venv = semgrep
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| unreachable!("{}", semgrep.display()));
+    let python = ok(std::fs::canonicalize(venv.join("bin/python3")));
+    let prefix = python
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| unreachable!("{}", python.display()))
+        .to_owned();
+    (semgrep, prefix)
+}
+
+/// What Semgrep needs, found by running it under the Landlock engine and reading the denials:
+/// its virtual environment and the Python under it (whose libraries and extension modules are
+/// mapped executable, so their trees are exec grants), `uname` and `git`, which it runs, and a
+/// few files of the system it reads. The shell for the episode's `shell` calls. Version 1:
+/// no built-in protected paths, so only bee's own state directory is kept from the scope.
+fn policy(root: &Path, ws: &Path, semgrep: &Path, prefix: &Path) -> PathBuf {
+    let venv = semgrep
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| unreachable!());
+    let python = ok(std::fs::canonicalize(venv.join("bin/python3")));
+    let (v, p, w) = (venv.display(), prefix.display(), ws.display());
+    let text = format!(
+        r#"version = 1
+[fs]
+read = ["/usr/lib/**", "/lib/**", "/etc/**", "/dev/urandom", "/usr/share/zoneinfo/**",
+        "/sys/devices/system/cpu/**", "/sys/fs/cgroup/**", "{v}/**", "{p}/**",
+        "{rules}/**", "{w}/**"]
+write = ["/dev/null", "{w}/**"]
+[exec]
+allow = ["/usr/lib/x86_64-linux-gnu/**", "/usr/bin/dash", "/usr/bin/uname", "/usr/bin/git",
+         "!{semgrep}", "{v}/bin/python3", "{v}/bin/pysemgrep", "{python}", "{p}/lib/**",
+         "{v}/lib/**"]
+"#,
+        rules = root.join("rules").display(),
+        semgrep = semgrep.display(),
+        python = python.display(),
+    );
+    let path = root.join("policy.toml");
+    ok(std::fs::write(&path, text));
+    path
+}
+
+/// One line of the replayed model: a single tool call.
+fn call(id: &str, name: &str, arguments: &serde_json::Value) -> String {
+    serde_json::json!({"tool_calls": [{"id": id, "name": name, "arguments": arguments}]})
+        .to_string()
+}
+
+#[test]
+fn a_scan_runs_under_landlock_and_the_ledger_cannot_be_forged() {
+    let (semgrep, prefix) = semgrep();
+    let t = ok(tempfile::tempdir());
+    let root = ok(std::fs::canonicalize(t.path()));
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/findings/opengrep");
+    copy_dir(&fixture.join("rules"), &root.join("rules"));
+    // The workspace is bee's working directory, so the ledger (`.bee/findings/ledger.jsonl`
+    // by default) lies inside the tree the policy writes.
+    let ws = root.join("ws");
+    copy_dir(&fixture.join("workspace"), &ws);
+    let policy = policy(&root, &ws, &semgrep, &prefix);
+    let ledger = ".bee/findings/ledger.jsonl";
+    let forged =
+        r#"{"kind":"verdict","finding":"forged","verdict":"false-positive","by":"forged"}"#;
+    let calls = [
+        call("scan", "scan", &serde_json::json!({"scanner": "opengrep"})),
+        call(
+            "append",
+            "shell",
+            &serde_json::json!({"command": format!("echo '{forged}' >> {ledger}")}),
+        ),
+        call(
+            "truncate",
+            "shell",
+            &serde_json::json!({"command": format!(": > {ledger}")}),
+        ),
+        call(
+            "write",
+            "write_file",
+            &serde_json::json!({"path": ledger, "content": format!("{forged}\n")}),
+        ),
+        call(
+            "replace",
+            "shell",
+            &serde_json::json!({"command": format!("echo '{forged}' > forged.jsonl && cat forged.jsonl > {ledger}")}),
+        ),
+        r#"{"text": "done"}"#.to_owned(),
+    ];
+    let file = |name: &str, text: &str| ok(std::fs::write(root.join(name), text));
+    file("rec.jsonl", &calls.join("\n"));
+    file(
+        "provider.toml",
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    );
+    file(
+        "scenario.toml",
+        &format!(
+            "name = \"scan\"\nprompt = \"scan the workspace\"\nworkspace = \"ws\"\n\
+             workspace_mode = \"in-place\"\npolicy = {:?}\n",
+            policy.display().to_string()
+        ),
+    );
+    file(
+        "config.toml",
+        &format!(
+            "[security.scanners.opengrep]\npath = {:?}\nrules = {:?}\ntimeout_seconds = 300\n",
+            semgrep.display().to_string(),
+            root.join("rules").display().to_string()
+        ),
+    );
+    let records = root.join("records");
+    let arg = |p: PathBuf| p.display().to_string();
+    let o = bee_in(
+        &ws,
+        &[
+            "run",
+            "--config",
+            &arg(root.join("config.toml")),
+            "--scenario",
+            &arg(root.join("scenario.toml")),
+            "--provider",
+            &arg(root.join("provider.toml")),
+            "--records-dir",
+            &arg(records.clone()),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{}{err}", stdout(&o));
+    let text = transcript_text(&records);
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(events[0]["policy"]["engine"], "landlock", "{}", events[0]);
+    let result = |id: &str| -> &serde_json::Value {
+        events
+            .iter()
+            .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
+            .unwrap_or_else(|| unreachable!("no result for {id}: {text}"))
+    };
+
+    // The scan ran in the scope and recorded Semgrep's three results.
+    let scan = result("scan");
+    assert_eq!(scan["state"], "completed", "{scan}");
+    let listed = bee_in(&ws, &["findings", "list", "--json"]);
+    assert_eq!(code(&listed), 0, "{}", stderr(&listed));
+    let list: serde_json::Value = ok(serde_json::from_str(&stdout(&listed)));
+    let findings = list["findings"]
+        .as_array()
+        .unwrap_or_else(|| unreachable!("{list}"));
+    let mut got: Vec<(String, u64)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["identity"]["rule"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                f["latest"]["location"]["start_line"]
+                    .as_u64()
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("python-eval-of-input".to_owned(), 6),
+            ("python-eval-of-input".to_owned(), 21),
+            ("python-sql-format".to_owned(), 15),
+        ],
+        "{list}"
+    );
+    assert!(findings.iter().all(|f| f["state"] == "open"), "{list}");
+
+    // Every forgery failed, and the ledger holds what bee wrote and nothing else.
+    for id in ["append", "truncate", "replace"] {
+        let output = result(id)["output"].as_str().unwrap_or_default();
+        assert!(output.contains("Read-only file system"), "{id}: {output}");
+    }
+    for id in ["append", "truncate", "write", "replace"] {
+        assert_ne!(result(id)["state"], "completed", "{id}: {}", result(id));
+    }
+    let held = ok(std::fs::read_to_string(ws.join(ledger)));
+    assert!(!held.contains("forged"), "{held}");
+    assert_eq!(held.lines().count(), 3, "{held}");
+    // The rest of the workspace is as writable as the policy says.
+    assert!(ws.join("forged.jsonl").is_file());
+}
