@@ -389,3 +389,101 @@ fn a_sessions_tools_cannot_write_bees_state() {
     );
     assert_eq!(result("ok")["state"], "completed", "{text}");
 }
+
+/// bee's state that the configuration names inside the workspace (a ledger, an audit file, a
+/// records directory) is kept from the session's tools as `.bee/` is, and `bee exec --audit
+/// FILE` keeps its audit file from the command it runs.
+#[test]
+fn bees_state_named_in_the_workspace_is_read_only_too() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let shell = |id: &str, command: &str| {
+        serde_json::json!({"tool_calls": [{"id": id, "name": "shell", "arguments": {"command": command}}]})
+            .to_string()
+    };
+    let calls = [
+        shell("ledger", "echo forged >> findings.jsonl"),
+        shell("audit", "echo forged >> audit.jsonl"),
+        shell("records", "echo forged > recs/planted.json"),
+        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "findings.jsonl", "content": "forged\n"}}]}"#.to_owned(),
+        r#"{"tool_calls": [{"id": "ok", "name": "write_file", "arguments": {"path": "made.txt", "content": "ok\n"}}]}"#.to_owned(),
+        r#"{"text": "done"}"#.to_owned(),
+    ];
+    let file = |name: &str, text: &str| {
+        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| unreachable!("{e}"));
+    };
+    file("rec.jsonl", &calls.join("\n"));
+    file(
+        "provider.toml",
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    );
+    file(
+        "scenario.toml",
+        &format!(
+            "name = \"s\"\nprompt = \"p\"\nworkspace = \"ws\"\nworkspace_mode = \"in-place\"\n\
+             policy = {p:?}\n"
+        ),
+    );
+    file(
+        "config.toml",
+        "records_dir = \"ws/recs\"\naudit = \"ws/audit.jsonl\"\n\
+         [security]\nledger = \"ws/findings.jsonl\"\n",
+    );
+    let o = bee_in(
+        dir.path(),
+        &[
+            "run",
+            "--config",
+            "config.toml",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = transcript_text(&ws.join("recs"));
+    let result = |id: &str| -> serde_json::Value {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
+            .unwrap_or_default()
+    };
+    for id in ["ledger", "audit", "records", "w"] {
+        assert_ne!(result(id)["state"], "completed", "{id}: {text}");
+    }
+    let read = |name: &str| std::fs::read_to_string(ws.join(name)).unwrap_or_default();
+    assert!(!read("findings.jsonl").contains("forged"));
+    assert!(!read("audit.jsonl").contains("forged"));
+    // bee itself still wrote its audit records there.
+    assert!(
+        read("audit.jsonl").contains("\"verdict\""),
+        "{}",
+        read("audit.jsonl")
+    );
+    assert!(!ws.join("recs/planted.json").exists());
+    assert_eq!(read("made.txt"), "ok\n", "{text}");
+
+    // `bee exec --audit FILE`: the command cannot write the file its denials go to.
+    let script = "echo forged >> exec-audit.jsonl; cat /etc/hostname";
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--audit",
+            "exec-audit.jsonl",
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            script,
+        ],
+    );
+    let audit = read("exec-audit.jsonl");
+    assert!(!audit.contains("forged"), "{audit}{}", stderr(&o));
+    assert!(audit.contains("/etc/hostname"), "{audit}{}", stderr(&o));
+}

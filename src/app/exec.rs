@@ -108,12 +108,20 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     // bee's own state in the base directory stays out of the scope's write reach, whatever
     // the policy says (`crate::sandbox::own_state`); learn mode learns on the policy as given.
     let mut installed = policy.clone();
-    crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base)).map_err(|e| {
-        fail(
-            Exit::CantCreat,
-            &format!("the base directory's `.bee` cannot be made: {e}"),
-        )
-    })?;
+    // So does the audit file this run appends to (`--audit FILE`).
+    let audit_file: Vec<crate::sandbox::own_state::StatePath> = args
+        .audit
+        .iter()
+        .filter_map(|a| std::path::absolute(a).ok())
+        .map(crate::sandbox::own_state::StatePath::File)
+        .collect();
+    crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &audit_file)
+        .map_err(|e| {
+            fail(
+                Exit::CantCreat,
+                &format!("bee's own state (the base directory's `.bee`, the audit file) cannot be made: {e}"),
+            )
+        })?;
     let socket = crate::serve::socket_path();
     if args.service.use_service(&socket) {
         return super::exec_remote::exec(args, &installed, &socket);

@@ -281,6 +281,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
             return refusal.exit();
         }
     };
+    factory.keep_from_scopes(plan.own_state.clone());
     if let Some(audit) = &plan.audit
         && let Err(why) = factory.write_audit_to(audit)
     {

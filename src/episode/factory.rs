@@ -60,6 +60,14 @@ pub trait SandboxFactory: Send + Sync {
         tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, ExecutorError>;
 
+    /// bee's own state that the configuration put outside the workspace's `.bee/` (a
+    /// ledger, records directory or audit file): every scope made from now on protects it
+    /// like `.bee/` itself (`crate::sandbox::own_state`). A factory whose executors make no
+    /// scope has nothing to protect it from and ignores it.
+    fn keep_from_scopes(&mut self, state: Vec<crate::sandbox::own_state::StatePath>) {
+        let _ = state;
+    }
+
     /// Appends the audit records of every tool call of every episode to `path` as JSON
     /// lines (`--audit FILE`).
     ///

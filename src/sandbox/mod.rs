@@ -119,18 +119,23 @@ pub struct SandboxConfig {
     pub env: Vec<(OsString, OsString)>,
     /// How long to wait for killed processes to be gone.
     pub kill_wait: Duration,
+    /// bee's own state that the configuration put outside the workspace's `.bee/` (a
+    /// ledger, records directory or audit file): protected in every policy the sandbox
+    /// installs, like `.bee/` itself ([`own_state::protect`]).
+    pub state: Vec<own_state::StatePath>,
 }
 
 /// Makes `policy` the one a scope installs: widened by the runner `grant` (the one widening)
-/// and narrowed by bee's own state in `workspace` ([`own_state::protect`]).
+/// and narrowed by bee's own state in `workspace` and in `state` ([`own_state::protect`]).
 fn installed(
     policy: &mut CompiledPolicy,
     grant: &RunnerGrant,
     workspace: &Path,
+    state: &[own_state::StatePath],
 ) -> Result<(), SandboxError> {
     grant.apply(policy);
-    own_state::protect(policy, workspace).map_err(|e| SandboxError::Workspace {
-        why: format!("its `.bee` directory cannot be made: {e}"),
+    own_state::protect(policy, workspace, state).map_err(|e| SandboxError::Workspace {
+        why: format!("bee's own state (its `.bee` directory, a ledger, records or audit file) cannot be made: {e}"),
         path: workspace.to_owned(),
     })
 }
@@ -150,6 +155,7 @@ impl SandboxConfig {
             rlimits: Rlimits::default(),
             env: Vec::new(),
             kill_wait: Duration::from_secs(5),
+            state: Vec::new(),
         }
     }
 }
@@ -267,6 +273,7 @@ pub struct Sandbox {
     rlimits: Rlimits,
     env: Vec<(OsString, OsString)>,
     kill_wait: Duration,
+    state: Vec<own_state::StatePath>,
     cgroup_id: u64,
     scope: Scope,
 }
@@ -314,6 +321,7 @@ impl Sandbox {
     /// [`SandboxError`]; nothing is left behind then.
     pub fn new(config: SandboxConfig) -> Result<Self, SandboxError> {
         let workspace = config.workspace;
+        let state = config.state;
         if !workspace.is_absolute() || !workspace.is_dir() {
             return Err(SandboxError::Workspace {
                 why: "is not an absolute path to a directory".to_owned(),
@@ -335,7 +343,7 @@ impl Sandbox {
         let confine = |mut policy: CompiledPolicy| -> Result<_, SandboxError> {
             let grant = RunnerGrant::detect(&runner)?;
             let requested = policy.clone();
-            installed(&mut policy, &grant, &workspace)?;
+            installed(&mut policy, &grant, &workspace, &state)?;
             Ok((policy, requested, grant))
         };
         let mut plan = None;
@@ -403,6 +411,7 @@ impl Sandbox {
             rlimits: config.rlimits,
             env: config.env,
             kill_wait: config.kill_wait,
+            state,
             cgroup_id,
             scope,
         })
@@ -470,7 +479,7 @@ impl Sandbox {
     pub fn replace_policy(&mut self, requested: CompiledPolicy) -> Result<(), SandboxError> {
         if let (Scope::Service(remote), Some(grant)) = (&self.scope, self.grant.as_ref()) {
             let mut policy = requested.clone();
-            installed(&mut policy, grant, &self.workspace)?;
+            installed(&mut policy, grant, &self.workspace, &self.state)?;
             remote.replace(&policy)?;
             self.requested = Some(requested);
             self.policy = Some(policy);
@@ -482,7 +491,7 @@ impl Sandbox {
             return Err(SandboxError::NoScope);
         };
         let mut policy = requested.clone();
-        installed(&mut policy, grant, &self.workspace)?;
+        installed(&mut policy, grant, &self.workspace, &self.state)?;
         let plan = match enforcer.engine() {
             EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy)?),
             EngineKind::Landlock => None,

@@ -10,11 +10,15 @@
 //! to every installed policy, and takes out any `fs.unprotect` rule that reaches into it. It
 //! only narrows the policy. Every rule it adds carries the origin key [`OWN_STATE_ORIGIN_KEY`].
 //!
+//! What the configuration moves out of `.bee/` is bee's own state all the same: a findings
+//! ledger (`security.ledger`), a records directory or an audit file named elsewhere is
+//! protected the same way, wherever it lies ([`StatePath`]).
+//!
 //! The Landlock engine protects a tree inside a writable one by binding it again read-only,
-//! which needs the directory to exist: when a write grant covers it and it does not exist,
-//! the sandbox makes it (empty) first.
+//! which needs the directory (or file) to exist: when a write grant covers it and it does not
+//! exist, the sandbox makes it (empty) first.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bee_core::CompiledPolicy;
 use bee_core::compiled::{Origin, PathRule};
@@ -35,13 +39,45 @@ const SAMPLES: [&str; 4] = [
     "skills/s/SKILL.md",
 ];
 
-/// Protects `workspace/.bee` in `policy` (see the module's text). `workspace` is absolute.
+/// A piece of bee's own state that the configuration put outside the workspace's `.bee/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatePath {
+    /// A file bee appends to (the findings ledger, an audit file); absolute.
+    File(PathBuf),
+    /// A directory bee writes below (a records directory); absolute.
+    Dir(PathBuf),
+}
+
+/// Protects `workspace/.bee` and each of `elsewhere` in `policy` (see the module's text).
+/// `workspace` is absolute.
 ///
 /// # Errors
-/// When the directory must be made for the Landlock engine and cannot be; the sandbox then
-/// refuses to start (fail closed).
-pub fn protect(policy: &mut CompiledPolicy, workspace: &Path) -> std::io::Result<()> {
-    let dir = workspace.join(STATE_DIR);
+/// When a directory or file must be made for the Landlock engine and cannot be; the sandbox
+/// then refuses to start (fail closed).
+pub fn protect(
+    policy: &mut CompiledPolicy,
+    workspace: &Path,
+    elsewhere: &[StatePath],
+) -> std::io::Result<()> {
+    protect_one(policy, &StatePath::Dir(workspace.join(STATE_DIR)), &SAMPLES)?;
+    for path in elsewhere {
+        protect_one(policy, path, &["x"])?;
+    }
+    Ok(())
+}
+
+/// Protects one file or tree: drops the `fs.unprotect` rules that reach it (a tree's `samples`
+/// stand for what lies below it), makes it when a write grant covers it and it is missing,
+/// and adds the protected rule.
+fn protect_one(
+    policy: &mut CompiledPolicy,
+    state: &StatePath,
+    samples: &[&str],
+) -> std::io::Result<()> {
+    let (path, dir) = match state {
+        StatePath::File(p) => (p, false),
+        StatePath::Dir(p) => (p, true),
+    };
     let anchors = bee_core::path::Anchors {
         base: Path::new("/"),
         home: None,
@@ -49,29 +85,47 @@ pub fn protect(policy: &mut CompiledPolicy, workspace: &Path) -> std::io::Result
     // Normalised as the compiler normalises every pattern (a workspace given as
     // `/p/ws/.` names `/p/ws/.bee`, which the kernel sees): a `/./` in the rule would match
     // no path the kernel resolves.
-    let Some(root) = dir
+    let Some(root) = path
         .to_str()
         .and_then(|d| bee_core::path::normalize(d, anchors).ok())
     else {
-        // A workspace path that is not UTF-8 cannot be named by any grant either.
+        // A path that is not UTF-8 cannot be named by any grant either.
         return Ok(());
     };
     let reaches_in = |p: &PathPattern| {
-        p.matches(&root) || SAMPLES.iter().any(|s| p.matches(&format!("{root}/{s}")))
+        p.matches(&root) || (dir && samples.iter().any(|s| p.matches(&format!("{root}/{s}"))))
     };
     policy.fs.unprotect.retain(|u| !reaches_in(&u.pattern));
     if policy.fs.write.iter().any(|w| reaches_in(&w.pattern))
-        && std::fs::symlink_metadata(&dir).is_err()
+        && std::fs::symlink_metadata(path).is_err()
     {
-        std::fs::create_dir(&dir)?;
+        if dir {
+            std::fs::create_dir_all(path)?;
+        } else {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::File::options()
+                .create(true)
+                .append(true)
+                .open(path)?;
+        }
     }
+    let (pattern, text) = if dir {
+        (
+            PathPattern::Subtree { root: root.clone() },
+            format!("{root}/**"),
+        )
+    } else {
+        (PathPattern::Exact { path: root.clone() }, root.clone())
+    };
     policy.fs.protect.push(PathRule {
-        pattern: PathPattern::Subtree { root: root.clone() },
+        pattern,
         origin: Origin {
             key: OWN_STATE_ORIGIN_KEY.to_owned(),
             line: 0,
             column: 0,
-            text: format!("{root}/**"),
+            text,
         },
     });
     Ok(())
@@ -100,7 +154,7 @@ mod tests {
         // Version 2 protects `.bee` already; this policy lifts that, and protects `src/x`.
         let text = "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\"]\nprotect = [\"./src/**\"]\nunprotect = [\"./.bee/**\", \"./src/x/**\"]\n";
         let mut policy = compiled(text, ws.path());
-        protect(&mut policy, ws.path()).unwrap_or_else(|e| unreachable!("{e}"));
+        protect(&mut policy, ws.path(), &[]).unwrap_or_else(|e| unreachable!("{e}"));
         let root = ws.path().join(".bee");
         // Made, so that a read-only bind can cover it.
         assert!(root.is_dir());
@@ -124,10 +178,34 @@ mod tests {
     }
 
     #[test]
+    fn state_named_elsewhere_is_protected_and_made_where_writable() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let text = "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\"]\nunprotect = [\"./ledger.jsonl\"]\n";
+        let mut policy = compiled(text, ws.path());
+        let ledger = ws.path().join("ledger.jsonl");
+        let records = ws.path().join("recs/run");
+        let elsewhere = [
+            StatePath::File(ledger.clone()),
+            StatePath::Dir(records.clone()),
+        ];
+        protect(&mut policy, ws.path(), &elsewhere).unwrap_or_else(|e| unreachable!("{e}"));
+        // Made (the file empty), so that read-only binds can cover them.
+        assert_eq!(std::fs::read(&ledger).ok(), Some(Vec::new()));
+        assert!(records.is_dir());
+        let patterns: Vec<&PathPattern> = policy.fs.protect.iter().map(|r| &r.pattern).collect();
+        let ledger = ledger.display().to_string();
+        let records = records.display().to_string();
+        assert!(patterns.contains(&&PathPattern::Exact { path: ledger }));
+        assert!(patterns.contains(&&PathPattern::Subtree { root: records }));
+        // The rule that lifted the ledger's protection is gone.
+        assert!(policy.fs.unprotect.is_empty());
+    }
+
+    #[test]
     fn a_read_only_workspace_gets_no_directory_made() {
         let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
         let mut policy = compiled("version = 1\n[fs]\nread = [\"./**\"]\n", ws.path());
-        protect(&mut policy, ws.path()).unwrap_or_else(|e| unreachable!("{e}"));
+        protect(&mut policy, ws.path(), &[]).unwrap_or_else(|e| unreachable!("{e}"));
         assert!(!ws.path().join(".bee").exists());
         assert_eq!(policy.fs.protect.len(), 1);
     }
@@ -150,7 +228,7 @@ mod normal_form {
             bee_core::compile_str("p.toml", "version = 1\n[fs]\nread = [\"./**\"]\n", &options)
                 .unwrap_or_else(|e| unreachable!("{e}"))
                 .policy;
-        protect(&mut policy, &ws.path().join(".")).unwrap_or_else(|e| unreachable!("{e}"));
+        protect(&mut policy, &ws.path().join("."), &[]).unwrap_or_else(|e| unreachable!("{e}"));
         let root = ws.path().join(".bee").display().to_string();
         assert_eq!(
             policy.fs.protect.last().map(|r| &r.pattern),

@@ -17,6 +17,7 @@ use crate::panels::{RENDER_TOOL, RenderTool};
 use crate::policies::PolicyCache;
 use crate::provider::{ErrorCategory, Provider, ProviderSpec};
 use crate::records::{Enforcement, Timestamp};
+use crate::sandbox::own_state::StatePath;
 use crate::skills::{SkillError, SkillSet, SkillTool};
 use crate::tools::{Placement, Registry};
 
@@ -289,6 +290,21 @@ pub(crate) struct Confined {
     pub(crate) factory: Box<dyn SandboxFactory>,
 }
 
+/// bee's own state that `config` names, wherever it lies: the findings ledger, the records
+/// directory and the audit file. Each scope protects it like the workspace's `.bee/`
+/// (`crate::sandbox::own_state`), so a configuration that moves it into the workspace does not
+/// put it within a tool's reach.
+pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
+    let absolute = |p: &Path| std::path::absolute(p).ok();
+    let mut state = Vec::new();
+    state.extend(absolute(&config.ledger.value).map(StatePath::File));
+    state.extend(absolute(&config.records_dir.value).map(StatePath::Dir));
+    if let Some(audit) = &config.audit {
+        state.extend(absolute(&audit.value).map(StatePath::File));
+    }
+    state
+}
+
 /// Confines one session's `tools` under `policy` (compiled from `policy_file`; `None` in host
 /// mode): per-tool policies compiled by `compiler` and proven within it (65/66), then the
 /// sandbox factory for the configured engine (69 when the kernel cannot enforce, 77 when a
@@ -323,6 +339,8 @@ pub(crate) fn confine(
         let text = text.strip_prefix(&prefix).unwrap_or(&text).trim_end();
         Refused(refusal.exit(), text.to_owned())
     })?;
+    let mut factory = factory;
+    factory.keep_from_scopes(own_state(config));
     Ok(Confined {
         enforcement,
         scoped,

@@ -52,6 +52,9 @@ pub(super) struct Plan {
     pub(super) records_dir: PathBuf,
     /// Where every tool call's audit records are appended as JSON lines (`--audit`).
     pub(super) audit: Option<PathBuf>,
+    /// bee's own state the configuration names (ledger, records, audit file), which every
+    /// scope protects.
+    pub(super) own_state: Vec<crate::sandbox::own_state::StatePath>,
     /// The tools every episode offers, with their limits.
     pub(super) tools: Arc<Registry>,
     /// The skills found, for the episodes that name some.
@@ -224,6 +227,7 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
     }
     Ok(Plan {
+        own_state: crate::app::harness::preflight::own_state(&config),
         engine: config.engine.value,
         service: config.service.value,
         agents,

@@ -12,6 +12,7 @@ use super::super::enforcement::{self, EngineChoice, Refusal};
 use super::SandboxFactory;
 use crate::episode::{AuditObserver, AuditSink, ExecutorError, SandboxExecutor, ToolExecutor};
 use crate::records::Enforcement;
+use crate::sandbox::own_state::StatePath;
 use crate::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use crate::serve::client::Client;
 use crate::tools::Registry;
@@ -26,6 +27,8 @@ pub(super) struct Factory {
     learn: Option<AuditObserver>,
     /// The `bee serve` socket every episode's scope is made through, instead of `engine`.
     service: Option<PathBuf>,
+    /// bee's own state outside the workspace's `.bee/`, protected in every scope.
+    state: Vec<StatePath>,
 }
 
 impl std::fmt::Debug for Factory {
@@ -58,6 +61,7 @@ impl Factory {
             audit: None,
             learn: None,
             service: None,
+            state: Vec::new(),
         })
     }
 
@@ -100,6 +104,7 @@ impl Factory {
             audit: None,
             learn: None,
             service: Some(socket),
+            state: Vec::new(),
         })
     }
 
@@ -110,6 +115,7 @@ impl Factory {
             audit: None,
             learn: None,
             service: None,
+            state: Vec::new(),
         }
     }
 }
@@ -146,6 +152,7 @@ impl SandboxFactory for Factory {
             (None, None, _) => SandboxMode::Host,
         };
         let mut config = SandboxConfig::new(mode, workspace);
+        config.state.clone_from(&self.state);
         if self.learn.is_some() {
             config.scope_flags |= SCOPE_LEARN;
         }
@@ -158,6 +165,10 @@ impl SandboxFactory for Factory {
                 .with_audit(self.audit.clone())
                 .with_observer(self.learn.clone()),
         ))
+    }
+
+    fn keep_from_scopes(&mut self, state: Vec<StatePath>) {
+        self.state = state;
     }
 
     fn write_audit_to(&mut self, path: &Path) -> Result<(), String> {
