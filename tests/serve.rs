@@ -15,75 +15,11 @@ use std::time::{Duration, Instant};
 use bee::serve::client::{Client, ClientError};
 use bee::serve::protocol::{self, Request, Response};
 use bee_core::{CompileOptions, compile_str};
-use support::serve::{Service, pids_running};
+use support::serve::{
+    NOBODY, Service, ceiling_with_bee, ok, pids_running, policy, policy_text, pub_policy, start,
+    start_granting, with_bee, ws,
+};
 use support::{bee_exe, code, text, transcript_text};
-
-const NOBODY: u32 = 65534;
-
-/// What the ceiling and the requests read and run: the loader, libraries and a few programs.
-const BASE: &str = r#"
-read = ["/usr/**", "/etc/**", "/proc/**", "/dev/**", READ]
-write = ["/dev/null", WRITE]
-[exec]
-allow = ["/usr/bin/**", "/usr/lib/x86_64-linux-gnu/**"]
-"#;
-
-fn policy_text(read: &str, write: &str) -> String {
-    format!(
-        "version = 1\n[fs]{}",
-        BASE.replace("READ", &format!("{read:?}"))
-            .replace("WRITE", &format!("{write:?}"))
-    )
-}
-
-fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
-    r.unwrap_or_else(|e| unreachable!("{e}"))
-}
-
-/// A `bee serve` under the Landlock engine whose `default.toml` ceiling reads and writes
-/// `<dir>/ws/**`; `ws/` (mode 777) holds a `secret` and a `pub/` directory.
-fn start() -> Service {
-    start_granting("")
-}
-
-/// As [`start`], the ceiling granting `net` (TOML tables) too.
-fn start_granting(net: &str) -> Service {
-    Service::start(
-        "landlock",
-        |dir| {
-            let ws = dir.join("ws");
-            ok(std::fs::create_dir_all(ws.join("pub")));
-            for d in [&ws, &ws.join("pub")] {
-                ok(std::fs::set_permissions(
-                    d,
-                    std::fs::Permissions::from_mode(0o777),
-                ));
-            }
-            ok(std::fs::write(ws.join("secret"), "hush\n"));
-        },
-        |dir| {
-            let tree = format!("{}/**", dir.join("ws").display());
-            format!("{}{net}", policy_text(&tree, &tree))
-        },
-    )
-}
-
-fn ws(service: &Service) -> PathBuf {
-    service.dir.path().join("ws")
-}
-
-/// A request policy in `ws/`.
-fn policy(service: &Service, name: &str, read: &str, write: &str) -> PathBuf {
-    let path = ws(service).join(name);
-    ok(std::fs::write(&path, policy_text(read, write)));
-    path
-}
-
-/// A request policy that reads and writes `ws/pub/**`.
-fn pub_policy(service: &Service) -> PathBuf {
-    let tree = format!("{}/pub/**", ws(service).display());
-    policy(service, "p.toml", &tree, &tree)
-}
 
 /// `bee exec --policy POLICY -- ARGS` as `nobody`, in `ws/`.
 fn exec_as_nobody(service: &Service, policy: &Path, args: &[&str]) -> Command {
@@ -693,16 +629,6 @@ fn an_episode_beyond_the_ceiling_is_refused_with_65() {
     assert!(!text.contains("\"model_call\""), "{text}");
 }
 
-/// Lets scopes of the service run bee itself (its file tools run as `bee __tool`), within
-/// `ws/**`.
-fn ceiling_with_bee(service: &Service) {
-    let tree = format!("{}/**", ws(service).display());
-    ok(std::fs::write(
-        service.dir.path().join("ceilings/default.toml"),
-        with_bee(&policy_text(&tree, &tree)),
-    ));
-}
-
 /// A replay provider in the workspace (`provider.toml`, whose model answers `turns` in
 /// order) and a records directory anyone may write; returns the directory.
 fn replay(service: &Service, turns: &[serde_json::Value]) -> PathBuf {
@@ -723,17 +649,6 @@ fn replay(service: &Service, turns: &[serde_json::Value]) -> PathBuf {
         std::fs::Permissions::from_mode(0o777),
     ));
     records
-}
-
-/// `policy` with bee's directory readable and executable.
-fn with_bee(policy: &str) -> String {
-    let exe_dir = bee_exe()
-        .parent()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    policy
-        .replace("\"/usr/**\",", &format!("\"/usr/**\", \"{exe_dir}/**\","))
-        .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "))
 }
 
 /// `bee repl` by an ordinary user, in a pseudo-terminal: a denial, then `/allow` widens the

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+use super::bee_exe;
+
 /// A running service; dropping it stops it (SIGTERM).
 pub struct Service {
     /// The directory of the socket, the ceilings, the state and the log.
@@ -142,4 +144,96 @@ pub fn pids_running(needle: &str) -> Vec<u32> {
         }
     }
     pids
+}
+
+/// The ordinary user the tests run clients as.
+pub const NOBODY: u32 = 65534;
+
+/// What the ceiling and the requests read and run: the loader, libraries and a few programs.
+const BASE: &str = r#"
+read = ["/usr/**", "/etc/**", "/proc/**", "/dev/**", READ]
+write = ["/dev/null", WRITE]
+[exec]
+allow = ["/usr/bin/**", "/usr/lib/x86_64-linux-gnu/**"]
+"#;
+
+/// A version 1 policy: [`BASE`] with `read` and `write` (one pattern each) added.
+pub fn policy_text(read: &str, write: &str) -> String {
+    format!(
+        "version = 1\n[fs]{}",
+        BASE.replace("READ", &format!("{read:?}"))
+            .replace("WRITE", &format!("{write:?}"))
+    )
+}
+
+/// The value, or the test fails with the error.
+pub fn ok<T, E: std::fmt::Display>(r: Result<T, E>) -> T {
+    r.unwrap_or_else(|e| unreachable!("{e}"))
+}
+
+/// A `bee serve` under the Landlock engine whose `default.toml` ceiling reads and writes
+/// `<dir>/ws/**`; `ws/` (mode 777) holds a `secret` and a `pub/` directory.
+pub fn start() -> Service {
+    start_granting("")
+}
+
+/// As [`start`], the ceiling granting `net` (TOML tables) too.
+pub fn start_granting(net: &str) -> Service {
+    Service::start(
+        "landlock",
+        |dir| {
+            let ws = dir.join("ws");
+            ok(std::fs::create_dir_all(ws.join("pub")));
+            for d in [&ws, &ws.join("pub")] {
+                ok(std::fs::set_permissions(
+                    d,
+                    std::fs::Permissions::from_mode(0o777),
+                ));
+            }
+            ok(std::fs::write(ws.join("secret"), "hush\n"));
+        },
+        |dir| {
+            let tree = format!("{}/**", dir.join("ws").display());
+            format!("{}{net}", policy_text(&tree, &tree))
+        },
+    )
+}
+
+/// The service's workspace, `<dir>/ws`.
+pub fn ws(service: &Service) -> PathBuf {
+    service.dir.path().join("ws")
+}
+
+/// A request policy in `ws/`.
+pub fn policy(service: &Service, name: &str, read: &str, write: &str) -> PathBuf {
+    let path = ws(service).join(name);
+    ok(std::fs::write(&path, policy_text(read, write)));
+    path
+}
+
+/// A request policy that reads and writes `ws/pub/**`.
+pub fn pub_policy(service: &Service) -> PathBuf {
+    let tree = format!("{}/pub/**", ws(service).display());
+    policy(service, "p.toml", &tree, &tree)
+}
+
+/// Lets scopes of the service run bee itself (its file tools run as `bee __tool`), within
+/// `ws/**`.
+pub fn ceiling_with_bee(service: &Service) {
+    let tree = format!("{}/**", ws(service).display());
+    ok(std::fs::write(
+        service.dir.path().join("ceilings/default.toml"),
+        with_bee(&policy_text(&tree, &tree)),
+    ));
+}
+
+/// `policy` with bee's directory readable and executable.
+pub fn with_bee(policy: &str) -> String {
+    let exe_dir = bee_exe()
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    policy
+        .replace("\"/usr/**\",", &format!("\"/usr/**\", \"{exe_dir}/**\","))
+        .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "))
 }
