@@ -487,3 +487,66 @@ fn bees_state_named_in_the_workspace_is_read_only_too() {
     assert!(!audit.contains("forged"), "{audit}{}", stderr(&o));
     assert!(audit.contains("/etc/hostname"), "{audit}{}", stderr(&o));
 }
+
+/// The kernel logs no record when the Landlock engine's `noexec` mounts refuse a program, so
+/// for the command `bee exec` launches bee says why from the policy, as the BPF LSM's record
+/// would: on stderr, and in the `--audit` file.
+#[test]
+fn a_command_no_exec_grant_covers_is_explained() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let audit = dir.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--audit",
+            &audit_arg,
+            "--",
+            "/usr/bin/id",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 126, "{err}");
+    assert!(
+        err.contains("bee: denied: exec /usr/bin/id: no exec.allow rule covers it"),
+        "{err}"
+    );
+    let record: serde_json::Value = std::fs::read_to_string(&audit)
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    assert_eq!(record["hook"], "bprm_check_security", "{record}");
+    assert_eq!(record["path"], "/usr/bin/id", "{record}");
+    assert_eq!(record["verdict"], "deny", "{record}");
+    // A program the policy grants, refused for another reason (not executable), gets no
+    // invented denial.
+    let script = ws.join("script.sh");
+    std::fs::write(&script, "#!/usr/bin/dash\necho hi\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let granted = dir.path().join("granted.toml");
+    let text = std::fs::read_to_string(&p).unwrap_or_default().replace(
+        "allow = [",
+        &format!("allow = [{:?}, ", script.display().to_string()),
+    );
+    std::fs::write(&granted, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--policy",
+            &granted.display().to_string(),
+            "--",
+            &script.display().to_string(),
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 126, "{err}");
+    assert!(!err.contains("denied: exec"), "{err}");
+}
