@@ -87,6 +87,21 @@ fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
     assert_eq!(service.scopes_left_after_hangup(), 0);
 }
 
+/// A command no exec grant covers is refused, and the service says why (the kernel logs
+/// nothing for the Landlock engine's `noexec` refusal; the record is made from the policy).
+#[test]
+fn a_command_no_exec_grant_covers_is_refused_and_explained() {
+    let service = start();
+    let p = pub_policy(&service);
+    let o = output(exec_as_nobody(&service, &p, &["/usr/sbin/nologin"]));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 126, "{err}");
+    assert!(
+        err.contains("denied: exec /usr/sbin/nologin: no exec.allow rule covers it"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_request_wider_than_the_ceiling_is_refused_with_its_counterexample() {
     let service = start();

@@ -706,6 +706,22 @@ impl<'s> Connection<'s> {
                 if let Next::Hangup = self.send_records(scope) {
                     return Next::Hangup;
                 }
+                // Under the Landlock engine the kernel logs no record of this refusal.
+                let unlogged = (service.enforcer.engine() == EngineKind::Landlock)
+                    .then(|| {
+                        bee_userspace::landlock::audit::unlogged::exec_refusal(
+                            &live.policy,
+                            &spec,
+                            &e,
+                            scope,
+                        )
+                    })
+                    .flatten();
+                if let Some(record) = unlogged
+                    && let Next::Hangup = self.reply(&Response::Record(Box::new(record)))
+                {
+                    return Next::Hangup;
+                }
                 return self.reply(&Response::Error(ErrorBody::new(status, e.to_string())));
             }
         };

@@ -473,8 +473,17 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
                 // in the scope's events: report it before the scope goes.
                 let (before, cgroup_id) = (self.records.len(), self.cgroup_id());
                 let torn = self.teardown(on_record);
+                // The Landlock engine's refusal of a program no exec grant covers is not
+                // logged by the kernel: it is made from the policy.
                 if self.records.len() == before
-                    && let Some(record) = self.unreported_exec_denial(spec, &e, cgroup_id)
+                    && self.enforcer.engine() == EngineKind::Landlock
+                    && let ScopeError::Launch(launch) = &e
+                    && let Some(record) = crate::landlock::audit::unlogged::exec_refusal(
+                        self.policy,
+                        spec,
+                        launch,
+                        cgroup_id,
+                    )
                 {
                     on_record(&record);
                     self.records.push(record);
@@ -482,56 +491,6 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
                 torn.and(Err(e))
             }
         }
-    }
-
-    /// The denial of the command's own `execve` under the Landlock engine, which the kernel
-    /// does not log: a program no exec grant covers meets the scope's `noexec` mounts, which
-    /// refuse it (`EACCES`) before Landlock is asked. It is made from the policy, as the
-    /// kernel's record would have been: only for a launch refused with `EACCES` whose program
-    /// (a path, made canonical) no `exec.allow` rule covers or an `exec.deny` rule carves out.
-    fn unreported_exec_denial(
-        &self,
-        spec: &LaunchSpec,
-        e: &ScopeError,
-        cgroup_id: u64,
-    ) -> Option<AuditRecord> {
-        let ScopeError::Launch(LaunchError::Spawn { source, .. }) = e else {
-            return None;
-        };
-        if self.enforcer.engine() != EngineKind::Landlock
-            || source.kind() != std::io::ErrorKind::PermissionDenied
-        {
-            return None;
-        }
-        let program = std::path::Path::new(spec.program());
-        if !program.as_os_str().as_encoded_bytes().contains(&b'/') {
-            return None;
-        }
-        let path = std::fs::canonicalize(program).ok()?;
-        let path = path.to_str()?.to_owned();
-        let granted = self.policy.exec.iter().any(|r| r.pattern.matches(&path))
-            && !self
-                .policy
-                .exec_deny
-                .iter()
-                .any(|r| r.pattern.matches(&path));
-        if granted {
-            return None;
-        }
-        let access = crate::landlock::audit::record::Access {
-            serial: 0,
-            domain: 0,
-            blockers: vec!["fs.execute".to_owned()],
-            path: Some(path),
-            addr: None,
-            port: None,
-        };
-        let event = crate::landlock::audit::record::event(&access, cgroup_id, 0, "")?;
-        Some(AuditRecord::from_event(
-            &event,
-            self.policy,
-            SystemTime::now(),
-        ))
     }
 
     /// Waits for `launched` (killing the scope at the timeout), then tears the scope down and

@@ -21,6 +21,7 @@
 
 mod netlink;
 pub mod record;
+pub mod unlogged;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -1,0 +1,54 @@
+//! A denial the Landlock engine enforces but the kernel does not log: a program no exec grant
+//! covers meets the scope's `noexec` mounts, which refuse its `execve` (`EACCES`) before
+//! Landlock is asked. For the one program whose refusal the launcher sees — the command it
+//! starts — the record is made from the policy, as the kernel's would have been, so that
+//! `bee exec` and `bee serve` explain it; a program that command runs is refused unexplained.
+
+use std::time::SystemTime;
+
+use bee_core::CompiledPolicy;
+
+use super::record::{Access, event};
+use crate::audit::AuditRecord;
+use crate::launch::{LaunchError, LaunchSpec};
+
+/// The denial of `spec`'s own `execve`, refused with `error`, in the Landlock scope whose
+/// cgroup is `cgroup_id` and whose policy is `policy`: only for a launch refused with `EACCES`
+/// whose program (a path with a `/`, made canonical) no `exec.allow` rule covers or an
+/// `exec.deny` rule carves out. `None` otherwise (a missing program, a bare name looked up on
+/// `PATH`, or one the policy grants and something else refused, such as its mode).
+#[must_use]
+pub fn exec_refusal(
+    policy: &CompiledPolicy,
+    spec: &LaunchSpec,
+    error: &LaunchError,
+    cgroup_id: u64,
+) -> Option<AuditRecord> {
+    let LaunchError::Spawn { source, .. } = error else {
+        return None;
+    };
+    if source.kind() != std::io::ErrorKind::PermissionDenied {
+        return None;
+    }
+    let program = std::path::Path::new(spec.program());
+    if !program.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return None;
+    }
+    let path = std::fs::canonicalize(program).ok()?;
+    let path = path.to_str()?.to_owned();
+    let granted = policy.exec.iter().any(|r| r.pattern.matches(&path))
+        && !policy.exec_deny.iter().any(|r| r.pattern.matches(&path));
+    if granted {
+        return None;
+    }
+    let access = Access {
+        serial: 0,
+        domain: 0,
+        blockers: vec!["fs.execute".to_owned()],
+        path: Some(path),
+        addr: None,
+        port: None,
+    };
+    let event = event(&access, cgroup_id, 0, "")?;
+    Some(AuditRecord::from_event(&event, policy, SystemTime::now()))
+}
