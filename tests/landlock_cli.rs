@@ -550,3 +550,43 @@ fn a_command_no_exec_grant_covers_is_explained() {
     assert_eq!(code(&o), 126, "{err}");
     assert!(!err.contains("denied: exec"), "{err}");
 }
+
+/// Under the Landlock engine the command runs as PID 2 of its PID namespace, below a minimal
+/// init: it gets the signals it sends itself, as it would with no namespace (the BPF LSM's
+/// launches), and its status is its own.
+#[test]
+fn a_command_is_not_its_namespaces_init() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let run = |script: &str| {
+        bee_in(
+            &ws,
+            &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", script],
+        )
+    };
+    for (script, status) in [
+        ("kill -9 $$; echo survived", 137),
+        ("kill -TERM $$; echo survived", 143),
+        ("kill -INT $$; echo survived", 130),
+    ] {
+        let o = run(script);
+        assert_eq!(code(&o), status, "{script}: {}", stderr(&o));
+        assert!(!stdout(&o).contains("survived"), "{script}");
+    }
+    let o = run("echo $$; exit 3");
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2\n");
+    // The command cannot stop or kill its init (the kernel ignores those signals from
+    // inside the namespace; `the_gates_hold` in crates/userspace/tests/landlock_engine.rs
+    // finds `PTRACE_ATTACH` to it refused).
+    let o = run("kill -STOP 1; kill -KILL 1; echo alive");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "alive\n");
+    // A signal sent to the init is passed on to the command.
+    let o = run("trap 'echo got-term; exit 5' TERM; kill -TERM 1; while :; do :; done");
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "got-term\n");
+}

@@ -134,9 +134,10 @@ pub(crate) fn run_runner(
 
 /// True for the runner's read of its own `/proc/PID/maps` at start-up (the C library reads
 /// it to find the main thread's stack). Under the BPF LSM the path names the runner's PID as
-/// the host sees it; under the Landlock engine every launch is the first process of a PID
-/// namespace of its own, whose private `/proc` names it 1, while the record carries the host's
-/// PID. No other process runs in a file tool's call, so `/proc/1/maps` there is the runner's.
+/// the host sees it; under the Landlock engine every launch runs as PID 2 of a PID namespace
+/// of its own (below its init), which its private `/proc` names, while the record carries the
+/// host's PID. No other program runs in a file tool's call, so `/proc/2/maps` there is the
+/// runner's.
 fn is_runner_startup(record: &AuditRecord) -> bool {
     let own = format!("/proc/{}/maps", record.pid);
     record.hook == bee_common::Hook::FileOpen
@@ -144,5 +145,5 @@ fn is_runner_startup(record: &AuditRecord) -> bool {
         && record
             .path
             .as_deref()
-            .is_some_and(|p| p == own || p == "/proc/1/maps" || p == "/proc/self/maps")
+            .is_some_and(|p| p == own || p == "/proc/2/maps" || p == "/proc/self/maps")
 }

@@ -60,6 +60,7 @@ use crate::cgroup::{CgroupError, ScopeCgroup};
 use crate::landlock::{Confinement, LandlockPlan};
 
 mod clone3;
+mod init;
 
 /// Environment variables passed through by default, when set in bee's environment.
 /// `BEE_SOCKET` names the `bee serve` socket, so that a command in a scope asks the same

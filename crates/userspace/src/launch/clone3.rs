@@ -252,6 +252,7 @@ pub(super) fn spawn(
                 &path,
                 &argv_ptrs,
                 &envp_ptrs,
+                spec.landlock.is_some(),
             )
         }
     }
@@ -324,6 +325,7 @@ unsafe fn child_main(
     path: &CString,
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
+    pid_namespace: bool,
 ) -> ! {
     // SAFETY (whole function): plain system calls on integers, on this frame's stack and on
     // memory the parent prepared before clone3 and nobody mutates.
@@ -356,6 +358,12 @@ unsafe fn child_main(
             libc::_exit(127);
         }
         if plan.run().is_err() {
+            libc::_exit(127);
+        }
+        // In a PID namespace of its own, this process stays its init and the command runs
+        // as its child (`super::init`).
+        if pid_namespace && let Err(errno) = super::init::fork_command() {
+            plan.report_errno(0, errno);
             libc::_exit(127);
         }
         libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr());
