@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 /*
  * bee-probe: one operation, its outcome as the exit status. Built static
- * (`cc -static`, by `cargo xtask vm test -p bee` and `cargo xtask test`) so
+ * (`cc -static`, by `cargo xtask vm test -p bee` and `cargo xtask test` for
+ * the VM, and by tests/landlock_conformance.rs for the native run) so
  * that a conformance case's policy needs to grant nothing but the probe
  * itself to run it: no dynamic loader, no shared libraries.
  *
@@ -136,6 +137,78 @@ static int proc_fd_reopen(const char *path)
 	return rc;
 }
 
+/* Connects a UDP socket: the peer a datagram would go to. */
+static int udp_connect(const char *host, const char *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((unsigned short)atoi(port))};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int rc;
+
+	if (fd < 0)
+		return errno;
+	inet_pton(AF_INET, host, &a.sin_addr);
+	rc = outcome(connect(fd, (struct sockaddr *)&a, sizeof(a)));
+	close(fd);
+	return rc;
+}
+
+/* Opens `rel` relative to an O_PATH descriptor of `dir`. */
+static int read_at(const char *dir, const char *rel)
+{
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd, rc;
+
+	if (dfd < 0)
+		return errno;
+	fd = openat(dfd, rel, O_RDONLY | O_CLOEXEC);
+	rc = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return rc;
+}
+
+/* Truncates through a descriptor opened for writing. */
+static int ftruncate_path(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0)
+		return errno;
+	rc = outcome(ftruncate(fd, 0));
+	close(fd);
+	return rc;
+}
+
+/* Opens the write end of a pipe again through /proc/self/fd. */
+static int proc_pipe(void)
+{
+	char link[64];
+	int fds[2], rc;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return errno;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fds[1]);
+	rc = open_close(link, O_WRONLY);
+	close(fds[0]);
+	close(fds[1]);
+	return rc;
+}
+
+/* A child of the probe's own, stopped in pause(2), for the signal and ptrace cases. */
+static pid_t own_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
 static int ptrace_attach(pid_t pid)
 {
 	int status;
@@ -148,6 +221,20 @@ static int ptrace_attach(pid_t pid)
 }
 
 static int run(int argc, char **argv);
+
+/* Signals or traces a child of the probe's own; the child is killed afterwards. */
+static int own_child_op(int trace, int sig)
+{
+	pid_t pid = own_child();
+	int rc;
+
+	if (pid < 0)
+		return errno;
+	rc = trace ? ptrace_attach(pid) : outcome(kill(pid, sig));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return rc;
+}
 
 /* Runs every line of `path` in a child; prints each status. */
 static int batch(const char *path)
@@ -241,6 +328,20 @@ static int run(int argc, char **argv)
 		return unix_connect(a, 0);
 	if (!strcmp(op, "kill") && argc == 4)
 		return outcome(kill((pid_t)atoi(a), atoi(b)));
+	if (!strcmp(op, "ftruncate") && argc == 3)
+		return ftruncate_path(a);
+	if (!strcmp(op, "proc-pipe") && argc == 2)
+		return proc_pipe();
+	if (!strcmp(op, "read-at") && argc == 4)
+		return read_at(a, b);
+	if (!strcmp(op, "udp4") && argc == 4)
+		return udp_connect(a, b);
+	if (!strcmp(op, "kill-self") && argc == 3)
+		return outcome(kill(getpid(), atoi(a)));
+	if (!strcmp(op, "kill-child") && argc == 3)
+		return own_child_op(0, atoi(a));
+	if (!strcmp(op, "ptrace-child") && argc == 2)
+		return own_child_op(1, 0);
 	if (!strcmp(op, "ptrace") && argc == 3)
 		return ptrace_attach((pid_t)atoi(a));
 	fprintf(stderr, "bee-probe: unknown operation or arguments: %s\n", op);
