@@ -23,6 +23,26 @@ pub struct Fragment {
 /// The fragments of language version 2.
 const V2: &[Fragment] = &[
     Fragment {
+        name: "agent-aider",
+        text: include_str!("../../fragments/v2/agent-aider.toml"),
+    },
+    Fragment {
+        name: "agent-claude-code",
+        text: include_str!("../../fragments/v2/agent-claude-code.toml"),
+    },
+    Fragment {
+        name: "agent-codex",
+        text: include_str!("../../fragments/v2/agent-codex.toml"),
+    },
+    Fragment {
+        name: "agent-gemini",
+        text: include_str!("../../fragments/v2/agent-gemini.toml"),
+    },
+    Fragment {
+        name: "agent-opencode",
+        text: include_str!("../../fragments/v2/agent-opencode.toml"),
+    },
+    Fragment {
         name: "base",
         text: include_str!("../../fragments/v2/base.toml"),
     },
