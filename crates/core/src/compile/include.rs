@@ -97,6 +97,14 @@ fn is_shipped(entry: &str) -> bool {
     !entry.contains('/') && !entry.ends_with(".toml")
 }
 
+/// Whether a rule's origin key (`agent-codex:fs.protect[0]`) names a shipped fragment. Such a
+/// fragment's protected paths are written for every policy that includes it, most of which
+/// write few of them, so that one carves nothing out is no news to its reader.
+pub(super) fn from_shipped(key: &str) -> bool {
+    key.split_once(':')
+        .is_some_and(|(label, _)| is_shipped(label))
+}
+
 /// Resolves one include entry, written in a file whose directory is `dir` (`None` for a
 /// shipped fragment, which may include only other shipped fragments).
 ///
