@@ -78,6 +78,7 @@ const PROFILES: &[Profile] = &[
             "~/.claude/projects/-work-repo/s.jsonl",
             "~/.claude/todos/t.json",
             "~/.claude/.credentials.json",
+            "/tmp/claude-0/tasks/t.output",
             "./src/main.rs",
             "/dev/tty",
             "/dev/pts/3",
