@@ -396,14 +396,12 @@ fn a_sessions_tools_cannot_write_bees_state() {
 ///
 /// Landlock cannot keep a path matched by name at any depth read-only inside a writable tree,
 /// and every version 2 and 3 policy protects such paths (`**/.git`, `**/.bee/**`…), so a policy
-/// that includes the profile and writes the workspace is refused by this engine as it stands.
-/// The test compiles that policy and writes its rules out as a version 1 policy (no built-in
-/// protected paths), keeping the profile's protections that name one file or tree — the ones
-/// at the workspace root and in the home; the same names at any depth are the BPF LSM's.
+/// that includes the profile and writes the workspace is refused by this engine as it stands:
+/// the test writes the policy's rules out as a version 1 one (`profile_as_version_1`), which
+/// keeps the profile's protections at the workspace root and in the home; the same names at
+/// any depth are the BPF LSM's.
 #[test]
 fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() {
-    use bee_core::compile::{CompileOptions, compile_str};
-    use bee_core::glob::PathPattern;
     let dir = scratch();
     let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
     let mkdir =
@@ -425,45 +423,11 @@ fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() 
     ] {
         put(&f);
     }
-    let options = CompileOptions {
-        base: ws.clone(),
-        home: Some(home.clone()),
-    };
-    let text = "version = 3\ninclude = [\"agent-claude-code\"]\n[fs]\nwrite = [\"./**\"]\n[exec]\nallow = [\"/usr/bin/dash\"]\n";
-    let c = compile_str("p.toml", text, &options)
-        .unwrap_or_else(|e| unreachable!("{e:?}"))
-        .policy;
-    let list = |rules: Vec<String>| {
-        rules
-            .iter()
-            .map(|r| format!("{r:?}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let patterns = |rules: &[bee_core::compiled::PathRule]| {
-        list(rules.iter().map(|r| r.pattern.to_string()).collect())
-    };
-    let protect: Vec<String> =
-        c.fs.protect
-            .iter()
-            .filter(|r| r.origin.key.starts_with("agent-claude-code:"))
-            .filter(|r| {
-                matches!(
-                    r.pattern,
-                    PathPattern::Exact { .. } | PathPattern::Subtree { .. }
-                )
-            })
-            .map(|r| r.pattern.to_string())
-            .collect();
-    assert_eq!(protect.len(), 10, "{protect:?}");
-    let hosts = list(c.net.hosts.iter().map(|h| h.host.to_string()).collect());
-    let v1 = format!(
-        "version = 1\n[fs]\nread = [{}]\nwrite = [{}]\nprotect = [{}]\n[exec]\nallow = [{}]\n\
-         [[net.allow]]\nhost = [{hosts}]\nports = 443\nproto = \"tcp\"\n",
-        patterns(&c.fs.read),
-        patterns(&c.fs.write),
-        list(protect),
-        list(c.exec.iter().map(|r| r.pattern.to_string()).collect()),
+    let v1 = support::profile_as_version_1(
+        "agent-claude-code",
+        &ws,
+        &home,
+        "[fs]\nwrite = [\"./**\"]\n[exec]\nallow = [\"/usr/bin/dash\"]\n",
     );
     let p = dir.path().join("claude.toml");
     std::fs::write(&p, v1).unwrap_or_else(|e| unreachable!("{e}"));
