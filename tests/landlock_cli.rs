@@ -589,4 +589,106 @@ fn a_command_is_not_its_namespaces_init() {
     let o = run("trap 'echo got-term; exit 5' TERM; kill -TERM 1; while :; do :; done");
     assert_eq!(code(&o), 5, "{}", stderr(&o));
     assert_eq!(stdout(&o), "got-term\n");
+
+/// The `agent-claude-code` profile under the Landlock engine: Claude Code's settings, hooks
+/// and MCP configuration, in the workspace and in a (temporary) home, are refused by the
+/// kernel, while the workspace and Claude Code's session state stay writable.
+///
+/// Landlock cannot keep a path matched by name at any depth read-only inside a writable tree,
+/// and every version 2 and 3 policy protects such paths (`**/.git`, `**/.bee/**`…), so a policy
+/// that includes the profile and writes the workspace is refused by this engine as it stands:
+/// the test writes the policy's rules out as a version 1 one (`profile_as_version_1`), which
+/// keeps the profile's protections at the workspace root and in the home; the same names at
+/// any depth are the BPF LSM's.
+#[test]
+fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() {
+    let dir = scratch();
+    let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
+    let mkdir =
+        |p: &std::path::Path| std::fs::create_dir_all(p).unwrap_or_else(|e| unreachable!("{e}"));
+    let put =
+        |p: &std::path::Path| std::fs::write(p, "{}\n").unwrap_or_else(|e| unreachable!("{e}"));
+    mkdir(&ws.join(".claude"));
+    for sub in [
+        "hooks", "plugins", "agents", "commands", "skills", "projects",
+    ] {
+        mkdir(&home.join(".claude").join(sub));
+    }
+    for f in [
+        ws.join(".claude/settings.json"),
+        ws.join(".mcp.json"),
+        home.join(".claude/settings.json"),
+        home.join(".claude/settings.local.json"),
+        home.join(".claude.json"),
+    ] {
+        put(&f);
+    }
+    let v1 = support::profile_as_version_1(
+        "agent-claude-code",
+        &ws,
+        &home,
+        "[fs]\nwrite = [\"./**\"]\n[exec]\nallow = [\"/usr/bin/dash\"]\n",
+    );
+    let p = dir.path().join("claude.toml");
+    std::fs::write(&p, v1).unwrap_or_else(|e| unreachable!("{e}"));
+    let h = home.display();
+    let refused = [
+        ".claude/settings.json".to_owned(),
+        ".claude/settings.local.json".to_owned(),
+        ".claude/hooks.sh".to_owned(),
+        ".mcp.json".to_owned(),
+        format!("{h}/.claude/settings.json"),
+        format!("{h}/.claude/settings.local.json"),
+        format!("{h}/.claude/hooks/pre.sh"),
+        format!("{h}/.claude.json"),
+    ];
+    let allowed = [
+        "notes.txt".to_owned(),
+        format!("{h}/.claude/projects/session.jsonl"),
+        format!("{h}/.claude/todos.json"),
+    ];
+    let script: String = refused
+        .iter()
+        .chain(&allowed)
+        .map(|f| format!("if echo planted > {f}; then echo \"wrote {f}\"; fi; "))
+        .collect();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(["exec", "--engine", "landlock", "--policy"])
+        .arg(&p)
+        .args(["--", "/usr/bin/dash", "-c", &format!("{script}echo DONE")])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.ends_with("DONE\n"), "{out}{err}");
+    assert!(err.contains("bee: engine: landlock\n"), "{err}");
+    for f in &refused {
+        assert!(!out.contains(&format!("wrote {f}\n")), "{f}: {out}{err}");
+    }
+    for f in &allowed {
+        assert!(out.contains(&format!("wrote {f}\n")), "{f}: {out}{err}");
+    }
+    for f in [
+        ws.join(".claude/settings.json"),
+        ws.join(".mcp.json"),
+        home.join(".claude/settings.json"),
+        home.join(".claude.json"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(&f).ok().as_deref(),
+            Some("{}\n"),
+            "{}",
+            f.display()
+        );
+    }
+    assert!(!ws.join(".claude/hooks.sh").exists());
+    assert!(!home.join(".claude/hooks/pre.sh").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("planted\n")
+    );
 }

@@ -369,3 +369,70 @@ pub fn pty_exit_code(process: &expectrl::process::unix::UnixProcess, limit: Dura
         }
     }
 }
+
+/// A shipped agent profile as the Landlock engine can enforce it: `version = 3`, `include =
+/// [fragment]` and `rest` (more tables of rules), compiled for the workspace `base` and the
+/// home `home`, and written out as a version 1 policy. Landlock cannot keep a path matched by
+/// name at any depth read-only inside a writable tree, and versions 2 and 3 protect such paths
+/// (`**/.git`…), so the written policy keeps, of the protected paths, the fragment's own that
+/// name one file or tree (those at the workspace root and in the home).
+#[expect(
+    clippy::unwrap_used,
+    reason = "a profile that does not compile fails the test"
+)]
+pub fn profile_as_version_1(fragment: &str, base: &Path, home: &Path, rest: &str) -> String {
+    use bee_core::compile::{CompileOptions, compile_str};
+    use bee_core::glob::PathPattern;
+    let options = CompileOptions {
+        base: base.to_path_buf(),
+        home: Some(home.to_path_buf()),
+    };
+    let text = format!("version = 3\ninclude = [\"{fragment}\"]\n{rest}");
+    let c = compile_str("p.toml", &text, &options).unwrap().policy;
+    let list = |items: Vec<String>| {
+        items
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let patterns = |rules: &[bee_core::compiled::PathRule]| {
+        list(rules.iter().map(|r| r.pattern.to_string()).collect())
+    };
+    let own = format!("{fragment}:");
+    let protect: Vec<String> =
+        c.fs.protect
+            .iter()
+            .filter(|r| r.origin.key.starts_with(&own))
+            .filter(|r| {
+                matches!(
+                    r.pattern,
+                    PathPattern::Exact { .. } | PathPattern::Subtree { .. }
+                )
+            })
+            .map(|r| r.pattern.to_string())
+            .collect();
+    let mut out = format!(
+        "version = 1\n[fs]\nread = [{}]\nwrite = [{}]\nprotect = [{}]\n[exec]\nallow = [{}]\n",
+        patterns(&c.fs.read),
+        patterns(&c.fs.write),
+        list(protect),
+        list(c.exec.iter().map(|r| r.pattern.to_string()).collect()),
+    );
+    let ports = |p: &bee_core::net::PortRange| format!("\"{}-{}\"", p.first, p.last);
+    for h in &c.net.hosts {
+        let host = h.host.to_string();
+        let ports = ports(&h.ports);
+        out.push_str(&format!(
+            "[[net.allow]]\nhost = {host:?}\nports = {ports}\nproto = \"tcp\"\n"
+        ));
+    }
+    for a in &c.net.allow {
+        let net = serde_json::to_value(a.net).unwrap();
+        let ports = ports(&a.ports);
+        out.push_str(&format!(
+            "[[net.allow]]\naddr = {net}\nports = {ports}\nproto = \"tcp\"\n"
+        ));
+    }
+    out
+}

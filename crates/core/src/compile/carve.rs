@@ -69,7 +69,10 @@ fn lint_with(policy: &CompiledPolicy, file: &str, reference: bool) -> Vec<Policy
     let user_protect: Vec<PathRule> = fs
         .protect
         .iter()
-        .filter(|r| !crate::protected::is_builtin(&r.origin.key))
+        .filter(|r| {
+            !crate::protected::is_builtin(&r.origin.key)
+                && !super::include::from_shipped(&r.origin.key)
+        })
         .cloned()
         .collect();
     nothing(&user_protect, &write_grants, "write");

@@ -23,6 +23,26 @@ pub struct Fragment {
 /// The fragments of language version 2.
 const V2: &[Fragment] = &[
     Fragment {
+        name: "agent-aider",
+        text: include_str!("../../fragments/v2/agent-aider.toml"),
+    },
+    Fragment {
+        name: "agent-claude-code",
+        text: include_str!("../../fragments/v2/agent-claude-code.toml"),
+    },
+    Fragment {
+        name: "agent-codex",
+        text: include_str!("../../fragments/v2/agent-codex.toml"),
+    },
+    Fragment {
+        name: "agent-gemini",
+        text: include_str!("../../fragments/v2/agent-gemini.toml"),
+    },
+    Fragment {
+        name: "agent-opencode",
+        text: include_str!("../../fragments/v2/agent-opencode.toml"),
+    },
+    Fragment {
         name: "base",
         text: include_str!("../../fragments/v2/base.toml"),
     },
@@ -75,6 +95,14 @@ pub(super) struct Resolved {
 /// Whether an include entry names a shipped fragment rather than a file.
 fn is_shipped(entry: &str) -> bool {
     !entry.contains('/') && !entry.ends_with(".toml")
+}
+
+/// Whether a rule's origin key (`agent-codex:fs.protect[0]`) names a shipped fragment. Such a
+/// fragment's protected paths are written for every policy that includes it, most of which
+/// write few of them, so that one carves nothing out is no news to its reader.
+pub(super) fn from_shipped(key: &str) -> bool {
+    key.split_once(':')
+        .is_some_and(|(label, _)| is_shipped(label))
 }
 
 /// Resolves one include entry, written in a file whose directory is `dir` (`None` for a
