@@ -8,6 +8,10 @@
 //! scope; if this process dies, the service kills the scope because the connection ends.
 //! Statuses are those of in-process `bee exec`; a service that cannot be reached is 69 (77
 //! when its socket may not be used).
+//!
+//! No pseudo-terminal is opened this way yet: with `--pty auto` the command gets this
+//! process's standard streams as they are (a terminal among them, but not as its controlling
+//! terminal), and `--pty always` is refused (64).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -48,6 +52,12 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
         return Err(fail(
             Exit::Usage,
             "learn mode is not offered through `bee serve` yet; run it as root with `--service never`",
+        ));
+    }
+    if args.pty == super::exec::pty::PtyChoice::Always {
+        return Err(fail(
+            Exit::Usage,
+            "`--pty always` is not offered through `bee serve` yet; run it as root with `--service never`, or use `--pty auto`",
         ));
     }
     let mut client = Client::connect(socket).map_err(refused)?;
