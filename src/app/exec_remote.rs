@@ -9,11 +9,13 @@
 //! Statuses are those of in-process `bee exec`; a service that cannot be reached is 69 (77
 //! when its socket may not be used).
 //!
-//! No pseudo-terminal is opened this way yet: with `--pty auto` the command gets this
-//! process's standard streams as they are (a terminal among them, but not as its controlling
-//! terminal), and `--pty always` is refused (64).
+//! A pseudo-terminal (`--pty`) is opened here, by the caller, as in-process: its slave is
+//! passed as the command's three streams and the service makes it the command's controlling
+//! terminal (a terminal the caller owns, open for reading and writing, or it refuses), while
+//! this process relays it ([`super::exec::pty`]).
 
 use std::io::Write as _;
+use std::os::fd::AsRawFd as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +29,7 @@ use crate::config::EngineChoice;
 use crate::serve::client::{Client, ClientError, CommandLine};
 
 use super::Exit;
+use super::exec::pty::Pty;
 use super::exec::{Args, fail, open_audit};
 use super::harness::preflight::with_consequence;
 
@@ -54,12 +57,6 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
             "learn mode is not offered through `bee serve` yet; run it as root with `--service never`",
         ));
     }
-    if args.pty == super::exec::pty::PtyChoice::Always {
-        return Err(fail(
-            Exit::Usage,
-            "`--pty always` is not offered through `bee serve` yet; run it as root with `--service never`, or use `--pty auto`",
-        ));
-    }
     let mut client = Client::connect(socket).map_err(refused)?;
     if args.engine != EngineChoice::Auto && client.welcome.engine != args.engine.as_str() {
         return Err(fail(
@@ -80,7 +77,18 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     let Some((first, rest)) = args.command.split_first() else {
         return Err(fail(Exit::Usage, "no command given after `--`"));
     };
-    let spec = LaunchSpec::new(first).args(rest).current_dir(cwd);
+    let terminal = Pty::open(args.pty).map_err(|e| {
+        fail(
+            Exit::Unavailable,
+            &format!("cannot open a pseudo-terminal: {e}; `{program}` was not run"),
+        )
+    })?;
+    let spec = LaunchSpec::new(first)
+        .args(rest)
+        .current_dir(cwd)
+        .controlling_terminal(terminal.is_some());
+    let slave = terminal.as_ref().map(Pty::slave);
+    let stdio = slave.as_ref().map_or([0, 1, 2], |s| [s.as_raw_fd(); 3]);
     let command = CommandLine::of(&spec).map_err(|why| {
         fail(
             Exit::Usage,
@@ -99,18 +107,29 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     let scope = client
         .create(policy, &origin, args.timeout.map(Duration::from_secs))
         .map_err(refused)?;
+    let relay = terminal.map(Pty::relay).transpose().map_err(|e| {
+        fail(
+            Exit::Unavailable,
+            &format!("cannot relay the pseudo-terminal: {e}; `{program}` was not run"),
+        )
+    })?;
+    // A terminal in raw mode does not return the carriage at a line's end.
+    let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
-        eprintln!("bee: denied: {}", record.explanation());
+        eprint!("bee: denied: {}{eol}", record.explanation());
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
         {
             audit_error.get_or_insert(e);
         }
     };
-    let ran = client.run(scope, command, [0, 1, 2], &mut on_record, &|| {
+    let ran = client.run(scope, command, stdio, &mut on_record, &|| {
         stop.load(Ordering::Relaxed)
     });
+    if let Some(r) = relay {
+        r.finish();
+    }
     // Hanging up closes the connection's scopes: the service tears this one down while the
     // command's status is already on its way out, instead of before.
     drop(client);
