@@ -251,6 +251,8 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         }
     };
     let result = scope.run(&spec, &mut on_record);
+    // The spec holds the pseudo-terminal's slave: closed, the relay reads to its end.
+    drop(spec);
     if let Some(r) = relay {
         r.finish();
     }

@@ -127,6 +127,8 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     let ran = client.run(scope, command, stdio, &mut on_record, &|| {
         stop.load(Ordering::Relaxed)
     });
+    // Closed here, the slave's end reaches the relay once the service's copies are closed.
+    drop(slave);
     if let Some(r) = relay {
         r.finish();
     }

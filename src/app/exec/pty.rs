@@ -44,6 +44,10 @@ pub struct Pty {
     slave: Arc<OwnedFd>,
 }
 
+/// How long [`Relay::finish`] waits for more output once the command has ended, when
+/// something still holds the slave open.
+const QUIET: Duration = Duration::from_millis(500);
+
 /// The signals that end bee; with a relay running, the terminal is restored first.
 const ENDING: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
 
@@ -146,8 +150,9 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// Call when the command has ended: copies what it still wrote, stops the relay and
-    /// restores the terminal.
+    /// Call when the command has ended, after closing every descriptor of the slave this
+    /// process still holds (the launch's): copies what the command still wrote, stops the
+    /// relay and restores the terminal.
     pub fn finish(self) {}
 }
 
@@ -276,9 +281,11 @@ impl Fds {
         }
     }
 
-    /// After the command ended: what it wrote last, until the master is quiet.
+    /// After the command ended: what it wrote last, until the slave is closed everywhere
+    /// (`EIO` once the last byte is read) or the master has been quiet for [`QUIET`] — a
+    /// process that still holds the slave does not keep bee waiting.
     fn drain(&self, buf: &mut [u8]) {
-        let quiet = Duration::from_millis(50).as_millis() as libc::c_int;
+        let quiet = QUIET.as_millis() as libc::c_int;
         loop {
             let mut fds = [pollfd(self.master.as_raw_fd())];
             if !poll(&mut fds, quiet) || fds[0].revents == 0 || !self.copy_out(buf) {
