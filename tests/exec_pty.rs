@@ -7,6 +7,7 @@
 
 #![expect(
     clippy::unwrap_used,
+    clippy::panic,
     reason = "test helpers outside #[test] functions: a failure there is a test failure"
 )]
 
@@ -49,14 +50,14 @@ impl Fixture {
         self.dir.path()
     }
 
-    /// `bee exec --engine landlock -- /usr/bin/dash -c SCRIPT` in a 30×100 pseudo-terminal,
+    /// `bee exec --engine landlock -- /usr/bin/dash -c SCRIPT` in a 30×100 pseudo-terminal
     /// with echo on, followed by its status (`rc=N`) and whether the mode came back.
     fn spawn(&self, script: &str) -> Pty {
         let p = self.path();
         let mut c = Command::new("/bin/sh");
         c.arg("-c")
             .arg(
-                "stty rows 30 cols 100 echo; mode=$(stty -g); \
+                "read go; stty echo; mode=$(stty -g); \
                  \"$0\" exec --engine landlock --policy p.toml -- /usr/bin/dash -c \"$1\"; \
                  echo \"rc=$?\"; test \"$(stty -g)\" = \"$mode\" && echo mode-restored; \
                  echo end-of-run",
@@ -70,13 +71,26 @@ impl Fixture {
             .env("TERM", "xterm");
         let mut s = Session::spawn(c).unwrap();
         s.set_expect_timeout(Some(Duration::from_secs(20)));
+        // Sized once the session is up, then the shell goes on.
+        s.get_process_mut().set_window_size(100, 30).unwrap();
+        s.send("go\r").unwrap();
         s
     }
 }
 
 /// Everything the terminal shows until `text`, `text` included.
 fn until(s: &mut Pty, text: &str) -> String {
-    let found = s.expect(text).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let found = loop {
+        match s.expect(text) {
+            Ok(found) => break found,
+            // A read of the terminal before the shell has opened its side ends at once: again.
+            Err(expectrl::Error::Eof) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("waiting for {text:?}: {e}"),
+        }
+    };
     let mut seen = String::from_utf8_lossy(found.before()).into_owned();
     for m in found.matches() {
         seen.push_str(&String::from_utf8_lossy(m));
@@ -109,9 +123,10 @@ fn the_command_gets_its_own_terminal_sized_as_bees_and_its_status_comes_back() {
     let f = Fixture::new();
     let mut s = f.spawn(
         "tty; test -t 0 && test -t 1 && test -t 2 && echo all-terminals; \
-         exec 3</dev/tty && echo has-a-controlling-terminal; stty size; exit 7",
+         exec 3</dev/tty && echo has-a-controlling-terminal; stty size; read line; exit 7",
     );
     let seen = until(&mut s, "\n30 100");
+    s.send("\r").unwrap();
     assert!(seen.contains("/dev/pts/"), "{seen}");
     assert!(seen.contains("all-terminals"), "{seen}");
     assert!(seen.contains("has-a-controlling-terminal"), "{seen}");
@@ -180,4 +195,48 @@ fn sigterm_to_bee_restores_the_terminal_before_ending_bee() {
     let (code, rest) = status_and_mode(&mut s);
     assert_eq!(code, 128 + libc::SIGTERM, "{rest}");
     assert!(!rest.contains("after"), "{rest}");
+}
+
+/// `bee exec` in `dir` with `pty` (`auto`, `always` or `never`) and piped streams: `input`
+/// on its stdin, its output and status back.
+fn piped(dir: &Path, pty: &str, script: &str, input: &str) -> (String, i32) {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args([
+            "exec", "--engine", "landlock", "--policy", "p.toml", "--pty", pty,
+        ])
+        .args(["--", "/usr/bin/dash", "-c", script])
+        .current_dir(dir)
+        .env("HOME", dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    (out, o.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn without_a_terminal_the_command_keeps_bees_streams_unless_a_pty_is_asked_for() {
+    let f = Fixture::new();
+    let script = "tty; /usr/bin/cat; exit 5";
+    // `auto` with pipes: bee's streams as they are, exactly as before.
+    let (out, code) = piped(f.path(), "auto", script, "piped in\n");
+    assert_eq!((out.as_str(), code), ("not a tty\npiped in\n", 5));
+    let (out, code) = piped(f.path(), "never", script, "piped in\n");
+    assert_eq!((out.as_str(), code), ("not a tty\npiped in\n", 5));
+    // `always`: a terminal all the same; bee's input is relayed (and echoed by the
+    // terminal) and its end is the terminal's end of file, which ends cat.
+    let (out, code) = piped(f.path(), "always", script, "piped in\n");
+    assert!(out.contains("/dev/pts/"), "{out}");
+    assert_eq!(out.matches("piped in\r\n").count(), 2, "{out}");
+    assert_eq!(code, 5, "{out}");
 }
