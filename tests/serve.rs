@@ -744,6 +744,99 @@ fn an_ordinary_users_repl_allows_a_denied_read_through_the_service() {
     assert_eq!(service.live_scopes(), 0);
 }
 
+/// `bee exec` by an ordinary user on a terminal: the pseudo-terminal the caller opened, passed
+/// to the service, is the command's controlling terminal; input is relayed and Ctrl-C ends it.
+#[test]
+fn an_ordinary_users_command_gets_a_terminal_of_its_own_through_the_service() {
+    use expectrl::{ControlCode, Expect, Session};
+    let service = start();
+    let p = pub_policy(&service);
+    let mut cmd = exec_as_nobody(
+        &service,
+        &p,
+        &[
+            "/usr/bin/dash",
+            "-c",
+            "tty; exec 3</dev/tty && echo has-a-controlling-terminal; echo ready; /usr/bin/cat; echo after",
+        ],
+    );
+    cmd.env("TERM", "xterm");
+    let mut s = ok(Session::spawn(cmd));
+    s.set_expect_timeout(Some(Duration::from_secs(30)));
+    let see = |s: &mut expectrl::session::OsSession, what: &str| -> String {
+        match s.expect(what) {
+            Ok(found) => String::from_utf8_lossy(found.before()).into_owned(),
+            Err(e) => panic!("waiting for {what:?}: {e}{}", service.log()),
+        }
+    };
+    let seen = see(&mut s, "ready");
+    assert!(seen.contains("/dev/pts/"), "{seen}");
+    assert!(seen.contains("has-a-controlling-terminal"), "{seen}");
+    // cat's copy (the session's terminal, and so the command's, does not echo).
+    ok(s.send("hello bee\r"));
+    see(&mut s, "hello bee");
+    ok(s.send(ControlCode::EndOfText));
+    let exit = support::pty_exit_code(s.get_process(), Duration::from_secs(30));
+    assert_eq!(exit, 130, "bee exec's exit code");
+    assert_eq!(service.scopes_left_after_hangup(), 0);
+}
+
+/// The service makes a passed terminal a command's controlling terminal only when the caller
+/// owns it and holds it open for reading and writing: not a file that is no terminal, not
+/// another user's terminal, not one passed write-only.
+#[test]
+fn a_controlling_terminal_must_be_the_callers_own() {
+    use std::os::fd::{AsFd as _, AsRawFd as _};
+    let service = start();
+    let tree = format!("{}/pub/**", ws(&service).display());
+    let options = CompileOptions {
+        base: ws(&service),
+        home: None,
+    };
+    let policy = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
+    // Root asks here: its own terminal is one root owns.
+    let mut client = ok(Client::connect(&service.socket()));
+    let scope = ok(client.create(&policy, "p.toml", None));
+    let spec = bee_userspace::launch::LaunchSpec::new("/usr/bin/true")
+        .current_dir(ws(&service))
+        .controlling_terminal(true);
+    let command = ok(bee::serve::client::CommandLine::of(&spec));
+    assert!(command.terminal);
+    let mut run = |fd: std::os::fd::RawFd| {
+        client.run(scope, command.clone(), [fd; 3], &mut |_| {}, &|| false)
+    };
+    let refused = |r: &Result<_, ClientError>| matches!(r, Err(ClientError::Refused(body)) if body.status == 64 && body.message.contains("the caller owns"));
+    let null = ok(std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null"));
+    let r = run(null.as_raw_fd());
+    assert!(refused(&r), "{r:?}");
+    let others = ok(nix::pty::openpty(None, None));
+    ok(nix::unistd::fchown(
+        others.slave.as_fd(),
+        Some(nix::unistd::Uid::from_raw(NOBODY)),
+        None,
+    ));
+    let r = run(others.slave.as_raw_fd());
+    assert!(refused(&r), "{r:?}");
+    let own = ok(nix::pty::openpty(None, None));
+    let name = ok(std::fs::read_link(format!(
+        "/proc/self/fd/{}",
+        own.slave.as_raw_fd()
+    )));
+    let write_only = ok(std::fs::OpenOptions::new().write(true).open(&name));
+    let r = run(write_only.as_raw_fd());
+    assert!(refused(&r), "{r:?}");
+    // The same terminal open for reading and writing is taken.
+    let r = run(own.slave.as_raw_fd());
+    assert!(
+        matches!(r, Ok(ended) if ended.code == 0),
+        "{r:?}{}",
+        service.log()
+    );
+}
+
 /// Under the Landlock engine no scope may open a unix socket (Landlock restricts pathname
 /// sockets only from ABI 9), so a command in a scope cannot ask the service for another.
 #[test]

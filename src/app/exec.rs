@@ -16,6 +16,11 @@
 //! writable before anything runs (73 otherwise), the policy's denials are allowed and recorded,
 //! and the learned policy is written to OUT when the command ends; the status is still the
 //! command's (74 if OUT could not be written at the end).
+//!
+//! With `--pty auto` (the default) and bee's standard input and output both terminals, the
+//! command runs on a pseudo-terminal of its own ([`pty`]): its controlling terminal, sized as
+//! bee's and relayed both ways, so interactive programs work in the scope; 69 if none can be
+//! opened (the command is not run). Otherwise it gets bee's standard streams as they are.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -26,7 +31,7 @@ use std::time::Duration;
 use bee_common::scope::SCOPE_LEARN;
 use bee_core::{CompileOptions, PolicyError, compile_file};
 use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
-use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec};
+use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, StdioMode};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{EngineKind, Scope, ScopeError, ScopeOptions};
 
@@ -34,6 +39,8 @@ use super::Exit;
 use super::enforcement::{self, Refusal};
 use super::learn::Learn;
 use super::user::invoking_home;
+
+pub(super) mod pty;
 
 /// Arguments of `bee exec`.
 #[derive(Debug, clap::Args)]
@@ -64,6 +71,11 @@ pub struct Args {
     /// otherwise; `always` only through the service; `never` only in this process.
     #[arg(long, value_name = "WHO", default_value = "auto")]
     pub(super) service: crate::config::ServiceChoice,
+    /// A pseudo-terminal for the command (its controlling terminal, sized as bee's, relayed
+    /// both ways): `auto` when bee's standard input and output are terminals; `always`;
+    /// `never` (bee's standard streams as they are).
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub(super) pty: pty::PtyChoice,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, num_args = 1.., value_name = "COMMAND")]
     pub(super) command: Vec<OsString>,
@@ -183,7 +195,20 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     if let (Some(_), Some(home)) = (&credentials, invoking_home()) {
         spec = spec.env("HOME", home);
     }
-    let spec = spec.credentials(credentials);
+    let mut spec = spec.credentials(credentials);
+    let terminal = pty::Pty::open(args.pty).map_err(|e| {
+        fail(
+            Exit::Unavailable,
+            &format!("cannot open a pseudo-terminal: {e}; {not_run}"),
+        )
+    })?;
+    if let Some(t) = &terminal {
+        spec = spec
+            .stdin(StdioMode::Fd(t.slave()))
+            .stdout(StdioMode::Fd(t.slave()))
+            .stderr(StdioMode::Fd(t.slave()))
+            .controlling_terminal(true);
+    }
     let scope_options = ScopeOptions {
         flags: if learn.is_some() { SCOPE_LEARN } else { 0 },
         timeout: args.timeout.map(Duration::from_secs),
@@ -206,16 +231,24 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     if let Some(l) = &learn {
         l.banner_start();
     }
+    let relay = terminal.map(pty::Pty::relay).transpose().map_err(|e| {
+        fail(
+            Exit::Unavailable,
+            &format!("cannot relay the pseudo-terminal: {e}; {not_run}"),
+        )
+    })?;
+    // A terminal in raw mode does not return the carriage at a line's end.
+    let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
         match learn.as_mut() {
             Some(l) if record.learn => l.record(record),
             Some(l) if record.verdict == Verdict::Deny => {
                 l.record(record);
-                eprintln!("bee: denied: {}", record.explanation());
+                eprint!("bee: denied: {}{eol}", record.explanation());
             }
             _ if record.verdict == Verdict::Deny => {
-                eprintln!("bee: denied: {}", record.explanation());
+                eprint!("bee: denied: {}{eol}", record.explanation());
             }
             _ => {}
         }
@@ -226,6 +259,11 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         }
     };
     let result = scope.run(&spec, &mut on_record);
+    // The spec holds the pseudo-terminal's slave: closed, the relay reads to its end.
+    drop(spec);
+    if let Some(r) = relay {
+        r.finish();
+    }
     if let Some(out) = audit.as_mut()
         && let Err(e) = out.flush()
     {

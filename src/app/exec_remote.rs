@@ -8,8 +8,14 @@
 //! scope; if this process dies, the service kills the scope because the connection ends.
 //! Statuses are those of in-process `bee exec`; a service that cannot be reached is 69 (77
 //! when its socket may not be used).
+//!
+//! A pseudo-terminal (`--pty`) is opened here, by the caller, as in-process: its slave is
+//! passed as the command's three streams and the service makes it the command's controlling
+//! terminal (a terminal the caller owns, open for reading and writing, or it refuses), while
+//! this process relays it ([`super::exec::pty`]).
 
 use std::io::Write as _;
+use std::os::fd::AsRawFd as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +29,7 @@ use crate::config::EngineChoice;
 use crate::serve::client::{Client, ClientError, CommandLine};
 
 use super::Exit;
+use super::exec::pty::Pty;
 use super::exec::{Args, fail, open_audit};
 use super::harness::preflight::with_consequence;
 
@@ -70,7 +77,18 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     let Some((first, rest)) = args.command.split_first() else {
         return Err(fail(Exit::Usage, "no command given after `--`"));
     };
-    let spec = LaunchSpec::new(first).args(rest).current_dir(cwd);
+    let terminal = Pty::open(args.pty).map_err(|e| {
+        fail(
+            Exit::Unavailable,
+            &format!("cannot open a pseudo-terminal: {e}; `{program}` was not run"),
+        )
+    })?;
+    let spec = LaunchSpec::new(first)
+        .args(rest)
+        .current_dir(cwd)
+        .controlling_terminal(terminal.is_some());
+    let slave = terminal.as_ref().map(Pty::slave);
+    let stdio = slave.as_ref().map_or([0, 1, 2], |s| [s.as_raw_fd(); 3]);
     let command = CommandLine::of(&spec).map_err(|why| {
         fail(
             Exit::Usage,
@@ -89,18 +107,31 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     let scope = client
         .create(policy, &origin, args.timeout.map(Duration::from_secs))
         .map_err(refused)?;
+    let relay = terminal.map(Pty::relay).transpose().map_err(|e| {
+        fail(
+            Exit::Unavailable,
+            &format!("cannot relay the pseudo-terminal: {e}; `{program}` was not run"),
+        )
+    })?;
+    // A terminal in raw mode does not return the carriage at a line's end.
+    let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
-        eprintln!("bee: denied: {}", record.explanation());
+        eprint!("bee: denied: {}{eol}", record.explanation());
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
         {
             audit_error.get_or_insert(e);
         }
     };
-    let ran = client.run(scope, command, [0, 1, 2], &mut on_record, &|| {
+    let ran = client.run(scope, command, stdio, &mut on_record, &|| {
         stop.load(Ordering::Relaxed)
     });
+    // Closed here, the slave's end reaches the relay once the service's copies are closed.
+    drop(slave);
+    if let Some(r) = relay {
+        r.finish();
+    }
     // Hanging up closes the connection's scopes: the service tears this one down while the
     // command's status is already on its way out, instead of before.
     drop(client);

@@ -72,6 +72,9 @@ pub struct CommandLine {
     pub cwd: String,
     /// Its resource limits (lowered by the service to the caller's own).
     pub limits: Limits,
+    /// Its stdin is a terminal the caller opened for it, to become its controlling terminal
+    /// ([`LaunchSpec::controlling_terminal`]).
+    pub terminal: bool,
 }
 
 impl CommandLine {
@@ -113,6 +116,7 @@ impl CommandLine {
                 cpu_seconds: r.cpu_seconds,
                 address_space: r.address_space,
             },
+            terminal: spec.has_controlling_terminal(),
         })
     }
 }
@@ -184,6 +188,7 @@ impl Client {
             env: command.env,
             cwd: command.cwd,
             limits: command.limits,
+            terminal: command.terminal,
         };
         wire::send(&self.stream, &request, &stdio).map_err(hangup)?;
         let poll = Duration::from_millis(100);

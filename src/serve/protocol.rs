@@ -61,6 +61,11 @@ pub enum Request {
         /// Its resource limits; each is lowered to the caller's own hard limit.
         #[serde(default)]
         limits: Limits,
+        /// The stdin descriptor is a terminal to make the command's controlling terminal (a
+        /// pseudo-terminal the caller opened for it): it must be a terminal the caller owns,
+        /// open for reading and writing. Left out when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        terminal: bool,
     },
     /// Kills every process of a scope of this connection; the scope stays.
     Kill {
@@ -271,7 +276,7 @@ mod tests {
             env in proptest::collection::vec((".{0,10}", ".{0,10}"), 0..4),
             cwd in "/.{0,30}",
         ) {
-            let request = Request::Spawn { scope, argv, env, cwd, limits: Limits::default() };
+            let request = Request::Spawn { scope, argv, env, cwd, limits: Limits::default(), terminal: false };
             let frame = encode(&request).unwrap_or_default();
             let n = body_length([frame[0], frame[1], frame[2], frame[3]]);
             prop_assert_eq!(n, Ok(frame.len() - HEADER));
@@ -287,6 +292,7 @@ mod tests {
             env: vec![("PATH".into(), "/usr/bin".into())],
             cwd: "/".into(),
             limits: Limits::default(),
+            terminal: false,
         };
         let frame = encode(&request).unwrap_or_default();
         let header = [frame[0], frame[1], frame[2], frame[3]];

@@ -389,12 +389,14 @@ impl<'s> Connection<'s> {
                 env,
                 cwd,
                 limits,
+                terminal,
             } => {
                 let command = Spawn {
                     argv,
                     env,
                     cwd,
                     limits,
+                    terminal,
                 };
                 return self.spawn(scope, command, fds);
             }
@@ -619,6 +621,7 @@ impl<'s> Connection<'s> {
             env,
             cwd,
             limits,
+            terminal,
         } = command;
         let checked = self.scope(scope).and_then(|_| {
             if fds.len() != 3 {
@@ -654,6 +657,12 @@ impl<'s> Connection<'s> {
                     "a connection to the service cannot be a command's standard stream",
                 ));
             }
+            if terminal && !callers_own_terminal(&fds[0], self.peer.uid) {
+                return Err(ErrorBody::new(
+                    64,
+                    "a controlling terminal must be a terminal the caller owns, open for reading and writing",
+                ));
+            }
             Ok(())
         });
         if let Err(body) = checked {
@@ -679,7 +688,8 @@ impl<'s> Connection<'s> {
             }))
             .stdin(StdioMode::Fd(Arc::new(stdin)))
             .stdout(StdioMode::Fd(Arc::new(stdout)))
-            .stderr(StdioMode::Fd(Arc::new(stderr)));
+            .stderr(StdioMode::Fd(Arc::new(stderr)))
+            .controlling_terminal(terminal);
         for (k, v) in env {
             spec = spec.env(k, v);
         }
@@ -878,6 +888,19 @@ struct Spawn {
     env: Vec<(String, String)>,
     cwd: String,
     limits: Limits,
+    terminal: bool,
+}
+
+/// True when `fd` is a terminal owned by `uid` and open for reading and writing: the only
+/// kind the service makes a command's controlling terminal, so that no caller gains, through
+/// `/dev/tty`, more of a terminal than the descriptor it passed (another user's terminal it
+/// may only write to, say). The child's `TIOCSCTTY` never steals one another session holds.
+fn callers_own_terminal(fd: &OwnedFd, uid: u32) -> bool {
+    let raw = fd.as_raw_fd();
+    // SAFETY: isatty(3) and fcntl(2) on a descriptor owned here.
+    let (tty, flags) = unsafe { (libc::isatty(raw) == 1, libc::fcntl(raw, libc::F_GETFL)) };
+    let owner = nix::sys::stat::fstat(fd).map(|st| st.st_uid);
+    tty && flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDWR && owner == Ok(uid)
 }
 
 /// True when `fd` is a unix socket whose peer is this process: the client end of a

@@ -16,6 +16,9 @@
 //! 1. join the scope: with `clone3`, done by the kernel at birth; otherwise write `0` to the
 //!    scope's `cgroup.procs`, opened by the parent (`cgroup-v2.rst`);
 //! 2. `setsid(2)`: a session and process group of its own, detached from bee's terminal;
+//!    with [`LaunchSpec::controlling_terminal`], `ioctl(0, TIOCSCTTY, 0)` then makes the
+//!    command's standard input (a pseudo-terminal's slave bee opened for it) the new
+//!    session's controlling terminal — never stealing one another session controls;
 //! 3. `setrlimit(2)`: `RLIMIT_CORE` 0 always, and the configured [`Rlimits`];
 //! 4. `close_range(2)` with `CLOSE_RANGE_CLOEXEC` on every fd above 2, so that nothing
 //!    inherited survives `execve` (marking instead of closing keeps the pipe through which the
@@ -147,10 +150,12 @@ pub enum Step {
     /// Entering the working directory again as the command's user (with [`Credentials`]),
     /// so that it is one that user may reach: the first `chdir` ran with bee's privileges.
     WorkingDir,
+    /// `ioctl(0, TIOCSCTTY)`: standard input as the controlling terminal.
+    ControllingTerminal,
 }
 
 impl Step {
-    const ALL: [Step; 23] = [
+    const ALL: [Step; 24] = [
         Step::JoinCgroup,
         Step::Setsid,
         Step::RlimitCore,
@@ -174,6 +179,7 @@ impl Step {
         Step::Landlock,
         Step::Seccomp,
         Step::WorkingDir,
+        Step::ControllingTerminal,
     ];
 
     fn from_raw(raw: u8) -> Option<Self> {
@@ -208,6 +214,7 @@ impl Step {
             Step::Landlock => "landlock_restrict_self",
             Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
             Step::WorkingDir => "chdir into the working directory as the command's user",
+            Step::ControllingTerminal => "make standard input the controlling terminal (TIOCSCTTY)",
         }
     }
 }
@@ -400,6 +407,7 @@ pub struct LaunchSpec {
     stdin: StdioMode,
     stdout: StdioMode,
     stderr: StdioMode,
+    controlling_terminal: bool,
     landlock: Option<Arc<LandlockPlan>>,
 }
 
@@ -418,6 +426,7 @@ impl LaunchSpec {
             stdin: StdioMode::Inherit,
             stdout: StdioMode::Inherit,
             stderr: StdioMode::Inherit,
+            controlling_terminal: false,
             landlock: None,
         }
     }
@@ -480,6 +489,23 @@ impl LaunchSpec {
     pub fn stderr(mut self, mode: StdioMode) -> Self {
         self.stderr = mode;
         self
+    }
+
+    /// Makes the command's standard input its controlling terminal (`TIOCSCTTY` right after
+    /// `setsid`), so that `/dev/tty`, job control and the terminal's signals (Ctrl-C, Ctrl-Z,
+    /// `SIGWINCH`) work. Standard input must then be a terminal no other session controls —
+    /// the slave of a pseudo-terminal opened for this command — or the launch fails at
+    /// [`Step::ControllingTerminal`]. The command gains nothing by it: the terminal is already
+    /// its standard input, and the other end stays with whoever opened it.
+    pub fn controlling_terminal(mut self, yes: bool) -> Self {
+        self.controlling_terminal = yes;
+        self
+    }
+
+    /// Whether standard input becomes the controlling terminal
+    /// ([`LaunchSpec::controlling_terminal`]).
+    pub fn has_controlling_terminal(&self) -> bool {
+        self.controlling_terminal
     }
 
     /// Confines the command by a Landlock engine's `plan` ([`crate::landlock`]): it is born in
@@ -671,6 +697,8 @@ struct ChildPlan {
     procs_fd: Option<RawFd>,
     report_fd: RawFd,
     parent_pid: libc::pid_t,
+    /// Standard input becomes the controlling terminal after `setsid`.
+    controlling_terminal: bool,
     /// `(step, value)`; `RLIMIT_CORE` first. The step names the resource ([`set_rlimit`]).
     rlimits: [(Step, Option<u64>); 5],
     setpcap: bool,
@@ -742,6 +770,7 @@ impl ChildPlan {
             procs_fd,
             report_fd,
             parent_pid,
+            controlling_terminal: spec.controlling_terminal,
             rlimits: [
                 (Step::RlimitCore, Some(0)),
                 (Step::RlimitNofile, r.nofile),
@@ -795,6 +824,11 @@ impl ChildPlan {
             }
             // 2. New session.
             check(libc::setsid() as libc::c_long, Step::Setsid)?;
+            // 2b. Standard input as the session's controlling terminal; 0: never steal it.
+            if self.controlling_terminal {
+                let rc = libc::ioctl(0, libc::TIOCSCTTY, 0);
+                check(rc as libc::c_long, Step::ControllingTerminal)?;
+            }
             // 3. Resource limits.
             for (step, value) in self.rlimits {
                 if let Some(v) = value {
