@@ -149,6 +149,20 @@ fn a_resize_of_bees_terminal_reaches_the_command_and_ctrl_c_ends_it() {
     assert!(!mode.contains("after"), "{mode}");
 }
 
+/// A program with no `SIGINT` handler of its own, which is the command itself (the shell
+/// `exec`s it), ends on Ctrl-C: under the Landlock engine it runs below its PID namespace's
+/// init, not as that init, which the kernel would send only the signals it handles.
+#[test]
+fn ctrl_c_ends_a_command_that_has_no_handler() {
+    let f = Fixture::new();
+    let mut s = f.spawn("echo ready; exec /usr/bin/sleep 30");
+    until(&mut s, "ready");
+    std::thread::sleep(Duration::from_millis(200));
+    s.send(ControlCode::EndOfText).unwrap();
+    let (code, mode) = status_and_mode(&mut s);
+    assert_eq!(code, 130, "{mode}");
+}
+
 #[test]
 fn input_is_relayed_and_ctrl_c_ends_a_cat_with_130() {
     let f = Fixture::new();
