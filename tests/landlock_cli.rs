@@ -589,6 +589,7 @@ fn a_command_is_not_its_namespaces_init() {
     let o = run("trap 'echo got-term; exit 5' TERM; kill -TERM 1; while :; do :; done");
     assert_eq!(code(&o), 5, "{}", stderr(&o));
     assert_eq!(stdout(&o), "got-term\n");
+}
 
 /// The `agent-claude-code` profile under the Landlock engine: Claude Code's settings, hooks
 /// and MCP configuration, in the workspace and in a (temporary) home, are refused by the
