@@ -5,7 +5,10 @@
 
 mod support;
 
-use support::{bee, bee_in, code, stderr, stdout, transcript_text};
+use serde_json::json;
+use support::{
+    bee, bee_in, code, replay_scenario, stderr, stdout, tool_call, tool_result, transcript_text,
+};
 
 /// The loader and libraries, and a few programs; `READ` and `WRITE` are filled in.
 const POLICY: &str = r#"version = 1
@@ -337,26 +340,24 @@ fn a_sessions_tools_cannot_write_bees_state() {
     let tree = format!("{}/**", ws.display());
     let p = policy(dir.path(), &tree, &tree);
     let calls = [
-        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": ".bee/config.toml", "content": "host = true\n", "create_dirs": true}}]}"#,
-        r#"{"tool_calls": [{"id": "s", "name": "shell", "arguments": {"command": "echo 'host = true' > .bee/config.toml"}}]}"#,
-        r#"{"tool_calls": [{"id": "ok", "name": "write_file", "arguments": {"path": "made.txt", "content": "ok\n"}}]}"#,
-        r#"{"text": "done"}"#,
-    ];
-    let file = |name: &str, text: &str| {
-        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| unreachable!("{e}"));
-    };
-    file("rec.jsonl", &calls.join("\n"));
-    file(
-        "provider.toml",
-        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
-    );
-    file(
-        "scenario.toml",
-        &format!(
-            "name = \"s\"\nprompt = \"p\"\nworkspace = \"ws\"\nworkspace_mode = \"in-place\"\n\
-             policy = {p:?}\n"
+        tool_call(
+            "w",
+            "write_file",
+            &json!({"path": ".bee/config.toml", "content": "host = true\n", "create_dirs": true}),
         ),
-    );
+        tool_call(
+            "s",
+            "shell",
+            &json!({"command": "echo 'host = true' > .bee/config.toml"}),
+        ),
+        tool_call(
+            "ok",
+            "write_file",
+            &json!({"path": "made.txt", "content": "ok\n"}),
+        ),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(dir.path(), "ws", &p, &calls);
     let records = dir.path().join("records");
     let o = bee_in(
         dir.path(),
@@ -374,12 +375,7 @@ fn a_sessions_tools_cannot_write_bees_state() {
     assert!(!ws.join(".bee/config.toml").exists());
     assert!(ws.join("made.txt").is_file(), "{}", stderr(&o));
     let text = transcript_text(&records);
-    let result = |id: &str| -> serde_json::Value {
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
-            .unwrap_or_default()
-    };
+    let result = |id: &str| tool_result(&text, id);
     assert_ne!(result("w")["state"], "completed", "{text}");
     assert!(
         result("s")["output"]
@@ -400,38 +396,30 @@ fn bees_state_named_in_the_workspace_is_read_only_too() {
     std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
     let tree = format!("{}/**", ws.display());
     let p = policy(dir.path(), &tree, &tree);
-    let shell = |id: &str, command: &str| {
-        serde_json::json!({"tool_calls": [{"id": id, "name": "shell", "arguments": {"command": command}}]})
-            .to_string()
-    };
+    let shell = |id: &str, command: &str| tool_call(id, "shell", &json!({"command": command}));
     let calls = [
         shell("ledger", "echo forged >> findings.jsonl"),
         shell("audit", "echo forged >> audit.jsonl"),
         shell("records", "echo forged > recs/planted.json"),
-        r#"{"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "findings.jsonl", "content": "forged\n"}}]}"#.to_owned(),
-        r#"{"tool_calls": [{"id": "ok", "name": "write_file", "arguments": {"path": "made.txt", "content": "ok\n"}}]}"#.to_owned(),
-        r#"{"text": "done"}"#.to_owned(),
-    ];
-    let file = |name: &str, text: &str| {
-        std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| unreachable!("{e}"));
-    };
-    file("rec.jsonl", &calls.join("\n"));
-    file(
-        "provider.toml",
-        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
-    );
-    file(
-        "scenario.toml",
-        &format!(
-            "name = \"s\"\nprompt = \"p\"\nworkspace = \"ws\"\nworkspace_mode = \"in-place\"\n\
-             policy = {p:?}\n"
+        tool_call(
+            "w",
+            "write_file",
+            &json!({"path": "findings.jsonl", "content": "forged\n"}),
         ),
-    );
-    file(
-        "config.toml",
+        tool_call(
+            "ok",
+            "write_file",
+            &json!({"path": "made.txt", "content": "ok\n"}),
+        ),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(dir.path(), "ws", &p, &calls);
+    std::fs::write(
+        dir.path().join("config.toml"),
         "records_dir = \"ws/recs\"\naudit = \"ws/audit.jsonl\"\n\
          [security]\nledger = \"ws/findings.jsonl\"\n",
-    );
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
     let o = bee_in(
         dir.path(),
         &[
@@ -446,12 +434,7 @@ fn bees_state_named_in_the_workspace_is_read_only_too() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = transcript_text(&ws.join("recs"));
-    let result = |id: &str| -> serde_json::Value {
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
-            .unwrap_or_default()
-    };
+    let result = |id: &str| tool_result(&text, id);
     for id in ["ledger", "audit", "records", "w"] {
         assert_ne!(result(id)["state"], "completed", "{id}: {text}");
     }

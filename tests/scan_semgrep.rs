@@ -3,6 +3,8 @@
 //! rules. `BEE_SEMGREP` names the `semgrep` executable; `.ci/run` installs it in a virtual
 //! environment. Without it this test fails: it is never skipped.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,22 +12,10 @@ use bee::findings::{Ledger, Recorder};
 use bee::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use bee::tools::scan::opengrep;
 use bee::tools::{Context, ToolLimits};
+use support::copy_dir;
 
 fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e:?}"))
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    ok(std::fs::create_dir_all(to));
-    for entry in ok(std::fs::read_dir(from)) {
-        let entry = ok(entry);
-        let dst = to.join(entry.file_name());
-        if ok(entry.file_type()).is_dir() {
-            copy_dir(&entry.path(), &dst);
-        } else {
-            ok(std::fs::copy(entry.path(), dst));
-        }
-    }
 }
 
 #[test]

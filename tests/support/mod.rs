@@ -274,6 +274,62 @@ pub fn review_example(dir: &Path) {
     }
 }
 
+/// Writes a replayed one-episode run into `dir`: `rec.jsonl` (the model answering `turns` in
+/// order, one JSON object each), `provider.toml` replaying it, and `scenario.toml` (episode
+/// `s`, its workspace `workspace` relative to `dir`, used in place, confined by `policy`).
+#[expect(
+    clippy::unwrap_used,
+    reason = "a directory that cannot be written fails the test"
+)]
+pub fn replay_scenario(dir: &Path, workspace: &str, policy: &str, turns: &[String]) {
+    let file = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    file("rec.jsonl", &turns.join("\n"));
+    file(
+        "provider.toml",
+        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+    );
+    file(
+        "scenario.toml",
+        &format!(
+            "name = \"s\"\nprompt = \"p\"\nworkspace = {workspace:?}\n\
+             workspace_mode = \"in-place\"\npolicy = {policy:?}\n"
+        ),
+    );
+}
+
+/// One turn of a replayed model: a single call of tool `name` with `arguments`, id `id`.
+pub fn tool_call(id: &str, name: &str, arguments: &serde_json::Value) -> String {
+    serde_json::json!({"tool_calls": [{"id": id, "name": name, "arguments": arguments}]})
+        .to_string()
+}
+
+/// The `tool_result` event of call `id` in a transcript's `text`; the test fails when there
+/// is none (a call that never ran must not pass a check that it did not complete).
+pub fn tool_result(text: &str, id: &str) -> serde_json::Value {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "tool_result" && e["call_id"] == id)
+        .unwrap_or_else(|| unreachable!("no result of call {id} in the transcript:\n{text}"))
+}
+
+/// Copies the directory tree `from` to `to` (files and directories only).
+#[expect(
+    clippy::unwrap_used,
+    reason = "a tree that cannot be copied fails the test"
+)]
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dst = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dst);
+        } else {
+            std::fs::copy(entry.path(), dst).unwrap();
+        }
+    }
+}
+
 /// The text of the one transcript under `records` (the first `*.jsonl` of a run directory).
 #[expect(
     clippy::unwrap_used,
