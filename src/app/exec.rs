@@ -39,6 +39,7 @@ use super::Exit;
 use super::enforcement::{self, Refusal};
 use super::learn::Learn;
 use super::user::invoking_home;
+use crate::sandbox::own_state::StatePath;
 
 pub(super) mod pty;
 
@@ -120,18 +121,27 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     // bee's own state in the base directory stays out of the scope's write reach, whatever
     // the policy says (`crate::sandbox::own_state`); learn mode learns on the policy as given.
     let mut installed = policy.clone();
-    // So does the audit file this run appends to (`--audit FILE`).
-    let audit_file: Vec<crate::sandbox::own_state::StatePath> = args
+    // So do the audit file this run appends to (`--audit FILE`) and, where `--base` names
+    // another directory, the current directory's `.bee`, whose configuration the next bee
+    // started here reads.
+    let mut elsewhere: Vec<StatePath> = args
         .audit
         .iter()
         .filter_map(|a| std::path::absolute(a).ok())
-        .map(crate::sandbox::own_state::StatePath::File)
+        .map(StatePath::File)
         .collect();
-    crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &audit_file)
+    if let Ok(cwd) = std::env::current_dir()
+        && cwd != Path::new(&policy.base)
+    {
+        elsewhere.push(StatePath::Dir(
+            cwd.join(crate::sandbox::own_state::STATE_DIR),
+        ));
+    }
+    crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &elsewhere)
         .map_err(|e| {
             fail(
                 Exit::CantCreat,
-                &format!("bee's own state (the base directory's `.bee`, the audit file) cannot be made: {e}"),
+                &format!("bee's own state (`.bee`, the audit file) cannot be protected: {e}"),
             )
         })?;
     let socket = crate::serve::socket_path();

@@ -49,21 +49,69 @@ pub enum StatePath {
 }
 
 /// Protects `workspace/.bee` and each of `elsewhere` in `policy` (see the module's text).
-/// `workspace` is absolute.
+/// `workspace` is absolute; when it is named through a symbolic link, its `.bee` is
+/// protected under both names (the kernel sees the real one).
 ///
 /// # Errors
-/// When a directory or file must be made for the Landlock engine and cannot be; the sandbox
-/// then refuses to start (fail closed).
+/// When a directory or file must be made for the Landlock engine and cannot be; and when a
+/// path of `elsewhere` goes through a symbolic link (a scope of an earlier run may have
+/// planted it, to have bee make and write its state where the link points): bee's state is
+/// named by its real path, or the sandbox refuses to start (fail closed).
 pub fn protect(
     policy: &mut CompiledPolicy,
     workspace: &Path,
     elsewhere: &[StatePath],
 ) -> std::io::Result<()> {
     protect_one(policy, &StatePath::Dir(workspace.join(STATE_DIR)), &SAMPLES)?;
+    if let Ok(real) = std::fs::canonicalize(workspace)
+        && real != workspace
+    {
+        protect_one(policy, &StatePath::Dir(real.join(STATE_DIR)), &SAMPLES)?;
+    }
     for path in elsewhere {
+        let (StatePath::File(p) | StatePath::Dir(p)) = path;
+        if let Some(real) = real_path(p)
+            && real != lexical(p)
+        {
+            return Err(std::io::Error::other(format!(
+                "`{}` goes through a symbolic link (its real path is `{}`): name bee's own \
+                 state by its real path",
+                p.display(),
+                real.display()
+            )));
+        }
         protect_one(policy, path, &["x"])?;
     }
     Ok(())
+}
+
+/// `path` with `.` and `..` taken out as written (no link is followed).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` with its longest existing ancestor made canonical (symbolic links resolved, `.`
+/// and `..` taken out) and the rest as written; `None` when not even `/` can be resolved.
+fn real_path(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return Some(rest.iter().rev().fold(real, |p: PathBuf, c| p.join(c)));
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
+    }
 }
 
 /// Protects one file or tree: drops the `fs.unprotect` rules that reach it (a tree's `samples`

@@ -291,7 +291,7 @@ pub(crate) struct Confined {
 }
 
 /// bee's own state that `config` names, wherever it lies: the findings ledger, the records
-/// directory and the audit file. Each scope protects it like the workspace's `.bee/`
+/// directory, the audit file, and the current directory's `.bee`. Each scope protects it like the workspace's `.bee/`
 /// (`crate::sandbox::own_state`), so a configuration that moves it into the workspace does not
 /// put it within a tool's reach.
 pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
@@ -301,6 +301,15 @@ pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
     state.extend(absolute(&config.records_dir.value).map(StatePath::Dir));
     if let Some(audit) = &config.audit {
         state.extend(absolute(&audit.value).map(StatePath::File));
+    }
+    // The current directory's `.bee`, whose configuration the next bee started here reads,
+    // where the workspace is elsewhere.
+    if let Ok(cwd) = std::env::current_dir()
+        && cwd != config.workspace.value
+    {
+        state.push(StatePath::Dir(
+            cwd.join(crate::sandbox::own_state::STATE_DIR),
+        ));
     }
     state
 }
