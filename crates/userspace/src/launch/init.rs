@@ -10,8 +10,8 @@
 //!
 //! - closes every descriptor it holds (the command's standard streams, the report pipe), so
 //!   that bee sees end-of-file and the launch's outcome exactly as it would without it;
-//! - passes on each signal a process sends it (`SIGTERM` from bee, a `kill 1` inside) to the
-//!   command; a signal the terminal sends reaches the whole foreground process group, the
+//! - passes on each signal a process sends it (a `kill 1` inside the scope, or a signal sent
+//!   to the launched process from outside) to the command; a signal the terminal sends reaches the whole foreground process group, the
 //!   command included, and is not passed on a second time;
 //! - is not dumpable, so the command cannot trace it or read its memory;
 //! - reaps every child, and exits as the command ended: its exit status, or 128 + the signal
@@ -74,6 +74,11 @@ pub(super) unsafe fn fork_command() -> Result<(), libc::c_int> {
         }
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigprocmask(libc::SIG_BLOCK, &blocked, &mut old);
+        // Not dumpable from before the fork, so that no instant is left in which the command
+        // (same user, same domain, no capability) could trace it, stop it or read its memory:
+        // a `PTRACE_ATTACH` would leave it stopped, and the launch waiting for it. The
+        // command's process gets a dumpable state again from its `execve`.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         let pid = libc::syscall(libc::SYS_clone, libc::SIGCHLD as libc::c_ulong, 0, 0, 0, 0);
         if pid < 0 {
             let e = *libc::__errno_location();
@@ -86,10 +91,6 @@ pub(super) unsafe fn fork_command() -> Result<(), libc::c_int> {
         }
         let pid = pid as libc::pid_t;
         COMMAND.store(pid, Ordering::Relaxed);
-        // Not dumpable: the command (same user, same domain, no capability) may not trace
-        // it, stop it or read its memory — `PTRACE_ATTACH` would leave it stopped, and the
-        // launch waiting for it.
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
         libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
         let mut action: libc::sigaction = std::mem::zeroed();
         let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) = forward;
@@ -102,7 +103,21 @@ pub(super) unsafe fn fork_command() -> Result<(), libc::c_int> {
         loop {
             let mut status: libc::c_int = 0;
             let reaped = libc::waitpid(-1, &mut status, 0);
-            if reaped == pid {
+            // Only an exit or a death ends the command: a traced command's stop (after
+            // `PTRACE_TRACEME`) is reported here too, and is not its end.
+            if reaped > 0 && libc::WIFSTOPPED(status) {
+                // Only a traced child's stop is reported without `WUNTRACED`: a command that
+                // asked to be traced (`PTRACE_TRACEME`) has this process as its tracer. It
+                // goes on, with the signal that stopped it.
+                libc::ptrace(
+                    libc::PTRACE_CONT,
+                    reaped,
+                    std::ptr::null_mut::<libc::c_void>(),
+                    libc::WSTOPSIG(status) as usize as *mut libc::c_void,
+                );
+                continue;
+            }
+            if reaped == pid && (libc::WIFEXITED(status) || libc::WIFSIGNALED(status)) {
                 let code = if libc::WIFEXITED(status) {
                     libc::WEXITSTATUS(status)
                 } else {
