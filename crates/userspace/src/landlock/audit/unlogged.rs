@@ -4,6 +4,7 @@
 //! starts — the record is made from the policy, as the kernel's would have been, so that
 //! `bee exec` and `bee serve` explain it; a program that command runs is refused unexplained.
 
+use std::path::Component;
 use std::time::SystemTime;
 
 use bee_core::CompiledPolicy;
@@ -14,9 +15,10 @@ use crate::launch::{LaunchError, LaunchSpec};
 
 /// The denial of `spec`'s own `execve`, refused with `error`, in the Landlock scope whose
 /// cgroup is `cgroup_id` and whose policy is `policy`: only for a launch refused with `EACCES`
-/// whose program (a path with a `/`, made canonical) no `exec.allow` rule covers or an
-/// `exec.deny` rule carves out. `None` otherwise (a missing program, a bare name looked up on
-/// `PATH`, or one the policy grants and something else refused, such as its mode).
+/// whose program (an absolute path without `.` or `..`, as given: a link in it is not
+/// followed) no `exec.allow` rule covers or an `exec.deny` rule carves out. `None` otherwise
+/// (a relative path, a bare name looked up on `PATH`, or one the policy grants that something
+/// else refused, such as its mode).
 #[must_use]
 pub fn exec_refusal(
     policy: &CompiledPolicy,
@@ -30,12 +32,18 @@ pub fn exec_refusal(
     if source.kind() != std::io::ErrorKind::PermissionDenied {
         return None;
     }
+    // The path as the launch named it, never resolved here: through `bee serve` this runs as
+    // root for a caller, and resolving links or probing files would tell the caller what it
+    // may not see for itself.
     let program = std::path::Path::new(spec.program());
-    if !program.as_os_str().as_encoded_bytes().contains(&b'/') {
+    if !program.is_absolute()
+        || program
+            .components()
+            .any(|c| !matches!(c, Component::RootDir | Component::Normal(_)))
+    {
         return None;
     }
-    let path = std::fs::canonicalize(program).ok()?;
-    let path = path.to_str()?.to_owned();
+    let path = program.to_str()?.to_owned();
     let granted = policy.exec.iter().any(|r| r.pattern.matches(&path))
         && !policy.exec_deny.iter().any(|r| r.pattern.matches(&path));
     if granted {
