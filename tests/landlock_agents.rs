@@ -147,6 +147,7 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
         home.join(".claude/agents"),
         home.join(".claude/commands"),
         home.join(".claude/skills"),
+        home.join(".claude/local"),
     ] {
         std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
     }
@@ -154,6 +155,8 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
         home.join(".claude/settings.json"),
         home.join(".claude/settings.local.json"),
         home.join(".claude.json"),
+        home.join(".claude/statusline-command.sh"),
+        home.join(".claude/CLAUDE.md"),
         ws.join(".claude/settings.json"),
         ws.join(".mcp.json"),
     ];
