@@ -594,7 +594,7 @@ fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() 
         |p: &std::path::Path| std::fs::write(p, "{}\n").unwrap_or_else(|e| unreachable!("{e}"));
     mkdir(&ws.join(".claude"));
     for sub in [
-        "hooks", "plugins", "agents", "commands", "skills", "projects",
+        "hooks", "plugins", "agents", "commands", "skills", "projects", "local",
     ] {
         mkdir(&home.join(".claude").join(sub));
     }
@@ -604,6 +604,8 @@ fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() 
         home.join(".claude/settings.json"),
         home.join(".claude/settings.local.json"),
         home.join(".claude.json"),
+        home.join(".claude/statusline-command.sh"),
+        home.join(".claude/CLAUDE.md"),
     ] {
         put(&f);
     }
@@ -625,6 +627,9 @@ fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() 
         format!("{h}/.claude/settings.local.json"),
         format!("{h}/.claude/hooks/pre.sh"),
         format!("{h}/.claude.json"),
+        format!("{h}/.claude/local/claude"),
+        format!("{h}/.claude/statusline-command.sh"),
+        format!("{h}/.claude/CLAUDE.md"),
     ];
     let allowed = [
         "notes.txt".to_owned(),
@@ -675,4 +680,134 @@ fn the_claude_code_profile_keeps_its_settings_hooks_and_mcp_servers_read_only() 
             .as_deref(),
         Some("planted\n")
     );
+}
+
+/// bee's own state named through a symbolic link: an audit file so named is refused before
+/// anything is made (a scope of an earlier run could have planted the link, to have bee make
+/// and write its state where it points), and a base directory so named has its `.bee`
+/// protected under its real name, which is the one the kernel sees.
+#[test]
+fn bees_state_named_through_a_symbolic_link() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    let target = dir.path().join("elsewhere");
+    for d in [&ws, &target] {
+        std::fs::create_dir(d).unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    std::os::unix::fs::symlink(&target, ws.join("logs")).unwrap_or_else(|e| unreachable!("{e}"));
+    let audit = ws.join("logs/audit.jsonl").display().to_string();
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--audit",
+            &audit,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "echo ran",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 73, "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert!(!stdout(&o).contains("ran"), "{err}");
+    assert!(!target.join("audit.jsonl").exists());
+
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&ws, &link).unwrap_or_else(|e| unreachable!("{e}"));
+    let base = link.display().to_string();
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--base",
+            &base,
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "echo started; echo 'host = true' > .bee/config.toml && echo planted",
+        ],
+    );
+    assert!(stdout(&o).contains("started"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("planted"), "{}", stderr(&o));
+    assert!(!ws.join(".bee/config.toml").exists());
+}
+
+/// With `--base` elsewhere, the current directory's `.bee` (whose configuration the next bee
+/// started there reads) is protected too.
+#[test]
+fn the_current_directorys_state_is_protected_when_the_base_is_elsewhere() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    let base = dir.path().join("base");
+    for d in [&ws, &base] {
+        std::fs::create_dir(d).unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--base",
+            &base.display().to_string(),
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "echo 'host = true' > .bee/config.toml && echo planted; echo ok > made.txt",
+        ],
+    );
+    assert!(!stdout(&o).contains("planted"), "{}", stderr(&o));
+    assert!(!ws.join(".bee/config.toml").exists());
+    assert!(ws.join("made.txt").is_file(), "{}", stderr(&o));
+}
+
+/// A command that asks to be traced (`PTRACE_TRACEME`) has the init as its tracer: a signal
+/// then stops it for the tracer, which lets it go on rather than take the stop for its end.
+#[test]
+fn a_command_that_asks_to_be_traced_goes_on_after_a_signal() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let p = dir.path().join("py.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/usr/bin/**\", \"/etc/**\", \"{ws}/**\"]\n\
+             write = [\"/dev/null\"]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \
+             \"/usr/bin/python3*\", \"/usr/lib/python3*/**\"]\n",
+            ws = ws.display()
+        ),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let script = "import ctypes, os, signal\n\
+                  print('traceme', ctypes.CDLL(None).ptrace(0, 0, 0, 0), flush=True)\n\
+                  signal.signal(signal.SIGUSR1, lambda *a: print('got usr1', flush=True))\n\
+                  os.kill(os.getpid(), signal.SIGUSR1)\n\
+                  print('still running')\n";
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--timeout",
+            "30",
+            "--policy",
+            &p.display().to_string(),
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            script,
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "traceme 0\ngot usr1\nstill running\n");
 }
