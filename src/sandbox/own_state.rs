@@ -11,8 +11,11 @@
 //! only narrows the policy. Every rule it adds carries the origin key [`OWN_STATE_ORIGIN_KEY`].
 //!
 //! What the configuration moves out of `.bee/` is bee's own state all the same: a findings
-//! ledger (`security.ledger`), a records directory or an audit file named elsewhere is
-//! protected the same way, wherever it lies ([`StatePath`]).
+//! ledger (`security.ledger`), a records directory or an audit file named elsewhere, and the
+//! current directory's `.bee` where the workspace is elsewhere, are protected the same way,
+//! wherever they lie ([`StatePath`]) — unless the policy's own `fs.unprotect` names the tree
+//! around them, as a policy does for a scratch tree (`/tmp/**`) that its engine must leave
+//! writable whole.
 //!
 //! The Landlock engine protects a tree inside a writable one by binding it again read-only,
 //! which needs the directory (or file) to exist: when a write grant covers it and it does not
@@ -62,11 +65,11 @@ pub fn protect(
     workspace: &Path,
     elsewhere: &[StatePath],
 ) -> std::io::Result<()> {
-    protect_one(policy, &StatePath::Dir(workspace.join(STATE_DIR)), &SAMPLES)?;
+    protect_one(policy, &StatePath::Dir(workspace.join(STATE_DIR)), &SAMPLES, false)?;
     if let Ok(real) = std::fs::canonicalize(workspace)
         && real != workspace
     {
-        protect_one(policy, &StatePath::Dir(real.join(STATE_DIR)), &SAMPLES)?;
+        protect_one(policy, &StatePath::Dir(real.join(STATE_DIR)), &SAMPLES, false)?;
     }
     for path in elsewhere {
         let (StatePath::File(p) | StatePath::Dir(p)) = path;
@@ -80,7 +83,7 @@ pub fn protect(
                 real.display()
             )));
         }
-        protect_one(policy, path, &["x"])?;
+        protect_one(policy, path, &["x"], true)?;
     }
     Ok(())
 }
@@ -114,13 +117,17 @@ fn real_path(path: &Path) -> Option<PathBuf> {
     }
 }
 
-/// Protects one file or tree: drops the `fs.unprotect` rules that reach it (a tree's `samples`
-/// stand for what lies below it), makes it when a write grant covers it and it is missing,
-/// and adds the protected rule.
+/// Protects one file or tree: makes it when a write grant covers it and it is missing, and
+/// adds the protected rule. An `fs.unprotect` rule that reaches it (a tree's `samples` stand
+/// for what lies below it) is dropped for the workspace's `.bee` (`unprotect_lifts` false);
+/// for state the configuration put elsewhere (`unprotect_lifts` true), such a rule is the
+/// policy's own word that the tree around it is free to write (`unprotect = ["/tmp/**"]` for
+/// a scratch tree that holds the records), so nothing is added there.
 fn protect_one(
     policy: &mut CompiledPolicy,
     state: &StatePath,
     samples: &[&str],
+    unprotect_lifts: bool,
 ) -> std::io::Result<()> {
     let (path, dir) = match state {
         StatePath::File(p) => (p, false),
@@ -143,7 +150,13 @@ fn protect_one(
     let reaches_in = |p: &PathPattern| {
         p.matches(&root) || (dir && samples.iter().any(|s| p.matches(&format!("{root}/{s}"))))
     };
-    policy.fs.unprotect.retain(|u| !reaches_in(&u.pattern));
+    if unprotect_lifts {
+        if policy.fs.unprotect.iter().any(|u| reaches_in(&u.pattern)) {
+            return Ok(());
+        }
+    } else {
+        policy.fs.unprotect.retain(|u| !reaches_in(&u.pattern));
+    }
     if policy.fs.write.iter().any(|w| reaches_in(&w.pattern))
         && std::fs::symlink_metadata(path).is_err()
     {
@@ -228,7 +241,7 @@ mod tests {
     #[test]
     fn state_named_elsewhere_is_protected_and_made_where_writable() {
         let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-        let text = "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\"]\nunprotect = [\"./ledger.jsonl\"]\n";
+        let text = "version = 1\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\"]\n";
         let mut policy = compiled(text, ws.path());
         let ledger = ws.path().join("ledger.jsonl");
         let records = ws.path().join("recs/run");
@@ -245,8 +258,31 @@ mod tests {
         let records = records.display().to_string();
         assert!(patterns.contains(&&PathPattern::Exact { path: ledger }));
         assert!(patterns.contains(&&PathPattern::Subtree { root: records }));
-        // The rule that lifted the ledger's protection is gone.
-        assert!(policy.fs.unprotect.is_empty());
+    }
+
+    /// A scratch tree the policy unprotects whole (as the demo's does `/tmp/**`, which the
+    /// Landlock engine needs) keeps that rule, and state the configuration put there is left
+    /// to it; the workspace's `.bee` is protected all the same.
+    #[test]
+    fn an_unprotected_tree_keeps_its_rule_and_the_state_in_it() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let scratch = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let tree = format!("{}/**", scratch.path().display());
+        let text = format!(
+            "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\", {tree:?}]\n\
+             unprotect = [{tree:?}]\n"
+        );
+        let mut policy = compiled(&text, ws.path());
+        let records = scratch.path().join("records");
+        protect(&mut policy, ws.path(), &[StatePath::Dir(records.clone())])
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        assert_eq!(policy.fs.unprotect.len(), 1);
+        assert!(!records.exists());
+        let root = ws.path().join(".bee").display().to_string();
+        let protected: Vec<&PathPattern> = policy.fs.protect.iter().map(|r| &r.pattern).collect();
+        assert!(protected.contains(&&PathPattern::Subtree { root }));
+        let records = records.display().to_string();
+        assert!(!protected.iter().any(|p| p.matches(&records)));
     }
 
     #[test]
