@@ -65,11 +65,21 @@ pub fn protect(
     workspace: &Path,
     elsewhere: &[StatePath],
 ) -> std::io::Result<()> {
-    protect_one(policy, &StatePath::Dir(workspace.join(STATE_DIR)), &SAMPLES, false)?;
+    protect_one(
+        policy,
+        &StatePath::Dir(workspace.join(STATE_DIR)),
+        &SAMPLES,
+        false,
+    )?;
     if let Ok(real) = std::fs::canonicalize(workspace)
         && real != workspace
     {
-        protect_one(policy, &StatePath::Dir(real.join(STATE_DIR)), &SAMPLES, false)?;
+        protect_one(
+            policy,
+            &StatePath::Dir(real.join(STATE_DIR)),
+            &SAMPLES,
+            false,
+        )?;
     }
     for path in elsewhere {
         let (StatePath::File(p) | StatePath::Dir(p)) = path;
