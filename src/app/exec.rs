@@ -130,13 +130,9 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         .filter_map(|a| std::path::absolute(a).ok())
         .map(StatePath::File)
         .collect();
-    if let Ok(cwd) = std::env::current_dir()
-        && cwd != Path::new(&policy.base)
-    {
-        elsewhere.push(StatePath::Dir(
-            cwd.join(crate::sandbox::own_state::STATE_DIR),
-        ));
-    }
+    elsewhere.extend(crate::sandbox::own_state::current_directory(Path::new(
+        &policy.base,
+    )));
     crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &elsewhere)
         .map_err(|e| {
             fail(

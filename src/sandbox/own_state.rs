@@ -98,6 +98,14 @@ pub fn protect(
     Ok(())
 }
 
+/// The current directory's `.bee`, whose configuration the next bee started there reads, when
+/// the current directory is not `workspace` (whose `.bee` [`protect`] covers anyway).
+#[must_use]
+pub fn current_directory(workspace: &Path) -> Option<StatePath> {
+    let cwd = std::env::current_dir().ok()?;
+    (cwd != workspace).then(|| StatePath::Dir(cwd.join(STATE_DIR)))
+}
+
 /// `path` with `.` and `..` taken out as written (no link is followed).
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

@@ -302,15 +302,10 @@ pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
     if let Some(audit) = &config.audit {
         state.extend(absolute(&audit.value).map(StatePath::File));
     }
-    // The current directory's `.bee`, whose configuration the next bee started here reads,
-    // where the workspace is elsewhere.
-    if let Ok(cwd) = std::env::current_dir()
-        && cwd != config.workspace.value
-    {
-        state.push(StatePath::Dir(
-            cwd.join(crate::sandbox::own_state::STATE_DIR),
-        ));
-    }
+    // The current directory's `.bee`, where the workspace is elsewhere.
+    state.extend(crate::sandbox::own_state::current_directory(
+        &config.workspace.value,
+    ));
     state
 }
 
