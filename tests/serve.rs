@@ -545,20 +545,8 @@ fn all_of_ws(service: &Service) -> bee_core::CompiledPolicy {
 /// its model answering `calls` in order; its records go to `<dir>/records`.
 fn run_as_nobody(service: &Service, policy: &Path, calls: &[&str]) -> (Output, PathBuf) {
     let ws = ws(service);
-    let file = |name: &str, text: &str| ok(std::fs::write(ws.join(name), text));
-    file("rec.jsonl", &calls.join("\n"));
-    file(
-        "provider.toml",
-        "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
-    );
-    file(
-        "scenario.toml",
-        &format!(
-            "name = \"s\"\nprompt = \"p\"\nworkspace = \".\"\nworkspace_mode = \"in-place\"\n\
-             policy = {:?}\n",
-            policy.display().to_string()
-        ),
-    );
+    let turns: Vec<String> = calls.iter().map(ToString::to_string).collect();
+    support::replay_scenario(&ws, ".", &policy.display().to_string(), &turns);
     let records = service.dir.path().join("records");
     ok(std::fs::create_dir_all(&records));
     ok(std::fs::set_permissions(
