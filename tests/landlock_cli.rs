@@ -32,6 +32,17 @@ fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"))
 }
 
+/// A scratch directory with a workspace `ws/` in it, and a version 1 policy (beside `ws/`)
+/// that reads and writes the whole workspace.
+fn writable_workspace() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    (dir, ws, p)
+}
+
 #[test]
 fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     let o = bee(&["check"]);
@@ -315,11 +326,7 @@ fn bees_own_state_is_read_only_in_a_scope_whatever_the_policy() {
 /// that the scope cannot make it with a configuration in it.
 #[test]
 fn a_missing_state_directory_is_made_before_the_scope_can() {
-    let dir = scratch();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let p = policy(dir.path(), &tree, &tree);
+    let (_dir, ws, p) = writable_workspace();
     let script = "mkdir -p .bee && echo 'host = true' > .bee/config.toml && echo DONE";
     let o = bee_in(
         &ws,
@@ -334,11 +341,7 @@ fn a_missing_state_directory_is_made_before_the_scope_can() {
 /// sandbox): the file tools and the shell cannot write bee's state either.
 #[test]
 fn a_sessions_tools_cannot_write_bees_state() {
-    let dir = scratch();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let p = policy(dir.path(), &tree, &tree);
+    let (dir, ws, p) = writable_workspace();
     let calls = [
         tool_call(
             "w",
@@ -391,11 +394,7 @@ fn a_sessions_tools_cannot_write_bees_state() {
 /// FILE` keeps its audit file from the command it runs.
 #[test]
 fn bees_state_named_in_the_workspace_is_read_only_too() {
-    let dir = scratch();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let p = policy(dir.path(), &tree, &tree);
+    let (dir, ws, p) = writable_workspace();
     let shell = |id: &str, command: &str| tool_call(id, "shell", &json!({"command": command}));
     let calls = [
         shell("ledger", "echo forged >> findings.jsonl"),
@@ -476,11 +475,7 @@ fn bees_state_named_in_the_workspace_is_read_only_too() {
 /// would: on stderr, and in the `--audit` file.
 #[test]
 fn a_command_no_exec_grant_covers_is_explained() {
-    let dir = scratch();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let p = policy(dir.path(), &tree, &tree);
+    let (dir, ws, p) = writable_workspace();
     let audit = dir.path().join("audit.jsonl");
     let audit_arg = audit.display().to_string();
     let o = bee_in(
@@ -539,11 +534,7 @@ fn a_command_no_exec_grant_covers_is_explained() {
 /// launches), and its status is its own.
 #[test]
 fn a_command_is_not_its_namespaces_init() {
-    let dir = scratch();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let p = policy(dir.path(), &tree, &tree);
+    let (_dir, ws, p) = writable_workspace();
     let run = |script: &str| {
         bee_in(
             &ws,
