@@ -13,7 +13,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use support::{
-    bee_in, code, copy_dir, replay_scenario, stderr, stdout, tool_call, tool_result,
+    bee_in, code, copy_dir, replay_scenario, semgrep_exe, stderr, stdout, tool_call, tool_result,
     transcript_text,
 };
 
@@ -24,11 +24,7 @@ fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
 /// The Semgrep executable `BEE_SEMGREP` names, and the Python installation its virtual
 /// environment runs on (the directory above the interpreter's `bin/`).
 fn semgrep() -> (PathBuf, PathBuf) {
-    let semgrep = std::env::var_os("BEE_SEMGREP").map_or_else(
-        || unreachable!("set BEE_SEMGREP to a semgrep executable (see tests/scan_semgrep.rs)"),
-        PathBuf::from,
-    );
-    let semgrep = ok(std::fs::canonicalize(semgrep));
+    let semgrep = semgrep_exe();
     let venv = semgrep
         .parent()
         .and_then(Path::parent)

@@ -5,14 +5,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use bee::findings::{Ledger, Recorder};
 use bee::sandbox::{Sandbox, SandboxConfig, SandboxMode};
 use bee::tools::scan::opengrep;
 use bee::tools::{Context, ToolLimits};
-use support::copy_dir;
+use support::{copy_dir, semgrep_exe};
 
 fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e:?}"))
@@ -20,15 +20,7 @@ fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
 
 #[test]
 fn semgrep_scans_the_fixture_with_suppressions_disabled() {
-    let semgrep = std::env::var_os("BEE_SEMGREP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            unreachable!(
-                "set BEE_SEMGREP to a semgrep executable (e.g. `python3 -m venv v && v/bin/pip \
-             install semgrep`, then BEE_SEMGREP=v/bin/semgrep)"
-            )
-        });
-    let semgrep = ok(std::fs::canonicalize(semgrep));
+    let semgrep = semgrep_exe();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/findings/opengrep");
     // Outside the repository: Semgrep scans only the files git tracks in a repository, and
     // skips directories named `tests`.

@@ -312,6 +312,19 @@ pub fn tool_result(text: &str, id: &str) -> serde_json::Value {
         .unwrap_or_else(|| unreachable!("no result of call {id} in the transcript:\n{text}"))
 }
 
+/// The Semgrep executable `BEE_SEMGREP` names, made canonical; the test fails without it
+/// (`.ci/run` installs Semgrep in a virtual environment and sets it).
+pub fn semgrep_exe() -> PathBuf {
+    let semgrep = std::env::var_os("BEE_SEMGREP").unwrap_or_else(|| {
+        unreachable!(
+            "set BEE_SEMGREP to a semgrep executable (e.g. `python3 -m venv v && v/bin/pip \
+             install semgrep`, then BEE_SEMGREP=v/bin/semgrep)"
+        )
+    });
+    std::fs::canonicalize(&semgrep)
+        .unwrap_or_else(|e| unreachable!("BEE_SEMGREP {}: {e}", semgrep.display()))
+}
+
 /// Copies the directory tree `from` to `to` (files and directories only).
 #[expect(
     clippy::unwrap_used,
