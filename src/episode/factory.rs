@@ -60,6 +60,28 @@ pub trait SandboxFactory: Send + Sync {
         tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, ExecutorError>;
 
+    /// A scope of its own under `policy` (compiled against `workspace`; `None` only in host
+    /// mode), made like an executor's, for a long-lived process its caller starts in it and
+    /// talks to (an MCP server, [`Sandbox::start`](crate::sandbox::Sandbox::start)).
+    ///
+    /// # Errors
+    /// Why no scope could be made; a factory that makes no sandboxes refuses (64).
+    fn sandbox(
+        &self,
+        workspace: &Path,
+        policy: Option<CompiledPolicy>,
+    ) -> Result<crate::sandbox::Sandbox, ExecutorError> {
+        let _ = (workspace, policy);
+        Err(ExecutorError::usage(
+            "this sandbox makes no scope for a long-lived process",
+        ))
+    }
+
+    /// Where the audit records of the scopes it makes go (`--audit FILE`), if anywhere.
+    fn audit_sink(&self) -> Option<crate::episode::AuditSink> {
+        None
+    }
+
     /// bee's own state that the configuration put outside the workspace's `.bee/` (a
     /// ledger, records directory or audit file): every scope made from now on protects it
     /// like `.bee/` itself (`crate::sandbox::own_state`). A factory whose executors make no

@@ -200,6 +200,11 @@ pub enum SandboxError {
     /// The sandbox was already torn down.
     #[error("the sandbox was already torn down")]
     Finished,
+    /// A long-lived process cannot be started through the `bee serve` service yet.
+    #[error(
+        "a long-lived process (an MCP server) cannot be started through `bee serve` yet; run bee as root"
+    )]
+    NoLongLived,
     /// The sandbox has no kernel scope whose policy could change (`--host`).
     #[error("there is no kernel scope: --host runs tools with no policy to change")]
     NoScope,
@@ -664,6 +669,49 @@ impl Sandbox {
             denials,
             allowed,
         })
+    }
+
+    /// Starts `spec` in the sandbox's cgroup and leaves it running, with its standard input,
+    /// output and error piped: a long-lived process (an MCP server) that its caller talks to
+    /// while it runs. It is confined like any call (an engine that confines at launch gets
+    /// its plan onto it), and it is killed with whatever else is in the scope when the sandbox
+    /// is torn down; [`Sandbox::denials`] gives what the kernel refused it meanwhile.
+    ///
+    /// # Errors
+    /// [`SandboxError::Launch`] when it did not start (with the denials of the attempt),
+    /// [`SandboxError::Finished`] after teardown, [`SandboxError::NoLongLived`] for a scope
+    /// made by `bee serve`.
+    pub fn start(
+        &self,
+        spec: &LaunchSpec,
+    ) -> Result<bee_userspace::launch::Launched, SandboxError> {
+        let lease = match &self.scope {
+            Scope::Local(lease) => lease,
+            Scope::Service(_) => return Err(SandboxError::NoLongLived),
+        };
+        let state = lock(lease);
+        let cgroup = state.cgroup().ok_or(SandboxError::Finished)?;
+        let spec = spec
+            .clone()
+            .stdin(StdioMode::Piped)
+            .stdout(StdioMode::Piped)
+            .stderr(StdioMode::Piped);
+        let spawned = match &self.enforcer {
+            Some(e) => bee_userspace::scope::spawn_into(&**e, state.install_id(), &spec, cgroup),
+            None => spec.spawn(cgroup),
+        };
+        spawned.map_err(|source| SandboxError::Launch {
+            source,
+            denials: self.drain().0,
+        })
+    }
+
+    /// The denials the kernel reported for the scope since the last call or drain, oldest
+    /// first (allows are dropped); empty in host mode. For a process left running by
+    /// [`Sandbox::start`], whose denials no call drains.
+    #[must_use]
+    pub fn denials(&self) -> Vec<AuditRecord> {
+        self.drain().0
     }
 
     /// The records reported for the scope since the last drain: denials, then allows.

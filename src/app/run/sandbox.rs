@@ -135,6 +135,19 @@ impl SandboxFactory for Factory {
         policy: Option<CompiledPolicy>,
         tools: &Arc<Registry>,
     ) -> Result<Box<dyn ToolExecutor>, ExecutorError> {
+        let sandbox = self.sandbox(workspace, policy)?;
+        Ok(Box::new(
+            SandboxExecutor::new(sandbox, Arc::clone(tools))
+                .with_audit(self.audit.clone())
+                .with_observer(self.learn.clone()),
+        ))
+    }
+
+    fn sandbox(
+        &self,
+        workspace: &Path,
+        policy: Option<CompiledPolicy>,
+    ) -> Result<Sandbox, ExecutorError> {
         let mode = match (&self.service, &self.engine, policy) {
             (Some(socket), _, Some(policy)) => SandboxMode::Service {
                 socket: socket.clone(),
@@ -156,15 +169,14 @@ impl SandboxFactory for Factory {
         if self.learn.is_some() {
             config.scope_flags |= SCOPE_LEARN;
         }
-        let sandbox = Sandbox::new(config).map_err(|e| ExecutorError {
+        Sandbox::new(config).map_err(|e| ExecutorError {
             status: e.status(),
             message: format!("the sandbox could not be created: {e}"),
-        })?;
-        Ok(Box::new(
-            SandboxExecutor::new(sandbox, Arc::clone(tools))
-                .with_audit(self.audit.clone())
-                .with_observer(self.learn.clone()),
-        ))
+        })
+    }
+
+    fn audit_sink(&self) -> Option<AuditSink> {
+        self.audit.clone()
     }
 
     fn keep_from_scopes(&mut self, state: Vec<StatePath>) {
