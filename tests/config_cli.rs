@@ -176,3 +176,74 @@ fn show_checks_the_theme_and_the_provider_file_as_a_session_does() {
     let out = bee_in(&root, &["repl", "--host"]);
     assert_eq!(out.status.code(), Some(65), "bee repl agrees");
 }
+
+#[test]
+fn mcp_servers_show_with_origins_and_bad_tables_name_their_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("bee.toml");
+    std::fs::write(
+        &file,
+        "[mcp.servers.fs]\ncommand = \"npx\"\nargs = [\"server\", \".\"]\n\
+         policy = \"fs.toml\"\nenv = { TOKEN = \"x\" }\n",
+    )
+    .unwrap();
+    let out = bee_in(&root, &["config", "show", "--config", "bee.toml"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line = |key: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} in\n{stdout}"))
+            .to_owned()
+    };
+    assert!(line("mcp.servers.fs.command").contains("npx server ."));
+    assert!(line("mcp.servers.fs.command").ends_with(&format!("# {}:2", file.display())));
+    // Relative to the file that names it.
+    assert!(line("mcp.servers.fs.policy").contains(&root.join("fs.toml").display().to_string()));
+    // Names only: a variable's value may be a secret.
+    let env = line("mcp.servers.fs.env");
+    let value: Vec<&str> = env.split('#').next().unwrap().split_whitespace().collect();
+    assert_eq!(value, ["mcp.servers.fs.env", "TOKEN"], "{env}");
+    assert!(line("mcp.servers.fs.timeout_seconds").contains("120 (start-up 30)"));
+
+    std::fs::write(
+        &file,
+        "[mcp.servers.\"bad__name\"]\ncommand = \"x\"\npolicy = \"p.toml\"\n\
+         [mcp.servers.nopolicy]\ncommand = \"x\"\n\
+         [mcp.servers.slow]\ncommand = \"x\"\npolicy = \"p.toml\"\ntimeout_seconds = 0\n\
+         [mcp.servers.typo]\ncommand = \"x\"\npolicy = \"p.toml\"\nargv = []\n",
+    )
+    .unwrap();
+    let out = bee_in(&root, &["config", "show", "--config", "bee.toml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+    assert!(stderr.contains("mcp.servers.typo.argv: unknown field"), "{stderr}");
+    std::fs::write(
+        &file,
+        "[mcp.servers.\"bad__name\"]\ncommand = \"x\"\npolicy = \"p.toml\"\n\
+         [mcp.servers.nopolicy]\ncommand = \"x\"\n\
+         [mcp.servers.slow]\ncommand = \"x\"\npolicy = \"p.toml\"\ntimeout_seconds = 0\n",
+    )
+    .unwrap();
+    let out = bee_in(&root, &["config", "show", "--config", "bee.toml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(65), "{stderr}");
+    // miette wraps its lines: compare words.
+    let flat = stderr
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for said in [
+        "mcp.servers.bad__name",
+        "cannot name a server",
+        "mcp.servers.nopolicy.policy",
+        "a server needs a policy",
+        "mcp.servers.slow.timeout_seconds",
+        "must be at least 1",
+    ] {
+        assert!(flat.contains(said), "{said}: {stderr}");
+    }
+}

@@ -20,6 +20,7 @@
 //! Errors name file, line, column and key ([`FileDiagnostic`]).
 
 mod diag;
+mod mcp;
 mod raw;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use diag::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
+pub use mcp::{McpServerConfig, valid_server_name};
 pub(crate) use raw::RawLimits;
 
 /// Where an effective value came from.
@@ -240,6 +242,9 @@ pub struct Config {
     pub ledger: Sourced<PathBuf>,
     /// `[security.scanners.NAME]`: the operator's scanners (`opengrep`, `codeql`).
     pub scanners: BTreeMap<String, ScannerConfig>,
+    /// `[mcp.servers.NAME]`: the MCP servers every session starts, each in a scope of its
+    /// own.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// The files that were read, highest precedence first.
     pub files: Vec<PathBuf>,
 }
@@ -518,6 +523,7 @@ impl Config {
             themes: BTreeMap::new(),
             ledger: Sourced::default(env.cwd.join(".bee").join("findings").join("ledger.jsonl")),
             scanners: BTreeMap::new(),
+            mcp_servers: BTreeMap::new(),
             files: Vec::new(),
         };
         // Lowest precedence first; each layer overwrites what it sets.
@@ -772,6 +778,37 @@ impl Config {
                     (v.value.to_string(), v.origin.clone()),
                 );
             }
+        }
+        for (name, m) in &self.mcp_servers {
+            let key = |k: &str| format!("mcp.servers.{name}.{k}");
+            let origin = &m.command.origin;
+            let mut command = m.command.value.clone();
+            for a in &m.args {
+                command.push(' ');
+                command.push_str(a);
+            }
+            push(&key("command"), (command, origin.clone()));
+            push(
+                &key("policy"),
+                (
+                    m.policy.value.display().to_string(),
+                    m.policy.origin.clone(),
+                ),
+            );
+            let env: Vec<&str> = m.env.keys().map(String::as_str).collect();
+            if !env.is_empty() {
+                push(&key("env"), (env.join(", "), origin.clone()));
+            }
+            push(
+                &key("timeout_seconds"),
+                (
+                    format!(
+                        "{} (start-up {})",
+                        m.timeout_seconds, m.startup_timeout_seconds
+                    ),
+                    origin.clone(),
+                ),
+            );
         }
         out
     }

@@ -31,6 +31,7 @@ struct RawConfig {
     #[serde(default)]
     themes: BTreeMap<String, Spanned<toml::Table>>,
     security: Option<RawSecurity>,
+    mcp: Option<super::mcp::RawMcp>,
 }
 
 /// `[enforcement]`.
@@ -195,7 +196,7 @@ pub(crate) fn bundle_version(v: &str) -> Option<String> {
     .then(|| bare.to_owned())
 }
 
-struct Resolver<'a> {
+pub(super) struct Resolver<'a> {
     path: &'a Path,
     dir: PathBuf,
     source: Source,
@@ -204,7 +205,7 @@ struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
-    fn origin(&self, span: &Range<usize>) -> Origin {
+    pub(super) fn origin(&self, span: &Range<usize>) -> Origin {
         Origin::File {
             path: self.path.to_owned(),
             line: self.source.line_column(span.start).0,
@@ -218,7 +219,7 @@ impl Resolver<'_> {
         }
     }
 
-    fn problem(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
+    pub(super) fn problem(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
         self.problems.push(FileDiagnostic::at(
             &self.source,
             span,
@@ -228,7 +229,11 @@ impl Resolver<'_> {
         ));
     }
 
-    fn path(&mut self, v: &Option<Spanned<String>>, key: &str) -> Option<Sourced<PathBuf>> {
+    pub(super) fn path(
+        &mut self,
+        v: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Option<Sourced<PathBuf>> {
         let v = v.as_ref()?;
         if v.get_ref().trim().is_empty() {
             self.problem(v.span(), key, "the path is empty", "");
@@ -476,6 +481,9 @@ pub(super) fn apply(
         for (name, table) in &s.scanners {
             scanner(&mut r, config, name, table);
         }
+    }
+    if let Some(m) = &raw.mcp {
+        super::mcp::resolve(&mut r, &mut config.mcp_servers, m);
     }
 
     if r.problems.is_empty() {
