@@ -121,6 +121,19 @@ mod serving {
         for warning in compiler.warnings() {
             eprintln!("warning: {warning}");
         }
+        if !config.mcp_servers.is_empty() {
+            // Said, not silently dropped: the client that runs `bee mcp` has its own servers.
+            eprintln!(
+                "bee mcp: serves bee's own tools; the configured [mcp.servers] ({}) are for \
+                 `bee run` and `bee repl`",
+                config
+                    .mcp_servers
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         let factory: Arc<dyn crate::episode::SandboxFactory> = Arc::from(factory);
         let scope: Arc<ScopeFn> = {
             let (factory, workspace, policy, tools) = (
@@ -136,6 +149,7 @@ mod serving {
                     policy.clone(),
                     &tools,
                     &scoped,
+                    &std::collections::BTreeMap::new(),
                 )
             })
         };

@@ -423,6 +423,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
     let shared = Shared {
         delegation: plan.agents.then_some(&delegation),
         tool_policy_files: plan.tool_policy_files.clone(),
+        mcp_servers: plan.mcp_servers.clone(),
         run_id: run_id.clone(),
         run_dir: run_dir.clone(),
         records_dir: plan.records_dir.clone(),

@@ -1,6 +1,7 @@
 //! Per-tool scopes: calls of a tool the configuration gives a narrower policy
 //! (`[tools.shell] policy = "…"`) run in a scope of their own under that policy; every other
-//! call runs in the session's scope.
+//! call runs in the session's scope. Executors that bring tools of their own (an MCP server's,
+//! in a scope of its own) join with theirs.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,9 @@ pub struct ToolScopes<'a> {
     session: Box<dyn ToolExecutor + 'a>,
     /// Tool name → (its policy's source, the executor of its scope).
     scoped: BTreeMap<String, (String, Box<dyn ToolExecutor + 'a>)>,
+    /// Executors offering tools the session's does not (MCP servers), each with its tools'
+    /// names.
+    joined: Vec<(Vec<String>, Box<dyn ToolExecutor + 'a>)>,
     /// The policy the session's scope must stay within, and its name (a subagent's caller's).
     bound: Option<(bee_core::CompiledPolicy, String)>,
 }
@@ -34,6 +38,7 @@ impl<'a> ToolScopes<'a> {
         Self {
             session,
             scoped: BTreeMap::new(),
+            joined: Vec::new(),
             bound: None,
         }
     }
@@ -59,17 +64,35 @@ impl<'a> ToolScopes<'a> {
         self
     }
 
+    /// Offers `executor`'s tools beside the session's and runs their calls through it (an
+    /// MCP server in a scope of its own). The caller keeps names apart: a name the session
+    /// or an earlier executor offers stays theirs.
+    #[must_use]
+    pub fn join(mut self, executor: Box<dyn ToolExecutor + 'a>) -> Self {
+        let names = executor.definitions().into_iter().map(|d| d.name).collect();
+        self.joined.push((names, executor));
+        self
+    }
+
     /// The executor `tool`'s calls go to.
     fn for_tool(&self, tool: &str) -> &dyn ToolExecutor {
-        self.scoped
-            .get(tool)
+        if let Some((_, x)) = self.scoped.get(tool) {
+            return x.as_ref();
+        }
+        self.joined
+            .iter()
+            .find(|(names, _)| names.iter().any(|n| n == tool))
             .map_or(self.session.as_ref(), |(_, x)| x.as_ref())
     }
 }
 
 impl ToolExecutor for ToolScopes<'_> {
     fn definitions(&self) -> Vec<ToolDef> {
-        self.session.definitions()
+        let mut defs = self.session.definitions();
+        for (_, x) in &self.joined {
+            defs.extend(x.definitions());
+        }
+        defs
     }
 
     fn call(&self, call: &ToolCall, bounds: &Bounds) -> ToolExecution {
@@ -100,6 +123,9 @@ impl ToolExecutor for ToolScopes<'_> {
         let mut all = self.session.tool_policies();
         for (tool, (source, _)) in &self.scoped {
             all.insert(tool.clone(), source.clone());
+        }
+        for (_, x) in &self.joined {
+            all.extend(x.tool_policies());
         }
         all
     }

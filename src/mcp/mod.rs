@@ -14,6 +14,7 @@
 //! executor, the sandbox and the core crates stay synchronous, and a call runs on a blocking
 //! thread.
 
+pub mod client;
 pub mod map;
 pub mod record;
 mod server;

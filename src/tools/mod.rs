@@ -21,7 +21,7 @@
 //! started and did not finish in time, so it is `failed` (its processes are killed).
 
 mod defs;
-mod denial;
+pub(crate) mod denial;
 mod registry;
 mod review;
 mod run_end;

@@ -2,6 +2,7 @@
 //! policy compiled against its workspace, the tools of the configuration, the records
 //! directory and the run id. Each refusal is typed with the exit status it becomes.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +12,7 @@ use bee_core::{CompileOptions, CompiledPolicy, PolicyError, PolicyWarning, compi
 use crate::agents::{AgentTool, Roles};
 use crate::app::Exit;
 use crate::app::user::invoking_home;
-use crate::config::{Config, Confinement, Env, FileError};
+use crate::config::{Config, Confinement, Env, FileError, McpServerConfig};
 use crate::episode::{ExecutorError, SandboxFactory, ToolExecutor, ToolScopes};
 use crate::panels::{RENDER_TOOL, RenderTool};
 use crate::policies::PolicyCache;
@@ -324,6 +325,7 @@ pub(crate) fn confine(
 ) -> Result<Confined, Refused> {
     let workspace = &config.workspace.value;
     let scoped = tool_policies(config, tools, workspace, policy, compiler)?;
+    super::mcp_servers::check(&config.mcp_servers, workspace, policy, compiler)?;
     let enforcement = if policy.is_some() {
         Enforcement::Kernel
     } else {
@@ -488,24 +490,36 @@ pub(crate) fn tool_policies(
     Ok(out)
 }
 
-/// A session's executor: its scope under `policy`, and a scope of its own for each tool
-/// with a narrower policy.
+/// A session's executor: its scope under `policy`, a scope of its own for each tool with a
+/// narrower policy, and one for each MCP server of `servers`, whose tools join the session's.
 ///
 /// # Errors
-/// Why a sandbox could not be made, with the status a command reports for it.
+/// Why a sandbox could not be made or a server could not start, with the status a command
+/// reports for it.
 pub(crate) fn session_executor(
     factory: &dyn SandboxFactory,
     workspace: &Path,
     policy: Option<CompiledPolicy>,
     registry: &Arc<Registry>,
     tool_policies: &[ToolPolicy],
+    servers: &BTreeMap<String, McpServerConfig>,
 ) -> Result<Box<dyn ToolExecutor>, ExecutorError> {
     let enforced = policy.is_some();
+    let joined = super::mcp_servers::start(
+        servers,
+        factory,
+        workspace,
+        policy.as_ref(),
+        registry.limits().output_cap,
+    )?;
     let base = factory.executor(workspace, policy, registry)?;
-    if tool_policies.is_empty() {
+    if tool_policies.is_empty() && joined.is_empty() {
         return Ok(base);
     }
     let mut scopes = ToolScopes::new(base);
+    for server in joined {
+        scopes = scopes.join(server);
+    }
     for (tool, file, p) in tool_policies {
         let only = Arc::new(registry.only(tool));
         let x = factory.executor(workspace, enforced.then(|| p.clone()), &only)?;

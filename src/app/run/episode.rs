@@ -46,6 +46,8 @@ pub(super) struct Shared<'a> {
     pub(super) delegation: Option<&'a Delegation<'a>>,
     /// Tools confined to narrower policies: tool name → policy file.
     pub(super) tool_policy_files: Vec<(String, PathBuf)>,
+    /// The MCP servers every episode starts, each in a scope of its own.
+    pub(super) mcp_servers: std::collections::BTreeMap<String, crate::config::McpServerConfig>,
 }
 
 impl Shared<'_> {
@@ -125,8 +127,14 @@ impl Shared<'_> {
             Ok(t) => t,
             Err(why) => return self.unavailable(&spec, &why, Exit::Unavailable),
         };
-        let executor = match session_executor(self.factory, workspace, policy, &self.tools, &scoped)
-        {
+        let executor = match session_executor(
+            self.factory,
+            workspace,
+            policy,
+            &self.tools,
+            &scoped,
+            &self.mcp_servers,
+        ) {
             Ok(x) => x,
             Err(why) => {
                 return self.unavailable(&spec, &why.message, Exit::of_service(why.status));

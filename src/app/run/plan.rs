@@ -69,6 +69,8 @@ pub(super) struct Plan {
     pub(super) agent_settings: AgentSettings,
     /// Tools confined to narrower policies: tool name → policy file.
     pub(super) tool_policy_files: Vec<(String, PathBuf)>,
+    /// The MCP servers every episode starts.
+    pub(super) mcp_servers: std::collections::BTreeMap<String, crate::config::McpServerConfig>,
 }
 
 pub(super) fn is_flag(origin: &Origin) -> bool {
@@ -217,14 +219,17 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
             Some(p) => Some((policies.compile(p, &ep.def.workspace)?, p.clone())),
             None => None,
         };
-        tool_policies(
-            &config,
-            &tools,
-            &ep.def.workspace,
-            session.as_ref().map(|(c, p)| (c, p.as_path())),
-            &policies,
-        )
-        .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
+        let session = session.as_ref().map(|(c, p)| (c, p.as_path()));
+        tool_policies(&config, &tools, &ep.def.workspace, session, &policies)
+            .and_then(|_| {
+                crate::app::harness::mcp_servers::check(
+                    &config.mcp_servers,
+                    &ep.def.workspace,
+                    session,
+                    &policies,
+                )
+            })
+            .map_err(|Refused(s, why)| Refused(s, format!("episode {}: {why}", ep.def.id)))?;
     }
     Ok(Plan {
         own_state: crate::app::harness::preflight::own_state(&config),
@@ -232,6 +237,7 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         service: config.service.value,
         agents,
         agent_settings: config.agents.settings(),
+        mcp_servers: config.mcp_servers.clone(),
         tool_policy_files: config
             .tools
             .policies

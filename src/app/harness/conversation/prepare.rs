@@ -130,6 +130,7 @@ pub(crate) fn prepare(
         policy.clone(),
         &tools,
         &scoped,
+        &config.mcp_servers,
     )
     .map_err(|why| Refused::no_executor(&why, "no model was called"))?;
     let spec = SessionSpec {
