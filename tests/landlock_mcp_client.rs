@@ -1,0 +1,393 @@
+//! bee as an MCP client under the Landlock engine, on this host: `[mcp.servers.NAME]` started
+//! each in a scope of its own. The real filesystem server (`@modelcontextprotocol/
+//! server-filesystem`, from npm at a pinned version into a cache under the target directory)
+//! reads what its policy grants and is refused by the kernel what it does not, the denial
+//! attributed to the call; a server policy wider than the session's is refused before any
+//! model call; servers that crash, never answer, flood or offer too much give `could-not-run`
+//! or a refusal, never a hung session, and leave no process behind. Needs root, Landlock,
+//! node, `npm` and the npm registry; fails, never skips, without them (features `mcp` and
+//! `landlock-tests`).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use support::{code, processes_with, stderr, stdout, tool_call, tool_result, transcript_text};
+
+/// The filesystem server's release the tests run.
+const SERVER_FILESYSTEM: &str = "2026.8.31";
+
+/// The misbehaving server (`tests/mcp/bad_server.js`; its first argument says how).
+const BAD_SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/bad_server.js");
+
+/// The filesystem server installed at [`SERVER_FILESYSTEM`] in the test cache: its package
+/// directory.
+fn server_filesystem() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("mcp-servers/server-filesystem-{SERVER_FILESYSTEM}"));
+    let package = dir.join("node_modules/@modelcontextprotocol/server-filesystem");
+    if !package.join("dist/index.js").is_file() {
+        let o = std::process::Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(format!(
+                "@modelcontextprotocol/server-filesystem@{SERVER_FILESYSTEM}"
+            ))
+            .output()
+            .unwrap_or_else(|e| unreachable!("cannot run npm: {e}"));
+        assert!(o.status.success(), "npm install: {}", stderr(&o));
+    }
+    assert!(
+        package.join("dist/index.js").is_file(),
+        "{} is not installed",
+        package.display()
+    );
+    package
+}
+
+/// A version 1 policy: node and its libraries, `read` and `write` (TOML array items).
+fn policy(read: &[String], write: &[String]) -> String {
+    let list = |v: &[String]| {
+        v.iter()
+            .map(|p| format!("{p:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!(
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/etc/ssl/**\", {}]\n\
+         write = [\"/dev/null\"{}]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \
+         \"/usr/bin/node\", \"/usr/bin/dash\"]\n",
+        list(read),
+        if write.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", list(write))
+        }
+    )
+}
+
+/// A scratch run: `ws/` with `a.txt`, `secret.txt` beside it, the session's policy (reading
+/// `extra` too, and the whole scratch directory), and a replayed model making `turns`.
+struct Run {
+    dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn new(extra: &[String], turns: &[String]) -> Self {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let root = dir.path();
+        let ws = root.join("ws");
+        std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+        std::fs::write(ws.join("a.txt"), "hello from the workspace\n")
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        std::fs::write(root.join("secret.txt"), "TOP SECRET\n")
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let mut read = vec![format!("{}/**", root.display())];
+        read.extend_from_slice(extra);
+        let session = policy(&read, &[format!("{}/**", ws.display())]);
+        std::fs::write(root.join("session.toml"), session).unwrap_or_else(|e| unreachable!("{e}"));
+        support::replay_scenario(root, "ws", "session.toml", turns);
+        Self { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes the server's policy (`server.toml`) and the configuration naming it.
+    fn server(&self, name: &str, command: &str, args: &[&str], read: &[String], more: &str) {
+        std::fs::write(self.root().join("server.toml"), policy(read, &[]))
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        let config = format!(
+            "[mcp.servers.{name}]\ncommand = {command:?}\nargs = {}\npolicy = \"server.toml\"\n{more}",
+            json!(args)
+        );
+        std::fs::write(self.root().join("bee.toml"), config)
+            .unwrap_or_else(|e| unreachable!("{e}"));
+    }
+
+    fn run(&self) -> std::process::Output {
+        support::bee_in(
+            self.root(),
+            &[
+                "run",
+                "--config",
+                "bee.toml",
+                "--provider",
+                "provider.toml",
+                "--records-dir",
+                "rec",
+                "--scenario",
+                "scenario.toml",
+            ],
+        )
+    }
+
+    fn transcript(&self) -> String {
+        transcript_text(&self.root().join("rec"))
+    }
+}
+
+fn done() -> String {
+    json!({"text": "done"}).to_string()
+}
+
+#[test]
+fn the_filesystem_server_reads_what_its_policy_grants_and_the_kernel_refuses_the_rest() {
+    let package = server_filesystem();
+    let modules = package
+        .parent()
+        .and_then(Path::parent)
+        .map(|m| format!("{}/**", m.display()))
+        .unwrap_or_default();
+    let turns = |ws: &Path, root: &Path| {
+        vec![
+            tool_call(
+                "c1",
+                "fs__read_text_file",
+                &json!({"path": ws.join("a.txt")}),
+            ),
+            tool_call(
+                "c2",
+                "fs__read_text_file",
+                &json!({"path": root.join("secret.txt")}),
+            ),
+            tool_call(
+                "c3",
+                "fs__write_file",
+                &json!({"path": ws.join("planted.txt"), "content": "x"}),
+            ),
+            done(),
+        ]
+    };
+    // The paths are only known once the scratch directory is: write the turns after.
+    let run = Run::new(std::slice::from_ref(&modules), &[]);
+    let (root, ws) = (run.root().to_path_buf(), run.root().join("ws"));
+    support::replay_scenario(&root, "ws", "session.toml", &turns(&ws, &root));
+    let entry = package.join("dist/index.js");
+    // The server is told it may use all of `/`; its scope reads the workspace only.
+    run.server(
+        "fs",
+        "/usr/bin/node",
+        &[&entry.display().to_string(), "/"],
+        &[format!("{}/**", ws.display()), modules],
+        "",
+    );
+    let o = run.run();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let text = run.transcript();
+    let read = tool_result(&text, "c1");
+    assert_eq!(read["state"], "completed", "{read}");
+    assert!(
+        read["output"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("hello from the workspace")),
+        "{read}"
+    );
+    // The session may read the secret; the server's policy may not, and the kernel says so.
+    let secret = tool_result(&text, "c2");
+    assert_eq!(secret["state"], "failed", "{secret}");
+    let out = secret["output"].as_str().unwrap_or_default();
+    assert!(
+        out.contains(&format!(
+            "denied by policy: open {}/secret.txt for read: no fs.read grant covers it",
+            root.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("TOP SECRET"), "{out}");
+    assert!(
+        text.lines().any(|l| l.contains("\"event\":\"denial\"")
+            && l.contains("\"call_id\":\"c2\"")
+            && l.contains("secret.txt")),
+        "the denial is attributed to the call that caused it:\n{text}"
+    );
+    // Writing is the session's grant, not the server's.
+    let write = tool_result(&text, "c3");
+    assert_eq!(write["state"], "failed", "{write}");
+    assert!(!ws.join("planted.txt").exists());
+    assert!(
+        processes_with(&entry.display().to_string()).is_empty(),
+        "the server outlived its session"
+    );
+}
+
+#[test]
+fn a_server_policy_wider_than_the_session_is_refused_before_any_model_call() {
+    let run = Run::new(&[], &[done()]);
+    // The server would read /etc/passwd, which the session does not.
+    run.server(
+        "wide",
+        "/usr/bin/node",
+        &[BAD_SERVER, "echo"],
+        &["/etc/passwd".to_owned()],
+        "",
+    );
+    let o = run.run();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{}{err}", stdout(&o));
+    assert!(err.contains("bee.toml:4: mcp.servers.wide"), "{err}");
+    assert!(
+        err.contains("the MCP server `wide` would have more than the session"),
+        "{err}"
+    );
+    assert!(
+        err.contains("/etc/passwd"),
+        "the counterexample is named: {err}"
+    );
+    assert!(!run.root().join("rec").exists() || !transcript_exists(&run.root().join("rec")));
+}
+
+fn transcript_exists(records: &Path) -> bool {
+    std::fs::read_dir(records).is_ok_and(|runs| {
+        runs.flatten().any(|r| {
+            std::fs::read_dir(r.path()).is_ok_and(|fs| {
+                fs.flatten()
+                    .any(|f| f.path().extension().is_some_and(|e| e == "jsonl"))
+            })
+        })
+    })
+}
+
+/// Runs the misbehaving server in `mode` for a model that calls `bad__echo` twice; returns
+/// the run's output and its transcript (empty when the episode did not start).
+fn misbehaving(mode: &str) -> (std::process::Output, String, Run) {
+    let turns = [
+        tool_call("c1", "bad__echo", &json!({"text": "hi"})),
+        tool_call("c2", "bad__echo", &json!({"text": "again"})),
+        done(),
+    ];
+    let run = Run::new(&[BAD_SERVER.to_owned()], &turns);
+    // The scratch directory tells this run's server from other tests' ones.
+    let tag = run.root().display().to_string();
+    run.server(
+        "bad",
+        "/usr/bin/node",
+        &[BAD_SERVER, mode, &tag],
+        &[BAD_SERVER.to_owned()],
+        "startup_timeout_seconds = 3\ntimeout_seconds = 3\n",
+    );
+    let o = run.run();
+    let text = if transcript_exists(&run.root().join("rec")) {
+        run.transcript()
+    } else {
+        String::new()
+    };
+    assert!(
+        processes_with(&format!("bad_server.js {mode} {tag}")).is_empty(),
+        "the {mode} server outlived its session"
+    );
+    (o, text, run)
+}
+
+#[test]
+fn a_well_behaved_server_answers_every_call_in_its_scope() {
+    let (o, text, _run) = misbehaving("echo");
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    for (id, arg) in [("c1", "hi"), ("c2", "again")] {
+        let r = tool_result(&text, id);
+        assert_eq!(r["state"], "completed", "{r}");
+        assert_eq!(r["output"], format!("echo: {{\"text\":\"{arg}\"}}"), "{r}");
+    }
+}
+
+#[test]
+fn a_server_that_crashes_during_a_call_gives_could_not_run_and_stays_down() {
+    let (o, text, _run) = misbehaving("crash");
+    assert_eq!(
+        code(&o),
+        0,
+        "the session goes on: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let first = tool_result(&text, "c1");
+    assert_eq!(first["state"], "could_not_run", "{first}");
+    let out = first["output"].as_str().unwrap_or_default();
+    assert!(
+        out.contains("it exited (exit status: 3) during the call"),
+        "{out}"
+    );
+    assert!(
+        out.contains("bad server: crashing on purpose"),
+        "its stderr is shown: {out}"
+    );
+    let second = tool_result(&text, "c2");
+    assert_eq!(second["state"], "could_not_run", "{second}");
+    assert!(
+        second["output"]
+            .as_str()
+            .is_some_and(|s| s.contains("is not running")),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_a_call_is_stopped_at_its_timeout() {
+    for mode in ["silent-call", "garbage"] {
+        let (o, text, _run) = misbehaving(mode);
+        assert_eq!(code(&o), 0, "{mode}: {}{}", stdout(&o), stderr(&o));
+        let first = tool_result(&text, "c1");
+        assert_eq!(first["state"], "could_not_run", "{mode}: {first}");
+        assert!(
+            first["output"]
+                .as_str()
+                .is_some_and(|s| s.contains("did not answer within 3 s and was stopped")),
+            "{mode}: {first}"
+        );
+        let ms = first["duration_ms"].as_u64().unwrap_or(u64::MAX);
+        assert!(
+            (3000..20_000).contains(&ms),
+            "{mode}: stopped at its timeout, not hung: {ms} ms"
+        );
+        assert_eq!(tool_result(&text, "c2")["state"], "could_not_run", "{mode}");
+    }
+}
+
+#[test]
+fn a_server_that_never_answers_the_handshake_or_offers_too_much_is_refused() {
+    for (mode, says) in [
+        (
+            "silent-start",
+            "did not answer the MCP handshake and list its tools within 3 s",
+        ),
+        (
+            "many-tools",
+            "offers 200 tools, more than the 128 bee takes from one server",
+        ),
+    ] {
+        let (o, text, _run) = misbehaving(mode);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 69, "{mode}: {all}");
+        assert!(
+            all.contains(&format!("the MCP server `bad` {says}")),
+            "{mode}: {all}"
+        );
+        assert!(
+            !text.contains("\"event\":\"tool_call\""),
+            "{mode}: no call was made: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_server_bee_cannot_start_says_what_the_kernel_refused() {
+    let run = Run::new(&[], &[done()]);
+    // node may run, but its policy does not let it read the script.
+    run.server(
+        "blind",
+        "/usr/bin/node",
+        &[BAD_SERVER, "echo"],
+        &[],
+        "startup_timeout_seconds = 5\n",
+    );
+    let o = run.run();
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 69, "{all}");
+    assert!(all.contains("the MCP server `blind`"), "{all}");
+    assert!(
+        all.contains(&format!("denied by policy: open {BAD_SERVER} for read")),
+        "{all}"
+    );
+}

@@ -1,0 +1,58 @@
+// A misbehaving MCP server on stdio for bee's client tests; the first argument says how:
+//   echo         answers the handshake, lists `echo`, and echoes a call's arguments
+//   silent-start never answers anything
+//   crash        answers the handshake and tool list, exits 3 on a call
+//   silent-call  answers the handshake and tool list, never answers a call
+//   garbage      answers the handshake and tool list, answers a call with 8 MB of non-JSON
+//   many-tools   lists 200 tools
+const mode = process.argv[2] || "echo";
+const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
+let buffer = "";
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  let i;
+  while ((i = buffer.indexOf("\n")) >= 0) {
+    const line = buffer.slice(0, i);
+    buffer = buffer.slice(i + 1);
+    if (line.trim()) handle(JSON.parse(line));
+  }
+});
+process.stdin.on("end", () => process.exit(0));
+
+function handle(m) {
+  if (mode === "silent-start" || m.id === undefined) return;
+  const reply = (result) => send({ jsonrpc: "2.0", id: m.id, result });
+  switch (m.method) {
+    case "initialize":
+      return reply({
+        protocolVersion: m.params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: "bad-" + mode, version: "1.0.0" },
+      });
+    case "tools/list": {
+      const n = mode === "many-tools" ? 200 : 1;
+      const tools = [];
+      for (let k = 0; k < n; k++) {
+        tools.push({
+          name: k === 0 ? "echo" : "echo" + k,
+          description: "Echoes its arguments.",
+          inputSchema: { type: "object", properties: { text: { type: "string" } } },
+        });
+      }
+      return reply({ tools });
+    }
+    case "tools/call":
+      if (mode === "crash") {
+        process.stderr.write("bad server: crashing on purpose\n");
+        process.exit(3);
+      }
+      if (mode === "silent-call") return;
+      if (mode === "garbage") {
+        process.stdout.write("x".repeat(8 * 1024 * 1024) + "\nnot json at all\n");
+        return;
+      }
+      return reply({ content: [{ type: "text", text: "echo: " + JSON.stringify(m.params.arguments) }] });
+    default:
+      return send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "no " + m.method } });
+  }
+}
