@@ -391,3 +391,144 @@ fn a_server_bee_cannot_start_says_what_the_kernel_refused() {
         "{all}"
     );
 }
+
+/// Every transcript of the run under `records`, one after another.
+fn all_transcripts(records: &Path) -> String {
+    let mut text = String::new();
+    for run in std::fs::read_dir(records).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(run.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.path().extension().is_some_and(|e| e == "jsonl") {
+                text.push_str(&std::fs::read_to_string(f.path()).unwrap_or_default());
+            }
+        }
+    }
+    text
+}
+
+#[test]
+fn a_subagent_is_offered_only_the_servers_its_role_names() {
+    let agent = |id: &str, role: &str| {
+        json!({"tool_calls": [{"id": id, "name": "agent", "arguments": {"role": role, "task": "echo"}}]})
+            .to_string()
+    };
+    let run = Run::new(
+        &[BAD_SERVER.to_owned()],
+        &[agent("a1", "with-server"), agent("a2", "without"), done()],
+    );
+    let tag = run.root().display().to_string();
+    run.server(
+        "bad",
+        "/usr/bin/node",
+        &[BAD_SERVER, "echo", &tag],
+        &[BAD_SERVER.to_owned()],
+        "",
+    );
+    let agents = run.root().join(".bee/agents");
+    std::fs::create_dir_all(&agents).unwrap_or_else(|e| unreachable!("{e}"));
+    for (role, servers, id) in [("with-server", "[\"bad\"]", "s1"), ("without", "[]", "s2")] {
+        let provider = format!("{role}-provider.toml");
+        std::fs::write(
+            run.root().join(&provider),
+            format!("kind = \"replay\"\nfile = \"{role}.jsonl\"\nmodel = \"m\"\n"),
+        )
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        std::fs::write(
+            run.root().join(format!("{role}.jsonl")),
+            [tool_call(id, "bad__echo", &json!({"text": role})), done()].join("\n"),
+        )
+        .unwrap_or_else(|e| unreachable!("{e}"));
+        std::fs::write(
+            agents.join(format!("{role}.toml")),
+            format!(
+                "description = \"Echoes.\"\npolicy = \"../../session.toml\"\n\
+                 tools = [\"read_file\"]\nmcp_servers = {servers}\nprovider = \"../../{provider}\"\n"
+            ),
+        )
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    let o = run.run();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let text = all_transcripts(&run.root().join("rec"));
+    let with = tool_result(&text, "s1");
+    assert_eq!(with["state"], "completed", "{with}");
+    assert_eq!(with["output"], "echo: {\"text\":\"with-server\"}", "{with}");
+    let without = tool_result(&text, "s2");
+    assert_eq!(without["state"], "could_not_run", "{without}");
+    assert!(
+        without["output"]
+            .as_str()
+            .is_some_and(|s| s.contains("no tool `bad__echo`")),
+        "{without}"
+    );
+    assert!(
+        processes_with(&format!("bad_server.js echo {tag}")).is_empty(),
+        "a subagent's server outlived it"
+    );
+}
+
+#[test]
+fn a_role_naming_an_unknown_server_or_one_wider_than_itself_starts_no_subagent() {
+    let agent = |id: &str, role: &str| {
+        json!({"tool_calls": [{"id": id, "name": "agent", "arguments": {"role": role, "task": "echo"}}]})
+            .to_string()
+    };
+    let run = Run::new(
+        &[BAD_SERVER.to_owned()],
+        &[agent("a1", "ghost"), agent("a2", "narrow"), done()],
+    );
+    let tag = run.root().display().to_string();
+    run.server(
+        "bad",
+        "/usr/bin/node",
+        &[BAD_SERVER, "echo", &tag],
+        &[BAD_SERVER.to_owned()],
+        "",
+    );
+    let agents = run.root().join(".bee/agents");
+    std::fs::create_dir_all(&agents).unwrap_or_else(|e| unreachable!("{e}"));
+    // `narrow` reads the workspace only: the server's script is outside it.
+    let ws = run.root().join("ws");
+    std::fs::write(
+        run.root().join("narrow.toml"),
+        policy(&[format!("{}/**", ws.display())], &[]),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    for (role, policy_file, servers) in [
+        ("ghost", "session.toml", "nope"),
+        ("narrow", "narrow.toml", "bad"),
+    ] {
+        std::fs::write(
+            agents.join(format!("{role}.toml")),
+            format!(
+                "description = \"Echoes.\"\npolicy = \"../../{policy_file}\"\n\
+                 tools = [\"read_file\"]\nmcp_servers = [\"{servers}\"]\n"
+            ),
+        )
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    let o = run.run();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let text = run.transcript();
+    let ghost = tool_result(&text, "a1");
+    assert_ne!(ghost["state"], "completed", "{ghost}");
+    assert!(
+        ghost["output"].as_str().is_some_and(|s| s
+            .contains("names the MCP server `nope`, which the configuration does not define (its servers are bad)")),
+        "{ghost}"
+    );
+    let narrow = tool_result(&text, "a2");
+    assert_ne!(narrow["state"], "completed", "{narrow}");
+    let out = narrow["output"].as_str().unwrap_or_default();
+    assert!(
+        out.contains("the MCP server `bad` would have more than the subagent"),
+        "{out}"
+    );
+    assert!(
+        out.contains("bad_server.js"),
+        "the counterexample is named: {out}"
+    );
+}

@@ -70,6 +70,9 @@ pub struct Delegation<'a> {
     /// Tools the configuration confines to a narrower policy (`[tools.NAME] policy`): tool
     /// name → policy file.
     pub tool_policies: Vec<(String, PathBuf)>,
+    /// The configuration's MCP servers (`[mcp.servers.NAME]`): a role's `mcp_servers` names
+    /// some of them.
+    pub mcp_servers: std::collections::BTreeMap<String, crate::config::McpServerConfig>,
     /// The home directory `~/` in policies means.
     pub home: Option<PathBuf>,
     /// The command's compiled policy files: a role's policy is compiled at its first spawn.
@@ -338,6 +341,16 @@ impl<'a> AgentExecutor<'a> {
             let p = policy.as_ref().map(|_| tool_policy.clone());
             scoped = scoped.route(tool, source.clone(), made(p, &only)?);
         }
+        for (name, config, server_policy) in &planned.mcp_servers {
+            scoped = scoped.join(start_server(
+                d,
+                ws,
+                name,
+                config,
+                policy.as_ref().map(|_| server_policy.clone()),
+                planned.registry.limits().output_cap,
+            )?);
+        }
         if !planned.delegates {
             return Ok(Box::new(scoped));
         }
@@ -466,4 +479,40 @@ impl ToolExecutor for AgentExecutor<'_> {
     fn replace_policy(&self, policy: &CompiledPolicy) -> Result<(), String> {
         self.inner.replace_policy(policy)
     }
+}
+
+/// Starts the MCP server `name` for a subagent, in a scope of its own under `policy` (proven
+/// within the subagent's when it was planned).
+#[cfg(feature = "mcp")]
+fn start_server<'a>(
+    d: &Delegation<'a>,
+    workspace: &std::path::Path,
+    name: &str,
+    config: &crate::config::McpServerConfig,
+    policy: Option<CompiledPolicy>,
+    output_cap: usize,
+) -> Result<Box<dyn ToolExecutor + 'a>, String> {
+    let plan = crate::mcp::client::ServerPlan {
+        name: name.to_owned(),
+        config: config.clone(),
+        policy,
+    };
+    crate::mcp::client::start(&plan, d.factory, workspace, output_cap)
+        .map(|x| Box::new(x) as Box<dyn ToolExecutor + 'a>)
+        .map_err(|e| e.message)
+}
+
+/// Without the `mcp` feature no server starts (a session with servers is refused before).
+#[cfg(not(feature = "mcp"))]
+fn start_server<'a>(
+    _d: &Delegation<'a>,
+    _workspace: &std::path::Path,
+    name: &str,
+    _config: &crate::config::McpServerConfig,
+    _policy: Option<CompiledPolicy>,
+    _output_cap: usize,
+) -> Result<Box<dyn ToolExecutor + 'a>, String> {
+    Err(format!(
+        "this bee was built without the `mcp` feature, so the MCP server `{name}` cannot start"
+    ))
 }

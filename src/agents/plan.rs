@@ -75,6 +75,8 @@ pub(super) struct Planned {
     pub(super) registry: Arc<Registry>,
     /// Per-tool scopes that hold inside it: tool, policy source, policy.
     pub(super) tool_scopes: Vec<(String, String, CompiledPolicy)>,
+    /// The MCP servers its role names, each with its policy (proven within the subagent's).
+    pub(super) mcp_servers: Vec<(String, crate::config::McpServerConfig, CompiledPolicy)>,
     /// Whether its role lists `agent`: its executor then handles `agent` calls (offering the
     /// tool only while the depth limit allows, and refusing calls past it in words).
     pub(super) delegates: bool,
@@ -219,6 +221,21 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
             t.caller_tools.join(", ")
         ));
     }
+    // A server is offered whole, by the role's `mcp_servers`, never tool by tool.
+    if let Some(tool) = role
+        .and_then(|r| r.tools.as_ref())
+        .and_then(|tools| tools.iter().find(|t| server_of(t, d).is_some()))
+    {
+        return Err(format!(
+            "{policy_name} lists `{tool}`, a tool of the MCP server `{}`: name the server in \
+             the role's mcp_servers instead",
+            server_of(tool, d).unwrap_or_default()
+        ));
+    }
+    let mcp_servers = role.map_or_else(
+        || Ok(Vec::new()),
+        |r| servers(r, t, &policy, &policy_name, &options),
+    )?;
     let delegates = wanted.iter().any(|w| session_tool(w));
     let mut notes: Vec<String> = warnings.iter().map(|w| format!("warning: {w}")).collect();
     if delegates && depth >= d.settings.max_depth {
@@ -271,6 +288,7 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         policy_name,
         registry,
         tool_scopes,
+        mcp_servers,
         delegates,
         provider: role.and_then(|r| r.provider.clone()),
         model: role.and_then(|r| r.model.clone()),
@@ -278,6 +296,62 @@ pub(super) fn plan(request: &Request, t: &Target<'_>) -> Result<Planned, String>
         instructions: role.and_then(|r: &AgentRole| r.instructions.clone()),
         notes,
     })
+}
+
+/// The configured MCP server whose tool `tool` is (`SERVER__TOOL`), if any.
+fn server_of<'d>(tool: &str, d: &'d Delegation<'_>) -> Option<&'d str> {
+    let (server, _) = tool.split_once("__")?;
+    d.mcp_servers.get_key_value(server).map(|(k, _)| k.as_str())
+}
+
+/// The MCP servers `role` names, each offered to the caller, with its policy compiled and
+/// proven within the subagent's `policy`.
+fn servers(
+    role: &AgentRole,
+    t: &Target<'_>,
+    policy: &CompiledPolicy,
+    policy_name: &str,
+    options: &CompileOptions,
+) -> Result<Vec<(String, crate::config::McpServerConfig, CompiledPolicy)>, String> {
+    let d = t.delegation;
+    let mut out = Vec::new();
+    for name in &role.mcp_servers {
+        let Some(config) = d.mcp_servers.get(name) else {
+            let known: Vec<&str> = d.mcp_servers.keys().map(String::as_str).collect();
+            return Err(format!(
+                "role `{}` names the MCP server `{name}`, which the configuration does not \
+                 define ({})",
+                role.name,
+                if known.is_empty() {
+                    "it defines none".to_owned()
+                } else {
+                    format!("its servers are {}", known.join(", "))
+                }
+            ));
+        };
+        let prefix = format!("{name}__");
+        if !t.caller_tools.iter().any(|c| c.starts_with(&prefix)) {
+            return Err(format!(
+                "role `{}` names the MCP server `{name}`, which the calling session is not \
+                 offered (a subagent's servers must be its caller's)",
+                role.name
+            ));
+        }
+        let server_policy = d
+            .policies
+            .compile_file(&config.policy.value, options)
+            .map(|c| c.policy)
+            .map_err(|e| policy_problem(&format!("[mcp.servers.{name}] policy"), &e))?;
+        let proof = attenuate(&server_policy, policy);
+        if !proof.is_subset() {
+            return Err(format!(
+                "the MCP server `{name}` would have more than the subagent: {}",
+                proof.refusal(&config.policy.value.display().to_string(), policy_name)
+            ));
+        }
+        out.push((name.clone(), config.clone(), server_policy));
+    }
+    Ok(out)
 }
 
 fn policy_problem(what: &str, e: &PolicyError) -> String {

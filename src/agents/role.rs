@@ -4,6 +4,7 @@
 //! description = "Reviews code for security bugs. Reads only; never edits."
 //! policy = "../../policies/review.toml"   # relative to this file
 //! tools = ["read_file", "grep", "glob", "list_dir"]
+//! # mcp_servers = ["docs"]              # configured MCP servers it is offered, whole
 //! instructions = "Report each finding with file and line."
 //! # provider = "reviewer-provider.toml"  # another provider file
 //! # model = "gpt-5-mini"                 # another model of the provider
@@ -36,6 +37,10 @@ pub struct AgentRole {
     /// The tools the subagent is offered; `None`: every tool of the calling session but
     /// `agent`. Naming `agent` lets the subagent delegate in turn (within the depth limit).
     pub tools: Option<Vec<String>>,
+    /// The configured MCP servers (`[mcp.servers.NAME]`) the subagent is offered, each
+    /// started for it in a scope of its own under the server's policy, which must be within
+    /// the role's; none by default.
+    pub mcp_servers: Vec<String>,
     /// Instructions added to the subagent's system prompt.
     pub instructions: Option<String>,
     /// Another provider file for the subagent (absolute); `None`: the caller's.
@@ -54,6 +59,7 @@ struct RawRole {
     description: Spanned<String>,
     policy: Spanned<String>,
     tools: Option<Spanned<Vec<String>>>,
+    mcp_servers: Option<Spanned<Vec<String>>>,
     instructions: Option<String>,
     provider: Option<Spanned<String>>,
     model: Option<Spanned<String>>,
@@ -136,6 +142,26 @@ impl AgentRole {
                 }
             }
         }
+        if let Some(servers) = &raw.mcp_servers {
+            let mut seen = std::collections::BTreeSet::new();
+            for s in servers.get_ref() {
+                if !seen.insert(s.as_str()) {
+                    problem(
+                        servers.span(),
+                        "mcp_servers",
+                        &format!("`{s}` is listed twice"),
+                        "",
+                    );
+                } else if !crate::config::valid_server_name(s) {
+                    problem(
+                        servers.span(),
+                        "mcp_servers",
+                        &format!("`{s}` cannot name a server"),
+                        "name a [mcp.servers.NAME] of the configuration",
+                    );
+                }
+            }
+        }
         if let Some(p) = raw
             .provider
             .as_ref()
@@ -177,6 +203,7 @@ impl AgentRole {
             description: raw.description.into_inner().trim().to_owned(),
             policy: resolve(raw.policy.get_ref()),
             tools: raw.tools.map(Spanned::into_inner),
+            mcp_servers: raw.mcp_servers.map(Spanned::into_inner).unwrap_or_default(),
             instructions: raw.instructions.filter(|i| !i.trim().is_empty()),
             provider: raw.provider.map(|p| resolve(p.get_ref())),
             model: raw.model.map(Spanned::into_inner),

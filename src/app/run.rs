@@ -415,6 +415,7 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
         roles: Arc::clone(&plan.roles),
         tools: Arc::clone(&plan.tools),
         tool_policies: plan.tool_policy_files.clone(),
+        mcp_servers: plan.mcp_servers.clone(),
         home: super::user::invoking_home(),
         policies: plan.policies.cache(),
         settings: plan.agent_settings,

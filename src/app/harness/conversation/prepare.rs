@@ -50,6 +50,8 @@ pub(crate) struct Prepared {
     /// Whether the model is offered `agent`.
     pub(crate) agents: bool,
     agent_settings: AgentSettings,
+    /// The configuration's MCP servers, for subagents' roles to name.
+    mcp_servers: std::collections::BTreeMap<String, crate::config::McpServerConfig>,
     scoped: Vec<ToolPolicy>,
     tools: Arc<Registry>,
     provider: ProviderSpec,
@@ -174,6 +176,7 @@ pub(crate) fn prepare(
         roles,
         agents,
         agent_settings: config.agents.settings(),
+        mcp_servers: config.mcp_servers.clone(),
         scoped,
         tools,
         provider,
@@ -222,6 +225,7 @@ impl Prepared {
             roles: Arc::clone(&self.roles),
             tools: Arc::clone(&self.tools),
             tool_policies: self.tool_policy_files(),
+            mcp_servers: self.mcp_servers.clone(),
             home: crate::app::user::invoking_home(),
             policies: Arc::clone(&self.policies),
             settings: self.agent_settings,
