@@ -219,7 +219,10 @@ fn mcp_servers_show_with_origins_and_bad_tables_name_their_key() {
     let out = bee_in(&root, &["config", "show", "--config", "bee.toml"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(65), "{stderr}");
-    assert!(stderr.contains("mcp.servers.typo.argv: unknown field"), "{stderr}");
+    assert!(
+        stderr.contains("mcp.servers.typo.argv: unknown field"),
+        "{stderr}"
+    );
     std::fs::write(
         &file,
         "[mcp.servers.\"bad__name\"]\ncommand = \"x\"\npolicy = \"p.toml\"\n\
