@@ -532,3 +532,41 @@ fn a_role_naming_an_unknown_server_or_one_wider_than_itself_starts_no_subagent()
         "the counterexample is named: {out}"
     );
 }
+
+#[test]
+fn a_scenario_starts_servers_of_its_own_and_its_bad_tables_name_file_line_and_key() {
+    let run = Run::new(
+        &[BAD_SERVER.to_owned()],
+        &[
+            tool_call("c1", "own__echo", &json!({"text": "mine"})),
+            done(),
+        ],
+    );
+    let tag = run.root().display().to_string();
+    std::fs::write(run.root().join("bee.toml"), "").unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(
+        run.root().join("server.toml"),
+        policy(&[BAD_SERVER.to_owned()], &[]),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let scenario = run.root().join("scenario.toml");
+    let base = std::fs::read_to_string(&scenario).unwrap_or_default();
+    let table = format!(
+        "[mcp.servers.own]\ncommand = \"/usr/bin/node\"\nargs = {}\npolicy = \"server.toml\"\n",
+        json!([BAD_SERVER, "echo", tag])
+    );
+    std::fs::write(&scenario, format!("{base}{table}")).unwrap_or_else(|e| unreachable!("{e}"));
+    let o = run.run();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let r = tool_result(&run.transcript(), "c1");
+    assert_eq!(r["output"], "echo: {\"text\":\"mine\"}", "{r}");
+
+    std::fs::write(&scenario, format!("{base}{table}timeout_seconds = 0\n"))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let o = run.run();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}");
+    assert!(err.contains(&format!("{}:", scenario.display())), "{err}");
+    assert!(err.contains("mcp.servers.own.timeout_seconds"), "{err}");
+    assert!(err.contains("must be at least 1"), "{err}");
+}

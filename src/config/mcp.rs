@@ -1,5 +1,6 @@
 //! `[mcp.servers.NAME]`: the MCP servers a session starts, each in a kernel scope of its own
 //! under a policy proven within the session's (see `docs/mcp.md`, "MCP servers under bee").
+//! Configuration files and scenario files (`crate::scenario`) read the same table.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,8 +8,18 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::Sourced;
-use super::raw::Resolver;
+use super::{Origin, Sourced};
+
+/// What reading the table needs of the file it is in: where a span is, its paths resolved
+/// against the file's directory, and where problems go.
+pub(crate) trait FileContext {
+    /// The file and line of `span`.
+    fn origin_of(&self, span: &std::ops::Range<usize>) -> Origin;
+    /// `v` resolved as a path of this file (`None`, with a problem reported, when empty).
+    fn path_of(&mut self, v: &Spanned<String>, key: &str) -> Option<PathBuf>;
+    /// Reports a problem at `span`.
+    fn problem_at(&mut self, span: std::ops::Range<usize>, key: &str, message: &str, help: &str);
+}
 
 /// Most characters in a server's name: its tools are offered as `NAME__TOOL`, and providers
 /// take tool names of at most 64 characters.
@@ -40,9 +51,9 @@ pub const DEFAULT_STARTUP_TIMEOUT: u64 = 30;
 pub const DEFAULT_CALL_TIMEOUT: u64 = 120;
 
 /// `[mcp]` as written.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawMcp {
+pub(crate) struct RawMcp {
     #[serde(default)]
     servers: BTreeMap<String, Spanned<RawServer>>,
 }
@@ -76,15 +87,15 @@ pub fn valid_server_name(name: &str) -> bool {
 
 /// Checks `[mcp]` and sets every server it names (a server a later file names again is
 /// replaced whole).
-pub(super) fn resolve(
-    r: &mut Resolver<'_>,
+pub(crate) fn resolve(
+    r: &mut dyn FileContext,
     servers: &mut BTreeMap<String, McpServerConfig>,
     raw: &RawMcp,
 ) {
     for (name, table) in &raw.servers {
         let key = |k: &str| format!("mcp.servers.{name}.{k}");
         if !valid_server_name(name) {
-            r.problem(
+            r.problem_at(
                 table.span(),
                 &format!("mcp.servers.{name}"),
                 &format!("`{name}` cannot name a server"),
@@ -99,22 +110,22 @@ pub(super) fn resolve(
         let command = match &t.command {
             Some(c) if !c.get_ref().trim().is_empty() => {
                 let value = if c.get_ref().contains('/') {
-                    r.path(&t.command, &key("command"))
-                        .map(|p| p.value.display().to_string())
+                    r.path_of(c, &key("command"))
+                        .map(|p| p.display().to_string())
                 } else {
                     Some(c.get_ref().clone())
                 };
                 value.map(|value| Sourced {
                     value,
-                    origin: r.origin(&c.span()),
+                    origin: r.origin_of(&c.span()),
                 })
             }
             Some(c) => {
-                r.problem(c.span(), &key("command"), "the command is empty", "");
+                r.problem_at(c.span(), &key("command"), "the command is empty", "");
                 None
             }
             None => {
-                r.problem(
+                r.problem_at(
                     table.span(),
                     &key("command"),
                     "a server needs a command",
@@ -124,9 +135,12 @@ pub(super) fn resolve(
             }
         };
         let policy = match &t.policy {
-            Some(_) => r.path(&t.policy, &key("policy")),
+            Some(p) => r.path_of(p, &key("policy")).map(|value| Sourced {
+                value,
+                origin: r.origin_of(&p.span()),
+            }),
             None => {
-                r.problem(
+                r.problem_at(
                     table.span(),
                     &key("policy"),
                     "a server needs a policy: it runs in a kernel scope of its own",
@@ -137,7 +151,7 @@ pub(super) fn resolve(
         };
         let mut timeout = |v: &Option<Spanned<u64>>, k: &str, default: u64| match v {
             Some(n) if *n.get_ref() == 0 => {
-                r.problem(
+                r.problem_at(
                     n.span(),
                     &key(k),
                     "must be at least 1",

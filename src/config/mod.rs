@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use diag::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
+pub(crate) use mcp::{FileContext, RawMcp, resolve as resolve_mcp_servers};
 pub use mcp::{McpServerConfig, valid_server_name};
 pub(crate) use raw::RawLimits;
 

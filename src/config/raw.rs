@@ -196,7 +196,7 @@ pub(crate) fn bundle_version(v: &str) -> Option<String> {
     .then(|| bare.to_owned())
 }
 
-pub(super) struct Resolver<'a> {
+struct Resolver<'a> {
     path: &'a Path,
     dir: PathBuf,
     source: Source,
@@ -205,7 +205,7 @@ pub(super) struct Resolver<'a> {
 }
 
 impl Resolver<'_> {
-    pub(super) fn origin(&self, span: &Range<usize>) -> Origin {
+    fn origin(&self, span: &Range<usize>) -> Origin {
         Origin::File {
             path: self.path.to_owned(),
             line: self.source.line_column(span.start).0,
@@ -219,7 +219,7 @@ impl Resolver<'_> {
         }
     }
 
-    pub(super) fn problem(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
+    fn problem(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
         self.problems.push(FileDiagnostic::at(
             &self.source,
             span,
@@ -229,11 +229,7 @@ impl Resolver<'_> {
         ));
     }
 
-    pub(super) fn path(
-        &mut self,
-        v: &Option<Spanned<String>>,
-        key: &str,
-    ) -> Option<Sourced<PathBuf>> {
+    fn path(&mut self, v: &Option<Spanned<String>>, key: &str) -> Option<Sourced<PathBuf>> {
         let v = v.as_ref()?;
         if v.get_ref().trim().is_empty() {
             self.problem(v.span(), key, "the path is empty", "");
@@ -243,6 +239,20 @@ impl Resolver<'_> {
             value: self.env.absolute(&self.dir, Path::new(v.get_ref())),
             origin: self.origin(&v.span()),
         })
+    }
+}
+
+impl super::mcp::FileContext for Resolver<'_> {
+    fn origin_of(&self, span: &Range<usize>) -> Origin {
+        self.origin(span)
+    }
+
+    fn path_of(&mut self, v: &Spanned<String>, key: &str) -> Option<PathBuf> {
+        self.path(&Some(v.clone()), key).map(|p| p.value)
+    }
+
+    fn problem_at(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
+        self.problem(span, key, message, help);
     }
 }
 

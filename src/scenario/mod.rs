@@ -24,6 +24,11 @@
 //! [success_check]                  # optional
 //! command = "cargo test --offline"
 //! timeout_seconds = 600            # default 600
+//!
+//! [mcp.servers.docs]               # optional: beside the configuration's (docs/mcp.md)
+//! command = "/usr/bin/node"
+//! args = ["server.js"]
+//! policy = "docs-server.toml"      # within `policy`
 //! ```
 
 mod raw;
@@ -31,7 +36,7 @@ mod shard;
 
 pub use shard::{Shard, ShardError, assign, sha256_hex};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,7 +44,10 @@ use std::time::Duration;
 use bee_core::error::Source;
 use toml::Spanned;
 
-use crate::config::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
+use crate::config::{
+    FileContext, FileDiagnostic, FileDiagnostics, FileError, McpServerConfig, Origin, parse_toml,
+    read_text,
+};
 use crate::episode::CheckSpec;
 use raw::{RawEpisode, RawFile};
 
@@ -109,6 +117,9 @@ pub struct EpisodeDef {
     /// Skills loaded into the conversation before the task (`skills = ["review"]`), by name;
     /// `bee run` refuses a name no skill has.
     pub skills: Vec<String>,
+    /// `[mcp.servers.NAME]`: MCP servers the episode starts beside the configuration's (a
+    /// name the configuration has too is this one), each in a scope of its own.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// A loaded scenario: its episodes, in file order.
@@ -187,6 +198,7 @@ struct Layer {
     limits: ScenarioLimits,
     check_command: Option<String>,
     check_timeout: Option<u64>,
+    mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 impl Layer {
@@ -213,6 +225,11 @@ impl Layer {
             },
             check_command: pick(&top.check_command, &self.check_command),
             check_timeout: pick(&top.check_timeout, &self.check_timeout),
+            mcp_servers: {
+                let mut servers = self.mcp_servers.clone();
+                servers.extend(top.mcp_servers.clone());
+                servers
+            },
         }
     }
 }
@@ -221,6 +238,23 @@ struct Resolver {
     source: Source,
     dir: PathBuf,
     problems: Vec<FileDiagnostic>,
+}
+
+impl FileContext for Resolver {
+    fn origin_of(&self, span: &Range<usize>) -> Origin {
+        Origin::File {
+            path: PathBuf::from(&self.source.name),
+            line: self.source.line_column(span.start).0,
+        }
+    }
+
+    fn path_of(&mut self, v: &Spanned<String>, key: &str) -> Option<PathBuf> {
+        self.path(&Some(v.clone()), key)
+    }
+
+    fn problem_at(&mut self, span: Range<usize>, key: &str, message: &str, help: &str) {
+        self.problem(span, key, message, help);
+    }
 }
 
 impl Resolver {
@@ -327,6 +361,9 @@ impl Resolver {
             layer.limits.wall_seconds = l.wall_seconds.as_ref().map(|v| *v.get_ref());
             layer.limits.cost_usd = l.cost_usd.as_ref().map(|v| *v.get_ref());
         }
+        if let Some(m) = &raw.mcp {
+            crate::config::resolve_mcp_servers(self, &mut layer.mcp_servers, m);
+        }
         if let Some(c) = &raw.success_check {
             let span = c.span();
             let c = c.get_ref();
@@ -417,6 +454,7 @@ impl Resolver {
                     ),
                 }),
                 max_output_tokens: layer.max_output_tokens,
+                mcp_servers: layer.mcp_servers.clone(),
             })
             .collect()
     }

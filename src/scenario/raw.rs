@@ -22,6 +22,7 @@ pub(super) struct RawEpisode {
     pub repeat: Option<Spanned<u32>>,
     pub limits: Option<RawLimits>,
     pub success_check: Option<Spanned<RawCheck>>,
+    pub mcp: Option<crate::config::RawMcp>,
 }
 
 /// A whole file: the episode keys as defaults, plus `[[episode]]` and `scenarios`.
@@ -42,6 +43,7 @@ pub(super) struct RawFile {
     pub repeat: Option<Spanned<u32>>,
     pub limits: Option<RawLimits>,
     pub success_check: Option<Spanned<RawCheck>>,
+    pub mcp: Option<crate::config::RawMcp>,
     #[serde(default)]
     pub episode: Vec<Spanned<RawEpisode>>,
     pub scenarios: Option<Spanned<String>>,
@@ -70,6 +72,7 @@ impl RawFile {
             repeat: self.repeat,
             limits: self.limits,
             success_check: self.success_check,
+            mcp: self.mcp,
         };
         (defaults, self.episode, self.scenarios)
     }

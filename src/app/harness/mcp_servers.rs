@@ -12,6 +12,17 @@ use crate::app::Exit;
 use crate::config::McpServerConfig;
 use crate::episode::{ExecutorError, SandboxFactory, ToolExecutor};
 
+/// The servers an episode starts: the configuration's, and its scenario's (which win by
+/// name).
+pub(crate) fn with_episode(
+    config: &BTreeMap<String, McpServerConfig>,
+    episode: &BTreeMap<String, McpServerConfig>,
+) -> BTreeMap<String, McpServerConfig> {
+    let mut all = config.clone();
+    all.extend(episode.iter().map(|(k, v)| (k.clone(), v.clone())));
+    all
+}
+
 /// Checks every configured server before any model call: its policy compiles against
 /// `workspace` and — when the session has a policy — is proven within it (65 otherwise, with
 /// the proof's counterexamples; 66 for a missing file); a bee built without the `mcp` feature

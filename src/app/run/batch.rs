@@ -57,6 +57,10 @@ struct Definition<'a> {
     success_check: Option<(&'a str, u64)>,
     max_output_tokens: Option<u32>,
     skills: Vec<(&'a str, &'a str, &'a str)>,
+    /// The scenario's own MCP servers: name, command, arguments, policy's SHA-256 (left
+    /// out when there are none, so that earlier hashes hold).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mcp_servers: Vec<(&'a str, &'a str, &'a [String], String)>,
 }
 
 /// The SHA-256 of an episode's definition (see [`Definition`]).
@@ -71,6 +75,21 @@ pub(super) fn content_hash(ep: &Planned, skills: &SkillSet) -> Result<String, Re
         None => None,
     };
     let d = &ep.def;
+    let mut mcp_servers = Vec::new();
+    for (name, server) in &d.mcp_servers {
+        let policy = std::fs::read(&server.policy.value).map_err(|e| {
+            Refused(
+                Exit::NoInput,
+                format!("episode {}: {}: {e}", d.id, server.policy.value.display()),
+            )
+        })?;
+        mcp_servers.push((
+            name.as_str(),
+            server.command.value.as_str(),
+            server.args.as_slice(),
+            sha256_hex(&policy),
+        ));
+    }
     let definition = Definition {
         format: 1,
         id: &d.id,
@@ -94,6 +113,7 @@ pub(super) fn content_hash(ep: &Planned, skills: &SkillSet) -> Result<String, Re
             .filter_map(|name| skills.get(name))
             .map(|s| (s.name.as_str(), s.description.as_str(), s.body.as_str()))
             .collect(),
+        mcp_servers,
     };
     let json = serde_json::to_vec(&definition).map_err(|e| {
         Refused(

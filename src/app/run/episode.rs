@@ -133,7 +133,7 @@ impl Shared<'_> {
             policy,
             &self.tools,
             &scoped,
-            &self.mcp_servers,
+            &crate::app::harness::mcp_servers::with_episode(&self.mcp_servers, &ep.def.mcp_servers),
         ) {
             Ok(x) => x,
             Err(why) => {

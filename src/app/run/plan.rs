@@ -223,7 +223,10 @@ pub(super) fn plan(args: &Args, env: &Env) -> Result<Plan, Refused> {
         tool_policies(&config, &tools, &ep.def.workspace, session, &policies)
             .and_then(|_| {
                 crate::app::harness::mcp_servers::check(
-                    &config.mcp_servers,
+                    &crate::app::harness::mcp_servers::with_episode(
+                        &config.mcp_servers,
+                        &ep.def.mcp_servers,
+                    ),
                     &ep.def.workspace,
                     session,
                     &policies,
