@@ -1,8 +1,10 @@
-//! A real coding agent under its shipped profile and the Landlock engine, on this host: Claude
-//! Code, installed from npm at a pinned version into a cache under the target directory,
-//! answers one prompt in print mode through a scripted Anthropic Messages server on loopback,
-//! while its settings stay read-only. Needs root, Landlock, `npm` and the npm registry; fails,
-//! never skips, without them (feature `landlock-tests`).
+//! A real coding agent under bee on this host: Claude Code, installed from npm at a pinned
+//! version into a cache under the target directory, against a scripted Anthropic Messages
+//! server on loopback. Under its shipped profile and the Landlock engine it answers one prompt
+//! in print mode while its settings stay read-only; with `bee mcp` as its only tools (its own
+//! off) it is refused a secret outside the workspace, with bee's explanation in the tool
+//! result, and lands a fix. Needs root, Landlock, `npm` and the npm registry; fails, never
+//! skips, without them (features `landlock-tests` and `mcp`).
 
 mod support;
 
@@ -41,14 +43,24 @@ fn claude_code() -> PathBuf {
 /// One request the scripted server saw: its request line and body.
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
+/// What the scripted server answers a request (its request line and body): the content type
+/// and the body.
+type Script = Arc<dyn Fn(&str, &str) -> (&'static str, String) + Send + Sync>;
+
 /// A scripted Anthropic Messages server on a loopback port: every `POST /v1/messages`
 /// answers [`ANSWER`] (streamed where asked), anything else `{}`. Returns the port.
 fn scripted_server(seen: Seen) -> u16 {
+    scripted_server_with(seen, Arc::new(|r: &str, b: &str| answer(r, b)))
+}
+
+/// A scripted Anthropic Messages server on a loopback port answering with `script`.
+fn scripted_server_with(seen: Seen, script: Script) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| unreachable!("{e}"));
     let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let seen = Arc::clone(&seen);
+            let script = Arc::clone(&script);
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream);
                 loop {
@@ -77,7 +89,7 @@ fn scripted_server(seen: Seen) -> u16 {
                         return;
                     }
                     let body = String::from_utf8_lossy(&body).into_owned();
-                    let (kind, reply) = answer(&request, &body);
+                    let (kind, reply) = script(&request, &body);
                     if let Ok(mut s) = seen.lock() {
                         s.push((request, body));
                     }
@@ -104,7 +116,19 @@ fn answer(request: &str, body: &str) -> (&'static str, String) {
         return ("application/json", "{\"input_tokens\": 1}".to_owned());
     }
     let req: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    reply(&req, None)
+}
+
+/// A Messages API reply to `req` (streamed where it asks): `use_tool`'s call (name, input),
+/// or [`ANSWER`].
+fn reply(
+    req: &serde_json::Value,
+    use_tool: Option<(&str, serde_json::Value)>,
+) -> (&'static str, String) {
     let model = req["model"].clone();
+    if let Some((name, input)) = use_tool {
+        return tool_use(req, name, &input);
+    }
     let usage = serde_json::json!({"input_tokens": 1, "output_tokens": 5});
     if req["stream"] != true {
         let message = serde_json::json!({
@@ -125,6 +149,44 @@ fn answer(request: &str, body: &str) -> (&'static str, String) {
         serde_json::json!({"type": "content_block_stop", "index": 0}),
         serde_json::json!({"type": "message_delta",
             "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+            "usage": {"output_tokens": 5}}),
+        serde_json::json!({"type": "message_stop"}),
+    ];
+    let text = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect();
+    ("text/event-stream", text)
+}
+
+/// A Messages API reply that calls tool `name` with `input` (streamed where `req` asks).
+fn tool_use(
+    req: &serde_json::Value,
+    name: &str,
+    input: &serde_json::Value,
+) -> (&'static str, String) {
+    let model = req["model"].clone();
+    let usage = serde_json::json!({"input_tokens": 1, "output_tokens": 5});
+    let id = format!("toolu_{}", req["messages"].as_array().map_or(0, Vec::len));
+    if req["stream"] != true {
+        let message = serde_json::json!({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
+            "stop_reason": "tool_use", "stop_sequence": null, "usage": usage,
+        });
+        return ("application/json", message.to_string());
+    }
+    let events = [
+        serde_json::json!({"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
+        serde_json::json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        serde_json::json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        serde_json::json!({"type": "content_block_stop", "index": 0}),
+        serde_json::json!({"type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": null},
             "usage": {"output_tokens": 5}}),
         serde_json::json!({"type": "message_stop"}),
     ];
@@ -216,4 +278,167 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
             f.display()
         );
     }
+}
+
+/// The `tool_result` blocks of a request's messages, in order: their text.
+fn tool_results(req: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in req["messages"].as_array().into_iter().flatten() {
+        for block in m["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                let text = match &block["content"] {
+                    serde_json::Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fix() {
+    let exe = claude_code();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
+    for d in [&ws, &home] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", {tree:?}]\n\
+             write = [\"/dev/null\", {tree:?}]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/dash\"]\n"
+        ),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    // The model: read the secret, fix the bug, then answer; every other request gets text.
+    let secret_path = secret.display().to_string();
+    let target = secret_path.clone();
+    let script: Script = Arc::new(move |request: &str, body: &str| {
+        let req: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let main_loop = req["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "mcp__bee__read_file"));
+        if !request.starts_with("POST /v1/messages")
+            || request.contains("count_tokens")
+            || !main_loop
+        {
+            return answer(request, body);
+        }
+        let step = match tool_results(&req).len() {
+            0 => Some(("mcp__bee__read_file", serde_json::json!({"path": target}))),
+            1 => Some((
+                "mcp__bee__edit_file",
+                serde_json::json!({"path": "app.py", "old_string": "a - b", "new_string": "a + b"}),
+            )),
+            _ => None,
+        };
+        reply(&req, step)
+    });
+    let seen: Seen = Arc::default();
+    let port = scripted_server_with(Arc::clone(&seen), script);
+    let records = dir.path().join("records");
+    let config = serde_json::json!({"mcpServers": {"bee": {
+        "command": env!("CARGO_BIN_EXE_bee"),
+        "args": ["mcp", "--engine", "landlock", "--policy", policy, "--workspace", ws,
+                 "--records-dir", records],
+    }}});
+    let config_file = dir.path().join("mcp.json");
+    std::fs::write(&config_file, config.to_string()).unwrap_or_else(|e| unreachable!("{e}"));
+    let o = std::process::Command::new(&exe)
+        .args([
+            "-p",
+            "Fix the bug in app.py.",
+            "--tools",
+            "",
+            "--strict-mcp-config",
+            "--mcp-config",
+        ])
+        .arg(&config_file)
+        .args(["--allowedTools", "mcp__bee__read_file mcp__bee__edit_file"])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(out.trim(), ANSWER, "{err}");
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    let main: Vec<serde_json::Value> = seen
+        .iter()
+        .filter_map(|(_, b)| serde_json::from_str::<serde_json::Value>(b).ok())
+        .filter(|r| {
+            r["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "mcp__bee__read_file"))
+        })
+        .collect();
+    let last = main
+        .last()
+        .unwrap_or_else(|| unreachable!("no main-loop request: {seen:?}"));
+    // Its own tools are off: every tool it offers its model is bee's.
+    let names: Vec<&str> = last["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    // (Claude Code adds a placeholder of its own for tools it defers; it touches nothing.)
+    let own = [
+        "Bash",
+        "Read",
+        "Write",
+        "Edit",
+        "MultiEdit",
+        "Glob",
+        "Grep",
+        "NotebookEdit",
+        "WebFetch",
+        "Task",
+    ];
+    assert!(names.iter().all(|n| !own.contains(n)), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .filter(|n| !n.starts_with("mcp__bee__"))
+            .all(|n| *n == "DeferredToolPlaceholder"),
+        "{names:?}"
+    );
+    let results = tool_results(last);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results[0].contains(&format!(
+            "denied by policy: open {secret_path} for read: no fs.read grant covers it"
+        )),
+        "the refusal is explained to the agent: {}",
+        results[0]
+    );
+    assert!(
+        !results.iter().any(|r| r.contains("TOP SECRET")),
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
+        Some("def add(a, b):\n    return a + b\n"),
+        "the fix lands: {results:?}"
+    );
+    // bee recorded both calls and the denial.
+    let text = support::transcript_text(&records);
+    assert_eq!(text.matches("\"event\":\"tool_call\"").count(), 2, "{text}");
+    assert!(
+        text.contains("\"event\":\"denial\"") && text.contains("secret.txt"),
+        "{text}"
+    );
 }

@@ -3,9 +3,10 @@
 //! 1. `cargo test --workspace --locked --features bee/landlock-tests,bee/mcp`: everything that
 //!    needs no special kernel, with the Landlock engine's tests (`landlock_engine`,
 //!    `landlock_cli`), which confine real commands on this host (root and Landlock, no VM),
-//!    Claude Code from npm under its profile and that engine (`landlock_agents`, which needs
-//!    `npm` and the registry), and `bee mcp` against the official MCP Python SDK under that
-//!    engine (`mcp_sdk`);
+//!    Claude Code from npm under its profile and that engine, and with `bee mcp` as its tools
+//!    (`landlock_agents`, which needs `npm` and the registry), `bee mcp` against the official
+//!    MCP Python SDK under that engine (`mcp_sdk`), and bee's MCP client with the filesystem
+//!    server from npm and misbehaving servers (`landlock_mcp_client`);
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
 //!    kernel of the matrix;
 //! 3. the command-line tests of `bee` (`kernel_*`: `kernel_cli` — `bee check`, `bee exec`, an
