@@ -42,6 +42,7 @@ use super::user::invoking_home;
 use crate::sandbox::own_state::StatePath;
 
 pub(super) mod pty;
+pub(super) mod stderr;
 
 /// Arguments of `bee exec`.
 #[derive(Debug, clap::Args)]
@@ -251,10 +252,10 @@ fn exec(args: &Args) -> Result<i32, Exit> {
             Some(l) if record.learn => l.record(record),
             Some(l) if record.verdict == Verdict::Deny => {
                 l.record(record);
-                eprint!("bee: denied: {}{eol}", record.explanation());
+                stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
             }
             _ if record.verdict == Verdict::Deny => {
-                eprint!("bee: denied: {}{eol}", record.explanation());
+                stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
             }
             _ => {}
         }
@@ -287,7 +288,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
                 }
                 _ => 126,
             };
-            eprintln!("bee: {e}");
+            stderr::say(&format!("bee: {e}\n"));
             return Ok(code);
         }
         Err(e) => return Err(fail(Exit::Software, &e.to_string())),
@@ -296,7 +297,9 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
     }
     if report.outcome.timed_out {
-        eprintln!("bee: `{program}` timed out; its scope was killed");
+        stderr::say(&format!(
+            "bee: `{program}` timed out; its scope was killed\n"
+        ));
     }
     if let Some(l) = learn {
         let command = args

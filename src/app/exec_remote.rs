@@ -117,7 +117,7 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
-        eprint!("bee: denied: {}{eol}", record.explanation());
+        super::exec::stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
         {

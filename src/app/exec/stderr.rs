@@ -1,0 +1,92 @@
+//! What `bee exec` says on standard error while the command runs (`bee: denied: …`), written
+//! whole even where the command made the pipe non-blocking: a standard error shared with the
+//! command is one open file, and Node.js (Claude Code, Codex, opencode…) sets its pipes
+//! `O_NONBLOCK`. `eprint!` then fails with `EAGAIN` as soon as the reader falls behind — and
+//! panics. Here bee waits for room instead, as a blocking write would; a standard error that is
+//! gone (`EPIPE`) or broken drops the line, which the audit file (`--audit`) still keeps.
+
+use std::os::fd::AsRawFd as _;
+
+/// Writes `text` to standard error whole, waiting for room in a full non-blocking pipe.
+pub(crate) fn say(text: &str) {
+    let fd = std::io::stderr().as_raw_fd();
+    let mut rest = text.as_bytes();
+    while !rest.is_empty() {
+        // SAFETY: write(2) of a slice we own to a descriptor this process has open.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n >= 0 {
+            rest = &rest[n.unsigned_abs()..];
+            continue;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::EAGAIN) => {
+                let mut pfd = libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd on the stack.
+                unsafe { libc::poll(&mut pfd, 1, 1000) };
+            }
+            _ => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_gets_through_a_full_non_blocking_pipe_once_it_drains() {
+        // A child whose stderr is a pipe made non-blocking and filled: `say` must wait.
+        let mut fds = [0; 2];
+        // SAFETY: pipe2(2) into an array of two.
+        assert_eq!(
+            unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) },
+            0
+        );
+        let (r, w) = (fds[0], fds[1]);
+        // SAFETY: fork(2) in a test: the child only calls async-signal-safe functions and
+        // `say`, which writes and polls, then exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                libc::dup2(w, 2);
+                libc::close(r);
+                let block = [b'x'; 4096];
+                while libc::write(2, block.as_ptr().cast(), block.len()) > 0 {}
+            }
+            say("bee: denied: the line\n");
+            unsafe { libc::_exit(0) };
+        }
+        // SAFETY: closing our copy of the write end; reading the pipe to its end.
+        unsafe { libc::close(w) };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let mut all = Vec::new();
+        let mut buf = [0u8; 65536];
+        loop {
+            let n = unsafe { libc::read(r, buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                all.extend_from_slice(&buf[..n.unsigned_abs()]);
+            } else if n == 0 {
+                break;
+            } else {
+                let mut pfd = libc::pollfd {
+                    fd: r,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                unsafe { libc::poll(&mut pfd, 1, 1000) };
+            }
+        }
+        let mut status = 0;
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status}"
+        );
+        assert!(all.ends_with(b"bee: denied: the line\n"));
+    }
+}
