@@ -167,7 +167,7 @@ fn tool_use(
 ) -> (&'static str, String) {
     let model = req["model"].clone();
     let usage = serde_json::json!({"input_tokens": 1, "output_tokens": 5});
-    let id = format!("toolu_{}", req["messages"].as_array().map_or(0, Vec::len));
+    let id = format!("toolu_{}", tool_results(req).len());
     if req["stream"] != true {
         let message = serde_json::json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": model,
@@ -197,11 +197,11 @@ fn tool_use(
     ("text/event-stream", text)
 }
 
-#[test]
-fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
-    let exe = claude_code();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
+/// A workspace `ws` and a home `home` in `dir` with every file and directory of Claude
+/// Code's that its profile protects in place (the Landlock engine covers what exists); returns
+/// them and the protected files, each holding `{}`.
+fn claude_state(dir: &Path) -> (PathBuf, PathBuf, Vec<PathBuf>) {
+    let (ws, home) = (dir.join("ws"), dir.join("home"));
     for d in [
         ws.join(".claude"),
         home.join(".claude/hooks"),
@@ -213,7 +213,7 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
     ] {
         std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
     }
-    let settings = [
+    let settings = vec![
         home.join(".claude/settings.json"),
         home.join(".claude/settings.local.json"),
         home.join(".claude.json"),
@@ -225,6 +225,14 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
     for f in &settings {
         std::fs::write(f, "{}\n").unwrap_or_else(|e| unreachable!("{e}"));
     }
+    (ws, home, settings)
+}
+
+#[test]
+fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
+    let exe = claude_code();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let (ws, home, settings) = claude_state(dir.path());
     let seen: Seen = Arc::default();
     let port = scripted_server(Arc::clone(&seen));
     let install = exe
@@ -441,4 +449,182 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
         text.contains("\"event\":\"denial\"") && text.contains("secret.txt"),
         "{text}"
     );
+}
+
+#[test]
+fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and_lands_a_fix() {
+    let exe = claude_code();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let (ws, home, _) = claude_state(dir.path());
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let settings = home.join(".claude/settings.json");
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let hook = ws.join(".git/hooks/pre-commit");
+    // What the scripted model has Claude Code's own Bash tool run, in order. The hook and the
+    // settings are written by a script, as a model that knows Claude Code's own checks (which
+    // refuse a redirect to them) would: the kernel is what stops it.
+    let commands = [
+        format!("cat {}", secret.display()),
+        format!(
+            "printf 'echo planted > {}\\necho hooked > {}\\n' > plant.sh",
+            hook.display(),
+            settings.display()
+        ),
+        "sh plant.sh".to_owned(),
+        "sed -i 's/a - b/a + b/' app.py".to_owned(),
+    ];
+    let steps = commands.clone();
+    let script: Script = Arc::new(move |request: &str, body: &str| {
+        let req: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let main_loop = req["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
+        if !request.starts_with("POST /v1/messages")
+            || request.contains("count_tokens")
+            || !main_loop
+        {
+            return answer(request, body);
+        }
+        let step = steps.get(tool_results(&req).len()).map(|c| {
+            (
+                "Bash",
+                serde_json::json!({"command": c, "description": "step"}),
+            )
+        });
+        reply(&req, step)
+    });
+    let seen: Seen = Arc::default();
+    let port = scripted_server_with(Arc::clone(&seen), script);
+    let install = exe
+        .ancestors()
+        .nth(4)
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let rest = format!(
+        "[fs]\nread = [\"{install}/**\"]\nwrite = [\"./**\"]\nprotect = [\"./.git/**\"]\n\
+         [exec]\nallow = [{:?}, \"/usr/bin/bash\", \"/usr/bin/cat\", \"/usr/bin/sed\", \"/usr/bin/dash\"]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n",
+        exe.display().to_string()
+    );
+    let policy = dir.path().join("claude.toml");
+    let text = support::profile_as_version_1("agent-claude-code", &ws, &home, &rest);
+    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(["exec", "--engine", "landlock", "--policy"])
+        .arg(&policy)
+        .args(["--", "/usr/bin/env"])
+        .arg(format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"))
+        .args([
+            "ANTHROPIC_API_KEY=sk-ant-test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+            "SHELL=/usr/bin/bash",
+        ])
+        .arg(&exe)
+        .args(["-p", "Fix the bug in app.py.", "--allowedTools", "Bash"])
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let o = within(o, std::time::Duration::from_secs(120), &seen);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert_eq!(out.trim(), ANSWER, "{err}");
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    let last = seen
+        .iter()
+        .rev()
+        .filter_map(|(_, b)| serde_json::from_str::<serde_json::Value>(b).ok())
+        .find(|r| {
+            r["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"))
+        })
+        .unwrap_or_else(|| unreachable!("no main-loop request: {seen:?}"));
+    let results = tool_results(&last);
+    assert_eq!(results.len(), commands.len(), "{results:?}");
+    // The kernel refused the secret, the hook and the settings; Claude Code saw why.
+    assert!(
+        results[0].contains(&format!("cat: {}: Permission denied", secret.display())),
+        "{}",
+        results[0]
+    );
+    for path in [&hook, &settings] {
+        let said = format!("{}: Read-only file system", path.display());
+        let denied = format!("{}: Permission denied", path.display());
+        assert!(
+            results[2].contains(&said) || results[2].contains(&denied),
+            "{}: {}",
+            path.display(),
+            results[2]
+        );
+    }
+    assert!(
+        !results.iter().any(|r| r.contains("TOP SECRET")),
+        "{results:?}"
+    );
+    assert!(!hook.exists(), "a hook was planted");
+    assert_eq!(
+        std::fs::read_to_string(&settings).ok().as_deref(),
+        Some("{}\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
+        Some("def add(a, b):\n    return a + b\n"),
+        "the fix lands: {results:?}"
+    );
+}
+
+/// `child`'s output once it exits (its pipes read as it runs); the test fails, after killing
+/// it, if it runs longer than `limit` (with the requests the scripted server saw).
+fn within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    seen: &Seen,
+) -> std::process::Output {
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut all);
+            }
+            all
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().ok().flatten() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+            let err = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
+            unreachable!("still running after {limit:?}; stderr: {err}\nrequests: {seen:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
 }

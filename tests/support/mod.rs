@@ -472,7 +472,7 @@ pub fn profile_as_version_1(fragment: &str, base: &Path, home: &Path, rest: &str
     let protect: Vec<String> =
         c.fs.protect
             .iter()
-            .filter(|r| r.origin.key.starts_with(&own))
+            .filter(|r| r.origin.key.starts_with(&own) || r.origin.key.starts_with("fs.protect"))
             .filter(|r| {
                 matches!(
                     r.pattern,
