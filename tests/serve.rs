@@ -1305,3 +1305,74 @@ fn an_ordinary_users_address_grant_is_decided_by_the_services_network_gate() {
     );
     assert_eq!(service.scopes_left_after_hangup(), 0);
 }
+
+/// An ordinary user's configured MCP server runs in a scope of the service's own, proven
+/// within the ceiling, for the whole episode: its calls answer, what its policy lacks the
+/// kernel refuses and the refusal is that call's, and nothing outlives the run.
+#[cfg(feature = "mcp")]
+#[test]
+fn an_ordinary_users_mcp_server_runs_in_a_scope_of_the_service() {
+    let service = start();
+    ceiling_with_bee(&service);
+    let ws = ws(&service);
+    let server = ws.join("bad_server.js");
+    ok(std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/bad_server.js"),
+        &server,
+    ));
+    ok(std::fs::write(ws.join("pub/ok.txt"), "fine\n"));
+    let tree = format!("{}/**", ws.display());
+    let pub_tree = format!("{}/pub/**", ws.display());
+    let session = policy(&service, "session.toml", &tree, &pub_tree);
+    // The server reads its script and `pub/`, not the secret the session may read.
+    let server_policy = ws.join("server.toml");
+    ok(std::fs::write(
+        &server_policy,
+        policy_text(&pub_tree, &pub_tree).replace(
+            "read = [",
+            &format!("read = [{:?}, ", server.display().to_string()),
+        ),
+    ));
+    ok(std::fs::create_dir_all(ws.join(".bee")));
+    ok(std::fs::write(
+        ws.join(".bee/config.toml"),
+        format!(
+            "[mcp.servers.bad]\ncommand = \"/usr/bin/node\"\nargs = [{:?}, \"echo\"]\npolicy = {:?}\n",
+            server.display().to_string(),
+            server_policy.display().to_string()
+        ),
+    ));
+    let calls = [
+        r#"{"tool_calls": [{"id": "ok", "name": "bad__echo", "arguments": {"path": "pub/ok.txt"}}]}"#,
+        r#"{"tool_calls": [{"id": "no", "name": "bad__echo", "arguments": {"path": "secret"}}]}"#,
+        r#"{"text": "done"}"#,
+    ];
+    let (o, records) = run_as_nobody(&service, &session, &calls);
+    let err = support::stderr(&o);
+    assert_eq!(code(&o), 0, "{}{err}{}", text(&o.stdout), service.log());
+    let text = transcript_text(&records);
+    let allowed = support::tool_result(&text, "ok");
+    assert_eq!(allowed["state"], "completed", "{allowed}");
+    assert_eq!(allowed["output"], "fine\n", "{allowed}");
+    let refused = support::tool_result(&text, "no");
+    assert_eq!(refused["state"], "failed", "{refused}");
+    let out = refused["output"].as_str().unwrap_or_default();
+    assert!(
+        out.contains(&format!(
+            "denied by policy: open {}/secret for read: no fs.read grant covers it",
+            ws.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("hush"), "{out}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("\"event\":\"denial\"") && l.contains("\"call_id\":\"no\"")),
+        "{text}"
+    );
+    assert!(
+        support::processes_with(&server.display().to_string()).is_empty(),
+        "the server outlived the run"
+    );
+    assert_eq!(service.scopes_left_after_hangup(), 0, "{}", service.log());
+}

@@ -12,14 +12,12 @@
 //! every later call of it says so.
 
 use std::collections::BTreeMap;
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, write_jsonl};
-use bee_userspace::launch::Launched;
 use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
@@ -29,7 +27,7 @@ use crate::config::McpServerConfig;
 use crate::episode::{AuditSink, ExecutorError, SandboxFactory};
 use crate::provider::{ToolCall, ToolDef};
 use crate::records::{Enforcement, ToolState};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{LongLived, Sandbox};
 use crate::session::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
 use crate::tools::denial;
 
@@ -90,7 +88,7 @@ impl std::fmt::Debug for ServerExecutor {
 /// left in it is killed) and the process is reaped.
 struct Connection {
     client: Option<RunningService<RoleClient, ()>>,
-    process: Launched,
+    process: LongLived,
     sandbox: Option<Sandbox>,
 }
 
@@ -110,7 +108,7 @@ impl Connection {
                 late.extend(more);
             }
         }
-        let _ = self.process.wait_timeout(Some(Duration::from_secs(1)));
+        let _ = self.process.wait_timeout(Duration::from_secs(1));
         late
     }
 }
@@ -161,7 +159,7 @@ pub fn start(
     };
     let stderr = Arc::new(Mutex::new(Vec::new()));
     if let Some(err) = process.take_stderr() {
-        keep_tail(err, Arc::clone(&stderr));
+        keep_tail(std::fs::File::from(err), Arc::clone(&stderr));
     }
     let pipes = process.take_stdin().zip(process.take_stdout());
     let mut connection = Connection {
@@ -174,9 +172,9 @@ pub fn start(
         .ok_or_else(|| "has no pipes to talk to".to_owned())
         .and_then(|(input, output)| {
             runtime.block_on(async {
-                let tx = pipe::Sender::from_owned_fd(OwnedFd::from(input))
+                let tx = pipe::Sender::from_owned_fd(input)
                     .map_err(|e| format!("could not be talked to: {e}"))?;
-                let rx = pipe::Receiver::from_owned_fd(OwnedFd::from(output))
+                let rx = pipe::Receiver::from_owned_fd(output)
                     .map_err(|e| format!("could not be talked to: {e}"))?;
                 let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(rx, tx)
                     .with_max_line_length(MAX_MESSAGE);
@@ -501,11 +499,7 @@ impl ToolExecutor for ServerExecutor {
                         "the run was interrupted; the server was stopped".to_owned()
                     }
                     Ended::Error(e) => {
-                        let exited = connection
-                            .process
-                            .wait_timeout(Some(Duration::from_millis(200)))
-                            .ok()
-                            .flatten();
+                        let exited = connection.process.wait_timeout(Duration::from_millis(200));
                         match exited {
                             Some(status) => format!("it exited ({status}) during the call: {e}"),
                             None => format!("the call failed and the server was stopped: {e}"),

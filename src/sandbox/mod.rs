@@ -23,6 +23,7 @@
 //! is empty, so that survivors stay confined), remove the cgroup.
 
 mod capture;
+mod long_lived;
 pub mod own_state;
 mod remote;
 pub mod runner_grant;
@@ -49,6 +50,7 @@ use bee_userspace::scope::{
 use crate::records::Enforcement;
 
 pub use capture::Captured;
+pub use long_lived::LongLived;
 pub use runner_grant::{RUNNER_ORIGIN_KEY, RunnerGrant, RunnerGrantError};
 
 /// How an episode's tool calls are isolated.
@@ -200,11 +202,6 @@ pub enum SandboxError {
     /// The sandbox was already torn down.
     #[error("the sandbox was already torn down")]
     Finished,
-    /// A long-lived process cannot be started through the `bee serve` service yet.
-    #[error(
-        "a long-lived process (an MCP server) cannot be started through `bee serve` yet; run bee as root"
-    )]
-    NoLongLived,
     /// The sandbox has no kernel scope whose policy could change (`--host`).
     #[error("there is no kernel scope: --host runs tools with no policy to change")]
     NoScope,
@@ -679,15 +676,12 @@ impl Sandbox {
     ///
     /// # Errors
     /// [`SandboxError::Launch`] when it did not start (with the denials of the attempt),
-    /// [`SandboxError::Finished`] after teardown, [`SandboxError::NoLongLived`] for a scope
-    /// made by `bee serve`.
-    pub fn start(
-        &self,
-        spec: &LaunchSpec,
-    ) -> Result<bee_userspace::launch::Launched, SandboxError> {
+    /// [`SandboxError::Finished`] after teardown, [`SandboxError::Service`] when the
+    /// service refused it.
+    pub fn start(&self, spec: &LaunchSpec) -> Result<LongLived, SandboxError> {
         let lease = match &self.scope {
             Scope::Local(lease) => lease,
-            Scope::Service(_) => return Err(SandboxError::NoLongLived),
+            Scope::Service(remote) => return remote.start(spec),
         };
         let state = lock(lease);
         let cgroup = state.cgroup().ok_or(SandboxError::Finished)?;
@@ -700,10 +694,12 @@ impl Sandbox {
             Some(e) => bee_userspace::scope::spawn_into(&**e, state.install_id(), &spec, cgroup),
             None => spec.spawn(cgroup),
         };
-        spawned.map_err(|source| SandboxError::Launch {
-            source,
-            denials: self.drain().0,
-        })
+        spawned
+            .map(LongLived::local)
+            .map_err(|source| SandboxError::Launch {
+                source,
+                denials: self.drain().0,
+            })
     }
 
     /// The denials the kernel reported for the scope since the last call or drain, oldest
@@ -711,7 +707,10 @@ impl Sandbox {
     /// [`Sandbox::start`], whose denials no call drains.
     #[must_use]
     pub fn denials(&self) -> Vec<AuditRecord> {
-        self.drain().0
+        match &self.scope {
+            Scope::Service(remote) => remote.denials(),
+            Scope::Local(_) => self.drain().0,
+        }
     }
 
     /// The records reported for the scope since the last drain: denials, then allows.

@@ -5,7 +5,8 @@
 //! service within the caller's ceiling. Each call passes the service three descriptors — a
 //! pipe for input (or `/dev/null`) and pipes for output and errors this process reads — and
 //! asks it to kill the scope at the deadline or when told to stop. The service reports each
-//! call's denials when it ends.
+//! call's denials as they come. A long-lived process ([`Remote::start`]) keeps the connection
+//! busy while it runs, on a thread of its own; its denials wait in [`Remote::denials`].
 //!
 //! [`SandboxMode::Service`]: super::SandboxMode::Service
 
@@ -15,7 +16,8 @@ use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bee_core::CompiledPolicy;
@@ -23,16 +25,25 @@ use bee_userspace::audit::AuditRecord;
 use bee_userspace::launch::{LaunchError, LaunchSpec};
 use bee_userspace::scope::EngineKind;
 
+use super::long_lived::{LongLived, RemoteRun};
 use super::{RunOutput, SandboxError, capture};
 use crate::records::Enforcement;
 use crate::serve::client::{Client, ClientError, CommandLine};
 use crate::serve::protocol::{Request, Response};
 
+/// How long [`Remote::denials`] waits for the service to send what the kernel just
+/// reported: two of its 50 ms polls, and time for the kernel's delivery.
+const SERVICE_SETTLE: Duration = Duration::from_millis(150);
+
 /// The service's scope of one sandbox, and the connection that owns it.
 pub(super) struct Remote {
-    client: Mutex<Client>,
+    client: Arc<Mutex<Client>>,
     scope: u64,
     engine: EngineKind,
+    /// Long-lived processes still running, stopped before the scope is closed.
+    live: Mutex<Vec<Arc<RemoteRun>>>,
+    /// Their denials, not yet drained.
+    pending: Arc<Mutex<Vec<AuditRecord>>>,
 }
 
 impl Remote {
@@ -55,9 +66,11 @@ impl Remote {
         })?;
         let scope = client.create(policy, origin, None)?;
         Ok(Self {
-            client: Mutex::new(client),
+            client: Arc::new(Mutex::new(client)),
             scope,
             engine,
+            live: Mutex::new(Vec::new()),
+            pending: Arc::default(),
         })
     }
 
@@ -73,6 +86,92 @@ impl Remote {
 
     fn client(&self) -> MutexGuard<'_, Client> {
         self.client.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `spec` in the scope and leaves it running: as [`super::Sandbox::start`]. The
+    /// connection is the run's until the process exits or the scope is closed.
+    pub(super) fn start(&self, spec: &LaunchSpec) -> Result<LongLived, SandboxError> {
+        let command = CommandLine::of(spec).map_err(|why| SandboxError::Launch {
+            source: LaunchError::Spawn {
+                program: spec.program().to_string_lossy().into_owned(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+            },
+            denials: Vec::new(),
+        })?;
+        let io = |e: std::io::Error| {
+            SandboxError::Wait(LaunchError::Prepare {
+                what: "make the process's pipes",
+                source: e,
+            })
+        };
+        let (in_read, in_write) = std::io::pipe().map_err(io)?;
+        let (out_read, out_write) = std::io::pipe().map_err(io)?;
+        let (err_read, err_write) = std::io::pipe().map_err(io)?;
+        let run = Arc::new(RemoteRun {
+            stop: AtomicBool::new(false),
+            thread: Mutex::new(None),
+            status: Mutex::new(None),
+        });
+        let (client, scope, pending) = (
+            Arc::clone(&self.client),
+            self.scope,
+            Arc::clone(&self.pending),
+        );
+        let theirs = Arc::clone(&run);
+        let thread = std::thread::spawn(move || {
+            let child = [
+                OwnedFd::from(in_read),
+                OwnedFd::from(out_write),
+                OwnedFd::from(err_write),
+            ];
+            let stdio = [
+                child[0].as_raw_fd(),
+                child[1].as_raw_fd(),
+                child[2].as_raw_fd(),
+            ];
+            let mut client = client.lock().unwrap_or_else(|e| e.into_inner());
+            let ran = client.run(
+                scope,
+                command,
+                stdio,
+                &mut |r| {
+                    if let Ok(mut p) = pending.lock() {
+                        p.push(r.clone());
+                    }
+                },
+                &|| theirs.stop.load(Ordering::SeqCst),
+            );
+            drop(child);
+            ran.ok().map(|ended| status_of(ended.code))
+        });
+        if let Ok(mut t) = run.thread.lock() {
+            *t = Some(thread);
+        }
+        if let Ok(mut live) = self.live.lock() {
+            live.push(Arc::clone(&run));
+        }
+        Ok(LongLived::remote(
+            run,
+            [
+                OwnedFd::from(in_write),
+                OwnedFd::from(out_read),
+                OwnedFd::from(err_read),
+            ],
+        ))
+    }
+
+    /// The denials of long-lived processes since the last drain. The service sends them as
+    /// it drains the scope, every 50 ms while a command runs (after the kernel has delivered
+    /// them, `bee_userspace::landlock::audit`): so this first waits [`SERVICE_SETTLE`], for
+    /// a denial made just before to have come.
+    pub(super) fn denials(&self) -> Vec<AuditRecord> {
+        if self.live.lock().is_ok_and(|l| !l.is_empty()) {
+            std::thread::sleep(SERVICE_SETTLE);
+        }
+        self.pending
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default()
     }
 
     /// Runs `spec` in the scope: as [`super::Sandbox::run_until`].
@@ -195,8 +294,16 @@ impl Remote {
         }
     }
 
-    /// Tears the scope down.
+    /// Tears the scope down, after having the service kill its long-lived processes.
     pub(super) fn close(&self) -> Result<(), SandboxError> {
+        let live = self
+            .live
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        for run in live {
+            run.stop_and_join();
+        }
         Ok(self.client().close(self.scope)?)
     }
 }

@@ -46,8 +46,9 @@ pub enum Request {
     },
     /// Starts a command in a scope of this connection, as the caller's user. The frame
     /// carries the command's stdin, stdout and stderr as three descriptors. The service
-    /// answers [`Response::Spawned`], then, when the command ends, its [`Response::Record`]s
-    /// and [`Response::Exited`]; meanwhile only [`Request::Kill`] is read.
+    /// answers [`Response::Spawned`], then the scope's denials as [`Response::Record`]s as
+    /// they come (the last ones once the command ended), and [`Response::Exited`]; meanwhile
+    /// only [`Request::Kill`] is read.
     Spawn {
         /// The scope, as [`Response::Created`] named it.
         scope: u64,

@@ -773,6 +773,11 @@ impl<'s> Connection<'s> {
                     Ok(Err(_)) | Err(_) => hung_up = true,
                 }
             }
+            // Denials as they come: a long-lived command (an MCP server) is waited on for a
+            // whole session, and its client attributes them to the call that caused them.
+            if !hung_up && let Next::Hangup = self.send_records(scope) {
+                hung_up = true;
+            }
             hung_up
         });
         if hung_up {

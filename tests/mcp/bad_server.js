@@ -1,5 +1,6 @@
 // A misbehaving MCP server on stdio for bee's client tests; the first argument says how:
-//   echo         answers the handshake, lists `echo`, and echoes a call's arguments
+//   echo         answers the handshake, lists `echo`, and echoes a call's arguments (or, given
+//                a `path`, answers with that file's text, or its error as an error result)
 //   silent-start never answers anything
 //   crash        answers the handshake and tool list, exits 3 on a call
 //   silent-call  answers the handshake and tool list, never answers a call
@@ -50,6 +51,14 @@ function handle(m) {
       if (mode === "garbage") {
         process.stdout.write("x".repeat(8 * 1024 * 1024) + "\nnot json at all\n");
         return;
+      }
+      if (m.params.arguments && m.params.arguments.path) {
+        try {
+          const text = require("fs").readFileSync(m.params.arguments.path, "utf8");
+          return reply({ content: [{ type: "text", text }] });
+        } catch (e) {
+          return reply({ content: [{ type: "text", text: String(e.message) }], isError: true });
+        }
       }
       return reply({ content: [{ type: "text", text: "echo: " + JSON.stringify(m.params.arguments) }] });
     default:
