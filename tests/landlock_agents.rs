@@ -40,6 +40,46 @@ fn claude_code() -> PathBuf {
     exe
 }
 
+/// `bee exec` of Claude Code (`exe`) under its profile (made version 1, with `more_fs` in
+/// its `[fs]` and `more_exec` runnable), in `dir`'s `ws/` with `dir`'s `home/`, its API at the
+/// scripted server on `port`: up to `env`'s arguments; the caller adds its own variables,
+/// then the executable and its arguments. (`bee exec` passes only a few variables — PATH,
+/// HOME, LANG…: the others go through `env`, which the profile lets run.)
+fn under_profile(
+    exe: &Path,
+    dir: &Path,
+    port: u16,
+    more_fs: &str,
+    more_exec: &[&str],
+) -> std::process::Command {
+    let (ws, home) = (dir.join("ws"), dir.join("home"));
+    let install = exe
+        .ancestors()
+        .nth(4)
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let mut exec = vec![format!("{:?}", exe.display().to_string())];
+    exec.extend(more_exec.iter().map(|e| format!("{e:?}")));
+    let rest = format!(
+        "[fs]\nread = [\"{install}/**\"]\nwrite = [\"./**\"]\n{more_fs}[exec]\nallow = [{}]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n",
+        exec.join(", ")
+    );
+    let policy = dir.join("claude.toml");
+    let text = support::profile_as_version_1("agent-claude-code", &ws, &home, &rest);
+    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_bee"));
+    cmd.args(["exec", "--engine", "landlock", "--policy"])
+        .arg(&policy)
+        .args(["--", "/usr/bin/env"])
+        .arg(format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"))
+        .args([
+            "ANTHROPIC_API_KEY=sk-ant-test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+        ]);
+    cmd
+}
+
 /// One request the scripted server saw: its request line and body.
 type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
@@ -125,54 +165,42 @@ fn reply(
     req: &serde_json::Value,
     use_tool: Option<(&str, serde_json::Value)>,
 ) -> (&'static str, String) {
-    let model = req["model"].clone();
-    if let Some((name, input)) = use_tool {
-        return tool_use(req, name, &input);
+    match use_tool {
+        Some((name, input)) => {
+            let id = format!("toolu_{}", tool_results(req).len());
+            message(
+                req,
+                &serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+                &serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                &serde_json::json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                "tool_use",
+            )
+        }
+        None => message(
+            req,
+            &serde_json::json!({"type": "text", "text": ANSWER}),
+            &serde_json::json!({"type": "text", "text": ""}),
+            &serde_json::json!({"type": "text_delta", "text": ANSWER}),
+            "end_turn",
+        ),
     }
-    let usage = serde_json::json!({"input_tokens": 1, "output_tokens": 5});
-    if req["stream"] != true {
-        let message = serde_json::json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": ANSWER}],
-            "stop_reason": "end_turn", "stop_sequence": null, "usage": usage,
-        });
-        return ("application/json", message.to_string());
-    }
-    let events = [
-        serde_json::json!({"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
-        serde_json::json!({"type": "content_block_start", "index": 0,
-            "content_block": {"type": "text", "text": ""}}),
-        serde_json::json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "text_delta", "text": ANSWER}}),
-        serde_json::json!({"type": "content_block_stop", "index": 0}),
-        serde_json::json!({"type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": null},
-            "usage": {"output_tokens": 5}}),
-        serde_json::json!({"type": "message_stop"}),
-    ];
-    let text = events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
-        .collect();
-    ("text/event-stream", text)
 }
 
-/// A Messages API reply that calls tool `name` with `input` (streamed where `req` asks).
-fn tool_use(
+/// A Messages API reply of one content block: `block` whole, or streamed (where `req` asks)
+/// as `start` and one `delta`; it stops for `stop_reason`.
+fn message(
     req: &serde_json::Value,
-    name: &str,
-    input: &serde_json::Value,
+    block: &serde_json::Value,
+    start: &serde_json::Value,
+    delta: &serde_json::Value,
+    stop_reason: &str,
 ) -> (&'static str, String) {
     let model = req["model"].clone();
     let usage = serde_json::json!({"input_tokens": 1, "output_tokens": 5});
-    let id = format!("toolu_{}", tool_results(req).len());
     if req["stream"] != true {
         let message = serde_json::json!({
             "id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "tool_use", "id": id, "name": name, "input": input}],
-            "stop_reason": "tool_use", "stop_sequence": null, "usage": usage,
+            "content": [block], "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
         });
         return ("application/json", message.to_string());
     }
@@ -180,13 +208,11 @@ fn tool_use(
         serde_json::json!({"type": "message_start", "message": {
             "id": "msg_1", "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
-        serde_json::json!({"type": "content_block_start", "index": 0,
-            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-        serde_json::json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": delta}),
         serde_json::json!({"type": "content_block_stop", "index": 0}),
         serde_json::json!({"type": "message_delta",
-            "delta": {"stop_reason": "tool_use", "stop_sequence": null},
+            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
             "usage": {"output_tokens": 5}}),
         serde_json::json!({"type": "message_stop"}),
     ];
@@ -235,30 +261,7 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
     let (ws, home, settings) = claude_state(dir.path());
     let seen: Seen = Arc::default();
     let port = scripted_server(Arc::clone(&seen));
-    let install = exe
-        .ancestors()
-        .nth(4)
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    let rest = format!(
-        "[fs]\nread = [\"{install}/**\"]\nwrite = [\"./**\"]\n[exec]\nallow = [{:?}]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n",
-        exe.display().to_string()
-    );
-    let policy = dir.path().join("claude.toml");
-    let text = support::profile_as_version_1("agent-claude-code", &ws, &home, &rest);
-    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
-    // `bee exec` passes only a few variables (PATH, HOME, LANG…): the others through `env`,
-    // which the profile lets run.
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(["exec", "--engine", "landlock", "--policy"])
-        .arg(&policy)
-        .args(["--", "/usr/bin/env"])
-        .arg(format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"))
-        .args([
-            "ANTHROPIC_API_KEY=sk-ant-test",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-        ])
+    let o = under_profile(&exe, dir.path(), port, "", &[])
         .arg(&exe)
         .args(["-p", "Say hello."])
         .current_dir(&ws)
@@ -308,25 +311,12 @@ fn tool_results(req: &serde_json::Value) -> Vec<String> {
 #[test]
 fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fix() {
     let exe = claude_code();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
-    for d in [&ws, &home] {
-        std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
-    }
+    let s = support::Confined::new(&["/usr/bin/dash"]);
+    let (ws, secret, policy) = (&s.ws, &s.secret, &s.policy);
+    let home = ws.with_file_name("home");
+    std::fs::create_dir_all(&home).unwrap_or_else(|e| unreachable!("{e}"));
     std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
         .unwrap_or_else(|e| unreachable!("{e}"));
-    let secret = dir.path().join("secret.txt");
-    std::fs::write(&secret, "TOP SECRET\n").unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", {tree:?}]\n\
-             write = [\"/dev/null\", {tree:?}]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/dash\"]\n"
-        ),
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
     // The model: read the secret, fix the bug, then answer; every other request gets text.
     let secret_path = secret.display().to_string();
     let target = secret_path.clone();
@@ -353,13 +343,13 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
     });
     let seen: Seen = Arc::default();
     let port = scripted_server_with(Arc::clone(&seen), script);
-    let records = dir.path().join("records");
+    let records = s.records.clone();
     let config = serde_json::json!({"mcpServers": {"bee": {
         "command": env!("CARGO_BIN_EXE_bee"),
         "args": ["mcp", "--engine", "landlock", "--policy", policy, "--workspace", ws,
                  "--records-dir", records],
     }}});
-    let config_file = dir.path().join("mcp.json");
+    let config_file = ws.with_file_name("mcp.json");
     std::fs::write(&config_file, config.to_string()).unwrap_or_else(|e| unreachable!("{e}"));
     let o = std::process::Command::new(&exe)
         .args([
@@ -372,7 +362,7 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
         ])
         .arg(&config_file)
         .args(["--allowedTools", "mcp__bee__read_file mcp__bee__edit_file"])
-        .current_dir(&ws)
+        .current_dir(ws)
         .env("HOME", &home)
         .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -434,7 +424,7 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
         results[0]
     );
     assert!(
-        !results.iter().any(|r| r.contains("TOP SECRET")),
+        !results.iter().any(|r| r.contains("top secret")),
         "{results:?}"
     );
     assert_eq!(
@@ -498,39 +488,28 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
     });
     let seen: Seen = Arc::default();
     let port = scripted_server_with(Arc::clone(&seen), script);
-    let install = exe
-        .ancestors()
-        .nth(4)
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    let rest = format!(
-        "[fs]\nread = [\"{install}/**\"]\nwrite = [\"./**\"]\nprotect = [\"./.git/**\"]\n\
-         [exec]\nallow = [{:?}, \"/usr/bin/bash\", \"/usr/bin/cat\", \"/usr/bin/sed\", \"/usr/bin/dash\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n",
-        exe.display().to_string()
-    );
-    let policy = dir.path().join("claude.toml");
-    let text = support::profile_as_version_1("agent-claude-code", &ws, &home, &rest);
-    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(["exec", "--engine", "landlock", "--policy"])
-        .arg(&policy)
-        .args(["--", "/usr/bin/env"])
-        .arg(format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"))
-        .args([
-            "ANTHROPIC_API_KEY=sk-ant-test",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-            "SHELL=/usr/bin/bash",
-        ])
-        .arg(&exe)
-        .args(["-p", "Fix the bug in app.py.", "--allowedTools", "Bash"])
-        .current_dir(&ws)
-        .env("HOME", &home)
-        .env_remove("XDG_CONFIG_HOME")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    let o = under_profile(
+        &exe,
+        dir.path(),
+        port,
+        "protect = [\"./.git/**\"]\n",
+        &[
+            "/usr/bin/bash",
+            "/usr/bin/cat",
+            "/usr/bin/sed",
+            "/usr/bin/dash",
+        ],
+    )
+    .arg("SHELL=/usr/bin/bash")
+    .arg(&exe)
+    .args(["-p", "Fix the bug in app.py.", "--allowedTools", "Bash"])
+    .current_dir(&ws)
+    .env("HOME", &home)
+    .env_remove("XDG_CONFIG_HOME")
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap_or_else(|e| unreachable!("{e}"));
     let o = within(o, std::time::Duration::from_secs(120), &seen);
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");

@@ -409,16 +409,16 @@ fn all_transcripts(records: &Path) -> String {
     text
 }
 
-#[test]
-fn a_subagent_is_offered_only_the_servers_its_role_names() {
-    let agent = |id: &str, role: &str| {
-        json!({"tool_calls": [{"id": id, "name": "agent", "arguments": {"role": role, "task": "echo"}}]})
-            .to_string()
-    };
-    let run = Run::new(
-        &[BAD_SERVER.to_owned()],
-        &[agent("a1", "with-server"), agent("a2", "without"), done()],
-    );
+/// A model turn calling `agent` with `role`.
+fn agent(id: &str, role: &str) -> String {
+    json!({"tool_calls": [{"id": id, "name": "agent", "arguments": {"role": role, "task": "echo"}}]})
+        .to_string()
+}
+
+/// A run whose model makes `turns`, with the echoing server `bad` configured and an empty
+/// `.bee/agents/`: the run, its tag (on the server's command line) and the roles' directory.
+fn echo_server_with_roles(turns: &[String]) -> (Run, String, PathBuf) {
+    let run = Run::new(&[BAD_SERVER.to_owned()], turns);
     let tag = run.root().display().to_string();
     run.server(
         "bad",
@@ -429,6 +429,13 @@ fn a_subagent_is_offered_only_the_servers_its_role_names() {
     );
     let agents = run.root().join(".bee/agents");
     std::fs::create_dir_all(&agents).unwrap_or_else(|e| unreachable!("{e}"));
+    (run, tag, agents)
+}
+
+#[test]
+fn a_subagent_is_offered_only_the_servers_its_role_names() {
+    let (run, tag, agents) =
+        echo_server_with_roles(&[agent("a1", "with-server"), agent("a2", "without"), done()]);
     for (role, servers, id) in [("with-server", "[\"bad\"]", "s1"), ("without", "[]", "s2")] {
         let provider = format!("{role}-provider.toml");
         std::fs::write(
@@ -472,24 +479,8 @@ fn a_subagent_is_offered_only_the_servers_its_role_names() {
 
 #[test]
 fn a_role_naming_an_unknown_server_or_one_wider_than_itself_starts_no_subagent() {
-    let agent = |id: &str, role: &str| {
-        json!({"tool_calls": [{"id": id, "name": "agent", "arguments": {"role": role, "task": "echo"}}]})
-            .to_string()
-    };
-    let run = Run::new(
-        &[BAD_SERVER.to_owned()],
-        &[agent("a1", "ghost"), agent("a2", "narrow"), done()],
-    );
-    let tag = run.root().display().to_string();
-    run.server(
-        "bad",
-        "/usr/bin/node",
-        &[BAD_SERVER, "echo", &tag],
-        &[BAD_SERVER.to_owned()],
-        "",
-    );
-    let agents = run.root().join(".bee/agents");
-    std::fs::create_dir_all(&agents).unwrap_or_else(|e| unreachable!("{e}"));
+    let (run, _, agents) =
+        echo_server_with_roles(&[agent("a1", "ghost"), agent("a2", "narrow"), done()]);
     // `narrow` reads the workspace only: the server's script is outside it.
     let ws = run.root().join("ws");
     std::fs::write(

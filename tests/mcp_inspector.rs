@@ -57,24 +57,11 @@ fn inspect(policy: &Path, ws: &Path, args: &[&str]) -> (Output, Value) {
 
 #[test]
 fn the_inspector_lists_calls_and_is_refused_with_bees_explanation() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let ws = dir.path().join("ws");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let s = support::Confined::new(&["/usr/bin/dash"]);
+    let (ws, secret, policy) = (&s.ws, &s.secret, &s.policy);
     std::fs::write(ws.join("a.txt"), "hello\n").unwrap_or_else(|e| unreachable!("{e}"));
-    let secret = dir.path().join("secret.txt");
-    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
-    let tree = format!("{}/**", ws.display());
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        format!(
-            "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", {tree:?}]\n\
-             write = [\"/dev/null\", {tree:?}]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/dash\"]\n"
-        ),
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
 
-    let (o, list) = inspect(&policy, &ws, &["--method", "tools/list"]);
+    let (o, list) = inspect(policy, ws, &["--method", "tools/list"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let tools = list["tools"].as_array().cloned().unwrap_or_default();
     let tool = |name: &str| {
@@ -99,8 +86,8 @@ fn the_inspector_lists_calls_and_is_refused_with_bees_explanation() {
     assert_eq!(tool("write_file")["annotations"]["destructiveHint"], true);
 
     let (o, read) = inspect(
-        &policy,
-        &ws,
+        policy,
+        ws,
         &[
             "--method",
             "tools/call",
@@ -121,8 +108,8 @@ fn the_inspector_lists_calls_and_is_refused_with_bees_explanation() {
 
     let arg = format!("path={}", secret.display());
     let (o, denied) = inspect(
-        &policy,
-        &ws,
+        policy,
+        ws,
         &[
             "--method",
             "tools/call",

@@ -17,43 +17,9 @@ use support::{bee, bee_exe, bee_in, code, stderr, stdout};
 /// The MCP Python SDK the tests run, pinned.
 const SDK: &str = "mcp==2.3.0";
 
-/// The loader and libraries, the shell and the two programs the calls run; the workspace
-/// is filled in. The secret beside the workspace is granted nowhere.
-const POLICY: &str = r#"version = 1
-[fs]
-read = ["/usr/lib/**", "/etc/ld.so.cache", WS]
-write = ["/dev/null", WS]
-[exec]
-allow = ["/usr/lib/x86_64-linux-gnu/**", "/usr/bin/dash", "/usr/bin/cat", "/usr/bin/sleep"]
-"#;
-
-/// A workspace, a secret outside it, a policy granting the workspace only, and a records
-/// directory, in one temporary directory.
-struct Setup {
-    _dir: tempfile::TempDir,
-    ws: PathBuf,
-    secret: PathBuf,
-    policy: PathBuf,
-    records: PathBuf,
-}
-
-fn setup() -> Setup {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let ws = dir.path().join("ws");
-    let records = dir.path().join("records");
-    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
-    let secret = dir.path().join("secret.txt");
-    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
-    let policy = dir.path().join("policy.toml");
-    let text = POLICY.replace("WS", &format!("{:?}", format!("{}/**", ws.display())));
-    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
-    Setup {
-        _dir: dir,
-        ws,
-        secret,
-        policy,
-        records,
-    }
+/// A workspace beside a secret, with a policy that runs the shell, `cat` and `sleep`.
+fn setup() -> support::Confined {
+    support::Confined::new(&["/usr/bin/dash", "/usr/bin/cat", "/usr/bin/sleep"])
 }
 
 /// The venv's python with the pinned SDK, made once and reused by later runs.
@@ -219,7 +185,7 @@ struct Raw {
 }
 
 impl Raw {
-    fn start(s: &Setup) -> Self {
+    fn start(s: &support::Confined) -> Self {
         let mut child = Command::new(bee_exe())
             .args(["mcp", "--policy"])
             .arg(&s.policy)

@@ -91,19 +91,8 @@ impl Remote {
     /// Starts `spec` in the scope and leaves it running: as [`super::Sandbox::start`]. The
     /// connection is the run's until the process exits or the scope is closed.
     pub(super) fn start(&self, spec: &LaunchSpec) -> Result<LongLived, SandboxError> {
-        let command = CommandLine::of(spec).map_err(|why| SandboxError::Launch {
-            source: LaunchError::Spawn {
-                program: spec.program().to_string_lossy().into_owned(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
-            },
-            denials: Vec::new(),
-        })?;
-        let io = |e: std::io::Error| {
-            SandboxError::Wait(LaunchError::Prepare {
-                what: "make the process's pipes",
-                source: e,
-            })
-        };
+        let command = command_line(spec)?;
+        let io = pipe_error("make the process's pipes");
         let (in_read, in_write) = std::io::pipe().map_err(io)?;
         let (out_read, out_write) = std::io::pipe().map_err(io)?;
         let (err_read, err_write) = std::io::pipe().map_err(io)?;
@@ -183,19 +172,8 @@ impl Remote {
         output_cap: usize,
         stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<RunOutput, SandboxError> {
-        let command = CommandLine::of(spec).map_err(|why| SandboxError::Launch {
-            source: LaunchError::Spawn {
-                program: spec.program().to_string_lossy().into_owned(),
-                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
-            },
-            denials: Vec::new(),
-        })?;
-        let io = |e: std::io::Error| {
-            SandboxError::Wait(LaunchError::Prepare {
-                what: "make the call's pipes",
-                source: e,
-            })
-        };
+        let command = command_line(spec)?;
+        let io = pipe_error("make the call's pipes");
         let (stdin_child, stdin_parent) = match input {
             Some(_) => {
                 let (r, w) = std::io::pipe().map_err(io)?;
@@ -306,6 +284,22 @@ impl Remote {
         }
         Ok(self.client().close(self.scope)?)
     }
+}
+
+/// The service's form of `spec`, or why it has none (a launch error: the command did not run).
+fn command_line(spec: &LaunchSpec) -> Result<CommandLine, SandboxError> {
+    CommandLine::of(spec).map_err(|why| SandboxError::Launch {
+        source: LaunchError::Spawn {
+            program: spec.program().to_string_lossy().into_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        },
+        denials: Vec::new(),
+    })
+}
+
+/// The error of a failed `pipe(2)` while preparing to `what`.
+fn pipe_error(what: &'static str) -> impl Fn(std::io::Error) -> SandboxError + Copy {
+    move |source| SandboxError::Wait(LaunchError::Prepare { what, source })
 }
 
 /// A wait status for a shell-style code: `code` for an exit, 128 + N for signal N.

@@ -505,3 +505,54 @@ pub fn profile_as_version_1(fragment: &str, base: &Path, home: &Path, rest: &str
     }
     out
 }
+
+/// A workspace `ws/` (empty), a secret beside it granted nowhere (`secret.txt`, holding
+/// `top secret`), a version 1 policy (`policy.toml`) that reads and writes the workspace only
+/// and runs the loader, libraries and the given programs, and a records directory
+/// (`records/`, not made), in one temporary directory.
+pub struct Confined {
+    _dir: tempfile::TempDir,
+    /// The workspace.
+    pub ws: PathBuf,
+    /// The secret.
+    pub secret: PathBuf,
+    /// The policy.
+    pub policy: PathBuf,
+    /// The records directory.
+    pub records: PathBuf,
+}
+
+impl Confined {
+    /// Lays it out, the policy running `programs` (absolute paths).
+    #[expect(
+        clippy::unwrap_used,
+        reason = "a scratch directory that cannot be made fails the test"
+    )]
+    pub fn new(programs: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let secret = dir.path().join("secret.txt");
+        std::fs::write(&secret, "top secret\n").unwrap();
+        let tree = format!("{}/**", ws.display());
+        let mut exec = vec!["\"/usr/lib/x86_64-linux-gnu/**\"".to_owned()];
+        exec.extend(programs.iter().map(|p| format!("{p:?}")));
+        let policy = dir.path().join("policy.toml");
+        std::fs::write(
+            &policy,
+            format!(
+                "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", {tree:?}]\n\
+                 write = [\"/dev/null\", {tree:?}]\n[exec]\nallow = [{}]\n",
+                exec.join(", ")
+            ),
+        )
+        .unwrap();
+        Self {
+            records: dir.path().join("records"),
+            _dir: dir,
+            ws,
+            secret,
+            policy,
+        }
+    }
+}
