@@ -102,13 +102,15 @@ struct Nfa<'a> {
     starts: Vec<u32>,
     /// `canon[p]`: the first position whose [`Future`] chain equals `p`'s. Positions of one
     /// class accept exactly the same paths with the same effect, so a DFA state keeps one
-    /// of them ([`Nfa::canonicalize`]): the subset construction then never builds the states
+    /// of them ([`Nfa::close`]): the subset construction then never builds the states
     /// that differ only by which of several equal rules a path is inside (every `DIR/**`
     /// read grant, every protected `/**/NAME/**`), which minimisation would merge anyway.
     canon: Vec<u32>,
     /// Distinct literal segments, numbered in order of first use.
     syms: Vec<&'a str>,
     sym_ids: FxMap<&'a str, u32>,
+    /// `sym_uses[s]`: how many positions are before the literal segment `s`.
+    sym_uses: Vec<u32>,
 }
 
 impl<'a> Nfa<'a> {
@@ -118,8 +120,9 @@ impl<'a> Nfa<'a> {
             rule: Vec::with_capacity(inputs.len() * 8),
             starts: Vec::with_capacity(inputs.len()),
             canon: Vec::new(),
-            syms: Vec::new(),
-            sym_ids: FxMap::default(),
+            syms: Vec::with_capacity(inputs.len()),
+            sym_ids: FxMap::with_capacity_and_hasher(inputs.len(), Default::default()),
+            sym_uses: Vec::with_capacity(inputs.len()),
         };
         let mut postfix_iter = postfix_globs.iter();
         for (r, input) in inputs.iter().enumerate() {
@@ -142,17 +145,32 @@ impl<'a> Nfa<'a> {
 
     /// The class of each position (see [`Nfa::canon`]), by hash-consing each rule's
     /// [`Future`]s from its end back to its start.
+    ///
+    /// A position before a literal segment no other position has is alone in its class, and
+    /// so is every position before it in its rule (its future names that class): those are
+    /// their own class without a look-up, which spares most of them (a rule's distinct
+    /// file or directory name).
     fn classes(&self, inputs: &[PathInput<'a>]) -> Vec<u32> {
         let mut canon = vec![0u32; self.elem.len()];
-        let mut seen: FxMap<Future<'a>, u32> =
-            FxMap::with_capacity_and_hasher(self.elem.len(), Default::default());
+        let mut seen: FxMap<Future<'a>, u32> = FxMap::default();
         for (r, &start) in self.starts.iter().enumerate() {
             let end = self
                 .starts
                 .get(r + 1)
                 .map_or(self.elem.len(), |&s| s as usize);
+            let mut alone = false;
             for p in (start as usize..end).rev() {
-                let future = match self.elem.get(p).copied().flatten() {
+                let elem = self.elem.get(p).copied().flatten();
+                if let Some(Elem::Literal(sym)) = elem {
+                    alone |= self.sym_uses.get(sym as usize) == Some(&1);
+                }
+                if alone {
+                    if let Some(slot) = canon.get_mut(p) {
+                        *slot = p as u32;
+                    }
+                    continue;
+                }
+                let future = match elem {
                     Some(e) => Future::Next(e, canon.get(p + 1).copied().unwrap_or_default()),
                     None => match inputs.get(r) {
                         // A pinned grant's end is where its pins go. A carve-out takes the
@@ -173,8 +191,16 @@ impl<'a> Nfa<'a> {
         canon
     }
 
-    /// Replaces each position of the closed `set` by its class, sorted and deduplicated.
-    fn canonicalize(&self, set: &mut Vec<u32>) {
+    /// Adds the epsilon moves (skipping `**`) to `set`, replaces each position by its class
+    /// (see [`Nfa::canon`]), sorts and deduplicates it.
+    fn close(&self, set: &mut Vec<u32>) {
+        let mut i = 0;
+        while let Some(&p) = set.get(i) {
+            if let Some(Some(Elem::AnyDepth)) = self.elem.get(p as usize) {
+                set.push(p + 1);
+            }
+            i += 1;
+        }
         for p in set.iter_mut() {
             *p = self.canon.get(*p as usize).copied().unwrap_or(*p);
         }
@@ -255,6 +281,10 @@ impl<'a> Nfa<'a> {
         let sym = *self.sym_ids.entry(s).or_insert(next);
         if sym == next {
             self.syms.push(s);
+            self.sym_uses.push(0);
+        }
+        if let Some(uses) = self.sym_uses.get_mut(sym as usize) {
+            *uses += 1;
         }
         self.push(r, Elem::Literal(sym));
         Ok(())
@@ -269,19 +299,6 @@ impl<'a> Nfa<'a> {
         }
         self.push(r, Elem::Star(s));
         Ok(())
-    }
-
-    /// Adds the epsilon moves (skipping `**`) to `set`, sorts and deduplicates it.
-    fn close(&self, set: &mut Vec<u32>) {
-        let mut i = 0;
-        while let Some(&p) = set.get(i) {
-            if let Some(Some(Elem::AnyDepth)) = self.elem.get(p as usize) {
-                set.push(p + 1);
-            }
-            i += 1;
-        }
-        set.sort_unstable();
-        set.dedup();
     }
 }
 
@@ -361,18 +378,27 @@ impl<'a> Builder<'_, 'a> {
         label: &'a str,
     ) -> Result<u32, PlanError> {
         self.nfa.close(buf);
-        self.nfa.canonicalize(buf);
+        self.intern_closed(buf, parent, label)
+    }
+
+    /// The id of the state `set`, closed and canonical ([`Nfa::close`]), creating it if new.
+    fn intern_closed(
+        &mut self,
+        buf: &[u32],
+        parent: u32,
+        label: &'a str,
+    ) -> Result<u32, PlanError> {
         if buf.is_empty() {
             return Ok(DEAD_STATE);
         }
-        if let Some(&id) = self.ids.get(buf.as_slice()) {
+        if let Some(&id) = self.ids.get(buf) {
             return Ok(id);
         }
         if self.sets.len() >= self.limits.max_states {
             return Err(self.too_large("states", self.sets.len() + 1, self.limits.max_states));
         }
         let id = self.sets.len() as u32 + 1;
-        let set: Set = Rc::from(buf.as_slice());
+        let set: Set = Rc::from(buf);
         self.ids.insert(Rc::clone(&set), id);
         self.sets.push(set);
         self.via.push((parent, label));
@@ -448,6 +474,25 @@ impl<'a> Builder<'_, 'a> {
     }
 }
 
+/// The sorted union of the sorted, deduplicated `a` and `b`, into `out`.
+fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
+    out.clear();
+    out.reserve(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while let (Some(&x), Some(&y)) = (a.get(i), b.get(j)) {
+        if x <= y {
+            out.push(x);
+            i += 1;
+            j += usize::from(x == y);
+        } else {
+            out.push(y);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(a.get(i..).unwrap_or(&[]));
+    out.extend_from_slice(b.get(j..).unwrap_or(&[]));
+}
+
 /// Label of a default transition in example paths.
 const ANY_SEGMENT: &str = "…";
 
@@ -480,6 +525,8 @@ pub(crate) fn build(
     let mut stars: Vec<(&str, u32)> = Vec::new();
     let mut globs: Vec<&str> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
+    let mut base: Vec<u32> = Vec::new();
+    let mut extra: Vec<u32> = Vec::new();
 
     let mut id = 1u32;
     while let Some(set) = b.sets.get(id as usize - 1).map(Rc::clone) {
@@ -544,6 +591,10 @@ pub(crate) fn build(
         buf.clear();
         buf.extend_from_slice(&stays);
         let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
+        // Closing and canonicalising distribute over union: every literal edge's target is
+        // the default's set merged with what its own moves close to.
+        base.clear();
+        base.extend_from_slice(&buf);
 
         let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
@@ -551,15 +602,16 @@ pub(crate) fn build(
             else {
                 continue;
             };
-            buf.clear();
-            buf.extend_from_slice(&stays);
-            buf.extend(run.iter().map(|(_, next)| *next));
+            extra.clear();
+            extra.extend(run.iter().map(|(_, next)| *next));
             for &(glob, next) in &stars {
                 if glob_segment_matches(glob.as_bytes(), segment.as_bytes()) {
-                    buf.push(next);
+                    extra.push(next);
                 }
             }
-            let next = b.intern(&mut buf, id, segment)?;
+            nfa.close(&mut extra);
+            merge(&base, &extra, &mut buf);
+            let next = b.intern_closed(&buf, id, segment)?;
             let bytes = segment.as_bytes();
             if bytes.len() <= SHORT_SEGMENT_MAX {
                 if let Some(key) = EdgeKeyShort::new(id, bytes) {
@@ -602,18 +654,19 @@ pub(crate) fn build(
             }
             groups.insert(group.clone(), first);
             for mask in 1u32..(1 << globs.len()) {
-                buf.clear();
-                buf.extend_from_slice(&stays);
+                extra.clear();
                 let mut label = "";
                 for (bit, glob) in globs.iter().enumerate() {
                     if mask & (1 << bit) != 0 {
-                        buf.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
+                        extra.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
                         if label.is_empty() {
                             label = glob;
                         }
                     }
                 }
-                let next = b.intern(&mut buf, id, label)?;
+                nfa.close(&mut extra);
+                merge(&base, &extra, &mut buf);
+                let next = b.intern_closed(&buf, id, label)?;
                 if next != default_next {
                     combos.push((ComboKey { group: first, mask }, next));
                 }
