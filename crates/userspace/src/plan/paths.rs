@@ -31,6 +31,7 @@ use bee_common::{
 use bee_core::compiled::Origin;
 use bee_core::glob::PathPattern;
 
+use super::minimize::Moves;
 use super::{PlanError, PlanLimits, RuleUse};
 
 /// One path rule to compile: a pattern, the access bits a match grants (or, for a
@@ -527,6 +528,12 @@ pub(crate) fn build(
     let mut group: Vec<u32> = Vec::new();
     let mut base: Vec<u32> = Vec::new();
     let mut extra: Vec<u32> = Vec::new();
+    let mut literal_moves: Vec<(u32, u32, u32)> = Vec::new();
+    // Each state's transitions, for minimisation (`moves[0]`: the dead state's), and each
+    // glob group's combo targets by mask (`mask - 1`).
+    let mut moves: Vec<Moves> = Vec::with_capacity(inputs.len() * 2);
+    moves.push(Moves::default());
+    let mut group_targets: FxMap<u32, Vec<u32>> = FxMap::default();
 
     let mut id = 1u32;
     while let Some(set) = b.sets.get(id as usize - 1).map(Rc::clone) {
@@ -534,6 +541,7 @@ pub(crate) fn build(
         let (mut denied, mut protected, mut unprotected) = (0u32, 0u32, false);
         stays.clear();
         literals.clear();
+        literal_moves.clear();
         stars.clear();
         group.clear();
         for &p in set.iter() {
@@ -604,21 +612,27 @@ pub(crate) fn build(
             };
             extra.clear();
             extra.extend(run.iter().map(|(_, next)| *next));
-            for &(glob, next) in &stars {
+            // The glob mask of the segment: where it goes without this edge.
+            let mut mask = 0u32;
+            for (bit, glob) in globs.iter().enumerate() {
                 if glob_segment_matches(glob.as_bytes(), segment.as_bytes()) {
-                    extra.push(next);
+                    mask |= 1 << bit;
+                    extra.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
                 }
             }
             nfa.close(&mut extra);
             merge(&base, &extra, &mut buf);
             let next = b.intern_closed(&buf, id, segment)?;
             let bytes = segment.as_bytes();
+            let sym = run.first().map_or(0, |(sym, _)| *sym);
             if bytes.len() <= SHORT_SEGMENT_MAX {
                 if let Some(key) = EdgeKeyShort::new(id, bytes) {
                     edges_short.push((key, next));
+                    literal_moves.push((sym, next, mask));
                 }
             } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
                 edges_long.push((key, next));
+                literal_moves.push((sym, next, mask));
             }
         }
         // Sorted per state, the edges arrive sorted overall (the state is the key's first
@@ -653,6 +667,7 @@ pub(crate) fn build(
                 return Err(b.too_large("globs", out.globs.len(), limits.max_globs));
             }
             groups.insert(group.clone(), first);
+            let mut targets = Vec::with_capacity((1 << globs.len()) - 1);
             for mask in 1u32..(1 << globs.len()) {
                 extra.clear();
                 let mut label = "";
@@ -670,7 +685,9 @@ pub(crate) fn build(
                 if next != default_next {
                     combos.push((ComboKey { group: first, mask }, next));
                 }
+                targets.push(next);
             }
+            group_targets.insert(first, targets);
             if combos.len() > limits.max_combos {
                 return Err(b.too_large("glob combos", combos.len(), limits.max_combos));
             }
@@ -687,10 +704,29 @@ pub(crate) fn build(
             glob_count,
             move_class: 0,
         });
+        let targets = group_targets
+            .get(&glob_first)
+            .filter(|_| glob_count > 0)
+            .map_or(&[][..], Vec::as_slice);
+        let target = |mask: u32| -> u32 {
+            mask.checked_sub(1)
+                .and_then(|i| targets.get(i as usize))
+                .copied()
+                .unwrap_or(default_next)
+        };
+        moves.push(Moves {
+            default: default_next,
+            literals: literal_moves
+                .iter()
+                .map(|&(sym, next, mask)| (sym, next, target(mask)))
+                .collect(),
+            group: glob_first,
+            combos: (1..=targets.len() as u32).map(|m| (m, target(m))).collect(),
+        });
         id += 1;
     }
     out.edges_short = edges_short.into_iter().collect();
     out.edges_long = edges_long.into_iter().collect();
     out.combos = combos.into_iter().collect();
-    Ok(super::minimize::minimize(out))
+    Ok(super::minimize::minimize(out, moves))
 }
