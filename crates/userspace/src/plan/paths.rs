@@ -112,6 +112,10 @@ struct Nfa<'a> {
     sym_ids: FxMap<&'a str, u32>,
     /// `sym_uses[s]`: how many positions are before the literal segment `s`.
     sym_uses: Vec<u32>,
+    /// The directories of rule roots seen so far, each with its segments' ids
+    /// (`dir_syms[from..to]`).
+    dirs: FxMap<&'a str, (u32, u32)>,
+    dir_syms: Vec<u32>,
 }
 
 impl<'a> Nfa<'a> {
@@ -122,8 +126,10 @@ impl<'a> Nfa<'a> {
             starts: Vec::with_capacity(inputs.len()),
             canon: Vec::new(),
             syms: Vec::with_capacity(inputs.len()),
-            sym_ids: FxMap::with_capacity_and_hasher(inputs.len(), Default::default()),
+            sym_ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
             sym_uses: Vec::with_capacity(inputs.len()),
+            dirs: FxMap::default(),
+            dir_syms: Vec::new(),
         };
         let mut postfix_iter = postfix_globs.iter();
         for (r, input) in inputs.iter().enumerate() {
@@ -237,9 +243,7 @@ impl<'a> Nfa<'a> {
                 return Ok(());
             }
         };
-        for s in root.split('/').filter(|s| !s.is_empty()) {
-            self.literal(r, input, s)?;
-        }
+        self.root(r, input, root)?;
         match input.pattern {
             PathPattern::Subtree { .. } => self.push(r, Elem::AnyDepth),
             PathPattern::Postfix { .. } => {
@@ -271,7 +275,34 @@ impl<'a> Nfa<'a> {
         self.rule.push(r);
     }
 
-    fn literal(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
+    /// Appends the literal segments of the normalised absolute path `root`. Rules often share
+    /// a directory: its segments are looked up once, and the next rule below it reuses them.
+    fn root(&mut self, r: u32, input: &PathInput<'a>, root: &'a str) -> Result<(), PlanError> {
+        let (dir, last) = root.rsplit_once('/').unwrap_or(("", root));
+        if let Some(&(from, to)) = self.dirs.get(dir) {
+            for k in from..to {
+                let sym = self.dir_syms.get(k as usize).copied().unwrap_or_default();
+                if let Some(uses) = self.sym_uses.get_mut(sym as usize) {
+                    *uses += 1;
+                }
+                self.push(r, Elem::Literal(sym));
+            }
+        } else {
+            let from = self.dir_syms.len() as u32;
+            for s in dir.split('/').filter(|s| !s.is_empty()) {
+                let sym = self.literal(r, input, s)?;
+                self.dir_syms.push(sym);
+            }
+            self.dirs.insert(dir, (from, self.dir_syms.len() as u32));
+        }
+        if !last.is_empty() {
+            self.literal(r, input, last)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the literal segment `s`, and returns its id.
+    fn literal(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<u32, PlanError> {
         if s.len() > NAME_MAX {
             return Err(PlanError::SegmentTooLong {
                 origin: input.origin.clone(),
@@ -288,7 +319,7 @@ impl<'a> Nfa<'a> {
             *uses += 1;
         }
         self.push(r, Elem::Literal(sym));
-        Ok(())
+        Ok(sym)
     }
 
     fn star(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
