@@ -392,7 +392,11 @@ struct Builder<'n, 'a> {
     nfa: &'n Nfa<'a>,
     inputs: &'n [PathInput<'a>],
     limits: &'n PlanLimits,
-    ids: FxMap<Set, u32>,
+    /// Open-addressing table of the states by their sets' hashes ([`set_hash`]): 0 for an
+    /// empty slot, else a state id; at most half full.
+    slots: Vec<u32>,
+    /// `hashes[i]` is the hash of `sets[i]`.
+    hashes: Vec<u64>,
     /// `sets[i]` is the position set of local state `i + 1`; states are processed in id
     /// order, which makes the numbering breadth-first.
     sets: Vec<Set>,
@@ -410,31 +414,63 @@ impl<'a> Builder<'_, 'a> {
         label: &'a str,
     ) -> Result<u32, PlanError> {
         self.nfa.close(buf);
-        self.intern_closed(buf, parent, label)
+        self.intern_closed(buf, set_hash(buf), parent, label)
     }
 
-    /// The id of the state `set`, closed and canonical ([`Nfa::close`]), creating it if new.
+    /// The id of the state `set`, closed and canonical ([`Nfa::close`]) and with the hash
+    /// `hash` ([`set_hash`]), creating it if new.
     fn intern_closed(
         &mut self,
-        buf: &[u32],
+        set: &[u32],
+        hash: u64,
         parent: u32,
         label: &'a str,
     ) -> Result<u32, PlanError> {
-        if buf.is_empty() {
+        if set.is_empty() {
             return Ok(DEAD_STATE);
         }
-        if let Some(&id) = self.ids.get(buf) {
-            return Ok(id);
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut slot = (hash >> 32) as usize & mask;
+        while let Some(&id) = self.slots.get(slot) {
+            if id == 0 {
+                break;
+            }
+            let i = id as usize - 1;
+            if self.hashes.get(i) == Some(&hash) && self.sets.get(i).is_some_and(|s| **s == *set) {
+                return Ok(id);
+            }
+            slot = (slot + 1) & mask;
         }
         if self.sets.len() >= self.limits.max_states {
             return Err(self.too_large("states", self.sets.len() + 1, self.limits.max_states));
         }
         let id = self.sets.len() as u32 + 1;
-        let set: Set = Rc::from(buf);
-        self.ids.insert(Rc::clone(&set), id);
-        self.sets.push(set);
+        self.sets.push(Rc::from(set));
+        self.hashes.push(hash);
         self.via.push((parent, label));
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = id;
+        }
+        if self.sets.len() * 2 > self.slots.len() {
+            self.grow();
+        }
         Ok(id)
+    }
+
+    /// Doubles the table of states and files them again.
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(64);
+        self.slots = vec![0; size];
+        let mask = size - 1;
+        for (i, &hash) in self.hashes.iter().enumerate() {
+            let mut slot = (hash >> 32) as usize & mask;
+            while self.slots.get(slot).is_some_and(|&id| id != 0) {
+                slot = (slot + 1) & mask;
+            }
+            if let Some(s) = self.slots.get_mut(slot) {
+                *s = i as u32 + 1;
+            }
+        }
     }
 
     /// An example path reaching `state`, with star segments as written.
@@ -506,11 +542,27 @@ impl<'a> Builder<'_, 'a> {
     }
 }
 
-/// The sorted union of the sorted, deduplicated `a` and `b`, into `out`.
-fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
+/// A position's share of the hash of a set that holds it (the finaliser of SplitMix64).
+fn mix(p: u32) -> u64 {
+    let mut z = u64::from(p).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The hash of a deduplicated set of positions: the sum of their [`mix`]es, so that the
+/// hash of a union of two is found from the first's and the second's positions it adds.
+fn set_hash(set: &[u32]) -> u64 {
+    set.iter().fold(0u64, |h, &p| h.wrapping_add(mix(p)))
+}
+
+/// The sorted union of the sorted, deduplicated `a` and `b`, into `out`; returns the sum of
+/// the [`mix`]es of the positions `b` adds to `a`.
+fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> u64 {
     out.clear();
     out.reserve(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
+    let mut added = 0u64;
     while let (Some(&x), Some(&y)) = (a.get(i), b.get(j)) {
         if x <= y {
             out.push(x);
@@ -518,11 +570,14 @@ fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) {
             j += usize::from(x == y);
         } else {
             out.push(y);
+            added = added.wrapping_add(mix(y));
             j += 1;
         }
     }
     out.extend_from_slice(a.get(i..).unwrap_or(&[]));
-    out.extend_from_slice(b.get(j..).unwrap_or(&[]));
+    let rest = b.get(j..).unwrap_or(&[]);
+    out.extend_from_slice(rest);
+    added.wrapping_add(set_hash(rest))
 }
 
 /// Label of a default transition in example paths.
@@ -540,7 +595,8 @@ pub(crate) fn build(
         nfa: &nfa,
         inputs,
         limits,
-        ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
+        slots: vec![0; 1024],
+        hashes: Vec::with_capacity(inputs.len() * 2),
         sets: Vec::with_capacity(inputs.len() * 2),
         via: Vec::with_capacity(inputs.len() * 2),
     };
@@ -634,6 +690,7 @@ pub(crate) fn build(
         // the default's set merged with what its own moves close to.
         base.clear();
         base.extend_from_slice(&buf);
+        let base_hash = set_hash(&base);
 
         let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
@@ -652,8 +709,8 @@ pub(crate) fn build(
                 }
             }
             nfa.close(&mut extra);
-            merge(&base, &extra, &mut buf);
-            let next = b.intern_closed(&buf, id, segment)?;
+            let added = merge(&base, &extra, &mut buf);
+            let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)?;
             let bytes = segment.as_bytes();
             let sym = run.first().map_or(0, |(sym, _)| *sym);
             if bytes.len() <= SHORT_SEGMENT_MAX {
@@ -711,8 +768,8 @@ pub(crate) fn build(
                     }
                 }
                 nfa.close(&mut extra);
-                merge(&base, &extra, &mut buf);
-                let next = b.intern_closed(&buf, id, label)?;
+                let added = merge(&base, &extra, &mut buf);
+                let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)?;
                 if next != default_next {
                     combos.push((ComboKey { group: first, mask }, next));
                 }
