@@ -126,10 +126,12 @@ impl PathPattern {
         match normalised.find('*') {
             None => return Ok(Self::Exact { path: normalised }),
             Some(i) if i + 2 == normalised.len() && normalised.ends_with("/**") => {
-                let root = &normalised[..normalised.len() - 3];
-                return Ok(Self::Subtree {
-                    root: if root.is_empty() { "/" } else { root }.to_owned(),
-                });
+                let mut root = normalised;
+                root.truncate(root.len() - 3);
+                if root.is_empty() {
+                    root.push('/');
+                }
+                return Ok(Self::Subtree { root });
             }
             Some(_) => {}
         }
