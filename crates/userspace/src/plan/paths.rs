@@ -109,6 +109,11 @@ struct Nfa<'a> {
     canon: Vec<u32>,
     /// Distinct literal segments, numbered in order of first use.
     syms: Vec<&'a str>,
+    /// The bytes of every distinct literal segment, one after the other: segment `s` is
+    /// `sym_text[sym_ends[s - 1]..sym_ends[s]]`. The subset construction reads them in
+    /// state order, which the rules' own strings, scattered over the heap, are not in.
+    sym_text: Vec<u8>,
+    sym_ends: Vec<u32>,
     sym_ids: FxMap<&'a str, u32>,
     /// `sym_uses[s]`: how many positions are before the literal segment `s`.
     sym_uses: Vec<u32>,
@@ -126,6 +131,8 @@ impl<'a> Nfa<'a> {
             starts: Vec::with_capacity(inputs.len()),
             canon: Vec::new(),
             syms: Vec::with_capacity(inputs.len()),
+            sym_text: Vec::new(),
+            sym_ends: Vec::with_capacity(inputs.len()),
             sym_ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
             sym_uses: Vec::with_capacity(inputs.len()),
             dirs: FxMap::default(),
@@ -213,6 +220,19 @@ impl<'a> Nfa<'a> {
         }
         set.sort_unstable();
         set.dedup();
+    }
+
+    /// The bytes of the literal segment `sym`.
+    fn sym_bytes(&self, sym: u32) -> &[u8] {
+        let end = self.sym_ends.get(sym as usize).copied().unwrap_or(0);
+        let start = sym
+            .checked_sub(1)
+            .and_then(|s| self.sym_ends.get(s as usize))
+            .copied()
+            .unwrap_or(0);
+        self.sym_text
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 
     /// Appends the elements of rule `r`; `postfix` is the `*SUFFIX` star segment of a postfix
@@ -314,6 +334,8 @@ impl<'a> Nfa<'a> {
         if sym == next {
             self.syms.push(s);
             self.sym_uses.push(0);
+            self.sym_text.extend_from_slice(s.as_bytes());
+            self.sym_ends.push(self.sym_text.len() as u32);
         }
         if let Some(uses) = self.sym_uses.get_mut(sym as usize) {
             *uses += 1;
@@ -698,12 +720,14 @@ pub(crate) fn build(
             else {
                 continue;
             };
+            let sym = run.first().map_or(0, |(sym, _)| *sym);
+            let bytes = nfa.sym_bytes(sym);
             extra.clear();
             extra.extend(run.iter().map(|(_, next)| *next));
             // The glob mask of the segment: where it goes without this edge.
             let mut mask = 0u32;
             for (bit, glob) in globs.iter().enumerate() {
-                if glob_segment_matches(glob.as_bytes(), segment.as_bytes()) {
+                if glob_segment_matches(glob.as_bytes(), bytes) {
                     mask |= 1 << bit;
                     extra.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
                 }
@@ -711,8 +735,6 @@ pub(crate) fn build(
             nfa.close(&mut extra);
             let added = merge(&base, &extra, &mut buf);
             let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)?;
-            let bytes = segment.as_bytes();
-            let sym = run.first().map_or(0, |(sym, _)| *sym);
             if bytes.len() <= SHORT_SEGMENT_MAX {
                 if let Some(key) = EdgeKeyShort::new(id, bytes) {
                     edges_short.push((key, next));
