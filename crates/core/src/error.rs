@@ -119,6 +119,30 @@ impl Source {
     pub fn line_column(&self, offset: usize) -> (u32, u32) {
         let offset = floor_char_boundary(&self.text, offset);
         let line = self.line_starts.partition_point(|&s| s <= offset);
+        self.column_in(offset, line)
+    }
+
+    /// [`Source::line_column`] for a caller going through the text in order: the line is
+    /// looked for first at `*hint` (a line number this returned before) and the few lines
+    /// after it, and `*hint` is set to the line found.
+    pub(crate) fn line_column_from(&self, offset: usize, hint: &mut usize) -> (u32, u32) {
+        let offset = floor_char_boundary(&self.text, offset);
+        // `line` is the number of line starts at or before `offset`.
+        let is_line = |line: usize| {
+            line.checked_sub(1)
+                .and_then(|i| self.line_starts.get(i))
+                .is_some_and(|&s| s <= offset)
+                && self.line_starts.get(line).is_none_or(|&s| s > offset)
+        };
+        let line = (*hint..hint.saturating_add(8))
+            .find(|&l| is_line(l))
+            .unwrap_or_else(|| self.line_starts.partition_point(|&s| s <= offset));
+        *hint = line;
+        self.column_in(offset, line)
+    }
+
+    /// 1-based line and column of `offset` (a char boundary) on `line`.
+    fn column_in(&self, offset: usize, line: usize) -> (u32, u32) {
         let line_start = self
             .line_starts
             .get(line.saturating_sub(1))

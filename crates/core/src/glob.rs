@@ -126,10 +126,12 @@ impl PathPattern {
         match normalised.find('*') {
             None => return Ok(Self::Exact { path: normalised }),
             Some(i) if i + 2 == normalised.len() && normalised.ends_with("/**") => {
-                let root = &normalised[..normalised.len() - 3];
-                return Ok(Self::Subtree {
-                    root: if root.is_empty() { "/" } else { root }.to_owned(),
-                });
+                let mut root = normalised;
+                root.truncate(root.len() - 3);
+                if root.is_empty() {
+                    root.push('/');
+                }
+                return Ok(Self::Subtree { root });
             }
             Some(_) => {}
         }
@@ -246,22 +248,37 @@ impl PathPattern {
     /// Whether the normalised absolute `path` is matched. This is the reference semantics that
     /// the attenuation automata and the kernel matcher are tested against.
     pub fn matches(&self, path: &str) -> bool {
-        let segs = split_segments(path);
+        // The shapes but the last two walk the segments without collecting them: `below`
+        // is what is left of the path after `root`'s segments, `None` if they do not lead
+        // it.
+        let below = |root: &str| {
+            let mut segs = path.split('/').filter(|s| !s.is_empty());
+            root.split('/')
+                .filter(|s| !s.is_empty())
+                .all(|r| segs.next() == Some(r))
+                .then_some(segs)
+        };
         match self {
-            Self::Exact { path: p } => p == path,
-            Self::Subtree { root } => starts_with_segments(&segs, &split_segments(root)),
+            Self::Exact { path: p } => return p == path,
+            Self::Subtree { root } => return below(root).is_some(),
             Self::Postfix { root, suffix } => {
-                let root = split_segments(root);
-                segs.len() > root.len()
-                    && starts_with_segments(&segs, &root)
-                    && segs.last().is_some_and(|l| l.ends_with(suffix.as_str()))
+                return below(root)
+                    .and_then(Iterator::last)
+                    .is_some_and(|l| l.ends_with(suffix.as_str()));
             }
             Self::Segment { root, name } => {
-                let root = split_segments(root);
-                segs.len() > root.len()
-                    && starts_with_segments(&segs, &root)
-                    && segs.last() == Some(&name.as_str())
+                return below(root)
+                    .and_then(Iterator::last)
+                    .is_some_and(|l| l == name.as_str());
             }
+            Self::Nested { .. } | Self::BoundedStar { .. } => {}
+        }
+        let segs = split_segments(path);
+        match self {
+            Self::Exact { .. }
+            | Self::Subtree { .. }
+            | Self::Postfix { .. }
+            | Self::Segment { .. } => false,
             Self::Nested {
                 root,
                 tail,

@@ -76,6 +76,14 @@ pub fn normalize(raw: &str, anchors: Anchors<'_>) -> Result<String, PathError> {
     if raw.contains('\0') {
         return Err(PathError::Nul);
     }
+    // Most rules are written normalised already: the loop below would give them back as
+    // they are.
+    if is_normal_absolute(raw) {
+        if raw.len() >= PATH_MAX {
+            return Err(PathError::TooLong(raw.len()));
+        }
+        return Ok(raw.to_owned());
+    }
     // The directory the path is relative to, if any, and the part to append to it.
     let (prefix, rest) = if raw == "~" || raw.starts_with("~/") {
         let home = anchors.home.ok_or(PathError::NoHome)?;
@@ -114,6 +122,18 @@ pub fn normalize(raw: &str, anchors: Anchors<'_>) -> Result<String, PathError> {
         return Err(PathError::TooLong(path.len()));
     }
     Ok(path)
+}
+
+/// Whether `raw` is `/` or `/` followed by segments none of which is empty, `.`, `..` or
+/// longer than [`NAME_MAX`].
+fn is_normal_absolute(raw: &str) -> bool {
+    match raw.as_bytes() {
+        [b'/'] => true,
+        [b'/', rest @ ..] => rest
+            .split(|&b| b == b'/')
+            .all(|s| !s.is_empty() && s != b"." && s != b".." && s.len() <= NAME_MAX),
+        _ => false,
+    }
 }
 
 fn absolute_utf8(dir: &Path) -> Result<&str, PathError> {

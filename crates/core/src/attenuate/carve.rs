@@ -23,6 +23,8 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use super::automata::{self, Lazy};
 use super::paths::{Outcome, PathSet, disjoint, is_valid_path, rule_ref, well_formed};
 use super::{Capability, Excess, Witness};
@@ -77,6 +79,9 @@ impl<'a> Carves<'a> {
 struct PrefixIndex<'a> {
     /// Each rule's joined literal prefix and number, sorted by prefix (then number).
     by_prefix: Vec<(Cow<'a, str>, usize)>,
+    /// For each distinct prefix, its entries' range in `by_prefix`: [`PrefixIndex::at`]
+    /// is asked about every prefix of every path looked up, most of them absent.
+    ranges: FxHashMap<Cow<'a, str>, (usize, usize)>,
 }
 
 /// The joined literal prefix of `p` as [`PrefixIndex`] files it. A malformed rule (never
@@ -113,7 +118,15 @@ impl<'a> PrefixIndex<'a> {
             .map(|(i, p)| (prefix_key(p), i))
             .collect();
         by_prefix.sort_unstable();
-        Self { by_prefix }
+        let mut ranges: FxHashMap<Cow<'a, str>, (usize, usize)> = FxHashMap::default();
+        let mut lo = 0;
+        for run in by_prefix.chunk_by(|a, b| a.0 == b.0) {
+            if let Some((key, _)) = run.first() {
+                ranges.insert(key.clone(), (lo, lo + run.len()));
+            }
+            lo += run.len();
+        }
+        Self { by_prefix, ranges }
     }
 
     /// The entries whose prefix is in `from..to` (`to` unbounded when `None`).
@@ -128,12 +141,10 @@ impl<'a> PrefixIndex<'a> {
 
     /// The entries whose prefix is `key`.
     fn at(&self, key: &str) -> &[(Cow<'a, str>, usize)] {
-        let lo = self.by_prefix.partition_point(|(k, _)| k.as_ref() < key);
-        let n = self.by_prefix[lo..]
-            .iter()
-            .take_while(|(k, _)| k.as_ref() == key)
-            .count();
-        &self.by_prefix[lo..lo + n]
+        match self.ranges.get(key) {
+            Some(&(lo, hi)) => self.by_prefix.get(lo..hi).unwrap_or_default(),
+            None => &[],
+        }
     }
 
     /// Rules whose literal prefix is a segment-prefix of `segs` (or, with `below`, also

@@ -16,6 +16,7 @@
 //! * a host name becomes its ASCII lowercase form without a trailing dot ([`crate::host`]);
 //! * an IPv4-mapped IPv6 block becomes the IPv4 block ([`crate::net`]).
 
+use std::cell::Cell;
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
 use std::ops::Range;
@@ -142,6 +143,7 @@ pub fn compile_str(
         identity,
         problems: Vec::new(),
         warnings: Vec::new(),
+        line_hint: Cell::new(0),
     };
     let policy = cx.policy(raw);
     if cx.problems.is_empty() {
@@ -172,6 +174,8 @@ struct Compiler<'a> {
     dir: Option<PathBuf>,
     /// The file's identity for include cycles.
     identity: String,
+    /// The line of the last origin made: rules come in source order, mostly.
+    line_hint: Cell<usize>,
 }
 
 /// How deep includes may nest.
@@ -286,7 +290,9 @@ impl Compiler<'_> {
     }
 
     fn origin(&self, span: &Range<usize>, key: String, text: &str) -> Origin {
-        let (line, column) = self.source.line_column(span.start);
+        let mut hint = self.line_hint.get();
+        let (line, column) = self.source.line_column_from(span.start, &mut hint);
+        self.line_hint.set(hint);
         Origin {
             key: if self.prefix.is_empty() {
                 key
@@ -501,6 +507,7 @@ impl Compiler<'_> {
                 prefix: format!("{}:", resolved.label),
                 dir: resolved.dir.clone(),
                 identity: resolved.identity.clone(),
+                line_hint: Cell::new(0),
             };
             stack.push(resolved.identity);
             sub.includes(

@@ -18,112 +18,42 @@
 //! states are always equivalent; some equivalent states may stay apart (two glob sets that
 //! happen to accept the same names), which only refuses a move, never allows one.
 
-use std::collections::BTreeSet;
-
-use bee_common::{DEAD_STATE, glob_segment_matches};
+use bee_common::DEAD_STATE;
 
 use super::paths::{FxMap, PathAutomaton};
 use bee_common::{EdgeKeyLong, EdgeKeyShort};
 
-/// What a state's transitions are, up to the classes of their targets.
-#[derive(Hash, PartialEq, Eq)]
-struct Signature {
-    class: u32,
-    default: u32,
-    /// `(segment id, class)` of each literal edge that leads elsewhere than its fallback.
-    literals: Vec<(u32, u32)>,
-    /// The state's glob group and `(mask, class)` of each combo that leads elsewhere than
-    /// the default; both empty when every combo does. (Two groups with the same star
-    /// segments count as different: finer classes, never wrong ones.)
-    group: Option<u32>,
-    combos: Vec<(u32, u32)>,
-}
-
-/// A state's transitions, as the kernel walks them, computed once.
-struct Moves {
-    default: u32,
-    /// `(segment id, target, fallback)`: the literal edge, and where the segment would go
-    /// without it (glob combo or default).
-    literals: Vec<(u32, u32, u32)>,
-    group: u32,
+/// A state's transitions, as the kernel walks them: what the subset construction found for
+/// each state, so that refinement neither looks up edges by name nor matches globs again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Moves {
+    /// The default (no literal edge, no glob matches).
+    pub default: u32,
+    /// `(segment id, target, fallback)` of each literal edge, ascending by segment id: the
+    /// edge, and where the segment would go without it (glob combo or default).
+    pub literals: Vec<(u32, u32, u32)>,
+    /// The state's glob group (`glob_first`, 0 without globs).
+    pub group: u32,
     /// `(mask, target)` for every non-zero glob mask.
-    combos: Vec<(u32, u32)>,
-}
-
-fn moves(a: &PathAutomaton) -> Vec<Moves> {
-    let n = a.states.len();
-    let mut symbols: FxMap<&[u8], u32> = FxMap::default();
-    let mut edges: Vec<Vec<(u32, u32, &[u8])>> = (0..=n).map(|_| Vec::new()).collect();
-    let names = a
-        .edges_short
-        .iter()
-        .map(|(k, &next)| (k.state, k.name.get(..k.len as usize).unwrap_or(&[]), next))
-        .chain(
-            a.edges_long
-                .iter()
-                .map(|(k, &next)| (k.state, k.name.get(..k.len as usize).unwrap_or(&[]), next)),
-        );
-    for (state, name, next) in names {
-        let fresh = symbols.len() as u32;
-        let sym = *symbols.entry(name).or_insert(fresh);
-        if let Some(e) = edges.get_mut(state as usize) {
-            e.push((sym, next, name));
-        }
-    }
-    (0..=n)
-        .map(|id| {
-            let Some(s) = id.checked_sub(1).and_then(|i| a.states.get(i)) else {
-                return Moves {
-                    default: DEAD_STATE,
-                    literals: Vec::new(),
-                    group: 0,
-                    combos: Vec::new(),
-                };
-            };
-            let globs: Vec<&[u8]> = (0..s.glob_count)
-                .filter_map(|i| a.globs.get(s.glob_first.checked_add(i)? as usize))
-                .map(|g| g.pattern())
-                .collect();
-            let target = |mask: u32| -> u32 {
-                if mask == 0 {
-                    return s.default_next;
-                }
-                a.combos
-                    .get(&bee_common::ComboKey {
-                        group: s.glob_first,
-                        mask,
-                    })
-                    .copied()
-                    .unwrap_or(s.default_next)
-            };
-            let literals = edges[id]
-                .iter()
-                .map(|&(sym, next, name)| {
-                    let mut mask = 0u32;
-                    for (i, g) in globs.iter().enumerate() {
-                        if glob_segment_matches(g, name) {
-                            mask |= 1 << i;
-                        }
-                    }
-                    (sym, next, target(mask))
-                })
-                .collect();
-            Moves {
-                default: s.default_next,
-                literals,
-                group: s.glob_first,
-                combos: (1u32..(1 << globs.len())).map(|m| (m, target(m))).collect(),
-            }
-        })
-        .collect()
+    pub combos: Vec<(u32, u32)>,
 }
 
 /// The class of each state, indexed by plan-local id (`classes[0]` is the dead state's, 0),
-/// the states being first told apart by `bits(accept)`.
-fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
+/// the states being first told apart by `bits(accept)`; `moves` is indexed the same way.
+///
+/// A state's signature — its class, the class of its default, `(segment id, class)` of each
+/// literal edge that leads elsewhere than its fallback, and, when some combo leads elsewhere
+/// than the default, the glob group and `(mask, class)` of each such combo — is written
+/// into one buffer, and states with equal signatures stay in one class. (Two groups with the
+/// same star segments count as different: finer classes, never wrong ones.)
+fn classes(a: &PathAutomaton, moves: &[Moves], bits: impl Fn(u32) -> u32) -> Vec<u32> {
     let n = a.states.len();
-    let moves = moves(a);
-    let pinned: BTreeSet<u32> = a.pinned.values().copied().collect();
+    let mut pinned = vec![false; n + 1];
+    for &s in a.pinned.values() {
+        if let Some(p) = pinned.get_mut(s as usize) {
+            *p = true;
+        }
+    }
 
     // Initial partition: access bits, pinned states alone.
     let mut initial: FxMap<(u32, u32), u32> = FxMap::default();
@@ -132,46 +62,66 @@ fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
         let id = i + 1;
         let key = (
             bits(s.accept),
-            if pinned.contains(&(id as u32)) {
+            if pinned.get(id).copied().unwrap_or(false) {
                 id as u32
             } else {
                 0
             },
         );
         let next = initial.len() as u32 + 1;
-        class[id] = *initial.entry(key).or_insert(next);
+        if let Some(c) = class.get_mut(id) {
+            *c = *initial.entry(key).or_insert(next);
+        }
     }
     let mut count = initial.len();
     let mut next_class = vec![0u32; n + 1];
+    let mut words: Vec<u32> = Vec::new();
+    let mut ends: Vec<usize> = Vec::with_capacity(n + 1);
     loop {
         let cls = |s: u32| -> u32 { class.get(s as usize).copied().unwrap_or(0) };
-        let mut seen: FxMap<Signature, u32> =
-            FxMap::with_capacity_and_hasher(count * 2, Default::default());
-        for id in 1..=n {
-            let m = &moves[id];
+        words.clear();
+        ends.clear();
+        for (id, m) in moves.iter().enumerate().take(n + 1).skip(1) {
             let default = cls(m.default);
-            let mut literals: Vec<(u32, u32)> = m
-                .literals
-                .iter()
-                .filter(|(_, next, fallback)| cls(*next) != cls(*fallback))
-                .map(|(sym, next, _)| (*sym, cls(*next)))
-                .collect();
-            literals.sort_unstable();
-            let combos: Vec<(u32, u32)> = m
-                .combos
-                .iter()
-                .map(|&(mask, t)| (mask, cls(t)))
-                .filter(|&(_, c)| c != default)
-                .collect();
-            let sig = Signature {
-                class: class[id],
-                default,
-                literals,
-                group: (!combos.is_empty()).then_some(m.group),
-                combos,
-            };
+            words.push(cls(id as u32));
+            words.push(default);
+            let count_at = words.len();
+            words.push(0);
+            for &(sym, next, fallback) in &m.literals {
+                let c = cls(next);
+                if c != cls(fallback) {
+                    words.push(sym);
+                    words.push(c);
+                }
+            }
+            let literals = (words.len() - count_at - 1) as u32;
+            if let Some(w) = words.get_mut(count_at) {
+                *w = literals;
+            }
+            let group_at = words.len();
+            words.push(m.group);
+            for &(mask, target) in &m.combos {
+                let c = cls(target);
+                if c != default {
+                    words.push(mask);
+                    words.push(c);
+                }
+            }
+            if words.len() == group_at + 1 {
+                words.truncate(group_at);
+            }
+            ends.push(words.len());
+        }
+        let mut seen: FxMap<&[u32], u32> =
+            FxMap::with_capacity_and_hasher(count * 2, Default::default());
+        let mut from = 0;
+        for (id, &to) in ends.iter().enumerate() {
+            let sig = words.get(from..to).unwrap_or(&[]);
+            from = to;
             let fresh = seen.len() as u32 + 1;
-            next_class[id] = *seen.entry(sig).or_insert(fresh);
+            if let Some(c) = next_class.get_mut(id + 1) {
+                *c = *seen.entry(sig).or_insert(fresh);
+            }
         }
         let refined = seen.len();
         std::mem::swap(&mut class, &mut next_class);
@@ -185,8 +135,10 @@ fn classes(a: &PathAutomaton, bits: impl Fn(u32) -> u32) -> Vec<u32> {
 /// Merges the equivalent states of `a`: each class keeps its first state (in id order, so
 /// the start state stays 1), renumbered densely; edges of merged-away states are dropped, and
 /// every target points at its class's state.
-pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
-    let classes = classes(&a, |b| b);
+///
+/// `moves[id]` are state `id`'s transitions (`moves[0]` the dead state's).
+pub(crate) fn minimize(a: PathAutomaton, moves: Vec<Moves>) -> PathAutomaton {
+    let classes = classes(&a, &moves, |b| b);
     let mut new_id = vec![DEAD_STATE; a.states.len() + 1];
     let mut of_class: FxMap<u32, u32> = FxMap::default();
     let mut keep = vec![false; a.states.len() + 1];
@@ -197,7 +149,7 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
         new_id[id] = n;
     }
     if of_class.len() == a.states.len() {
-        return with_move_classes(a);
+        return with_move_classes(a, &moves);
     }
     let map = |s: u32| -> u32 { new_id.get(s as usize).copied().unwrap_or(DEAD_STATE) };
     // Glob groups still used, renumbered in order of first use.
@@ -254,7 +206,23 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
             )
         })
         .collect();
-    with_move_classes(PathAutomaton {
+    // The kept states' moves, with their targets and groups renumbered.
+    let moves: Vec<Moves> = moves
+        .into_iter()
+        .enumerate()
+        .filter(|&(id, _)| id == 0 || keep.get(id).copied().unwrap_or(false))
+        .map(|(_, m)| Moves {
+            default: map(m.default),
+            literals: m
+                .literals
+                .iter()
+                .map(|&(sym, next, fallback)| (sym, map(next), map(fallback)))
+                .collect(),
+            group: group.get(&m.group).copied().unwrap_or(0),
+            combos: m.combos.iter().map(|&(mask, t)| (mask, map(t))).collect(),
+        })
+        .collect();
+    let automaton = PathAutomaton {
         start: map(a.start),
         states,
         globs,
@@ -269,7 +237,8 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
             })
             .collect(),
         pinned: a.pinned.into_iter().map(|(r, s)| (r, map(s))).collect(),
-    })
+    };
+    with_move_classes(automaton, &moves)
 }
 
 /// Sets each state's [`bee_common::StateValue::move_class`]: the classes of the automaton
@@ -280,9 +249,9 @@ pub(crate) fn minimize(a: PathAutomaton) -> PathAutomaton {
 /// and what it did not write (files it found there) it can read, and runs confined either
 /// way. Build tools need it: cargo makes `target/` under a temporary name and renames it
 /// into place, and only `target/**` is executable.
-fn with_move_classes(mut a: PathAutomaton) -> PathAutomaton {
+fn with_move_classes(mut a: PathAutomaton, moves: &[Moves]) -> PathAutomaton {
     const EXEC_ANY: u32 = bee_common::ACCESS_EXEC | bee_common::ACCESS_EXEC_PINNED;
-    let moves = classes(&a, |b| {
+    let moves = classes(&a, moves, |b| {
         if b & (bee_common::ACCESS_READ | bee_common::ACCESS_WRITE) != 0 {
             b & !EXEC_ANY
         } else {

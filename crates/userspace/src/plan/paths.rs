@@ -31,6 +31,7 @@ use bee_common::{
 use bee_core::compiled::Origin;
 use bee_core::glob::PathPattern;
 
+use super::minimize::Moves;
 use super::{PlanError, PlanLimits, RuleUse};
 
 /// One path rule to compile: a pattern, the access bits a match grants (or, for a
@@ -102,13 +103,24 @@ struct Nfa<'a> {
     starts: Vec<u32>,
     /// `canon[p]`: the first position whose [`Future`] chain equals `p`'s. Positions of one
     /// class accept exactly the same paths with the same effect, so a DFA state keeps one
-    /// of them ([`Nfa::canonicalize`]): the subset construction then never builds the states
+    /// of them ([`Nfa::close`]): the subset construction then never builds the states
     /// that differ only by which of several equal rules a path is inside (every `DIR/**`
     /// read grant, every protected `/**/NAME/**`), which minimisation would merge anyway.
     canon: Vec<u32>,
     /// Distinct literal segments, numbered in order of first use.
     syms: Vec<&'a str>,
+    /// The bytes of every distinct literal segment, one after the other: segment `s` is
+    /// `sym_text[sym_ends[s - 1]..sym_ends[s]]`. The subset construction reads them in
+    /// state order, which the rules' own strings, scattered over the heap, are not in.
+    sym_text: Vec<u8>,
+    sym_ends: Vec<u32>,
     sym_ids: FxMap<&'a str, u32>,
+    /// `sym_uses[s]`: how many positions are before the literal segment `s`.
+    sym_uses: Vec<u32>,
+    /// The directories of rule roots seen so far, each with its segments' ids
+    /// (`dir_syms[from..to]`).
+    dirs: FxMap<&'a str, (u32, u32)>,
+    dir_syms: Vec<u32>,
 }
 
 impl<'a> Nfa<'a> {
@@ -118,8 +130,13 @@ impl<'a> Nfa<'a> {
             rule: Vec::with_capacity(inputs.len() * 8),
             starts: Vec::with_capacity(inputs.len()),
             canon: Vec::new(),
-            syms: Vec::new(),
-            sym_ids: FxMap::default(),
+            syms: Vec::with_capacity(inputs.len()),
+            sym_text: Vec::new(),
+            sym_ends: Vec::with_capacity(inputs.len()),
+            sym_ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
+            sym_uses: Vec::with_capacity(inputs.len()),
+            dirs: FxMap::default(),
+            dir_syms: Vec::new(),
         };
         let mut postfix_iter = postfix_globs.iter();
         for (r, input) in inputs.iter().enumerate() {
@@ -142,17 +159,32 @@ impl<'a> Nfa<'a> {
 
     /// The class of each position (see [`Nfa::canon`]), by hash-consing each rule's
     /// [`Future`]s from its end back to its start.
+    ///
+    /// A position before a literal segment no other position has is alone in its class, and
+    /// so is every position before it in its rule (its future names that class): those are
+    /// their own class without a look-up, which spares most of them (a rule's distinct
+    /// file or directory name).
     fn classes(&self, inputs: &[PathInput<'a>]) -> Vec<u32> {
         let mut canon = vec![0u32; self.elem.len()];
-        let mut seen: FxMap<Future<'a>, u32> =
-            FxMap::with_capacity_and_hasher(self.elem.len(), Default::default());
+        let mut seen: FxMap<Future<'a>, u32> = FxMap::default();
         for (r, &start) in self.starts.iter().enumerate() {
             let end = self
                 .starts
                 .get(r + 1)
                 .map_or(self.elem.len(), |&s| s as usize);
+            let mut alone = false;
             for p in (start as usize..end).rev() {
-                let future = match self.elem.get(p).copied().flatten() {
+                let elem = self.elem.get(p).copied().flatten();
+                if let Some(Elem::Literal(sym)) = elem {
+                    alone |= self.sym_uses.get(sym as usize) == Some(&1);
+                }
+                if alone {
+                    if let Some(slot) = canon.get_mut(p) {
+                        *slot = p as u32;
+                    }
+                    continue;
+                }
+                let future = match elem {
                     Some(e) => Future::Next(e, canon.get(p + 1).copied().unwrap_or_default()),
                     None => match inputs.get(r) {
                         // A pinned grant's end is where its pins go. A carve-out takes the
@@ -173,13 +205,34 @@ impl<'a> Nfa<'a> {
         canon
     }
 
-    /// Replaces each position of the closed `set` by its class, sorted and deduplicated.
-    fn canonicalize(&self, set: &mut Vec<u32>) {
+    /// Adds the epsilon moves (skipping `**`) to `set`, replaces each position by its class
+    /// (see [`Nfa::canon`]), sorts and deduplicates it.
+    fn close(&self, set: &mut Vec<u32>) {
+        let mut i = 0;
+        while let Some(&p) = set.get(i) {
+            if let Some(Some(Elem::AnyDepth)) = self.elem.get(p as usize) {
+                set.push(p + 1);
+            }
+            i += 1;
+        }
         for p in set.iter_mut() {
             *p = self.canon.get(*p as usize).copied().unwrap_or(*p);
         }
         set.sort_unstable();
         set.dedup();
+    }
+
+    /// The bytes of the literal segment `sym`.
+    fn sym_bytes(&self, sym: u32) -> &[u8] {
+        let end = self.sym_ends.get(sym as usize).copied().unwrap_or(0);
+        let start = sym
+            .checked_sub(1)
+            .and_then(|s| self.sym_ends.get(s as usize))
+            .copied()
+            .unwrap_or(0);
+        self.sym_text
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 
     /// Appends the elements of rule `r`; `postfix` is the `*SUFFIX` star segment of a postfix
@@ -210,9 +263,7 @@ impl<'a> Nfa<'a> {
                 return Ok(());
             }
         };
-        for s in root.split('/').filter(|s| !s.is_empty()) {
-            self.literal(r, input, s)?;
-        }
+        self.root(r, input, root)?;
         match input.pattern {
             PathPattern::Subtree { .. } => self.push(r, Elem::AnyDepth),
             PathPattern::Postfix { .. } => {
@@ -244,7 +295,34 @@ impl<'a> Nfa<'a> {
         self.rule.push(r);
     }
 
-    fn literal(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
+    /// Appends the literal segments of the normalised absolute path `root`. Rules often share
+    /// a directory: its segments are looked up once, and the next rule below it reuses them.
+    fn root(&mut self, r: u32, input: &PathInput<'a>, root: &'a str) -> Result<(), PlanError> {
+        let (dir, last) = root.rsplit_once('/').unwrap_or(("", root));
+        if let Some(&(from, to)) = self.dirs.get(dir) {
+            for k in from..to {
+                let sym = self.dir_syms.get(k as usize).copied().unwrap_or_default();
+                if let Some(uses) = self.sym_uses.get_mut(sym as usize) {
+                    *uses += 1;
+                }
+                self.push(r, Elem::Literal(sym));
+            }
+        } else {
+            let from = self.dir_syms.len() as u32;
+            for s in dir.split('/').filter(|s| !s.is_empty()) {
+                let sym = self.literal(r, input, s)?;
+                self.dir_syms.push(sym);
+            }
+            self.dirs.insert(dir, (from, self.dir_syms.len() as u32));
+        }
+        if !last.is_empty() {
+            self.literal(r, input, last)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the literal segment `s`, and returns its id.
+    fn literal(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<u32, PlanError> {
         if s.len() > NAME_MAX {
             return Err(PlanError::SegmentTooLong {
                 origin: input.origin.clone(),
@@ -255,9 +333,15 @@ impl<'a> Nfa<'a> {
         let sym = *self.sym_ids.entry(s).or_insert(next);
         if sym == next {
             self.syms.push(s);
+            self.sym_uses.push(0);
+            self.sym_text.extend_from_slice(s.as_bytes());
+            self.sym_ends.push(self.sym_text.len() as u32);
+        }
+        if let Some(uses) = self.sym_uses.get_mut(sym as usize) {
+            *uses += 1;
         }
         self.push(r, Elem::Literal(sym));
-        Ok(())
+        Ok(sym)
     }
 
     fn star(&mut self, r: u32, input: &PathInput<'a>, s: &'a str) -> Result<(), PlanError> {
@@ -269,19 +353,6 @@ impl<'a> Nfa<'a> {
         }
         self.push(r, Elem::Star(s));
         Ok(())
-    }
-
-    /// Adds the epsilon moves (skipping `**`) to `set`, sorts and deduplicates it.
-    fn close(&self, set: &mut Vec<u32>) {
-        let mut i = 0;
-        while let Some(&p) = set.get(i) {
-            if let Some(Some(Elem::AnyDepth)) = self.elem.get(p as usize) {
-                set.push(p + 1);
-            }
-            i += 1;
-        }
-        set.sort_unstable();
-        set.dedup();
     }
 }
 
@@ -343,7 +414,11 @@ struct Builder<'n, 'a> {
     nfa: &'n Nfa<'a>,
     inputs: &'n [PathInput<'a>],
     limits: &'n PlanLimits,
-    ids: FxMap<Set, u32>,
+    /// Open-addressing table of the states by their sets' hashes ([`set_hash`]): 0 for an
+    /// empty slot, else a state id; at most half full.
+    slots: Vec<u32>,
+    /// `hashes[i]` is the hash of `sets[i]`.
+    hashes: Vec<u64>,
     /// `sets[i]` is the position set of local state `i + 1`; states are processed in id
     /// order, which makes the numbering breadth-first.
     sets: Vec<Set>,
@@ -361,22 +436,63 @@ impl<'a> Builder<'_, 'a> {
         label: &'a str,
     ) -> Result<u32, PlanError> {
         self.nfa.close(buf);
-        self.nfa.canonicalize(buf);
-        if buf.is_empty() {
+        self.intern_closed(buf, set_hash(buf), parent, label)
+    }
+
+    /// The id of the state `set`, closed and canonical ([`Nfa::close`]) and with the hash
+    /// `hash` ([`set_hash`]), creating it if new.
+    fn intern_closed(
+        &mut self,
+        set: &[u32],
+        hash: u64,
+        parent: u32,
+        label: &'a str,
+    ) -> Result<u32, PlanError> {
+        if set.is_empty() {
             return Ok(DEAD_STATE);
         }
-        if let Some(&id) = self.ids.get(buf.as_slice()) {
-            return Ok(id);
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut slot = (hash >> 32) as usize & mask;
+        while let Some(&id) = self.slots.get(slot) {
+            if id == 0 {
+                break;
+            }
+            let i = id as usize - 1;
+            if self.hashes.get(i) == Some(&hash) && self.sets.get(i).is_some_and(|s| **s == *set) {
+                return Ok(id);
+            }
+            slot = (slot + 1) & mask;
         }
         if self.sets.len() >= self.limits.max_states {
             return Err(self.too_large("states", self.sets.len() + 1, self.limits.max_states));
         }
         let id = self.sets.len() as u32 + 1;
-        let set: Set = Rc::from(buf.as_slice());
-        self.ids.insert(Rc::clone(&set), id);
-        self.sets.push(set);
+        self.sets.push(Rc::from(set));
+        self.hashes.push(hash);
         self.via.push((parent, label));
+        if let Some(s) = self.slots.get_mut(slot) {
+            *s = id;
+        }
+        if self.sets.len() * 2 > self.slots.len() {
+            self.grow();
+        }
         Ok(id)
+    }
+
+    /// Doubles the table of states and files them again.
+    fn grow(&mut self) {
+        let size = (self.slots.len() * 2).max(64);
+        self.slots = vec![0; size];
+        let mask = size - 1;
+        for (i, &hash) in self.hashes.iter().enumerate() {
+            let mut slot = (hash >> 32) as usize & mask;
+            while self.slots.get(slot).is_some_and(|&id| id != 0) {
+                slot = (slot + 1) & mask;
+            }
+            if let Some(s) = self.slots.get_mut(slot) {
+                *s = i as u32 + 1;
+            }
+        }
     }
 
     /// An example path reaching `state`, with star segments as written.
@@ -448,6 +564,44 @@ impl<'a> Builder<'_, 'a> {
     }
 }
 
+/// A position's share of the hash of a set that holds it (the finaliser of SplitMix64).
+fn mix(p: u32) -> u64 {
+    let mut z = u64::from(p).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The hash of a deduplicated set of positions: the sum of their [`mix`]es, so that the
+/// hash of a union of two is found from the first's and the second's positions it adds.
+fn set_hash(set: &[u32]) -> u64 {
+    set.iter().fold(0u64, |h, &p| h.wrapping_add(mix(p)))
+}
+
+/// The sorted union of the sorted, deduplicated `a` and `b`, into `out`; returns the sum of
+/// the [`mix`]es of the positions `b` adds to `a`.
+fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> u64 {
+    out.clear();
+    out.reserve(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    let mut added = 0u64;
+    while let (Some(&x), Some(&y)) = (a.get(i), b.get(j)) {
+        if x <= y {
+            out.push(x);
+            i += 1;
+            j += usize::from(x == y);
+        } else {
+            out.push(y);
+            added = added.wrapping_add(mix(y));
+            j += 1;
+        }
+    }
+    out.extend_from_slice(a.get(i..).unwrap_or(&[]));
+    let rest = b.get(j..).unwrap_or(&[]);
+    out.extend_from_slice(rest);
+    added.wrapping_add(set_hash(rest))
+}
+
 /// Label of a default transition in example paths.
 const ANY_SEGMENT: &str = "…";
 
@@ -463,7 +617,8 @@ pub(crate) fn build(
         nfa: &nfa,
         inputs,
         limits,
-        ids: FxMap::with_capacity_and_hasher(inputs.len() * 2, Default::default()),
+        slots: vec![0; 1024],
+        hashes: Vec::with_capacity(inputs.len() * 2),
         sets: Vec::with_capacity(inputs.len() * 2),
         via: Vec::with_capacity(inputs.len() * 2),
     };
@@ -480,6 +635,14 @@ pub(crate) fn build(
     let mut stars: Vec<(&str, u32)> = Vec::new();
     let mut globs: Vec<&str> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
+    let mut base: Vec<u32> = Vec::new();
+    let mut extra: Vec<u32> = Vec::new();
+    let mut literal_moves: Vec<(u32, u32, u32)> = Vec::new();
+    // Each state's transitions, for minimisation (`moves[0]`: the dead state's), and each
+    // glob group's combo targets by mask (`mask - 1`).
+    let mut moves: Vec<Moves> = Vec::with_capacity(inputs.len() * 2);
+    moves.push(Moves::default());
+    let mut group_targets: FxMap<u32, Vec<u32>> = FxMap::default();
 
     let mut id = 1u32;
     while let Some(set) = b.sets.get(id as usize - 1).map(Rc::clone) {
@@ -487,6 +650,7 @@ pub(crate) fn build(
         let (mut denied, mut protected, mut unprotected) = (0u32, 0u32, false);
         stays.clear();
         literals.clear();
+        literal_moves.clear();
         stars.clear();
         group.clear();
         for &p in set.iter() {
@@ -544,6 +708,11 @@ pub(crate) fn build(
         buf.clear();
         buf.extend_from_slice(&stays);
         let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
+        // Closing and canonicalising distribute over union: every literal edge's target is
+        // the default's set merged with what its own moves close to.
+        base.clear();
+        base.extend_from_slice(&buf);
+        let base_hash = set_hash(&base);
 
         let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
@@ -551,22 +720,29 @@ pub(crate) fn build(
             else {
                 continue;
             };
-            buf.clear();
-            buf.extend_from_slice(&stays);
-            buf.extend(run.iter().map(|(_, next)| *next));
-            for &(glob, next) in &stars {
-                if glob_segment_matches(glob.as_bytes(), segment.as_bytes()) {
-                    buf.push(next);
+            let sym = run.first().map_or(0, |(sym, _)| *sym);
+            let bytes = nfa.sym_bytes(sym);
+            extra.clear();
+            extra.extend(run.iter().map(|(_, next)| *next));
+            // The glob mask of the segment: where it goes without this edge.
+            let mut mask = 0u32;
+            for (bit, glob) in globs.iter().enumerate() {
+                if glob_segment_matches(glob.as_bytes(), bytes) {
+                    mask |= 1 << bit;
+                    extra.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
                 }
             }
-            let next = b.intern(&mut buf, id, segment)?;
-            let bytes = segment.as_bytes();
+            nfa.close(&mut extra);
+            let added = merge(&base, &extra, &mut buf);
+            let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)?;
             if bytes.len() <= SHORT_SEGMENT_MAX {
                 if let Some(key) = EdgeKeyShort::new(id, bytes) {
                     edges_short.push((key, next));
+                    literal_moves.push((sym, next, mask));
                 }
             } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
                 edges_long.push((key, next));
+                literal_moves.push((sym, next, mask));
             }
         }
         // Sorted per state, the edges arrive sorted overall (the state is the key's first
@@ -601,23 +777,27 @@ pub(crate) fn build(
                 return Err(b.too_large("globs", out.globs.len(), limits.max_globs));
             }
             groups.insert(group.clone(), first);
+            let mut targets = Vec::with_capacity((1 << globs.len()) - 1);
             for mask in 1u32..(1 << globs.len()) {
-                buf.clear();
-                buf.extend_from_slice(&stays);
+                extra.clear();
                 let mut label = "";
                 for (bit, glob) in globs.iter().enumerate() {
                     if mask & (1 << bit) != 0 {
-                        buf.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
+                        extra.extend(stars.iter().filter(|(g, _)| g == glob).map(|(_, n)| *n));
                         if label.is_empty() {
                             label = glob;
                         }
                     }
                 }
-                let next = b.intern(&mut buf, id, label)?;
+                nfa.close(&mut extra);
+                let added = merge(&base, &extra, &mut buf);
+                let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)?;
                 if next != default_next {
                     combos.push((ComboKey { group: first, mask }, next));
                 }
+                targets.push(next);
             }
+            group_targets.insert(first, targets);
             if combos.len() > limits.max_combos {
                 return Err(b.too_large("glob combos", combos.len(), limits.max_combos));
             }
@@ -634,10 +814,29 @@ pub(crate) fn build(
             glob_count,
             move_class: 0,
         });
+        let targets = group_targets
+            .get(&glob_first)
+            .filter(|_| glob_count > 0)
+            .map_or(&[][..], Vec::as_slice);
+        let target = |mask: u32| -> u32 {
+            mask.checked_sub(1)
+                .and_then(|i| targets.get(i as usize))
+                .copied()
+                .unwrap_or(default_next)
+        };
+        moves.push(Moves {
+            default: default_next,
+            literals: literal_moves
+                .iter()
+                .map(|&(sym, next, mask)| (sym, next, target(mask)))
+                .collect(),
+            group: glob_first,
+            combos: (1..=targets.len() as u32).map(|m| (m, target(m))).collect(),
+        });
         id += 1;
     }
     out.edges_short = edges_short.into_iter().collect();
     out.edges_long = edges_long.into_iter().collect();
     out.combos = combos.into_iter().collect();
-    Ok(super::minimize::minimize(out))
+    Ok(super::minimize::minimize(out, moves))
 }

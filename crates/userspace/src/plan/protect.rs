@@ -16,15 +16,24 @@
 //! as written.
 
 use std::collections::HashSet;
+use std::hash::BuildHasherDefault;
 
 use bee_core::compiled::{Origin, PathRule};
 use bee_core::glob::{PathPattern, join_segments};
+
+use super::paths::FxHasher;
+
+/// A hash set keyed by FxHash, for the planner's internal keys.
+type FxSet<T> = HashSet<T, BuildHasherDefault<FxHasher>>;
 
 /// The patterns to plan for `protect`, given the policy's write rules.
 pub(crate) fn narrowed<'a>(
     protect: &'a [PathRule],
     write: &[PathRule],
 ) -> Vec<(PathPattern, &'a Origin)> {
+    if protect.is_empty() {
+        return Vec::new();
+    }
     // An exact write rule needs no pattern below it: only whether its own path is protected.
     let mut roots: Vec<Vec<&str>> = write
         .iter()
@@ -36,7 +45,7 @@ pub(crate) fn narrowed<'a>(
     // Shortest first, so a root is kept unless a kept root is a segment-prefix of it: one
     // look-up per prefix of each root, not a scan of the kept ones.
     let mut kept: Vec<Vec<&str>> = Vec::new();
-    let mut kept_set: HashSet<Vec<&str>> = HashSet::new();
+    let mut kept_set: FxSet<Vec<&str>> = FxSet::default();
     for r in roots {
         if !(0..=r.len()).any(|n| r.get(..n).is_some_and(|p| kept_set.contains(p))) {
             kept_set.insert(r.clone());
