@@ -762,6 +762,52 @@ fn the_current_directorys_state_is_protected_when_the_base_is_elsewhere() {
     assert!(ws.join("made.txt").is_file(), "{}", stderr(&o));
 }
 
+/// `bee run` started in a directory whose scenario works in a subdirectory: the starting
+/// directory's `.bee` (whose configuration the next `bee run` there reads) is protected even
+/// where the policy writes the whole directory, and the workspace stays writable.
+#[test]
+fn a_runs_starting_directorys_state_is_protected_when_its_episode_works_elsewhere() {
+    let dir = scratch();
+    let root = dir.path();
+    let ws = root.join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", root.display());
+    policy(root, &tree, &tree);
+    let plant = format!(
+        "mkdir -p {0}/.bee; echo 'records_dir = \"forged\"' > {0}/.bee/config.toml && echo planted; \
+         echo ok > made.txt",
+        root.display()
+    );
+    replay_scenario(
+        root,
+        "ws",
+        "p.toml",
+        &[
+            tool_call("c1", "shell", &json!({"command": plant})),
+            json!({"text": "done"}).to_string(),
+        ],
+    );
+    let o = bee_in(
+        root,
+        &[
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let text = transcript_text(&root.join(".bee/records"));
+    let r = tool_result(&text, "c1");
+    assert!(
+        !r["output"].as_str().unwrap_or_default().contains("planted"),
+        "{r}"
+    );
+    assert!(!root.join(".bee/config.toml").exists(), "{r}");
+    assert!(ws.join("made.txt").is_file(), "{r}");
+}
+
 /// A command that asks to be traced (`PTRACE_TRACEME`) has the init as its tracer: a signal
 /// then stops it for the tracer, which lets it go on rather than take the stop for its end.
 #[test]

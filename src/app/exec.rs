@@ -131,9 +131,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         .filter_map(|a| std::path::absolute(a).ok())
         .map(StatePath::File)
         .collect();
-    elsewhere.extend(crate::sandbox::own_state::current_directory(Path::new(
-        &policy.base,
-    )));
+    elsewhere.extend(crate::sandbox::own_state::current_directory());
     crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &elsewhere)
         .map_err(|e| {
             fail(

@@ -81,8 +81,17 @@ pub fn protect(
             false,
         )?;
     }
+    let own = [
+        Some(workspace.join(STATE_DIR)),
+        std::fs::canonicalize(workspace)
+            .ok()
+            .map(|r| r.join(STATE_DIR)),
+    ];
     for path in elsewhere {
         let (StatePath::File(p) | StatePath::Dir(p)) = path;
+        if own.iter().flatten().any(|o| o == p) {
+            continue;
+        }
         if let Some(real) = real_path(p)
             && real != lexical(p)
         {
@@ -98,12 +107,13 @@ pub fn protect(
     Ok(())
 }
 
-/// The current directory's `.bee`, whose configuration the next bee started there reads, when
-/// the current directory is not `workspace` (whose `.bee` [`protect`] covers anyway).
+/// The current directory's `.bee`, whose configuration the next bee started there reads.
+/// Where it is a sandbox's workspace's own `.bee`, [`protect`] covers it as that (a run's
+/// episodes may each have a workspace of their own, so this is decided per sandbox).
 #[must_use]
-pub fn current_directory(workspace: &Path) -> Option<StatePath> {
+pub fn current_directory() -> Option<StatePath> {
     let cwd = std::env::current_dir().ok()?;
-    (cwd != workspace).then(|| StatePath::Dir(cwd.join(STATE_DIR)))
+    Some(StatePath::Dir(cwd.join(STATE_DIR)))
 }
 
 /// `path` with `.` and `..` taken out as written (no link is followed).

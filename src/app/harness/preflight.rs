@@ -303,10 +303,9 @@ pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
     if let Some(audit) = &config.audit {
         state.extend(absolute(&audit.value).map(StatePath::File));
     }
-    // The current directory's `.bee`, where the workspace is elsewhere.
-    state.extend(crate::sandbox::own_state::current_directory(
-        &config.workspace.value,
-    ));
+    // The current directory's `.bee` (each sandbox leaves it out where it is its
+    // workspace's own): a run's episodes may work in other directories.
+    state.extend(crate::sandbox::own_state::current_directory());
     state
 }
 
