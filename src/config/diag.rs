@@ -79,7 +79,7 @@ impl FileError {
 /// # Errors
 /// [`FileError::Read`] when it cannot be read, [`FileError::Invalid`] when it is not UTF-8.
 pub fn read_text(path: &std::path::Path, what: &'static str) -> Result<String, FileError> {
-    let bytes = std::fs::read(path).map_err(|source| FileError::Read {
+    let bytes = bee_core::source_file::read_source(path).map_err(|source| FileError::Read {
         what,
         path: path.to_owned(),
         source,

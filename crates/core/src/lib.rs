@@ -25,6 +25,7 @@ pub mod net;
 pub mod path;
 pub mod protected;
 mod raw;
+pub mod source_file;
 
 pub use attenuate::{AttenuationReport, PolicyDiff, attenuate, diff};
 pub use compile::{CompileOptions, Compiled, compile_file, compile_str};

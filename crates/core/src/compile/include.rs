@@ -167,7 +167,7 @@ pub(super) fn resolve(
             "an include entry names a shipped fragment (`base`) or a readable TOML file".to_owned()
         }
     };
-    let bytes = std::fs::read(&path).map_err(|e| {
+    let bytes = crate::source_file::read_source(&path).map_err(|e| {
         (
             format!("cannot read the fragment {}: {e}", path.display()),
             hint(),

@@ -76,7 +76,7 @@ pub struct Compiled {
 /// [`PolicyError::Read`] when the file can't be read; [`PolicyError::Invalid`] with every
 /// problem found otherwise.
 pub fn compile_file(path: &Path, options: &CompileOptions) -> Result<Compiled, PolicyError> {
-    let bytes = std::fs::read(path).map_err(|source| PolicyError::Read {
+    let bytes = crate::source_file::read_source(path).map_err(|source| PolicyError::Read {
         path: path.to_owned(),
         source,
     })?;
