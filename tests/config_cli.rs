@@ -227,7 +227,9 @@ fn mcp_servers_show_with_origins_and_bad_tables_name_their_key() {
         &file,
         "[mcp.servers.\"bad__name\"]\ncommand = \"x\"\npolicy = \"p.toml\"\n\
          [mcp.servers.nopolicy]\ncommand = \"x\"\n\
-         [mcp.servers.slow]\ncommand = \"x\"\npolicy = \"p.toml\"\ntimeout_seconds = 0\n",
+         [mcp.servers.slow]\ncommand = \"x\"\npolicy = \"p.toml\"\ntimeout_seconds = 0\n\
+         [mcp.servers.env]\ncommand = \"x\"\npolicy = \"p.toml\"\nenv = { \"A=B\" = \"1\" }\n\
+         [mcp.servers.nul]\ncommand = \"x\\u0000y\"\npolicy = \"p.toml\"\n",
     )
     .unwrap();
     let out = bee_in(&root, &["config", "show", "--config", "bee.toml"]);
@@ -246,6 +248,10 @@ fn mcp_servers_show_with_origins_and_bad_tables_name_their_key() {
         "a server needs a policy",
         "mcp.servers.slow.timeout_seconds",
         "must be at least 1",
+        "mcp.servers.env.env",
+        "`A=B` cannot be set",
+        "mcp.servers.nul.command",
+        "the command holds a NUL byte",
     ] {
         assert!(flat.contains(said), "{said}: {stderr}");
     }

@@ -63,10 +63,8 @@ pub(crate) struct RawMcp {
 #[serde(deny_unknown_fields)]
 struct RawServer {
     command: Option<Spanned<String>>,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
+    args: Option<Spanned<Vec<String>>>,
+    env: Option<Spanned<BTreeMap<String, String>>>,
     policy: Option<Spanned<String>>,
     startup_timeout_seconds: Option<Spanned<u64>>,
     timeout_seconds: Option<Spanned<u64>>,
@@ -107,7 +105,49 @@ pub(crate) fn resolve(
             continue;
         }
         let t = table.get_ref();
+        let args = t
+            .args
+            .as_ref()
+            .map(|a| a.get_ref().clone())
+            .unwrap_or_default();
+        let env = t
+            .env
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .unwrap_or_default();
+        if let Some(a) = t
+            .args
+            .as_ref()
+            .filter(|_| args.iter().any(|a| a.contains('\0')))
+        {
+            r.problem_at(a.span(), &key("args"), "an argument holds a NUL byte", "");
+        }
+        if let Some((span, k)) = t
+            .env
+            .as_ref()
+            .map(|e| (e.span(), e.get_ref()))
+            .into_iter()
+            .flat_map(|(span, map)| map.iter().map(move |kv| (span.clone(), kv)))
+            .find(|(_, (k, v))| k.is_empty() || k.contains(['=', '\0']) || v.contains('\0'))
+            .map(|(span, (k, _))| (span, k.clone()))
+        {
+            r.problem_at(
+                span,
+                &key("env"),
+                &format!("`{k}` cannot be set: a name is not empty and holds no `=`, and no NUL byte is in a name or value"),
+                "",
+            );
+        }
         let command = match &t.command {
+            Some(c) if c.get_ref().contains('\0') => {
+                r.problem_at(
+                    c.span(),
+                    &key("command"),
+                    "the command holds a NUL byte",
+                    "",
+                );
+                None
+            }
             Some(c) if !c.get_ref().trim().is_empty() => {
                 let value = if c.get_ref().contains('/') {
                     r.path_of(c, &key("command"))
@@ -173,8 +213,8 @@ pub(crate) fn resolve(
                 name.clone(),
                 McpServerConfig {
                     command,
-                    args: t.args.clone(),
-                    env: t.env.clone(),
+                    args,
+                    env,
                     policy,
                     startup_timeout_seconds: startup,
                     timeout_seconds: call,
