@@ -57,7 +57,7 @@ fn policy(read: &[String], write: &[String]) -> String {
     format!(
         "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/etc/ssl/**\", {}]\n\
          write = [\"/dev/null\"{}]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \
-         \"/usr/bin/node\", \"/usr/bin/dash\"]\n",
+         \"/usr/bin/node\", \"/usr/bin/dash\", \"/usr/bin/sleep\"]\n",
         list(read),
         if write.is_empty() {
             String::new()
@@ -354,16 +354,20 @@ fn a_server_that_never_answers_the_handshake_or_offers_too_much_is_refused() {
         ),
         (
             "many-tools",
-            "offers 200 tools, more than the 128 bee takes from one server",
+            "offers more than the 128 tools bee takes from one server",
         ),
+        ("dup-tools", "offers two tools named `echo`"),
+        ("pages", "lists its tools in more than 32 pages"),
     ] {
-        let (o, text, _run) = misbehaving(mode);
+        let (o, text, run) = misbehaving(mode);
         let all = format!("{}{}", stdout(&o), stderr(&o));
         assert_eq!(code(&o), 69, "{mode}: {all}");
-        assert!(
-            all.contains(&format!("the MCP server `bad` {says}")),
-            "{mode}: {all}"
+        // Named with where the configuration defines it.
+        let at = format!(
+            "the MCP server `bad` ({}/bee.toml:2) {says}",
+            run.root().display()
         );
+        assert!(all.contains(&at), "{mode}: {all}");
         assert!(
             !text.contains("\"event\":\"tool_call\""),
             "{mode}: no call was made: {text}"
@@ -560,4 +564,67 @@ fn a_scenario_starts_servers_of_its_own_and_its_bad_tables_name_file_line_and_ke
     assert!(err.contains(&format!("{}:", scenario.display())), "{err}");
     assert!(err.contains("mcp.servers.own.timeout_seconds"), "{err}");
     assert!(err.contains("must be at least 1"), "{err}");
+}
+
+#[test]
+fn a_json_rpc_error_answer_fails_the_call_and_keeps_the_server() {
+    let (o, text, _run) = misbehaving("rpc-error");
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let first = tool_result(&text, "c1");
+    assert_eq!(first["state"], "failed", "{first}");
+    assert!(
+        first["output"]
+            .as_str()
+            .is_some_and(|s| s.contains("the server answered with error -32602: no such thing")),
+        "{first}"
+    );
+    let second = tool_result(&text, "c2");
+    assert_eq!(second["state"], "completed", "{second}");
+}
+
+#[test]
+fn what_a_server_is_refused_between_its_calls_is_said_apart_and_kept() {
+    let turns = |root: &Path| {
+        vec![
+            tool_call("c1", "bad__echo", &json!({"path": root.join("secret.txt")})),
+            tool_call("c2", "shell", &json!({"command": "sleep 1"})),
+            tool_call("c3", "bad__echo", &json!({"text": "next"})),
+            done(),
+        ]
+    };
+    let run = Run::new(&[BAD_SERVER.to_owned()], &[]);
+    let root = run.root().to_path_buf();
+    support::replay_scenario(&root, "ws", "session.toml", &turns(&root));
+    let tag = root.display().to_string();
+    run.server(
+        "bad",
+        "/usr/bin/node",
+        &[BAD_SERVER, "later", &tag],
+        &[BAD_SERVER.to_owned()],
+        "",
+    );
+    let o = run.run();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let text = run.transcript();
+    let secret = format!("open {}/secret.txt for read", root.display());
+    // Not the call that scheduled it, nor the shell's: the next call of the server says it
+    // happened before it.
+    assert_eq!(tool_result(&text, "c1")["output"], "later");
+    let next = tool_result(&text, "c3");
+    let out = next["output"].as_str().unwrap_or_default();
+    assert!(out.starts_with("echo: {\"text\":\"next\"}"), "{out}");
+    assert!(
+        out.contains("note: between its calls, before this one, the server was refused:"),
+        "{out}"
+    );
+    assert!(out.contains(&secret), "{out}");
+    let denial = text
+        .lines()
+        .find(|l| l.contains("\"event\":\"denial\"") && l.contains(&secret))
+        .unwrap_or_else(|| unreachable!("no denial event: {text}"));
+    assert!(denial.contains("\"call_id\":\"c3\""), "{denial}");
+    assert!(
+        denial.contains("before this call, between the server's calls: "),
+        "{denial}"
+    );
 }

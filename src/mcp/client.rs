@@ -37,6 +37,15 @@ pub const SEPARATOR: &str = "__";
 /// Most tools one server may offer.
 pub const MAX_TOOLS: usize = 128;
 
+/// Most pages of `tools/list` read from one server.
+const MAX_PAGES: usize = 32;
+
+/// Most bytes of a tool's description given to the model; a longer one is cut.
+const MAX_DESCRIPTION: usize = 4096;
+
+/// Most bytes of a tool's input schema (as JSON); a server with a larger one is refused.
+const MAX_SCHEMA: usize = 64 * 1024;
+
 /// Most bytes of a server's standard error kept (its last ones), for the reason a server
 /// that failed gives.
 const STDERR_TAIL: usize = 4096;
@@ -126,7 +135,9 @@ pub fn start(
     output_cap: usize,
 ) -> Result<ServerExecutor, ExecutorError> {
     let name = &plan.name;
-    let fail = |why: String| ExecutorError::from(format!("the MCP server `{name}` {why}"));
+    let origin = &plan.config.command.origin;
+    let fail =
+        |why: String| ExecutorError::from(format!("the MCP server `{name}` ({origin}) {why}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("bee-mcp-client")
@@ -183,11 +194,7 @@ pub fn start(
                         .serve(transport)
                         .await
                         .map_err(|e| format!("did not complete the MCP handshake: {e}"))?;
-                    let tools = client
-                        .peer()
-                        .list_all_tools()
-                        .await
-                        .map_err(|e| format!("did not list its tools: {e}"))?;
+                    let tools = list_tools(client.peer()).await?;
                     Ok::<_, String>((client, tools))
                 };
                 tokio::time::timeout(startup, handshake)
@@ -238,6 +245,31 @@ pub fn start(
     })
 }
 
+/// The server's tools, page by page, stopping as soon as there are more than [`MAX_TOOLS`]
+/// or more than [`MAX_PAGES`] pages (a server that pages on forever cannot fill bee's memory).
+async fn list_tools(peer: &rmcp::Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let page = peer
+            .list_tools(Some(params))
+            .await
+            .map_err(|e| format!("did not list its tools: {e}"))?;
+        tools.extend(page.tools);
+        if tools.len() > MAX_TOOLS {
+            return Err(format!(
+                "offers more than the {MAX_TOOLS} tools bee takes from one server"
+            ));
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tools),
+        }
+    }
+    Err(format!("lists its tools in more than {MAX_PAGES} pages"))
+}
+
 /// The executable `command` names: itself when it is a path (made absolute against
 /// `workspace`), else the first executable of that name on `PATH`.
 fn resolve(command: &str, workspace: &Path) -> Result<PathBuf, String> {
@@ -263,24 +295,46 @@ fn definitions(server: &str, tools: Vec<rmcp::model::Tool>) -> Result<Vec<ToolDe
             tools.len()
         ));
     }
-    let mut out = Vec::new();
+    let mut out: Vec<ToolDef> = Vec::new();
     for tool in tools {
         let full = format!("{server}{SEPARATOR}{}", tool.name);
-        let nameable = full.len() <= 64
+        let nameable = !tool.name.is_empty()
+            && full.len() <= 64
             && full
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if !nameable {
             return Err(format!(
-                "offers a tool `{}` that cannot be named to a model as `{full}` (at most 64 \
-                 letters, digits, `_` and `-`)",
+                "offers a tool `{}` that cannot be named to a model as `{full}` (1 to 64 \
+                 letters, digits, `_` and `-` in all)",
                 tool.name
             ));
         }
+        if out.iter().any(|d| d.name == full) {
+            return Err(format!("offers two tools named `{}`", tool.name));
+        }
+        let parameters = serde_json::Value::Object((*tool.input_schema).clone());
+        let size = parameters.to_string().len();
+        if size > MAX_SCHEMA {
+            return Err(format!(
+                "offers a tool `{}` whose input schema is {size} bytes, more than the \
+                 {MAX_SCHEMA} bee gives a model",
+                tool.name
+            ));
+        }
+        let mut description = tool.description.map(|d| d.into_owned()).unwrap_or_default();
+        if description.len() > MAX_DESCRIPTION {
+            let mut end = MAX_DESCRIPTION;
+            while !description.is_char_boundary(end) {
+                end -= 1;
+            }
+            description.truncate(end);
+            description.push_str(" […]");
+        }
         out.push(ToolDef {
             name: full,
-            description: tool.description.map(|d| d.into_owned()).unwrap_or_default(),
-            parameters: serde_json::Value::Object((*tool.input_schema).clone()),
+            description,
+            parameters,
         });
     }
     Ok(out)
@@ -378,6 +432,8 @@ fn result_text(result: &CallToolResult, cap: usize) -> String {
 /// How a call that reached the server ended, before its denials are added.
 enum Ended {
     Result(CallToolResult),
+    /// The server answered with a JSON-RPC error: the call failed, the server goes on.
+    Refused(String),
     Error(String),
     TimedOut(Duration),
     Interrupted,
@@ -415,6 +471,10 @@ impl ServerExecutor {
             tokio::select! {
                 r = tokio::time::timeout(limit, call) => match r {
                     Ok(Ok(result)) => Ended::Result(result),
+                    Ok(Err(rmcp::ServiceError::McpError(e))) => Ended::Refused(format!(
+                        "the server answered with error {}: {}",
+                        e.code.0, e.message
+                    )),
                     Ok(Err(e)) => Ended::Error(e.to_string()),
                     Err(_) => Ended::TimedOut(limit),
                 },
@@ -478,6 +538,13 @@ impl ToolExecutor for ServerExecutor {
             .map_or(self.call_timeout, |left| left.min(self.call_timeout));
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = Some(arguments);
+        // What the server was refused since its last call (on its own, between calls) is not
+        // this call's: said apart, and kept.
+        let between = connection
+            .sandbox
+            .as_ref()
+            .map(Sandbox::pending_denials)
+            .unwrap_or_default();
         let ended = self.send(client, params, limit, bounds);
         let mut denials = connection
             .sandbox
@@ -489,6 +556,7 @@ impl ToolExecutor for ServerExecutor {
                 (ToolState::Failed, result_text(&result, self.output_cap))
             }
             Ended::Result(result) => (ToolState::Completed, result_text(&result, self.output_cap)),
+            Ended::Refused(why) => (ToolState::Failed, why),
             gone => {
                 let why = match gone {
                     Ended::TimedOut(d) => format!(
@@ -505,7 +573,7 @@ impl ToolExecutor for ServerExecutor {
                             None => format!("the call failed and the server was stopped: {e}"),
                         }
                     }
-                    Ended::Result(_) => unreachable!("handled above"),
+                    Ended::Result(_) | Ended::Refused(_) => unreachable!("handled above"),
                 };
                 denials.extend(connection.end(&self.runtime));
                 let body = format!(
@@ -517,12 +585,32 @@ impl ToolExecutor for ServerExecutor {
                 (ToolState::CouldNotRun, body)
             }
         };
+        write_audit(self.audit.as_ref(), &between);
         write_audit(self.audit.as_ref(), &denials);
+        let mut content = denial::render(state, &body, &denials, true);
+        if !between.is_empty() {
+            content.push_str(&format!(
+                "\n\nnote: between its calls, before this one, the server was refused:\n{}",
+                denial::denial_lines(&between).join("\n")
+            ));
+        }
+        let mut events: Vec<ToolDenial> = between
+            .iter()
+            .filter_map(ToolDenial::from_audit)
+            .map(|mut d| {
+                d.explanation = format!(
+                    "before this call, between the server's calls: {}",
+                    d.explanation
+                );
+                d
+            })
+            .collect();
+        events.extend(denials.iter().filter_map(ToolDenial::from_audit));
         ToolExecution {
             state,
-            content: denial::render(state, &body, &denials, true),
+            content,
             exit: None,
-            denials: denials.iter().filter_map(ToolDenial::from_audit).collect(),
+            denials: events,
             duration: started.elapsed(),
             subagent: None,
         }

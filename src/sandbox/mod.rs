@@ -708,7 +708,17 @@ impl Sandbox {
     #[must_use]
     pub fn denials(&self) -> Vec<AuditRecord> {
         match &self.scope {
-            Scope::Service(remote) => remote.denials(),
+            Scope::Service(remote) => remote.denials(true),
+            Scope::Local(_) => self.drain().0,
+        }
+    }
+
+    /// As [`Sandbox::denials`], without waiting for the service to send what the kernel
+    /// reported last: the denials that have come so far.
+    #[must_use]
+    pub fn pending_denials(&self) -> Vec<AuditRecord> {
+        match &self.scope {
+            Scope::Service(remote) => remote.denials(false),
             Scope::Local(_) => self.drain().0,
         }
     }

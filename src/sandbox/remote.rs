@@ -151,10 +151,10 @@ impl Remote {
 
     /// The denials of long-lived processes since the last drain. The service sends them as
     /// it drains the scope, every 50 ms while a command runs (after the kernel has delivered
-    /// them, `bee_userspace::landlock::audit`): so this first waits [`SERVICE_SETTLE`], for
-    /// a denial made just before to have come.
-    pub(super) fn denials(&self) -> Vec<AuditRecord> {
-        if self.live.lock().is_ok_and(|l| !l.is_empty()) {
+    /// them, `bee_userspace::landlock::audit`): so with `settle` this first waits
+    /// [`SERVICE_SETTLE`], for a denial made just before to have come.
+    pub(super) fn denials(&self, settle: bool) -> Vec<AuditRecord> {
+        if settle && self.live.lock().is_ok_and(|l| !l.is_empty()) {
             std::thread::sleep(SERVICE_SETTLE);
         }
         self.pending

@@ -6,6 +6,10 @@
 //   silent-call  answers the handshake and tool list, never answers a call
 //   garbage      answers the handshake and tool list, answers a call with 8 MB of non-JSON
 //   many-tools   lists 200 tools
+//   dup-tools    lists `echo` twice
+//   pages        lists one tool per page, with a next cursor every time
+//   rpc-error    answers its first call with a JSON-RPC error, then echoes
+//   later        as echo, but reads a call's `path` 300 ms after answering it
 const mode = process.argv[2] || "echo";
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 let buffer = "";
@@ -31,11 +35,18 @@ function handle(m) {
         serverInfo: { name: "bad-" + mode, version: "1.0.0" },
       });
     case "tools/list": {
-      const n = mode === "many-tools" ? 200 : 1;
+      if (mode === "pages") {
+        const page = Number((m.params && m.params.cursor) || 0);
+        return reply({
+          tools: [{ name: "echo" + page, inputSchema: { type: "object" } }],
+          nextCursor: String(page + 1),
+        });
+      }
+      const n = mode === "many-tools" ? 200 : mode === "dup-tools" ? 2 : 1;
       const tools = [];
       for (let k = 0; k < n; k++) {
         tools.push({
-          name: k === 0 ? "echo" : "echo" + k,
+          name: k === 0 || mode === "dup-tools" ? "echo" : "echo" + k,
           description: "Echoes its arguments.",
           inputSchema: { type: "object", properties: { text: { type: "string" } } },
         });
@@ -48,9 +59,22 @@ function handle(m) {
         process.exit(3);
       }
       if (mode === "silent-call") return;
+      if (mode === "rpc-error" && !handle.refused) {
+        handle.refused = true;
+        return send({ jsonrpc: "2.0", id: m.id, error: { code: -32602, message: "no such thing" } });
+      }
       if (mode === "garbage") {
         process.stdout.write("x".repeat(8 * 1024 * 1024) + "\nnot json at all\n");
         return;
+      }
+      if (mode === "later" && m.params.arguments && m.params.arguments.path) {
+        const path = m.params.arguments.path;
+        setTimeout(() => {
+          try {
+            require("fs").readFileSync(path);
+          } catch (e) {}
+        }, 300);
+        return reply({ content: [{ type: "text", text: "later" }] });
       }
       if (m.params.arguments && m.params.arguments.path) {
         try {
