@@ -1,5 +1,6 @@
-//! `bee mcp`: bee's tools served to other agents over the Model Context Protocol (feature
-//! `mcp`; see `docs/mcp.md`).
+//! The Model Context Protocol (feature `mcp`; see `docs/mcp.md`): `bee mcp` serving bee's
+//! tools to other agents, and bee as the client of configured MCP servers ([`client`]), each
+//! in a kernel scope of its own.
 //!
 //! The server speaks MCP through the official Rust SDK (`rmcp`) on standard input and
 //! output. `tools/list` answers with the registry's definitions — the same names, descriptions
@@ -12,7 +13,7 @@
 //!
 //! This module is the only one with an async runtime (tokio, which `rmcp` needs): the
 //! executor, the sandbox and the core crates stay synchronous, and a call runs on a blocking
-//! thread.
+//! thread (the client blocks on a runtime of its own).
 
 pub mod client;
 pub mod map;
