@@ -14,6 +14,7 @@
 //! | [`dns`] | the per-scope DNS resolver behind egress by domain name: grants, answers, admissions |
 
 pub mod audit;
+pub mod bpffs;
 pub mod cgroup;
 pub mod dns;
 pub mod engine;

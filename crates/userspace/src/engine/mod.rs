@@ -314,6 +314,13 @@ impl Engine {
 
     fn load_inner(options: &EngineOptions) -> Result<Self, EngineError> {
         check_object(bee_ebpf::BEE_OBJECT)?;
+        crate::bpffs::ensure_mounted(&options.pin_root).map_err(|io_error| {
+            EngineError::Syscall {
+                call: "mount (the BPF file system)",
+                path: PathBuf::from(crate::bpffs::MOUNT_POINT),
+                io_error,
+            }
+        })?;
         let stale = pins::clean_stale(&options.pin_root)?;
         let btf = Btf::from_sys_fs().map_err(|e| EngineError::Btf(Box::new(e)))?;
         let Verified {

@@ -123,6 +123,13 @@ impl NetGate {
         // The resolvers' ports are shared by every bee process's gate (a map pinned by
         // name), so that no scope reaches another process's scope's resolver either.
         let pins = Path::new(PIN_DIR);
+        crate::bpffs::ensure_mounted(pins).map_err(|e| {
+            format!(
+                "{} holds no BPF file system, and mounting one there failed: {e} (the gate \
+                 needs root, with CAP_SYS_ADMIN to mount it, CAP_BPF and CAP_NET_ADMIN)",
+                crate::bpffs::MOUNT_POINT
+            )
+        })?;
         match std::fs::create_dir(pins) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
