@@ -848,3 +848,87 @@ fn a_command_that_asks_to_be_traced_goes_on_after_a_signal() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o), "traceme 0\ngot usr1\nstill running\n");
 }
+
+/// The user's configuration directory (`~/.config/bee`: the configuration, skills and roles
+/// every later bee of that user reads) is read-only in a scope whose policy writes the whole
+/// home, also where `~/.config` is a link into a dotfiles tree the policy writes too; the
+/// rest of the home stays writable.
+#[test]
+fn the_users_configuration_directory_is_read_only_in_a_scope_that_writes_the_home() {
+    let dir = scratch();
+    let home = dir.path().join("home");
+    let dotfiles = dir.path().join("dotfiles");
+    std::fs::create_dir_all(dotfiles.join("bee")).unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::create_dir(&home).unwrap_or_else(|e| unreachable!("{e}"));
+    std::os::unix::fs::symlink(&dotfiles, home.join(".config"))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let read = format!("{}/**", dir.path().display());
+    let p = policy(dir.path(), &read, &read);
+    let attempts = [
+        "echo 'host = true' > ~/.config/bee/config.toml",
+        "mkdir -p ~/.config/bee/skills/x",
+        "mv ~/.config/bee ~/.config/old",
+        "echo 'host = true' > ../dotfiles/bee/config.toml",
+    ];
+    for attempt in attempts {
+        let script = format!("{attempt} && echo DONE");
+        let o = bee_in(
+            &home,
+            &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
+        );
+        assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
+        assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
+    }
+    assert!(!dotfiles.join("bee/config.toml").exists());
+    assert!(!dotfiles.join("bee/skills").exists());
+    let o = bee_in(
+        &home,
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "echo ok > ~/notes.txt && echo ok > ~/.config/other.toml",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(home.join("notes.txt").is_file());
+    assert!(dotfiles.join("other.toml").is_file());
+}
+
+/// A host that never mounted the BPF file system (no systemd; `/sys/fs/bpf` an empty sysfs
+/// directory, as on a fresh machine of CI's kind) still plans a name grant through the
+/// network gate: bee mounts bpffs at `/sys/fs/bpf` itself. Run in a mount namespace of its
+/// own, so the host's mount is untouched.
+#[test]
+fn the_bpf_file_system_is_mounted_where_the_host_has_none() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let demo = root.join("examples/demo");
+    let script = format!(
+        "umount /sys/fs/bpf 2>/dev/null; \
+         if grep -q ' /sys/fs/bpf bpf ' /proc/self/mounts; then echo STILL-MOUNTED; exit 1; fi; \
+         {} validate --engine landlock --policy {} --base {} || exit $?; \
+         grep ' /sys/fs/bpf bpf ' /proc/self/mounts",
+        support::bee_exe().display(),
+        demo.join("policy.toml").display(),
+        demo.join("crate").display()
+    );
+    let o = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap_or_else(|e| unreachable!("unshare: {e}"));
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(out.contains("the network by the network gate"), "{out}");
+    assert!(out.contains("bpf /sys/fs/bpf bpf rw"), "{out}");
+    assert!(out.contains("mode=700"), "{out}");
+}

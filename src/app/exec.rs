@@ -124,7 +124,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     let mut installed = policy.clone();
     // So do the audit file this run appends to (`--audit FILE`) and, where `--base` names
     // another directory, the current directory's `.bee`, whose configuration the next bee
-    // started here reads.
+    // started here reads, and the user's configuration directory.
     let mut elsewhere: Vec<StatePath> = args
         .audit
         .iter()
@@ -132,6 +132,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         .map(StatePath::File)
         .collect();
     elsewhere.extend(crate::sandbox::own_state::current_directory());
+    elsewhere.extend(crate::sandbox::own_state::user_directory());
     crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &elsewhere)
         .map_err(|e| {
             fail(

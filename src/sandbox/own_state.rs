@@ -17,6 +17,10 @@
 //! around them, as a policy does for a scratch tree (`/tmp/**`) that its engine must leave
 //! writable whole.
 //!
+//! So is the user's configuration directory ([`user_directory`]): its `config.toml`, skills
+//! and roles steer every later bee that user starts, so a scope that writes the home must not
+//! reach it.
+//!
 //! The Landlock engine protects a tree inside a writable one by binding it again read-only,
 //! which needs the directory (or file) to exist: when a write grant covers it and it does not
 //! exist, the sandbox makes it (empty) first.
@@ -114,6 +118,16 @@ pub fn protect(
 pub fn current_directory() -> Option<StatePath> {
     let cwd = std::env::current_dir().ok()?;
     Some(StatePath::Dir(cwd.join(STATE_DIR)))
+}
+
+/// The user's configuration directory of this process (`$XDG_CONFIG_HOME/bee` or
+/// `~/.config/bee`, see [`crate::config::Env::user_config`]; it holds `config.toml`,
+/// `skills/` and `agents/`), named by its real path: dotfiles are often linked into place,
+/// and the kernel sees the directory a link leads to. `None` without a home directory.
+#[must_use]
+pub fn user_directory() -> Option<StatePath> {
+    let file = crate::config::Env::from_process().ok()?.user_config()?;
+    real_path(&lexical(file.parent()?)).map(StatePath::Dir)
 }
 
 /// `path` with `.` and `..` taken out as written (no link is followed).

@@ -292,7 +292,8 @@ pub(crate) struct Confined {
 }
 
 /// bee's own state that `config` names, wherever it lies: the findings ledger, the records
-/// directory, the audit file, and the current directory's `.bee`. Each scope protects it like the workspace's `.bee/`
+/// directory, the audit file, the current directory's `.bee` and the user's configuration
+/// directory. Each scope protects it like the workspace's `.bee/`
 /// (`crate::sandbox::own_state`), so a configuration that moves it into the workspace does not
 /// put it within a tool's reach.
 pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
@@ -306,6 +307,7 @@ pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
     // The current directory's `.bee` (each sandbox leaves it out where it is its
     // workspace's own): a run's episodes may work in other directories.
     state.extend(crate::sandbox::own_state::current_directory());
+    state.extend(crate::sandbox::own_state::user_directory());
     state
 }
 
