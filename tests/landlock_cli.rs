@@ -932,3 +932,80 @@ fn the_bpf_file_system_is_mounted_where_the_host_has_none() {
     assert!(out.contains("bpf /sys/fs/bpf bpf rw"), "{out}");
     assert!(out.contains("mode=700"), "{out}");
 }
+
+/// A protected path deep in a writable tree, and an audit file in a directory of it, cannot
+/// be moved away with their parent to make fresh, unprotected ones at their names: the
+/// directories above them are held in place. Everything else in the tree moves as before.
+#[test]
+fn a_protected_paths_parent_cannot_be_moved_to_make_a_fresh_one() {
+    let (dir, ws, _) = writable_workspace();
+    std::fs::create_dir_all(ws.join("sub/deeper/.git/hooks"))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::create_dir_all(ws.join("logs")).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let protect = format!("{}/sub/deeper/.git/**", ws.display());
+    let p = dir.path().join("protect.toml");
+    let text = POLICY
+        .replace("READ", &format!("{tree:?}"))
+        .replace("WRITE", &format!("{tree:?}"))
+        .replacen("[exec]", &format!("protect = [{protect:?}]\n[exec]"), 1)
+        .replace(
+            "\"/usr/bin/cat\"",
+            "\"/usr/bin/cat\", \"/usr/bin/mkdir\", \"/usr/bin/mv\", \"/usr/bin/rm\"",
+        );
+    std::fs::write(&p, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let audit = ws.join("logs/audit.jsonl").display().to_string();
+    let attempts = [
+        "mv sub sub2 && mkdir -p sub/deeper/.git/hooks && echo evil > sub/deeper/.git/hooks/pre-commit",
+        "mv sub/deeper sub/d2 && mkdir -p sub/deeper/.git/hooks && echo evil > sub/deeper/.git/hooks/pre-commit",
+        "rm -rf sub",
+        "mv logs logs2 && mkdir logs && echo forged > logs/audit.jsonl",
+    ];
+    for attempt in attempts {
+        let script = format!("{attempt} && echo DONE");
+        let o = bee_in(
+            &ws,
+            &[
+                "exec",
+                "--audit",
+                &audit,
+                "--policy",
+                &p,
+                "--",
+                "/usr/bin/dash",
+                "-c",
+                &script,
+            ],
+        );
+        assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
+        assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
+    }
+    for gone in [
+        "sub2",
+        "sub/d2",
+        "logs2",
+        "sub/deeper/.git/hooks/pre-commit",
+    ] {
+        assert!(!ws.join(gone).exists(), "{gone}");
+    }
+    assert!(ws.join("sub/deeper/.git/hooks").is_dir());
+    let logged = std::fs::read_to_string(ws.join("logs/audit.jsonl")).unwrap_or_default();
+    assert!(!logged.contains("forged"), "{logged}");
+    // What holds no covered path moves and goes as the policy says.
+    let o = bee_in(
+        &ws,
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "mkdir -p sub/other/x && mv sub/other sub/moved && rm -r sub/moved && echo ok > sub/deeper/f",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ws.join("sub/deeper/f").is_file());
+    assert!(!ws.join("sub/moved").exists());
+}

@@ -37,6 +37,8 @@ use landlock::{
     Ruleset, RulesetAttr as _, RulesetCreatedAttr as _, Scope,
 };
 
+mod hold;
+
 use super::plan::{LandlockPlan, MaskKind, Rights, Target};
 use super::seccomp::{self, SockFilter, SockFprog};
 use crate::launch::Step;
@@ -387,6 +389,7 @@ impl Confinement {
                 id: (found.meta.dev(), found.meta.ino()),
             });
         }
+        let binds = hold::merge(binds, hold::ancestors(&masks, &resolved)?);
         let memfd_noexec = Path::new(MEMFD_NOEXEC).exists();
         Ok(Self {
             ruleset,
