@@ -36,6 +36,11 @@ pub const BEE_FEATURES: &str = "kernel-tests,sec,astgrep-rust,astgrep-python";
 /// runs under that engine), in one build.
 pub const WORKSPACE_FEATURES: &str = "--features bee/landlock-tests,bee/mcp";
 
+/// Debian packages step 1 needs on this host: the conformance suite's static probe is built
+/// with `cc -static` and its outside processes are `/bin/busybox` applets
+/// (`landlock_conformance`). A fresh machine may have neither.
+const NATIVE_PACKAGES: &[&str] = &["busybox-static", "gcc", "libc6-dev"];
+
 /// Arguments of `cargo xtask test`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -72,6 +77,7 @@ pub struct Args {
 /// Runs the three steps in order, stopping at the first failure.
 pub fn run(args: &Args) -> Result<()> {
     if !args.kernel_only {
+        crate::apt::ensure(NATIVE_PACKAGES)?;
         eprintln!("xtask: cargo test --workspace --locked {WORKSPACE_FEATURES}");
         let status = Command::new(cargo())
             .args(["test", "--workspace", "--locked"])
