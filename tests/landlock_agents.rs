@@ -8,11 +8,10 @@
 
 mod support;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use support::scripted::{self, Script, Seen};
 use support::{stderr, stdout};
 
 /// The Claude Code release the test runs.
@@ -27,16 +26,12 @@ fn claude_code() -> PathBuf {
     let dir =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agents/claude-code-{CLAUDE_CODE}"));
     let exe = dir.join("node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    if !exe.is_file() {
-        let o = std::process::Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg(format!("@anthropic-ai/claude-code@{CLAUDE_CODE}"))
-            .output()
-            .unwrap_or_else(|e| unreachable!("cannot run npm: {e}"));
-        assert!(o.status.success(), "npm install: {}", stderr(&o));
-    }
-    assert!(exe.is_file(), "{} is not installed", exe.display());
+    support::npm::install(
+        &dir,
+        &[],
+        &format!("@anthropic-ai/claude-code@{CLAUDE_CODE}"),
+        &[&exe],
+    );
     exe
 }
 
@@ -80,74 +75,10 @@ fn under_profile(
     cmd
 }
 
-/// One request the scripted server saw: its request line and body.
-type Seen = Arc<Mutex<Vec<(String, String)>>>;
-
-/// What the scripted server answers a request (its request line and body): the content type
-/// and the body.
-type Script = Arc<dyn Fn(&str, &str) -> (&'static str, String) + Send + Sync>;
-
 /// A scripted Anthropic Messages server on a loopback port: every `POST /v1/messages`
 /// answers [`ANSWER`] (streamed where asked), anything else `{}`. Returns the port.
 fn scripted_server(seen: Seen) -> u16 {
-    scripted_server_with(seen, Arc::new(|r: &str, b: &str| answer(r, b)))
-}
-
-/// A scripted Anthropic Messages server on a loopback port answering with `script`.
-fn scripted_server_with(seen: Seen, script: Script) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| unreachable!("{e}"));
-    let port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let seen = Arc::clone(&seen);
-            let script = Arc::clone(&script);
-            std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        return;
-                    }
-                    let request = line.trim_end().to_owned();
-                    let mut length = 0;
-                    loop {
-                        let mut header = String::new();
-                        if reader.read_line(&mut header).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if header.trim_end().is_empty() {
-                            break;
-                        }
-                        if let Some((k, v)) = header.split_once(':')
-                            && k.eq_ignore_ascii_case("content-length")
-                        {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0; length];
-                    if reader.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    let body = String::from_utf8_lossy(&body).into_owned();
-                    let (kind, reply) = script(&request, &body);
-                    if let Ok(mut s) = seen.lock() {
-                        s.push((request, body));
-                    }
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: {kind}\r\ncontent-length: {}\r\n\r\n",
-                        reply.len()
-                    );
-                    let out = reader.get_mut();
-                    if out.write_all(head.as_bytes()).is_err()
-                        || out.write_all(reply.as_bytes()).is_err()
-                    {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    port
+    scripted::server(seen, Arc::new(|r: &str, b: &str| answer(r, b)))
 }
 
 /// The scripted reply to one request: its content type and body.
@@ -342,7 +273,7 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
         reply(&req, step)
     });
     let seen: Seen = Arc::default();
-    let port = scripted_server_with(Arc::clone(&seen), script);
+    let port = scripted::server(Arc::clone(&seen), script);
     let records = s.records.clone();
     let config = serde_json::json!({"mcpServers": {"bee": {
         "command": env!("CARGO_BIN_EXE_bee"),
@@ -487,7 +418,7 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
         reply(&req, step)
     });
     let seen: Seen = Arc::default();
-    let port = scripted_server_with(Arc::clone(&seen), script);
+    let port = scripted::server(Arc::clone(&seen), script);
     let o = under_profile(
         &exe,
         dir.path(),
@@ -510,7 +441,7 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
     .stderr(std::process::Stdio::piped())
     .spawn()
     .unwrap_or_else(|e| unreachable!("{e}"));
-    let o = within(o, std::time::Duration::from_secs(120), &seen);
+    let o = scripted::within(o, std::time::Duration::from_secs(120), &seen);
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert_eq!(out.trim(), ANSWER, "{err}");
@@ -557,53 +488,4 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
         Some("def add(a, b):\n    return a + b\n"),
         "the fix lands: {results:?}"
     );
-}
-
-/// `child`'s output once it exits (its pipes read as it runs); the test fails, after killing
-/// it, if it runs longer than `limit` (with the requests the scripted server saw).
-fn within(
-    mut child: std::process::Child,
-    limit: std::time::Duration,
-    seen: &Seen,
-) -> std::process::Output {
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut all = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut all);
-            }
-            all
-        })
-    };
-    let out = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-    );
-    let err = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-    );
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().ok().flatten() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
-            let err = String::from_utf8_lossy(&err.join().unwrap_or_default()).into_owned();
-            unreachable!("still running after {limit:?}; stderr: {err}\nrequests: {seen:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    std::process::Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    }
 }

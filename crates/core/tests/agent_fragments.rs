@@ -111,12 +111,20 @@ const PROFILES: &[Profile] = &[
             "~/.codex/auth.json",
             "~/.codex/sessions/2026/01/01/rollout.jsonl",
             "~/.codex/history.jsonl",
+            // What 0.171.0 wrote in a run under the profile (`tests/landlock_codex.rs`).
+            "~/.codex/state_5.sqlite",
+            "~/.codex/installation_id",
             "./src/main.rs",
         ],
         hosts: &["api.openai.com", "chatgpt.com", "auth.openai.com"],
         runs: &[
             "/usr/bin/node",
-            "/usr/lib/node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/codex/codex",
+            "/usr/lib/node_modules/@openai/codex/bin/codex.js",
+            // Where `npm install -g` puts the native build of 0.171.0, and its `rg`.
+            "/usr/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/\
+             x86_64-unknown-linux-musl/bin/codex",
+            "/usr/lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/\
+             x86_64-unknown-linux-musl/codex-path/rg",
         ],
     },
     Profile {
