@@ -46,6 +46,19 @@ pub fn ensure_mounted(dir: &Path) -> io::Result<bool> {
     if !dir.starts_with(point) || is_bpffs(point).unwrap_or(false) {
         return Ok(false);
     }
+    // Two bee processes that both found it missing would stack two mounts, and the pins of
+    // the first (the network gate's shared port map) would be hidden from every later one.
+    // So the mount point's directory is locked and looked at again: a process that opened
+    // it before the mount waits, then finds bpffs; one that opens it after locks the new
+    // root, and finds bpffs.
+    let held = std::fs::File::open(point)?;
+    // SAFETY: `flock` on a descriptor this function owns.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if is_bpffs(point)? {
+        return Ok(false);
+    }
     // SAFETY: every argument is a NUL-terminated string literal.
     let rc = unsafe {
         libc::mount(
@@ -59,6 +72,7 @@ pub fn ensure_mounted(dir: &Path) -> io::Result<bool> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
+    drop(held);
     Ok(true)
 }
 
