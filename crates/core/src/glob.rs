@@ -258,9 +258,16 @@ impl PathPattern {
                 .all(|r| segs.next() == Some(r))
                 .then_some(segs)
         };
+        // A name, suffix or tail segment is text of the path: most paths are told apart by
+        // one substring search, before their segments are walked.
+        let absent = |text: &str| !path.contains(text);
         match self {
             Self::Exact { path: p } => p == path,
             Self::Subtree { root } => below(root).is_some(),
+            Self::Postfix { suffix, .. } | Self::Segment { name: suffix, .. } if absent(suffix) => {
+                false
+            }
+            Self::Nested { tail, .. } if tail.first().is_some_and(|t| absent(t)) => false,
             Self::Postfix { root, suffix } => below(root)
                 .and_then(Iterator::last)
                 .is_some_and(|l| l.ends_with(suffix.as_str())),
