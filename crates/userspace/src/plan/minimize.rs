@@ -215,34 +215,9 @@ pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
             ..*v
         })
         .collect();
-    let edges_short = a
-        .edges_short
-        .iter()
-        .filter(|(k, _)| keep.get(k.state as usize).copied().unwrap_or(false))
-        .map(|&(k, n)| {
-            (
-                EdgeKeyShort {
-                    state: map(k.state),
-                    ..k
-                },
-                map(n),
-            )
-        })
-        .collect();
-    let edges_long = a
-        .edges_long
-        .iter()
-        .filter(|(k, _)| keep.get(k.state as usize).copied().unwrap_or(false))
-        .map(|&(k, n)| {
-            (
-                EdgeKeyLong {
-                    state: map(k.state),
-                    ..k
-                },
-                map(n),
-            )
-        })
-        .collect();
+    let kept = |s: u32| keep.get(s as usize).copied().unwrap_or(false);
+    let edges_short = renumbered(a.edges_short, |k| &mut k.state, kept, map);
+    let edges_long = renumbered(a.edges_long, |k| &mut k.state, kept, map);
     // The kept states' moves, with their targets and groups renumbered.
     let moves: Vec<Moves> = moves
         .into_iter()
@@ -276,6 +251,25 @@ pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
         pinned: a.pinned.into_iter().map(|(r, s)| (r, map(s))).collect(),
     };
     with_move_classes(automaton, &moves)
+}
+
+/// The edges of the states `kept` keeps, their states and targets renumbered by `map`, in
+/// a map. `edges` is filtered and rewritten in place and stays sorted (the renumbering
+/// keeps the kept states' order): the map is built from its buffer, which its sort finds
+/// already in order.
+fn renumbered<K: Ord>(
+    mut edges: Vec<(K, u32)>,
+    state: impl Fn(&mut K) -> &mut u32,
+    kept: impl Fn(u32) -> bool,
+    map: impl Fn(u32) -> u32,
+) -> BTreeMap<K, u32> {
+    edges.retain_mut(|(k, _)| kept(*state(k)));
+    for (k, next) in &mut edges {
+        let s = state(k);
+        *s = map(*s);
+        *next = map(*next);
+    }
+    edges.into_iter().collect()
 }
 
 /// Sets each state's [`bee_common::StateValue::move_class`]: the classes of the automaton
