@@ -248,69 +248,73 @@ impl PathPattern {
     /// Whether the normalised absolute `path` is matched. This is the reference semantics that
     /// the attenuation automata and the kernel matcher are tested against.
     pub fn matches(&self, path: &str) -> bool {
-        // The shapes but the last two walk the segments without collecting them: `below`
-        // is what is left of the path after `root`'s segments, `None` if they do not lead
-        // it.
+        // Every shape walks the segments without collecting them: `below` is what is left
+        // of the path after `root`'s segments, `None` if they do not lead it.
+        let segments = || path.split('/').filter(|s| !s.is_empty());
         let below = |root: &str| {
-            let mut segs = path.split('/').filter(|s| !s.is_empty());
+            let mut segs = segments();
             root.split('/')
                 .filter(|s| !s.is_empty())
                 .all(|r| segs.next() == Some(r))
                 .then_some(segs)
         };
+        // A name, suffix or tail segment is text of the path: most paths are told apart by
+        // one substring search, before their segments are walked.
+        let absent = |text: &str| !path.contains(text);
         match self {
-            Self::Exact { path: p } => return p == path,
-            Self::Subtree { root } => return below(root).is_some(),
-            Self::Postfix { root, suffix } => {
-                return below(root)
-                    .and_then(Iterator::last)
-                    .is_some_and(|l| l.ends_with(suffix.as_str()));
+            Self::Exact { path: p } => p == path,
+            Self::Subtree { root } => below(root).is_some(),
+            Self::Postfix { suffix, .. } | Self::Segment { name: suffix, .. } if absent(suffix) => {
+                false
             }
-            Self::Segment { root, name } => {
-                return below(root)
-                    .and_then(Iterator::last)
-                    .is_some_and(|l| l == name.as_str());
-            }
-            Self::Nested { .. } | Self::BoundedStar { .. } => {}
-        }
-        let segs = split_segments(path);
-        match self {
-            Self::Exact { .. }
-            | Self::Subtree { .. }
-            | Self::Postfix { .. }
-            | Self::Segment { .. } => false,
+            Self::Nested { tail, .. } if tail.first().is_some_and(|t| absent(t)) => false,
+            Self::Postfix { root, suffix } => below(root)
+                .and_then(Iterator::last)
+                .is_some_and(|l| l.ends_with(suffix.as_str())),
+            Self::Segment { root, name } => below(root)
+                .and_then(Iterator::last)
+                .is_some_and(|l| l == name.as_str()),
             Self::Nested {
                 root,
                 tail,
                 subtree,
             } => {
-                let root = split_segments(root);
-                if segs.len() < root.len() + tail.len() || !starts_with_segments(&segs, &root) {
+                let Some(rest) = below(root) else {
                     return false;
-                }
-                let at_end = |end: usize| {
-                    segs[end - tail.len()..end]
-                        .iter()
-                        .zip(tail)
-                        .all(|(a, b)| *a == b.as_str())
+                };
+                // Whether `tail` is the run of segments `from` starts with.
+                let leads = |mut from: std::iter::Filter<_, _>| {
+                    tail.iter().all(|t| from.next() == Some(t.as_str()))
                 };
                 if *subtree {
-                    (root.len() + tail.len()..=segs.len()).any(at_end)
-                } else {
-                    at_end(segs.len())
+                    // The tail anywhere below the root (and the path at or below its end).
+                    let mut from = rest;
+                    loop {
+                        if leads(from.clone()) {
+                            return true;
+                        }
+                        if from.next().is_none() {
+                            return false;
+                        }
+                    }
                 }
-            }
-            Self::BoundedStar { segments, subtree } => {
-                let long_enough = if *subtree {
-                    segs.len() >= segments.len()
-                } else {
-                    segs.len() == segments.len()
+                // The tail as the path's last segments.
+                let Some(skip) = rest.clone().count().checked_sub(tail.len()) else {
+                    return false;
                 };
-                long_enough
-                    && segments
-                        .iter()
-                        .zip(&segs)
-                        .all(|(p, s)| segment_matches(p.as_bytes(), s.as_bytes()))
+                let mut from = rest;
+                from.by_ref().take(skip).for_each(drop);
+                leads(from)
+            }
+            Self::BoundedStar {
+                segments: pattern,
+                subtree,
+            } => {
+                let mut segs = segments();
+                pattern.iter().all(|p| {
+                    segs.next()
+                        .is_some_and(|s| segment_matches(p.as_bytes(), s.as_bytes()))
+                }) && (*subtree || segs.next().is_none())
             }
         }
     }
@@ -373,10 +377,6 @@ pub fn join_segments(segments: &[&str]) -> String {
         acc.push_str(s);
         acc
     })
-}
-
-fn starts_with_segments(path: &[&str], prefix: &[&str]) -> bool {
-    path.len() >= prefix.len() && path.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
 /// Whether one segment `name` matches a star segment `pattern`, where each `*` matches any

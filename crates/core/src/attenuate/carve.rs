@@ -147,6 +147,20 @@ impl<'a> PrefixIndex<'a> {
         }
     }
 
+    /// Whether a rule whose literal prefix is a segment-prefix of the valid path `path`
+    /// passes `hit`: [`PrefixIndex::candidates`] of its segments, without building them.
+    /// A valid path's segment-prefixes are its own prefixes that end before a `/`.
+    fn any_at(&self, path: &str, mut hit: impl FnMut(usize) -> bool) -> bool {
+        let ends = path
+            .match_indices('/')
+            .map(|(i, _)| i)
+            .filter(|&i| i > 0)
+            .chain((path.len() > 1).then_some(path.len()));
+        std::iter::once("/")
+            .chain(ends.filter_map(|i| path.get(..i)))
+            .any(|key| self.at(key).iter().any(|&(_, i)| hit(i)))
+    }
+
     /// Rules whose literal prefix is a segment-prefix of `segs` (or, with `below`, also
     /// lies below `segs`).
     fn candidates(&self, segs: &[&str], below: bool, out: &mut Vec<usize>) {
@@ -209,6 +223,21 @@ impl<'a> Grants<'a> {
         }
     }
 
+    /// Whether one of the rules matches `path`: [`Grants::candidates`] of its segments,
+    /// tried in place for a valid path.
+    fn any_matches(&self, path: &str) -> bool {
+        if !self.indexed || path.contains('*') || !is_valid_path(path) {
+            return self
+                .candidates(&split_segments(path), false)
+                .iter()
+                .any(|g| g.matches(path));
+        }
+        let index = self.index.get_or_init(|| PrefixIndex::new(&self.patterns));
+        index.any_at(path, |i| {
+            self.patterns.get(i).is_some_and(|g| g.matches(path))
+        })
+    }
+
     /// The rules, in order, that may match a path whose segments are `segs` (or, with
     /// `below`, also a path below them); a superset of those that do.
     fn candidates(&self, segs: &[&str], below: bool) -> Vec<&'a PathPattern> {
@@ -247,6 +276,15 @@ impl<'a> Carve<'a> {
         }
     }
 
+    /// List `which`: 0 deny, 1 protect, 2 unprotect.
+    fn list(&self, which: usize) -> &[&'a PathPattern] {
+        match which {
+            0 => &self.deny,
+            1 => &self.protect,
+            _ => &self.unprotect,
+        }
+    }
+
     /// The rules of list `which` (0 deny, 1 protect, 2 unprotect) that `keep` keeps, among
     /// the candidates the index gives for `segs` (every rule without an index).
     fn pick(
@@ -256,11 +294,7 @@ impl<'a> Carve<'a> {
         below: bool,
         keep: impl Fn(&PathPattern) -> bool,
     ) -> Vec<&'a PathPattern> {
-        let list = match which {
-            0 => &self.deny,
-            1 => &self.protect,
-            _ => &self.unprotect,
-        };
+        let list = self.list(which);
         if list.is_empty() {
             return Vec::new();
         }
@@ -288,11 +322,15 @@ impl<'a> Carve<'a> {
         if self.is_empty() {
             return false;
         }
-        let segs = split_segments(path);
-        let any = |which: usize| {
-            !self
-                .pick(which, &segs, false, |p| p.matches(path))
-                .is_empty()
+        let valid = is_valid_path(path);
+        let any = |which: usize| match (&self.index, self.list(which)) {
+            (_, []) => false,
+            (Some(index), list) if valid => {
+                index[which].any_at(path, |i| list.get(i).is_some_and(|p| p.matches(path)))
+            }
+            _ => !self
+                .pick(which, &split_segments(path), false, |p| p.matches(path))
+                .is_empty(),
         };
         any(0) || (any(1) && !any(2))
     }
@@ -575,13 +613,7 @@ pub(crate) fn meets_any(
     grants: &Grants<'_>,
 ) -> Option<bool> {
     if let PathPattern::Exact { path } = d {
-        let segs = split_segments(path);
-        return Some(
-            grants
-                .candidates(&segs, false)
-                .iter()
-                .any(|g| g.matches(path)),
-        );
+        return Some(grants.any_matches(path));
     }
     let near: Vec<&PathPattern> = grants
         .candidates(&d.literal_prefix(), true)
@@ -672,15 +704,8 @@ const SAMPLED_GRANTS: usize = 64;
 fn meets_by_sample(d: &PathPattern, grants: &Grants<'_>) -> bool {
     let in_both = |s: &str, g: &PathPattern| is_valid_path(s) && d.matches(s) && g.matches(s);
     for s in samples(d) {
-        if is_valid_path(&s) && d.matches(&s) {
-            let segs = split_segments(&s);
-            if grants
-                .candidates(&segs, false)
-                .iter()
-                .any(|g| g.matches(&s))
-            {
-                return true;
-            }
+        if is_valid_path(&s) && d.matches(&s) && grants.any_matches(&s) {
+            return true;
         }
     }
     let near = grants.candidates(&d.literal_prefix(), true);

@@ -12,11 +12,26 @@ use rustc_hash::FxHashMap;
 /// Whether `p` is a valid normalised absolute path: `/`, or `/`-separated segments that are
 /// not empty, `.` or `..` and have no NUL byte.
 pub(crate) fn is_valid_path(p: &str) -> bool {
-    p == "/"
-        || p.strip_prefix('/').is_some_and(|rest| {
-            rest.split('/')
-                .all(|s| !s.is_empty() && s != "." && s != ".." && !s.contains('\0'))
-        })
+    let Some(rest) = p.strip_prefix('/') else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    // One pass over the bytes: each segment's length and how many of its bytes are dots
+    // (a segment that is one or two dots and nothing else is `.` or `..`).
+    let bad = |len: usize, dots: usize| len == 0 || (dots == len && len <= 2);
+    let (mut len, mut dots) = (0, 0);
+    for &b in rest.as_bytes() {
+        match b {
+            b'/' if bad(len, dots) => return false,
+            b'/' => (len, dots) = (0, 0),
+            0 => return false,
+            b'.' => (len, dots) = (len + 1, dots + 1),
+            _ => len += 1,
+        }
+    }
+    !bad(len, dots)
 }
 
 /// A literal segment, suffix or name as the compiler produces them.
@@ -437,5 +452,41 @@ pub(crate) fn rule_ref(r: &PathRule) -> RuleRef {
     RuleRef {
         origin: r.origin.clone(),
         rule: pattern_text(&r.pattern),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_valid_path;
+
+    /// The definition [`is_valid_path`] computes in one pass.
+    fn by_segments(p: &str) -> bool {
+        p == "/"
+            || p.strip_prefix('/').is_some_and(|rest| {
+                rest.split('/')
+                    .all(|s| !s.is_empty() && s != "." && s != ".." && !s.contains('\0'))
+            })
+    }
+
+    #[test]
+    fn a_valid_path_is_found_in_one_pass_as_by_its_segments() {
+        // Every string of up to seven bytes from `/`, `.`, `a` and NUL.
+        let mut strings = vec![String::new()];
+        let mut from = 0;
+        for _ in 0..7 {
+            let end = strings.len();
+            for i in from..end {
+                for c in ['/', '.', 'a', '\0'] {
+                    let mut s = strings[i].clone();
+                    s.push(c);
+                    strings.push(s);
+                }
+            }
+            from = end;
+        }
+        assert_eq!(strings.len(), (4usize.pow(8) - 1) / 3);
+        for s in &strings {
+            assert_eq!(is_valid_path(s), by_segments(s), "{s:?}");
+        }
     }
 }

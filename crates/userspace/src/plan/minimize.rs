@@ -18,10 +18,42 @@
 //! states are always equivalent; some equivalent states may stay apart (two glob sets that
 //! happen to accept the same names), which only refuses a move, never allows one.
 
-use bee_common::DEAD_STATE;
+use std::collections::BTreeMap;
+
+use bee_common::{ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GlobValue, StateValue};
 
 use super::paths::{FxMap, PathAutomaton};
-use bee_common::{EdgeKeyLong, EdgeKeyShort};
+
+/// The subset construction's automaton, before minimisation: a [`PathAutomaton`] whose
+/// edges and combos are still the vectors they were pushed to, in key order (keys are
+/// unique; were one repeated, the last would count, as in a map built from them). Most of
+/// them belong to states minimisation merges away, so no map is built for them.
+#[derive(Debug, Default)]
+pub(crate) struct Draft {
+    pub start: u32,
+    pub states: Vec<StateValue>,
+    pub globs: Vec<GlobValue>,
+    pub edges_short: Vec<(EdgeKeyShort, u32)>,
+    pub edges_long: Vec<(EdgeKeyLong, u32)>,
+    pub combos: Vec<(ComboKey, u32)>,
+    /// As [`PathAutomaton::pinned`].
+    pub pinned: BTreeMap<usize, u32>,
+}
+
+impl Draft {
+    /// The automaton as it is, its edges and combos in maps.
+    fn into_automaton(self) -> PathAutomaton {
+        PathAutomaton {
+            start: self.start,
+            states: self.states,
+            globs: self.globs,
+            edges_short: self.edges_short.into_iter().collect(),
+            edges_long: self.edges_long.into_iter().collect(),
+            combos: self.combos.into_iter().collect(),
+            pinned: self.pinned,
+        }
+    }
+}
 
 /// A state's transitions, as the kernel walks them: what the subset construction found for
 /// each state, so that refinement neither looks up edges by name nor matches globs again.
@@ -46,10 +78,15 @@ pub(crate) struct Moves {
 /// than the default, the glob group and `(mask, class)` of each such combo — is written
 /// into one buffer, and states with equal signatures stay in one class. (Two groups with the
 /// same star segments count as different: finer classes, never wrong ones.)
-fn classes(a: &PathAutomaton, moves: &[Moves], bits: impl Fn(u32) -> u32) -> Vec<u32> {
-    let n = a.states.len();
+fn classes(
+    states: &[StateValue],
+    pinned_at: &BTreeMap<usize, u32>,
+    moves: &[Moves],
+    bits: impl Fn(u32) -> u32,
+) -> Vec<u32> {
+    let n = states.len();
     let mut pinned = vec![false; n + 1];
-    for &s in a.pinned.values() {
+    for &s in pinned_at.values() {
         if let Some(p) = pinned.get_mut(s as usize) {
             *p = true;
         }
@@ -58,7 +95,7 @@ fn classes(a: &PathAutomaton, moves: &[Moves], bits: impl Fn(u32) -> u32) -> Vec
     // Initial partition: access bits, pinned states alone.
     let mut initial: FxMap<(u32, u32), u32> = FxMap::default();
     let mut class = vec![0u32; n + 1];
-    for (i, s) in a.states.iter().enumerate() {
+    for (i, s) in states.iter().enumerate() {
         let id = i + 1;
         let key = (
             bits(s.accept),
@@ -137,8 +174,8 @@ fn classes(a: &PathAutomaton, moves: &[Moves], bits: impl Fn(u32) -> u32) -> Vec
 /// every target points at its class's state.
 ///
 /// `moves[id]` are state `id`'s transitions (`moves[0]` the dead state's).
-pub(crate) fn minimize(a: PathAutomaton, moves: Vec<Moves>) -> PathAutomaton {
-    let classes = classes(&a, &moves, |b| b);
+pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
+    let classes = classes(&a.states, &a.pinned, &moves, |b| b);
     let mut new_id = vec![DEAD_STATE; a.states.len() + 1];
     let mut of_class: FxMap<u32, u32> = FxMap::default();
     let mut keep = vec![false; a.states.len() + 1];
@@ -149,7 +186,7 @@ pub(crate) fn minimize(a: PathAutomaton, moves: Vec<Moves>) -> PathAutomaton {
         new_id[id] = n;
     }
     if of_class.len() == a.states.len() {
-        return with_move_classes(a, &moves);
+        return with_move_classes(a.into_automaton(), &moves);
     }
     let map = |s: u32| -> u32 { new_id.get(s as usize).copied().unwrap_or(DEAD_STATE) };
     // Glob groups still used, renumbered in order of first use.
@@ -172,40 +209,15 @@ pub(crate) fn minimize(a: PathAutomaton, moves: Vec<Moves>) -> PathAutomaton {
         .iter()
         .enumerate()
         .filter(|(i, _)| keep[i + 1])
-        .map(|(_, v)| bee_common::StateValue {
+        .map(|(_, v)| StateValue {
             default_next: map(v.default_next),
             glob_first: group.get(&v.glob_first).copied().unwrap_or(0),
             ..*v
         })
         .collect();
-    let edges_short = a
-        .edges_short
-        .iter()
-        .filter(|(k, _)| keep.get(k.state as usize).copied().unwrap_or(false))
-        .map(|(k, &n)| {
-            (
-                EdgeKeyShort {
-                    state: map(k.state),
-                    ..*k
-                },
-                map(n),
-            )
-        })
-        .collect();
-    let edges_long = a
-        .edges_long
-        .iter()
-        .filter(|(k, _)| keep.get(k.state as usize).copied().unwrap_or(false))
-        .map(|(k, &n)| {
-            (
-                EdgeKeyLong {
-                    state: map(k.state),
-                    ..*k
-                },
-                map(n),
-            )
-        })
-        .collect();
+    let kept = |s: u32| keep.get(s as usize).copied().unwrap_or(false);
+    let edges_short = renumbered(a.edges_short, |k| &mut k.state, kept, map);
+    let edges_long = renumbered(a.edges_long, |k| &mut k.state, kept, map);
     // The kept states' moves, with their targets and groups renumbered.
     let moves: Vec<Moves> = moves
         .into_iter()
@@ -233,12 +245,31 @@ pub(crate) fn minimize(a: PathAutomaton, moves: Vec<Moves>) -> PathAutomaton {
             .into_iter()
             .filter_map(|(k, n)| {
                 let g = *group.get(&k.group)?;
-                Some((bee_common::ComboKey { group: g, ..k }, map(n)))
+                Some((ComboKey { group: g, ..k }, map(n)))
             })
             .collect(),
         pinned: a.pinned.into_iter().map(|(r, s)| (r, map(s))).collect(),
     };
     with_move_classes(automaton, &moves)
+}
+
+/// The edges of the states `kept` keeps, their states and targets renumbered by `map`, in
+/// a map. `edges` is filtered and rewritten in place and stays sorted (the renumbering
+/// keeps the kept states' order): the map is built from its buffer, which its sort finds
+/// already in order.
+fn renumbered<K: Ord>(
+    mut edges: Vec<(K, u32)>,
+    state: impl Fn(&mut K) -> &mut u32,
+    kept: impl Fn(u32) -> bool,
+    map: impl Fn(u32) -> u32,
+) -> BTreeMap<K, u32> {
+    edges.retain_mut(|(k, _)| kept(*state(k)));
+    for (k, next) in &mut edges {
+        let s = state(k);
+        *s = map(*s);
+        *next = map(*next);
+    }
+    edges.into_iter().collect()
 }
 
 /// Sets each state's [`bee_common::StateValue::move_class`]: the classes of the automaton
@@ -251,7 +282,7 @@ pub(crate) fn minimize(a: PathAutomaton, moves: Vec<Moves>) -> PathAutomaton {
 /// into place, and only `target/**` is executable.
 fn with_move_classes(mut a: PathAutomaton, moves: &[Moves]) -> PathAutomaton {
     const EXEC_ANY: u32 = bee_common::ACCESS_EXEC | bee_common::ACCESS_EXEC_PINNED;
-    let moves = classes(&a, moves, |b| {
+    let moves = classes(&a.states, &a.pinned, moves, |b| {
         if b & (bee_common::ACCESS_READ | bee_common::ACCESS_WRITE) != 0 {
             b & !EXEC_ANY
         } else {

@@ -31,7 +31,7 @@ use bee_common::{
 use bee_core::compiled::Origin;
 use bee_core::glob::PathPattern;
 
-use super::minimize::Moves;
+use super::minimize::{Draft, Moves};
 use super::{PlanError, PlanLimits, RuleUse};
 
 /// One path rule to compile: a pattern, the access bits a match grants (or, for a
@@ -612,7 +612,7 @@ pub(crate) fn build(
 ) -> Result<PathAutomaton, PlanError> {
     let globs_text = postfix_globs(inputs);
     let nfa = Nfa::new(inputs, &globs_text)?;
-    let mut out = PathAutomaton::default();
+    let mut out = Draft::default();
     let mut b = Builder {
         nfa: &nfa,
         inputs,
@@ -835,8 +835,8 @@ pub(crate) fn build(
         });
         id += 1;
     }
-    out.edges_short = edges_short.into_iter().collect();
-    out.edges_long = edges_long.into_iter().collect();
-    out.combos = combos.into_iter().collect();
+    out.edges_short = edges_short;
+    out.edges_long = edges_long;
+    out.combos = combos;
     Ok(super::minimize::minimize(out, moves))
 }
