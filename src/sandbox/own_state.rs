@@ -199,6 +199,19 @@ fn protect_one(
     } else {
         policy.fs.unprotect.retain(|u| !reaches_in(&u.pattern));
     }
+    if !dir
+        && let Ok(meta) = std::fs::symlink_metadata(path)
+        && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
+    {
+        // A name the protection does not cover (a hard link a scope of an earlier run made)
+        // would let a scope rewrite it.
+        return Err(std::io::Error::other(format!(
+            "`{}` has {} names (hard links): a scope could write it through another one; \
+             move it aside and let bee start a new one",
+            path.display(),
+            std::os::unix::fs::MetadataExt::nlink(&meta)
+        )));
+    }
     if policy.fs.write.iter().any(|w| reaches_in(&w.pattern))
         && std::fs::symlink_metadata(path).is_err()
     {
@@ -325,6 +338,24 @@ mod tests {
         assert!(protected.contains(&&PathPattern::Subtree { root }));
         let records = records.display().to_string();
         assert!(!protected.iter().any(|p| p.matches(&records)));
+    }
+
+    /// A state file with a second name (a hard link planted by a scope of an earlier run)
+    /// is refused: the protection covers one name.
+    #[test]
+    fn a_state_file_with_another_name_is_refused() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let text = "version = 1\n[fs]\nread = [\"./**\"]\nwrite = [\"./**\"]\n";
+        let mut policy = compiled(text, ws.path());
+        let audit = ws.path().join("audit.jsonl");
+        std::fs::write(&audit, "").unwrap_or_else(|e| unreachable!("{e}"));
+        std::fs::hard_link(&audit, ws.path().join("alias")).unwrap_or_else(|e| unreachable!("{e}"));
+        let e = protect(&mut policy, ws.path(), &[StatePath::File(audit)]).err();
+        assert!(
+            e.as_ref()
+                .is_some_and(|e| e.to_string().contains("has 2 names")),
+            "{e:?}"
+        );
     }
 
     #[test]
