@@ -28,6 +28,14 @@ fn policy(dir: &std::path::Path, read: &str, write: &str) -> String {
     path.display().to_string()
 }
 
+/// Runs `bee exec FLAGS -- /usr/bin/dash -c SCRIPT` in `dir` (also the home, as [`bee_in`]).
+fn exec_dash(dir: &std::path::Path, flags: &[&str], script: &str) -> std::process::Output {
+    let mut args = vec!["exec"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "/usr/bin/dash", "-c", script]);
+    bee_in(dir, &args)
+}
+
 fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"))
 }
@@ -86,10 +94,7 @@ fn exec_enforces_through_landlock_and_says_so() {
         secret = secret.display(),
         dir = dir.path().display()
     );
-    let o = bee_in(
-        &ws,
-        &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
-    );
+    let o = exec_dash(&ws, &["--policy", &p], &script);
     let (out, err) = (stdout(&o), stderr(&o));
     assert!(
         err.starts_with("bee: engine: landlock (the BPF LSM cannot enforce here: "),
@@ -291,10 +296,7 @@ fn bees_own_state_is_read_only_in_a_scope_whatever_the_policy() {
     ];
     for attempt in &attempts {
         let script = format!("{attempt} && echo DONE");
-        let o = bee_in(
-            &ws,
-            &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
-        );
+        let o = exec_dash(&ws, &["--policy", &p], &script);
         assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
         assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
     }
@@ -306,18 +308,7 @@ fn bees_own_state_is_read_only_in_a_scope_whatever_the_policy() {
         Some("original\n")
     );
     // The rest of the workspace is as writable as the policy says.
-    let o = bee_in(
-        &ws,
-        &[
-            "exec",
-            "--policy",
-            &p,
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            "echo ok > made.txt",
-        ],
-    );
+    let o = exec_dash(&ws, &["--policy", &p], "echo ok > made.txt");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(ws.join("made.txt").is_file());
 }
@@ -328,10 +319,7 @@ fn bees_own_state_is_read_only_in_a_scope_whatever_the_policy() {
 fn a_missing_state_directory_is_made_before_the_scope_can() {
     let (_dir, ws, p) = writable_workspace();
     let script = "mkdir -p .bee && echo 'host = true' > .bee/config.toml && echo DONE";
-    let o = bee_in(
-        &ws,
-        &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", script],
-    );
+    let o = exec_dash(&ws, &["--policy", &p], script);
     assert!(!stdout(&o).contains("DONE"), "{}", stderr(&o));
     assert!(ws.join(".bee").is_dir());
     assert!(!ws.join(".bee/config.toml").exists());
@@ -451,19 +439,10 @@ fn bees_state_named_in_the_workspace_is_read_only_too() {
 
     // `bee exec --audit FILE`: the command cannot write the file its denials go to.
     let script = "echo forged >> exec-audit.jsonl; cat /etc/hostname";
-    let o = bee_in(
+    let o = exec_dash(
         &ws,
-        &[
-            "exec",
-            "--policy",
-            &p,
-            "--audit",
-            "exec-audit.jsonl",
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            script,
-        ],
+        &["--policy", &p, "--audit", "exec-audit.jsonl"],
+        script,
     );
     let audit = read("exec-audit.jsonl");
     assert!(!audit.contains("forged"), "{audit}{}", stderr(&o));
@@ -535,12 +514,7 @@ fn a_command_no_exec_grant_covers_is_explained() {
 #[test]
 fn a_command_is_not_its_namespaces_init() {
     let (_dir, ws, p) = writable_workspace();
-    let run = |script: &str| {
-        bee_in(
-            &ws,
-            &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", script],
-        )
-    };
+    let run = |script: &str| exec_dash(&ws, &["--policy", &p], script);
     for (script, status) in [
         ("kill -9 $$; echo survived", 137),
         ("kill -TERM $$; echo survived", 143),
@@ -689,20 +663,7 @@ fn bees_state_named_through_a_symbolic_link() {
     let p = policy(dir.path(), &tree, &tree);
     std::os::unix::fs::symlink(&target, ws.join("logs")).unwrap_or_else(|e| unreachable!("{e}"));
     let audit = ws.join("logs/audit.jsonl").display().to_string();
-    let o = bee_in(
-        &ws,
-        &[
-            "exec",
-            "--policy",
-            &p,
-            "--audit",
-            &audit,
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            "echo ran",
-        ],
-    );
+    let o = exec_dash(&ws, &["--policy", &p, "--audit", &audit], "echo ran");
     let err = stderr(&o);
     assert_eq!(code(&o), 73, "{err}");
     assert!(err.contains("symbolic link"), "{err}");
@@ -712,19 +673,10 @@ fn bees_state_named_through_a_symbolic_link() {
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&ws, &link).unwrap_or_else(|e| unreachable!("{e}"));
     let base = link.display().to_string();
-    let o = bee_in(
+    let o = exec_dash(
         &ws,
-        &[
-            "exec",
-            "--base",
-            &base,
-            "--policy",
-            &p,
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            "echo started; echo 'host = true' > .bee/config.toml && echo planted",
-        ],
+        &["--base", &base, "--policy", &p],
+        "echo started; echo 'host = true' > .bee/config.toml && echo planted",
     );
     assert!(stdout(&o).contains("started"), "{}", stderr(&o));
     assert!(!stdout(&o).contains("planted"), "{}", stderr(&o));
@@ -743,19 +695,10 @@ fn the_current_directorys_state_is_protected_when_the_base_is_elsewhere() {
     }
     let tree = format!("{}/**", ws.display());
     let p = policy(dir.path(), &tree, &tree);
-    let o = bee_in(
+    let o = exec_dash(
         &ws,
-        &[
-            "exec",
-            "--base",
-            &base.display().to_string(),
-            "--policy",
-            &p,
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            "echo 'host = true' > .bee/config.toml && echo planted; echo ok > made.txt",
-        ],
+        &["--base", &base.display().to_string(), "--policy", &p],
+        "echo 'host = true' > .bee/config.toml && echo planted; echo ok > made.txt",
     );
     assert!(!stdout(&o).contains("planted"), "{}", stderr(&o));
     assert!(!ws.join(".bee/config.toml").exists());
@@ -872,26 +815,16 @@ fn the_users_configuration_directory_is_read_only_in_a_scope_that_writes_the_hom
     ];
     for attempt in attempts {
         let script = format!("{attempt} && echo DONE");
-        let o = bee_in(
-            &home,
-            &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
-        );
+        let o = exec_dash(&home, &["--policy", &p], &script);
         assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
         assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
     }
     assert!(!dotfiles.join("bee/config.toml").exists());
     assert!(!dotfiles.join("bee/skills").exists());
-    let o = bee_in(
+    let o = exec_dash(
         &home,
-        &[
-            "exec",
-            "--policy",
-            &p,
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            "echo ok > ~/notes.txt && echo ok > ~/.config/other.toml",
-        ],
+        &["--policy", &p],
+        "echo ok > ~/notes.txt && echo ok > ~/.config/other.toml",
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(home.join("notes.txt").is_file());
@@ -964,20 +897,7 @@ fn a_protected_paths_parent_cannot_be_moved_to_make_a_fresh_one() {
     ];
     for attempt in attempts {
         let script = format!("{attempt} && echo DONE");
-        let o = bee_in(
-            &ws,
-            &[
-                "exec",
-                "--audit",
-                &audit,
-                "--policy",
-                &p,
-                "--",
-                "/usr/bin/dash",
-                "-c",
-                &script,
-            ],
-        );
+        let o = exec_dash(&ws, &["--audit", &audit, "--policy", &p], &script);
         assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
         assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
     }
@@ -993,17 +913,10 @@ fn a_protected_paths_parent_cannot_be_moved_to_make_a_fresh_one() {
     let logged = std::fs::read_to_string(ws.join("logs/audit.jsonl")).unwrap_or_default();
     assert!(!logged.contains("forged"), "{logged}");
     // What holds no covered path moves and goes as the policy says.
-    let o = bee_in(
+    let o = exec_dash(
         &ws,
-        &[
-            "exec",
-            "--policy",
-            &p,
-            "--",
-            "/usr/bin/dash",
-            "-c",
-            "mkdir -p sub/other/x && mv sub/other sub/moved && rm -r sub/moved && echo ok > sub/deeper/f",
-        ],
+        &["--policy", &p],
+        "mkdir -p sub/other/x && mv sub/other sub/moved && rm -r sub/moved && echo ok > sub/deeper/f",
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(ws.join("sub/deeper/f").is_file());
