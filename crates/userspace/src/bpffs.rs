@@ -3,8 +3,8 @@
 //! systemd mounts bpffs at `/sys/fs/bpf` at boot; hosts without it (a minimal VM image, a
 //! container-less init, some CI runners) leave `/sys/fs/bpf` an empty sysfs directory, where
 //! nothing can be made. [`ensure_mounted`] mounts it there, as `bpftool` does, when it is
-//! missing: the same mount systemd would have made (`mode=0700`), at the same place, and
-//! nowhere else.
+//! missing: the same mount systemd would have made (`nosuid,nodev,noexec,mode=0700`), at the
+//! same place, and nowhere else.
 
 use std::io;
 use std::path::Path;
@@ -33,25 +33,35 @@ pub fn is_bpffs(dir: &Path) -> io::Result<bool> {
     Ok(i128::from(f_type) == i128::from(BPF_FS_MAGIC))
 }
 
+/// Where bee processes take turns to mount bpffs: a file only root can open (`/run` is
+/// root's), so no other user can hold the lock and stall every bee that loads the engine.
+const LOCK: &str = "/run/bee-bpffs.lock";
+
 /// Makes sure bpffs is mounted at `dir`'s mount point: where `dir` lies below
-/// [`MOUNT_POINT`] and that is not bpffs yet, mounts it there (`mount -t bpf bpf
-/// /sys/fs/bpf -o mode=0700`). A `dir` elsewhere is left to whoever chose it. Returns whether
-/// this call mounted it.
+/// [`MOUNT_POINT`] and that is not bpffs yet, mounts it there as systemd does
+/// (`mount -t bpf bpf /sys/fs/bpf -o nosuid,nodev,noexec,mode=0700`). A `dir` elsewhere is
+/// left to whoever chose it. Returns whether this call mounted it.
 ///
 /// # Errors
-/// `mount(2)`'s error (`EPERM` without `CAP_SYS_ADMIN`, `ENODEV` for a kernel without
-/// bpffs).
+/// The lock file's error (`/run` missing or not writable); `ENOTDIR` when the mount point
+/// is not a directory (a symbolic link is not followed); `mount(2)`'s error (`EPERM`
+/// without `CAP_SYS_ADMIN`, `ENODEV` for a kernel without bpffs).
 pub fn ensure_mounted(dir: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::OpenOptionsExt as _;
     let point = Path::new(MOUNT_POINT);
     if !dir.starts_with(point) || is_bpffs(point).unwrap_or(false) {
         return Ok(false);
     }
     // Two bee processes that both found it missing would stack two mounts, and the pins of
-    // the first (the network gate's shared port map) would be hidden from every later one.
-    // So the mount point's directory is locked and looked at again: a process that opened
-    // it before the mount waits, then finds bpffs; one that opens it after locks the new
-    // root, and finds bpffs.
-    let held = std::fs::File::open(point)?;
+    // the first (the network gate's shared port map) would be hidden from every later one:
+    // so they take turns, and look again once it is theirs.
+    let held = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(LOCK)?;
     // SAFETY: `flock` on a descriptor this function owns.
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) } != 0 {
         return Err(io::Error::last_os_error());
@@ -59,13 +69,16 @@ pub fn ensure_mounted(dir: &Path) -> io::Result<bool> {
     if is_bpffs(point)? {
         return Ok(false);
     }
+    if !std::fs::symlink_metadata(point)?.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+    }
     // SAFETY: every argument is a NUL-terminated string literal.
     let rc = unsafe {
         libc::mount(
             c"bpf".as_ptr(),
             c"/sys/fs/bpf".as_ptr(),
             c"bpf".as_ptr(),
-            0,
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             c"mode=0700".as_ptr().cast(),
         )
     };
