@@ -132,7 +132,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         .map(StatePath::File)
         .collect();
     elsewhere.extend(crate::sandbox::own_state::current_directory());
-    elsewhere.extend(crate::sandbox::own_state::user_directory());
+    elsewhere.extend(crate::sandbox::own_state::user_directories());
     crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &elsewhere)
         .map_err(|e| {
             fail(

@@ -27,6 +27,8 @@
 
 use std::path::{Path, PathBuf};
 
+mod user;
+
 use bee_core::CompiledPolicy;
 use bee_core::compiled::{Origin, PathRule};
 use bee_core::glob::PathPattern;
@@ -53,6 +55,10 @@ pub enum StatePath {
     File(PathBuf),
     /// A directory bee writes below (a records directory); absolute.
     Dir(PathBuf),
+    /// A configuration directory bee reads (the user's), as the user names it; absolute.
+    /// Protected at its real path with what it links to, and refused where a link on the
+    /// way lies within a write grant ([`user_directories`]).
+    Config(PathBuf),
 }
 
 /// Protects `workspace/.bee` and each of `elsewhere` in `policy` (see the module's text).
@@ -92,7 +98,13 @@ pub fn protect(
             .map(|r| r.join(STATE_DIR)),
     ];
     for path in elsewhere {
-        let (StatePath::File(p) | StatePath::Dir(p)) = path;
+        let p = match path {
+            StatePath::File(p) | StatePath::Dir(p) => p,
+            StatePath::Config(dir) => {
+                user::protect(policy, dir)?;
+                continue;
+            }
+        };
         if own.iter().flatten().any(|o| o == p) {
             continue;
         }
@@ -120,14 +132,63 @@ pub fn current_directory() -> Option<StatePath> {
     Some(StatePath::Dir(cwd.join(STATE_DIR)))
 }
 
-/// The user's configuration directory of this process (`$XDG_CONFIG_HOME/bee` or
-/// `~/.config/bee`, see [`crate::config::Env::user_config`]; it holds `config.toml`,
-/// `skills/` and `agents/`), named by its real path: dotfiles are often linked into place,
-/// and the kernel sees the directory a link leads to. `None` without a home directory.
+/// The user's configuration directories (see [`crate::config::Env::user_config`]): the one
+/// this process reads (`$XDG_CONFIG_HOME/bee`, else `~/.config/bee`) and, where
+/// `$XDG_CONFIG_HOME` names another, `~/.config/bee` too, which a bee started without that
+/// variable reads. Each holds `config.toml`, `skills/` and `agents/`.
 #[must_use]
-pub fn user_directory() -> Option<StatePath> {
-    let file = crate::config::Env::from_process().ok()?.user_config()?;
-    real_path(&lexical(file.parent()?)).map(StatePath::Dir)
+pub fn user_directories() -> Vec<StatePath> {
+    let Ok(env) = crate::config::Env::from_process() else {
+        return Vec::new();
+    };
+    let default = crate::config::Env {
+        xdg_config_home: None,
+        ..env.clone()
+    };
+    let mut dirs: Vec<PathBuf> = [env.user_config(), default.user_config()]
+        .into_iter()
+        .flatten()
+        .filter_map(|file| file.parent().map(Path::to_path_buf))
+        .collect();
+    dirs.dedup();
+    dirs.into_iter().map(StatePath::Config).collect()
+}
+
+/// Makes `path` (a directory, or an empty file) and the directories above it that are
+/// missing, each owned as the nearest one that exists is: bee run with `sudo` in a user's
+/// home must not leave root's directories there, which the user's own programs then cannot
+/// write in.
+fn make_like_ancestor(path: &Path, dir: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let owner = path
+        .ancestors()
+        .skip(1)
+        .find_map(|a| std::fs::metadata(a).ok())
+        .map(|m| (m.uid(), m.gid()));
+    let missing: Vec<&Path> = path
+        .ancestors()
+        .take_while(|a| std::fs::symlink_metadata(a).is_err())
+        .collect();
+    if dir {
+        std::fs::create_dir_all(path)?;
+    } else {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(path)?;
+    }
+    // SAFETY: `geteuid` reads this process's credentials.
+    if let Some((uid, gid)) = owner
+        && unsafe { libc::geteuid() } == 0
+    {
+        for made in missing {
+            std::os::unix::fs::lchown(made, Some(uid), Some(gid))?;
+        }
+    }
+    Ok(())
 }
 
 /// `path` with `.` and `..` taken out as written (no link is followed).
@@ -173,7 +234,7 @@ fn protect_one(
 ) -> std::io::Result<()> {
     let (path, dir) = match state {
         StatePath::File(p) => (p, false),
-        StatePath::Dir(p) => (p, true),
+        StatePath::Dir(p) | StatePath::Config(p) => (p, true),
     };
     let anchors = bee_core::path::Anchors {
         base: Path::new("/"),
@@ -201,6 +262,16 @@ fn protect_one(
     }
     if !dir
         && let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.is_file()
+    {
+        // A FIFO blocks bee's open (or hands its records to whoever reads the other end).
+        return Err(std::io::Error::other(format!(
+            "`{}` is not a regular file",
+            path.display()
+        )));
+    }
+    if !dir
+        && let Ok(meta) = std::fs::symlink_metadata(path)
         && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
     {
         // A name the protection does not cover (a hard link a scope of an earlier run made)
@@ -215,17 +286,7 @@ fn protect_one(
     if policy.fs.write.iter().any(|w| reaches_in(&w.pattern))
         && std::fs::symlink_metadata(path).is_err()
     {
-        if dir {
-            std::fs::create_dir_all(path)?;
-        } else {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::File::options()
-                .create(true)
-                .append(true)
-                .open(path)?;
-        }
+        make_like_ancestor(path, dir)?;
     }
     let (pattern, text) = if dir {
         (
@@ -354,6 +415,25 @@ mod tests {
         assert!(
             e.as_ref()
                 .is_some_and(|e| e.to_string().contains("has 2 names")),
+            "{e:?}"
+        );
+    }
+
+    /// A FIFO where a state file should be (made by a scope of an earlier run) would block
+    /// bee's open, or hand its records to whoever reads it: refused.
+    #[test]
+    fn a_state_file_that_is_not_a_regular_file_is_refused() {
+        let ws = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let mut policy = compiled("version = 1\n[fs]\nread = [\"./**\"]\n", ws.path());
+        let audit = ws.path().join("audit.jsonl");
+        let c = std::ffi::CString::new(audit.as_os_str().as_encoded_bytes())
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        // SAFETY: `c` is NUL-terminated.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = protect(&mut policy, ws.path(), &[StatePath::File(audit)]).err();
+        assert!(
+            e.as_ref()
+                .is_some_and(|e| e.to_string().contains("is not a regular file")),
             "{e:?}"
         );
     }

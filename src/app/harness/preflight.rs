@@ -307,7 +307,7 @@ pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
     // The current directory's `.bee` (each sandbox leaves it out where it is its
     // workspace's own): a run's episodes may work in other directories.
     state.extend(crate::sandbox::own_state::current_directory());
-    state.extend(crate::sandbox::own_state::user_directory());
+    state.extend(crate::sandbox::own_state::user_directories());
     state
 }
 
