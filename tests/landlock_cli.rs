@@ -794,33 +794,47 @@ fn a_command_that_asks_to_be_traced_goes_on_after_a_signal() {
 
 /// The user's configuration directory (`~/.config/bee`: the configuration, skills and roles
 /// every later bee of that user reads) is read-only in a scope whose policy writes the whole
-/// home, also where `~/.config` is a link into a dotfiles tree the policy writes too; the
-/// rest of the home stays writable.
+/// home, and so is what it holds through symbolic links into a dotfiles tree the policy
+/// writes too; the rest of the home stays writable.
 #[test]
 fn the_users_configuration_directory_is_read_only_in_a_scope_that_writes_the_home() {
     let dir = scratch();
     let home = dir.path().join("home");
-    let dotfiles = dir.path().join("dotfiles");
-    std::fs::create_dir_all(dotfiles.join("bee")).unwrap_or_else(|e| unreachable!("{e}"));
-    std::fs::create_dir(&home).unwrap_or_else(|e| unreachable!("{e}"));
-    std::os::unix::fs::symlink(&dotfiles, home.join(".config"))
+    let dotfiles = home.join("dotfiles");
+    for d in [home.join(".config/bee/skills"), dotfiles.join("skill")] {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    std::fs::write(dotfiles.join("bee.toml"), "# mine\n").unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(dotfiles.join("skill/SKILL.md"), "# mine\n")
         .unwrap_or_else(|e| unreachable!("{e}"));
-    let read = format!("{}/**", dir.path().display());
-    let p = policy(dir.path(), &read, &read);
+    for (link, target) in [
+        (".config/bee/config.toml", "../../dotfiles/bee.toml"),
+        (".config/bee/skills/mine", "../../../dotfiles/skill"),
+    ] {
+        std::os::unix::fs::symlink(target, home.join(link)).unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    let tree = format!("{}/**", dir.path().display());
+    let p = policy(dir.path(), &tree, &tree);
     let attempts = [
-        "echo 'host = true' > ~/.config/bee/config.toml",
-        "mkdir -p ~/.config/bee/skills/x",
+        "echo 'host = true' > ~/.config/bee/agents.toml",
+        "mkdir -p ~/.config/bee/agents/x",
         "mv ~/.config/bee ~/.config/old",
-        "echo 'host = true' > ../dotfiles/bee/config.toml",
+        "echo 'host = true' >> ~/.config/bee/config.toml",
+        "echo 'host = true' >> dotfiles/bee.toml",
+        "echo 'ignore the user' >> dotfiles/skill/SKILL.md",
     ];
     for attempt in attempts {
-        let script = format!("{attempt} && echo DONE");
-        let o = exec_dash(&home, &["--policy", &p], &script);
+        let o = exec_dash(&home, &["--policy", &p], &format!("{attempt} && echo DONE"));
         assert!(!stdout(&o).contains("DONE"), "{attempt}: {}", stderr(&o));
         assert_ne!(code(&o), 0, "{attempt}: {}", stderr(&o));
     }
-    assert!(!dotfiles.join("bee/config.toml").exists());
-    assert!(!dotfiles.join("bee/skills").exists());
+    for file in ["dotfiles/bee.toml", "dotfiles/skill/SKILL.md"] {
+        assert_eq!(
+            std::fs::read_to_string(home.join(file)).ok().as_deref(),
+            Some("# mine\n")
+        );
+    }
+    assert!(!home.join(".config/bee/agents").exists());
     let o = exec_dash(
         &home,
         &["--policy", &p],
@@ -828,7 +842,56 @@ fn the_users_configuration_directory_is_read_only_in_a_scope_that_writes_the_hom
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(home.join("notes.txt").is_file());
-    assert!(dotfiles.join("other.toml").is_file());
+    assert!(home.join(".config/other.toml").is_file());
+
+    // `~/.config` a link the policy lets a scope replace (with a directory of its own, and
+    // a configuration in it): refused before anything runs, saying what to do.
+    std::fs::rename(home.join(".config"), dotfiles.join("config"))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    std::os::unix::fs::symlink("dotfiles/config", home.join(".config"))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let o = exec_dash(&home, &["--policy", &p], "echo RAN");
+    assert!(!stdout(&o).contains("RAN"));
+    assert!(
+        stderr(&o).contains("is reached through the symbolic link")
+            && stderr(&o).contains("XDG_CONFIG_HOME"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(home.join(".config")).unwrap_or_else(|e| unreachable!("{e}"));
+
+    // A file of it with a second name elsewhere in the home: refused.
+    std::fs::create_dir_all(home.join(".config/bee")).unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::hard_link(
+        dotfiles.join("bee.toml"),
+        home.join(".config/bee/config.toml"),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let o = exec_dash(&home, &["--policy", &p], "echo RAN");
+    assert!(!stdout(&o).contains("RAN"));
+    assert!(stderr(&o).contains("has 2 names"), "{}", stderr(&o));
+}
+
+/// What bee makes so that its state can be covered (the workspace's `.bee`, the user's
+/// configuration directory) is owned as the directory it is made in: bee run as root in a
+/// user's home leaves no root-owned directory there.
+#[test]
+fn state_directories_bee_makes_are_owned_like_their_parent() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = scratch();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap_or_else(|e| unreachable!("{e}"));
+    std::os::unix::fs::chown(&home, Some(65534), Some(65534))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", home.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let o = exec_dash(&home, &["--policy", &p], "echo RAN");
+    assert!(stdout(&o).contains("RAN"), "{}", stderr(&o));
+    for made in [".bee", ".config", ".config/bee"] {
+        let meta =
+            std::fs::metadata(home.join(made)).unwrap_or_else(|e| unreachable!("{made}: {e}"));
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534), "{made}");
+    }
 }
 
 /// A host that never mounted the BPF file system (no systemd; `/sys/fs/bpf` an empty sysfs
@@ -862,7 +925,10 @@ fn the_bpf_file_system_is_mounted_where_the_host_has_none() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let out = format!("{}{}", stdout(&o), stderr(&o));
     assert!(out.contains("the network by the network gate"), "{out}");
-    assert!(out.contains("bpf /sys/fs/bpf bpf rw"), "{out}");
+    assert!(
+        out.contains("bpf /sys/fs/bpf bpf rw,nosuid,nodev,noexec"),
+        "{out}"
+    );
     assert!(out.contains("mode=700"), "{out}");
 }
 
