@@ -29,8 +29,8 @@ const ANSWER: &str = "FIXED BY THE SCRIPTED MODEL";
 /// (`lib/node_modules/opencode-ai`, as the profile's rules expect it under `/usr/lib`,
 /// `/usr/local/lib` or nvm) and its executable (`bin/opencode.exe`). The package's native
 /// builds come as a package per platform (optional dependencies, installed inside the
-/// package's `node_modules/`); its install script links the one this CPU runs to
-/// `bin/opencode.exe`.
+/// package's `node_modules/`); its install script (`postinstall.mjs`, no download) links the
+/// one this CPU runs to `bin/opencode.exe`.
 fn opencode() -> (PathBuf, PathBuf) {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agents/opencode-{OPENCODE}"));
     let package = dir.join("lib/node_modules/opencode-ai");
@@ -47,6 +47,24 @@ fn opencode() -> (PathBuf, PathBuf) {
         &format!("opencode-ai@{OPENCODE}"),
         &[&exe, &native],
     );
+    // The package ships `bin/opencode.exe` as a script that fails, saying the install script
+    // did not run; where npm ran no install scripts, the script is run here (it links the
+    // native build, offline).
+    let size = |f: &Path| std::fs::metadata(f).map(|m| m.len()).unwrap_or_default();
+    if size(&exe) != size(&native) {
+        let o = std::process::Command::new("node")
+            .arg("postinstall.mjs")
+            .current_dir(&package)
+            .output()
+            .unwrap_or_else(|e| unreachable!("cannot run node to link opencode's build: {e}"));
+        assert!(
+            o.status.success() && size(&exe) == size(&native),
+            "opencode-ai's install script did not link {} to {}: {}",
+            native.display(),
+            exe.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
     (package, exe)
 }
 
