@@ -4,8 +4,9 @@
 //!    needs no special kernel, with the Landlock engine's tests (`landlock_engine`,
 //!    `landlock_cli`), which confine real commands on this host (root and Landlock, no VM),
 //!    Claude Code from npm under its profile and that engine, and with `bee mcp` as its tools
-//!    (`landlock_agents`, which needs `npm` and the registry), the Codex CLI from npm under its
-//!    profile (`landlock_codex`), `bee mcp` against the official
+//!    (`landlock_agents`, which needs `npm` and the registry), the Codex CLI, opencode and
+//!    Gemini CLI from npm under their profiles (`landlock_codex`, `landlock_opencode`,
+//!    `landlock_gemini`), `bee mcp` against the official
 //!    MCP Python SDK and the MCP Inspector's CLI under that engine (`mcp_sdk`, `mcp_inspector`), and bee's MCP client with the filesystem
 //!    server from npm and misbehaving servers (`landlock_mcp_client`);
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
