@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use support::agent_run;
 use support::scripted::{self, Script, Seen};
 use support::{stderr, stdout};
 
@@ -71,8 +72,7 @@ fn codex_state(dir: &Path, port: u16) -> (PathBuf, PathBuf, String) {
     for f in [codex_home.join(".env"), codex_home.join("AGENTS.md")] {
         std::fs::write(f, "").unwrap_or_else(|e| unreachable!("{e}"));
     }
-    std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(ws.join("app.py"), agent_run::BUGGY).unwrap_or_else(|e| unreachable!("{e}"));
     // A provider of Codex's own configuration (developers.openai.com/codex/config-advanced):
     // the Responses API at the scripted server, the key from OPENAI_API_KEY, no retries (each
     // request the server sees is one the model answered). No update check, no metrics
@@ -154,7 +154,7 @@ fn codex_under_its_profile_is_refused_a_secret_its_configuration_and_a_hook_and_
     let dir =
         tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap_or_else(|e| unreachable!("{e}"));
     let secret = dir.path().join("secret.txt");
-    std::fs::write(&secret, "TOP SECRET\n").unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(&secret, agent_run::SECRET).unwrap_or_else(|e| unreachable!("{e}"));
     let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
     let config_file = home.join(".codex/config.toml");
     let hook = ws.join(".git/hooks/pre-commit");
@@ -202,7 +202,7 @@ fn codex_under_its_profile_is_refused_a_secret_its_configuration_and_a_hook_and_
             "--skip-git-repo-check",
             "--color",
             "never",
-            "Fix the bug in app.py.",
+            agent_run::PROMPT,
         ])
         .current_dir(&ws)
         .env("HOME", &home)
@@ -225,41 +225,10 @@ fn codex_under_its_profile_is_refused_a_secret_its_configuration_and_a_hook_and_
             .all(|(r, _)| r.starts_with("POST /v1/responses")),
         "{seen:?}"
     );
-    assert_eq!(seen.len(), commands.len() + 1, "{seen:?}");
-    let requests: Vec<serde_json::Value> = seen
-        .iter()
-        .map(|(_, b)| serde_json::from_str(b).unwrap_or_default())
-        .collect();
-    assert!(
-        seen[0].1.contains("Fix the bug in app.py."),
-        "{}",
-        seen[0].1
-    );
-    for (n, req) in requests.iter().enumerate() {
-        assert_eq!(tool_outputs(req).len(), n, "request {n}: {req}");
-    }
-    // The secret's content reached the model in no request.
-    assert!(
-        !seen.iter().any(|(_, b)| b.contains("TOP SECRET")),
-        "{seen:?}"
-    );
-    let outputs = tool_outputs(&requests[commands.len()]);
+    // Every request is a turn: the prompt, then one per command with its output.
+    let outputs = agent_run::turns(&seen, |_| true, commands.len(), tool_outputs);
     // The kernel refused the secret, the configuration and the hook; Codex saw why.
-    assert!(
-        outputs[0].contains(&format!("cat: {}: Permission denied", secret.display())),
-        "{}",
-        outputs[0]
-    );
-    for path in [&config_file, &hook] {
-        let said = format!("{}: Read-only file system", path.display());
-        let denied = format!("{}: Permission denied", path.display());
-        assert!(
-            outputs[1].contains(&said) || outputs[1].contains(&denied),
-            "{}: {}",
-            path.display(),
-            outputs[1]
-        );
-    }
+    agent_run::refused(&outputs, &secret, &[&config_file, &hook]);
     assert!(
         outputs[2].contains("Process exited with code 0"),
         "{}",
@@ -273,17 +242,5 @@ fn codex_under_its_profile_is_refused_a_secret_its_configuration_and_a_hook_and_
     assert!(!hook.exists(), "a hook was planted");
     // Its state stays writable: it kept the session.
     assert!(home.join(".codex/sessions").is_dir(), "{err}");
-    assert_eq!(
-        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
-        Some("def add(a, b):\n    return a + b\n"),
-        "the fix lands: {outputs:?}"
-    );
-    // bee explains the refused read from the kernel's audit record.
-    assert!(
-        err.contains(&format!(
-            "bee: denied: open {} for read: no fs.read grant covers it",
-            secret.display()
-        )),
-        "{err}"
-    );
+    agent_run::fixed_and_explained(&ws, &secret, &err, &outputs);
 }

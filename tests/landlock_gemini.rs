@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use support::agent_run;
 use support::scripted::{self, Script, Seen};
 use support::{stderr, stdout};
 
@@ -64,8 +65,7 @@ fn gemini_state(dir: &Path) -> (PathBuf, PathBuf, String) {
     }
     std::fs::write(ws.join(".gemini/settings.json"), "{}\n")
         .unwrap_or_else(|e| unreachable!("{e}"));
-    std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(ws.join("app.py"), agent_run::BUGGY).unwrap_or_else(|e| unreachable!("{e}"));
     // geminicli.com/docs/cli/configuration: the API key's way in (with GOOGLE_GEMINI_BASE_URL
     // alone it would pick its "gateway" way, which the CLI refuses), no usage statistics or
     // telemetry (play.googleapis.com), no update check.
@@ -158,7 +158,7 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
     let dir =
         tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap_or_else(|e| unreachable!("{e}"));
     let secret = dir.path().join("secret.txt");
-    std::fs::write(&secret, "TOP SECRET\n").unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(&secret, agent_run::SECRET).unwrap_or_else(|e| unreachable!("{e}"));
     let settings_file = dir.path().join("home/.gemini/settings.json");
     let project_file = dir.path().join("ws/.gemini/settings.json");
     // What the scripted model has Gemini CLI run, in order: the secret; an MCP server (a
@@ -205,7 +205,7 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
         .arg(format!("TMPDIR={}", home.join(".gemini/tmp").display()))
         .arg("node")
         .arg(&script)
-        .args(["-p", "Fix the bug in app.py.", "--yolo"])
+        .args(["-p", agent_run::PROMPT, "--yolo"])
         .current_dir(&ws)
         .env("HOME", &home)
         .env_remove("GEMINI_CLI_HOME")
@@ -226,43 +226,24 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
             .all(|(r, _)| r.starts_with("POST /v1beta/models/")),
         "{seen:?}"
     );
-    // The secret's content reached the model in no request.
+    // The secret's content reached the model in no request (the router's questions included).
     assert!(
-        !seen.iter().any(|(_, b)| b.contains("TOP SECRET")),
+        !seen
+            .iter()
+            .any(|(_, b)| b.contains(agent_run::SECRET.trim_end())),
         "{seen:?}"
     );
-    // The agent's turns: the prompt, then one per command with its output, and no more.
-    let turns: Vec<serde_json::Value> = seen
+    // The chat's requests (not the router's).
+    let seen: Vec<(String, String)> = seen
         .iter()
         .filter(|(r, _)| r.contains(":streamGenerateContent?alt=sse"))
-        .map(|(_, b)| serde_json::from_str(b).unwrap_or_default())
-        .filter(is_turn)
+        .cloned()
         .collect();
-    assert_eq!(turns.len(), commands.len() + 1, "{seen:?}");
-    assert!(
-        turns[0].to_string().contains("Fix the bug in app.py."),
-        "{}",
-        turns[0]
-    );
-    for (n, req) in turns.iter().enumerate() {
-        assert_eq!(tool_outputs(req).len(), n, "request {n}: {req}");
-    }
-    let outputs = tool_outputs(&turns[commands.len()]);
+    // The agent's turns: the prompt, then one per command with its output, and no more.
+    let outputs = agent_run::turns(&seen, is_turn, commands.len(), tool_outputs);
     // The kernel refused the secret and both settings; Gemini CLI saw why.
-    assert!(
-        outputs[0].contains(&format!("cat: {}: Permission denied", secret.display())),
-        "{}",
-        outputs[0]
-    );
+    agent_run::refused(&outputs, &secret, &[&settings_file, &project_file]);
     for (path, was) in [(&settings_file, settings.as_str()), (&project_file, "{}\n")] {
-        let said = |why: &str| format!("{}: {why}", path.display());
-        assert!(
-            outputs[1].contains(&said("Read-only file system"))
-                || outputs[1].contains(&said("Permission denied")),
-            "{}: {}",
-            path.display(),
-            outputs[1]
-        );
         assert_eq!(
             std::fs::read_to_string(path).ok().as_deref(),
             Some(was),
@@ -270,19 +251,7 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
             path.display()
         );
     }
-    assert_eq!(
-        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
-        Some("def add(a, b):\n    return a + b\n"),
-        "the fix lands: {outputs:?}"
-    );
     // Its state stays writable: it kept the chat.
     assert!(home.join(".gemini/tmp").is_dir(), "{err}");
-    // bee explains the refused read from the kernel's audit record.
-    assert!(
-        err.contains(&format!(
-            "bee: denied: open {} for read: no fs.read grant covers it",
-            secret.display()
-        )),
-        "{err}"
-    );
+    agent_run::fixed_and_explained(&ws, &secret, &err, &outputs);
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use support::agent_run;
 use support::scripted::{self, Script, Seen};
 use support::{stderr, stdout};
 
@@ -102,8 +103,7 @@ fn opencode_state(dir: &Path, port: u16) -> (PathBuf, PathBuf, String) {
     for f in [ws.join("opencode.json"), ws.join("opencode.jsonc")] {
         std::fs::write(f, "{}\n").unwrap_or_else(|e| unreachable!("{e}"));
     }
-    std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(ws.join("app.py"), agent_run::BUGGY).unwrap_or_else(|e| unreachable!("{e}"));
     // A custom provider (opencode.ai/docs/providers, "Custom provider"): Chat Completions at
     // the scripted server through the OpenAI-compatible AI SDK provider, which opencode
     // bundles (nothing installed into ~/.cache/opencode, which the profile protects). Its
@@ -212,7 +212,7 @@ fn opencode_under_its_profile_is_refused_a_secret_and_its_configuration_and_land
     let dir =
         tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap_or_else(|e| unreachable!("{e}"));
     let secret = dir.path().join("secret.txt");
-    std::fs::write(&secret, "TOP SECRET\n").unwrap_or_else(|e| unreachable!("{e}"));
+    std::fs::write(&secret, agent_run::SECRET).unwrap_or_else(|e| unreachable!("{e}"));
     let config_file = dir.path().join("home/.config/opencode/opencode.json");
     let project_file = dir.path().join("ws/opencode.json");
     // What the scripted model has opencode run, in order: the secret; an MCP server (a
@@ -255,7 +255,7 @@ fn opencode_under_its_profile_is_refused_a_secret_and_its_configuration_and_land
             "OPENCODE_DISABLE_AUTOUPDATE=1",
         ])
         .arg(&exe)
-        .args(["run", "Fix the bug in app.py."])
+        .args(["run", agent_run::PROMPT])
         .current_dir(&ws)
         .env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
@@ -279,42 +279,11 @@ fn opencode_under_its_profile_is_refused_a_secret_and_its_configuration_and_land
             .all(|(r, _)| r.starts_with("POST /v1/chat/completions")),
         "{seen:?}"
     );
-    // The secret's content reached the model in no request.
-    assert!(
-        !seen.iter().any(|(_, b)| b.contains("TOP SECRET")),
-        "{seen:?}"
-    );
     // The agent's turns: the prompt, then one per command with its output, and no more.
-    let turns: Vec<serde_json::Value> = seen
-        .iter()
-        .map(|(_, b)| serde_json::from_str(b).unwrap_or_default())
-        .filter(is_turn)
-        .collect();
-    assert_eq!(turns.len(), commands.len() + 1, "{seen:?}");
-    assert!(
-        turns[0].to_string().contains("Fix the bug in app.py."),
-        "{}",
-        turns[0]
-    );
-    for (n, req) in turns.iter().enumerate() {
-        assert_eq!(tool_outputs(req).len(), n, "request {n}: {req}");
-    }
-    let outputs = tool_outputs(&turns[commands.len()]);
+    let outputs = agent_run::turns(&seen, is_turn, commands.len(), tool_outputs);
     // The kernel refused the secret and the configuration; opencode saw why.
-    assert!(
-        outputs[0].contains(&format!("cat: {}: Permission denied", secret.display())),
-        "{}",
-        outputs[0]
-    );
+    agent_run::refused(&outputs, &secret, &[&config_file, &project_file]);
     for (path, was) in [(&config_file, config.as_str()), (&project_file, "{}\n")] {
-        let said = |why: &str| format!("{}: {why}", path.display());
-        assert!(
-            outputs[1].contains(&said("Read-only file system"))
-                || outputs[1].contains(&said("Permission denied")),
-            "{}: {}",
-            path.display(),
-            outputs[1]
-        );
         assert_eq!(
             std::fs::read_to_string(path).ok().as_deref(),
             Some(was),
@@ -322,22 +291,10 @@ fn opencode_under_its_profile_is_refused_a_secret_and_its_configuration_and_land
             path.display()
         );
     }
-    assert_eq!(
-        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
-        Some("def add(a, b):\n    return a + b\n"),
-        "the fix lands: {outputs:?}"
-    );
     // Its state stays writable: it kept the session in its database.
     assert!(
         home.join(".local/share/opencode/opencode.db").is_file(),
         "{err}"
     );
-    // bee explains the refused read from the kernel's audit record.
-    assert!(
-        err.contains(&format!(
-            "bee: denied: open {} for read: no fs.read grant covers it",
-            secret.display()
-        )),
-        "{err}"
-    );
+    agent_run::fixed_and_explained(&ws, &secret, &err, &outputs);
 }

@@ -1,13 +1,15 @@
 //! What the integration tests share: running the built `bee` and reading what it printed; and,
 //! for the command-line kernel tests (`kernel_cli`, `kernel_caps`), a workspace with a secret
 //! beside it and a policy, and the `bee exec` read of that secret the kernel must deny; a
-//! scripted model server and npm installs for the tests that run real agents (`scripted`, `npm`).
+//! scripted model server, npm installs and the checks of an agent's run for the tests that run
+//! real agents (`scripted`, `npm`, `agent_run`).
 
 #![allow(
     dead_code,
     reason = "each test crate includes this module and uses only some of it"
 )]
 
+pub mod agent_run;
 pub mod npm;
 pub mod scripted;
 pub mod serve;
