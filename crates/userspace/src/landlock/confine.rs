@@ -751,18 +751,17 @@ unsafe fn mount_setattr(
     }
 }
 
+/// Whether `path` lies strictly below the directory `root` (both absolute and normalised).
+fn below(path: &str, root: &str) -> bool {
+    path != root
+        && (root == "/"
+            || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/')))
+}
+
 /// The attributes of the mounts at `path` by the grants: writable under a write tree or as a
 /// written file, executable under an exec tree or as an executed file.
 fn attrs_at(path: &str, grants: &[Resolved]) -> MountAttr {
-    let covers = |r: &Resolved| {
-        if r.dir {
-            path == r.path
-                || r.path == "/"
-                || (path.starts_with(&r.path) && path.as_bytes().get(r.path.len()) == Some(&b'/'))
-        } else {
-            path == r.path
-        }
-    };
+    let covers = |r: &Resolved| path == r.path || (r.dir && below(path, &r.path));
     let writable = grants
         .iter()
         .any(|r| r.rights.write && !r.device && covers(r));
@@ -799,7 +798,7 @@ fn mounts(grants: &[Resolved]) -> (MountAttr, Vec<Bind>) {
         let enclosing = binds
             .iter()
             .rev()
-            .find(|(p, _, _)| t.starts_with(p.as_str()) && t.as_bytes().get(p.len()) == Some(&b'/'))
+            .find(|(p, _, _)| below(t, p))
             .map_or(root, |(_, a, _)| *a);
         if (attr.attr_set, attr.attr_clr) == (enclosing.attr_set, enclosing.attr_clr) {
             continue;

@@ -13,7 +13,7 @@ use std::ffi::CString;
 use std::io;
 use std::os::unix::fs::MetadataExt as _;
 
-use super::{Bind, MaskMount, Resolved, attrs_at, lookup};
+use super::{Bind, MaskMount, Resolved, attrs_at, below, lookup};
 
 /// The binds that hold every directory strictly between a writable directory grant's root
 /// and each of `masks`, with the attributes [`attrs_at`] gives them (what the enclosing
@@ -59,12 +59,7 @@ pub(super) fn ancestors(masks: &[MaskMount], grants: &[Resolved]) -> io::Result<
 
 /// Whether `dir` lies strictly below the root of `grant`, a directory the scope may write.
 fn writable_below(grant: &Resolved, dir: &str) -> bool {
-    grant.dir
-        && grant.rights.write
-        && !grant.device
-        && (grant.path == "/"
-            || (dir.starts_with(&grant.path)
-                && dir.as_bytes().get(grant.path.len()) == Some(&b'/')))
+    grant.dir && grant.rights.write && !grant.device && below(dir, &grant.path)
 }
 
 /// `binds` and `held` as one list, shallowest first, each path once (a grant's own bind
