@@ -131,8 +131,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         .filter_map(|a| std::path::absolute(a).ok())
         .map(StatePath::File)
         .collect();
-    elsewhere.extend(crate::sandbox::own_state::current_directory());
-    elsewhere.extend(crate::sandbox::own_state::user_directories());
+    elsewhere.extend(crate::sandbox::own_state::of_this_process());
     crate::sandbox::own_state::protect(&mut installed, Path::new(&policy.base), &elsewhere)
         .map_err(|e| {
             fail(

@@ -17,7 +17,7 @@
 //! around them, as a policy does for a scratch tree (`/tmp/**`) that its engine must leave
 //! writable whole.
 //!
-//! So is the user's configuration directory ([`user_directory`]): its `config.toml`, skills
+//! So is the user's configuration directory ([`user_directories`]): its `config.toml`, skills
 //! and roles steer every later bee that user starts, so a scope that writes the home must not
 //! reach it.
 //!
@@ -132,6 +132,16 @@ pub fn current_directory() -> Option<StatePath> {
     Some(StatePath::Dir(cwd.join(STATE_DIR)))
 }
 
+/// bee's state that this process's surroundings name, beside what its configuration names:
+/// the current directory's `.bee` ([`current_directory`]) and the user's configuration
+/// directories ([`user_directories`]).
+#[must_use]
+pub fn of_this_process() -> Vec<StatePath> {
+    let mut state: Vec<StatePath> = current_directory().into_iter().collect();
+    state.extend(user_directories());
+    state
+}
+
 /// The user's configuration directories (see [`crate::config::Env::user_config`]): the one
 /// this process reads (`$XDG_CONFIG_HOME/bee`, else `~/.config/bee`) and, where
 /// `$XDG_CONFIG_HOME` names another, `~/.config/bee` too, which a bee started without that
@@ -187,6 +197,20 @@ fn make_like_ancestor(path: &Path, dir: bool) -> std::io::Result<()> {
         for made in missing {
             std::os::unix::fs::lchown(made, Some(uid), Some(gid))?;
         }
+    }
+    Ok(())
+}
+
+/// Refuses a file of bee's state with a second name (a hard link a scope of an earlier run
+/// made): the protection covers one name, and a scope could rewrite it through the other.
+fn one_name(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
+    let names = std::os::unix::fs::MetadataExt::nlink(meta);
+    if names > 1 {
+        return Err(std::io::Error::other(format!(
+            "`{}` has {names} names (hard links): a scope could write it through another one; \
+             make it a file of its own (copy it, and put the copy in its place)",
+            path.display()
+        )));
     }
     Ok(())
 }
@@ -260,28 +284,15 @@ fn protect_one(
     } else {
         policy.fs.unprotect.retain(|u| !reaches_in(&u.pattern));
     }
-    if !dir
-        && let Ok(meta) = std::fs::symlink_metadata(path)
-        && !meta.is_file()
-    {
-        // A FIFO blocks bee's open (or hands its records to whoever reads the other end).
-        return Err(std::io::Error::other(format!(
-            "`{}` is not a regular file",
-            path.display()
-        )));
-    }
-    if !dir
-        && let Ok(meta) = std::fs::symlink_metadata(path)
-        && std::os::unix::fs::MetadataExt::nlink(&meta) > 1
-    {
-        // A name the protection does not cover (a hard link a scope of an earlier run made)
-        // would let a scope rewrite it.
-        return Err(std::io::Error::other(format!(
-            "`{}` has {} names (hard links): a scope could write it through another one; \
-             move it aside and let bee start a new one",
-            path.display(),
-            std::os::unix::fs::MetadataExt::nlink(&meta)
-        )));
+    if !dir && let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.is_file() {
+            // A FIFO blocks bee's open (or hands its records to whoever reads the other end).
+            return Err(std::io::Error::other(format!(
+                "`{}` is not a regular file",
+                path.display()
+            )));
+        }
+        one_name(path, &meta)?;
     }
     if policy.fs.write.iter().any(|w| reaches_in(&w.pattern))
         && std::fs::symlink_metadata(path).is_err()

@@ -305,9 +305,9 @@ pub(crate) fn own_state(config: &Config) -> Vec<StatePath> {
         state.extend(absolute(&audit.value).map(StatePath::File));
     }
     // The current directory's `.bee` (each sandbox leaves it out where it is its
-    // workspace's own): a run's episodes may work in other directories.
-    state.extend(crate::sandbox::own_state::current_directory());
-    state.extend(crate::sandbox::own_state::user_directories());
+    // workspace's own: a run's episodes may work in other directories) and the user's
+    // configuration.
+    state.extend(crate::sandbox::own_state::of_this_process());
     state
 }
 

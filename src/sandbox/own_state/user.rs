@@ -5,12 +5,11 @@
 //! that a scope could replace with a directory of its own.
 
 use std::io;
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
 use bee_core::CompiledPolicy;
 
-use super::{StatePath, lexical, protect_one, real_path};
+use super::{StatePath, lexical, one_name, protect_one, real_path};
 
 /// The most entries looked at below the directory (its links and their targets included).
 const MAX_ENTRIES: usize = 4096;
@@ -83,13 +82,8 @@ pub(super) fn protect(policy: &mut CompiledPolicy, dir: &Path) -> io::Result<()>
                 if depth < MAX_DEPTH {
                     stack.push((path, depth + 1));
                 }
-            } else if meta.nlink() > 1 {
-                return Err(io::Error::other(format!(
-                    "`{}` in bee's user configuration has {} names (hard links): a scope \
-                     could write it through another one",
-                    path.display(),
-                    meta.nlink()
-                )));
+            } else {
+                one_name(&path, &meta)?;
             }
         }
     }
