@@ -30,8 +30,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use diag::{FileDiagnostic, FileDiagnostics, FileError, parse_toml, read_text};
+pub use mcp::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_STARTUP_TIMEOUT, MAX_SERVER_NAME, McpServerConfig,
+    valid_server_name,
+};
 pub(crate) use mcp::{FileContext, RawMcp, resolve as resolve_mcp_servers};
-pub use mcp::{McpServerConfig, valid_server_name};
 pub(crate) use raw::RawLimits;
 
 /// Where an effective value came from.
