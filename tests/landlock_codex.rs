@@ -176,25 +176,16 @@ fn codex_under_its_profile_is_refused_a_secret_its_configuration_and_a_hook_and_
     let (ws, home, config) = codex_state(dir.path(), port);
     // The package read and run, as the profile grants it where npm installs it; the shell
     // and the commands the model runs; the scripted server.
-    let package = package.display().to_string();
-    let rest = format!(
-        "[fs]\nread = [\"{package}/**\"]\nwrite = [\"./**\"]\nprotect = [\"./.git/**\"]\n\
-         [exec]\nallow = [\"{package}/**\", \"/usr/bin/bash\", \"/usr/bin/cat\", \n\
-         \"/usr/bin/sed\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    let policy = agent_run::policy(
+        dir.path(),
+        "agent-codex",
+        (&ws, &home),
+        &package,
+        port,
+        "protect = [\"./.git/**\"]\n",
     );
-    let policy = dir.path().join("codex.toml");
-    let text = support::profile_as_version_1("agent-codex", &ws, &home, &rest);
-    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(["exec", "--engine", "landlock", "--policy"])
-        .arg(&policy)
-        .args([
-            "--",
-            "/usr/bin/env",
-            "OPENAI_API_KEY=sk-test",
-            "SHELL=/usr/bin/bash",
-        ])
+    let child = agent_run::bee_exec(&policy, &ws, &home)
+        .args(["OPENAI_API_KEY=sk-test", "SHELL=/usr/bin/bash"])
         .arg(&launcher)
         .args([
             "exec",
@@ -204,13 +195,8 @@ fn codex_under_its_profile_is_refused_a_secret_its_configuration_and_a_hook_and_
             "never",
             agent_run::PROMPT,
         ])
-        .current_dir(&ws)
-        .env("HOME", &home)
         .env_remove("CODEX_HOME")
         .env_remove("XDG_CONFIG_HOME")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     let o = scripted::within(child, Duration::from_secs(180), &seen);

@@ -179,26 +179,10 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
     let (ws, home, settings) = gemini_state(dir.path());
     // The package read and run, as the profile grants it where npm installs it; the shell
     // and the commands the model runs; the scripted server.
-    let package = package.display().to_string();
-    let rest = format!(
-        "[fs]\nread = [\"{package}/**\"]\nwrite = [\"./**\"]\n\
-         [exec]\nallow = [\"{package}/**\", \"/usr/bin/bash\", \"/usr/bin/cat\", \
-         \"/usr/bin/sed\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
-    );
-    let policy = dir.path().join("gemini.toml");
-    let text = support::profile_as_version_1("agent-gemini", &ws, &home, &rest);
-    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let policy = agent_run::policy(dir.path(), "agent-gemini", (&ws, &home), &package, port, "");
     let started = std::time::Instant::now();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(["exec", "--engine", "landlock", "--policy"])
-        .arg(&policy)
-        .args([
-            "--",
-            "/usr/bin/env",
-            "SHELL=/usr/bin/bash",
-            "GEMINI_API_KEY=test",
-        ])
+    let child = agent_run::bee_exec(&policy, &ws, &home)
+        .args(["SHELL=/usr/bin/bash", "GEMINI_API_KEY=test"])
         .arg(format!("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{port}"))
         // Its shell tool makes a directory in the temporary directory for each command, and
         // fails the command where it cannot: the profile writes `~/.gemini/tmp/`, not `/tmp`.
@@ -206,12 +190,7 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
         .arg("node")
         .arg(&script)
         .args(["-p", agent_run::PROMPT, "--yolo"])
-        .current_dir(&ws)
-        .env("HOME", &home)
         .env_remove("GEMINI_CLI_HOME")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     let o = scripted::within(child, Duration::from_secs(120), &seen);

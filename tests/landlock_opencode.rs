@@ -233,38 +233,27 @@ fn opencode_under_its_profile_is_refused_a_secret_and_its_configuration_and_land
     let (ws, home, config) = opencode_state(dir.path(), port);
     // The package read and run, as the profile grants it where npm installs it; the shell
     // and the commands the model runs; the scripted server.
-    let package = package.display().to_string();
-    let rest = format!(
-        "[fs]\nread = [\"{package}/**\"]\nwrite = [\"./**\"]\n\
-         [exec]\nallow = [\"{package}/**\", \"/usr/bin/bash\", \"/usr/bin/cat\", \
-         \"/usr/bin/sed\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    let policy = agent_run::policy(
+        dir.path(),
+        "agent-opencode",
+        (&ws, &home),
+        &package,
+        port,
+        "",
     );
-    let policy = dir.path().join("opencode.toml");
-    let text = support::profile_as_version_1("agent-opencode", &ws, &home, &rest);
-    std::fs::write(&policy, text).unwrap_or_else(|e| unreachable!("{e}"));
     let started = std::time::Instant::now();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(["exec", "--engine", "landlock", "--policy"])
-        .arg(&policy)
+    let child = agent_run::bee_exec(&policy, &ws, &home)
         .args([
-            "--",
-            "/usr/bin/env",
             "SHELL=/usr/bin/bash",
             "OPENCODE_DISABLE_MODELS_FETCH=1",
             "OPENCODE_DISABLE_AUTOUPDATE=1",
         ])
         .arg(&exe)
         .args(["run", agent_run::PROMPT])
-        .current_dir(&ws)
-        .env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("XDG_DATA_HOME")
         .env_remove("XDG_CACHE_HOME")
         .env_remove("XDG_STATE_HOME")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     let o = scripted::within(child, Duration::from_secs(120), &seen);

@@ -78,3 +78,47 @@ pub fn fixed_and_explained(ws: &Path, secret: &Path, err: &str, outputs: &[Strin
         "{err}"
     );
 }
+
+/// Writes `dir/NAME.toml`, a version 1 policy for the agent whose profile is `profile`
+/// (its rules for the workspace `ws` and the home `home`, [`super::profile_as_version_1`]),
+/// with the agent's `package` directory read and run where npm put it, `bash`, `cat` and
+/// `sed` for the scripted model's commands, the scripted server on loopback `port`, and
+/// `fs_extra` (lines of `[fs]`). Returns its path.
+pub fn policy(
+    dir: &Path,
+    profile: &str,
+    (ws, home): (&Path, &Path),
+    package: &Path,
+    port: u16,
+    fs_extra: &str,
+) -> std::path::PathBuf {
+    let package = package.display();
+    let rest = format!(
+        "[fs]\nread = [\"{package}/**\"]\nwrite = [\"./**\"]\n{fs_extra}\
+         [exec]\nallow = [\"{package}/**\", \"/usr/bin/bash\", \"/usr/bin/cat\", \
+         \"/usr/bin/sed\"]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    );
+    let name = profile.strip_prefix("agent-").unwrap_or(profile);
+    let path = dir.join(format!("{name}.toml"));
+    let text = super::profile_as_version_1(profile, ws, home, &rest);
+    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
+    path
+}
+
+/// `bee exec --engine landlock --policy POLICY -- /usr/bin/env` in the workspace `ws` with
+/// `HOME` the home `home`, its standard input empty and its outputs captured; the caller
+/// adds the agent's environment and command line.
+pub fn bee_exec(policy: &Path, ws: &Path, home: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(super::bee_exe());
+    command
+        .args(["exec", "--engine", "landlock", "--policy"])
+        .arg(policy)
+        .args(["--", "/usr/bin/env"])
+        .current_dir(ws)
+        .env("HOME", home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+}
