@@ -122,3 +122,22 @@ pub fn bee_exec(policy: &Path, ws: &Path, home: &Path) -> std::process::Command 
         .stderr(std::process::Stdio::piped());
     command
 }
+
+/// Waits for the agent's `bee exec` (at most `limit`, [`super::scripted::within`]) and
+/// checks that the Landlock engine enforced it, that it exited 0, and that every request the
+/// scripted server saw starts with `request` (the agent's API). Returns bee's standard output
+/// and error, and those requests (request line, body).
+pub fn ended(
+    child: std::process::Child,
+    limit: std::time::Duration,
+    seen: &super::scripted::Seen,
+    request: &str,
+) -> (String, String, Vec<(String, String)>) {
+    let o = super::scripted::within(child, limit, seen);
+    let (out, err) = (super::stdout(&o), super::stderr(&o));
+    assert!(err.contains("bee: engine: landlock\n"), "{err}");
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    assert!(seen.iter().all(|(r, _)| r.starts_with(request)), "{seen:?}");
+    (out, err, seen)
+}
