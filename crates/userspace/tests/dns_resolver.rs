@@ -56,9 +56,15 @@ impl Upstream {
     fn start_at(at: &str, table: Vec<(&str, Behaviour)>) -> Upstream {
         let table: Arc<HashMap<String, Behaviour>> =
             Arc::new(table.into_iter().map(|(n, b)| (n.to_owned(), b)).collect());
-        let udp = UdpSocket::bind(at).unwrap();
+        // A free UDP port whose TCP twin is free too: another process may hold the latter.
+        let (udp, tcp) = (0..50)
+            .find_map(|_| {
+                let udp = UdpSocket::bind(at).ok()?;
+                let tcp = TcpListener::bind(udp.local_addr().ok()?).ok()?;
+                Some((udp, tcp))
+            })
+            .expect("no UDP port with its TCP twin free in 50 tries");
         let addr = udp.local_addr().unwrap();
-        let tcp = TcpListener::bind(addr).unwrap();
         udp.set_read_timeout(Some(Duration::from_millis(50)))
             .unwrap();
         tcp.set_nonblocking(true).unwrap();
