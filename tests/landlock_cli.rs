@@ -988,3 +988,46 @@ fn a_protected_paths_parent_cannot_be_moved_to_make_a_fresh_one() {
     assert!(ws.join("sub/deeper/f").is_file());
     assert!(!ws.join("sub/moved").exists());
 }
+
+/// The seccomp filter's refusals are reported like Landlock's, each attributed to its scope
+/// through the launch's own audit session, so a process that has exited by the time the
+/// kernel's record arrives is still named. The C library's `clone3` and `openat2` attempts,
+/// which the filter answers `ENOSYS` so that it falls back (every thread start), are not
+/// refusals and are not reported; and a process of the scope cannot leave the session.
+#[test]
+fn the_seccomp_filters_refusals_are_reported_and_attributed() {
+    let dir = scratch();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\"]\n\
+         write = [\"/dev/null\"]\n[exec]\n\
+         allow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/dash\", \"/usr/bin/busybox\", \"/usr/bin/python3*\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let script = "busybox mount -t tmpfs none /tmp 2>/dev/null; \
+                  busybox unshare -U true 2>/dev/null; \
+                  python3 -c 'import threading; [t.start() or t.join() for t in [threading.Thread(target=print) for _ in range(4)]]' >/dev/null; \
+                  (echo 0 > /proc/self/loginuid) 2>/dev/null || echo kept; \
+                  busybox mount -t proc none /tmp 2>/dev/null; exit 0";
+    let o = exec_dash(dir.path(), &["--policy", &p], script);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(code(&o), 0, "{err}");
+    assert_eq!(out, "kept\n", "{err}");
+    let lines = |needle: &str| err.lines().filter(|l| l.contains(needle)).count();
+    let mount = "bee: denied: call mount(2): the Landlock engine's seccomp filter refuses it: \
+                 nothing is mounted or unmounted inside a scope";
+    assert_eq!(lines(mount), 2, "{err}");
+    assert_eq!(
+        lines(
+            "bee: denied: call unshare(2): the Landlock engine's seccomp filter refuses it: \
+             no user namespace is made inside a scope"
+        ),
+        1,
+        "{err}"
+    );
+    // Nothing else of the filter's: not the threads' `clone3`.
+    assert_eq!(lines("seccomp filter"), 3, "{err}");
+    assert_eq!(lines("clone3") + lines("openat2"), 0, "{err}");
+}

@@ -12,6 +12,10 @@
 //! - A record names its domain; the domain's first record names the process that created it,
 //!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
 //!   record is attributed to its scope's cgroup.
+//! - The scope's seccomp filter logs its refusals too (`AUDIT_SECCOMP`). Such a record names
+//!   no domain, but its process's audit session (`ses=`): each launch opens a session of its
+//!   own (`Confinement::new_audit_session`), which [`Reports::launched`] reads, so these
+//!   records are attributed to their scope as well, even once the process has exited.
 //! - Records arrive asynchronously: the denied process queues them, and the kernel's
 //!   `kauditd` thread later copies them to the group. [`Reports::drain`] first waits until
 //!   the kernel's queue has been seen empty (`AUDIT_GET`'s backlog), then until the reader has
@@ -31,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use bee_common::AuditEvent;
 
-use record::{Access, Record};
+use record::{Access, Filtered, Record};
 
 /// The longest [`Reports::drain`] waits for the kernel to deliver what is queued.
 pub const SETTLE_MAX: Duration = Duration::from_millis(250);
@@ -69,6 +73,8 @@ struct State {
     launches: HashMap<u32, u64>,
     /// Domains whose creator is known, with that creator's pid.
     domains: HashMap<u64, u32>,
+    /// The audit sessions of launches, with their scope's cgroup id.
+    sessions: HashMap<u32, u64>,
     /// Records of events not yet complete, by serial.
     open: BTreeMap<u64, Vec<Record>>,
     /// Denials of complete events, oldest first.
@@ -83,9 +89,18 @@ struct State {
 
 #[derive(Debug)]
 struct Denied {
-    access: Access,
+    what: Denial,
     pid: u32,
     comm: String,
+}
+
+/// What refused a call.
+#[derive(Debug)]
+enum Denial {
+    /// The scope's Landlock domain.
+    Landlock(Access),
+    /// The scope's seccomp filter.
+    Seccomp(Filtered),
 }
 
 /// Whether [`Reports::start`] would report denials here, without changing anything: `Ok`
@@ -143,24 +158,43 @@ impl Reports {
     }
 
     /// Notes that the launcher started `pid` into the scope with cgroup `cgroup_id`: the
-    /// domain it creates is that scope's.
+    /// domain it creates is that scope's, and so is its audit session, where the launch
+    /// opened one of its own (read from `/proc/PID/sessionid` now, after its `execve`; a
+    /// session that is bee's own, unset, or another scope's is not taken).
     pub fn launched(&self, pid: u32, cgroup_id: u64) {
-        self.shared.lock().launches.insert(pid, cgroup_id);
+        let session = |path: &str| {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .filter(|&s| s != u32::MAX)
+        };
+        let own = session("/proc/self/sessionid");
+        let theirs = session(&format!("/proc/{pid}/sessionid")).filter(|s| Some(*s) != own);
+        let mut state = self.shared.lock();
+        state.launches.insert(pid, cgroup_id);
+        if let Some(s) = theirs {
+            state.sessions.entry(s).or_insert(cgroup_id);
+        }
     }
 
     /// Forgets the scope with cgroup `cgroup_id` (it was torn down), and its denials.
     pub fn forget(&self, cgroup_id: u64) {
         let mut state = self.shared.lock();
+        // The denials first: they find their scope through the maps cleared below.
+        let ready = std::mem::take(&mut state.ready);
+        state.ready = ready
+            .into_iter()
+            .filter(|d| state.scope_of(d) != Some(cgroup_id))
+            .collect();
         let State {
             launches,
             domains,
-            ready,
+            sessions,
             ..
         } = &mut *state;
-        // The denials first: they find their scope through the maps cleared below.
-        ready.retain(|d| scope_of(launches, domains, d.access.domain) != Some(cgroup_id));
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
+        sessions.retain(|_, c| *c != cgroup_id);
     }
 
     /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
@@ -184,20 +218,18 @@ impl Reports {
                 Err(e) => e.into_inner().0,
             };
         }
-        let State {
-            launches,
-            domains,
-            ready,
-            ..
-        } = &mut *state;
         let mut out = Vec::new();
-        ready.retain(|d| {
-            if scope_of(launches, domains, d.access.domain) != Some(cgroup_id) {
-                return true;
+        let ready = std::mem::take(&mut state.ready);
+        for d in ready {
+            if state.scope_of(&d) != Some(cgroup_id) {
+                state.ready.push_back(d);
+                continue;
             }
-            out.extend(record::event(&d.access, cgroup_id, d.pid, &d.comm));
-            false
-        });
+            out.extend(match &d.what {
+                Denial::Landlock(access) => record::event(access, cgroup_id, d.pid, &d.comm),
+                Denial::Seccomp(filtered) => record::seccomp_event(filtered, cgroup_id),
+            });
+        }
         out
     }
 }
@@ -219,11 +251,19 @@ impl Shared {
     }
 }
 
-fn scope_of(launches: &HashMap<u32, u64>, domains: &HashMap<u64, u32>, domain: u64) -> Option<u64> {
-    domains
-        .get(&domain)
-        .and_then(|pid| launches.get(pid))
-        .copied()
+impl State {
+    /// The cgroup id of the scope whose denial `d` is: through the domain's creator for
+    /// Landlock's, through the audit session for the filter's.
+    fn scope_of(&self, d: &Denied) -> Option<u64> {
+        match &d.what {
+            Denial::Landlock(access) => self
+                .domains
+                .get(&access.domain)
+                .and_then(|pid| self.launches.get(pid))
+                .copied(),
+            Denial::Seccomp(filtered) => self.sessions.get(&filtered.session).copied(),
+        }
+    }
 }
 
 /// Reads records until `stop`, completing events as they end: when a later event begins,
@@ -351,7 +391,15 @@ impl State {
         for s in earlier {
             self.complete(s);
         }
-        if matches!(r, Record::End { .. }) {
+        if let Record::Seccomp(filtered) = r {
+            // An event of its own (no `AUDIT_SYSCALL`, no `AUDIT_EOE`).
+            let (pid, comm) = (filtered.pid, filtered.comm.clone());
+            self.keep(Denied {
+                what: Denial::Seccomp(filtered),
+                pid,
+                comm,
+            });
+        } else if matches!(r, Record::End { .. }) {
             self.complete(serial);
         } else {
             self.open.entry(serial).or_default().push(r);
@@ -379,16 +427,21 @@ impl State {
         }
         for r in records {
             if let Record::Access(access) = r {
-                if self.ready.len() >= READY_MAX {
-                    self.ready.pop_front();
-                }
-                self.ready.push_back(Denied {
-                    access,
+                self.keep(Denied {
+                    what: Denial::Landlock(access),
                     pid,
                     comm: comm.clone(),
                 });
             }
         }
+    }
+
+    /// Queues a denial until a drain takes it, dropping the oldest beyond [`READY_MAX`].
+    fn keep(&mut self, d: Denied) {
+        if self.ready.len() >= READY_MAX {
+            self.ready.pop_front();
+        }
+        self.ready.push_back(d);
     }
 }
 
@@ -405,6 +458,53 @@ mod tests {
             addr: None,
             port: None,
         })
+    }
+
+    fn path_of(d: &Denied) -> String {
+        match &d.what {
+            Denial::Landlock(a) => a.path.clone().unwrap_or_default(),
+            Denial::Seccomp(f) => format!("syscall {}", f.syscall),
+        }
+    }
+
+    fn filtered(serial: u64, session: u32, syscall: u32) -> Record {
+        Record::Seccomp(Filtered {
+            serial,
+            session,
+            pid: 300,
+            comm: "mount".into(),
+            syscall,
+            native: true,
+            code: 0x0005_0001,
+        })
+    }
+
+    /// A filter's refusal goes to the scope whose launch opened its audit session, whatever
+    /// became of the process; one of an unknown session (another program's filter, a
+    /// scope launched without a session of its own) goes to no scope.
+    #[test]
+    fn filter_refusals_go_to_the_scope_of_their_audit_session() {
+        let mut s = State::default();
+        s.launches.insert(100, 7);
+        s.sessions.insert(41, 7);
+        s.sessions.insert(42, 8);
+        s.add(filtered(1, 41, 165));
+        s.add(filtered(2, 42, 321));
+        s.add(filtered(3, 43, 165));
+        let of = |s: &State, cgroup: u64| -> Vec<String> {
+            s.ready
+                .iter()
+                .filter(|d| s.scope_of(d) == Some(cgroup))
+                .map(path_of)
+                .collect()
+        };
+        assert_eq!(of(&s, 7), ["syscall 165"]);
+        assert_eq!(of(&s, 8), ["syscall 321"]);
+        assert_eq!(s.ready.len(), 3);
+        assert_eq!(
+            s.ready.iter().filter(|d| s.scope_of(d).is_none()).count(),
+            1
+        );
     }
 
     #[test]
@@ -439,8 +539,8 @@ mod tests {
         let of = |s: &State, cgroup: u64| -> Vec<(String, u32)> {
             s.ready
                 .iter()
-                .filter(|d| scope_of(&s.launches, &s.domains, d.access.domain) == Some(cgroup))
-                .map(|d| (d.access.path.clone().unwrap_or_default(), d.pid))
+                .filter(|d| s.scope_of(d) == Some(cgroup))
+                .map(|d| (path_of(d), d.pid))
                 .collect()
         };
         assert_eq!(
@@ -478,8 +578,8 @@ mod tests {
         }
         reports.forget(7);
         let s = reports.shared.lock();
-        let paths: Vec<_> = s.ready.iter().map(|d| d.access.path.clone()).collect();
-        assert_eq!(paths, [Some("/b".to_owned())]);
+        let paths: Vec<_> = s.ready.iter().map(path_of).collect();
+        assert_eq!(paths, ["/b"]);
         assert!(!s.launches.contains_key(&100) && !s.domains.contains_key(&0xa));
     }
 
@@ -491,6 +591,9 @@ mod tests {
         }
         s.add(Record::End { serial: u64::MAX });
         assert_eq!(s.ready.len(), READY_MAX);
-        assert_eq!(s.ready.front().map(|d| d.access.serial), Some(10));
+        assert_eq!(s.ready.front().map(path_of), Some("/x".to_owned()));
+        assert!(
+            matches!(&s.ready.front().map(|d| &d.what), Some(Denial::Landlock(a)) if a.serial == 10)
+        );
     }
 }
