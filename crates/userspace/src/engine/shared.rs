@@ -17,8 +17,10 @@ use super::{Engine, EngineError, EngineOptions, InstalledPolicy};
 use crate::plan::EnforcementPlan;
 use crate::scope::{EnforceError, Enforcer, InstallId};
 
-/// Events kept per cgroup before the oldest are dropped (a scope that never drains must not
-/// grow memory without bound); the count of dropped events is kept and reported.
+/// Events kept per cgroup until a drain takes them (a scope that never drains must not grow
+/// memory without bound); beyond it the newest are dropped and counted. The earliest are
+/// kept: the first refusal is the likeliest cause of what failed after it, and a flood
+/// repeats itself.
 const QUEUE_MAX: usize = 65_536;
 
 /// An [`Engine`] behind a lock, implementing [`Enforcer`] for any number of scopes.
@@ -210,14 +212,51 @@ impl Enforcer for SharedEngine {
         let State {
             queues, dropped, ..
         } = &mut *state;
-        for event in events {
-            let queue = queues.entry(event.cgroup_id).or_default();
-            if queue.len() >= QUEUE_MAX {
-                queue.pop_front();
-                *dropped.entry(event.cgroup_id).or_default() += 1;
-            }
+        route(queues, dropped, events, QUEUE_MAX);
+        queues.remove(&cgroup_id).map(Vec::from).unwrap_or_default()
+    }
+}
+
+/// Queues each of `events` for its scope, in order; an event for a scope that has `max`
+/// queued already is dropped and counted in `dropped`.
+fn route(
+    queues: &mut HashMap<u64, VecDeque<AuditEvent>>,
+    dropped: &mut HashMap<u64, u64>,
+    events: Vec<AuditEvent>,
+    max: usize,
+) {
+    for event in events {
+        let queue = queues.entry(event.cgroup_id).or_default();
+        if queue.len() >= max {
+            *dropped.entry(event.cgroup_id).or_default() += 1;
+        } else {
             queue.push_back(event);
         }
-        queues.remove(&cgroup_id).map(Vec::from).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(cgroup_id: u64, pid: u32) -> AuditEvent {
+        let mut e = AuditEvent::zeroed();
+        e.cgroup_id = cgroup_id;
+        e.pid = pid;
+        e
+    }
+
+    /// A flooding scope keeps its earliest events and drops only its own.
+    #[test]
+    fn a_flood_keeps_the_earliest_events_and_only_its_own_scopes() {
+        let (mut queues, mut dropped) = (HashMap::new(), HashMap::new());
+        let mut events = vec![event(8, 1)];
+        events.extend((0..10).map(|i| event(7, 100 + i)));
+        events.push(event(8, 2));
+        route(&mut queues, &mut dropped, events, 4);
+        let pids = |q: &VecDeque<AuditEvent>| q.iter().map(|e| e.pid).collect::<Vec<_>>();
+        assert_eq!(pids(&queues[&7]), [100, 101, 102, 103]);
+        assert_eq!(pids(&queues[&8]), [1, 2]);
+        assert_eq!((dropped.get(&7), dropped.get(&8)), (Some(&6), None));
     }
 }

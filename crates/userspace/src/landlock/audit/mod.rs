@@ -47,8 +47,14 @@ const QUEUE_WAIT: Duration = Duration::from_millis(20);
 /// How long the socket stays quiet before the events still open are taken as complete.
 const QUIET: Duration = Duration::from_millis(20);
 
-/// Denials kept before they are drained (the oldest go first).
-const READY_MAX: usize = 4096;
+/// Denials kept for one scope until a drain takes them; beyond it the newest are dropped. The
+/// earliest are kept: the first refusal is the likeliest cause of what failed after it, and
+/// a flood repeats itself. One scope's flood never drops another scope's denials.
+const SCOPE_MAX: usize = 4096;
+
+/// Denials kept whose scope is not known yet (the oldest go first): a record may arrive
+/// before [`Reports::launched`] names its process, and another program's never has one.
+const UNPLACED_MAX: usize = 4096;
 
 /// Reads Landlock's denial records for the scopes of one engine.
 #[derive(Debug)]
@@ -77,8 +83,11 @@ struct State {
     sessions: HashMap<u32, u64>,
     /// Records of events not yet complete, by serial.
     open: BTreeMap<u64, Vec<Record>>,
-    /// Denials of complete events, oldest first.
-    ready: VecDeque<Denied>,
+    /// Denials of complete events by their scope's cgroup id, in arrival order, at most
+    /// [`SCOPE_MAX`] each.
+    placed: HashMap<u64, Vec<Denied>>,
+    /// Denials of complete events whose scope is not known yet, oldest first.
+    unplaced: VecDeque<Denied>,
     /// Flushes asked for by drains, numbered from 1.
     asked: u64,
     /// The last flush done: the socket was read empty after drain number `done` asked.
@@ -92,6 +101,15 @@ struct Denied {
     what: Denial,
     pid: u32,
     comm: String,
+}
+
+impl Denied {
+    fn serial(&self) -> u64 {
+        match &self.what {
+            Denial::Landlock(access) => access.serial,
+            Denial::Seccomp(filtered) => filtered.serial,
+        }
+    }
 }
 
 /// What refused a call.
@@ -181,11 +199,7 @@ impl Reports {
     pub fn forget(&self, cgroup_id: u64) {
         let mut state = self.shared.lock();
         // The denials first: they find their scope through the maps cleared below.
-        let ready = std::mem::take(&mut state.ready);
-        state.ready = ready
-            .into_iter()
-            .filter(|d| state.scope_of(d) != Some(cgroup_id))
-            .collect();
+        state.take(cgroup_id);
         let State {
             launches,
             domains,
@@ -218,19 +232,14 @@ impl Reports {
                 Err(e) => e.into_inner().0,
             };
         }
-        let mut out = Vec::new();
-        let ready = std::mem::take(&mut state.ready);
-        for d in ready {
-            if state.scope_of(&d) != Some(cgroup_id) {
-                state.ready.push_back(d);
-                continue;
-            }
-            out.extend(match &d.what {
+        state
+            .take(cgroup_id)
+            .into_iter()
+            .filter_map(|d| match &d.what {
                 Denial::Landlock(access) => record::event(access, cgroup_id, d.pid, &d.comm),
                 Denial::Seccomp(filtered) => record::seccomp_event(filtered, cgroup_id),
-            });
-        }
-        out
+            })
+            .collect()
     }
 }
 
@@ -436,164 +445,42 @@ impl State {
         }
     }
 
-    /// Queues a denial until a drain takes it, dropping the oldest beyond [`READY_MAX`].
+    /// Keeps a denial until a drain takes it: with its scope's where that is known (unless
+    /// the scope has [`SCOPE_MAX`] already), else with those not placed yet (dropping the
+    /// oldest of those beyond [`UNPLACED_MAX`]).
     fn keep(&mut self, d: Denied) {
-        if self.ready.len() >= READY_MAX {
-            self.ready.pop_front();
+        match self.scope_of(&d) {
+            Some(cgroup_id) => self.place(cgroup_id, d),
+            None => {
+                if self.unplaced.len() >= UNPLACED_MAX {
+                    self.unplaced.pop_front();
+                }
+                self.unplaced.push_back(d);
+            }
         }
-        self.ready.push_back(d);
+    }
+
+    fn place(&mut self, cgroup_id: u64, d: Denied) {
+        let kept = self.placed.entry(cgroup_id).or_default();
+        if kept.len() < SCOPE_MAX {
+            kept.push(d);
+        }
+    }
+
+    /// Places the denials whose scope has become known since they arrived, then takes the
+    /// scope's, in the kernel's order (by serial).
+    fn take(&mut self, cgroup_id: u64) -> Vec<Denied> {
+        for d in std::mem::take(&mut self.unplaced) {
+            match self.scope_of(&d) {
+                Some(c) => self.place(c, d),
+                None => self.unplaced.push_back(d),
+            }
+        }
+        let mut denials = self.placed.remove(&cgroup_id).unwrap_or_default();
+        denials.sort_by_key(Denied::serial);
+        denials
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn access(serial: u64, domain: u64, path: &str) -> Record {
-        Record::Access(Access {
-            serial,
-            domain,
-            blockers: vec!["fs.read_file".into()],
-            path: Some(path.into()),
-            addr: None,
-            port: None,
-        })
-    }
-
-    fn path_of(d: &Denied) -> String {
-        match &d.what {
-            Denial::Landlock(a) => a.path.clone().unwrap_or_default(),
-            Denial::Seccomp(f) => format!("syscall {}", f.syscall),
-        }
-    }
-
-    fn filtered(serial: u64, session: u32, syscall: u32) -> Record {
-        Record::Seccomp(Filtered {
-            serial,
-            session,
-            pid: 300,
-            comm: "mount".into(),
-            syscall,
-            native: true,
-            code: 0x0005_0001,
-        })
-    }
-
-    /// A filter's refusal goes to the scope whose launch opened its audit session, whatever
-    /// became of the process; one of an unknown session (another program's filter, a
-    /// scope launched without a session of its own) goes to no scope.
-    #[test]
-    fn filter_refusals_go_to_the_scope_of_their_audit_session() {
-        let mut s = State::default();
-        s.launches.insert(100, 7);
-        s.sessions.insert(41, 7);
-        s.sessions.insert(42, 8);
-        s.add(filtered(1, 41, 165));
-        s.add(filtered(2, 42, 321));
-        s.add(filtered(3, 43, 165));
-        let of = |s: &State, cgroup: u64| -> Vec<String> {
-            s.ready
-                .iter()
-                .filter(|d| s.scope_of(d) == Some(cgroup))
-                .map(path_of)
-                .collect()
-        };
-        assert_eq!(of(&s, 7), ["syscall 165"]);
-        assert_eq!(of(&s, 8), ["syscall 321"]);
-        assert_eq!(s.ready.len(), 3);
-        assert_eq!(
-            s.ready.iter().filter(|d| s.scope_of(d).is_none()).count(),
-            1
-        );
-    }
-
-    #[test]
-    fn denials_go_to_the_scope_whose_launch_created_the_domain() {
-        let mut s = State::default();
-        s.launches.insert(100, 7);
-        s.launches.insert(200, 8);
-        s.add(access(1, 0xa, "/etc/shadow"));
-        s.add(Record::Domain {
-            serial: 1,
-            domain: 0xa,
-            pid: 100,
-        });
-        s.add(Record::Syscall {
-            serial: 1,
-            pid: 101,
-            comm: "cat".into(),
-        });
-        s.add(Record::End { serial: 1 });
-        // A later denial of the same domain has no domain record; one of another domain.
-        s.add(access(2, 0xa, "/root/x"));
-        s.add(access(3, 0xb, "/srv"));
-        s.add(Record::Domain {
-            serial: 3,
-            domain: 0xb,
-            pid: 200,
-        });
-        let serials: Vec<u64> = s.open.keys().copied().collect();
-        for serial in serials {
-            s.complete(serial);
-        }
-        let of = |s: &State, cgroup: u64| -> Vec<(String, u32)> {
-            s.ready
-                .iter()
-                .filter(|d| s.scope_of(d) == Some(cgroup))
-                .map(|d| (path_of(d), d.pid))
-                .collect()
-        };
-        assert_eq!(
-            of(&s, 7),
-            [("/etc/shadow".to_owned(), 101), ("/root/x".to_owned(), 0)]
-        );
-        assert_eq!(of(&s, 8), [("/srv".to_owned(), 0)]);
-    }
-
-    #[test]
-    fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
-        let reports = Reports {
-            shared: Arc::new(Shared::default()),
-            stop: Arc::new(AtomicBool::new(true)),
-            wake: Arc::new(eventfd().unwrap()),
-            thread: None,
-        };
-        {
-            let mut s = reports.shared.lock();
-            s.launches.insert(100, 7);
-            s.launches.insert(200, 8);
-            s.add(access(1, 0xa, "/a"));
-            s.add(Record::Domain {
-                serial: 1,
-                domain: 0xa,
-                pid: 100,
-            });
-            s.add(access(2, 0xb, "/b"));
-            s.add(Record::Domain {
-                serial: 2,
-                domain: 0xb,
-                pid: 200,
-            });
-            s.add(Record::End { serial: 2 });
-        }
-        reports.forget(7);
-        let s = reports.shared.lock();
-        let paths: Vec<_> = s.ready.iter().map(path_of).collect();
-        assert_eq!(paths, ["/b"]);
-        assert!(!s.launches.contains_key(&100) && !s.domains.contains_key(&0xa));
-    }
-
-    #[test]
-    fn the_oldest_denials_go_when_too_many_wait() {
-        let mut s = State::default();
-        for i in 0..(READY_MAX as u64 + 10) {
-            s.add(access(i, 1, "/x"));
-        }
-        s.add(Record::End { serial: u64::MAX });
-        assert_eq!(s.ready.len(), READY_MAX);
-        assert_eq!(s.ready.front().map(path_of), Some("/x".to_owned()));
-        assert!(
-            matches!(&s.ready.front().map(|d| &d.what), Some(Denial::Landlock(a)) if a.serial == 10)
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,198 @@
+use super::*;
+
+/// The paths (or `syscall N`) of what a drain of `cgroup` would take, in order.
+fn taken(s: &mut State, cgroup: u64) -> Vec<String> {
+    s.take(cgroup).iter().map(path_of).collect()
+}
+
+/// Every denial kept, placed or not.
+fn kept(s: &State) -> usize {
+    s.placed.values().map(Vec::len).sum::<usize>() + s.unplaced.len()
+}
+
+fn access(serial: u64, domain: u64, path: &str) -> Record {
+    Record::Access(Access {
+        serial,
+        domain,
+        blockers: vec!["fs.read_file".into()],
+        path: Some(path.into()),
+        addr: None,
+        port: None,
+    })
+}
+
+fn path_of(d: &Denied) -> String {
+    match &d.what {
+        Denial::Landlock(a) => a.path.clone().unwrap_or_default(),
+        Denial::Seccomp(f) => format!("syscall {}", f.syscall),
+    }
+}
+
+fn filtered(serial: u64, session: u32, syscall: u32) -> Record {
+    Record::Seccomp(Filtered {
+        serial,
+        session,
+        pid: 300,
+        comm: "mount".into(),
+        syscall,
+        native: true,
+        code: 0x0005_0001,
+    })
+}
+
+/// A filter's refusal goes to the scope whose launch opened its audit session, whatever
+/// became of the process; one of an unknown session (another program's filter, a
+/// scope launched without a session of its own) goes to no scope.
+#[test]
+fn filter_refusals_go_to_the_scope_of_their_audit_session() {
+    let mut s = State::default();
+    s.launches.insert(100, 7);
+    s.sessions.insert(41, 7);
+    s.sessions.insert(42, 8);
+    s.add(filtered(1, 41, 165));
+    s.add(filtered(2, 42, 321));
+    s.add(filtered(3, 43, 165));
+    assert_eq!(kept(&s), 3);
+    assert_eq!(taken(&mut s, 7), ["syscall 165"]);
+    assert_eq!(taken(&mut s, 8), ["syscall 321"]);
+    assert_eq!(s.unplaced.len(), 1);
+}
+
+#[test]
+fn denials_go_to_the_scope_whose_launch_created_the_domain() {
+    let mut s = State::default();
+    s.launches.insert(100, 7);
+    s.launches.insert(200, 8);
+    s.add(access(1, 0xa, "/etc/shadow"));
+    s.add(Record::Domain {
+        serial: 1,
+        domain: 0xa,
+        pid: 100,
+    });
+    s.add(Record::Syscall {
+        serial: 1,
+        pid: 101,
+        comm: "cat".into(),
+    });
+    s.add(Record::End { serial: 1 });
+    // A later denial of the same domain has no domain record; one of another domain.
+    s.add(access(2, 0xa, "/root/x"));
+    s.add(access(3, 0xb, "/srv"));
+    s.add(Record::Domain {
+        serial: 3,
+        domain: 0xb,
+        pid: 200,
+    });
+    let serials: Vec<u64> = s.open.keys().copied().collect();
+    for serial in serials {
+        s.complete(serial);
+    }
+    let mut of = |cgroup: u64| -> Vec<(String, u32)> {
+        s.take(cgroup).iter().map(|d| (path_of(d), d.pid)).collect()
+    };
+    assert_eq!(
+        of(7),
+        [("/etc/shadow".to_owned(), 101), ("/root/x".to_owned(), 0)]
+    );
+    assert_eq!(of(8), [("/srv".to_owned(), 0)]);
+}
+
+/// A denial can arrive before the launcher's parent has named the process that made its
+/// domain (its first action refused at once): it waits, and the drain places it.
+#[test]
+fn a_denial_that_comes_before_its_launch_is_named_is_placed_later() {
+    let mut s = State::default();
+    s.add(access(1, 0xa, "/etc/shadow"));
+    s.add(Record::Domain {
+        serial: 1,
+        domain: 0xa,
+        pid: 100,
+    });
+    s.add(Record::End { serial: 1 });
+    assert_eq!(s.unplaced.len(), 1);
+    s.launches.insert(100, 7);
+    s.add(access(2, 0xa, "/root/x"));
+    s.add(Record::End { serial: 2 });
+    assert_eq!(taken(&mut s, 7), ["/etc/shadow", "/root/x"]);
+    assert_eq!(kept(&s), 0);
+}
+
+#[test]
+fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
+    let reports = Reports {
+        shared: Arc::new(Shared::default()),
+        stop: Arc::new(AtomicBool::new(true)),
+        wake: Arc::new(eventfd().unwrap()),
+        thread: None,
+    };
+    {
+        let mut s = reports.shared.lock();
+        s.launches.insert(100, 7);
+        s.launches.insert(200, 8);
+        s.add(access(1, 0xa, "/a"));
+        s.add(Record::Domain {
+            serial: 1,
+            domain: 0xa,
+            pid: 100,
+        });
+        s.add(access(2, 0xb, "/b"));
+        s.add(Record::Domain {
+            serial: 2,
+            domain: 0xb,
+            pid: 200,
+        });
+        s.add(Record::End { serial: 2 });
+    }
+    reports.forget(7);
+    let s = reports.shared.lock();
+    let mut s = s;
+    assert_eq!(kept(&s), 1);
+    assert_eq!(taken(&mut s, 8), ["/b"]);
+    assert!(!s.launches.contains_key(&100) && !s.domains.contains_key(&0xa));
+}
+
+/// A scope that floods keeps its earliest denials, and drops only its own: the denials of
+/// another scope, before and after the flood, are all kept.
+#[test]
+fn a_flood_keeps_the_earliest_denials_and_only_its_own_scopes() {
+    let mut s = State::default();
+    s.launches.insert(100, 7);
+    s.launches.insert(200, 8);
+    s.sessions.insert(42, 8);
+    for (serial, domain, pid) in [(1, 0xa, 100), (2, 0xb, 200)] {
+        s.add(Record::Domain {
+            serial,
+            domain,
+            pid,
+        });
+    }
+    s.add(Record::End { serial: 2 });
+    s.add(access(3, 0xb, "/before"));
+    s.add(Record::End { serial: 3 });
+    let flood = 3 * SCOPE_MAX as u64;
+    for i in 0..flood {
+        s.add(access(10 + i, 0xa, &format!("/flood/{i}")));
+    }
+    s.add(filtered(flood + 20, 42, 165));
+    s.add(access(flood + 21, 0xb, "/after"));
+    s.add(Record::End { serial: u64::MAX });
+    let scope7 = taken(&mut s, 7);
+    assert_eq!(scope7.len(), SCOPE_MAX);
+    assert_eq!(scope7.first().map(String::as_str), Some("/flood/0"));
+    assert_eq!(
+        scope7.last().map(String::as_str),
+        Some(format!("/flood/{}", SCOPE_MAX - 1).as_str())
+    );
+    assert_eq!(taken(&mut s, 8), ["/before", "syscall 165", "/after"]);
+}
+
+/// Denials no scope ever claims are bounded too (the oldest go).
+#[test]
+fn unplaced_denials_are_bounded() {
+    let mut s = State::default();
+    for i in 0..(UNPLACED_MAX as u64 + 10) {
+        s.add(filtered(i, 99, 165));
+    }
+    assert_eq!(s.unplaced.len(), UNPLACED_MAX);
+    assert_eq!(s.unplaced.front().map(Denied::serial), Some(10));
+}
