@@ -333,17 +333,48 @@ pub struct LandlockRefusal {
     pub gate: Option<String>,
 }
 
+/// The refusal in words: a line per rule, except that the protected paths that may lie in
+/// one writable tree share one line, which names the tree first (the user's rule, usually,
+/// and every version 2 policy protects fifteen names at any depth).
 fn render_refusal(rules: &[Refused], gate: Option<&str>) -> String {
     let mut out = format!(
         "the Landlock engine cannot enforce this policy exactly ({} rule{}):",
         rules.len(),
         if rules.len() == 1 { "" } else { "s" }
     );
+    let in_tree = |r: &Refused| match &r.why {
+        Inexpressible::ProtectedInWritable { grant } => Some(grant.clone()),
+        _ => None,
+    };
+    let mut trees_done: Vec<Origin> = Vec::new();
     for r in rules {
+        let Some(tree) = in_tree(r) else {
+            out.push_str(&format!(
+                "\n  {} `{}` (line {}): {}",
+                r.origin.key, r.origin.text, r.origin.line, r.why
+            ));
+            continue;
+        };
+        if trees_done.contains(&tree) {
+            continue;
+        }
+        let protected: Vec<String> = rules
+            .iter()
+            .filter(|o| in_tree(o).as_ref() == Some(&tree))
+            .map(|o| format!("{} `{}`", o.origin.key, o.origin.text))
+            .collect();
         out.push_str(&format!(
-            "\n  {} `{}` (line {}): {}",
-            r.origin.key, r.origin.text, r.origin.line, r.why
+            "\n  {} `{}` (line {}) is writable, and {} protected path{} may lie inside it, which \
+             Landlock cannot keep read-only there: {}. Write narrower trees that hold none of \
+             them, name the tree in `fs.unprotect` if it is scratch, or use the bpf-lsm engine",
+            tree.key,
+            tree.text,
+            tree.line,
+            protected.len(),
+            if protected.len() == 1 { "" } else { "s" },
+            protected.join(", ")
         ));
+        trees_done.push(tree);
     }
     if let Some(why) = gate {
         out.push_str(&format!(
@@ -454,9 +485,16 @@ impl LandlockPlan {
                        kind: MaskKind,
                        right: fn(&Rights) -> bool,
                        lifted: &dyn Fn(&PathGrant) -> bool| {
-            let Some(g) = paths
-                .iter()
-                .find(|g| right(&g.rights) && !lifted(g) && may_overlap(&carve.pattern, &g.target))
+            // The grant it cuts into, the policy file's own before an included fragment's: an
+            // error names the rule the user wrote where there is one.
+            let overlapping = || {
+                paths.iter().filter(|g| {
+                    right(&g.rights) && !lifted(g) && may_overlap(&carve.pattern, &g.target)
+                })
+            };
+            let Some(g) = overlapping()
+                .find(|g| !g.origin.key.contains(':'))
+                .or_else(|| overlapping().next())
             else {
                 return;
             };

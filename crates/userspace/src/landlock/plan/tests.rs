@@ -402,3 +402,53 @@ write = ["/dev/null"]
         vec![("fs.read[0]", &NarrowingKind::DirectoryItself)]
     );
 }
+
+/// A protected path that may lie in several writable trees is blamed on the policy file's own
+/// tree before an included fragment's, and the refusal says it once per tree: every version 2
+/// policy protects fifteen names at any depth, which would otherwise be fifteen lines each
+/// naming the fragment.
+#[test]
+fn protected_names_in_a_writable_tree_name_the_users_tree_once() {
+    let text = r#"version = 2
+include = ["agent-claude-code"]
+[fs]
+read = ["./**"]
+write = ["./**"]
+"#;
+    let err = match LandlockPlan::new(&compile(text), LandlockAbi(7), &no_gate()) {
+        Ok(plan) => unreachable!("planned: {plan:?}"),
+        Err(e) => e,
+    };
+    let in_tree: Vec<&str> = err
+        .rules
+        .iter()
+        .filter_map(|r| match &r.why {
+            Inexpressible::ProtectedInWritable { grant } => Some(grant.key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(in_tree.len() >= 15, "{in_tree:?}");
+    assert!(in_tree.iter().all(|k| *k == "fs.write[0]"), "{in_tree:?}");
+    let text = err.to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("is writable, and"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "  fs.write[0] `./**` (line 5) is writable, and {} protected paths may lie inside it",
+            in_tree.len()
+        )),
+        "{text}"
+    );
+    assert!(
+        lines[0].contains("protected[0] `/**/.git`, protected[1]"),
+        "{text}"
+    );
+    assert!(
+        lines[0].contains("agent-claude-code:fs.protect[13] `./**/.claude/**`"),
+        "{text}"
+    );
+    assert!(lines[0].ends_with("or use the bpf-lsm engine"), "{text}");
+}
