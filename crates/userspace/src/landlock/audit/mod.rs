@@ -9,15 +9,13 @@
 //!   when it is off (`AUDIT_SET`, which needs `CAP_AUDIT_CONTROL`) and leaves it on, as an audit
 //!   daemon would: other bee processes may rely on it. Without a daemon the kernel also prints
 //!   each record to its log, rate-limited.
-//! - Each launch opens an audit session of its own (`Confinement::new_audit_session`), which
-//!   [`Reports::launched`] reads: every process of the scope is in it, and cannot leave it.
-//!   A denial whose event names a scope's session (`ses=` of its `AUDIT_SYSCALL` record) is
-//!   that scope's. Otherwise a record's domain decides: the domain's first record names the
-//!   process that created it, a child the launcher started into a scope — unless that scope
-//!   has a session and the event names another (the pid was reused by a process outside).
+//! - A record names its domain; the domain's first record names the process that created it,
+//!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
+//!   record is attributed to its scope's cgroup.
 //! - The scope's seccomp filter logs its refusals too (`AUDIT_SECCOMP`). Such a record names
-//!   no domain, only the session, so these are attributed by session alone, also once the
-//!   process has exited.
+//!   no domain, but its process's audit session (`ses=`): each launch opens a session of its
+//!   own (`Confinement::new_audit_session`), which [`Reports::launched`] reads, so these
+//!   records are attributed to their scope as well, even once the process has exited.
 //! - Records arrive asynchronously: the denied process queues them, and the kernel's
 //!   `kauditd` thread later copies them to the group. [`Reports::drain`] first waits until
 //!   the kernel's queue has been seen empty (`AUDIT_GET`'s backlog), then until the reader has
@@ -108,7 +106,7 @@ struct Denied {
 impl Denied {
     fn serial(&self) -> u64 {
         match &self.what {
-            Denial::Landlock { access, .. } => access.serial,
+            Denial::Landlock(access) => access.serial,
             Denial::Seccomp(filtered) => filtered.serial,
         }
     }
@@ -117,12 +115,8 @@ impl Denied {
 /// What refused a call.
 #[derive(Debug)]
 enum Denial {
-    /// The scope's Landlock domain; `session` is the audit session of the process it
-    /// refused, where the kernel audited the system call.
-    Landlock {
-        access: Access,
-        session: Option<u32>,
-    },
+    /// The scope's Landlock domain.
+    Landlock(Access),
     /// The scope's seccomp filter.
     Seccomp(Filtered),
 }
@@ -242,7 +236,7 @@ impl Reports {
             .take(cgroup_id)
             .into_iter()
             .filter_map(|d| match &d.what {
-                Denial::Landlock { access, .. } => record::event(access, cgroup_id, d.pid, &d.comm),
+                Denial::Landlock(access) => record::event(access, cgroup_id, d.pid, &d.comm),
                 Denial::Seccomp(filtered) => record::seccomp_event(filtered, cgroup_id),
             })
             .collect()
@@ -267,25 +261,15 @@ impl Shared {
 }
 
 impl State {
-    /// The cgroup id of the scope whose denial `d` is. The filter's go by their audit
-    /// session. Landlock's go by the session too where the system call was audited in a
-    /// scope's session; otherwise by the process that created the domain — unless that
-    /// scope has a session of its own and the denial names another (a process that reuses
-    /// the pid of a launch that has exited, and made a domain of its own, is not the scope).
+    /// The cgroup id of the scope whose denial `d` is: through the domain's creator for
+    /// Landlock's, through the audit session for the filter's.
     fn scope_of(&self, d: &Denied) -> Option<u64> {
         match &d.what {
-            Denial::Landlock { access, session } => {
-                if let Some(c) = session.and_then(|s| self.sessions.get(&s)) {
-                    return Some(*c);
-                }
-                let c = self
-                    .domains
-                    .get(&access.domain)
-                    .and_then(|pid| self.launches.get(pid))
-                    .copied()?;
-                let own_session = self.sessions.values().any(|&sc| sc == c);
-                (!own_session || session.is_none()).then_some(c)
-            }
+            Denial::Landlock(access) => self
+                .domains
+                .get(&access.domain)
+                .and_then(|pid| self.launches.get(pid))
+                .copied(),
             Denial::Seccomp(filtered) => self.sessions.get(&filtered.session).copied(),
         }
     }
@@ -435,21 +419,17 @@ impl State {
         let Some(records) = self.open.remove(&serial) else {
             return;
         };
-        let (mut pid, mut comm, mut session) = (0, String::new(), None);
+        let (mut pid, mut comm) = (0, String::new());
         for r in &records {
             match r {
                 Record::Domain { domain, pid, .. } => {
                     self.domains.insert(*domain, *pid);
                 }
                 Record::Syscall {
-                    pid: p,
-                    comm: c,
-                    session: s,
-                    ..
+                    pid: p, comm: c, ..
                 } => {
                     pid = *p;
                     comm.clone_from(c);
-                    session = *s;
                 }
                 _ => {}
             }
@@ -457,7 +437,7 @@ impl State {
         for r in records {
             if let Record::Access(access) = r {
                 self.keep(Denied {
-                    what: Denial::Landlock { access, session },
+                    what: Denial::Landlock(access),
                     pid,
                     comm: comm.clone(),
                 });

@@ -53,8 +53,6 @@ pub enum Record {
         pid: u32,
         /// Its `comm` (`comm=`).
         comm: String,
-        /// Its audit session (`ses=`); `None` when unset or absent.
-        session: Option<u32>,
     },
     /// `AUDIT_SECCOMP`: a system call a seccomp filter refused. The filter runs before the
     /// kernel's audit enters the system call, so the record is an event of its own.
@@ -162,9 +160,6 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
             serial,
             pid: field("pid")?.parse().ok()?,
             comm: field("comm").and_then(untrusted_string).unwrap_or_default(),
-            session: field("ses")
-                .and_then(|s| s.parse().ok())
-                .filter(|&s| s != u32::MAX),
         }),
         AUDIT_SECCOMP => Some(Record::Seccomp(Filtered {
             serial,
@@ -399,15 +394,14 @@ mod tests {
         assert_eq!(a.blockers, ["fs.make_reg", "fs.refer"]);
         let s = parse(
             AUDIT_SYSCALL,
-            "audit(1.2:7): arch=c000003e syscall=257 success=no exit=-13 ppid=1 pid=42 auid=0 uid=0 gid=0 euid=0 suid=0 fsuid=0 egid=0 sgid=0 fsgid=0 tty=(none) ses=17 comm=6D7920636174 exe=\"/usr/bin/cat\"",
+            "audit(1.2:7): arch=c000003e syscall=257 success=no exit=-13 ppid=1 pid=42 comm=6D7920636174 exe=\"/usr/bin/cat\"",
         );
         assert_eq!(
             s,
             Some(Record::Syscall {
                 serial: 7,
                 pid: 42,
-                comm: "my cat".into(),
-                session: Some(17),
+                comm: "my cat".into()
             })
         );
     }
