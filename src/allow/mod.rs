@@ -190,12 +190,6 @@ pub fn propose(
                 "bee refuses it inside every scope, whatever the policy says",
             ));
         }
-        Some(Reason::Filtered { .. }) => {
-            return Err(cannot(
-                "the Landlock engine's seccomp filter refuses this system call, and a live change \
-                 adds path and network grants only",
-            ));
-        }
         Some(Reason::Unresolved) => {
             return Err(cannot(
                 "the kernel could not resolve the path, and no rule can name an unresolved path",

@@ -113,11 +113,6 @@ pub enum Hook {
     /// codes, and for [`DNS_REFUSED_ADDRESS`] its family and address are the refused address.
     /// Made in user space, never by the kernel programs.
     DnsQuery = 42,
-    /// Not an LSM hook: the Landlock engine's seccomp filter refused a system call, as the
-    /// kernel's `AUDIT_SECCOMP` record reported it. The event's `port` is the system call's
-    /// number on the build's architecture and its `error` the negated errno returned.
-    /// Made in user space, never by the kernel programs.
-    Seccomp = 43,
 }
 
 /// [`Hook::DnsQuery`] `port`: no host rule names the queried name; it was answered NXDOMAIN
@@ -132,7 +127,7 @@ pub const DNS_REFUSED_ADDRESS: u16 = 2;
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 43] = [
+    pub const ALL: [Hook; 42] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -175,7 +170,6 @@ impl Hook {
         Hook::TaskSetscheduler,
         Hook::TaskSetrlimit,
         Hook::DnsQuery,
-        Hook::Seccomp,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -184,7 +178,7 @@ impl Hook {
     }
 
     /// The LSM hook's name as in `include/linux/lsm_hook_defs.h` (and the program's section);
-    /// `dns_query` for bee's resolver, `seccomp` for the Landlock engine's filter.
+    /// `dns_query` for bee's resolver.
     pub const fn name(self) -> &'static str {
         match self {
             Hook::FileOpen => "file_open",
@@ -229,7 +223,6 @@ impl Hook {
             Hook::TaskSetscheduler => "task_setscheduler",
             Hook::TaskSetrlimit => "task_setrlimit",
             Hook::DnsQuery => "dns_query",
-            Hook::Seccomp => "seccomp",
         }
     }
 }

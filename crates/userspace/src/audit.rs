@@ -126,14 +126,6 @@ pub enum Reason {
     /// processes outside the scope, abstract unix sockets, device nodes, listening IP sockets,
     /// netlink requests that change kernel state, perf events, `CLONE_INTO_CGROUP`).
     NeverGranted,
-    /// The Landlock engine's seccomp filter refused the system call ([`Hook::Seccomp`]): what
-    /// it guards, Landlock cannot. No policy rule lifts it, except where `why` says so (UDP
-    /// sockets, with a grant the network gate decides).
-    Filtered {
-        /// Why the filter refuses this system call, in words
-        /// (`bee_userspace::landlock::seccomp::refusal::why`).
-        why: String,
-    },
 }
 
 /// One audited access, ready for JSON and for people.
@@ -184,10 +176,6 @@ pub struct AuditRecord {
     /// build does not know.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<Capability>,
-    /// For [`Hook::Seccomp`]: the refused system call's name (`mount`), or its number on this
-    /// build's architecture for one bee does not name; absent for other hooks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub syscall: Option<String>,
     /// The kind of grant that would allow the access: `fs.read`, `fs.write`, `exec.allow`,
     /// `net.allow` or `net.unix`; absent for operations no grant allows.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -241,7 +229,6 @@ fn verb(hook: Hook) -> &'static str {
         Hook::TaskSetscheduler => "change the scheduling of a process outside the scope",
         Hook::TaskSetrlimit => "change the resource limits of a process outside the scope",
         Hook::DnsQuery => "resolve",
-        Hook::Seccomp => "call",
     }
 }
 
@@ -357,7 +344,6 @@ impl AuditRecord {
             addr: None,
             port: None,
             capability: (hook == Some(Hook::Capable)).then_some(Capability::Number(event.port)),
-            syscall: None,
             grant: None,
             reason: None,
             policy: policy.source.clone(),
@@ -367,23 +353,6 @@ impl AuditRecord {
         };
         if hook == Hook::DnsQuery {
             record.dns_refusal(event);
-            return record;
-        }
-        if hook == Hook::Seccomp {
-            let nr = u32::from(event.port);
-            let refusal = crate::landlock::seccomp::refusal::name(nr)
-                .zip(crate::landlock::seccomp::refusal::why(nr));
-            record.syscall = Some(refusal.map_or_else(|| nr.to_string(), |r| r.0.to_owned()));
-            if !allowed {
-                record.reason = Some(Reason::Filtered {
-                    why: refusal
-                        .map_or(
-                            "a system call of another architecture, or an x32 number",
-                            |r| r.1,
-                        )
-                        .to_owned(),
-                });
-            }
             return record;
         }
         let is_ip = matches!(hook, Hook::SocketConnect | Hook::SocketSendmsg)
@@ -534,9 +503,6 @@ impl AuditRecord {
         if let Some(cap) = &self.capability {
             return cap.to_string();
         }
-        if let Some(syscall) = &self.syscall {
-            return format!("{syscall}(2)");
-        }
         match &self.path {
             Some(p) if self.path_truncated => format!("{p}…"),
             Some(p) => p.clone(),
@@ -596,9 +562,6 @@ impl AuditRecord {
                 "the kernel could not resolve the path, and unresolved paths are denied".to_owned()
             }
             Some(Reason::NeverGranted) => "never allowed inside a scope".to_owned(),
-            Some(Reason::Filtered { why }) => {
-                format!("the Landlock engine's seccomp filter refuses it: {why}")
-            }
             Some(Reason::CarvedOut { rule }) => format!(
                 "{} (line {}) `{}` carves it out, and a carve-out always wins",
                 rule.key, rule.line, rule.text

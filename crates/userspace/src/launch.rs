@@ -742,11 +742,10 @@ impl ChildPlan {
         // The working directory is entered again through the scope's mounts, the inherited
         // one (bee's) included: seen through the mounts made before them it is read-only.
         let cwd = spec.cwd.clone().or_else(|| std::env::current_dir().ok());
-        let login_uid = audit_login_uid(spec.credentials.as_ref().map_or(euid, |c| c.uid));
         let confinement = spec
             .landlock
             .as_deref()
-            .map(|plan| Confinement::prepare(plan, cwd.as_deref(), login_uid))
+            .map(|plan| Confinement::prepare(plan, cwd.as_deref()))
             .transpose()
             .map_err(|source| LaunchError::Prepare {
                 what: "prepare the Landlock confinement",
@@ -858,11 +857,8 @@ impl ChildPlan {
                     libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
                 }
             }
-            // 4b. The Landlock engine's audit session and private mounts, while capabilities
-            // are held.
+            // 4b. The Landlock engine's private mounts, while capabilities are held.
             if let Some(c) = &self.confinement {
-                // Its failure leaves the scope's seccomp refusals unreported, nothing else.
-                let _ = c.new_audit_session();
                 if let Err(step) = c.enter() {
                     let err = io::Error::last_os_error();
                     self.report(step);
@@ -1225,15 +1221,4 @@ impl Launched {
         };
         crate::scope::wait_and_kill(self, cgroup, &limits, &mut || false)
     }
-}
-
-/// The login uid a Landlock scope's audit session is opened with: bee's own where it has one
-/// (the person who logged in), else `run_as`, the uid the command runs as (bee under a
-/// service manager has none). `/proc/self/loginuid` holds `4294967295` when unset.
-fn audit_login_uid(run_as: u32) -> u32 {
-    std::fs::read_to_string("/proc/self/loginuid")
-        .ok()
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .filter(|&uid| uid != u32::MAX)
-        .unwrap_or(run_as)
 }

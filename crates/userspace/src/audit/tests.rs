@@ -204,12 +204,8 @@ const NEVER: [Hook; 17] = [
 
 #[test]
 fn every_hook_explains_itself() {
-    // The resolver's refusals are explained by `resolver_refusals_name_the_name_and_why`, the
-    // seccomp filter's by `a_filter_refusal_names_the_system_call_and_why`.
-    for hook in Hook::ALL
-        .into_iter()
-        .filter(|h| !matches!(h, Hook::DnsQuery | Hook::Seccomp))
-    {
+    // The resolver's refusals are explained by `resolver_refusals_name_the_name_and_why`.
+    for hook in Hook::ALL.into_iter().filter(|h| *h != Hook::DnsQuery) {
         let never = NEVER.contains(&hook);
         let (access, path) = match hook {
             Hook::FileOpen | Hook::PathNotify => (ACCESS_READ, "/secret"),
@@ -509,38 +505,4 @@ fn the_transport_and_the_capability_are_written_as_text() {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok());
     assert_eq!(back, Some(connect));
-}
-
-#[test]
-fn a_filter_refusal_names_the_system_call_and_why() {
-    let mut e = event(Hook::Seccomp, 0, "");
-    e.error = -1;
-    e.port = libc::SYS_socket as u16;
-    let r = record(&e);
-    assert_eq!(r.errno, Some(1));
-    assert_eq!(r.syscall.as_deref(), Some("socket"));
-    assert_eq!(r.grant, None);
-    assert!(matches!(&r.reason, Some(Reason::Filtered { why }) if why.contains("UDP")));
-    assert!(
-        r.explanation().starts_with(
-            "call socket(2): the Landlock engine's seccomp filter refuses it: a scope makes TCP"
-        ),
-        "{}",
-        r.explanation()
-    );
-    let json = serde_json::to_value(&r).unwrap_or_default();
-    assert_eq!(json["hook"], "seccomp");
-    assert_eq!(json["syscall"], "socket");
-    assert_eq!(json["reason"]["kind"], "filtered");
-    // A number bee does not name (another architecture's, an x32 one) is written as is.
-    e.port = 0;
-    let r = record(&e);
-    assert_eq!(r.syscall.as_deref(), Some("0"));
-    assert!(
-        r.explanation().contains("another architecture"),
-        "{}",
-        r.explanation()
-    );
-    // Other hooks carry no system call.
-    assert_eq!(record(&event(Hook::Bpf, 0, "")).syscall, None);
 }

@@ -113,12 +113,7 @@ pub struct Confinement {
     /// Carve-outs and protected paths that exist when the call starts, shallowest first.
     masks: Vec<MaskMount>,
     cwd: Option<CString>,
-    /// The reported filter, then the unreported one ([`seccomp::fallbacks`]).
     filter: Vec<SockFilter>,
-    fallbacks: Vec<SockFilter>,
-    /// The login uid the child writes to `/proc/self/loginuid` (decimal), which gives the
-    /// scope an audit session of its own ([`Confinement::new_audit_session`]).
-    login_uid: Vec<u8>,
     /// Whether the kernel has `vm.memfd_noexec` (Linux 6.3), set to 2 for the scope's PID
     /// namespace; without it the seccomp filter refuses `memfd_create`.
     memfd_noexec: bool,
@@ -126,11 +121,6 @@ pub struct Confinement {
     /// (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`), which the engine's reports need.
     restrict_flags: u32,
 }
-
-/// `SECCOMP_FILTER_FLAG_LOG` (Linux 4.14, `include/uapi/linux/seccomp.h`): the filter's
-/// refusals are audited (`AUDIT_SECCOMP`), where `kernel.seccomp.actions_logged` lists
-/// `errno`, as it does by default.
-const SECCOMP_FILTER_FLAG_LOG: u32 = 1 << 1;
 
 /// `LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON` (ABI 7, `include/uapi/linux/landlock.h`).
 const LOG_NEW_EXEC_ON: u32 = 1 << 1;
@@ -279,7 +269,7 @@ impl Confinement {
     /// # Errors
     /// An I/O error from a lookup that failed for another reason than a missing or linked
     /// path, or from creating the ruleset (the kernel refused a right the plan needs).
-    pub fn prepare(plan: &LandlockPlan, cwd: Option<&Path>, login_uid: u32) -> io::Result<Self> {
+    pub fn prepare(plan: &LandlockPlan, cwd: Option<&Path>) -> io::Result<Self> {
         let abi = ABI::from(plan.abi().0 as i32);
         let mut resolved: Vec<Resolved> = Vec::new();
         let mut proc_access = None;
@@ -412,8 +402,6 @@ impl Confinement {
                 .transpose()
                 .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?,
             filter: seccomp::filter(sockets, !memfd_noexec),
-            fallbacks: seccomp::fallbacks(),
-            login_uid: login_uid.to_string().into_bytes(),
             memfd_noexec,
             restrict_flags: if plan.abi().0 >= 7 {
                 LOG_NEW_EXEC_ON
@@ -421,35 +409,6 @@ impl Confinement {
                 0
             },
         })
-    }
-
-    /// Step 0 in the child: a new audit session, so that the kernel's `AUDIT_SECCOMP` records
-    /// of every process of the scope carry a session id (`ses=`) no other process has, and
-    /// the engine attributes each to its scope even after the process has exited. Writing
-    /// `/proc/self/loginuid` (the uid the launch prepared: bee's own login uid where it has
-    /// one, else the uid the command runs as) takes a fresh session id from the kernel's
-    /// counter (`audit_set_loginuid`); it needs `CAP_AUDIT_CONTROL` once a login uid is set,
-    /// which no process of the scope keeps, so the scope cannot leave its session. Where it
-    /// fails (no capability, a kernel without audit) the launch goes on, and the scope's
-    /// seccomp refusals go unreported, as Landlock's go where audit is off. Returns whether
-    /// it took. Async-signal-safe.
-    ///
-    /// # Safety
-    /// Only in the child, before [`Confinement::enter`] replaces `/proc`.
-    pub unsafe fn new_audit_session(&self) -> bool {
-        // SAFETY: open, write and close of a fixed path with memory prepared before clone3.
-        unsafe {
-            let fd = libc::open(
-                c"/proc/self/loginuid".as_ptr(),
-                libc::O_WRONLY | libc::O_CLOEXEC,
-            );
-            if fd < 0 {
-                return false;
-            }
-            let n = libc::write(fd, self.login_uid.as_ptr().cast(), self.login_uid.len());
-            libc::close(fd);
-            usize::try_from(n).is_ok_and(|n| n == self.login_uid.len())
-        }
     }
 
     /// Step 1 in the child: the scope's mounts and the working directory again.
@@ -599,23 +558,18 @@ impl Confinement {
             {
                 return Err(Step::Landlock);
             }
-            for (filter, flags) in [
-                (&self.filter, SECCOMP_FILTER_FLAG_LOG),
-                (&self.fallbacks, 0),
-            ] {
-                let prog = SockFprog {
-                    len: u16::try_from(filter.len()).unwrap_or(u16::MAX),
-                    filter: filter.as_ptr(),
-                };
-                if libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    flags,
-                    &raw const prog,
-                ) < 0
-                {
-                    return Err(Step::Seccomp);
-                }
+            let prog = SockFprog {
+                len: u16::try_from(self.filter.len()).unwrap_or(u16::MAX),
+                filter: self.filter.as_ptr(),
+            };
+            if libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                0u32,
+                &raw const prog,
+            ) < 0
+            {
+                return Err(Step::Seccomp);
             }
         }
         Ok(())

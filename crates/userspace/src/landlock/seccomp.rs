@@ -3,15 +3,8 @@
 //! A classic BPF program over `struct seccomp_data` (`include/uapi/linux/seccomp.h`), built
 //! here because it is small and every instruction of it is a security decision. It kills a
 //! process of another architecture, refuses the x32 system call numbers, and returns `EPERM`
-//! for what the table lists. A second, smaller filter ([`fallbacks`]) answers `ENOSYS` for
-//! `clone3` and `openat2`, whose arguments sit behind a pointer, so that the C library falls
-//! back to `clone` and `openat`, whose arguments the first filter reads.
-//!
-//! The first filter is installed with `SECCOMP_FILTER_FLAG_LOG`: each of its refusals becomes
-//! an `AUDIT_SECCOMP` record, which the engine reports ([`refusal`] names the call and says
-//! why). The fallbacks are installed without it: they refuse nothing a program notices, and
-//! every `fork` of glibc tries `clone3` first. Where filters disagree the kernel takes the
-//! strictest action, and logs it only when the filter that returned it asked to.
+//! (`ENOSYS` for `clone3`, so that the C library falls back to `clone`, whose flags the
+//! filter can read) for:
 //!
 //! | what | why |
 //! |---|---|
@@ -24,8 +17,6 @@
 //! | `ioctl` `TIOCSTI`, `TIOCLINUX`, `TIOCCONS`, `FIFREEZE`, `FITHAW`, `FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR` | terminal input injection, console redirection, freezing a file system, `chattr` |
 //! | `inotify_add_watch`, `fanotify_init`, `fanotify_mark` | Landlock does not check what is watched |
 //! | `memfd_create`, where the kernel has no `vm.memfd_noexec` (before 6.3) | Landlock lets kernel-internal files through, so a memfd could be executed |
-
-pub mod refusal;
 
 /// One classic BPF instruction (`struct sock_filter`).
 #[repr(C)]
@@ -200,18 +191,6 @@ fn errno(e: i32) -> u32 {
     SECCOMP_RET_ERRNO | (e as u32 & 0xffff)
 }
 
-/// The second filter: `ENOSYS` for `clone3` and `openat2`, which the first filter cannot
-/// read the arguments of (`clone3`'s flags, `openat2`'s mode, sit in a structure), so that
-/// callers fall back to `clone` and `openat`; everything else is left to the first filter.
-/// Installed without `SECCOMP_FILTER_FLAG_LOG`: these answers are not refusals to report.
-pub fn fallbacks() -> Vec<SockFilter> {
-    let mut b = Builder::default();
-    b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
-    b.on_syscall(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
-    b.ret(SECCOMP_RET_ALLOW);
-    b.prog
-}
-
 /// Which IP sockets a scope may make: only those some layer decides the peers of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Sockets {
@@ -229,9 +208,8 @@ pub struct Sockets {
 /// Set-user-ID and set-group-ID bits are refused wherever a mode is given: a file the scope
 /// marks so would run with its owner's identity (root's, for bee as root) when someone outside
 /// the scope runs it later. `openat2` carries its mode in a structure a filter cannot read, so
-/// it answers `ENOSYS` ([`fallbacks`]), as on a kernel without it: callers fall back to
-/// `openat` (the kernel would keep a set-user-ID bit of a new file even for a creator without
-/// `CAP_FSETID`).
+/// it answers `ENOSYS`, as on a kernel without it: callers fall back to `openat` (the kernel
+/// would keep a set-user-ID bit of a new file even for a creator without `CAP_FSETID`).
 pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
     let eperm = errno(libc::EPERM);
     let mut b = Builder::default();
@@ -247,6 +225,8 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
     if no_memfd {
         b.on_syscall(libc::SYS_memfd_create, |b| b.ret(eperm));
     }
+    b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
+    b.on_syscall(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
     for &(nr, mode) in MODE_ARGS {
         b.on_syscall(nr, |b| b.refuse_bits(mode, SET_ID_BITS, eperm));
     }
@@ -347,4 +327,258 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    const TCP: Sockets = Sockets {
+        tcp: true,
+        udp: false,
+    };
+
+    /// Runs `prog` on a `seccomp_data` the way the kernel's classic BPF interpreter does, for
+    /// the instructions the builder emits.
+    fn run(prog: &[SockFilter], nr: u32, args: [u32; 6]) -> u32 {
+        let mut data = [0u8; 64];
+        data[0..4].copy_from_slice(&nr.to_le_bytes());
+        data[4..8].copy_from_slice(&AUDIT_ARCH.to_le_bytes());
+        for (i, a) in args.iter().enumerate() {
+            let off = 16 + 8 * i;
+            data[off..off + 4].copy_from_slice(&a.to_le_bytes());
+        }
+        let (mut pc, mut acc) = (0usize, 0u32);
+        loop {
+            let ins = prog[pc];
+            pc += 1;
+            match ins.code {
+                BPF_LD_W_ABS => {
+                    let o = ins.k as usize;
+                    acc = u32::from_le_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]]);
+                }
+                BPF_ALU_AND_K => acc &= ins.k,
+                BPF_RET_K => return ins.k,
+                BPF_JEQ_K | BPF_JGE_K | BPF_JSET_K => {
+                    let taken = match ins.code {
+                        BPF_JEQ_K => acc == ins.k,
+                        BPF_JGE_K => acc >= ins.k,
+                        _ => acc & ins.k != 0,
+                    };
+                    pc += usize::from(if taken { ins.jt } else { ins.jf });
+                }
+                other => unreachable!("unknown opcode {other:#x}"),
+            }
+        }
+    }
+
+    const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+
+    fn nr(n: libc::c_long) -> u32 {
+        n as u32
+    }
+
+    #[test]
+    fn refuses_the_gates_and_allows_the_rest() {
+        let p = filter(TCP, false);
+        assert_eq!(run(&p, nr(libc::SYS_bpf), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_mount), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_io_uring_setup), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_listen), [0; 6]), EPERM);
+        assert_eq!(
+            run(&p, nr(libc::SYS_clone3), [0; 6]),
+            SECCOMP_RET_ERRNO | libc::ENOSYS as u32
+        );
+        assert_eq!(run(&p, nr(libc::SYS_read), [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(&p, nr(libc::SYS_openat), [0; 6]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(&p, nr(libc::SYS_read) | X32_SYSCALL_BIT, [0; 6]), EPERM);
+    }
+
+    #[test]
+    fn clone_and_unshare_may_not_make_a_user_namespace() {
+        let p = filter(TCP, false);
+        for n in [libc::SYS_clone, libc::SYS_unshare] {
+            assert_eq!(run(&p, nr(n), [CLONE_NEWUSER, 0, 0, 0, 0, 0]), EPERM);
+            assert_eq!(
+                run(&p, nr(n), [libc::CLONE_FILES as u32, 0, 0, 0, 0, 0]),
+                SECCOMP_RET_ALLOW
+            );
+        }
+    }
+
+    #[test]
+    fn set_id_bits_and_silenced_reports_are_refused() {
+        let p = filter(TCP, false);
+        for (n, at) in [
+            (libc::SYS_chmod, 1),
+            (libc::SYS_fchmod, 1),
+            (libc::SYS_fchmodat, 2),
+            (libc::SYS_fchmodat2, 2),
+            (libc::SYS_mknodat, 2),
+        ] {
+            let mut args = [0u32; 6];
+            for (mode, want) in [(0o4755, EPERM), (0o2755, EPERM), (0o755, SECCOMP_RET_ALLOW)] {
+                args[at] = mode;
+                assert_eq!(run(&p, nr(n), args), want, "{n} {mode:o}");
+            }
+        }
+        // openat: the mode counts only with O_CREAT (or O_TMPFILE).
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat), [0, 0, 0o100, 0o4755, 0, 0]),
+            EPERM
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat), [0, 0, 0o100, 0o644, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat), [0, 0, 0, 0o4755, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(run(&p, nr(SYS_FILE_SETATTR), [0; 6]), EPERM);
+        assert_eq!(
+            run(&p, nr(libc::SYS_openat2), [0; 6]),
+            SECCOMP_RET_ERRNO | libc::ENOSYS as u32
+        );
+        let restrict = nr(libc::SYS_landlock_restrict_self);
+        assert_eq!(run(&p, restrict, [3, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(run(&p, restrict, [u32::MAX, 4, 0, 0, 0, 0]), EPERM);
+        assert_eq!(run(&p, restrict, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+    }
+
+    #[test]
+    fn a_gated_scope_may_also_make_udp_sockets_and_nothing_else_more() {
+        for sockets in [
+            Sockets {
+                tcp: true,
+                udp: true,
+            },
+            Sockets {
+                tcp: false,
+                udp: true,
+            },
+        ] {
+            let p = filter(sockets, false);
+            let sock = |d: i32, t: i32, pr: i32| {
+                run(
+                    &p,
+                    nr(libc::SYS_socket),
+                    [d as u32, t as u32, pr as u32, 0, 0, 0],
+                )
+            };
+            let tcp = if sockets.tcp {
+                SECCOMP_RET_ALLOW
+            } else {
+                EPERM
+            };
+            for family in [libc::AF_INET, libc::AF_INET6] {
+                assert_eq!(sock(family, libc::SOCK_DGRAM, 0), SECCOMP_RET_ALLOW);
+                assert_eq!(
+                    sock(
+                        family,
+                        libc::SOCK_DGRAM | libc::SOCK_NONBLOCK,
+                        libc::IPPROTO_UDP
+                    ),
+                    SECCOMP_RET_ALLOW
+                );
+                assert_eq!(sock(family, libc::SOCK_STREAM, 0), tcp);
+                assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_TCP), tcp);
+                // ICMP echo, UDP-Lite, SCTP, MPTCP, raw: never.
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMPV6), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_TCP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_UDP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_STREAM, 262), EPERM);
+                assert_eq!(sock(family, libc::SOCK_SEQPACKET, 0), EPERM);
+                assert_eq!(sock(family, libc::SOCK_RAW, libc::IPPROTO_UDP), EPERM);
+            }
+            assert_eq!(sock(libc::AF_UNIX, libc::SOCK_DGRAM, 0), EPERM);
+            assert_eq!(sock(libc::AF_PACKET, libc::SOCK_DGRAM, 0), EPERM);
+            assert_eq!(
+                sock(libc::AF_NETLINK, libc::SOCK_DGRAM, 0),
+                SECCOMP_RET_ALLOW
+            );
+        }
+    }
+
+    #[test]
+    fn sockets_are_tcp_and_route_netlink_only() {
+        let p = filter(TCP, false);
+        let sock = |d: i32, t: i32, pr: i32| {
+            run(
+                &p,
+                nr(libc::SYS_socket),
+                [d as u32, t as u32, pr as u32, 0, 0, 0],
+            )
+        };
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_STREAM, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            sock(
+                libc::AF_INET6,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                libc::IPPROTO_TCP
+            ),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_DGRAM, 0), EPERM);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_RAW, 1), EPERM);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_STREAM, 262), EPERM); // MPTCP
+        assert_eq!(sock(libc::AF_UNIX, libc::SOCK_STREAM, 0), EPERM);
+        assert_eq!(sock(libc::AF_PACKET, libc::SOCK_RAW, 0), EPERM);
+        assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 0), SECCOMP_RET_ALLOW);
+        assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 9), EPERM); // NETLINK_AUDIT
+        let no_tcp = filter(Sockets::default(), false);
+        assert_eq!(
+            run(
+                &no_tcp,
+                nr(libc::SYS_socket),
+                [libc::AF_INET as u32, libc::SOCK_STREAM as u32, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        let pair = |t: i32| {
+            run(
+                &p,
+                nr(libc::SYS_socketpair),
+                [libc::AF_UNIX as u32, t as u32, 0, 0, 0, 0],
+            )
+        };
+        assert_eq!(
+            pair(libc::SOCK_STREAM | libc::SOCK_CLOEXEC),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(pair(libc::SOCK_SEQPACKET), SECCOMP_RET_ALLOW);
+        assert_eq!(pair(libc::SOCK_DGRAM), EPERM);
+        assert_eq!(
+            run(
+                &p,
+                nr(libc::SYS_socketpair),
+                [libc::AF_INET as u32, 1, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        assert_eq!(run(&p, nr(libc::SYS_fanotify_init), [0; 6]), EPERM);
+    }
+
+    #[test]
+    fn fast_open_and_terminal_injection_are_refused() {
+        let p = filter(TCP, false);
+        assert_eq!(
+            run(&p, nr(libc::SYS_sendto), [3, 0, 0, MSG_FASTOPEN, 0, 0]),
+            EPERM
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_sendto), [3, 0, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
+        assert_eq!(
+            run(&p, nr(libc::SYS_sendmsg), [3, 0, MSG_FASTOPEN, 0, 0, 0]),
+            EPERM
+        );
+        for &req in IOCTLS {
+            assert_eq!(run(&p, nr(libc::SYS_ioctl), [0, req, 0, 0, 0, 0]), EPERM);
+        }
+        assert_eq!(
+            run(&p, nr(libc::SYS_ioctl), [0, 0x5401, 0, 0, 0, 0]), // TCGETS
+            SECCOMP_RET_ALLOW
+        );
+    }
+}

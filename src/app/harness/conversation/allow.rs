@@ -263,7 +263,6 @@ mod tests {
             addr: None,
             port: None,
             capability: None,
-            syscall: None,
             grant: Some(crate::records::GrantKind::FsRead),
             reason: Some(Reason::NoGrant),
             policy: "p.toml".into(),

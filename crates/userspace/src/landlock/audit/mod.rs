@@ -12,10 +12,6 @@
 //! - A record names its domain; the domain's first record names the process that created it,
 //!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
 //!   record is attributed to its scope's cgroup.
-//! - The scope's seccomp filter logs its refusals too (`AUDIT_SECCOMP`). Such a record names
-//!   no domain, but its process's audit session (`ses=`): each launch opens a session of its
-//!   own (`Confinement::new_audit_session`), which [`Reports::launched`] reads, so these
-//!   records are attributed to their scope as well, even once the process has exited.
 //! - Records arrive asynchronously: the denied process queues them, and the kernel's
 //!   `kauditd` thread later copies them to the group. [`Reports::drain`] first waits until
 //!   the kernel's queue has been seen empty (`AUDIT_GET`'s backlog), then until the reader has
@@ -35,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use bee_common::AuditEvent;
 
-use record::{Access, Filtered, Record};
+use record::{Access, Record};
 
 /// The longest [`Reports::drain`] waits for the kernel to deliver what is queued.
 pub const SETTLE_MAX: Duration = Duration::from_millis(250);
@@ -79,8 +75,6 @@ struct State {
     launches: HashMap<u32, u64>,
     /// Domains whose creator is known, with that creator's pid.
     domains: HashMap<u64, u32>,
-    /// The audit sessions of launches, with their scope's cgroup id.
-    sessions: HashMap<u32, u64>,
     /// Records of events not yet complete, by serial.
     open: BTreeMap<u64, Vec<Record>>,
     /// Denials of complete events by their scope's cgroup id, in arrival order, at most
@@ -98,27 +92,15 @@ struct State {
 
 #[derive(Debug)]
 struct Denied {
-    what: Denial,
+    access: Access,
     pid: u32,
     comm: String,
 }
 
 impl Denied {
     fn serial(&self) -> u64 {
-        match &self.what {
-            Denial::Landlock(access) => access.serial,
-            Denial::Seccomp(filtered) => filtered.serial,
-        }
+        self.access.serial
     }
-}
-
-/// What refused a call.
-#[derive(Debug)]
-enum Denial {
-    /// The scope's Landlock domain.
-    Landlock(Access),
-    /// The scope's seccomp filter.
-    Seccomp(Filtered),
 }
 
 /// Whether [`Reports::start`] would report denials here, without changing anything: `Ok`
@@ -176,23 +158,9 @@ impl Reports {
     }
 
     /// Notes that the launcher started `pid` into the scope with cgroup `cgroup_id`: the
-    /// domain it creates is that scope's, and so is its audit session, where the launch
-    /// opened one of its own (read from `/proc/PID/sessionid` now, after its `execve`; a
-    /// session that is bee's own, unset, or another scope's is not taken).
+    /// domain it creates is that scope's.
     pub fn launched(&self, pid: u32, cgroup_id: u64) {
-        let session = |path: &str| {
-            std::fs::read_to_string(path)
-                .ok()
-                .and_then(|s| s.trim().parse::<u32>().ok())
-                .filter(|&s| s != u32::MAX)
-        };
-        let own = session("/proc/self/sessionid");
-        let theirs = session(&format!("/proc/{pid}/sessionid")).filter(|s| Some(*s) != own);
-        let mut state = self.shared.lock();
-        state.launches.insert(pid, cgroup_id);
-        if let Some(s) = theirs {
-            state.sessions.entry(s).or_insert(cgroup_id);
-        }
+        self.shared.lock().launches.insert(pid, cgroup_id);
     }
 
     /// Forgets the scope with cgroup `cgroup_id` (it was torn down), and its denials.
@@ -201,14 +169,10 @@ impl Reports {
         // The denials first: they find their scope through the maps cleared below.
         state.take(cgroup_id);
         let State {
-            launches,
-            domains,
-            sessions,
-            ..
+            launches, domains, ..
         } = &mut *state;
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
-        sessions.retain(|_, c| *c != cgroup_id);
     }
 
     /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
@@ -235,10 +199,7 @@ impl Reports {
         state
             .take(cgroup_id)
             .into_iter()
-            .filter_map(|d| match &d.what {
-                Denial::Landlock(access) => record::event(access, cgroup_id, d.pid, &d.comm),
-                Denial::Seccomp(filtered) => record::seccomp_event(filtered, cgroup_id),
-            })
+            .filter_map(|d| record::event(&d.access, cgroup_id, d.pid, &d.comm))
             .collect()
     }
 }
@@ -261,17 +222,13 @@ impl Shared {
 }
 
 impl State {
-    /// The cgroup id of the scope whose denial `d` is: through the domain's creator for
-    /// Landlock's, through the audit session for the filter's.
+    /// The cgroup id of the scope whose denial `d` is: that of the launch whose child created
+    /// the denial's domain.
     fn scope_of(&self, d: &Denied) -> Option<u64> {
-        match &d.what {
-            Denial::Landlock(access) => self
-                .domains
-                .get(&access.domain)
-                .and_then(|pid| self.launches.get(pid))
-                .copied(),
-            Denial::Seccomp(filtered) => self.sessions.get(&filtered.session).copied(),
-        }
+        self.domains
+            .get(&d.access.domain)
+            .and_then(|pid| self.launches.get(pid))
+            .copied()
     }
 }
 
@@ -400,15 +357,7 @@ impl State {
         for s in earlier {
             self.complete(s);
         }
-        if let Record::Seccomp(filtered) = r {
-            // An event of its own (no `AUDIT_SYSCALL`, no `AUDIT_EOE`).
-            let (pid, comm) = (filtered.pid, filtered.comm.clone());
-            self.keep(Denied {
-                what: Denial::Seccomp(filtered),
-                pid,
-                comm,
-            });
-        } else if matches!(r, Record::End { .. }) {
+        if matches!(r, Record::End { .. }) {
             self.complete(serial);
         } else {
             self.open.entry(serial).or_default().push(r);
@@ -437,7 +386,7 @@ impl State {
         for r in records {
             if let Record::Access(access) = r {
                 self.keep(Denied {
-                    what: Denial::Landlock(access),
+                    access,
                     pid,
                     comm: comm.clone(),
                 });

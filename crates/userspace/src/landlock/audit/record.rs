@@ -14,8 +14,6 @@ use bee_common::{
 
 /// `AUDIT_SYSCALL` (`include/uapi/linux/audit.h`).
 pub const AUDIT_SYSCALL: u16 = 1300;
-/// `AUDIT_SECCOMP`: a seccomp filter's action, logged (`SECCOMP_FILTER_FLAG_LOG`).
-pub const AUDIT_SECCOMP: u16 = 1326;
 /// `AUDIT_EOE`: the end of a multi-record event.
 pub const AUDIT_EOE: u16 = 1320;
 /// `AUDIT_LANDLOCK_ACCESS`: a denied access (Linux 6.15, Landlock ABI 7).
@@ -54,9 +52,6 @@ pub enum Record {
         /// Its `comm` (`comm=`).
         comm: String,
     },
-    /// `AUDIT_SECCOMP`: a system call a seccomp filter refused. The filter runs before the
-    /// kernel's audit enters the system call, so the record is an event of its own.
-    Seccomp(Filtered),
     /// `AUDIT_EOE`: the event with this serial is complete.
     End {
         /// The event's serial.
@@ -69,41 +64,12 @@ impl Record {
     pub fn serial(&self) -> u64 {
         match self {
             Self::Access(a) => a.serial,
-            Self::Seccomp(f) => f.serial,
             Self::Domain { serial, .. } | Self::Syscall { serial, .. } | Self::End { serial } => {
                 *serial
             }
         }
     }
 }
-
-/// A system call a seccomp filter refused, as `AUDIT_SECCOMP` names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Filtered {
-    /// The event's serial.
-    pub serial: u64,
-    /// The audit session of the process (`ses=`): a scope's own ([`super::Reports`]).
-    pub session: u32,
-    /// Its thread group id (`pid=`).
-    pub pid: u32,
-    /// Its `comm`.
-    pub comm: String,
-    /// The system call's number (`syscall=`), on the architecture `arch=` names.
-    pub syscall: u32,
-    /// Whether `arch=` is this build's architecture (otherwise the number means another
-    /// table, and the filter killed the process).
-    pub native: bool,
-    /// The filter's action (`code=`, `SECCOMP_RET_ERRNO`…): the kernel logs the action alone,
-    /// never the errno that goes with it.
-    pub code: u32,
-}
-
-/// `AUDIT_ARCH_*` of this build, as `arch=` writes it (hexadecimal).
-#[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xc000_003e;
-/// `AUDIT_ARCH_*` of this build, as `arch=` writes it (hexadecimal).
-#[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xc000_00b7;
 
 /// A denied access, as `AUDIT_LANDLOCK_ACCESS` names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,15 +127,6 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
             pid: field("pid")?.parse().ok()?,
             comm: field("comm").and_then(untrusted_string).unwrap_or_default(),
         }),
-        AUDIT_SECCOMP => Some(Record::Seccomp(Filtered {
-            serial,
-            session: field("ses")?.parse().ok()?,
-            pid: field("pid")?.parse().ok()?,
-            comm: field("comm").and_then(untrusted_string).unwrap_or_default(),
-            syscall: field("syscall")?.parse().ok()?,
-            native: u32::from_str_radix(field("arch")?, 16).ok()? == AUDIT_ARCH,
-            code: u32::from_str_radix(field("code")?.trim_start_matches("0x"), 16).ok()?,
-        })),
         AUDIT_EOE => Some(Record::End { serial }),
         _ => None,
     }
@@ -269,77 +226,9 @@ pub fn event(access: &Access, cgroup_id: u64, pid: u32, comm: &str) -> Option<Au
     Some(e)
 }
 
-/// `SECCOMP_RET_ERRNO` and `SECCOMP_RET_KILL_PROCESS`, the two actions of bee's filters,
-/// and the mask of an action (`include/uapi/linux/seccomp.h`).
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-const SECCOMP_RET_ACTION_FULL: u32 = 0xffff_0000;
-
-/// `EPERM`: what bee's reported filter returns for every refusal (the record carries the
-/// action, not the errno).
-const EPERM: i32 = 1;
-
-/// bee's event for `filtered`, refused in the scope with cgroup `cgroup_id`: a
-/// [`Hook::Seccomp`] event whose `port` is the system call's number and whose `error` is
-/// `-EPERM`; a process of another architecture, which the filter kills, is reported with
-/// number 0. `None` for another action (bee's reported filter returns only these two).
-pub fn seccomp_event(filtered: &Filtered, cgroup_id: u64) -> Option<AuditEvent> {
-    if !matches!(
-        filtered.code & SECCOMP_RET_ACTION_FULL,
-        SECCOMP_RET_ERRNO | SECCOMP_RET_KILL_PROCESS
-    ) {
-        return None;
-    }
-    let errno = EPERM;
-    let mut e = AuditEvent::zeroed();
-    e.cgroup_id = cgroup_id;
-    e.pid = filtered.pid;
-    e.tgid = filtered.pid;
-    e.hook = Hook::Seccomp as u32;
-    e.error = -errno;
-    e.port = if filtered.native {
-        u16::try_from(filtered.syscall).unwrap_or(u16::MAX)
-    } else {
-        0
-    };
-    let comm = filtered.comm.as_bytes();
-    let n = comm.len().min(e.comm.len() - 1);
-    e.comm[..n].copy_from_slice(&comm[..n]);
-    Some(e)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A record as Linux 6.18 writes it for bee's filter refusing `mount`.
-    #[test]
-    fn a_filter_refusal_parses_into_a_seccomp_event() {
-        let r = parse(
-            AUDIT_SECCOMP,
-            "audit(1796518669.380:34593): auid=0 uid=0 gid=0 ses=17 pid=10106 comm=\"busybox\" exe=\"/usr/bin/busybox\" sig=0 arch=c000003e syscall=165 compat=0 ip=0x48153a code=0x50000",
-        );
-        let want = Filtered {
-            serial: 34593,
-            session: 17,
-            pid: 10106,
-            comm: "busybox".into(),
-            syscall: 165,
-            native: cfg!(target_arch = "x86_64"),
-            code: 0x50000,
-        };
-        assert_eq!(r, Some(Record::Seccomp(want.clone())));
-        let e = seccomp_event(&want, 9).unwrap_or_else(|| unreachable!());
-        assert_eq!((e.cgroup_id, e.tgid, e.error), (9, 10106, -EPERM));
-        assert_eq!(e.hook, Hook::Seccomp as u32);
-        assert_eq!(u32::from(e.port), if want.native { 165 } else { 0 });
-        // Another action (a filter of another program that traps) is not bee's refusal.
-        let trap = Filtered {
-            code: 0x0003_0000,
-            ..want
-        };
-        assert!(seccomp_event(&trap, 9).is_none());
-    }
 
     #[test]
     fn a_file_denial_and_its_domain_parse() {
