@@ -240,7 +240,37 @@ pub(super) fn subscribe() -> Result<Socket, String> {
     let fd = socket().map_err(|e| format!("the kernel has no audit socket ({e})"))?;
     bind(&fd, AUDIT_NLGRP_READLOG)
         .map_err(|e| format!("reading audit records needs CAP_AUDIT_READ ({e})"))?;
+    grow_receive_buffer(&fd);
     Ok(Socket(fd))
+}
+
+/// The receive buffer the reader asks for, in bytes (the kernel doubles it for its own
+/// bookkeeping). `kauditd` copies every record to the group whether or not a reader keeps up,
+/// and drops what a full buffer cannot take: the default (`net.core.rmem_default`, 208 KiB)
+/// held about a thousand records, so a scope that made denials in a loop could make the
+/// kernel drop the records of every other scope. 16 MiB holds about 80,000.
+pub(super) const RECEIVE_BUFFER: libc::c_int = 16 << 20;
+
+/// Sets the socket's receive buffer to [`RECEIVE_BUFFER`]: `SO_RCVBUFFORCE` (with
+/// `CAP_NET_ADMIN`, past `net.core.rmem_max`), else `SO_RCVBUF` (capped at that limit). A
+/// smaller buffer loses records in a flood, not the socket, so failing here is not an error.
+fn grow_receive_buffer(fd: &OwnedFd) {
+    let size = RECEIVE_BUFFER;
+    for option in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt(2) with a pointer to a c_int of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                option,
+                (&raw const size).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+    }
 }
 
 impl Socket {
@@ -286,6 +316,29 @@ impl Socket {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader's socket holds a flood's worth of records (needs root: `CAP_AUDIT_READ`,
+    /// `CAP_NET_ADMIN`).
+    #[cfg(feature = "landlock-tests")]
+    #[test]
+    fn the_readers_socket_has_a_large_receive_buffer() {
+        let socket = subscribe().unwrap_or_else(|e| unreachable!("{e}"));
+        let mut size: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt(2) into a c_int of the size given.
+        let rc = unsafe {
+            libc::getsockopt(
+                socket.fd().as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&raw mut size).cast(),
+                &raw mut len,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        // The kernel reports twice what was set.
+        assert!(size >= RECEIVE_BUFFER, "{size}");
+    }
 
     #[test]
     fn messages_are_split_at_their_aligned_lengths() {
