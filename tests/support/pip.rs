@@ -18,7 +18,9 @@ pub fn install(venv: &Path, spec: &str, files: &[&Path]) {
     }
     let parent = venv.parent().unwrap_or(venv);
     std::fs::create_dir_all(parent).unwrap_or_else(|e| unreachable!("{}: {e}", parent.display()));
-    let lock = venv.with_extension("lock");
+    let mut lock = venv.as_os_str().to_owned();
+    lock.push(".lock");
+    let lock = std::path::PathBuf::from(lock);
     let lock =
         std::fs::File::create(&lock).unwrap_or_else(|e| unreachable!("{}: {e}", lock.display()));
     lock.lock().unwrap_or_else(|e| unreachable!("lock: {e}"));
