@@ -55,12 +55,11 @@ struct Kept {
     text: &'static str,
 }
 
-/// Aider's state in `dir`: a workspace `ws/` (with `app.py` and its bug, a `.git/hooks/`, and
-/// the project's `.aider.conf.yml`) and a home `home/` with `~/.aider.conf.yml`,
-/// `~/.aider/oauth-keys.env`, and the model's metadata in `~/.aider/` (its context window and
-/// prices, which Aider would otherwise download). The settings files are made because the
-/// Landlock engine protects what exists; they set what the command line sets too. Returns the
-/// workspace, the home and the metadata file.
+/// Aider's state in `dir`: a workspace `ws/` (with `app.py` and its bug, and a `.git/hooks/`)
+/// and a home `home/` with the model's metadata in `~/.aider/` (its context window and prices,
+/// which Aider would otherwise download); and the files of `kept`, which the profile protects
+/// (the Landlock engine protects what exists; what they set, the command line sets too).
+/// Returns the workspace, the home and the metadata file.
 fn aider_state(dir: &Path, kept: &[Kept]) -> (PathBuf, PathBuf, PathBuf) {
     let (ws, home) = (dir.join("ws"), dir.join("home"));
     for d in [ws.join(".git/hooks"), home.join(".aider")] {
@@ -188,9 +187,10 @@ fn aider_under_its_profile_is_refused_a_secret_its_settings_and_a_hook_and_lands
     let path = |p: &Path| p.display().to_string();
     // What the scripted model has Aider do, a reply to each of the user's messages: edit the
     // secret (a SEARCH that does not match: Aider reads the file to apply it, adds it to the
-    // chat, whose files go whole with every request, and answers a mismatch with the lines it
-    // found); make Aider run a command after each edit, from `~/.aider/oauth-keys.env`, the
-    // project's `.env` and `.aider.conf.yml` and the home's; plant a git hook; fix the bug.
+    // chat, whose files go whole with every later request, and sends the mismatch back at once
+    // with the lines it found like the SEARCH); make Aider run a command after each edit,
+    // from `~/.aider/oauth-keys.env`, the project's `.aider.conf.yml` and `.env`, and the
+    // home's `.aider.conf.yml`; plant a git hook; fix the bug.
     let replies = [
         edit(&path(&secret), "password = hunter2\n", "password = x\n"),
         edit(&path(&kept[0].path), "", env_it),
