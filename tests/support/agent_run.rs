@@ -81,9 +81,10 @@ pub fn fixed_and_explained(ws: &Path, secret: &Path, err: &str, outputs: &[Strin
 
 /// Writes `dir/NAME.toml`, a version 1 policy for the agent whose profile is `profile`
 /// (its rules for the workspace `ws` and the home `home`, [`super::profile_as_version_1`]),
-/// with the agent's `package` directory read and run where npm put it, `bash`, `cat` and
-/// `sed` for the scripted model's commands, the scripted server on loopback `port`, and
-/// `fs_extra` (lines of `[fs]`). Returns its path.
+/// with the agent's `package` directory read and run where npm (or pip) put it, `env` (which
+/// [`bee_exec`] starts the agent with), `bash`, `cat` and `sed` for the scripted model's
+/// commands, the scripted server on loopback `port`, and `fs_extra` (lines of `[fs]`).
+/// Returns its path.
 pub fn policy(
     dir: &Path,
     profile: &str,
@@ -95,8 +96,8 @@ pub fn policy(
     let package = package.display();
     let rest = format!(
         "[fs]\nread = [\"{package}/**\"]\nwrite = [\"./**\"]\n{fs_extra}\
-         [exec]\nallow = [\"{package}/**\", \"/usr/bin/bash\", \"/usr/bin/cat\", \
-         \"/usr/bin/sed\"]\n\
+         [exec]\nallow = [\"{package}/**\", \"/usr/bin/env\", \"/usr/bin/bash\", \
+         \"/usr/bin/cat\", \"/usr/bin/sed\"]\n\
          [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
     );
     let name = profile.strip_prefix("agent-").unwrap_or(profile);

@@ -1,8 +1,8 @@
 //! What the integration tests share: running the built `bee` and reading what it printed; and,
 //! for the command-line kernel tests (`kernel_cli`, `kernel_caps`), a workspace with a secret
 //! beside it and a policy, and the `bee exec` read of that secret the kernel must deny; a
-//! scripted model server, npm installs and the checks of an agent's run for the tests that run
-//! real agents (`scripted`, `npm`, `agent_run`).
+//! scripted model server, npm and PyPI installs and the checks of an agent's run for the tests that run
+//! real agents (`scripted`, `npm`, `pip`, `agent_run`).
 
 #![allow(
     dead_code,
@@ -11,6 +11,7 @@
 
 pub mod agent_run;
 pub mod npm;
+pub mod pip;
 pub mod scripted;
 pub mod serve;
 

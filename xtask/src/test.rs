@@ -5,8 +5,8 @@
 //!    `landlock_cli`), which confine real commands on this host (root and Landlock, no VM),
 //!    Claude Code from npm under its profile and that engine, and with `bee mcp` as its tools
 //!    (`landlock_agents`, which needs `npm` and the registry), the Codex CLI, opencode and
-//!    Gemini CLI from npm under their profiles (`landlock_codex`, `landlock_opencode`,
-//!    `landlock_gemini`), `bee mcp` against the official
+//!    Gemini CLI from npm and Aider from PyPI under their profiles (`landlock_codex`,
+//!    `landlock_opencode`, `landlock_gemini`, `landlock_aider`), `bee mcp` against the official
 //!    MCP Python SDK and the MCP Inspector's CLI under that engine (`mcp_sdk`, `mcp_inspector`), and bee's MCP client with the filesystem
 //!    server from npm and misbehaving servers (`landlock_mcp_client`);
 //! 2. the kernel tests of `bee-userspace` (`kernel_*`: the programs, hook by hook) in a VM per
@@ -40,8 +40,9 @@ pub const WORKSPACE_FEATURES: &str = "--features bee/landlock-tests,bee/mcp";
 
 /// Debian packages step 1 needs on this host: the conformance suite's static probe is built
 /// with `cc -static` and its outside processes are `/bin/busybox` applets
-/// (`landlock_conformance`). A fresh machine may have neither.
-const NATIVE_PACKAGES: &[&str] = &["busybox-static", "gcc", "libc6-dev"];
+/// (`landlock_conformance`); Aider is installed into a virtual environment of Debian's
+/// `python3` (`landlock_aider`), which needs its venv module. A fresh machine may have none.
+const NATIVE_PACKAGES: &[&str] = &["busybox-static", "gcc", "libc6-dev", "python3-venv"];
 
 /// Arguments of `cargo xtask test`.
 #[derive(Debug, clap::Args)]
