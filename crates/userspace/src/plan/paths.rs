@@ -20,6 +20,7 @@
 //! targets depend only on the state's `**` and star positions, which every state below a
 //! `ROOT/**/*SUFFIX` rule shares, so those states point at one group's globs and combos.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
@@ -602,6 +603,55 @@ fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> u64 {
     added.wrapping_add(set_hash(rest))
 }
 
+/// The targets of the edges and combos found so far, by the state's default and the moves
+/// the edge adds (closed and canonical, [`Nfa::close`]). An edge's target is its default's
+/// set merged with those moves, so edges that share both (the names of the `/**/NAME`
+/// rules, which every state below their `**` has an edge for, share them most) find their
+/// target without merging and comparing the default's whole set again.
+#[derive(Default)]
+struct Targets {
+    /// `(default, set_hash(moves))` → the moves (`moves[from..to]`) and the target.
+    table: FxMap<(u32, u64), (u32, u32, u32)>,
+    moves: Vec<u32>,
+}
+
+impl Targets {
+    /// The target of the moves `moves` (closed and canonical) from a state whose default is
+    /// `default`, with the set `base`: the one recorded, else what `intern` finds for their
+    /// union, recorded. Where the moves are as many as the default's positions, merging
+    /// costs no more than a look-up, and `intern` is called at once (most states of a policy
+    /// without `**` have no default at all).
+    fn target(
+        &mut self,
+        default: u32,
+        base: &[u32],
+        moves: &[u32],
+        intern: impl FnOnce() -> Result<u32, PlanError>,
+    ) -> Result<u32, PlanError> {
+        if base.len() <= moves.len() {
+            return intern();
+        }
+        match self.table.entry((default, set_hash(moves))) {
+            Entry::Occupied(e) => {
+                let &(from, to, target) = e.get();
+                if self.moves.get(from as usize..to as usize) == Some(moves) {
+                    Ok(target)
+                } else {
+                    // Other moves of the same hash: not recorded.
+                    intern()
+                }
+            }
+            Entry::Vacant(e) => {
+                let target = intern()?;
+                let from = self.moves.len() as u32;
+                self.moves.extend_from_slice(moves);
+                e.insert((from, self.moves.len() as u32, target));
+                Ok(target)
+            }
+        }
+    }
+}
+
 /// Label of a default transition in example paths.
 const ANY_SEGMENT: &str = "…";
 
@@ -638,6 +688,7 @@ pub(crate) fn build(
     let mut base: Vec<u32> = Vec::new();
     let mut extra: Vec<u32> = Vec::new();
     let mut literal_moves: Vec<(u32, u32, u32)> = Vec::new();
+    let mut known = Targets::default();
     // Each state's transitions, for minimisation (`moves[0]`: the dead state's), and each
     // glob group's combo targets by mask (`mask - 1`).
     let mut moves: Vec<Moves> = Vec::with_capacity(inputs.len() * 2);
@@ -733,8 +784,10 @@ pub(crate) fn build(
                 }
             }
             nfa.close(&mut extra);
-            let added = merge(&base, &extra, &mut buf);
-            let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)?;
+            let next = known.target(default_next, &base, &extra, || {
+                let added = merge(&base, &extra, &mut buf);
+                b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)
+            })?;
             if bytes.len() <= SHORT_SEGMENT_MAX {
                 if let Some(key) = EdgeKeyShort::new(id, bytes) {
                     edges_short.push((key, next));
@@ -790,8 +843,10 @@ pub(crate) fn build(
                     }
                 }
                 nfa.close(&mut extra);
-                let added = merge(&base, &extra, &mut buf);
-                let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)?;
+                let next = known.target(default_next, &base, &extra, || {
+                    let added = merge(&base, &extra, &mut buf);
+                    b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)
+                })?;
                 if next != default_next {
                     combos.push((ComboKey { group: first, mask }, next));
                 }
