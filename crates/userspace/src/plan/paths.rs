@@ -603,32 +603,32 @@ fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> u64 {
     added.wrapping_add(set_hash(rest))
 }
 
-/// The targets of the edges and combos found so far, by the state's default and the moves
-/// the edge adds (closed and canonical, [`Nfa::close`]). An edge's target is its default's
-/// set merged with those moves, so edges that share both (the names of the `/**/NAME`
-/// rules, which every state below their `**` has an edge for, share them most) find their
-/// target without merging and comparing the default's whole set again.
+/// Targets found so far, each by a state and a set of positions, where the target is a
+/// function of the two: an edge's or combo's target is its state's default's set merged
+/// with the moves the edge adds (closed and canonical, [`Nfa::close`]), so edges that share
+/// both (the names of the `/**/NAME` rules, which every state below their `**` has an edge
+/// for, share them most) find their target without merging and comparing the default's
+/// whole set again; and a state's default is the closure of its `**` positions alone.
 #[derive(Default)]
 struct Targets {
-    /// `(default, set_hash(moves))` → the moves (`moves[from..to]`) and the target.
+    /// `(state, set_hash(positions))` → the positions (`moves[from..to]`) and the target.
     table: FxMap<(u32, u64), (u32, u32, u32)>,
     moves: Vec<u32>,
 }
 
 impl Targets {
-    /// The target of the moves `moves` (closed and canonical) from a state whose default is
-    /// `default`, with the set `base`: the one recorded, else what `intern` finds for their
-    /// union, recorded. Where the moves are as many as the default's positions, merging
-    /// costs no more than a look-up, and `intern` is called at once (most states of a policy
-    /// without `**` have no default at all).
+    /// The target of the moves `moves` from a state whose default is `default`: the one
+    /// recorded, else what `intern` finds, recorded. Unless `worth` says a look-up costs
+    /// less than `intern` (as where the default's set is larger than the moves: the merge
+    /// and the comparison are in its size), `intern` is called at once.
     fn target(
         &mut self,
         default: u32,
-        base: &[u32],
+        worth: bool,
         moves: &[u32],
         intern: impl FnOnce() -> Result<u32, PlanError>,
     ) -> Result<u32, PlanError> {
-        if base.len() <= moves.len() {
+        if !worth {
             return intern();
         }
         match self.table.entry((default, set_hash(moves))) {
@@ -685,10 +685,10 @@ pub(crate) fn build(
     let mut stars: Vec<(&str, u32)> = Vec::new();
     let mut globs: Vec<&str> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
-    let mut base: Vec<u32> = Vec::new();
     let mut extra: Vec<u32> = Vec::new();
     let mut literal_moves: Vec<(u32, u32, u32)> = Vec::new();
     let mut known = Targets::default();
+    let mut defaults = Targets::default();
     // Each state's transitions, for minimisation (`moves[0]`: the dead state's), and each
     // glob group's combo targets by mask (`mask - 1`).
     let mut moves: Vec<Moves> = Vec::with_capacity(inputs.len() * 2);
@@ -756,14 +756,22 @@ pub(crate) fn build(
             });
         }
 
-        buf.clear();
-        buf.extend_from_slice(&stays);
-        let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
+        // Many states share their `**` positions (every state below a subtree grant and
+        // nothing else), and so their default.
+        let default_next = defaults.target(DEAD_STATE, true, &stays, || {
+            buf.clear();
+            buf.extend_from_slice(&stays);
+            b.intern(&mut buf, id, ANY_SEGMENT)
+        })?;
         // Closing and canonicalising distribute over union: every literal edge's target is
         // the default's set merged with what its own moves close to.
-        base.clear();
-        base.extend_from_slice(&buf);
-        let base_hash = set_hash(&base);
+        let (base, base_hash) = match default_next.checked_sub(1).map(|i| i as usize) {
+            Some(i) => (
+                b.sets.get(i).map_or_else(|| Rc::from([]), Rc::clone),
+                b.hashes.get(i).copied().unwrap_or_default(),
+            ),
+            None => (Rc::from([]), 0),
+        };
 
         let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
@@ -784,7 +792,7 @@ pub(crate) fn build(
                 }
             }
             nfa.close(&mut extra);
-            let next = known.target(default_next, &base, &extra, || {
+            let next = known.target(default_next, base.len() > extra.len(), &extra, || {
                 let added = merge(&base, &extra, &mut buf);
                 b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)
             })?;
@@ -843,7 +851,7 @@ pub(crate) fn build(
                     }
                 }
                 nfa.close(&mut extra);
-                let next = known.target(default_next, &base, &extra, || {
+                let next = known.target(default_next, base.len() > extra.len(), &extra, || {
                     let added = merge(&base, &extra, &mut buf);
                     b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)
                 })?;
