@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use bee_common::{
     ACCESS_EXEC_PINNED, ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GLOB_MAX,
-    GLOBS_PER_STATE_MAX, GlobValue, NAME_MAX, SHORT_SEGMENT_MAX, StateValue, glob_segment_matches,
+    GLOBS_PER_STATE_MAX, GlobValue, NAME_MAX, StateValue, glob_segment_matches,
 };
 use bee_core::compiled::Origin;
 use bee_core::glob::PathPattern;
@@ -676,8 +676,8 @@ pub(crate) fn build(
     out.start = b.intern(&mut buf, DEAD_STATE, "")?;
     // Glob groups (see the module docs) by their positions → `glob_first`.
     let mut groups: FxMap<Vec<u32>, u32> = FxMap::default();
-    let mut edges_short: Vec<(EdgeKeyShort, u32)> = Vec::with_capacity(inputs.len() * 2);
-    let mut edges_long: Vec<(EdgeKeyLong, u32)> = Vec::new();
+    // Literal edges so far; their keys are made for the states minimisation keeps.
+    let mut edges = 0usize;
     let mut combos: Vec<(ComboKey, u32)> = Vec::new();
     // Buffers reused across states.
     let mut stays: Vec<u32> = Vec::new();
@@ -773,7 +773,6 @@ pub(crate) fn build(
             None => (Rc::from([]), 0),
         };
 
-        let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
             let Some(&segment) = run.first().and_then(|(sym, _)| nfa.syms.get(*sym as usize))
             else {
@@ -796,25 +795,12 @@ pub(crate) fn build(
                 let added = merge(&base, &extra, &mut buf);
                 b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)
             })?;
-            if bytes.len() <= SHORT_SEGMENT_MAX {
-                if let Some(key) = EdgeKeyShort::new(id, bytes) {
-                    edges_short.push((key, next));
-                    literal_moves.push((sym, next, mask));
-                }
-            } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
-                edges_long.push((key, next));
+            // A segment has a key, short or long, when it is 1 to `NAME_MAX` bytes long.
+            if !bytes.is_empty() && bytes.len() <= NAME_MAX {
+                edges += 1;
                 literal_moves.push((sym, next, mask));
             }
         }
-        // Sorted per state, the edges arrive sorted overall (the state is the key's first
-        // field), which makes building the maps below linear.
-        if let Some(new) = edges_short.get_mut(short_from..) {
-            new.sort_unstable();
-        }
-        if let Some(new) = edges_long.get_mut(long_from..) {
-            new.sort_unstable();
-        }
-        let edges = edges_short.len() + edges_long.len();
         if edges > limits.max_edges {
             return Err(b.too_large("literal edges", edges, limits.max_edges));
         }
@@ -898,8 +884,8 @@ pub(crate) fn build(
         });
         id += 1;
     }
-    out.edges_short = edges_short;
-    out.edges_long = edges_long;
     out.combos = combos;
-    Ok(super::minimize::minimize(out, moves))
+    Ok(super::minimize::minimize(out, moves, |sym| {
+        nfa.sym_bytes(sym)
+    }))
 }
