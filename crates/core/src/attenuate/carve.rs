@@ -752,8 +752,13 @@ pub(crate) fn grants_nothing(
     carve: &Carve<'_>,
     sample: bool,
 ) -> bool {
-    let left = |s: &String| is_valid_path(s) && g.matches(s) && !carve.matches(s);
-    if sample && samples(g).iter().any(left) {
+    let left = |s: &str| is_valid_path(s) && g.matches(s) && !carve.matches(s);
+    // An exact path is its own sample, not copied.
+    let shown = || match g {
+        PathPattern::Exact { path } => left(path),
+        _ => samples(g).iter().any(|s| left(s)),
+    };
+    if sample && shown() {
         return false;
     }
     leaves_something(searcher, g, carve) == Some(false)
