@@ -20,39 +20,73 @@
 
 use std::collections::BTreeMap;
 
-use bee_common::{ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GlobValue, StateValue};
+use bee_common::{
+    ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GlobValue, SHORT_SEGMENT_MAX, StateValue,
+};
 
 use super::paths::{FxMap, PathAutomaton};
 
 /// The subset construction's automaton, before minimisation: a [`PathAutomaton`] whose
-/// edges and combos are still the vectors they were pushed to, in key order (keys are
-/// unique; were one repeated, the last would count, as in a map built from them). Most of
-/// them belong to states minimisation merges away, so no map is built for them.
+/// combos are still the vector they were pushed to, in key order (keys are unique; were one
+/// repeated, the last would count, as in a map built from them), and whose literal edges
+/// are only in its states' [`Moves`]: most of them belong to states minimisation merges
+/// away, so no key or map is made for them.
 #[derive(Debug, Default)]
 pub(crate) struct Draft {
     pub start: u32,
     pub states: Vec<StateValue>,
     pub globs: Vec<GlobValue>,
-    pub edges_short: Vec<(EdgeKeyShort, u32)>,
-    pub edges_long: Vec<(EdgeKeyLong, u32)>,
     pub combos: Vec<(ComboKey, u32)>,
     /// As [`PathAutomaton::pinned`].
     pub pinned: BTreeMap<usize, u32>,
 }
 
 impl Draft {
-    /// The automaton as it is, its edges and combos in maps.
-    fn into_automaton(self) -> PathAutomaton {
+    /// The automaton as it is, its combos in a map and its edges those of `moves`.
+    fn into_automaton<'n>(self, moves: &[Moves], name: impl Fn(u32) -> &'n [u8]) -> PathAutomaton {
+        let (edges_short, edges_long) = edges(moves, name);
         PathAutomaton {
             start: self.start,
             states: self.states,
             globs: self.globs,
-            edges_short: self.edges_short.into_iter().collect(),
-            edges_long: self.edges_long.into_iter().collect(),
+            edges_short,
+            edges_long,
             combos: self.combos.into_iter().collect(),
             pinned: self.pinned,
         }
     }
+}
+
+/// The literal edges of `moves` (`moves[id]` state `id`'s, `moves[0]` the dead state's),
+/// keyed by state and segment (`name` gives a segment id's bytes): short keys for segments
+/// of up to [`SHORT_SEGMENT_MAX`] bytes, long ones above. Each state's edges are sorted
+/// before the next state's are added, so the buffers are in key order (the state is the
+/// key's first field) and the maps are built from them in one pass.
+fn edges<'n>(
+    moves: &[Moves],
+    name: impl Fn(u32) -> &'n [u8],
+) -> (BTreeMap<EdgeKeyShort, u32>, BTreeMap<EdgeKeyLong, u32>) {
+    let count = moves.iter().map(|m| m.literals.len()).sum();
+    let mut short: Vec<(EdgeKeyShort, u32)> = Vec::with_capacity(count);
+    let mut long: Vec<(EdgeKeyLong, u32)> = Vec::new();
+    for (id, m) in moves.iter().enumerate().skip(1) {
+        let (short_from, long_from) = (short.len(), long.len());
+        for &(sym, next, _) in &m.literals {
+            let bytes = name(sym);
+            if bytes.len() <= SHORT_SEGMENT_MAX {
+                short.extend(EdgeKeyShort::new(id as u32, bytes).map(|k| (k, next)));
+            } else {
+                long.extend(EdgeKeyLong::new(id as u32, bytes).map(|k| (k, next)));
+            }
+        }
+        if let Some(new) = short.get_mut(short_from..) {
+            new.sort_unstable();
+        }
+        if let Some(new) = long.get_mut(long_from..) {
+            new.sort_unstable();
+        }
+    }
+    (short.into_iter().collect(), long.into_iter().collect())
 }
 
 /// A state's transitions, as the kernel walks them: what the subset construction found for
@@ -173,8 +207,13 @@ fn classes(
 /// the start state stays 1), renumbered densely; edges of merged-away states are dropped, and
 /// every target points at its class's state.
 ///
-/// `moves[id]` are state `id`'s transitions (`moves[0]` the dead state's).
-pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
+/// `moves[id]` are state `id`'s transitions (`moves[0]` the dead state's), and `name` gives
+/// the bytes of a segment id.
+pub(crate) fn minimize<'n>(
+    a: Draft,
+    moves: Vec<Moves>,
+    name: impl Fn(u32) -> &'n [u8],
+) -> PathAutomaton {
     let classes = classes(&a.states, &a.pinned, &moves, |b| b);
     let mut new_id = vec![DEAD_STATE; a.states.len() + 1];
     let mut of_class: FxMap<u32, u32> = FxMap::default();
@@ -186,7 +225,8 @@ pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
         new_id[id] = n;
     }
     if of_class.len() == a.states.len() {
-        return with_move_classes(a.into_automaton(), &moves);
+        let automaton = a.into_automaton(&moves, name);
+        return with_move_classes(automaton, &moves);
     }
     let map = |s: u32| -> u32 { new_id.get(s as usize).copied().unwrap_or(DEAD_STATE) };
     // Glob groups still used, renumbered in order of first use.
@@ -215,9 +255,6 @@ pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
             ..*v
         })
         .collect();
-    let kept = |s: u32| keep.get(s as usize).copied().unwrap_or(false);
-    let edges_short = renumbered(a.edges_short, |k| &mut k.state, kept, map);
-    let edges_long = renumbered(a.edges_long, |k| &mut k.state, kept, map);
     // The kept states' moves, with their targets and groups renumbered.
     let moves: Vec<Moves> = moves
         .into_iter()
@@ -234,6 +271,7 @@ pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
             combos: m.combos.iter().map(|&(mask, t)| (mask, map(t))).collect(),
         })
         .collect();
+    let (edges_short, edges_long) = edges(&moves, name);
     let automaton = PathAutomaton {
         start: map(a.start),
         states,
@@ -251,25 +289,6 @@ pub(crate) fn minimize(a: Draft, moves: Vec<Moves>) -> PathAutomaton {
         pinned: a.pinned.into_iter().map(|(r, s)| (r, map(s))).collect(),
     };
     with_move_classes(automaton, &moves)
-}
-
-/// The edges of the states `kept` keeps, their states and targets renumbered by `map`, in
-/// a map. `edges` is filtered and rewritten in place and stays sorted (the renumbering
-/// keeps the kept states' order): the map is built from its buffer, which its sort finds
-/// already in order.
-fn renumbered<K: Ord>(
-    mut edges: Vec<(K, u32)>,
-    state: impl Fn(&mut K) -> &mut u32,
-    kept: impl Fn(u32) -> bool,
-    map: impl Fn(u32) -> u32,
-) -> BTreeMap<K, u32> {
-    edges.retain_mut(|(k, _)| kept(*state(k)));
-    for (k, next) in &mut edges {
-        let s = state(k);
-        *s = map(*s);
-        *next = map(*next);
-    }
-    edges.into_iter().collect()
 }
 
 /// Sets each state's [`bee_common::StateValue::move_class`]: the classes of the automaton

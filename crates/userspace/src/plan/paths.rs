@@ -20,13 +20,14 @@
 //! targets depend only on the state's `**` and star positions, which every state below a
 //! `ROOT/**/*SUFFIX` rule shares, so those states point at one group's globs and combos.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use bee_common::{
     ACCESS_EXEC_PINNED, ComboKey, DEAD_STATE, EdgeKeyLong, EdgeKeyShort, GLOB_MAX,
-    GLOBS_PER_STATE_MAX, GlobValue, NAME_MAX, SHORT_SEGMENT_MAX, StateValue, glob_segment_matches,
+    GLOBS_PER_STATE_MAX, GlobValue, NAME_MAX, StateValue, glob_segment_matches,
 };
 use bee_core::compiled::Origin;
 use bee_core::glob::PathPattern;
@@ -602,6 +603,55 @@ fn merge(a: &[u32], b: &[u32], out: &mut Vec<u32>) -> u64 {
     added.wrapping_add(set_hash(rest))
 }
 
+/// Targets found so far, each by a state and a set of positions, where the target is a
+/// function of the two: an edge's or combo's target is its state's default's set merged
+/// with the moves the edge adds (closed and canonical, [`Nfa::close`]), so edges that share
+/// both (the names of the `/**/NAME` rules, which every state below their `**` has an edge
+/// for, share them most) find their target without merging and comparing the default's
+/// whole set again; and a state's default is the closure of its `**` positions alone.
+#[derive(Default)]
+struct Targets {
+    /// `(state, set_hash(positions))` → the positions (`moves[from..to]`) and the target.
+    table: FxMap<(u32, u64), (u32, u32, u32)>,
+    moves: Vec<u32>,
+}
+
+impl Targets {
+    /// The target of the moves `moves` from a state whose default is `default`: the one
+    /// recorded, else what `intern` finds, recorded. Unless `worth` says a look-up costs
+    /// less than `intern` (as where the default's set is larger than the moves: the merge
+    /// and the comparison are in its size), `intern` is called at once.
+    fn target(
+        &mut self,
+        default: u32,
+        worth: bool,
+        moves: &[u32],
+        intern: impl FnOnce() -> Result<u32, PlanError>,
+    ) -> Result<u32, PlanError> {
+        if !worth {
+            return intern();
+        }
+        match self.table.entry((default, set_hash(moves))) {
+            Entry::Occupied(e) => {
+                let &(from, to, target) = e.get();
+                if self.moves.get(from as usize..to as usize) == Some(moves) {
+                    Ok(target)
+                } else {
+                    // Other moves of the same hash: not recorded.
+                    intern()
+                }
+            }
+            Entry::Vacant(e) => {
+                let target = intern()?;
+                let from = self.moves.len() as u32;
+                self.moves.extend_from_slice(moves);
+                e.insert((from, self.moves.len() as u32, target));
+                Ok(target)
+            }
+        }
+    }
+}
+
 /// Label of a default transition in example paths.
 const ANY_SEGMENT: &str = "…";
 
@@ -626,8 +676,8 @@ pub(crate) fn build(
     out.start = b.intern(&mut buf, DEAD_STATE, "")?;
     // Glob groups (see the module docs) by their positions → `glob_first`.
     let mut groups: FxMap<Vec<u32>, u32> = FxMap::default();
-    let mut edges_short: Vec<(EdgeKeyShort, u32)> = Vec::with_capacity(inputs.len() * 2);
-    let mut edges_long: Vec<(EdgeKeyLong, u32)> = Vec::new();
+    // Literal edges so far; their keys are made for the states minimisation keeps.
+    let mut edges = 0usize;
     let mut combos: Vec<(ComboKey, u32)> = Vec::new();
     // Buffers reused across states.
     let mut stays: Vec<u32> = Vec::new();
@@ -635,9 +685,10 @@ pub(crate) fn build(
     let mut stars: Vec<(&str, u32)> = Vec::new();
     let mut globs: Vec<&str> = Vec::new();
     let mut group: Vec<u32> = Vec::new();
-    let mut base: Vec<u32> = Vec::new();
     let mut extra: Vec<u32> = Vec::new();
     let mut literal_moves: Vec<(u32, u32, u32)> = Vec::new();
+    let mut known = Targets::default();
+    let mut defaults = Targets::default();
     // Each state's transitions, for minimisation (`moves[0]`: the dead state's), and each
     // glob group's combo targets by mask (`mask - 1`).
     let mut moves: Vec<Moves> = Vec::with_capacity(inputs.len() * 2);
@@ -705,16 +756,23 @@ pub(crate) fn build(
             });
         }
 
-        buf.clear();
-        buf.extend_from_slice(&stays);
-        let default_next = b.intern(&mut buf, id, ANY_SEGMENT)?;
+        // Many states share their `**` positions (every state below a subtree grant and
+        // nothing else), and so their default.
+        let default_next = defaults.target(DEAD_STATE, true, &stays, || {
+            buf.clear();
+            buf.extend_from_slice(&stays);
+            b.intern(&mut buf, id, ANY_SEGMENT)
+        })?;
         // Closing and canonicalising distribute over union: every literal edge's target is
         // the default's set merged with what its own moves close to.
-        base.clear();
-        base.extend_from_slice(&buf);
-        let base_hash = set_hash(&base);
+        let (base, base_hash) = match default_next.checked_sub(1).map(|i| i as usize) {
+            Some(i) => (
+                b.sets.get(i).map_or_else(|| Rc::from([]), Rc::clone),
+                b.hashes.get(i).copied().unwrap_or_default(),
+            ),
+            None => (Rc::from([]), 0),
+        };
 
-        let (short_from, long_from) = (edges_short.len(), edges_long.len());
         for run in literals.chunk_by(|x, y| x.0 == y.0) {
             let Some(&segment) = run.first().and_then(|(sym, _)| nfa.syms.get(*sym as usize))
             else {
@@ -733,27 +791,16 @@ pub(crate) fn build(
                 }
             }
             nfa.close(&mut extra);
-            let added = merge(&base, &extra, &mut buf);
-            let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)?;
-            if bytes.len() <= SHORT_SEGMENT_MAX {
-                if let Some(key) = EdgeKeyShort::new(id, bytes) {
-                    edges_short.push((key, next));
-                    literal_moves.push((sym, next, mask));
-                }
-            } else if let Some(key) = EdgeKeyLong::new(id, bytes) {
-                edges_long.push((key, next));
+            let next = known.target(default_next, base.len() > extra.len(), &extra, || {
+                let added = merge(&base, &extra, &mut buf);
+                b.intern_closed(&buf, base_hash.wrapping_add(added), id, segment)
+            })?;
+            // A segment has a key, short or long, when it is 1 to `NAME_MAX` bytes long.
+            if !bytes.is_empty() && bytes.len() <= NAME_MAX {
+                edges += 1;
                 literal_moves.push((sym, next, mask));
             }
         }
-        // Sorted per state, the edges arrive sorted overall (the state is the key's first
-        // field), which makes building the maps below linear.
-        if let Some(new) = edges_short.get_mut(short_from..) {
-            new.sort_unstable();
-        }
-        if let Some(new) = edges_long.get_mut(long_from..) {
-            new.sort_unstable();
-        }
-        let edges = edges_short.len() + edges_long.len();
         if edges > limits.max_edges {
             return Err(b.too_large("literal edges", edges, limits.max_edges));
         }
@@ -790,8 +837,10 @@ pub(crate) fn build(
                     }
                 }
                 nfa.close(&mut extra);
-                let added = merge(&base, &extra, &mut buf);
-                let next = b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)?;
+                let next = known.target(default_next, base.len() > extra.len(), &extra, || {
+                    let added = merge(&base, &extra, &mut buf);
+                    b.intern_closed(&buf, base_hash.wrapping_add(added), id, label)
+                })?;
                 if next != default_next {
                     combos.push((ComboKey { group: first, mask }, next));
                 }
@@ -835,8 +884,8 @@ pub(crate) fn build(
         });
         id += 1;
     }
-    out.edges_short = edges_short;
-    out.edges_long = edges_long;
     out.combos = combos;
-    Ok(super::minimize::minimize(out, moves))
+    Ok(super::minimize::minimize(out, moves, |sym| {
+        nfa.sym_bytes(sym)
+    }))
 }
