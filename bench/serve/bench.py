@@ -6,11 +6,11 @@ Needs root, Landlock and bubblewrap (`bwrap`). Usage:
     bench/serve/bench.py [BEE] [ROUNDS]
 
 BEE defaults to target/release/bee. Prints, for `-- /usr/bin/true`: a plain spawn,
-bubblewrap, `bee exec` in-process as root (with the policy, and with the policy and one
-address grant, which the Landlock engine's network gate decides: its programs loaded and
-attached to the scope's cgroup), and `bee exec` as `nobody` through the service (both
-policies; the service loads the gate once, at its start)
-(p50 and p99 over ROUNDS interleaved rounds); the time from `bee repl`'s start to its
+bubblewrap, `bee exec` in-process as root and `bee exec` as `nobody` through the service
+(p50 and p99 over ROUNDS interleaved rounds); then, in rounds of their own, both `bee exec`
+rows with the policy and one address grant, which the Landlock engine's network gate
+decides (in-process: its programs loaded and attached to the scope's cgroup; the service
+loads the gate once, at its start); the time from `bee repl`'s start to its
 prompt, in a pseudo-terminal, in-process as root and as nobody through the service; then
 100 concurrent clients making 10 scopes each (errors counted), and the service's resident
 memory with 1,000 live scopes.
@@ -81,6 +81,49 @@ def timed(argv, **kw):
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, **kw)
     return (time.perf_counter() - start) * 1000
+
+
+class Nobody:
+    """A process of this script's, running as nobody, that times the commands given to it.
+
+    Python starts a command with `vfork` unless it is to change the command's user, when it
+    forks: its own page tables copied, about 0.5 ms more at the median on this machine and
+    2 ms under load. The rows that run as nobody are timed here instead, where no user
+    changes, so that every row pays the same start.
+    """
+
+    def __init__(self):
+        ask_r, ask_w = os.pipe()
+        tell_r, tell_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(ask_w)
+            os.close(tell_r)
+            try:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                asked = os.fdopen(ask_r)
+                told = os.fdopen(tell_w, "w")
+                for line in asked:
+                    argv, kw = json.loads(line)
+                    told.write(f"{timed(argv, **kw)}\n")
+                    told.flush()
+            finally:
+                os._exit(0)
+        os.close(ask_r)
+        os.close(tell_w)
+        self.ask = os.fdopen(ask_w, "w")
+        self.told = os.fdopen(tell_r)
+
+    def timed(self, argv, **kw):
+        self.ask.write(json.dumps([argv, kw]) + "\n")
+        self.ask.flush()
+        return float(self.told.readline())
+
+    def close(self):
+        self.ask.close()
+        os.waitpid(self.pid, 0)
 
 
 def to_prompt(argv, cwd, env, uid=None):
@@ -189,34 +232,53 @@ def main():
                  policy, "--", "/usr/bin/true"],
                 {"cwd": ws},
             ),
+            # Timed by the process that runs as nobody (`Nobody`).
+            "bee exec through bee serve (nobody)": (
+                [BEE, "exec", "--policy", policy, "--", "/usr/bin/true"],
+                {"cwd": ws, "env": env, "nobody": True},
+            ),
+        }
+        # In rounds of their own: what an in-process gated run leaves to the kernel after it
+        # ends (its six programs freed) lands on the rows after it, and took the ungated
+        # rows from 6–7 ms to 10–11 ms when they shared the rounds (docs/benchmarks.md).
+        gated_paths = {
             "bee exec in-process (root), network gate": (
                 [BEE, "exec", "--service", "never", "--engine", "landlock", "--policy",
                  gated, "--", "/usr/bin/true"],
                 {"cwd": ws},
             ),
-            "bee exec through bee serve (nobody)": (
-                [BEE, "exec", "--policy", policy, "--", "/usr/bin/true"],
-                # Dropped to nobody by the spawn itself (no Python callback, which would
-                # force a slower fork than the other rows get).
-                {"cwd": ws, "env": env, "user": NOBODY, "group": NOBODY, "extra_groups": []},
-            ),
             # The service loaded the gate once, at its start.
             "bee exec through bee serve (nobody), network gate": (
                 [BEE, "exec", "--policy", gated, "--", "/usr/bin/true"],
-                {"cwd": ws, "env": env, "user": NOBODY, "group": NOBODY, "extra_groups": []},
+                {"cwd": ws, "env": env, "nobody": True},
             ),
         }
-        times = {name: [] for name in paths}
-        for name, (argv, kw) in paths.items():  # warm-up
-            timed(argv, **kw)
-        for _ in range(ROUNDS):
-            for name, (argv, kw) in paths.items():
-                times[name].append(timed(argv, **kw))
-        print(f"`-- /usr/bin/true`, {ROUNDS} interleaved rounds ({BEE})")
-        print("| path | p50 ms | p99 ms |")
-        print("|---|---|---|")
-        for name, values in times.items():
-            print(f"| {name} | {pct(values, 50):.1f} | {pct(values, 99):.1f} |")
+        nobody = Nobody()
+
+        def run(argv, kw):
+            kw = dict(kw)
+            if kw.pop("nobody", False):
+                return nobody.timed(argv, **kw)
+            return timed(argv, **kw)
+
+        def rounds(rows):
+            times = {name: [] for name in rows}
+            for name, (argv, kw) in rows.items():  # warm-up
+                run(argv, kw)
+            for _ in range(ROUNDS):
+                for name, (argv, kw) in rows.items():
+                    times[name].append(run(argv, kw))
+            return times
+
+        times = rounds(paths)
+        gated_times = rounds(gated_paths)
+        nobody.close()
+        for title, table in (("", times), (", network gate", gated_times)):
+            print(f"\n`-- /usr/bin/true`{title}, {ROUNDS} interleaved rounds ({BEE})")
+            print("| path | p50 ms | p99 ms |")
+            print("|---|---|---|")
+            for name, values in table.items():
+                print(f"| {name} | {pct(values, 50):.1f} | {pct(values, 99):.1f} |")
 
         # One records directory per row: root's metrics database is not nobody's to write.
         records = {}
