@@ -75,6 +75,10 @@ struct State {
     launches: HashMap<u32, u64>,
     /// Domains whose creator is known, with that creator's pid.
     domains: HashMap<u64, u32>,
+    /// bee's own executable, as the kernel's records name it: a domain bee's launcher makes
+    /// is created by its child before the `execve`, so its record names this executable.
+    /// `None` (in unit tests) takes every domain.
+    own_exe: Option<String>,
     /// Records of events not yet complete, by serial.
     open: BTreeMap<u64, Vec<Record>>,
     /// Denials of complete events by their scope's cgroup id, in arrival order, at most
@@ -139,6 +143,10 @@ impl Reports {
         let socket = netlink::subscribe()?;
         let wake = Arc::new(eventfd().map_err(|e| format!("creating an eventfd failed: {e}"))?);
         let shared = Arc::new(Shared::default());
+        shared.lock().own_exe = std::fs::read_link("/proc/self/exe").ok().and_then(|p| {
+            p.to_str()
+                .map(|p| p.trim_end_matches(" (deleted)").to_owned())
+        });
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let shared = Arc::clone(&shared);
@@ -371,8 +379,18 @@ impl State {
         let (mut pid, mut comm) = (0, String::new());
         for r in &records {
             match r {
-                Record::Domain { domain, pid, .. } => {
-                    self.domains.insert(*domain, *pid);
+                Record::Domain {
+                    domain, pid, exe, ..
+                } => {
+                    // Another program's domain whose creator had a pid a launch has now
+                    // (reused) is not the scope's: its records name another executable.
+                    let ours = match (&self.own_exe, exe) {
+                        (Some(own), Some(exe)) => exe.trim_end_matches(" (deleted)") == own,
+                        _ => true,
+                    };
+                    if ours {
+                        self.domains.insert(*domain, *pid);
+                    }
                 }
                 Record::Syscall {
                     pid: p, comm: c, ..

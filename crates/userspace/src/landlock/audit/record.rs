@@ -42,6 +42,9 @@ pub enum Record {
         /// The process that called `landlock_restrict_self`, as the initial PID namespace
         /// numbers it: for bee, the child the launcher started.
         pid: u32,
+        /// That process's executable then (`exe=`): for bee's launches, bee itself, which
+        /// restricts the child before its `execve`.
+        exe: Option<String>,
     },
     /// `AUDIT_SYSCALL`: the process that made the refused call.
     Syscall {
@@ -121,6 +124,7 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
             serial,
             domain: u64::from_str_radix(field("domain")?, 16).ok()?,
             pid: field("pid")?.parse().ok()?,
+            exe: field("exe").and_then(untrusted_string),
         }),
         AUDIT_SYSCALL => Some(Record::Syscall {
             serial,
@@ -256,7 +260,8 @@ mod tests {
             Some(Record::Domain {
                 serial: 4,
                 domain: 0x1964700bb,
-                pid: 1524
+                pid: 1524,
+                exe: Some("/usr/bin/bee".into()),
             })
         );
         // A release says nothing bee needs.

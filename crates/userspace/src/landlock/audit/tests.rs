@@ -35,6 +35,7 @@ fn denials_go_to_the_scope_whose_launch_created_the_domain() {
         serial: 1,
         domain: 0xa,
         pid: 100,
+        exe: None,
     });
     s.add(Record::Syscall {
         serial: 1,
@@ -49,6 +50,7 @@ fn denials_go_to_the_scope_whose_launch_created_the_domain() {
         serial: 3,
         domain: 0xb,
         pid: 200,
+        exe: None,
     });
     let serials: Vec<u64> = s.open.keys().copied().collect();
     for serial in serials {
@@ -74,6 +76,7 @@ fn a_denial_that_comes_before_its_launch_is_named_is_placed_later() {
         serial: 1,
         domain: 0xa,
         pid: 100,
+        exe: None,
     });
     s.add(Record::End { serial: 1 });
     assert_eq!(s.unplaced.len(), 1);
@@ -101,12 +104,14 @@ fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
             serial: 1,
             domain: 0xa,
             pid: 100,
+            exe: None,
         });
         s.add(access(2, 0xb, "/b"));
         s.add(Record::Domain {
             serial: 2,
             domain: 0xb,
             pid: 200,
+            exe: None,
         });
         s.add(Record::End { serial: 2 });
     }
@@ -130,6 +135,7 @@ fn a_flood_keeps_the_earliest_denials_and_only_its_own_scopes() {
             serial,
             domain,
             pid,
+            exe: None,
         });
     }
     s.add(Record::End { serial: 2 });
@@ -161,4 +167,30 @@ fn unplaced_denials_are_bounded() {
     s.add(Record::End { serial: u64::MAX });
     assert_eq!(s.unplaced.len(), UNPLACED_MAX);
     assert_eq!(s.unplaced.front().map(Denied::serial), Some(10));
+}
+
+/// A domain another program made, whose creator's pid a launch has since been given (reused),
+/// is not the scope's: its record names another executable than bee's.
+#[test]
+fn another_programs_domain_is_not_taken_for_a_launchs() {
+    let mut s = State {
+        own_exe: Some("/usr/bin/bee".into()),
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    for (serial, domain, exe) in [
+        (1, 0xa, "/usr/bin/other"),
+        (2, 0xb, "/usr/bin/bee (deleted)"),
+    ] {
+        s.add(access(serial, domain, &format!("/by/{domain:x}")));
+        s.add(Record::Domain {
+            serial,
+            domain,
+            pid: 100,
+            exe: Some(exe.into()),
+        });
+        s.add(Record::End { serial });
+    }
+    assert_eq!(taken(&mut s, 7), ["/by/b"]);
+    assert_eq!(s.unplaced.len(), 1);
 }
