@@ -21,6 +21,16 @@ fn access(serial: u64, domain: u64, path: &str) -> Record {
     })
 }
 
+/// The record of a domain's creation by `pid`, which names no executable.
+fn domain(serial: u64, domain: u64, pid: u32) -> Record {
+    Record::Domain {
+        serial,
+        domain,
+        pid,
+        exe: None,
+    }
+}
+
 fn path_of(d: &Denied) -> String {
     d.access.path.clone().unwrap_or_default()
 }
@@ -31,12 +41,7 @@ fn denials_go_to_the_scope_whose_launch_created_the_domain() {
     s.launches.insert(100, 7);
     s.launches.insert(200, 8);
     s.add(access(1, 0xa, "/etc/shadow"));
-    s.add(Record::Domain {
-        serial: 1,
-        domain: 0xa,
-        pid: 100,
-        exe: None,
-    });
+    s.add(domain(1, 0xa, 100));
     s.add(Record::Syscall {
         serial: 1,
         pid: 101,
@@ -46,12 +51,7 @@ fn denials_go_to_the_scope_whose_launch_created_the_domain() {
     // A later denial of the same domain has no domain record; one of another domain.
     s.add(access(2, 0xa, "/root/x"));
     s.add(access(3, 0xb, "/srv"));
-    s.add(Record::Domain {
-        serial: 3,
-        domain: 0xb,
-        pid: 200,
-        exe: None,
-    });
+    s.add(domain(3, 0xb, 200));
     let serials: Vec<u64> = s.open.keys().copied().collect();
     for serial in serials {
         s.complete(serial);
@@ -72,12 +72,7 @@ fn denials_go_to_the_scope_whose_launch_created_the_domain() {
 fn a_denial_that_comes_before_its_launch_is_named_is_placed_later() {
     let mut s = State::default();
     s.add(access(1, 0xa, "/etc/shadow"));
-    s.add(Record::Domain {
-        serial: 1,
-        domain: 0xa,
-        pid: 100,
-        exe: None,
-    });
+    s.add(domain(1, 0xa, 100));
     s.add(Record::End { serial: 1 });
     assert_eq!(s.unplaced.len(), 1);
     s.launches.insert(100, 7);
@@ -100,19 +95,9 @@ fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
         s.launches.insert(100, 7);
         s.launches.insert(200, 8);
         s.add(access(1, 0xa, "/a"));
-        s.add(Record::Domain {
-            serial: 1,
-            domain: 0xa,
-            pid: 100,
-            exe: None,
-        });
+        s.add(domain(1, 0xa, 100));
         s.add(access(2, 0xb, "/b"));
-        s.add(Record::Domain {
-            serial: 2,
-            domain: 0xb,
-            pid: 200,
-            exe: None,
-        });
+        s.add(domain(2, 0xb, 200));
         s.add(Record::End { serial: 2 });
     }
     reports.forget(7);
@@ -130,13 +115,8 @@ fn a_flood_keeps_the_earliest_denials_and_only_its_own_scopes() {
     let mut s = State::default();
     s.launches.insert(100, 7);
     s.launches.insert(200, 8);
-    for (serial, domain, pid) in [(1, 0xa, 100), (2, 0xb, 200)] {
-        s.add(Record::Domain {
-            serial,
-            domain,
-            pid,
-            exe: None,
-        });
+    for (serial, id, pid) in [(1, 0xa, 100), (2, 0xb, 200)] {
+        s.add(domain(serial, id, pid));
     }
     s.add(Record::End { serial: 2 });
     s.add(access(3, 0xb, "/before"));
