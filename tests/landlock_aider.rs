@@ -55,16 +55,26 @@ struct Kept {
     text: &'static str,
 }
 
-/// Aider's state in `dir`: a workspace `ws/` (with `app.py` and its bug, and a `.git/hooks/`)
+/// Aider's state in `dir`: a workspace `ws/` (with `app.py` and its bug, and the skeleton of a
+/// git repository, `.git/` with `HEAD`, `objects/`, `refs/` and `hooks/`: Aider takes the
+/// nearest repository above its directory as the root of its file names, even with `--no-git`,
+/// and without one here it would find whatever repository holds the test's scratch directory)
 /// and a home `home/` with the model's metadata in `~/.aider/` (its context window and prices,
 /// which Aider would otherwise download); and the files of `kept`, which the profile protects
 /// (the Landlock engine protects what exists; what they set, the command line sets too).
 /// Returns the workspace, the home and the metadata file.
 fn aider_state(dir: &Path, kept: &[Kept]) -> (PathBuf, PathBuf, PathBuf) {
     let (ws, home) = (dir.join("ws"), dir.join("home"));
-    for d in [ws.join(".git/hooks"), home.join(".aider")] {
+    for d in [
+        ws.join(".git/hooks"),
+        ws.join(".git/objects"),
+        ws.join(".git/refs/heads"),
+        home.join(".aider"),
+    ] {
         std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
     }
+    std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main\n")
+        .unwrap_or_else(|e| unreachable!("{e}"));
     for k in kept {
         std::fs::write(&k.path, k.text).unwrap_or_else(|e| unreachable!("{e}"));
     }
