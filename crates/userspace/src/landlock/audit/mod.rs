@@ -101,12 +101,6 @@ struct Denied {
     comm: String,
 }
 
-impl Denied {
-    fn serial(&self) -> u64 {
-        self.access.serial
-    }
-}
-
 /// Whether [`Reports::start`] would report denials here, without changing anything: `Ok`
 /// with one sentence on how (audit on, or off and to be turned on), or why not.
 ///
@@ -143,10 +137,9 @@ impl Reports {
         let socket = netlink::subscribe()?;
         let wake = Arc::new(eventfd().map_err(|e| format!("creating an eventfd failed: {e}"))?);
         let shared = Arc::new(Shared::default());
-        shared.lock().own_exe = std::fs::read_link("/proc/self/exe").ok().and_then(|p| {
-            p.to_str()
-                .map(|p| p.trim_end_matches(" (deleted)").to_owned())
-        });
+        shared.lock().own_exe = std::fs::read_link("/proc/self/exe")
+            .ok()
+            .and_then(|p| p.to_str().map(|p| live_path(p).to_owned()));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let shared = Arc::clone(&shared);
@@ -238,6 +231,12 @@ impl State {
             .and_then(|pid| self.launches.get(pid))
             .copied()
     }
+}
+
+/// An executable's path without the ` (deleted)` the kernel appends (`d_path`) once the file
+/// has been removed or replaced, so that a binary rebuilt while it runs still names itself.
+fn live_path(path: &str) -> &str {
+    path.trim_end_matches(" (deleted)")
 }
 
 /// Reads records until `stop`, completing events as they end: when a later event begins,
@@ -385,7 +384,7 @@ impl State {
                     // Another program's domain whose creator had a pid a launch has now
                     // (reused) is not the scope's: its records name another executable.
                     let ours = match (&self.own_exe, exe) {
-                        (Some(own), Some(exe)) => exe.trim_end_matches(" (deleted)") == own,
+                        (Some(own), Some(exe)) => live_path(exe) == own,
                         _ => true,
                     };
                     if ours {
@@ -444,7 +443,7 @@ impl State {
             }
         }
         let mut denials = self.placed.remove(&cgroup_id).unwrap_or_default();
-        denials.sort_by_key(Denied::serial);
+        denials.sort_by_key(|d| d.access.serial);
         denials
     }
 }

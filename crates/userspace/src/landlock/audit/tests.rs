@@ -146,7 +146,7 @@ fn unplaced_denials_are_bounded() {
     }
     s.add(Record::End { serial: u64::MAX });
     assert_eq!(s.unplaced.len(), UNPLACED_MAX);
-    assert_eq!(s.unplaced.front().map(Denied::serial), Some(10));
+    assert_eq!(s.unplaced.front().map(|d| d.access.serial), Some(10));
 }
 
 /// A domain another program made, whose creator's pid a launch has since been given (reused),
