@@ -696,6 +696,55 @@ fn selects(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// The names of `package`'s integration-test targets that `pattern` selects ([`selects`]),
+/// from `cargo metadata`; an error when it selects none.
+fn test_targets(package: &str, pattern: &str) -> Result<Vec<String>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(repo_root()).args([
+        "metadata",
+        "--no-deps",
+        "--format-version",
+        "1",
+        "--locked",
+    ]);
+    let out = sh::stdout(&mut cmd)?;
+    let metadata: serde_json::Value = serde_json::from_str(&out).map_err(|e| Error::Parse {
+        program: "cargo metadata".into(),
+        detail: e.to_string(),
+    })?;
+    let names = targets_selected(&metadata, package, pattern);
+    if names.is_empty() {
+        return Err(Error::Parse {
+            program: "cargo metadata".into(),
+            detail: format!("package `{package}` has no test target `{pattern}`"),
+        });
+    }
+    Ok(names)
+}
+
+/// The test targets of `package` in `cargo metadata`'s output that `pattern` selects, sorted.
+fn targets_selected(metadata: &serde_json::Value, package: &str, pattern: &str) -> Vec<String> {
+    let mut names: Vec<String> = metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["name"] == package)
+        .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+        .filter(|t| {
+            t["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "test"))
+        })
+        .filter_map(|t| t["name"].as_str())
+        .filter(|name| selects(pattern, name))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Builds the selected test binaries with cargo and returns `(target, path)`
 /// pairs, sorted by target name.
 fn build_test_binaries(
@@ -712,10 +761,10 @@ fn build_test_binaries(
         "--package",
         package,
     ]);
-    if test.ends_with('*') {
-        cmd.arg("--tests");
-    } else {
-        cmd.args(["--test", test]);
+    // Only the selected targets: `--tests` would also build and link every other test
+    // binary of the package (bee has about seventy) with these features, for nothing.
+    for name in test_targets(package, test)? {
+        cmd.args(["--test", &name]);
     }
     if !features.is_empty() {
         cmd.args(["--features", features]);
@@ -1014,6 +1063,29 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_prefix_selects_only_its_packages_test_targets() {
+        let metadata = serde_json::json!({ "packages": [
+            { "name": "bee", "targets": [
+                { "name": "bee", "kind": ["lib"] },
+                { "name": "kernel_caps", "kind": ["test"] },
+                { "name": "cli", "kind": ["test"] },
+                { "name": "kernel_cli", "kind": ["test"] },
+                { "name": "kernel_bench", "kind": ["bench"] },
+            ]},
+            { "name": "bee-userspace", "targets": [
+                { "name": "kernel_programs", "kind": ["test"] },
+            ]},
+        ]});
+        assert_eq!(
+            targets_selected(&metadata, "bee", "kernel_*"),
+            ["kernel_caps", "kernel_cli"]
+        );
+        assert_eq!(targets_selected(&metadata, "bee", "cli"), ["cli"]);
+        assert!(targets_selected(&metadata, "bee", "landlock_*").is_empty());
+        assert!(targets_selected(&metadata, "nothing", "kernel_*").is_empty());
+    }
 
     #[test]
     fn libtest_lines() {
