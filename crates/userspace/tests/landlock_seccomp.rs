@@ -46,6 +46,17 @@ fn refused_calls() -> String {
     .concat()
 }
 
+/// Perl that tries to let `socket` through with a listener of its own: a filter that sends
+/// `socket` (41) to a new listener (`SECCOMP_FILTER_FLAG_NEW_LISTENER`) and allows the rest,
+/// and a child that answers the listener's first notification with
+/// `SECCOMP_USER_NOTIF_FLAG_CONTINUE` (RECV `0xc0502100`, SEND `0xc0182101`). Prints
+/// `listener=` as [`try_call`] does; the `socket` call that would get through comes after.
+const HIJACK: &str = "my $f = pack('SCCL' x 4, 0x20, 0, 0, 0, 0x15, 0, 1, 41, 6, 0, 0, 0x7fc00000, 6, 0, 0, 0x7fff0000); \
+     my $p = pack('S x6 P', 4, $f); my $l = syscall(317, 1, 8, $p); \
+     print $l >= 0 ? \"listener=ran\\n\" : \"listener=\" . ($!+0) . \"\\n\"; \
+     if ($l >= 0 && fork() == 0) { my $b = \"\\0\" x 80; syscall(16, $l, 0xc0502100, $b); \
+       my ($id) = unpack('Q', $b); my $r = pack('QqlL', $id, 0, 0, 1); syscall(16, $l, 0xc0182101, $r); exit 0 }";
+
 fn perl_policy(t: &Ws) -> bee_core::CompiledPolicy {
     t.policy(&policy_text(&[], &["/tmp/**"], &[PERL], ""))
 }
@@ -143,38 +154,37 @@ fn with_the_engine_gone_the_calls_stay_refused() {
     let cgroup = parent.create_scope(&ScopeLimits::default()).unwrap();
     let id = engine.install_policy(&p, &cgroup, 0).unwrap();
     // After a second, with nobody to answer: the refused calls, then a listener of its own
-    // (which could let them through) and a filter of its own that allows everything.
+    // that would let `socket` through (bee's being gone, the kernel would take one), and a
+    // filter of its own that allows everything.
     let script = format!(
-        "sleep 1; {} {} {} {}",
+        "sleep 1; {} {} {HIJACK}; {} {}",
         try_call("socket", UNIX_SOCKET),
         try_call("unshare", "syscall(272, 0x10000000)"),
-        try_call(
-            "listener",
-            "my $f = pack('SCCL', 6, 0, 0, 0x7fc00000); my $p = pack('S x6 P', 1, $f); syscall(317, 1, 8, $p)"
-        ),
         try_call(
             "allow_all",
             "my $f = pack('SCCL', 6, 0, 0, 0x7fff0000); my $p = pack('S x6 P', 1, $f); syscall(317, 1, 0, $p)"
         ),
-    ) + &try_call("socket_again", UNIX_SOCKET);
+        try_call("socket_again", UNIX_SOCKET),
+    );
     let spec = LaunchSpec::new(PERL)
         .args(["-e", &script])
         .current_dir(t.path())
         .stdout(StdioMode::Piped);
     let mut launched = spawn_into(&engine, Some(id), &spec, &cgroup).unwrap();
     drop(engine);
-    let mut out = String::new();
-    launched
-        .take_stdout()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    let mut stdout = launched.take_stdout().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
     let status = launched
         .wait_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    assert!(status.is_some(), "the command did not end: {out}");
     cgroup.empty(Duration::from_secs(5)).unwrap();
+    let out = reader.join().unwrap();
     cgroup.remove().unwrap();
+    assert!(status.is_some(), "the command did not end: {out}");
     // ENOSYS (38) where the engine answered EPERM: refused either way. The listener of its
     // own is refused too; the filter that allows everything is installed and changes nothing.
     assert_eq!(
@@ -207,17 +217,13 @@ fn no_descriptor_filter_process_or_thread_lets_a_refused_call_through() {
     let r = t.run(&p, &[PERL, "-e", &probe]);
     assert!(r.stdout.starts_with("listeners=0 stolen=0\n"), "{r:?}");
     assert!(r.stdout.ends_with("socket=1\n"), "{r:?}");
-    // A filter of its own that allows everything, a listener of its own, and a child process:
-    // refused, and each reported.
+    // A filter of its own that allows everything, a listener of its own that would let
+    // `socket` through, and a child process: refused, and each reported.
     let nested = format!(
-        "{} {} {} my $pid = fork(); if ($pid == 0) {{ {} exit 0 }} waitpid($pid, 0);",
+        "{} {HIJACK}; {} my $pid = fork(); if ($pid == 0) {{ {} exit 0 }} waitpid($pid, 0);",
         try_call(
             "allow_all",
             "my $f = pack('SCCL', 6, 0, 0, 0x7fff0000); my $p = pack('S x6 P', 1, $f); syscall(317, 1, 0, $p)"
-        ),
-        try_call(
-            "listener",
-            "my $f = pack('SCCL', 6, 0, 0, 0x7fc00000); my $p = pack('S x6 P', 1, $f); syscall(317, 1, 8, $p)"
         ),
         try_call("socket", UNIX_SOCKET),
         try_call("child_socket", UNIX_SOCKET),
