@@ -151,13 +151,12 @@ pub fn describe(nr: i32, args: [u64; 6]) -> Call {
     let text = match sysno {
         libc::SYS_socket | libc::SYS_socketpair => {
             let (family, kind, proto) = (low(0), low(1) & 0xf, low(2));
-            let grantable = (sysno == libc::SYS_socket && matches!(family, 2 | 10))
-                .then(|| match (kind, proto) {
-                    (1, 0 | 6) => Some(Grantable::Tcp),
-                    (2, 0 | 17) => Some(Grantable::Udp),
-                    _ => None,
-                })
-                .flatten();
+            let ip = sysno == libc::SYS_socket && matches!(family, 2 | 10);
+            let grantable = match (ip, kind, proto) {
+                (true, 1, 0 | 6) => Some(Grantable::Tcp),
+                (true, 2, 0 | 17) => Some(Grantable::Udp),
+                _ => None,
+            };
             let mut text = format!("{name}({}, {}", named(FAMILIES, family), named(TYPES, kind));
             if proto != 0 {
                 text.push_str(&format!(", {proto}"));
