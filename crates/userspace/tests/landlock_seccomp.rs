@@ -113,7 +113,9 @@ fn a_flood_of_refusals_is_answered_promptly_and_its_report_is_bounded() {
         std::thread::sleep(Duration::from_millis(300));
         let at = Instant::now();
         let other = t.run_in(&engine, &p, &[PERL, "-e", &try_call("socket", UNIX_SOCKET)]);
-        (flooding.join().unwrap(), (other, at.elapsed()))
+        let latency = at.elapsed();
+        let ended = started.elapsed();
+        (flooding.join().unwrap(), (other, latency, ended))
     });
     let took = started.elapsed();
     eprintln!(
@@ -131,7 +133,12 @@ fn a_flood_of_refusals_is_answered_promptly_and_its_report_is_bounded() {
         sockets, SCOPE_MAX,
         "the report is bounded by the scope's bound"
     );
-    let (other, latency) = other;
+    let (other, latency, ended) = other;
+    // It ran, and was answered, while the flood went on.
+    assert!(
+        ended < took,
+        "the other scope ended at {ended:?}, the flood at {took:?}"
+    );
     assert_eq!(other.stdout, "socket=1\n", "{other:?}");
     let sockets = other
         .denials
