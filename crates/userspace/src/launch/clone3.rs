@@ -9,7 +9,9 @@
 //! async-signal-safe system calls: signal mask and `SIGPIPE` back to their defaults, the
 //! standard streams, the working directory, every hardening step of [`ChildPlan::run`] but the
 //! cgroup join, and `execve`. A failure is reported on the close-on-exec pipe (the step, or 0
-//! for the spawn itself, and the errno) before the child exits with 127.
+//! for the spawn itself, and the errno) before the child exits with 127. For a Landlock launch
+//! that channel is a `SOCK_SEQPACKET` socket pair instead, on which the child also sends its
+//! seccomp filter's listener (`SCM_RIGHTS`), taken into [`Launched`].
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, Read as _};
