@@ -118,6 +118,40 @@ fn exec_enforces_through_landlock_and_says_so() {
     assert!(!dir.path().join("leak").exists(), "{err}");
 }
 
+/// A call the seccomp filter refuses fails as it always did (`EPERM`), and `bee exec` now says
+/// which call and why, as it does for Landlock's own denials.
+#[test]
+fn exec_explains_a_call_the_seccomp_filter_refuses() {
+    let dir = scratch();
+    let p = dir.path().join("perl.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/dev/null\"]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/perl\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let o = bee_in(
+        dir.path(),
+        &[
+            "exec",
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/perl",
+            "-e",
+            "socket(my $s, 1, 1, 0) ? print 'made' : print 0+$!; syscall(272, 0x10000000) < 0 and print ' ', 0+$!",
+        ],
+    );
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(out, "1 1", "{err}");
+    for line in [
+        "bee: denied: socket(AF_UNIX, SOCK_STREAM): never allowed inside a scope",
+        "bee: denied: unshare(CLONE_NEWUSER): never allowed inside a scope",
+    ] {
+        assert!(err.lines().any(|l| l == line), "no `{line}` in {err}");
+    }
+}
+
 #[test]
 fn a_policy_landlock_cannot_enforce_is_refused_with_its_rules() {
     let dir = scratch();

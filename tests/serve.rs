@@ -87,6 +87,27 @@ fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
     assert_eq!(service.scopes_left_after_hangup(), 0);
 }
 
+/// A call the scope's seccomp filter refuses fails as before (`EPERM`), and the service,
+/// which holds the launch's listener and answers it, says which call and why.
+#[test]
+fn a_call_the_seccomp_filter_refuses_is_answered_and_explained_by_the_service() {
+    let service = start();
+    let p = pub_policy(&service);
+    let o = output(exec_as_nobody(
+        &service,
+        &p,
+        &[
+            "/usr/bin/perl",
+            "-e",
+            "socket(my $s, 1, 1, 0) ? print 'made' : print 0+$!",
+        ],
+    ));
+    let err = stderr(&o);
+    assert_eq!(text(&o.stdout), "1", "{err}{}", service.log());
+    let line = "bee: denied: socket(AF_UNIX, SOCK_STREAM): never allowed inside a scope";
+    assert!(err.lines().any(|l| l == line), "no `{line}` in {err}");
+}
+
 /// A command no exec grant covers is refused, and the service says why (the kernel logs
 /// nothing for the Landlock engine's `noexec` refusal; the record is made from the policy).
 #[test]

@@ -25,6 +25,7 @@ fn denial(hook: &str, grant: Option<&str>, access: &[&str], path: Option<&str>) 
         addr: None,
         port: None,
         capability: None,
+        syscall: None,
         grant: grant.and_then(|g| g.parse().ok()),
         reason: Some(Reason::NoGrant),
         policy: "p.toml".into(),

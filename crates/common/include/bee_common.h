@@ -93,6 +93,7 @@ enum bee_hook {
 	BEE_HOOK_TASK_SETSCHEDULER = 40,
 	BEE_HOOK_TASK_SETRLIMIT = 41,
 	BEE_HOOK_DNS_QUERY = 42, /* bee's resolver (user space), never a kernel program */
+	BEE_HOOK_SECCOMP = 43, /* the Landlock engine's seccomp filter (user space), never a kernel program */
 };
 
 /*

@@ -113,6 +113,13 @@ pub enum Hook {
     /// codes, and for [`DNS_REFUSED_ADDRESS`] its family and address are the refused address.
     /// Made in user space, never by the kernel programs.
     DnsQuery = 42,
+    /// Not an LSM hook: the Landlock engine's seccomp filter refused a system call, and the
+    /// engine's listener answered it `EPERM`. The event's path is the call with the argument
+    /// that decided (`socket(AF_UNIX, SOCK_STREAM)`, `ioctl(TIOCSTI)`); its access is
+    /// `ACCESS_NET` with the transport in `protocol` for a TCP or UDP socket a `net.allow`
+    /// rule would have let be made, and 0 for what no policy grants. Made in user space, never
+    /// by the kernel programs.
+    Seccomp = 43,
 }
 
 /// [`Hook::DnsQuery`] `port`: no host rule names the queried name; it was answered NXDOMAIN
@@ -127,7 +134,7 @@ pub const DNS_REFUSED_ADDRESS: u16 = 2;
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 42] = [
+    pub const ALL: [Hook; 43] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -170,6 +177,7 @@ impl Hook {
         Hook::TaskSetscheduler,
         Hook::TaskSetrlimit,
         Hook::DnsQuery,
+        Hook::Seccomp,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -178,7 +186,7 @@ impl Hook {
     }
 
     /// The LSM hook's name as in `include/linux/lsm_hook_defs.h` (and the program's section);
-    /// `dns_query` for bee's resolver.
+    /// `dns_query` for bee's resolver, `seccomp` for the Landlock engine's seccomp filter.
     pub const fn name(self) -> &'static str {
         match self {
             Hook::FileOpen => "file_open",
@@ -223,6 +231,7 @@ impl Hook {
             Hook::TaskSetscheduler => "task_setscheduler",
             Hook::TaskSetrlimit => "task_setrlimit",
             Hook::DnsQuery => "dns_query",
+            Hook::Seccomp => "seccomp",
         }
     }
 }

@@ -176,6 +176,11 @@ pub struct AuditRecord {
     /// build does not know.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<Capability>,
+    /// For `seccomp` (the Landlock engine's seccomp filter): the refused system call with the
+    /// argument that decided, `socket(AF_UNIX, SOCK_STREAM)`, `unshare(CLONE_NEWUSER)`,
+    /// `ioctl(TIOCSTI)`, `mount()`. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syscall: Option<String>,
     /// The kind of grant that would allow the access: `fs.read`, `fs.write`, `exec.allow`,
     /// `net.allow` or `net.unix`; absent for operations no grant allows.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -229,6 +234,8 @@ fn verb(hook: Hook) -> &'static str {
         Hook::TaskSetscheduler => "change the scheduling of a process outside the scope",
         Hook::TaskSetrlimit => "change the resource limits of a process outside the scope",
         Hook::DnsQuery => "resolve",
+        // The refused call itself says what was attempted (`AuditRecord::syscall`).
+        Hook::Seccomp => "",
     }
 }
 
@@ -344,6 +351,7 @@ impl AuditRecord {
             addr: None,
             port: None,
             capability: (hook == Some(Hook::Capable)).then_some(Capability::Number(event.port)),
+            syscall: None,
             grant: None,
             reason: None,
             policy: policy.source.clone(),
@@ -353,6 +361,10 @@ impl AuditRecord {
         };
         if hook == Hook::DnsQuery {
             record.dns_refusal(event);
+            return record;
+        }
+        if hook == Hook::Seccomp {
+            record.seccomp_refusal(event);
             return record;
         }
         let is_ip = matches!(hook, Hook::SocketConnect | Hook::SocketSendmsg)
@@ -415,6 +427,30 @@ impl AuditRecord {
         };
         if event.flags & EVENT_ALLOWED == 0 {
             self.reason = Some(reason);
+        }
+    }
+
+    /// Fills in a refusal of the Landlock engine's seccomp filter ([`Hook::Seccomp`]; its
+    /// encoding is described there): a TCP or UDP socket lacks a `net.allow` rule of its
+    /// transport; nothing else it refuses is granted by any policy.
+    fn seccomp_refusal(&mut self, event: &AuditEvent) {
+        self.syscall = Some(String::from_utf8_lossy(event.path()).into_owned());
+        self.path_truncated = false;
+        let grantable = event.access & ACCESS_NET != 0;
+        if grantable {
+            self.grant = Some(GrantKind::Net);
+            self.proto = match event.protocol {
+                PROTO_TCP => Some(Protocol::Tcp),
+                PROTO_UDP => Some(Protocol::Udp),
+                _ => None,
+            };
+        }
+        if event.flags & EVENT_ALLOWED == 0 {
+            self.reason = Some(if grantable {
+                Reason::NoGrant
+            } else {
+                Reason::NeverGranted
+            });
         }
     }
 
@@ -491,6 +527,9 @@ impl AuditRecord {
         if self.hook == Hook::DnsQuery {
             return self.path.clone().unwrap_or_default();
         }
+        if let Some(call) = &self.syscall {
+            return call.clone();
+        }
         if let (Some(addr), Some(port)) = (self.addr, self.port) {
             let proto = self
                 .proto
@@ -527,7 +566,9 @@ impl AuditRecord {
         };
         let object = self.object();
         if !object.is_empty() {
-            what.push(' ');
+            if !what.is_empty() {
+                what.push(' ');
+            }
             what.push_str(&object);
         }
         if hook == Some(Hook::FileOpen) {

@@ -35,7 +35,9 @@
 //!    capability (a directory the user cannot reach fails the launch);
 //! 9. `PR_SET_NO_NEW_PRIVS`: no set-uid bit or file capability can grant anything afterwards;
 //! 10. `PR_SET_PDEATHSIG(SIGKILL)` (after the credential change, which would clear it), then a
-//!     check that the parent has not already exited.
+//!     check that the parent has not already exited;
+//! 11. with a Landlock plan: the Landlock domain and the seccomp filter, whose listener is sent
+//!     to bee on the report channel (a socket for such a launch) and closed in the child.
 //!
 //! The environment is rebuilt from a pass-list of names and explicit extras ([`LaunchSpec`]).
 //!
@@ -152,10 +154,13 @@ pub enum Step {
     WorkingDir,
     /// `ioctl(0, TIOCSCTTY)`: standard input as the controlling terminal.
     ControllingTerminal,
+    /// Handing the seccomp filter's listener to bee (`sendmsg(SCM_RIGHTS)` on the launch's
+    /// report socket).
+    SeccompListener,
 }
 
 impl Step {
-    const ALL: [Step; 24] = [
+    const ALL: [Step; 25] = [
         Step::JoinCgroup,
         Step::Setsid,
         Step::RlimitCore,
@@ -180,6 +185,7 @@ impl Step {
         Step::Seccomp,
         Step::WorkingDir,
         Step::ControllingTerminal,
+        Step::SeccompListener,
     ];
 
     fn from_raw(raw: u8) -> Option<Self> {
@@ -215,6 +221,9 @@ impl Step {
             Step::Seccomp => "seccomp(SECCOMP_SET_MODE_FILTER)",
             Step::WorkingDir => "chdir into the working directory as the command's user",
             Step::ControllingTerminal => "make standard input the controlling terminal (TIOCSCTTY)",
+            Step::SeccompListener => {
+                "hand the seccomp listener to bee (sendmsg SCM_RIGHTS on the report socket)"
+            }
         }
     }
 }
@@ -942,11 +951,22 @@ impl ChildPlan {
                 self.report_errno(Step::ParentGone as u8, libc::ESRCH);
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
-            // 11. The Landlock domain and the seccomp filter, last.
+            // 11. The Landlock domain and the seccomp filter, last; the filter's listener goes
+            // to bee, and this process keeps no copy of it.
             if let Some(c) = &self.confinement {
-                if let Err(step) = c.restrict() {
-                    let err = io::Error::last_os_error();
-                    self.report(step);
+                let listener = match c.restrict() {
+                    Ok(listener) => listener,
+                    Err(step) => {
+                        let err = io::Error::last_os_error();
+                        self.report(step);
+                        return Err(err);
+                    }
+                };
+                let sent = send_fd(self.report_fd, listener);
+                let err = io::Error::last_os_error();
+                libc::close(listener);
+                if !sent {
+                    self.report_errno(Step::SeccompListener as u8, err.raw_os_error().unwrap_or(0));
                     return Err(err);
                 }
             }
@@ -972,6 +992,52 @@ impl ChildPlan {
         // SAFETY: writes five bytes from the stack to the report pipe; errors are ignored (the
         // parent then reports a spawn error without the step).
         unsafe { libc::write(self.report_fd, msg.as_ptr().cast(), msg.len()) };
+    }
+}
+
+/// Sends `fd` as the only descriptor of a one-byte message on the socket `socket`
+/// (`SCM_RIGHTS`); false with `errno` set when it was not sent. Async-signal-safe: the message
+/// and its control buffer are on this frame's stack.
+///
+/// Why a message, and not `pidfd_getfd(2)` from the parent: the child only pushes the
+/// descriptor and goes on, with no handshake, on a socket it has anyway (the report channel);
+/// `pidfd_getfd` would need the child to wait until bee took it, and ptrace access to a child
+/// that has by then dropped every capability and may run as another user — refused outright
+/// under Yama's `ptrace_scope` 3. A descriptor in flight belongs to the socket: if bee never
+/// receives it, closing the socket closes it, and the kernel answers the filter's refusals
+/// `ENOSYS` (fail closed).
+fn send_fd(socket: RawFd, fd: RawFd) -> bool {
+    const SPACE: usize = 32;
+    // u64 words: the control buffer must be aligned for `struct cmsghdr`.
+    let mut control = [0u64; SPACE / 8];
+    let mut byte = [b'L'];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: a msghdr over this frame's buffers; CMSG_* only compute within `control`, which
+    // holds CMSG_SPACE(sizeof(int)) (24 bytes on 64-bit Linux).
+    unsafe {
+        let space = libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) as usize;
+        if space > SPACE {
+            *libc::__errno_location() = libc::EINVAL;
+            return false;
+        }
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        if cmsg.is_null() {
+            *libc::__errno_location() = libc::EINVAL;
+            return false;
+        }
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+        libc::sendmsg(socket, &raw const msg, libc::MSG_NOSIGNAL) == 1
     }
 }
 
@@ -1030,6 +1096,8 @@ pub struct Launched {
     /// Set once the command has been reaped.
     status: Option<ExitStatus>,
     launcher: Launcher,
+    /// The listener of the Landlock engine's seccomp filter, until the engine takes it.
+    seccomp_listener: Option<OwnedFd>,
 }
 
 /// How a command ended.
@@ -1082,16 +1150,17 @@ impl Launched {
             stderr: child.stderr.take(),
             status: None,
             launcher: Launcher::CgroupProcs,
+            seccomp_listener: None,
         }
     }
 
-    /// A command started by `clone3`: its pid, pidfd and the parent's ends of its pipes.
+    /// A command started by `clone3`: its pid, pidfd, the parent's ends of its pipes and the
+    /// listener of its seccomp filter (Landlock engine).
     fn from_parts(
         pid: libc::pid_t,
         pidfd: Option<OwnedFd>,
-        stdin: Option<OwnedFd>,
-        stdout: Option<OwnedFd>,
-        stderr: Option<OwnedFd>,
+        [stdin, stdout, stderr]: [Option<OwnedFd>; 3],
+        seccomp_listener: Option<OwnedFd>,
     ) -> Self {
         Self {
             pid,
@@ -1101,7 +1170,16 @@ impl Launched {
             stderr: stderr.map(ChildStderr::from),
             status: None,
             launcher: Launcher::Clone3IntoCgroup,
+            seccomp_listener,
         }
+    }
+
+    /// Takes the listener of the command's seccomp filter (a launch confined by a Landlock
+    /// plan; `None` otherwise, or once taken): every call the filter refuses, by any process
+    /// or thread of the launch, waits until whoever holds it answers. Dropped unanswered, it
+    /// closes, and the kernel answers those calls `ENOSYS` ([`crate::landlock::seccomp`]).
+    pub fn take_seccomp_listener(&mut self) -> Option<OwnedFd> {
+        self.seccomp_listener.take()
     }
 
     /// How the command got into its scope.

@@ -70,8 +70,8 @@ impl std::fmt::Display for EngineKind {
 }
 
 /// Starts `spec` in `cgroup`, the cgroup of the scope installed on `enforcer` as `id`: with
-/// the engine's [`Enforcer::launch_plan`] when it confines at launch (Landlock), telling it
-/// the child's pid ([`Enforcer::launched`]); as it is otherwise.
+/// the engine's [`Enforcer::launch_plan`] when it confines at launch (Landlock), handing it
+/// the launch ([`Enforcer::launched`]); as it is otherwise.
 ///
 /// # Errors
 /// As [`LaunchSpec::spawn`].
@@ -83,8 +83,8 @@ pub fn spawn_into<E: Enforcer + ?Sized>(
 ) -> Result<Launched, LaunchError> {
     match id.and_then(|id| Some((id, enforcer.launch_plan(id)?))) {
         Some((id, plan)) => {
-            let launched = spec.clone().landlock(plan).spawn(cgroup)?;
-            enforcer.launched(id, launched.id());
+            let mut launched = spec.clone().landlock(plan).spawn(cgroup)?;
+            enforcer.launched(id, &mut launched);
             Ok(launched)
         }
         None => spec.spawn(cgroup),
@@ -172,11 +172,13 @@ pub trait Enforcer {
         None
     }
 
-    /// Tells the engine that the launcher started `pid` into scope `id` with its
+    /// Tells the engine that the launcher started `launched` into scope `id` with its
     /// [`Enforcer::launch_plan`]: the Landlock engine attributes the domain that process
-    /// creates to the scope. The default does nothing.
-    fn launched(&self, id: InstallId, pid: u32) {
-        let _ = (id, pid);
+    /// creates to the scope, and takes the listener of its seccomp filter
+    /// ([`Launched::take_seccomp_listener`]) to answer and report the filter's refusals. The
+    /// default does nothing.
+    fn launched(&self, id: InstallId, launched: &mut Launched) {
+        let _ = (id, launched);
     }
 
     /// Installs `plan` for the cgroup with id `cgroup_id` (the scope map entry plus the plan's

@@ -204,8 +204,12 @@ const NEVER: [Hook; 17] = [
 
 #[test]
 fn every_hook_explains_itself() {
-    // The resolver's refusals are explained by `resolver_refusals_name_the_name_and_why`.
-    for hook in Hook::ALL.into_iter().filter(|h| *h != Hook::DnsQuery) {
+    // The resolver's refusals are explained by `resolver_refusals_name_the_name_and_why`, the
+    // seccomp filter's by `seccomp_refusals_name_the_call_and_why`.
+    for hook in Hook::ALL
+        .into_iter()
+        .filter(|h| !matches!(h, Hook::DnsQuery | Hook::Seccomp))
+    {
         let never = NEVER.contains(&hook);
         let (access, path) = match hook {
             Hook::FileOpen | Hook::PathNotify => (ACCESS_READ, "/secret"),
@@ -395,6 +399,51 @@ fn a_learned_denial_is_stamped_and_carries_no_errno() {
     let mut json = Vec::new();
     assert!(write_jsonl(&mut json, &r).is_ok());
     assert!(!String::from_utf8_lossy(&json).contains("learn"));
+}
+
+/// A refusal of the Landlock engine's seccomp filter, encoded as [`Hook::Seccomp`] says.
+fn seccomp_event(call: &str, udp: bool) -> AuditEvent {
+    let mut e = event(Hook::Seccomp, if udp { ACCESS_NET } else { 0 }, call);
+    e.error = -1;
+    e.comm[..5].copy_from_slice(b"perl\0");
+    if udp {
+        e.protocol = PROTO_UDP;
+    }
+    e
+}
+
+#[test]
+fn seccomp_refusals_name_the_call_and_why() {
+    let r = record(&seccomp_event("socket(AF_UNIX, SOCK_STREAM)", false));
+    assert_eq!(r.hook, "seccomp");
+    assert_eq!(r.syscall.as_deref(), Some("socket(AF_UNIX, SOCK_STREAM)"));
+    assert_eq!(
+        (r.errno, r.pid, r.tid, r.comm.as_str()),
+        (Some(1), 100, 101, "perl")
+    );
+    assert_eq!((r.grant, r.path.as_deref()), (None, None));
+    assert_eq!(r.reason, Some(Reason::NeverGranted));
+    assert_eq!(
+        r.explanation(),
+        "socket(AF_UNIX, SOCK_STREAM): never allowed inside a scope"
+    );
+    // A UDP socket a net.allow rule would have let be made.
+    let r = record(&seccomp_event("socket(AF_INET, SOCK_DGRAM)", true));
+    assert_eq!(
+        (r.grant_key(), r.proto),
+        (Some("net.allow"), Some(Protocol::Udp))
+    );
+    assert_eq!(r.reason, Some(Reason::NoGrant));
+    assert_eq!(
+        r.explanation(),
+        "socket(AF_INET, SOCK_DGRAM): no net.allow rule covers it"
+    );
+    // The call is its own field in JSON, and comes back from it.
+    let mut json = Vec::new();
+    assert!(write_jsonl(&mut json, &r).is_ok());
+    let back: AuditRecord = serde_json::from_slice(&json).unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(back, r);
+    assert!(String::from_utf8_lossy(&json).contains(r#""syscall":"socket(AF_INET, SOCK_DGRAM)""#));
 }
 
 fn dns_event(code: u16, text: &str) -> AuditEvent {

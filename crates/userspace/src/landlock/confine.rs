@@ -17,7 +17,8 @@
 //!    private `/proc` with `subset=pid` (its PID namespace holds only the scope), and the
 //!    working directory entered again so that it is seen through those mounts;
 //! 2. [`Confinement::restrict`], after `no_new_privs`: the private `/proc`'s rule, then
-//!    `landlock_restrict_self`, then the seccomp filter.
+//!    `landlock_restrict_self`, then the seccomp filter, with a listener for the engine
+//!    ([`seccomp::notify`]).
 //!
 //! The two layers each must allow an access: Landlock decides opens, creation, removal,
 //! renames, execution and TCP; the mounts decide attribute changes (mode, owner, times,
@@ -517,11 +518,12 @@ impl Confinement {
     }
 
     /// Step 2 in the child: the private `/proc`'s rule, the Landlock domain, the seccomp
-    /// filter.
+    /// filter. Returns the filter's listener (`SECCOMP_FILTER_FLAG_NEW_LISTENER`), a
+    /// close-on-exec descriptor the caller hands to bee and closes.
     ///
     /// # Safety
     /// Only in the child, after [`Confinement::enter`] and `PR_SET_NO_NEW_PRIVS`.
-    pub unsafe fn restrict(&self) -> Result<(), Step> {
+    pub unsafe fn restrict(&self) -> Result<RawFd, Step> {
         let ruleset = self.ruleset.as_raw_fd();
         // SAFETY: raw system calls on the ruleset descriptor, stack values and the filter
         // prepared before clone3.
@@ -562,17 +564,17 @@ impl Confinement {
                 len: u16::try_from(self.filter.len()).unwrap_or(u16::MAX),
                 filter: self.filter.as_ptr(),
             };
-            if libc::syscall(
+            let listener = libc::syscall(
                 libc::SYS_seccomp,
                 libc::SECCOMP_SET_MODE_FILTER,
-                0u32,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
                 &raw const prog,
-            ) < 0
-            {
+            );
+            if listener < 0 {
                 return Err(Step::Seccomp);
             }
+            Ok(listener as RawFd)
         }
-        Ok(())
     }
 }
 

@@ -15,7 +15,9 @@ use bee_core::CompiledPolicy;
 use super::audit::Reports;
 use super::gate::NetGate;
 use super::plan::{GateSupport, LandlockAbi, LandlockPlan, LandlockRefusal};
+use super::seccomp::notify::Supervisor;
 use crate::cgroup::ScopeCgroup;
+use crate::launch::Launched;
 use crate::plan::EnforcementPlan;
 use crate::scope::{EnforceError, Enforcer, EngineKind, InstallId};
 
@@ -28,6 +30,10 @@ pub struct LandlockEngine {
     reports: Result<Reports, String>,
     /// The network gate, once a policy needed it, or why it cannot be had.
     gate: OnceLock<Result<Mutex<NetGate>, String>>,
+    /// The answerer of the seccomp filters' refusals, from the first launch on, or why it
+    /// cannot run (the launches' refusals are then answered `ENOSYS` by the kernel,
+    /// unreported).
+    seccomp: OnceLock<Result<Supervisor, String>>,
 }
 
 #[derive(Debug, Default)]
@@ -90,6 +96,7 @@ impl LandlockEngine {
             }),
             reports: Err("the engine was made without reports".to_owned()),
             gate: OnceLock::new(),
+            seccomp: OnceLock::new(),
         }
     }
 
@@ -255,10 +262,18 @@ impl Enforcer for LandlockEngine {
         self.lock().plans.get(&id.0).map(|i| Arc::clone(&i.plan))
     }
 
-    fn launched(&self, id: InstallId, pid: u32) {
+    /// Attributes the launch's Landlock domain to its scope, and serves its seccomp
+    /// filter's listener. A listener the engine cannot serve (an unknown scope, a supervisor
+    /// that cannot run) is closed: the kernel then answers the refused calls `ENOSYS`.
+    fn launched(&self, id: InstallId, launched: &mut Launched) {
         let cgroup = self.lock().plans.get(&id.0).map(|i| i.cgroup_id);
         if let (Ok(reports), Some(cgroup)) = (&self.reports, cgroup) {
-            reports.launched(pid, cgroup);
+            reports.launched(launched.id(), cgroup);
+        }
+        if let (Some(listener), Some(cgroup)) = (launched.take_seccomp_listener(), cgroup)
+            && let Ok(supervisor) = self.seccomp.get_or_init(Supervisor::start)
+        {
+            supervisor.watch(listener, cgroup);
         }
     }
 
@@ -269,6 +284,9 @@ impl Enforcer for LandlockEngine {
         if let Ok(reports) = &self.reports {
             reports.forget(removed.cgroup_id);
         }
+        if let Some(Ok(supervisor)) = self.seccomp.get() {
+            supervisor.forget(removed.cgroup_id);
+        }
         if removed.gated {
             if let Ok(gate) = self.gate() {
                 Self::lock_gate(gate).forget(removed.cgroup_id);
@@ -277,13 +295,17 @@ impl Enforcer for LandlockEngine {
         Ok(())
     }
 
-    /// The denials Landlock logged for the scope's processes (none without reports), then
-    /// the network gate's and the scope resolver's refusals.
+    /// The denials Landlock logged for the scope's processes (none without reports), the
+    /// calls its seccomp filters refused, then the network gate's and the scope resolver's
+    /// refusals.
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent> {
         let mut events = match &self.reports {
             Ok(reports) => reports.drain(cgroup_id),
             Err(_) => Vec::new(),
         };
+        if let Some(Ok(supervisor)) = self.seccomp.get() {
+            events.extend(supervisor.drain(cgroup_id));
+        }
         if let Some(Ok(gate)) = self.gate.get() {
             events.extend(Self::lock_gate(gate).drain(cgroup_id));
         }

@@ -16,8 +16,9 @@
 //! what it would enforce more widely is refused ([`LandlockRefusal`]), what it enforces more
 //! strictly is named ([`LandlockPlan::narrowings`]). The engine needs `CAP_SYS_ADMIN` for the
 //! namespaces (bee as root, as the BPF engine needs). Denials that Landlock decides are reported
-//! from the kernel's audit records on ABI 7 ([`audit`]); those the mounts and the seccomp
-//! filter decide are not: the call sees `EROFS`, `EACCES` or `EPERM`.
+//! from the kernel's audit records on ABI 7 ([`audit`]); the seccomp filter's refusals are
+//! answered and reported by the engine itself ([`seccomp::notify`]); those the mounts decide
+//! are not: the call sees `EROFS` or `EACCES`.
 
 pub mod audit;
 pub mod confine;

@@ -1,10 +1,12 @@
 //! The scope's seccomp filter: the gates that bee's LSM programs hold and Landlock does not.
 //!
+//! Its length is its tests: the filter is about 350 lines.
+//!
 //! A classic BPF program over `struct seccomp_data` (`include/uapi/linux/seccomp.h`), built
 //! here because it is small and every instruction of it is a security decision. It kills a
-//! process of another architecture, refuses the x32 system call numbers, and returns `EPERM`
-//! (`ENOSYS` for `clone3`, so that the C library falls back to `clone`, whose flags the
-//! filter can read) for:
+//! process of another architecture, answers `ENOSYS` for `clone3` and `openat2` itself (as a
+//! kernel without them would: the C library falls back to `clone` and `openat`, whose
+//! arguments the filter can read), and refuses with `EPERM` the x32 system call numbers and:
 //!
 //! | what | why |
 //! |---|---|
@@ -17,6 +19,15 @@
 //! | `ioctl` `TIOCSTI`, `TIOCLINUX`, `TIOCCONS`, `FIFREEZE`, `FITHAW`, `FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR` | terminal input injection, console redirection, freezing a file system, `chattr` |
 //! | `inotify_add_watch`, `fanotify_init`, `fanotify_mark` | Landlock does not check what is watched |
 //! | `memfd_create`, where the kernel has no `vm.memfd_noexec` (before 6.3) | Landlock lets kernel-internal files through, so a memfd could be executed |
+//! | `seccomp` with `SECCOMP_FILTER_FLAG_NEW_LISTENER` | a listener of the scope's own, once bee's is gone, could let a refused call through (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`) |
+//!
+//! A refusal is not answered by the filter: it returns `SECCOMP_RET_USER_NOTIF`, and the
+//! listener the launched child made with it (`SECCOMP_FILTER_FLAG_NEW_LISTENER`), held by the
+//! engine, answers `EPERM` and reports the call ([`notify`]). Where that listener is gone the
+//! kernel answers `ENOSYS` instead: the call is refused either way, and the refusal is then
+//! not reported. `clone3` and `openat2` are not refusals but the answer of a kernel without
+//! them, made for every thread and file the C library starts or opens: they stay in the
+//! filter, unreported.
 
 /// One classic BPF instruction (`struct sock_filter`).
 #[repr(C)]
@@ -45,9 +56,19 @@ const BPF_JSET_K: u16 = 0x45;
 const BPF_RET_K: u16 = 0x06;
 const BPF_ALU_AND_K: u16 = 0x54;
 
+pub mod call;
+pub mod notify;
+
 const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+/// `SECCOMP_RET_USER_NOTIF` (Linux 5.0): the call waits for the listener's answer.
+const SECCOMP_RET_USER_NOTIF: u32 = libc::SECCOMP_RET_USER_NOTIF;
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+/// The errno the engine answers every refusal the listener is told of with.
+pub const REFUSED_ERRNO: i32 = libc::EPERM;
+/// `SECCOMP_FILTER_FLAG_NEW_LISTENER` as the filter reads it (the low half of `seccomp(2)`'s
+/// flags argument).
+const NEW_LISTENER: u32 = libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32;
 /// `AUDIT_ARCH_X86_64`.
 #[cfg(target_arch = "x86_64")]
 const AUDIT_ARCH: u32 = 62 | 0x8000_0000 | 0x4000_0000;
@@ -77,17 +98,17 @@ const SYS_FILE_SETATTR: libc::c_long = 469;
 const MSG_FASTOPEN: u32 = 0x2000_0000;
 const SOCK_TYPE_MASK: u32 = 0xf;
 
-/// `ioctl` requests refused whatever the descriptor (`include/uapi/asm-generic/ioctls.h`,
-/// `include/uapi/linux/fs.h`).
-const IOCTLS: &[u32] = &[
-    0x5412,      // TIOCSTI
-    0x541C,      // TIOCLINUX
-    0x541D,      // TIOCCONS
-    0xC004_5877, // FIFREEZE
-    0xC004_5878, // FITHAW
-    0x4008_6602, // FS_IOC_SETFLAGS
-    0x4004_6602, // FS_IOC32_SETFLAGS
-    0x401C_5820, // FS_IOC_FSSETXATTR
+/// `ioctl` requests refused whatever the descriptor, with their names
+/// (`include/uapi/asm-generic/ioctls.h`, `include/uapi/linux/fs.h`).
+const IOCTLS: &[(u32, &str)] = &[
+    (0x5412, "TIOCSTI"),
+    (0x541C, "TIOCLINUX"),
+    (0x541D, "TIOCCONS"),
+    (0xC004_5877, "FIFREEZE"),
+    (0xC004_5878, "FITHAW"),
+    (0x4008_6602, "FS_IOC_SETFLAGS"),
+    (0x4004_6602, "FS_IOC32_SETFLAGS"),
+    (0x401C_5820, "FS_IOC_FSSETXATTR"),
 ];
 
 /// System calls refused whatever their arguments.
@@ -210,39 +231,45 @@ pub struct Sockets {
 /// the scope runs it later. `openat2` carries its mode in a structure a filter cannot read, so
 /// it answers `ENOSYS`, as on a kernel without it: callers fall back to `openat` (the kernel
 /// would keep a set-user-ID bit of a new file even for a creator without `CAP_FSETID`).
+///
+/// Every refusal returns `SECCOMP_RET_USER_NOTIF`, for the listener to answer
+/// ([`REFUSED_ERRNO`]) and report; only `clone3` and `openat2` are answered here (`ENOSYS`).
 pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
-    let eperm = errno(libc::EPERM);
+    let refuse = SECCOMP_RET_USER_NOTIF;
     let mut b = Builder::default();
     b.load(OFF_ARCH);
     b.op(BPF_JEQ_K, AUDIT_ARCH, 1, 0);
     b.ret(SECCOMP_RET_KILL_PROCESS);
     b.load(OFF_NR);
     b.op(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1);
-    b.ret(eperm);
+    b.ret(refuse);
     for &nr in REFUSED {
-        b.on_syscall(nr, |b| b.ret(eperm));
+        b.on_syscall(nr, |b| b.ret(refuse));
     }
     if no_memfd {
-        b.on_syscall(libc::SYS_memfd_create, |b| b.ret(eperm));
+        b.on_syscall(libc::SYS_memfd_create, |b| b.ret(refuse));
     }
     b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
     b.on_syscall(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
     for &(nr, mode) in MODE_ARGS {
-        b.on_syscall(nr, |b| b.refuse_bits(mode, SET_ID_BITS, eperm));
+        b.on_syscall(nr, |b| b.refuse_bits(mode, SET_ID_BITS, refuse));
     }
     for &(nr, flags, mode) in OPEN_ARGS {
         b.on_syscall(nr, |b| {
             b.load(arg(flags));
             b.op(BPF_JSET_K, OPEN_CREATES, 1, 0);
             b.ret(SECCOMP_RET_ALLOW);
-            b.refuse_bits(mode, SET_ID_BITS, eperm);
+            b.refuse_bits(mode, SET_ID_BITS, refuse);
         });
     }
     b.on_syscall(libc::SYS_landlock_restrict_self, |b| {
-        b.refuse_bits(1, LANDLOCK_LOG_OFF, eperm);
+        b.refuse_bits(1, LANDLOCK_LOG_OFF, refuse);
+    });
+    b.on_syscall(libc::SYS_seccomp, |b| {
+        b.refuse_bits(1, NEW_LISTENER, refuse)
     });
     for nr in [libc::SYS_clone, libc::SYS_unshare] {
-        b.on_syscall(nr, |b| b.refuse_bits(0, CLONE_NEWUSER, eperm));
+        b.on_syscall(nr, |b| b.refuse_bits(0, CLONE_NEWUSER, refuse));
     }
     b.on_syscall(libc::SYS_socket, |b| {
         // AF_NETLINK: NETLINK_ROUTE (0) only.
@@ -250,7 +277,7 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
         b.op(BPF_JEQ_K, libc::AF_NETLINK as u32, 0, 3);
         b.load(arg(2));
         b.op(BPF_JEQ_K, 0, 1, 0);
-        b.ret(eperm);
+        b.ret(refuse);
         // (falls through to the allow below on protocol 0)
         b.load(arg(0));
         b.op(BPF_JEQ_K, libc::AF_NETLINK as u32, 0, 1);
@@ -271,7 +298,7 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
         .filter_map(|(on, kind, proto)| on.then_some((kind, proto)))
         .collect();
         if kinds.is_empty() {
-            b.ret(eperm);
+            b.ret(refuse);
             return;
         }
         // AF_INET, AF_INET6: each allowed type with protocol 0 or its own. Each block is six
@@ -288,10 +315,10 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
             b.load(arg(2));
             b.op(BPF_JEQ_K, 0, 2, 0);
             b.op(BPF_JEQ_K, proto, 1, 0);
-            b.ret(eperm);
+            b.ret(refuse);
             b.ret(SECCOMP_RET_ALLOW);
         }
-        b.ret(eperm);
+        b.ret(refuse);
     });
     // A connected pair only: a datagram socket of a pair could still send to (or connect
     // to) any pathname socket, which Landlock does not check before ABI 9.
@@ -303,24 +330,24 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
         b.op(BPF_JEQ_K, libc::SOCK_STREAM as u32, 1, 0);
         b.op(BPF_JEQ_K, libc::SOCK_SEQPACKET as u32, 0, 1);
         b.ret(SECCOMP_RET_ALLOW);
-        b.ret(eperm);
+        b.ret(refuse);
     });
     for (nr, flags) in [
         (libc::SYS_sendto, 3),
         (libc::SYS_sendmsg, 2),
         (libc::SYS_sendmmsg, 3),
     ] {
-        b.on_syscall(nr, |b| b.refuse_bits(flags, MSG_FASTOPEN, eperm));
+        b.on_syscall(nr, |b| b.refuse_bits(flags, MSG_FASTOPEN, refuse));
     }
     b.on_syscall(libc::SYS_ioctl, |b| {
         b.load(arg(1));
-        for (i, &req) in IOCTLS.iter().enumerate() {
+        for (i, &(req, _)) in IOCTLS.iter().enumerate() {
             // On a match jump to the EPERM after the list.
             let to_deny = u8::try_from(IOCTLS.len() - i).unwrap_or(u8::MAX);
             b.op(BPF_JEQ_K, req, to_deny, 0);
         }
         b.ret(SECCOMP_RET_ALLOW);
-        b.ret(eperm);
+        b.ret(refuse);
     });
     b.ret(SECCOMP_RET_ALLOW);
     b.prog
@@ -369,7 +396,8 @@ mod tests {
         }
     }
 
-    const EPERM: u32 = SECCOMP_RET_ERRNO | libc::EPERM as u32;
+    /// A refusal: the listener answers it.
+    const NOTIFY: u32 = SECCOMP_RET_USER_NOTIF;
 
     fn nr(n: libc::c_long) -> u32 {
         n as u32
@@ -378,24 +406,27 @@ mod tests {
     #[test]
     fn refuses_the_gates_and_allows_the_rest() {
         let p = filter(TCP, false);
-        assert_eq!(run(&p, nr(libc::SYS_bpf), [0; 6]), EPERM);
-        assert_eq!(run(&p, nr(libc::SYS_mount), [0; 6]), EPERM);
-        assert_eq!(run(&p, nr(libc::SYS_io_uring_setup), [0; 6]), EPERM);
-        assert_eq!(run(&p, nr(libc::SYS_listen), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_bpf), [0; 6]), NOTIFY);
+        assert_eq!(run(&p, nr(libc::SYS_mount), [0; 6]), NOTIFY);
+        assert_eq!(run(&p, nr(libc::SYS_io_uring_setup), [0; 6]), NOTIFY);
+        assert_eq!(run(&p, nr(libc::SYS_listen), [0; 6]), NOTIFY);
         assert_eq!(
             run(&p, nr(libc::SYS_clone3), [0; 6]),
             SECCOMP_RET_ERRNO | libc::ENOSYS as u32
         );
         assert_eq!(run(&p, nr(libc::SYS_read), [0; 6]), SECCOMP_RET_ALLOW);
         assert_eq!(run(&p, nr(libc::SYS_openat), [0; 6]), SECCOMP_RET_ALLOW);
-        assert_eq!(run(&p, nr(libc::SYS_read) | X32_SYSCALL_BIT, [0; 6]), EPERM);
+        assert_eq!(
+            run(&p, nr(libc::SYS_read) | X32_SYSCALL_BIT, [0; 6]),
+            NOTIFY
+        );
     }
 
     #[test]
     fn clone_and_unshare_may_not_make_a_user_namespace() {
         let p = filter(TCP, false);
         for n in [libc::SYS_clone, libc::SYS_unshare] {
-            assert_eq!(run(&p, nr(n), [CLONE_NEWUSER, 0, 0, 0, 0, 0]), EPERM);
+            assert_eq!(run(&p, nr(n), [CLONE_NEWUSER, 0, 0, 0, 0, 0]), NOTIFY);
             assert_eq!(
                 run(&p, nr(n), [libc::CLONE_FILES as u32, 0, 0, 0, 0, 0]),
                 SECCOMP_RET_ALLOW
@@ -414,7 +445,11 @@ mod tests {
             (libc::SYS_mknodat, 2),
         ] {
             let mut args = [0u32; 6];
-            for (mode, want) in [(0o4755, EPERM), (0o2755, EPERM), (0o755, SECCOMP_RET_ALLOW)] {
+            for (mode, want) in [
+                (0o4755, NOTIFY),
+                (0o2755, NOTIFY),
+                (0o755, SECCOMP_RET_ALLOW),
+            ] {
                 args[at] = mode;
                 assert_eq!(run(&p, nr(n), args), want, "{n} {mode:o}");
             }
@@ -422,7 +457,7 @@ mod tests {
         // openat: the mode counts only with O_CREAT (or O_TMPFILE).
         assert_eq!(
             run(&p, nr(libc::SYS_openat), [0, 0, 0o100, 0o4755, 0, 0]),
-            EPERM
+            NOTIFY
         );
         assert_eq!(
             run(&p, nr(libc::SYS_openat), [0, 0, 0o100, 0o644, 0, 0]),
@@ -432,14 +467,14 @@ mod tests {
             run(&p, nr(libc::SYS_openat), [0, 0, 0, 0o4755, 0, 0]),
             SECCOMP_RET_ALLOW
         );
-        assert_eq!(run(&p, nr(SYS_FILE_SETATTR), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(SYS_FILE_SETATTR), [0; 6]), NOTIFY);
         assert_eq!(
             run(&p, nr(libc::SYS_openat2), [0; 6]),
             SECCOMP_RET_ERRNO | libc::ENOSYS as u32
         );
         let restrict = nr(libc::SYS_landlock_restrict_self);
-        assert_eq!(run(&p, restrict, [3, 1, 0, 0, 0, 0]), EPERM);
-        assert_eq!(run(&p, restrict, [u32::MAX, 4, 0, 0, 0, 0]), EPERM);
+        assert_eq!(run(&p, restrict, [3, 1, 0, 0, 0, 0]), NOTIFY);
+        assert_eq!(run(&p, restrict, [u32::MAX, 4, 0, 0, 0, 0]), NOTIFY);
         assert_eq!(run(&p, restrict, [3, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
     }
 
@@ -466,7 +501,7 @@ mod tests {
             let tcp = if sockets.tcp {
                 SECCOMP_RET_ALLOW
             } else {
-                EPERM
+                NOTIFY
             };
             for family in [libc::AF_INET, libc::AF_INET6] {
                 assert_eq!(sock(family, libc::SOCK_DGRAM, 0), SECCOMP_RET_ALLOW);
@@ -481,17 +516,20 @@ mod tests {
                 assert_eq!(sock(family, libc::SOCK_STREAM, 0), tcp);
                 assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_TCP), tcp);
                 // ICMP echo, UDP-Lite, SCTP, MPTCP, raw: never.
-                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMP), EPERM);
-                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMPV6), EPERM);
-                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE), EPERM);
-                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_TCP), EPERM);
-                assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_UDP), EPERM);
-                assert_eq!(sock(family, libc::SOCK_STREAM, 262), EPERM);
-                assert_eq!(sock(family, libc::SOCK_SEQPACKET, 0), EPERM);
-                assert_eq!(sock(family, libc::SOCK_RAW, libc::IPPROTO_UDP), EPERM);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMP), NOTIFY);
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_ICMPV6), NOTIFY);
+                assert_eq!(
+                    sock(family, libc::SOCK_DGRAM, libc::IPPROTO_UDPLITE),
+                    NOTIFY
+                );
+                assert_eq!(sock(family, libc::SOCK_DGRAM, libc::IPPROTO_TCP), NOTIFY);
+                assert_eq!(sock(family, libc::SOCK_STREAM, libc::IPPROTO_UDP), NOTIFY);
+                assert_eq!(sock(family, libc::SOCK_STREAM, 262), NOTIFY);
+                assert_eq!(sock(family, libc::SOCK_SEQPACKET, 0), NOTIFY);
+                assert_eq!(sock(family, libc::SOCK_RAW, libc::IPPROTO_UDP), NOTIFY);
             }
-            assert_eq!(sock(libc::AF_UNIX, libc::SOCK_DGRAM, 0), EPERM);
-            assert_eq!(sock(libc::AF_PACKET, libc::SOCK_DGRAM, 0), EPERM);
+            assert_eq!(sock(libc::AF_UNIX, libc::SOCK_DGRAM, 0), NOTIFY);
+            assert_eq!(sock(libc::AF_PACKET, libc::SOCK_DGRAM, 0), NOTIFY);
             assert_eq!(
                 sock(libc::AF_NETLINK, libc::SOCK_DGRAM, 0),
                 SECCOMP_RET_ALLOW
@@ -518,13 +556,13 @@ mod tests {
             ),
             SECCOMP_RET_ALLOW
         );
-        assert_eq!(sock(libc::AF_INET, libc::SOCK_DGRAM, 0), EPERM);
-        assert_eq!(sock(libc::AF_INET, libc::SOCK_RAW, 1), EPERM);
-        assert_eq!(sock(libc::AF_INET, libc::SOCK_STREAM, 262), EPERM); // MPTCP
-        assert_eq!(sock(libc::AF_UNIX, libc::SOCK_STREAM, 0), EPERM);
-        assert_eq!(sock(libc::AF_PACKET, libc::SOCK_RAW, 0), EPERM);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_DGRAM, 0), NOTIFY);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_RAW, 1), NOTIFY);
+        assert_eq!(sock(libc::AF_INET, libc::SOCK_STREAM, 262), NOTIFY); // MPTCP
+        assert_eq!(sock(libc::AF_UNIX, libc::SOCK_STREAM, 0), NOTIFY);
+        assert_eq!(sock(libc::AF_PACKET, libc::SOCK_RAW, 0), NOTIFY);
         assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 0), SECCOMP_RET_ALLOW);
-        assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 9), EPERM); // NETLINK_AUDIT
+        assert_eq!(sock(libc::AF_NETLINK, libc::SOCK_RAW, 9), NOTIFY); // NETLINK_AUDIT
         let no_tcp = filter(Sockets::default(), false);
         assert_eq!(
             run(
@@ -532,7 +570,7 @@ mod tests {
                 nr(libc::SYS_socket),
                 [libc::AF_INET as u32, libc::SOCK_STREAM as u32, 0, 0, 0, 0]
             ),
-            EPERM
+            NOTIFY
         );
         let pair = |t: i32| {
             run(
@@ -546,16 +584,28 @@ mod tests {
             SECCOMP_RET_ALLOW
         );
         assert_eq!(pair(libc::SOCK_SEQPACKET), SECCOMP_RET_ALLOW);
-        assert_eq!(pair(libc::SOCK_DGRAM), EPERM);
+        assert_eq!(pair(libc::SOCK_DGRAM), NOTIFY);
         assert_eq!(
             run(
                 &p,
                 nr(libc::SYS_socketpair),
                 [libc::AF_INET as u32, 1, 0, 0, 0, 0]
             ),
-            EPERM
+            NOTIFY
         );
-        assert_eq!(run(&p, nr(libc::SYS_fanotify_init), [0; 6]), EPERM);
+        assert_eq!(run(&p, nr(libc::SYS_fanotify_init), [0; 6]), NOTIFY);
+    }
+
+    #[test]
+    fn a_listener_of_the_scope_s_own_is_refused_and_other_filters_are_not() {
+        let p = filter(TCP, false);
+        let seccomp = nr(libc::SYS_seccomp);
+        // SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_NEW_LISTENER (alone or with others).
+        assert_eq!(run(&p, seccomp, [1, NEW_LISTENER, 0, 0, 0, 0]), NOTIFY);
+        assert_eq!(run(&p, seccomp, [1, NEW_LISTENER | 2, 0, 0, 0, 0]), NOTIFY);
+        // A filter of its own without a listener: allowed (it can only refuse more).
+        assert_eq!(run(&p, seccomp, [1, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(run(&p, seccomp, [1, 2, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
     }
 
     #[test]
@@ -563,7 +613,7 @@ mod tests {
         let p = filter(TCP, false);
         assert_eq!(
             run(&p, nr(libc::SYS_sendto), [3, 0, 0, MSG_FASTOPEN, 0, 0]),
-            EPERM
+            NOTIFY
         );
         assert_eq!(
             run(&p, nr(libc::SYS_sendto), [3, 0, 0, 0, 0, 0]),
@@ -571,10 +621,10 @@ mod tests {
         );
         assert_eq!(
             run(&p, nr(libc::SYS_sendmsg), [3, 0, MSG_FASTOPEN, 0, 0, 0]),
-            EPERM
+            NOTIFY
         );
-        for &req in IOCTLS {
-            assert_eq!(run(&p, nr(libc::SYS_ioctl), [0, req, 0, 0, 0, 0]), EPERM);
+        for &(req, _) in IOCTLS {
+            assert_eq!(run(&p, nr(libc::SYS_ioctl), [0, req, 0, 0, 0, 0]), NOTIFY);
         }
         assert_eq!(
             run(&p, nr(libc::SYS_ioctl), [0, 0x5401, 0, 0, 0, 0]), // TCGETS

@@ -9,7 +9,9 @@
 //! async-signal-safe system calls: signal mask and `SIGPIPE` back to their defaults, the
 //! standard streams, the working directory, every hardening step of [`ChildPlan::run`] but the
 //! cgroup join, and `execve`. A failure is reported on the close-on-exec pipe (the step, or 0
-//! for the spawn itself, and the errno) before the child exits with 127.
+//! for the spawn itself, and the errno) before the child exits with 127. For a Landlock launch
+//! that channel is a `SOCK_SEQPACKET` socket pair instead, on which the child also sends its
+//! seccomp filter's listener (`SCM_RIGHTS`), taken into [`Launched`].
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::{self, Read as _};
@@ -206,7 +208,13 @@ pub(super) fn spawn(
         Join::IntoCgroup => None,
         Join::Procs => Some(cgroup.open_procs()?),
     };
-    let (report_read, report_write) = cloexec_pipe()?;
+    // A Landlock launch's child also sends its seccomp filter's listener on the report
+    // channel, which is then a socket (`super::send_fd`).
+    let (report_read, report_write) = if spec.landlock.is_some() {
+        seqpacket_pair()?
+    } else {
+        cloexec_pipe()?
+    };
     let plan = ChildPlan::prepare(
         spec,
         procs.as_ref().map(std::os::fd::AsRawFd::as_raw_fd),
@@ -284,19 +292,27 @@ pub(super) fn spawn(
         drop(s.child);
         s.parent
     });
-    let mut report = [0u8; 5];
-    let mut got = 0;
-    let mut reader = std::fs::File::from(report_read);
-    while got < report.len() {
-        match reader.read(&mut report[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    let launched = Launched::from_parts(pid, pidfd, stdin, stdout, stderr);
+    let (report, got, listener) = if spec.landlock.is_some() {
+        read_report_socket(&report_read)
+    } else {
+        let (report, got) = read_report_pipe(report_read);
+        (report, got, None)
+    };
+    let launched = Launched::from_parts(pid, pidfd, [stdin, stdout, stderr], listener);
     if got == 0 {
+        if spec.landlock.is_some() && launched.seccomp_listener.is_none() {
+            // Cannot happen (the child fails its launch instead): a scope whose refusals
+            // nobody would answer is not left running.
+            let mut launched = launched;
+            // SAFETY: kill(2) of our own child, not yet reaped.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = launched.wait_timeout(None);
+            return Err(LaunchError::Step {
+                program,
+                step: Step::SeccompListener,
+                source: io::Error::from(io::ErrorKind::UnexpectedEof),
+            });
+        }
         return Ok(Clone3::Started(launched));
     }
     // The child failed before execve and exits with 127: reap it.
@@ -312,6 +328,103 @@ pub(super) fn spawn(
         },
         None => LaunchError::Spawn { program, source },
     })
+}
+
+/// `socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC)`: (bee's end, the child's end).
+fn seqpacket_pair() -> Result<(OwnedFd, OwnedFd), LaunchError> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` is a writable array of two ints, as socketpair(2) requires.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(LaunchError::Prepare {
+            what: "socketpair for the launch's reports",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: socketpair succeeded, so both fds are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Reads the report pipe until the child's `execve` or exit closes it: the failed step's
+/// five bytes, and how many arrived (0: none, the command runs).
+fn read_report_pipe(report_read: OwnedFd) -> ([u8; 5], usize) {
+    let mut report = [0u8; 5];
+    let mut got = 0;
+    let mut reader = std::fs::File::from(report_read);
+    while got < report.len() {
+        match reader.read(&mut report[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    (report, got)
+}
+
+/// Reads the report socket until the child's `execve` or exit closes it: each message is
+/// either the seccomp filter's listener (one byte and one descriptor, `SCM_RIGHTS`) or a failed
+/// step's five bytes, which end the reading. Returns the report, its length (0: none), and the
+/// listener if one came.
+fn read_report_socket(socket: &OwnedFd) -> ([u8; 5], usize, Option<OwnedFd>) {
+    let mut listener = None;
+    loop {
+        let mut report = [0u8; 5];
+        let mut control = [0u64; 4];
+        let mut iov = libc::iovec {
+            iov_base: report.as_mut_ptr().cast(),
+            iov_len: report.len(),
+        };
+        // SAFETY: a zeroed msghdr is valid; its buffers are this frame's.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of_val(&control) as _;
+        // SAFETY: recvmsg into the buffers above; MSG_CMSG_CLOEXEC marks received descriptors.
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &raw mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return ([0; 5], 0, listener);
+        }
+        let mut got_fd = false;
+        // SAFETY: CMSG_FIRSTHDR/NXTHDR walk the control buffer recvmsg filled, within
+        // `msg_controllen`; each SCM_RIGHTS payload is read unaligned.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let data = libc::CMSG_DATA(cmsg);
+                    let len = (*cmsg).cmsg_len as usize - (data as usize - cmsg as usize);
+                    for i in 0..len / size_of::<libc::c_int>() {
+                        let fd = std::ptr::read_unaligned(data.cast::<libc::c_int>().add(i));
+                        // A new descriptor of this process that nothing else owns; a second
+                        // one (never sent) replaces and closes the first.
+                        listener = Some(OwnedFd::from_raw_fd(fd));
+                        got_fd = true;
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&raw const msg, cmsg);
+            }
+        }
+        if got_fd {
+            continue;
+        }
+        let n = usize::try_from(n).unwrap_or(0);
+        if n == 0 {
+            return (report, 0, listener);
+        }
+        return (report, n, listener);
+    }
 }
 
 /// The child, between `clone3` and `execve`. Raw, async-signal-safe system calls only.

@@ -92,8 +92,24 @@ impl Ws {
     /// As [`Ws::run`], with a launch the engine refused (fail closed) as an error.
     pub fn try_run(&self, policy: &CompiledPolicy, argv: &[&str]) -> Result<Ran, String> {
         let engine = LandlockEngine::new().expect("this kernel runs Landlock");
+        self.try_run_in(&engine, policy, argv)
+    }
+
+    /// As [`Ws::run`], in a scope of `engine` (shared with other scopes).
+    pub fn run_in(&self, engine: &LandlockEngine, policy: &CompiledPolicy, argv: &[&str]) -> Ran {
+        self.try_run_in(engine, policy, argv)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// As [`Ws::try_run`], in a scope of `engine` (shared with other scopes).
+    pub fn try_run_in(
+        &self,
+        engine: &LandlockEngine,
+        policy: &CompiledPolicy,
+        argv: &[&str],
+    ) -> Result<Ran, String> {
         let parent = CgroupParent::open_default().expect("a cgroup2 hierarchy");
-        let scope = Scope::create_for_policy(&engine, &parent, policy, ScopeOptions::default())
+        let scope = Scope::create_for_policy(engine, &parent, policy, ScopeOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
         let spec = LaunchSpec::new(argv[0])
             .args(&argv[1..])

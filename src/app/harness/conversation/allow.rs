@@ -263,6 +263,7 @@ mod tests {
             addr: None,
             port: None,
             capability: None,
+            syscall: None,
             grant: Some(crate::records::GrantKind::FsRead),
             reason: Some(Reason::NoGrant),
             policy: "p.toml".into(),

@@ -45,8 +45,9 @@ const QUIET: Duration = Duration::from_millis(20);
 
 /// Denials kept for one scope until a drain takes them; beyond it the newest are dropped. The
 /// earliest are kept: the first refusal is the likeliest cause of what failed after it, and
-/// a flood repeats itself. One scope's flood never drops another scope's denials.
-const SCOPE_MAX: usize = 4096;
+/// a flood repeats itself. One scope's flood never drops another scope's denials. The seccomp
+/// filter's refusals are bounded alike ([`crate::landlock::seccomp::notify`]).
+pub(crate) const SCOPE_MAX: usize = 4096;
 
 /// Denials kept whose scope is not known yet (the oldest go first): a record may arrive
 /// before [`Reports::launched`] names its process, and another program's never has one.
