@@ -290,6 +290,25 @@ fn audit_records_become_recorded_denials() {
     assert_eq!(d.target, DenialTarget::Peer("127.0.0.1:9999".to_owned()));
     assert_eq!(d.missing, GrantKind::Net);
 
+    // A call the Landlock engine's seccomp filter refused is aimed at no file: its target is
+    // the call, with the argument that decided.
+    let call: AuditRecord = serde_json::from_value(serde_json::json!({
+        "time": "2026-11-30T06:00:00.000Z", "scope": 7, "pid": 12, "tid": 12, "comm": "curl",
+        "hook": "seccomp", "verdict": "deny", "errno": 1, "access": [],
+        "syscall": "socket(AF_UNIX, SOCK_STREAM)", "reason": {"kind": "never_granted"}, "policy": "demo"
+    }))
+    .unwrap();
+    let d = ToolDenial::from_audit(&call).unwrap();
+    assert_eq!(
+        d.target,
+        DenialTarget::Call("socket(AF_UNIX, SOCK_STREAM)".to_owned())
+    );
+    assert!(
+        d.explanation.contains("socket(AF_UNIX, SOCK_STREAM)"),
+        "{}",
+        d.explanation
+    );
+
     let mut allowed = net;
     allowed.verdict = bee_userspace::audit::Verdict::Allow;
     assert_eq!(ToolDenial::from_audit(&allowed), None);

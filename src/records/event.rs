@@ -306,24 +306,28 @@ pub enum DenialTarget {
     Peer(String),
     /// A domain name bee's resolver refused to resolve (`{"name": "x.evil.example"}`).
     Name(String),
+    /// A system call the Landlock engine's seccomp filter refused, with the argument that
+    /// decided (`{"call": "socket(AF_UNIX, SOCK_STREAM)"}`).
+    Call(String),
 }
 
 impl DenialTarget {
-    /// `path`, `peer` or `name`.
+    /// `path`, `peer`, `name` or `call`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Path(_) => "path",
             Self::Peer(_) => "peer",
             Self::Name(_) => "name",
+            Self::Call(_) => "call",
         }
     }
 
-    /// The path, the peer or the name.
+    /// The path, the peer, the name or the call.
     #[must_use]
     pub fn value(&self) -> &str {
         match self {
-            Self::Path(v) | Self::Peer(v) | Self::Name(v) => v,
+            Self::Path(v) | Self::Peer(v) | Self::Name(v) | Self::Call(v) => v,
         }
     }
 }
@@ -932,6 +936,11 @@ mod tests {
         assert_eq!(
             serde_json::to_value(DenialTarget::Peer("1.1.1.1:443".into())).unwrap(),
             json!({"peer": "1.1.1.1:443"})
+        );
+        assert_eq!(
+            serde_json::to_value(DenialTarget::Call("socket(AF_UNIX, SOCK_STREAM)".into()))
+                .unwrap(),
+            json!({"call": "socket(AF_UNIX, SOCK_STREAM)"})
         );
         assert_eq!(
             serde_json::to_value(ExitStatus::Signal(9)).unwrap(),

@@ -105,6 +105,13 @@ impl ToolDenial {
             _ if record.hook == bee_common::Hook::DnsQuery => {
                 DenialTarget::Name(record.path.clone().unwrap_or_default())
             }
+            _ if record.hook == bee_common::Hook::Seccomp => DenialTarget::Call(
+                record
+                    .syscall
+                    .clone()
+                    .or_else(|| record.path.clone())
+                    .unwrap_or_default(),
+            ),
             (Some(addr), Some(port)) => {
                 DenialTarget::Peer(std::net::SocketAddr::new(addr, port).to_string())
             }

@@ -164,6 +164,7 @@ impl Findings {
                         .as_str()
                         .or_else(|| ev["target"]["peer"].as_str())
                         .or_else(|| ev["target"]["name"].as_str())
+                        .or_else(|| ev["target"]["call"].as_str())
                         .unwrap_or("?")
                         .to_owned();
                     f.denials.push(Denial {
