@@ -95,6 +95,10 @@ const LANDLOCK_LOG_OFF: u32 = (1 << 0) | (1 << 2);
 /// `file_setattr(2)` (Linux 6.17): the inode flags `FS_IOC_SETFLAGS` changes, by a system call.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 const SYS_FILE_SETATTR: libc::c_long = 469;
+/// `open_tree_attr(2)` (Linux 6.15): `open_tree` that also sets the new mount's attributes,
+/// one of the mount family; the `libc` crate does not name it yet.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const SYS_OPEN_TREE_ATTR: libc::c_long = 467;
 const MSG_FASTOPEN: u32 = 0x2000_0000;
 const SOCK_TYPE_MASK: u32 = 0xf;
 
@@ -120,6 +124,7 @@ const REFUSED: &[libc::c_long] = &[
     libc::SYS_pivot_root,
     libc::SYS_move_mount,
     libc::SYS_open_tree,
+    SYS_OPEN_TREE_ATTR,
     libc::SYS_fsopen,
     libc::SYS_fsconfig,
     libc::SYS_fsmount,
@@ -468,6 +473,7 @@ mod tests {
             SECCOMP_RET_ALLOW
         );
         assert_eq!(run(&p, nr(SYS_FILE_SETATTR), [0; 6]), NOTIFY);
+        assert_eq!(run(&p, nr(SYS_OPEN_TREE_ATTR), [0; 6]), NOTIFY);
         assert_eq!(
             run(&p, nr(libc::SYS_openat2), [0; 6]),
             SECCOMP_RET_ERRNO | libc::ENOSYS as u32

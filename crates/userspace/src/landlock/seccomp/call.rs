@@ -6,7 +6,8 @@
 use bee_common::{ACCESS_NET, AuditEvent, Hook, PATH_MAX, PROTO_TCP, PROTO_UDP};
 
 use super::{
-    IOCTLS, LANDLOCK_LOG_OFF, NEW_LISTENER, REFUSED_ERRNO, SYS_FILE_SETATTR, X32_SYSCALL_BIT,
+    IOCTLS, LANDLOCK_LOG_OFF, NEW_LISTENER, REFUSED_ERRNO, SYS_FILE_SETATTR, SYS_OPEN_TREE_ATTR,
+    X32_SYSCALL_BIT,
 };
 
 /// The transport of a refused socket that a `net.allow` rule of that transport would have let
@@ -37,6 +38,7 @@ const NAMES: &[(libc::c_long, &str)] = &[
     (libc::SYS_pivot_root, "pivot_root"),
     (libc::SYS_move_mount, "move_mount"),
     (libc::SYS_open_tree, "open_tree"),
+    (SYS_OPEN_TREE_ATTR, "open_tree_attr"),
     (libc::SYS_fsopen, "fsopen"),
     (libc::SYS_fsconfig, "fsconfig"),
     (libc::SYS_fsmount, "fsmount"),
