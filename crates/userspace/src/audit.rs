@@ -591,6 +591,16 @@ impl AuditRecord {
     }
 }
 
+/// One line for people saying that a report may miss denials: `count` of the kernel's audit
+/// records (of any scope) were lost while the scope lived (its `ScopeReport::lost_records`).
+#[must_use]
+pub fn lost_records_explanation(count: u64) -> String {
+    let records = if count == 1 { "record" } else { "records" };
+    format!(
+        "some denials may be missing: the kernel dropped {count} audit {records} while this scope ran (its audit queue or bee's socket was full)"
+    )
+}
+
 fn first_match<'a>(rules: &'a [PathRule], path: &str) -> Option<&'a PathRule> {
     rules.iter().find(|r| r.pattern.matches(path))
 }

@@ -13,32 +13,49 @@
 //!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
 //!   record is attributed to its scope's cgroup.
 //! - Records arrive asynchronously: the denied process queues them, and the kernel's
-//!   `kauditd` thread later copies them to the group. [`Reports::drain`] first waits until
-//!   the kernel's queue has been seen empty (`AUDIT_GET`'s backlog), then until the reader has
-//!   read the socket empty after that (at most [`SETTLE_MAX`] in all), so a denial made by a
-//!   command that has exited is reported with that command. Only a record `kauditd` has taken
-//!   off its queue and not yet finished copying can be missed.
+//!   `kauditd` thread later copies them to the group, in queue order. Once a launch's
+//!   processes have all exited, [`Reports::drain`] logs a mark of its own (an `AUDIT_USER`
+//!   record, which needs `CAP_AUDIT_WRITE`) and waits, at most [`END_WAIT`], until the reader
+//!   has read it: every record the launch made was queued before the mark, so it has been
+//!   read too (or lost, and counted). While the launch runs, or where the mark cannot be
+//!   logged, the drain waits until the kernel's queue has been seen empty (`AUDIT_GET`'s
+//!   backlog, at most [`QUEUE_WAIT`]) and then until the reader has read the socket empty
+//!   after that (at most [`SETTLE_MAX`] in all): there a record `kauditd` has taken off its
+//!   queue and not yet finished copying can be missed, or one still queued behind other
+//!   processes' records.
+//! - Records can be lost: the kernel drops them when its queue is full, and `kauditd` drops
+//!   what a full receive buffer cannot take. The reader counts both, and
+//!   [`Reports::lost`] tells each scope how many were lost while it lived.
 
+mod lost;
 mod netlink;
 pub mod record;
 pub mod unlogged;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bee_common::AuditEvent;
 
-use record::{Access, Record};
+use lost::Losses;
+use record::{Access, MARK, Record};
 
 /// The longest [`Reports::drain`] waits for the kernel to deliver what is queued.
 pub const SETTLE_MAX: Duration = Duration::from_millis(250);
 
 /// The longest [`Reports::drain`] waits for the kernel's queue to be seen empty, where other
 /// processes' records keep it busy.
-const QUEUE_WAIT: Duration = Duration::from_millis(20);
+pub const QUEUE_WAIT: Duration = Duration::from_millis(20);
+
+/// The longest [`Reports::drain`] waits for its mark once a launch has ended: the kernel copies
+/// records in order, so this bounds only how long a loaded machine may take to copy them.
+pub const END_WAIT: Duration = Duration::from_secs(2);
+
+/// Numbers the readers of this process, so that each knows its own marks.
+static READERS: AtomicU64 = AtomicU64::new(1);
 
 /// How long the socket stays quiet before the events still open are taken as complete.
 const QUIET: Duration = Duration::from_millis(20);
@@ -56,6 +73,8 @@ const UNPLACED_MAX: usize = 4096;
 #[derive(Debug)]
 pub struct Reports {
     shared: Arc<Shared>,
+    /// The subscribed socket (the reader reads it).
+    socket: Arc<netlink::Socket>,
     stop: Arc<AtomicBool>,
     /// Wakes the reader: a drain wants the socket read empty, or the reports are dropped.
     wake: Arc<OwnedFd>,
@@ -92,6 +111,17 @@ struct State {
     done: u64,
     /// Set when the reader stopped on an error: drains return at once.
     failed: bool,
+    /// The records lost, and what each scope was told of them.
+    losses: Losses,
+    /// This reader's number among the process's ([`READERS`]), and the process's pid: a mark
+    /// is this reader's when it names both.
+    reader: u64,
+    pid: u32,
+    /// Marks logged, numbered from 1.
+    marks: u64,
+    /// The last of this reader's marks read (or given up on, after an overrun that may have
+    /// dropped it).
+    marked: u64,
 }
 
 #[derive(Debug)]
@@ -136,15 +166,25 @@ impl Reports {
         netlink::enable_audit()?;
         let socket = netlink::subscribe()?;
         let wake = Arc::new(eventfd().map_err(|e| format!("creating an eventfd failed: {e}"))?);
+        let socket = Arc::new(socket);
         let shared = Arc::new(Shared::default());
-        shared.lock().own_exe = std::fs::read_link("/proc/self/exe")
-            .ok()
-            .and_then(|p| p.to_str().map(|p| live_path(p).to_owned()));
+        {
+            let mut state = shared.lock();
+            state.own_exe = std::fs::read_link("/proc/self/exe")
+                .ok()
+                .and_then(|p| p.to_str().map(|p| live_path(p).to_owned()));
+            state.reader = READERS.fetch_add(1, Ordering::Relaxed);
+            state.pid = std::process::id();
+            if let Some(lost) = netlink::kernel_lost() {
+                state.losses.kernel(lost);
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
             let wake = Arc::clone(&wake);
+            let socket = Arc::clone(&socket);
             std::thread::Builder::new()
                 .name("bee-landlock-audit".into())
                 .spawn(move || read_loop(&socket, &wake, &shared, &stop))
@@ -152,6 +192,7 @@ impl Reports {
         };
         Ok(Self {
             shared,
+            socket,
             stop,
             wake,
             thread: Some(thread),
@@ -160,8 +201,17 @@ impl Reports {
 
     /// Notes that the launcher started `pid` into the scope with cgroup `cgroup_id`: the
     /// domain it creates is that scope's.
+    /// The first launch of a scope starts [`Reports::lost`]'s count for it.
     pub fn launched(&self, pid: u32, cgroup_id: u64) {
-        self.shared.lock().launches.insert(pid, cgroup_id);
+        let first = !self.shared.lock().losses.follows(cgroup_id);
+        // Read before the scope is followed: what the kernel lost before does not count.
+        let kernel = first.then(netlink::kernel_lost).flatten();
+        let mut state = self.shared.lock();
+        state.launches.insert(pid, cgroup_id);
+        if let Some(lost) = kernel {
+            state.losses.kernel(lost);
+        }
+        state.losses.begin(cgroup_id);
     }
 
     /// Forgets the scope with cgroup `cgroup_id` (it was torn down), and its denials.
@@ -174,12 +224,81 @@ impl Reports {
         } = &mut *state;
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
+        state.losses.forget(cgroup_id);
     }
 
     /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
-    /// once the kernel has delivered what it had queued when this was called.
-    pub fn drain(&self, cgroup_id: u64) -> Vec<AuditEvent> {
+    /// once the kernel has delivered what it had queued when this was called. `ended` says
+    /// that every process of the scope has exited: the drain then waits for its mark (see
+    /// the module's notes).
+    pub fn drain(&self, cgroup_id: u64, ended: bool) -> Vec<AuditEvent> {
         let start = Instant::now();
+        if !(ended && self.mark_and_wait(start)) {
+            self.flush(start);
+        }
+        let kernel = netlink::kernel_lost();
+        let overran = self.shared.lock().losses.socket_overran();
+        let dropped = overran.then(|| self.socket.dropped()).flatten();
+        let mut state = self.shared.lock();
+        if let Some(lost) = kernel {
+            state.losses.kernel(lost);
+        }
+        if let Some(dropped) = dropped {
+            state.losses.socket(dropped);
+        }
+        state
+            .take(cgroup_id)
+            .into_iter()
+            .filter_map(|d| record::event(&d.access, cgroup_id, d.pid, &d.comm))
+            .collect()
+    }
+
+    /// How many of the kernel's audit records were lost, as far as the last
+    /// [`Reports::drain`] of the scope with cgroup `cgroup_id` knew, since the scope was
+    /// last told (or first launched): any may have been one of its denials. 0 for a scope
+    /// not launched, or forgotten.
+    pub fn lost(&self, cgroup_id: u64) -> u64 {
+        self.shared.lock().losses.take(cgroup_id)
+    }
+
+    /// Makes the kernel's receive buffer of the reader's socket `bytes` (it keeps a few
+    /// kilobytes at least), so that a flood makes it drop records.
+    ///
+    /// # Errors
+    /// The kernel refused (`SO_RCVBUFFORCE` needs `CAP_NET_ADMIN`).
+    #[cfg(feature = "landlock-tests")]
+    pub fn set_receive_buffer(&self, bytes: i32) -> std::io::Result<()> {
+        self.socket.set_receive_buffer(bytes)
+    }
+
+    /// Logs a mark and waits, until [`END_WAIT`] after `start`, for the reader to read it (or
+    /// to give up on it after an overrun); `false` where it could not be logged or did not
+    /// come in time.
+    fn mark_and_wait(&self, start: Instant) -> bool {
+        let (reader, number) = {
+            let mut state = self.shared.lock();
+            state.marks += 1;
+            (state.reader, state.marks)
+        };
+        if netlink::log_user_message(&format!("{MARK} {reader} {number}")).is_err() {
+            return false;
+        }
+        let mut state = self.shared.lock();
+        while !state.failed && state.marked < number {
+            let Some(left) = END_WAIT.checked_sub(start.elapsed()) else {
+                return false;
+            };
+            state = match self.shared.flushed.wait_timeout(state, left) {
+                Ok((s, _)) => s,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        !state.failed
+    }
+
+    /// Waits until the kernel's queue has been seen empty, then until the reader has read
+    /// the socket empty after that, until [`SETTLE_MAX`] after `start`.
+    fn flush(&self, start: Instant) {
         netlink::wait_queue_emptied(QUEUE_WAIT);
         let ticket = {
             let mut state = self.shared.lock();
@@ -197,11 +316,6 @@ impl Reports {
                 Err(e) => e.into_inner().0,
             };
         }
-        state
-            .take(cgroup_id)
-            .into_iter()
-            .filter_map(|d| record::event(&d.access, cgroup_id, d.pid, &d.comm))
-            .collect()
     }
 }
 
@@ -254,15 +368,26 @@ fn read_loop(socket: &netlink::Socket, wake: &OwnedFd, shared: &Shared, stop: &A
         let asked = ready.woken.then(|| shared.lock().asked);
         loop {
             match socket.recv(&mut buf) {
-                Ok(Some(messages)) => {
+                Ok(netlink::Received::Records(messages)) => {
                     let mut state = shared.lock();
+                    let marked = state.marked;
                     for (msg_type, text) in messages {
                         if let Some(r) = record::parse(msg_type, &text) {
                             state.add(r);
                         }
                     }
+                    if state.marked != marked {
+                        shared.flushed.notify_all();
+                    }
                 }
-                Ok(None) => break,
+                Ok(netlink::Received::Overrun) => {
+                    let mut state = shared.lock();
+                    state.losses.overrun();
+                    // A mark logged before may be among what was dropped.
+                    state.marked = state.marks;
+                    shared.flushed.notify_all();
+                }
+                Ok(netlink::Received::Empty) => break,
                 Err(_) => return fail(shared),
             }
         }
@@ -364,7 +489,22 @@ impl State {
         for s in earlier {
             self.complete(s);
         }
-        if matches!(r, Record::End { .. }) {
+        if let Record::Mark {
+            pid,
+            reader,
+            number,
+            ..
+        } = r
+        {
+            // Everything queued before the mark has been read: every event is complete.
+            let serials: Vec<u64> = self.open.keys().copied().collect();
+            for s in serials {
+                self.complete(s);
+            }
+            if (pid, reader) == (self.pid, self.reader) {
+                self.marked = self.marked.max(number);
+            }
+        } else if matches!(r, Record::End { .. }) {
             self.complete(serial);
         } else {
             self.open.entry(serial).or_default().push(r);

@@ -86,6 +86,7 @@ fn a_denial_that_comes_before_its_launch_is_named_is_placed_later() {
 fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
     let reports = Reports {
         shared: Arc::new(Shared::default()),
+        socket: Arc::new(netlink::Socket::stand_in(eventfd().unwrap())),
         stop: Arc::new(AtomicBool::new(true)),
         wake: Arc::new(eventfd().unwrap()),
         thread: None,
@@ -173,4 +174,32 @@ fn another_programs_domain_is_not_taken_for_a_launchs() {
     }
     assert_eq!(taken(&mut s, 7), ["/by/b"]);
     assert_eq!(s.unplaced.len(), 1);
+}
+
+/// A mark ends every event open before it; only this reader's own marks count as read.
+#[test]
+fn a_mark_completes_what_came_before_it_and_only_its_readers_count() {
+    let mut s = State {
+        pid: 40,
+        reader: 2,
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    s.add(domain(1, 0xa, 100));
+    s.add(access(1, 0xa, "/last"));
+    let mark = |serial, pid, reader, number| Record::Mark {
+        serial,
+        pid,
+        reader,
+        number,
+    };
+    // Another process's mark, and another reader's of this process: events end, no mark.
+    s.add(mark(2, 41, 2, 5));
+    assert!(s.open.is_empty());
+    s.add(access(3, 0xa, "/after"));
+    s.add(mark(4, 40, 3, 5));
+    assert_eq!(s.marked, 0);
+    s.add(mark(5, 40, 2, 1));
+    assert_eq!(s.marked, 1);
+    assert_eq!(taken(&mut s, 7), ["/last", "/after"]);
 }
