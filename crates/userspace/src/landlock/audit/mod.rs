@@ -17,15 +17,16 @@
 //!   processes have all exited, [`Reports::drain`] logs a mark of its own (an `AUDIT_USER`
 //!   record, which needs `CAP_AUDIT_WRITE`) and waits, at most [`END_WAIT`], until the reader
 //!   has read it: every record the launch made was queued before the mark, so it has been
-//!   read too (or lost, and counted). While the launch runs, or where the mark cannot be
-//!   logged, the drain waits until the kernel's queue has been seen empty (`AUDIT_GET`'s
-//!   backlog, at most [`QUEUE_WAIT`]) and then until the reader has read the socket empty
-//!   after that (at most [`SETTLE_MAX`] in all): there a record `kauditd` has taken off its
-//!   queue and not yet finished copying can be missed, or one still queued behind other
-//!   processes' records.
+//!   read too (or lost, and counted). The mark is a record like any other: an audit daemon
+//!   writes it to its log, and without one the kernel prints it, rate-limited. While the
+//!   launch runs, or where the mark cannot be logged, the drain waits until the kernel's
+//!   queue has been seen empty (`AUDIT_GET`'s backlog, at most [`QUEUE_WAIT`]) and then until
+//!   the reader has read the socket empty after that (at most [`SETTLE_MAX`] in all): there a
+//!   record `kauditd` has taken off its queue and not yet finished copying can be missed, or
+//!   one still queued behind other processes' records.
 //! - Records can be lost: the kernel drops them when its queue is full, and `kauditd` drops
-//!   what a full receive buffer cannot take. The reader counts both, and
-//!   [`Reports::lost`] tells each scope how many were lost while it lived.
+//!   what a full receive buffer cannot take. The reader counts both, and [`Reports::lost`]
+//!   tells each scope how many were lost while it lived.
 
 mod lost;
 mod netlink;
