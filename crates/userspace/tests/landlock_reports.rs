@@ -48,3 +48,38 @@ fn records_the_kernel_drops_in_a_flood_are_counted_and_said() {
     );
     eprintln!("{} denials reported; {said}", r.denials.len());
 }
+
+/// A program that nests a Landlock sandbox of its own (as Codex does) cannot hide its
+/// denials: one its sandbox logs, of a path bee's policy refuses too, is reported to the
+/// scope, and says that it came from the program's own sandbox.
+#[test]
+fn a_denial_logged_by_the_programs_own_nested_sandbox_is_reported() {
+    let _shared = FLOOD
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[PERL], ""));
+    // landlock_create_ruleset(read_file handled, no rule), no_new_privs, restrict_self; then
+    // the read, and a pause so that the creator is alive when its domain's record is read.
+    let nest = r#"my $attr = pack("QQQ", 4, 0, 0);
+        my $fd = syscall(444, $attr, 24, 0); $fd >= 0 or die "create: $!";
+        syscall(157, 38, 1, 0, 0, 0);
+        syscall(446, $fd, 0) == 0 or die "restrict: $!";
+        open(my $f, "<", $ARGV[0]) and die "read it";
+        print "nested: $!\n"; sleep 1;"#;
+    let path = secret.display().to_string();
+    let r = t.run_on(&engine, &p, &[PERL, "-e", nest, &path]).unwrap();
+    assert!(r.stdout.contains("nested: Permission denied"), "{r:?}");
+    let want = format!(
+        "open {path} for read: no fs.read grant covers it (refused by the program's own nested Landlock sandbox)"
+    );
+    assert!(
+        r.denials.iter().any(|d| d == &want),
+        "no `{want}` in {r:#?}"
+    );
+}

@@ -267,6 +267,7 @@ mod tests {
             reason: Some(Reason::NoGrant),
             policy: "p.toml".into(),
             learn: false,
+            nested: false,
         }
     }
 

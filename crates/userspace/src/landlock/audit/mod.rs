@@ -29,6 +29,7 @@
 //!   tells each scope how many were lost while it lived.
 
 mod lost;
+mod nested;
 mod netlink;
 pub mod record;
 pub mod unlogged;
@@ -95,6 +96,10 @@ struct State {
     launches: HashMap<u32, u64>,
     /// Domains whose creator is known, with that creator's pid.
     domains: HashMap<u64, u32>,
+    /// Domains a scope's own program created, nested in bee's, with the scope's cgroup id.
+    nested: HashMap<u64, u64>,
+    /// How a process's cgroup id is found (`None`: from `/proc`; tests set their own).
+    cgroup_of: Option<fn(u32) -> Option<u64>>,
     /// bee's own executable, as the kernel's records name it: a domain bee's launcher makes
     /// is created by its child before the `execve`, so its record names this executable.
     /// `None` (in unit tests) takes every domain.
@@ -225,6 +230,7 @@ impl Reports {
         } = &mut *state;
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
+        state.nested.retain(|_, c| *c != cgroup_id);
         state.losses.forget(cgroup_id);
     }
 
@@ -250,7 +256,13 @@ impl Reports {
         state
             .take(cgroup_id)
             .into_iter()
-            .filter_map(|d| record::event(&d.access, cgroup_id, d.pid, &d.comm))
+            .filter_map(|d| {
+                let mut e = record::event(&d.access, cgroup_id, d.pid, &d.comm)?;
+                if state.nested.contains_key(&d.access.domain) {
+                    e.flags |= bee_common::event::EVENT_NESTED;
+                }
+                Some(e)
+            })
             .collect()
     }
 
@@ -344,6 +356,7 @@ impl State {
         self.domains
             .get(&d.access.domain)
             .and_then(|pid| self.launches.get(pid))
+            .or_else(|| self.nested.get(&d.access.domain))
             .copied()
     }
 }
@@ -530,6 +543,8 @@ impl State {
                     };
                     if ours {
                         self.domains.insert(*domain, *pid);
+                    } else if let Some(scope) = self.live_scope_of_pid(*pid) {
+                        self.nested.insert(*domain, scope);
                     }
                 }
                 Record::Syscall {

@@ -203,3 +203,39 @@ fn a_mark_completes_what_came_before_it_and_only_its_readers_count() {
     assert_eq!(s.marked, 1);
     assert_eq!(taken(&mut s, 7), ["/last", "/after"]);
 }
+
+/// A domain another program created is the scope's when its creator is, as its record is
+/// read, a process in a live scope's cgroup (the scope's program nesting a sandbox of its
+/// own); its denials are marked nested. A creator in no live scope's cgroup gets nothing.
+#[test]
+fn a_domain_a_scopes_own_program_nests_is_the_scopes() {
+    let mut s = State {
+        own_exe: Some("/usr/bin/bee".into()),
+        // Processes 300–399 are in cgroup 7, 400 in cgroup 9 (no launch there).
+        cgroup_of: Some(|pid| match pid {
+            300..400 => Some(7),
+            400 => Some(9),
+            _ => None,
+        }),
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    for (serial, domain, pid) in [(1, 0xa, 100), (2, 0xb, 301), (3, 0xc, 400), (4, 0xd, 500)] {
+        s.add(access(serial, domain, &format!("/by/{domain:x}")));
+        let exe = if pid == 100 {
+            "/usr/bin/bee"
+        } else {
+            "/usr/bin/codex"
+        };
+        s.add(Record::Domain {
+            serial,
+            domain,
+            pid,
+            exe: Some(exe.into()),
+        });
+        s.add(Record::End { serial });
+    }
+    assert_eq!(taken(&mut s, 7), ["/by/a", "/by/b"]);
+    assert!(s.nested.contains_key(&0xb) && !s.nested.contains_key(&0xa));
+    assert_eq!(s.unplaced.len(), 2);
+}
