@@ -73,6 +73,16 @@ impl LandlockEngine {
                 abi.0
             ))
         };
+        // Built with the native tests only: a command-line test makes the kernel drop records.
+        #[cfg(feature = "landlock-tests")]
+        if let (Ok(r), Some(bytes)) = (
+            &reports,
+            std::env::var("BEE_TEST_AUDIT_RECEIVE_BUFFER")
+                .ok()
+                .and_then(|b| b.parse().ok()),
+        ) {
+            let _ = r.set_receive_buffer(bytes);
+        }
         Ok(Self {
             reports,
             ..Self::with_abi(abi)
