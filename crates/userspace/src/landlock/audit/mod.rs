@@ -208,8 +208,8 @@ impl Reports {
     }
 
     /// Notes that the launcher started `pid` into the scope with cgroup `cgroup_id`: the
-    /// domain it creates is that scope's.
-    /// The first launch of a scope starts [`Reports::lost`]'s count for it.
+    /// domain it creates is that scope's. The first launch of a scope starts
+    /// [`Reports::lost`]'s count for it.
     pub fn launched(&self, pid: u32, cgroup_id: u64) {
         let first = !self.shared.lock().losses.follows(cgroup_id);
         // Read before the scope is followed: what the kernel lost before does not count.
