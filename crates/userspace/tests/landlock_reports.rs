@@ -1,12 +1,6 @@
 //! The Landlock engine's denial reports natively, where they can be incomplete: records the
 //! kernel drops in a flood are counted and said. Root and Landlock ABI 7 with audit; fails,
 //! never skips, without them.
-#![expect(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "a test: a step that fails fails the test"
-)]
-
 mod landlock_support;
 
 use bee_userspace::audit::lost_records_explanation;
