@@ -1022,3 +1022,36 @@ fn a_protected_paths_parent_cannot_be_moved_to_make_a_fresh_one() {
     assert!(ws.join("sub/deeper/f").is_file());
     assert!(!ws.join("sub/moved").exists());
 }
+
+/// A command that ran while the kernel dropped audit records says so after it: its denials
+/// may be incomplete. Eight loops of refused reads flood a reader whose socket holds a few
+/// records (`BEE_TEST_AUDIT_RECEIVE_BUFFER`, read only by builds with `landlock-tests`).
+#[test]
+fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
+    let dir = scratch();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{}/**", ws.display());
+    let p = policy(dir.path(), &tree, &tree);
+    let script = format!(
+        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait",
+        secret.display()
+    );
+    let o = std::process::Command::new(support::bee_exe())
+        .args(["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script])
+        .current_dir(&ws)
+        .env("HOME", &ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .output()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(err.contains("bee: denied: open "), "{err}");
+    assert!(
+        err.contains("bee: some denials may be missing: the kernel dropped "),
+        "{err}"
+    );
+}

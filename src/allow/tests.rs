@@ -29,6 +29,7 @@ fn denial(hook: &str, grant: Option<&str>, access: &[&str], path: Option<&str>) 
         grant: grant.and_then(|g| g.parse().ok()),
         reason: Some(Reason::NoGrant),
         policy: "p.toml".into(),
+        nested: false,
         learn: false,
     }
 }

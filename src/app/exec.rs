@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use bee_common::scope::SCOPE_LEARN;
 use bee_core::{CompileOptions, PolicyError, compile_file};
-use bee_userspace::audit::{AuditRecord, Verdict, write_jsonl};
+use bee_userspace::audit::{AuditRecord, Verdict, lost_records_explanation, write_jsonl};
 use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, StdioMode};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{EngineKind, Scope, ScopeError, ScopeOptions};
@@ -293,6 +293,12 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     };
     if let Some(e) = audit_error {
         return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
+    }
+    if report.lost_records > 0 {
+        stderr::say(&format!(
+            "bee: {}\n",
+            lost_records_explanation(report.lost_records)
+        ));
     }
     if report.outcome.timed_out {
         stderr::say(&format!(

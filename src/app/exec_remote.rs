@@ -157,6 +157,12 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     if let Some(e) = audit_error {
         return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
     }
+    if ended.lost_records > 0 {
+        eprintln!(
+            "bee: {}",
+            bee_userspace::audit::lost_records_explanation(ended.lost_records)
+        );
+    }
     if ended.timed_out {
         eprintln!("bee: `{program}` timed out; its scope was killed");
     }

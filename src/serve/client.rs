@@ -59,6 +59,9 @@ pub struct Ended {
     pub code: i32,
     /// True when the scope's timeout killed it.
     pub timed_out: bool,
+    /// How many of the kernel's audit records were lost while it ran (its denials may be
+    /// incomplete).
+    pub lost_records: u64,
 }
 
 /// What [`Client::run`] starts.
@@ -207,7 +210,17 @@ impl Client {
             match response {
                 Response::Spawned { .. } => {}
                 Response::Record(record) => on_record(&record),
-                Response::Exited { code, timed_out } => break Ok(Ended { code, timed_out }),
+                Response::Exited {
+                    code,
+                    timed_out,
+                    lost_records,
+                } => {
+                    break Ok(Ended {
+                        code,
+                        timed_out,
+                        lost_records,
+                    });
+                }
                 Response::Error(body) => break Err(ClientError::Refused(body)),
                 other => break Err(unexpected(&other)),
             }

@@ -115,6 +115,10 @@ pub enum Response {
         code: i32,
         /// True when it was killed at the scope's timeout.
         timed_out: bool,
+        /// How many of the kernel's audit records were lost while it ran: the records sent
+        /// may miss denials. Absent when none were.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        lost_records: u64,
     },
     /// This connection's scopes.
     Scopes(Vec<ScopeInfo>),
@@ -123,6 +127,11 @@ pub enum Response {
     /// The request was refused or failed; the connection stays usable unless the frame
     /// itself was bad.
     Error(ErrorBody),
+}
+
+/// Whether `n` is 0 (a field left out of a frame when it is).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Resource limits of a command (`setrlimit(2)`, each as soft and hard limit); `None`

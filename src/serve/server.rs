@@ -261,6 +261,8 @@ struct Live {
     origin: String,
     dir: PathBuf,
     timeout: Option<Duration>,
+    /// The kernel's audit records lost since the scope's last command ended.
+    lost: std::cell::Cell<u64>,
 }
 
 /// What a request leaves the connection in.
@@ -572,6 +574,7 @@ impl<'s> Connection<'s> {
                 origin,
                 dir,
                 timeout,
+                lost: std::cell::Cell::new(0),
             },
         );
         Ok(Response::Created {
@@ -797,7 +800,12 @@ impl<'s> Connection<'s> {
             return Next::Hangup;
         }
         let code = status.map_or(128 + libc::SIGKILL, exit_code);
-        self.reply(&Response::Exited { code, timed_out })
+        let lost_records = self.scopes.get(&scope).map_or(0, |l| l.lost.take());
+        self.reply(&Response::Exited {
+            code,
+            timed_out,
+            lost_records,
+        })
     }
 
     /// `limits`, each lowered to the caller's own hard limit (read from its
@@ -848,6 +856,8 @@ impl<'s> Connection<'s> {
                 return Next::Hangup;
             }
         }
+        let lost = self.service.enforcer.drain_lost(scope);
+        live.lost.set(live.lost.get() + lost);
         Next::Continue
     }
 

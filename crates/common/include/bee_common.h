@@ -48,6 +48,7 @@
 #define BEE_EVENT_PATH_UNRESOLVED 4
 #define BEE_EVENT_REPARENT 8 /* a directory move between places granted differently below */
 #define BEE_EVENT_LEARNED 16 /* denied by the policy, allowed by learn mode */
+#define BEE_EVENT_NESTED 32 /* user space only: logged by the scope's own nested Landlock domain */
 
 /* Hook ids (bee_common::Hook); ABI, never reused. */
 enum bee_hook {

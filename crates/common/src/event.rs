@@ -16,6 +16,11 @@ pub const EVENT_REPARENT: u8 = 8;
 /// [`AuditEvent::flags`]: the policy denied the access and learn mode (`SCOPE_LEARN`) allowed
 /// it; [`AuditEvent::error`] keeps the errno enforcement would have returned.
 pub const EVENT_LEARNED: u8 = 16;
+/// [`AuditEvent::flags`], set in user space only (the Landlock engine's reports): the denial
+/// was logged against a Landlock domain the scope's own program created, nested in bee's
+/// (Landlock logs against the youngest layer that refused); bee's policy may or may not
+/// refuse the access too.
+pub const EVENT_NESTED: u8 = 32;
 
 /// The LSM hook an event comes from. Stored in [`AuditEvent::hook`] as its `u32`
 /// discriminant; the values are ABI and never reused.

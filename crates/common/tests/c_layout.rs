@@ -132,6 +132,7 @@ fn layouts() -> Layouts {
         EVENT_PATH_UNRESOLVED => "BEE_EVENT_PATH_UNRESOLVED",
         EVENT_REPARENT => "BEE_EVENT_REPARENT",
         EVENT_LEARNED => "BEE_EVENT_LEARNED",
+        bee_common::event::EVENT_NESTED => "BEE_EVENT_NESTED",
     );
     for hook in Hook::ALL {
         let c = format!("BEE_HOOK_{}", hook.name().to_ascii_uppercase());

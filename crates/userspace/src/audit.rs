@@ -23,8 +23,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bee_common::event::{
-    DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, EVENT_ALLOWED, EVENT_LEARNED, EVENT_PATH_TRUNCATED,
-    EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
+    DNS_REFUSED_ADDRESS, DNS_REFUSED_ALIAS, EVENT_ALLOWED, EVENT_LEARNED, EVENT_NESTED,
+    EVENT_PATH_TRUNCATED, EVENT_PATH_UNRESOLVED, EVENT_REPARENT,
 };
 use bee_common::{
     ACCESS_EXEC, ACCESS_EXEC_PINNED, ACCESS_NET, ACCESS_READ, ACCESS_UNIX, ACCESS_WRITE,
@@ -190,6 +190,11 @@ pub struct AuditRecord {
     pub reason: Option<Reason>,
     /// The policy file of the scope.
     pub policy: String,
+    /// The refusal was logged by a Landlock sandbox the scope's program made for itself,
+    /// nested in bee's (`bee_common::event::EVENT_NESTED`): bee's policy may or may not
+    /// refuse the access too. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nested: bool,
 }
 
 /// What a hook does, for the explanation.
@@ -355,6 +360,7 @@ impl AuditRecord {
             grant: None,
             reason: None,
             policy: policy.source.clone(),
+            nested: event.flags & EVENT_NESTED != 0,
         };
         let Some(hook) = hook else {
             return record;
@@ -626,10 +632,22 @@ impl AuditRecord {
         };
         if self.learn {
             format!("{what}: {why} (allowed: learn mode)")
+        } else if self.nested {
+            format!("{what}: {why} (refused by the program's own nested Landlock sandbox)")
         } else {
             format!("{what}: {why}")
         }
     }
+}
+
+/// One line for people saying that a report may miss denials: `count` of the kernel's audit
+/// records (of any scope) were lost while the scope lived (its `ScopeReport::lost_records`).
+#[must_use]
+pub fn lost_records_explanation(count: u64) -> String {
+    let records = if count == 1 { "record" } else { "records" };
+    format!(
+        "some denials may be missing: the kernel dropped {count} audit {records} while this scope ran (its audit queue or bee's socket was full)"
+    )
 }
 
 fn first_match<'a>(rules: &'a [PathRule], path: &str) -> Option<&'a PathRule> {

@@ -21,7 +21,7 @@
 //! The kernel side is behind the [`Enforcer`] trait, so the lifecycle is tested on any host
 //! with a fake, and the BPF engine plugs in where the kernel can enforce.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bee_common::AuditEvent;
 use bee_core::CompiledPolicy;
@@ -32,7 +32,10 @@ use crate::landlock::LandlockPlan;
 use crate::launch::{LaunchError, LaunchSpec, Launched, Outcome};
 use crate::plan::EnforcementPlan;
 
+mod collect;
 mod wait;
+
+use collect::Collected;
 
 pub use wait::{KillTarget, WaitLimits, wait_and_kill};
 
@@ -231,6 +234,15 @@ pub trait Enforcer {
 
     /// Takes the audit events received so far for `cgroup_id`, oldest first.
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent>;
+
+    /// How many of the kernel's audit records were lost while the scope with cgroup
+    /// `cgroup_id` lived, as far as its last [`Enforcer::drain_events`] knew, and not said
+    /// by an earlier call: each may have been one of its denials, so what was drained may be
+    /// incomplete. The default, 0: an engine that cannot tell.
+    fn drain_lost(&self, cgroup_id: u64) -> u64 {
+        let _ = cgroup_id;
+        0
+    }
 }
 
 /// Why a scope failed.
@@ -295,6 +307,10 @@ pub struct ScopeReport {
     pub outcome: Outcome,
     /// The audit records of the scope, oldest first.
     pub records: Vec<AuditRecord>,
+    /// How many of the kernel's audit records were lost while the scope lived
+    /// ([`Enforcer::drain_lost`]): when not 0, `records` may miss denials
+    /// ([`crate::audit::lost_records_explanation`] says so).
+    pub lost_records: u64,
 }
 
 /// A scope's cgroup and the plan installed for it, held until teardown: the one place that
@@ -378,7 +394,7 @@ pub struct Scope<'a, E: Enforcer + ?Sized> {
     policy: &'a CompiledPolicy,
     options: ScopeOptions,
     lease: ScopeLease,
-    records: Vec<AuditRecord>,
+    collected: Collected,
 }
 
 impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
@@ -430,7 +446,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             policy,
             options,
             lease: ScopeLease::new(cgroup, Some(install)),
-            records: Vec::new(),
+            collected: Collected::default(),
         })
     }
 
@@ -473,11 +489,11 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             Err(e) => {
                 // A launch the kernel refused (the command's own `execve`) leaves its denial
                 // in the scope's events: report it before the scope goes.
-                let (before, cgroup_id) = (self.records.len(), self.cgroup_id());
+                let (before, cgroup_id) = (self.collected.records.len(), self.cgroup_id());
                 let torn = self.teardown(on_record);
                 // The Landlock engine's refusal of a program no exec grant covers is not
                 // logged by the kernel: it is made from the policy.
-                if self.records.len() == before
+                if self.collected.records.len() == before
                     && self.enforcer.engine() == EngineKind::Landlock
                     && let ScopeError::Launch(launch) = &e
                     && let Some(record) = crate::landlock::audit::unlogged::exec_refusal(
@@ -488,7 +504,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
                     )
                 {
                     on_record(&record);
-                    self.records.push(record);
+                    self.collected.records.push(record);
                 }
                 torn.and(Err(e))
             }
@@ -513,7 +529,8 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         Ok(ScopeReport {
             cgroup_id,
             outcome,
-            records: std::mem::take(&mut self.records),
+            records: std::mem::take(&mut self.collected.records),
+            lost_records: self.collected.lost,
         })
     }
 
@@ -532,9 +549,9 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             kill: KillTarget::Cgroup,
             kill_wait: self.options.kill_wait,
         };
-        let (enforcer, policy, records) = (self.enforcer, self.policy, &mut self.records);
+        let (enforcer, policy, collected) = (self.enforcer, self.policy, &mut self.collected);
         let mut tick = || {
-            collect(enforcer, policy, id, records, on_record);
+            collected.collect(enforcer, policy, id, on_record);
             false
         };
         match wait_and_kill(launched, cgroup, &limits, &mut tick) {
@@ -547,8 +564,8 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// Steps 5–8 of the module's order ([`ScopeLease::teardown`]). Idempotent.
     fn teardown(&mut self, on_record: &mut dyn FnMut(&AuditRecord)) -> Result<(), ScopeError> {
         let id = self.cgroup_id();
-        let (enforcer, policy, records) = (self.enforcer, self.policy, &mut self.records);
-        let mut drain = || collect(enforcer, policy, id, records, on_record);
+        let (enforcer, policy, collected) = (self.enforcer, self.policy, &mut self.collected);
+        let mut drain = || collected.collect(enforcer, policy, id, on_record);
         self.lease
             .teardown(Some(enforcer), self.options.kill_wait, &mut drain)
     }
@@ -559,26 +576,6 @@ fn torn_down() -> ScopeError {
     ScopeError::Teardown {
         still_populated: false,
         detail: "the scope was already torn down".to_owned(),
-    }
-}
-
-/// Takes the audit events of cgroup `id` (none for 0), turns them into records and shows
-/// each to `on_record`.
-fn collect<E: Enforcer + ?Sized>(
-    enforcer: &E,
-    policy: &CompiledPolicy,
-    id: u64,
-    records: &mut Vec<AuditRecord>,
-    on_record: &mut dyn FnMut(&AuditRecord),
-) {
-    if id == 0 {
-        return;
-    }
-    let now = SystemTime::now();
-    for event in enforcer.drain_events(id) {
-        let record = AuditRecord::from_event(&event, policy, now);
-        on_record(&record);
-        records.push(record);
     }
 }
 

@@ -555,3 +555,12 @@ fn the_transport_and_the_capability_are_written_as_text() {
         .and_then(|text| serde_json::from_str(&text).ok());
     assert_eq!(back, Some(connect));
 }
+
+#[test]
+fn a_report_that_may_miss_denials_says_how_many_records_were_lost() {
+    assert_eq!(
+        lost_records_explanation(1),
+        "some denials may be missing: the kernel dropped 1 audit record while this scope ran (its audit queue or bee's socket was full)"
+    );
+    assert!(lost_records_explanation(312).contains("dropped 312 audit records"));
+}

@@ -79,6 +79,16 @@ impl LandlockEngine {
                 abi.0
             ))
         };
+        // Built with the native tests only: a command-line test makes the kernel drop records.
+        #[cfg(feature = "landlock-tests")]
+        if let (Ok(r), Some(bytes)) = (
+            &reports,
+            std::env::var("BEE_TEST_AUDIT_RECEIVE_BUFFER")
+                .ok()
+                .and_then(|b| b.parse().ok()),
+        ) {
+            let _ = r.set_receive_buffer(bytes);
+        }
         Ok(Self {
             reports,
             ..Self::with_abi(abi)
@@ -169,6 +179,34 @@ impl LandlockEngine {
     fn lock(&self) -> MutexGuard<'_, State> {
         // The state is a map of immutable plans: a panic elsewhere cannot leave it half-made.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether every process of the installed scope with cgroup `cgroup_id` has exited: its
+    /// cgroup says `populated 0` (`cgroup.events`). `false` for a scope not installed, or a
+    /// cgroup that cannot be read.
+    fn ended(&self, cgroup_id: u64) -> bool {
+        let Some(dir) = self
+            .lock()
+            .plans
+            .values()
+            .find(|i| i.cgroup_id == cgroup_id)
+            .map(|i| i.cgroup.clone())
+        else {
+            return false;
+        };
+        std::fs::read_to_string(dir.join("cgroup.events"))
+            .is_ok_and(|e| e.lines().any(|l| l == "populated 0"))
+    }
+
+    /// Makes the receive buffer of the denial reports' socket `bytes` (see
+    /// [`Reports::set_receive_buffer`]), so that a test can make the kernel drop records.
+    ///
+    /// # Errors
+    /// The engine has no reports, or the kernel refused.
+    #[cfg(feature = "landlock-tests")]
+    pub fn set_audit_receive_buffer(&self, bytes: i32) -> Result<(), String> {
+        let reports = self.reports.as_ref().map_err(String::clone)?;
+        reports.set_receive_buffer(bytes).map_err(|e| e.to_string())
     }
 }
 
@@ -297,10 +335,11 @@ impl Enforcer for LandlockEngine {
 
     /// The denials Landlock logged for the scope's processes (none without reports), the
     /// calls its seccomp filters refused, then the network gate's and the scope resolver's
-    /// refusals.
+    /// refusals. Once the scope's processes have all exited, the drain waits for the kernel to
+    /// deliver everything they logged ([`Reports::drain`]).
     fn drain_events(&self, cgroup_id: u64) -> Vec<AuditEvent> {
         let mut events = match &self.reports {
-            Ok(reports) => reports.drain(cgroup_id),
+            Ok(reports) => reports.drain(cgroup_id, self.ended(cgroup_id)),
             Err(_) => Vec::new(),
         };
         if let Some(Ok(supervisor)) = self.seccomp.get() {
@@ -310,5 +349,10 @@ impl Enforcer for LandlockEngine {
             events.extend(Self::lock_gate(gate).drain(cgroup_id));
         }
         events
+    }
+
+    /// The kernel's audit records lost while the scope lived ([`Reports::lost`]).
+    fn drain_lost(&self, cgroup_id: u64) -> u64 {
+        self.reports.as_ref().map_or(0, |r| r.lost(cgroup_id))
     }
 }

@@ -28,7 +28,14 @@ pub struct Ran {
     pub stderr: String,
     /// The denials the engine reported for the scope, as `bee exec` explains them.
     pub denials: Vec<String>,
+    /// The kernel's audit records lost while the scope ran (`ScopeReport::lost_records`).
+    pub lost: u64,
 }
+
+/// Held for reading by every run, for writing by a test that floods the kernel's audit
+/// queue: what that flood makes the kernel drop may be any scope's records, so no other scope
+/// runs meanwhile.
+pub static FLOOD: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
 /// A workspace directory and a directory outside it, both removed at the end.
 pub struct Ws {
@@ -91,6 +98,9 @@ impl Ws {
 
     /// As [`Ws::run`], with a launch the engine refused (fail closed) as an error.
     pub fn try_run(&self, policy: &CompiledPolicy, argv: &[&str]) -> Result<Ran, String> {
+        let _shared = FLOOD
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let engine = LandlockEngine::new().expect("this kernel runs Landlock");
         self.try_run_in(&engine, policy, argv)
     }
@@ -136,6 +146,7 @@ impl Ws {
             stdout,
             stderr,
             denials,
+            lost: report.lost_records,
         })
     }
 }

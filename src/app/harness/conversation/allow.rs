@@ -268,6 +268,7 @@ mod tests {
             reason: Some(Reason::NoGrant),
             policy: "p.toml".into(),
             learn: false,
+            nested: false,
         }
     }
 

@@ -13,32 +13,53 @@
 //!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
 //!   record is attributed to its scope's cgroup.
 //! - Records arrive asynchronously: the denied process queues them, and the kernel's
-//!   `kauditd` thread later copies them to the group. [`Reports::drain`] first waits until
-//!   the kernel's queue has been seen empty (`AUDIT_GET`'s backlog), then until the reader has
-//!   read the socket empty after that (at most [`SETTLE_MAX`] in all), so a denial made by a
-//!   command that has exited is reported with that command. Only a record `kauditd` has taken
-//!   off its queue and not yet finished copying can be missed.
+//!   `kauditd` thread later copies them to the group, in queue order. Once a launch's
+//!   processes have all exited, [`Reports::drain`] logs a mark of its own (an `AUDIT_USER`
+//!   record, which needs `CAP_AUDIT_WRITE`) and waits, at most [`END_WAIT`], until the reader
+//!   has read it: every record the launch made was queued before the mark, so it has been
+//!   read too (or lost, and counted). The mark is a record like any other: an audit daemon
+//!   writes it to its log, and without one the kernel prints it, rate-limited. While the
+//!   launch runs, or where the mark cannot be logged, the drain waits until the kernel's
+//!   queue has been seen empty (`AUDIT_GET`'s backlog, at most [`QUEUE_WAIT`]) and then until
+//!   the reader has read the socket empty after that (at most [`SETTLE_MAX`] in all): there a
+//!   record `kauditd` has taken off its queue and not yet finished copying can be missed, or
+//!   one still queued behind other processes' records.
+//! - Records can be lost: the kernel drops them when its queue is full, and `kauditd` drops
+//!   what a full receive buffer cannot take. The reader counts both, and [`Reports::lost`]
+//!   tells each scope how many were lost while it lived.
 
+mod lost;
+mod nested;
 mod netlink;
+mod reader;
 pub mod record;
 pub mod unlogged;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bee_common::AuditEvent;
 
-use record::{Access, Record};
+use lost::Losses;
+use reader::{eventfd, kick, read_loop};
+use record::{Access, MARK, Record};
 
 /// The longest [`Reports::drain`] waits for the kernel to deliver what is queued.
 pub const SETTLE_MAX: Duration = Duration::from_millis(250);
 
 /// The longest [`Reports::drain`] waits for the kernel's queue to be seen empty, where other
 /// processes' records keep it busy.
-const QUEUE_WAIT: Duration = Duration::from_millis(20);
+pub const QUEUE_WAIT: Duration = Duration::from_millis(20);
+
+/// The longest [`Reports::drain`] waits for its mark once a launch has ended: the kernel copies
+/// records in order, so this bounds only how long a loaded machine may take to copy them.
+pub const END_WAIT: Duration = Duration::from_secs(2);
+
+/// Numbers the readers of this process, so that each knows its own marks.
+static READERS: AtomicU64 = AtomicU64::new(1);
 
 /// How long the socket stays quiet before the events still open are taken as complete.
 const QUIET: Duration = Duration::from_millis(20);
@@ -57,6 +78,8 @@ const UNPLACED_MAX: usize = 4096;
 #[derive(Debug)]
 pub struct Reports {
     shared: Arc<Shared>,
+    /// The subscribed socket (the reader reads it).
+    socket: Arc<netlink::Socket>,
     stop: Arc<AtomicBool>,
     /// Wakes the reader: a drain wants the socket read empty, or the reports are dropped.
     wake: Arc<OwnedFd>,
@@ -76,6 +99,10 @@ struct State {
     launches: HashMap<u32, u64>,
     /// Domains whose creator is known, with that creator's pid.
     domains: HashMap<u64, u32>,
+    /// Domains a scope's own program created, nested in bee's, with the scope's cgroup id.
+    nested: HashMap<u64, u64>,
+    /// How a process's cgroup id is found (`None`: from `/proc`; tests set their own).
+    cgroup_of: Option<fn(u32) -> Option<u64>>,
     /// bee's own executable, as the kernel's records name it: a domain bee's launcher makes
     /// is created by its child before the `execve`, so its record names this executable.
     /// `None` (in unit tests) takes every domain.
@@ -93,6 +120,17 @@ struct State {
     done: u64,
     /// Set when the reader stopped on an error: drains return at once.
     failed: bool,
+    /// The records lost, and what each scope was told of them.
+    losses: Losses,
+    /// This reader's number among the process's ([`READERS`]), and the process's pid: a mark
+    /// is this reader's when it names both.
+    reader: u64,
+    pid: u32,
+    /// Marks logged, numbered from 1.
+    marks: u64,
+    /// The last of this reader's marks read (or given up on, after an overrun that may have
+    /// dropped it).
+    marked: u64,
 }
 
 #[derive(Debug)]
@@ -137,15 +175,25 @@ impl Reports {
         netlink::enable_audit()?;
         let socket = netlink::subscribe()?;
         let wake = Arc::new(eventfd().map_err(|e| format!("creating an eventfd failed: {e}"))?);
+        let socket = Arc::new(socket);
         let shared = Arc::new(Shared::default());
-        shared.lock().own_exe = std::fs::read_link("/proc/self/exe")
-            .ok()
-            .and_then(|p| p.to_str().map(|p| live_path(p).to_owned()));
+        {
+            let mut state = shared.lock();
+            state.own_exe = std::fs::read_link("/proc/self/exe")
+                .ok()
+                .and_then(|p| p.to_str().map(|p| live_path(p).to_owned()));
+            state.reader = READERS.fetch_add(1, Ordering::Relaxed);
+            state.pid = std::process::id();
+            if let Some(lost) = netlink::kernel_lost() {
+                state.losses.kernel(lost);
+            }
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let shared = Arc::clone(&shared);
             let stop = Arc::clone(&stop);
             let wake = Arc::clone(&wake);
+            let socket = Arc::clone(&socket);
             std::thread::Builder::new()
                 .name("bee-landlock-audit".into())
                 .spawn(move || read_loop(&socket, &wake, &shared, &stop))
@@ -153,6 +201,7 @@ impl Reports {
         };
         Ok(Self {
             shared,
+            socket,
             stop,
             wake,
             thread: Some(thread),
@@ -160,9 +209,18 @@ impl Reports {
     }
 
     /// Notes that the launcher started `pid` into the scope with cgroup `cgroup_id`: the
-    /// domain it creates is that scope's.
+    /// domain it creates is that scope's. The first launch of a scope starts
+    /// [`Reports::lost`]'s count for it.
     pub fn launched(&self, pid: u32, cgroup_id: u64) {
-        self.shared.lock().launches.insert(pid, cgroup_id);
+        let first = !self.shared.lock().losses.follows(cgroup_id);
+        // Read before the scope is followed: what the kernel lost before does not count.
+        let kernel = first.then(netlink::kernel_lost).flatten();
+        let mut state = self.shared.lock();
+        state.launches.insert(pid, cgroup_id);
+        if let Some(lost) = kernel {
+            state.losses.kernel(lost);
+        }
+        state.losses.begin(cgroup_id);
     }
 
     /// Forgets the scope with cgroup `cgroup_id` (it was torn down), and its denials.
@@ -175,12 +233,88 @@ impl Reports {
         } = &mut *state;
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
+        state.nested.retain(|_, c| *c != cgroup_id);
+        state.losses.forget(cgroup_id);
     }
 
     /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
-    /// once the kernel has delivered what it had queued when this was called.
-    pub fn drain(&self, cgroup_id: u64) -> Vec<AuditEvent> {
+    /// once the kernel has delivered what it had queued when this was called. `ended` says
+    /// that every process of the scope has exited: the drain then waits for its mark (see
+    /// the module's notes).
+    pub fn drain(&self, cgroup_id: u64, ended: bool) -> Vec<AuditEvent> {
         let start = Instant::now();
+        if !(ended && self.mark_and_wait(start)) {
+            self.flush(start);
+        }
+        let kernel = netlink::kernel_lost();
+        let overran = self.shared.lock().losses.socket_overran();
+        let dropped = overran.then(|| self.socket.dropped()).flatten();
+        let mut state = self.shared.lock();
+        if let Some(lost) = kernel {
+            state.losses.kernel(lost);
+        }
+        if let Some(dropped) = dropped {
+            state.losses.socket(dropped);
+        }
+        state
+            .take(cgroup_id)
+            .into_iter()
+            .filter_map(|d| {
+                let mut e = record::event(&d.access, cgroup_id, d.pid, &d.comm)?;
+                if state.nested.contains_key(&d.access.domain) {
+                    e.flags |= bee_common::event::EVENT_NESTED;
+                }
+                Some(e)
+            })
+            .collect()
+    }
+
+    /// How many of the kernel's audit records were lost, as far as the last
+    /// [`Reports::drain`] of the scope with cgroup `cgroup_id` knew, since the scope was
+    /// last told (or first launched): any may have been one of its denials. 0 for a scope
+    /// not launched, or forgotten.
+    pub fn lost(&self, cgroup_id: u64) -> u64 {
+        self.shared.lock().losses.take(cgroup_id)
+    }
+
+    /// Makes the kernel's receive buffer of the reader's socket `bytes` (it keeps a few
+    /// kilobytes at least), so that a flood makes it drop records.
+    ///
+    /// # Errors
+    /// The kernel refused (`SO_RCVBUFFORCE` needs `CAP_NET_ADMIN`).
+    #[cfg(feature = "landlock-tests")]
+    pub fn set_receive_buffer(&self, bytes: i32) -> std::io::Result<()> {
+        self.socket.set_receive_buffer(bytes)
+    }
+
+    /// Logs a mark and waits, until [`END_WAIT`] after `start`, for the reader to read it (or
+    /// to give up on it after an overrun); `false` where it could not be logged or did not
+    /// come in time.
+    fn mark_and_wait(&self, start: Instant) -> bool {
+        let (reader, number) = {
+            let mut state = self.shared.lock();
+            state.marks += 1;
+            (state.reader, state.marks)
+        };
+        if netlink::log_user_message(&format!("{MARK} {reader} {number}")).is_err() {
+            return false;
+        }
+        let mut state = self.shared.lock();
+        while !state.failed && state.marked < number {
+            let Some(left) = END_WAIT.checked_sub(start.elapsed()) else {
+                return false;
+            };
+            state = match self.shared.flushed.wait_timeout(state, left) {
+                Ok((s, _)) => s,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        !state.failed
+    }
+
+    /// Waits until the kernel's queue has been seen empty, then until the reader has read
+    /// the socket empty after that, until [`SETTLE_MAX`] after `start`.
+    fn flush(&self, start: Instant) {
         netlink::wait_queue_emptied(QUEUE_WAIT);
         let ticket = {
             let mut state = self.shared.lock();
@@ -198,11 +332,6 @@ impl Reports {
                 Err(e) => e.into_inner().0,
             };
         }
-        state
-            .take(cgroup_id)
-            .into_iter()
-            .filter_map(|d| record::event(&d.access, cgroup_id, d.pid, &d.comm))
-            .collect()
     }
 }
 
@@ -230,6 +359,7 @@ impl State {
         self.domains
             .get(&d.access.domain)
             .and_then(|pid| self.launches.get(pid))
+            .or_else(|| self.nested.get(&d.access.domain))
             .copied()
     }
 }
@@ -238,122 +368,6 @@ impl State {
 /// has been removed or replaced, so that a binary rebuilt while it runs still names itself.
 fn live_path(path: &str) -> &str {
     path.trim_end_matches(" (deleted)")
-}
-
-/// Reads records until `stop`, completing events as they end: when a later event begins,
-/// when the socket has been quiet for [`QUIET`], and when a drain asked for the socket to be
-/// read empty.
-fn read_loop(socket: &netlink::Socket, wake: &OwnedFd, shared: &Shared, stop: &AtomicBool) {
-    let mut buf = vec![0u8; 16 * 1024];
-    while !stop.load(Ordering::Relaxed) {
-        let open = !shared.lock().open.is_empty();
-        let ready = match wait(socket, wake, if open { QUIET } else { IDLE }) {
-            Ok(r) => r,
-            Err(_) => return fail(shared),
-        };
-        // Taken before the socket is read: a flush answers only drains that asked before it.
-        let asked = ready.woken.then(|| shared.lock().asked);
-        loop {
-            match socket.recv(&mut buf) {
-                Ok(Some(messages)) => {
-                    let mut state = shared.lock();
-                    for (msg_type, text) in messages {
-                        if let Some(r) = record::parse(msg_type, &text) {
-                            state.add(r);
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(_) => return fail(shared),
-            }
-        }
-        if ready.quiet || asked.is_some() {
-            let mut state = shared.lock();
-            let serials: Vec<u64> = state.open.keys().copied().collect();
-            for s in serials {
-                state.complete(s);
-            }
-            if let Some(asked) = asked {
-                state.done = state.done.max(asked);
-                shared.flushed.notify_all();
-            }
-        }
-    }
-}
-
-/// How long the reader sleeps with no event open (it wakes earlier to stop or to flush).
-const IDLE: Duration = Duration::from_secs(1);
-
-/// What woke the reader.
-struct Ready {
-    /// A drain (or the drop) kicked it.
-    woken: bool,
-    /// Nothing came within the timeout.
-    quiet: bool,
-}
-
-/// Waits up to `timeout` for records or a kick; a kick is consumed.
-fn wait(socket: &netlink::Socket, wake: &OwnedFd, timeout: Duration) -> std::io::Result<Ready> {
-    let mut fds = [
-        libc::pollfd {
-            fd: socket.fd().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: wake.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `fds` is an array of two initialised pollfds.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
-    if n < 0 {
-        let e = std::io::Error::last_os_error();
-        return if e.kind() == std::io::ErrorKind::Interrupted {
-            Ok(Ready {
-                woken: false,
-                quiet: false,
-            })
-        } else {
-            Err(e)
-        };
-    }
-    let woken = fds[1].revents & libc::POLLIN != 0;
-    if woken {
-        let mut count = [0u8; 8];
-        // SAFETY: an eventfd read of its 8-byte counter into a buffer of that size.
-        unsafe { libc::read(wake.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
-    }
-    Ok(Ready {
-        woken,
-        quiet: n == 0,
-    })
-}
-
-/// Marks the reader failed (drains return at once) and wakes any drain waiting.
-fn fail(shared: &Shared) {
-    shared.lock().failed = true;
-    shared.flushed.notify_all();
-}
-
-/// A non-blocking eventfd.
-fn eventfd() -> std::io::Result<OwnedFd> {
-    // SAFETY: eventfd(2) with constant flags; returns a new descriptor or -1.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Wakes the reader.
-fn kick(wake: &OwnedFd) {
-    let one = 1u64.to_ne_bytes();
-    // SAFETY: an eventfd write of its 8-byte increment from a buffer of that size.
-    unsafe { libc::write(wake.as_raw_fd(), one.as_ptr().cast(), 8) };
 }
 
 impl State {
@@ -365,7 +379,22 @@ impl State {
         for s in earlier {
             self.complete(s);
         }
-        if matches!(r, Record::End { .. }) {
+        if let Record::Mark {
+            pid,
+            reader,
+            number,
+            ..
+        } = r
+        {
+            // Everything queued before the mark has been read: every event is complete.
+            let serials: Vec<u64> = self.open.keys().copied().collect();
+            for s in serials {
+                self.complete(s);
+            }
+            if (pid, reader) == (self.pid, self.reader) {
+                self.marked = self.marked.max(number);
+            }
+        } else if matches!(r, Record::End { .. }) {
             self.complete(serial);
         } else {
             self.open.entry(serial).or_default().push(r);
@@ -390,6 +419,8 @@ impl State {
                     };
                     if ours {
                         self.domains.insert(*domain, *pid);
+                    } else if let Some(scope) = self.live_scope_of_pid(*pid) {
+                        self.nested.insert(*domain, scope);
                     }
                 }
                 Record::Syscall {

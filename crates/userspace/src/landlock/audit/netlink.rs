@@ -4,6 +4,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use super::record::AUDIT_USER;
+
 /// `NETLINK_AUDIT`.
 const NETLINK_AUDIT: libc::c_int = 9;
 /// `AUDIT_NLGRP_READLOG`: the multicast group every record is copied to (`CAP_AUDIT_READ`).
@@ -111,6 +113,7 @@ fn replies(fd: &OwnedFd, seq: u32, want_status: bool) -> io::Result<Option<Statu
                     };
                     return Ok(Some(Status {
                         enabled: field(1),
+                        lost: field(6),
                         backlog: field(7),
                     }));
                 }
@@ -184,6 +187,9 @@ fn control() -> Result<OwnedFd, String> {
 struct Status {
     /// 0 off, 1 on, 2 locked on.
     enabled: u32,
+    /// Records the kernel dropped since boot, wrapping (`audit_log_lost`: its backlog was
+    /// full, its rate limit was reached, or it could not allocate one).
+    lost: u32,
     /// Records logged and not yet taken off the kernel's queue by `kauditd`.
     backlog: u32,
 }
@@ -208,14 +214,42 @@ pub(super) fn audit_enabled() -> Result<bool, String> {
 /// The queue is shared by the whole machine: where other processes keep it busy, `within`
 /// runs out and the caller settles for what has arrived; so it does where the status
 /// cannot be read.
-pub(super) fn wait_queue_emptied(within: std::time::Duration) {
+///
+/// Returns the kernel's count of records lost (`struct audit_status.lost`) as last read, or
+/// `None` where the status could not be read.
+pub(super) fn wait_queue_emptied(within: std::time::Duration) -> Option<u32> {
     let start = std::time::Instant::now();
-    let Ok(fd) = control() else {
-        return;
-    };
-    while status(&fd).is_ok_and(|s| s.backlog != 0) && start.elapsed() < within {
+    let fd = control().ok()?;
+    loop {
+        let s = status(&fd).ok()?;
+        if s.backlog == 0 || start.elapsed() >= within {
+            return Some(s.lost);
+        }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
+}
+
+/// The kernel's count of records lost since boot (`struct audit_status.lost`, wrapping);
+/// `None` where the status cannot be read.
+pub(super) fn kernel_lost() -> Option<u32> {
+    Some(status(&control().ok()?).ok()?.lost)
+}
+
+/// Logs `text` as an [`AUDIT_USER`] record (`msg='TEXT'`, after the sender's `pid=`): the
+/// kernel queues it behind every record logged before, and `kauditd` copies records to the
+/// multicast group in queue order, so a reader that has read it has read every one of those
+/// (or lost it in a full socket). Needs `CAP_AUDIT_WRITE`, the initial user and PID
+/// namespaces and audit on.
+///
+/// # Errors
+/// The kernel refused the message or did not acknowledge it.
+pub(super) fn log_user_message(text: &str) -> io::Result<()> {
+    let fd = control().map_err(io::Error::other)?;
+    // The kernel overwrites the payload's last byte with a NUL: send one.
+    let mut payload = text.as_bytes().to_vec();
+    payload.push(0);
+    request(&fd, AUDIT_USER, &payload, 3)?;
+    replies(&fd, 3, false).map(|_| ())
 }
 
 /// Enables the kernel's audit if it is off (Landlock logs nothing otherwise).
@@ -274,19 +308,24 @@ fn grow_receive_buffer(fd: &OwnedFd) {
 }
 
 impl Socket {
+    /// A socket on `fd`, which is not an audit socket: for tests of what holds one.
+    #[cfg(test)]
+    pub(super) fn stand_in(fd: OwnedFd) -> Self {
+        Self(fd)
+    }
+
     /// The descriptor, to wait on.
     pub(super) fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
         self.0.as_fd()
     }
 
-    /// The records of one read, as (type, text); `None` when the socket is empty. Never
-    /// blocks.
+    /// The records of one read, as (type, text). Never blocks.
     ///
     /// # Errors
     /// The socket failed (other than by being empty, an interruption or a full buffer,
     /// which loses records but not the socket).
-    pub(super) fn recv(&self, buf: &mut [u8]) -> io::Result<Option<Vec<(u16, String)>>> {
+    pub(super) fn recv(&self, buf: &mut [u8]) -> io::Result<Received> {
         // SAFETY: `buf` is a writable buffer of its length.
         let n = unsafe {
             libc::recv(
@@ -299,18 +338,78 @@ impl Socket {
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
-                Some(libc::EAGAIN) => Ok(None),
-                Some(libc::EINTR | libc::ENOBUFS) => Ok(Some(Vec::new())),
+                Some(libc::EAGAIN) => Ok(Received::Empty),
+                Some(libc::EINTR) => Ok(Received::Records(Vec::new())),
+                Some(libc::ENOBUFS) => Ok(Received::Overrun),
                 _ => Err(e),
             };
         }
-        Ok(Some(
+        Ok(Received::Records(
             messages(&buf[..n as usize])
                 .into_iter()
                 .map(|(t, _, p)| (t, String::from_utf8_lossy(p).into_owned()))
                 .collect(),
         ))
     }
+
+    /// How many records the kernel dropped because this socket's receive buffer was full
+    /// (the socket's `sk_drops`, the `Drops` column of `/proc/net/netlink` for its inode);
+    /// `None` where that cannot be read.
+    pub(super) fn dropped(&self) -> Option<u64> {
+        // SAFETY: an all-zero stat is valid; fstat(2) fills it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat(2) on an open descriptor into a stat of the right size.
+        if unsafe { libc::fstat(self.0.as_raw_fd(), &raw mut st) } != 0 {
+            return None;
+        }
+        drops_of(
+            &std::fs::read_to_string("/proc/net/netlink").ok()?,
+            st.st_ino,
+        )
+    }
+
+    /// Sets the receive buffer to `bytes` (the kernel doubles it, and keeps a minimum of a
+    /// few kilobytes), so that a test can make the kernel drop records.
+    #[cfg(feature = "landlock-tests")]
+    pub(super) fn set_receive_buffer(&self, bytes: libc::c_int) -> io::Result<()> {
+        // SAFETY: setsockopt(2) with a pointer to a c_int of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.0.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&raw const bytes).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// What one [`Socket::recv`] got.
+#[derive(Debug)]
+pub(super) enum Received {
+    /// Records, as (type, text); none after an interruption.
+    Records(Vec<(u16, String)>),
+    /// The socket was empty.
+    Empty,
+    /// `ENOBUFS`: the kernel dropped records since the last read, the receive buffer being
+    /// full (one error for a run of drops: [`Socket::dropped`] counts them).
+    Overrun,
+}
+
+/// The `Drops` of the audit socket with inode `inode` in `/proc/net/netlink`'s `table`:
+/// `sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode`, one socket a line.
+fn drops_of(table: &str, inode: u64) -> Option<u64> {
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        let ours = f.get(1)?.parse::<libc::c_int>().ok()? == NETLINK_AUDIT
+            && f.get(9)?.parse::<u64>().ok()? == inode;
+        if ours { f.get(8)?.parse().ok() } else { None }
+    })
 }
 
 #[cfg(test)]
@@ -338,6 +437,19 @@ mod tests {
         assert_eq!(rc, 0, "{}", io::Error::last_os_error());
         // The kernel reports twice what was set.
         assert!(size >= RECEIVE_BUFFER, "{size}");
+    }
+
+    #[test]
+    fn a_sockets_drops_are_read_from_its_line() {
+        let table = "sk               Eth Pid        Groups   Rmem     Wmem     Dump  Locks    Drops    Inode\n\
+            ffff8880037c3000 0   1          00000000 0        0        0     2        5        17\n\
+            ffff8880037c4800 9   4026531    00000001 2304     0        0     2        312      9042\n\
+            ffff8880037c5000 9   4026532    00000000 0        0        0     2        7        9043\n";
+        assert_eq!(drops_of(table, 9042), Some(312));
+        assert_eq!(drops_of(table, 9043), Some(7));
+        // Another protocol's socket with that inode is not the audit socket.
+        assert_eq!(drops_of(table, 17), None);
+        assert_eq!(drops_of(table, 1), None);
     }
 
     #[test]

@@ -16,6 +16,8 @@ use bee_common::{
 pub const AUDIT_SYSCALL: u16 = 1300;
 /// `AUDIT_EOE`: the end of a multi-record event.
 pub const AUDIT_EOE: u16 = 1320;
+/// `AUDIT_USER`: a message from user space (bee's marks, [`MARK`]).
+pub const AUDIT_USER: u16 = 1005;
 /// `AUDIT_LANDLOCK_ACCESS`: a denied access (Linux 6.15, Landlock ABI 7).
 pub const AUDIT_LANDLOCK_ACCESS: u16 = 1423;
 /// `AUDIT_LANDLOCK_DOMAIN`: a domain's creation (`status=allocated`) or release.
@@ -60,16 +62,32 @@ pub enum Record {
         /// The event's serial.
         serial: u64,
     },
+    /// `AUDIT_USER` with bee's end-of-launch mark ([`MARK`]): every record the kernel queued
+    /// before it has been copied to the reader before it.
+    Mark {
+        /// The record's serial.
+        serial: u64,
+        /// The process that logged it (`pid=`, filled in by the kernel).
+        pid: u32,
+        /// Which of that process's readers logged it.
+        reader: u64,
+        /// The mark's number, from 1 for each reader.
+        number: u64,
+    },
 }
+
+/// The text of the marks bee logs ([`Record::Mark`]): `bee-landlock-end READER NUMBER`.
+pub const MARK: &str = "bee-landlock-end";
 
 impl Record {
     /// The serial of the event the record belongs to.
     pub fn serial(&self) -> u64 {
         match self {
             Self::Access(a) => a.serial,
-            Self::Domain { serial, .. } | Self::Syscall { serial, .. } | Self::End { serial } => {
-                *serial
-            }
+            Self::Domain { serial, .. }
+            | Self::Syscall { serial, .. }
+            | Self::End { serial }
+            | Self::Mark { serial, .. } => *serial,
         }
     }
 }
@@ -132,6 +150,21 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
             comm: field("comm").and_then(untrusted_string).unwrap_or_default(),
         }),
         AUDIT_EOE => Some(Record::End { serial }),
+        AUDIT_USER => {
+            // `msg='TEXT'` ends the record; its text may have spaces.
+            let (_, msg) = text.trim_end_matches('\0').rsplit_once(" msg='")?;
+            let numbers = msg
+                .strip_suffix('\'')?
+                .strip_prefix(MARK)?
+                .strip_prefix(' ')?;
+            let (reader, number) = numbers.split_once(' ')?;
+            Some(Record::Mark {
+                serial,
+                pid: field("pid")?.parse().ok()?,
+                reader: reader.parse().ok()?,
+                number: number.parse().ok()?,
+            })
+        }
         _ => None,
     }
 }
@@ -342,6 +375,32 @@ mod tests {
             assert_eq!(e.path(), b"/w/x");
         }
         assert!(event(&access("fs.ioctl_dev"), 1, 1, "x").is_none());
+    }
+
+    #[test]
+    fn a_mark_parses_and_other_user_messages_do_not() {
+        let r = parse(
+            AUDIT_USER,
+            "audit(1.2:80): pid=4242 uid=0 auid=4294967295 ses=4294967295 subj=unconfined msg='bee-landlock-end 2 17'",
+        );
+        assert_eq!(
+            r,
+            Some(Record::Mark {
+                serial: 80,
+                pid: 4242,
+                reader: 2,
+                number: 17
+            })
+        );
+        for other in [
+            "audit(1.2:81): pid=1 uid=0 msg='op=login acct=root'",
+            "audit(1.2:81): pid=1 uid=0 msg='bee-landlock-end'",
+            "audit(1.2:81): pid=1 uid=0 msg='bee-landlock-end 1'",
+            "audit(1.2:81): pid=1 uid=0 msg='bee-landlock-end 1 x'",
+            "audit(1.2:81): uid=0 msg='bee-landlock-end 1 3'",
+        ] {
+            assert_eq!(parse(AUDIT_USER, other), None, "{other}");
+        }
     }
 
     #[test]

@@ -86,6 +86,7 @@ fn a_denial_that_comes_before_its_launch_is_named_is_placed_later() {
 fn forgetting_a_scope_drops_its_denials_and_keeps_the_others() {
     let reports = Reports {
         shared: Arc::new(Shared::default()),
+        socket: Arc::new(netlink::Socket::stand_in(eventfd().unwrap())),
         stop: Arc::new(AtomicBool::new(true)),
         wake: Arc::new(eventfd().unwrap()),
         thread: None,
@@ -173,4 +174,68 @@ fn another_programs_domain_is_not_taken_for_a_launchs() {
     }
     assert_eq!(taken(&mut s, 7), ["/by/b"]);
     assert_eq!(s.unplaced.len(), 1);
+}
+
+/// A mark ends every event open before it; only this reader's own marks count as read.
+#[test]
+fn a_mark_completes_what_came_before_it_and_only_its_readers_count() {
+    let mut s = State {
+        pid: 40,
+        reader: 2,
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    s.add(domain(1, 0xa, 100));
+    s.add(access(1, 0xa, "/last"));
+    let mark = |serial, pid, reader, number| Record::Mark {
+        serial,
+        pid,
+        reader,
+        number,
+    };
+    // Another process's mark, and another reader's of this process: events end, no mark.
+    s.add(mark(2, 41, 2, 5));
+    assert!(s.open.is_empty());
+    s.add(access(3, 0xa, "/after"));
+    s.add(mark(4, 40, 3, 5));
+    assert_eq!(s.marked, 0);
+    s.add(mark(5, 40, 2, 1));
+    assert_eq!(s.marked, 1);
+    assert_eq!(taken(&mut s, 7), ["/last", "/after"]);
+}
+
+/// A domain another program created is the scope's when its creator is, as its record is
+/// read, a process in a live scope's cgroup (the scope's program nesting a sandbox of its
+/// own); its denials are marked nested. A creator in no live scope's cgroup gets nothing.
+#[test]
+fn a_domain_a_scopes_own_program_nests_is_the_scopes() {
+    let mut s = State {
+        own_exe: Some("/usr/bin/bee".into()),
+        // Processes 300–399 are in cgroup 7, 400 in cgroup 9 (no launch there).
+        cgroup_of: Some(|pid| match pid {
+            300..400 => Some(7),
+            400 => Some(9),
+            _ => None,
+        }),
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    for (serial, domain, pid) in [(1, 0xa, 100), (2, 0xb, 301), (3, 0xc, 400), (4, 0xd, 500)] {
+        s.add(access(serial, domain, &format!("/by/{domain:x}")));
+        let exe = if pid == 100 {
+            "/usr/bin/bee"
+        } else {
+            "/usr/bin/codex"
+        };
+        s.add(Record::Domain {
+            serial,
+            domain,
+            pid,
+            exe: Some(exe.into()),
+        });
+        s.add(Record::End { serial });
+    }
+    assert_eq!(taken(&mut s, 7), ["/by/a", "/by/b"]);
+    assert!(s.nested.contains_key(&0xb) && !s.nested.contains_key(&0xa));
+    assert_eq!(s.unplaced.len(), 2);
 }

@@ -1,0 +1,79 @@
+//! The Landlock engine's denial reports natively, where they can be incomplete: records the
+//! kernel drops in a flood are counted and said. Root and Landlock ABI 7 with audit; fails,
+//! never skips, without them.
+mod landlock_support;
+
+use bee_userspace::audit::lost_records_explanation;
+use bee_userspace::landlock::LandlockEngine;
+use landlock_support::{FLOOD, Ws, policy_text};
+
+const SH: &str = "/usr/bin/dash";
+const PERL: &str = "/usr/bin/perl";
+
+/// Processes of one scope flood denials faster than a reader whose socket holds a few
+/// records can take them: the kernel drops records, and the scope's report says how many
+/// (and still has the denials that came through).
+#[test]
+fn records_the_kernel_drops_in_a_flood_are_counted_and_said() {
+    // What the flood makes the kernel drop may be any scope's: no other scope runs meanwhile.
+    let _alone = FLOOD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    engine.set_audit_receive_buffer(1).unwrap();
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[SH, PERL], ""));
+    let flood = format!(
+        "for i in 1 2 3 4 5 6 7 8; do {PERL} -e 'open(my $f, \"<\", $ARGV[0]) for 1..200' {} & done; wait",
+        secret.display()
+    );
+    let r = t.try_run_in(&engine, &p, &[SH, "-c", &flood]).unwrap();
+    assert_eq!(r.status, 0, "{r:?}");
+    assert!(r.lost > 0, "no record lost: {} denials", r.denials.len());
+    assert!(!r.denials.is_empty(), "{r:?}");
+    let said = lost_records_explanation(r.lost);
+    assert!(
+        said.starts_with("some denials may be missing: the kernel dropped "),
+        "{said}"
+    );
+    eprintln!("{} denials reported; {said}", r.denials.len());
+}
+
+/// A program that nests a Landlock sandbox of its own (as Codex does) cannot hide its
+/// denials: one its sandbox logs, of a path bee's policy refuses too, is reported to the
+/// scope, and says that it came from the program's own sandbox.
+#[test]
+fn a_denial_logged_by_the_programs_own_nested_sandbox_is_reported() {
+    let _shared = FLOOD
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[PERL], ""));
+    // landlock_create_ruleset(read_file handled, no rule), no_new_privs, restrict_self; then
+    // the read, and a pause so that the creator is alive when its domain's record is read.
+    let nest = r#"my $attr = pack("QQQ", 4, 0, 0);
+        my $fd = syscall(444, $attr, 24, 0); $fd >= 0 or die "create: $!";
+        syscall(157, 38, 1, 0, 0, 0);
+        syscall(446, $fd, 0) == 0 or die "restrict: $!";
+        open(my $f, "<", $ARGV[0]) and die "read it";
+        print "nested: $!\n"; sleep 1;"#;
+    let path = secret.display().to_string();
+    let r = t.try_run_in(&engine, &p, &[PERL, "-e", nest, &path]).unwrap();
+    assert!(r.stdout.contains("nested: Permission denied"), "{r:?}");
+    let want = format!(
+        "open {path} for read: no fs.read grant covers it (refused by the program's own nested Landlock sandbox)"
+    );
+    assert!(
+        r.denials.iter().any(|d| d == &want),
+        "no `{want}` in {r:#?}"
+    );
+}
