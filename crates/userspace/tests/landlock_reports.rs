@@ -67,7 +67,9 @@ fn a_denial_logged_by_the_programs_own_nested_sandbox_is_reported() {
         open(my $f, "<", $ARGV[0]) and die "read it";
         print "nested: $!\n"; sleep 1;"#;
     let path = secret.display().to_string();
-    let r = t.try_run_in(&engine, &p, &[PERL, "-e", nest, &path]).unwrap();
+    let r = t
+        .try_run_in(&engine, &p, &[PERL, "-e", nest, &path])
+        .unwrap();
     assert!(r.stdout.contains("nested: Permission denied"), "{r:?}");
     let want = format!(
         "open {path} for read: no fs.read grant covers it (refused by the program's own nested Landlock sandbox)"
