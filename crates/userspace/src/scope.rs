@@ -311,6 +311,9 @@ pub struct ScopeReport {
     /// ([`Enforcer::drain_lost`]): when not 0, `records` may miss denials
     /// ([`crate::audit::lost_records_explanation`] says so).
     pub lost_records: u64,
+    /// Records shown to the drain's `on_record` but not kept in `records`: a scope keeps its
+    /// earliest 65,536 (`RECORDS_MAX`), so that a flood cannot grow bee's memory.
+    pub records_not_kept: u64,
 }
 
 /// A scope's cgroup and the plan installed for it, held until teardown: the one place that
@@ -489,11 +492,11 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             Err(e) => {
                 // A launch the kernel refused (the command's own `execve`) leaves its denial
                 // in the scope's events: report it before the scope goes.
-                let (before, cgroup_id) = (self.collected.records.len(), self.cgroup_id());
+                let (before, cgroup_id) = (self.collected.seen, self.cgroup_id());
                 let torn = self.teardown(on_record);
                 // The Landlock engine's refusal of a program no exec grant covers is not
                 // logged by the kernel: it is made from the policy.
-                if self.collected.records.len() == before
+                if self.collected.seen == before
                     && self.enforcer.engine() == EngineKind::Landlock
                     && let ScopeError::Launch(launch) = &e
                     && let Some(record) = crate::landlock::audit::unlogged::exec_refusal(
@@ -504,7 +507,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
                     )
                 {
                     on_record(&record);
-                    self.collected.records.push(record);
+                    self.collected.keep(record);
                 }
                 torn.and(Err(e))
             }
@@ -531,6 +534,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
             outcome,
             records: std::mem::take(&mut self.collected.records),
             lost_records: self.collected.lost,
+            records_not_kept: self.collected.not_kept,
         })
     }
 
