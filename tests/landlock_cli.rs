@@ -1055,3 +1055,84 @@ fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete
         "{err}"
     );
 }
+
+/// Whether a process other than `but` whose command line holds `token` is alive
+/// (`/proc/*/cmdline`).
+fn alive_with(token: &str, but: u32) -> bool {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_str() != Some(but.to_string().as_str()))
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(token))
+}
+
+/// A command refusing calls in a loop while nobody reads bee's standard error: the timeout
+/// still ends it — the wait never blocks on the denial lines, which once held it in `write`
+/// past the timeout for as long as the reader stalled — and bee says how many lines it could
+/// not print once the reader comes back.
+#[test]
+fn the_timeout_holds_while_nobody_reads_the_denial_lines() {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+
+    let dir = scratch();
+    let p = dir.path().join("perl.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/dev/null\"]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/perl\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let token = format!("bee-unread-stderr-{}", std::process::id());
+    let mut bee = std::process::Command::new(support::bee_exe())
+        .args(["exec", "--timeout", "2", "--policy"])
+        .arg(&p)
+        .args([
+            "--",
+            "/usr/bin/perl",
+            "-e",
+            "while (1) { socket(my $s, 1, 1, 0) }",
+            &token,
+        ])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let started = Instant::now();
+    while !alive_with(&token, bee.id()) && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Nobody reads bee's standard error: the pipe fills within the first thousand lines.
+    let mut ended = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        if !alive_with(&token, bee.id()) {
+            ended = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut err = String::new();
+    if let Some(mut pipe) = bee.stderr.take() {
+        pipe.read_to_string(&mut err)
+            .unwrap_or_else(|e| unreachable!("{e}"));
+    }
+    let status = bee.wait().unwrap_or_else(|e| unreachable!("{e}"));
+    let ended = ended.unwrap_or_else(|| panic!("the command outlived its 2 s timeout by 28 s"));
+    assert!(ended < Duration::from_secs(15), "ended after {ended:?}");
+    let tail: Vec<&str> = err.lines().rev().take(3).collect();
+    assert_eq!(status.code(), Some(137), "{tail:?}");
+    assert!(
+        err.contains("bee: denied: socket(AF_UNIX, SOCK_STREAM): never allowed inside a scope"),
+        "{tail:?}"
+    );
+    assert!(err.contains("timed out; its scope was killed"), "{tail:?}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("bee: ") && l.contains(" denial lines were not printed: ")),
+        "{tail:?}"
+    );
+}

@@ -245,15 +245,16 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     // A terminal in raw mode does not return the carriage at a line's end.
     let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
+    let mut printer = stderr::Printer::start();
     let mut on_record = |record: &AuditRecord| {
         match learn.as_mut() {
             Some(l) if record.learn => l.record(record),
             Some(l) if record.verdict == Verdict::Deny => {
                 l.record(record);
-                stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
+                printer.say(format!("bee: denied: {}{eol}", record.explanation()));
             }
             _ if record.verdict == Verdict::Deny => {
-                stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
+                printer.say(format!("bee: denied: {}{eol}", record.explanation()));
             }
             _ => {}
         }
@@ -264,6 +265,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         }
     };
     let result = scope.run(&spec, &mut on_record);
+    let unprinted = printer.finish();
     // The spec holds the pseudo-terminal's slave: closed, the relay reads to its end.
     drop(spec);
     if let Some(r) = relay {
@@ -293,6 +295,12 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     };
     if let Some(e) = audit_error {
         return Err(fail(Exit::Software, &format!("writing the audit log: {e}")));
+    }
+    if unprinted > 0 {
+        stderr::say(&format!(
+            "bee: {unprinted} denial lines were not printed: standard error was not read as fast \
+             as the command was refused (`--audit FILE` keeps every denial){eol}"
+        ));
     }
     if report.lost_records > 0 {
         stderr::say(&format!(

@@ -6,6 +6,66 @@
 //! gone (`EPIPE`) or broken drops the line, which the audit file (`--audit`) still keeps.
 
 use std::os::fd::AsRawFd as _;
+use std::sync::mpsc::{self, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+
+/// How many lines [`Printer`] holds for a standard error that is not read fast enough.
+pub(crate) const PRINTER_QUEUE: usize = 4_096;
+
+/// The lines said while the command runs (`bee: denied: …`), written by a thread of their own:
+/// the wait that enforces `--timeout` must never block on a standard error nobody reads, and
+/// the command decides how many lines there are (a command refusing calls in a loop made the
+/// wait block in `write` and outlive its timeout). Past [`PRINTER_QUEUE`] waiting lines, a
+/// line is not printed but counted; [`Printer::finish`] returns the count, for bee to say so
+/// (the audit file, `--audit`, still has every record).
+#[derive(Debug)]
+pub(crate) struct Printer {
+    lines: Option<SyncSender<String>>,
+    thread: Option<JoinHandle<()>>,
+    dropped: u64,
+}
+
+impl Printer {
+    /// Starts the writing thread; where no thread can be made, lines are written by the
+    /// caller ([`say`]) as before.
+    pub(crate) fn start() -> Self {
+        let (tx, rx) = mpsc::sync_channel::<String>(PRINTER_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("bee-stderr".into())
+            .spawn(move || {
+                for line in rx {
+                    say(&line);
+                }
+            })
+            .ok();
+        Self {
+            lines: thread.is_some().then_some(tx),
+            thread,
+            dropped: 0,
+        }
+    }
+
+    /// Queues `line` for standard error, or counts it when the queue is full.
+    pub(crate) fn say(&mut self, line: String) {
+        match &self.lines {
+            Some(tx) => match tx.try_send(line) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => self.dropped += 1,
+            },
+            None => say(&line),
+        }
+    }
+
+    /// Waits until every queued line is written (as long as standard error takes), and
+    /// returns how many lines were not printed.
+    pub(crate) fn finish(mut self) -> u64 {
+        drop(self.lines.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.dropped
+    }
+}
 
 /// Writes `text` to standard error whole, waiting for room in a full non-blocking pipe.
 pub(crate) fn say(text: &str) {
@@ -37,6 +97,30 @@ pub(crate) fn say(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_printer_keeps_order_and_counts_what_its_queue_could_not_hold() {
+        // A printer whose thread is stuck: every line past the queue is counted, none waits.
+        let (tx, rx) = mpsc::sync_channel::<String>(PRINTER_QUEUE);
+        let mut stuck = Printer {
+            lines: Some(tx),
+            thread: None,
+            dropped: 0,
+        };
+        let started = std::time::Instant::now();
+        for i in 0..PRINTER_QUEUE + 10 {
+            stuck.say(format!("line {i}\n"));
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(stuck.finish(), 10);
+        let kept: Vec<String> = rx.iter().collect();
+        assert_eq!(kept.len(), PRINTER_QUEUE);
+        assert_eq!(kept[0], "line 0\n");
+        assert_eq!(
+            kept[PRINTER_QUEUE - 1],
+            format!("line {}\n", PRINTER_QUEUE - 1)
+        );
+    }
 
     #[test]
     fn a_line_gets_through_a_full_non_blocking_pipe_once_it_drains() {
