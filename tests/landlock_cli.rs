@@ -120,15 +120,21 @@ fn exec_enforces_through_landlock_and_says_so() {
 
 /// A call the seccomp filter refuses fails as it always did (`EPERM`), and `bee exec` now says
 /// which call and why, as it does for Landlock's own denials.
-#[test]
-fn exec_explains_a_call_the_seccomp_filter_refuses() {
-    let dir = scratch();
-    let p = dir.path().join("perl.toml");
+/// A version 1 policy (`perl.toml` in `dir`) that runs perl and grants nothing else.
+fn perl_policy(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("perl.toml");
     std::fs::write(
         &p,
         "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/dev/null\"]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/perl\"]\n",
     )
     .unwrap_or_else(|e| unreachable!("{e}"));
+    p
+}
+
+#[test]
+fn exec_explains_a_call_the_seccomp_filter_refuses() {
+    let dir = scratch();
+    let p = perl_policy(dir.path());
     let p = p.display().to_string();
     let o = bee_in(
         dir.path(),
@@ -1078,12 +1084,7 @@ fn the_timeout_holds_while_nobody_reads_the_denial_lines() {
     use std::time::{Duration, Instant};
 
     let dir = scratch();
-    let p = dir.path().join("perl.toml");
-    std::fs::write(
-        &p,
-        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/dev/null\"]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/perl\"]\n",
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = perl_policy(dir.path());
     let token = format!("bee-unread-stderr-{}", std::process::id());
     let mut bee = std::process::Command::new(support::bee_exe())
         .args(["exec", "--timeout", "2", "--policy"])

@@ -66,10 +66,11 @@ impl Collected {
 mod tests {
     use std::cell::Cell;
 
-    use bee_common::{ACCESS_READ, AuditEvent, Hook};
+    use bee_common::AuditEvent;
     use bee_core::compile::{CompileOptions, compile_str};
 
     use super::*;
+    use crate::scope::tests::shadow_read;
     use crate::scope::{EnforceError, EnforcementPlan, InstallId};
 
     /// Gives `batch` denials of cgroup 7 at each drain, `drains` times.
@@ -94,15 +95,7 @@ mod tests {
                 return Vec::new();
             }
             self.drains.set(self.drains.get() - 1);
-            let mut e = AuditEvent::zeroed();
-            e.cgroup_id = cgroup_id;
-            e.hook = Hook::FileOpen as u32;
-            e.error = -13;
-            e.access = ACCESS_READ;
-            let path = b"/etc/shadow";
-            e.path[..path.len()].copy_from_slice(path);
-            e.path_len = 11;
-            vec![e; self.batch]
+            vec![shadow_read(cgroup_id); self.batch]
         }
     }
 

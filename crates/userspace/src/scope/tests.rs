@@ -115,16 +115,21 @@ impl Enforcer for Fake {
         if self.drained.replace(true) {
             return Vec::new();
         }
-        let mut e = AuditEvent::zeroed();
-        e.cgroup_id = cgroup_id;
-        e.hook = Hook::FileOpen as u32;
-        e.error = -13;
-        e.access = ACCESS_READ;
-        let path = b"/etc/shadow";
-        e.path[..path.len()].copy_from_slice(path);
-        e.path_len = path.len() as u32;
-        vec![e]
+        vec![shadow_read(cgroup_id)]
     }
+}
+
+/// A refused read of `/etc/shadow` in the scope with cgroup id `cgroup_id`.
+pub(super) fn shadow_read(cgroup_id: u64) -> AuditEvent {
+    let mut e = AuditEvent::zeroed();
+    e.cgroup_id = cgroup_id;
+    e.hook = Hook::FileOpen as u32;
+    e.error = -13;
+    e.access = ACCESS_READ;
+    let path = b"/etc/shadow";
+    e.path[..path.len()].copy_from_slice(path);
+    e.path_len = path.len() as u32;
+    e
 }
 
 fn policy() -> (CompiledPolicy, EnforcementPlan) {
