@@ -375,8 +375,7 @@ fn targets_table(reports: &[Report]) -> Vec<String> {
 
 /// Builds the bench target and returns its executable.
 fn build() -> Result<PathBuf> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    let mut cmd = Command::new(crate::demo::cargo());
     cmd.current_dir(vm::repo_root()).args([
         "bench",
         "--no-run",

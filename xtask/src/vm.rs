@@ -699,8 +699,7 @@ fn selects(pattern: &str, name: &str) -> bool {
 /// The names of `package`'s integration-test targets that `pattern` selects ([`selects`]),
 /// from `cargo metadata`; an error when it selects none.
 fn test_targets(package: &str, pattern: &str) -> Result<Vec<String>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    let mut cmd = Command::new(crate::demo::cargo());
     cmd.current_dir(repo_root()).args([
         "metadata",
         "--no-deps",
@@ -752,8 +751,7 @@ fn build_test_binaries(
     test: &str,
     features: &str,
 ) -> Result<Vec<(String, PathBuf)>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
+    let mut cmd = Command::new(crate::demo::cargo());
     cmd.current_dir(repo_root()).args([
         "test",
         "--no-run",
