@@ -104,6 +104,19 @@ pub enum CgroupError {
     },
 }
 
+/// `populated` of `cgroup.events` in the cgroup directory `dir`: whether a live process is in
+/// the cgroup or below; `None` when the file has no such line, which callers decide about.
+///
+/// # Errors
+/// Reading the file failed (the cgroup is gone, or not a cgroup v2 directory).
+pub(crate) fn events_populated(dir: &Path) -> io::Result<Option<bool>> {
+    let text = fs::read_to_string(dir.join("cgroup.events"))?;
+    Ok(text.lines().find_map(|l| match l.split_once(' ') {
+        Some(("populated", v)) => Some(v.trim() != "0"),
+        _ => None,
+    }))
+}
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> CgroupError + 'a {
     move |source| CgroupError::Io {
         op,
@@ -483,12 +496,8 @@ impl ScopeCgroup {
     /// # Errors
     /// [`CgroupError::Io`].
     pub fn is_populated(&self) -> Result<bool, CgroupError> {
-        let path = self.path.join("cgroup.events");
-        let text = fs::read_to_string(&path).map_err(io_err("read", &path))?;
-        let populated = text.lines().find_map(|l| match l.split_once(' ') {
-            Some(("populated", v)) => Some(v.trim() != "0"),
-            _ => None,
-        });
+        let populated = events_populated(&self.path)
+            .map_err(io_err("read", &self.path.join("cgroup.events")))?;
         match populated {
             Some(p) => Ok(p),
             None => Ok(!self.procs()?.is_empty()),

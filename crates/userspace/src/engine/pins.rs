@@ -78,8 +78,8 @@ fn cgroup_populated(root: &Path, id: u64) -> bool {
     let mut stack = vec![root.to_owned()];
     while let Some(dir) = stack.pop() {
         if fs::metadata(&dir).is_ok_and(|m| m.ino() == id) {
-            return fs::read_to_string(dir.join("cgroup.events"))
-                .map(|e| e.lines().any(|l| l == "populated 1"))
+            return crate::cgroup::events_populated(&dir)
+                .map(|p| p == Some(true))
                 // Unreadable: assume it may hold processes (keep confining).
                 .unwrap_or(true);
         }

@@ -194,8 +194,7 @@ impl LandlockEngine {
         else {
             return false;
         };
-        std::fs::read_to_string(dir.join("cgroup.events"))
-            .is_ok_and(|e| e.lines().any(|l| l == "populated 0"))
+        crate::cgroup::events_populated(&dir).is_ok_and(|p| p == Some(false))
     }
 
     /// Makes the receive buffer of the denial reports' socket `bytes` (see
