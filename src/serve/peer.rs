@@ -48,13 +48,9 @@ impl Peer {
             Ok(raw) if raw >= 0 => unsafe { OwnedFd::from_raw_fd(raw) },
             _ => pidfd_open(cred.pid)?,
         };
-        let cgroup_file = format!("/proc/{}/cgroup", cred.pid);
-        let text = std::fs::read_to_string(&cgroup_file)?;
-        let rel = text
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no cgroup v2 line"))?;
-        let cgroup = cgroup2.join(rel.trim().trim_start_matches('/'));
+        let pid = u32::try_from(cred.pid)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a negative peer pid"))?;
+        let cgroup = bee_userspace::cgroup::process_cgroup_dir(Some(pid), cgroup2)?;
         // The pid may have been reused while /proc was read: only a live pidfd vouches for
         // what was read, and for the credentials (`/proc/PID/status` of the same process).
         if !alive(&pidfd) || !same_uid(cred.pid, cred.uid) {
@@ -67,7 +63,7 @@ impl Peer {
             uid: cred.uid,
             gid: cred.gid,
             groups,
-            pid: u32::try_from(cred.pid).unwrap_or(0),
+            pid,
             pidfd,
             cgroup,
         })

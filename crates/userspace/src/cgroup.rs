@@ -117,6 +117,25 @@ pub(crate) fn events_populated(dir: &Path) -> io::Result<Option<bool>> {
     }))
 }
 
+/// The cgroup v2 directory of process `pid` (`None`: this process): the `0::` line of
+/// `/proc/PID/cgroup`, below `mount`, the cgroup2 mount ([`parse_cgroup2_mount`]).
+///
+/// # Errors
+/// Reading the file failed (a process gone: `NotFound`); `InvalidData` when it has no cgroup
+/// v2 (`0::`) line.
+pub fn process_cgroup_dir(pid: Option<u32>, mount: &Path) -> io::Result<PathBuf> {
+    let file = match pid {
+        Some(pid) => format!("/proc/{pid}/cgroup"),
+        None => "/proc/self/cgroup".to_owned(),
+    };
+    let text = fs::read_to_string(file)?;
+    let rel = text
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no cgroup v2 (`0::`) line"))?;
+    Ok(mount.join(rel.trim().trim_start_matches('/')))
+}
+
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> CgroupError + 'a {
     move |source| CgroupError::Io {
         op,
@@ -201,17 +220,14 @@ impl CgroupParent {
             .map_err(io_err("read", Path::new("/proc/self/mountinfo")))?;
         let mount = parse_cgroup2_mount(&mountinfo).ok_or(CgroupError::NoCgroup2)?;
         let own_file = Path::new("/proc/self/cgroup");
-        let own = fs::read_to_string(own_file).map_err(io_err("read", own_file))?;
-        let own = own
-            .lines()
-            .find_map(|l| l.strip_prefix("0::"))
-            .ok_or_else(|| {
-                io_err("parse", own_file)(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "no cgroup v2 (`0::`) line",
-                ))
-            })?;
-        let own = mount.join(own.trim().trim_start_matches('/'));
+        let own = process_cgroup_dir(None, &mount).map_err(|e| {
+            let op = if e.kind() == io::ErrorKind::InvalidData {
+                "parse"
+            } else {
+                "read"
+            };
+            io_err(op, own_file)(e)
+        })?;
         let ancestor = common_ancestor(&own, &self.path);
         let procs = ancestor.join("cgroup.procs");
         let c = std::ffi::CString::new(procs.as_os_str().as_encoded_bytes()).map_err(|_| {

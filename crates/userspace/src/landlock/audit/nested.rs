@@ -9,8 +9,11 @@
 //! [`bee_common::event::EVENT_NESTED`].
 
 use std::os::unix::fs::MetadataExt as _;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use super::State;
+use crate::cgroup::process_cgroup_dir;
 use crate::support::parse_cgroup2_mount;
 
 impl State {
@@ -26,11 +29,12 @@ impl State {
 }
 
 /// The id of the cgroup (v2) process `pid` is in: its directory's inode number, as bee's
-/// scopes are numbered, below the cgroup2 mount `/proc/self/mountinfo` names.
+/// scopes are numbered, below the cgroup2 mount `/proc/self/mountinfo` names (read once).
 fn cgroup_of_pid(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let mount = parse_cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").ok()?)?;
-    let dir = mount.join(path.trim_start_matches('/'));
+    static MOUNT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let mount = MOUNT
+        .get_or_init(|| parse_cgroup2_mount(&std::fs::read_to_string("/proc/self/mountinfo").ok()?))
+        .as_deref()?;
+    let dir = process_cgroup_dir(Some(pid), mount).ok()?;
     Some(std::fs::metadata(dir).ok()?.ino())
 }
