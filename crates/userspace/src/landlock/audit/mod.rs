@@ -243,10 +243,13 @@ impl Reports {
     /// the module's notes).
     pub fn drain(&self, cgroup_id: u64, ended: bool) -> Vec<AuditEvent> {
         let start = Instant::now();
-        if !(ended && self.mark_and_wait(start)) {
-            self.flush(start);
-        }
-        let kernel = netlink::kernel_lost();
+        // The kernel's count of lost records: read by the flush as it sees the queue emptied,
+        // and once more after a mark.
+        let kernel = if ended && self.mark_and_wait(start) {
+            netlink::kernel_lost()
+        } else {
+            self.flush(start)
+        };
         let overran = self.shared.lock().losses.socket_overran();
         let dropped = overran.then(|| self.socket.dropped()).flatten();
         let mut state = self.shared.lock();
@@ -313,9 +316,10 @@ impl Reports {
     }
 
     /// Waits until the kernel's queue has been seen empty, then until the reader has read
-    /// the socket empty after that, until [`SETTLE_MAX`] after `start`.
-    fn flush(&self, start: Instant) {
-        netlink::wait_queue_emptied(QUEUE_WAIT);
+    /// the socket empty after that, until [`SETTLE_MAX`] after `start`. Returns the kernel's
+    /// count of lost records as read while waiting (`None` where it could not be read).
+    fn flush(&self, start: Instant) -> Option<u32> {
+        let lost = netlink::wait_queue_emptied(QUEUE_WAIT);
         let ticket = {
             let mut state = self.shared.lock();
             state.asked += 1;
@@ -332,6 +336,7 @@ impl Reports {
                 Err(e) => e.into_inner().0,
             };
         }
+        lost
     }
 }
 
