@@ -554,6 +554,19 @@ static long resolve_step(__u32 i, void *data)
 	return 0;
 }
 
+/* resolve_at's loop: resolve_step over the path buffer's rc, which the caller
+ * has filled. A global function (not static, not inlined), so the verifier
+ * checks it once per program, on its own, instead of once for every state a
+ * call site is reached in: each of the check's up to four resolutions used to
+ * verify the whole loop again, and path_rename took 428k instructions of
+ * verification (docs/enforcement.md, "Verification cost"). Its arguments and
+ * result are scalars: a kernel pointer cannot be passed to a global function
+ * before Linux 6.8's __arg_trusted, so the pointers travel in rc. */
+__noinline int resolve_loop(void)
+{
+	return bpf_loop(BEE_RESOLVE_STEPS, resolve_step, NULL, 0);
+}
+
 /* Resolves (vfsmount, dentry) into the task's path buffer, after `nsegs` segments
  * already in buf[pos .. BEE_PATH_END) (0 and BEE_PATH_END: none). Returns 0
  * and fills c, or a non-zero flag set (BEE_EVENT_PATH_*) when the path must be
@@ -577,7 +590,7 @@ static __always_inline __u32 resolve_at(struct vfsmount *vfsmnt, struct dentry *
 	p->rc.nsegs = nsegs;
 	p->rc.flags = 0;
 	p->rc.done = 0;
-	bpf_loop(BEE_RESOLVE_STEPS, resolve_step, NULL, 0);
+	resolve_loop();
 	c->pos = p->rc.pos;
 	c->nsegs = p->rc.nsegs;
 	c->flags = p->rc.flags;
@@ -744,7 +757,6 @@ static long walk_step(__u32 i, void *data)
 	struct bee_state *st;
 	__u32 k, off, len, *next;
 	__u32 default_next, glob_first, glob_count, mask;
-	struct bee_combo combo = {};
 
 	if (!p || !sg)
 		return 1;
@@ -820,17 +832,18 @@ static long walk_step(__u32 i, void *data)
 		c->state = default_next;
 		return 0;
 	}
-	combo.group = glob_first;
-	combo.mask = mask;
-	next = bpf_map_lookup_elem(&bee_combos, &combo);
+	p->combo.group = glob_first;
+	p->combo.mask = mask;
+	next = bpf_map_lookup_elem(&bee_combos, &p->combo);
 	c->state = next ? *next : default_next;
 	return 0;
 }
 
 /* Walks `nsegs` segments of the resolved path from start, segment `first`
  * (nearest the root) first; returns the final state, or -1 when the automaton
- * is inconsistent (deny). */
-static __always_inline long walk_path(__u32 start, __u32 first, __u32 nsegs)
+ * is inconsistent (deny). A global function, verified once per program for any
+ * arguments, like resolve_loop. */
+__noinline long walk_path(__u32 start, __u32 first, __u32 nsegs)
 {
 	struct bee_path *p = path_buf();
 
@@ -1079,12 +1092,12 @@ static __always_inline struct bee_dircache *dircache_of(struct inode *dir)
 
 /* The cached state after dir's path through cp's mount, or -1; with no mount
  * in cp (an inode hook's, dircache_leaf), through the mount the entry was
- * filled through. On a hit, key's mnt, len and nsegs are the entry's (the
- * mount, the directory path's length and segments). When the leaf's memo
- * matches, *leaf is the state after the leaf too (else -1). */
+ * filled through. On a hit, *hit is the entry's mount and directory path's
+ * length and segments. When the leaf's memo matches, *leaf is the state after
+ * the leaf too (else -1). */
 static __always_inline long dircache_get(const struct dircache_probe *cp, struct inode *dir,
 					 const struct bee_scope *sc, long *leaf,
-					 struct bee_dirkey *key)
+					 struct dircache_hit *hit)
 {
 	struct bee_dircache *dc = dircache_of(dir);
 	struct bee_dirkey e;
@@ -1119,9 +1132,9 @@ static __always_inline long dircache_get(const struct dircache_probe *cp, struct
 		*leaf = m.state;
 	/* Field by field: a struct copy through a pointer becomes a memcpy call
 	 * the verifier does not know. */
-	key->mnt = e.mnt;
-	key->len = e.len;
-	key->nsegs = e.nsegs;
+	hit->mnt = e.mnt;
+	hit->len = e.len;
+	hit->nsegs = e.nsegs;
 	return e.state;
 }
 
@@ -1254,7 +1267,7 @@ static __always_inline long dircache_up(const struct dircache_probe *cp,
 					struct vfsmount *vfsmnt, struct dentry *parent,
 					const struct bee_scope *sc, __u32 *len, __u32 *nsegs)
 {
-	struct bee_dirkey key;
+	struct dircache_hit hit;
 	struct dentry *up;
 	struct inode *updir;
 	long state, unused;
@@ -1268,20 +1281,20 @@ static __always_inline long dircache_up(const struct dircache_probe *cp,
 	updir = up->d_inode;
 	if (!updir)
 		return -1;
-	state = dircache_get(cp, updir, sc, &unused, &key);
+	state = dircache_get(cp, updir, sc, &unused, &hit);
 	if (state < 0)
 		return -1;
 	n = parent->d_name.len;
-	if (n == 0 || n > BEE_NAME_MAX || key.nsegs + 2 > BEE_SEGS_MAX ||
-	    key.len + 1 + n + 1 + cp->len > BEE_PATH_MAX - 1)
+	if (n == 0 || n > BEE_NAME_MAX || hit.nsegs + 2 > BEE_SEGS_MAX ||
+	    hit.len + 1 + n + 1 + cp->len > BEE_PATH_MAX - 1)
 		return -1;
 	if (!put_leaf(parent->d_name.name, n))
 		return -1;
 	state = walk_path(state, 0, 1);
 	if (state < 0)
 		return -1;
-	*len = key.len + 1 + n;
-	*nsegs = key.nsegs + 1;
+	*len = hit.len + 1 + n;
+	*nsegs = hit.nsegs + 1;
 	return state;
 }
 
@@ -1313,11 +1326,11 @@ static __always_inline int check_path_state(__u32 hook, __u64 cgid,
 		if (parent)
 			dir = parent->d_inode;
 		if (dir) {
-			struct bee_dirkey key;
+			struct dircache_hit hit;
 			__u32 len, nsegs;
 			long leaf;
 
-			state = dircache_get(&cp, dir, &sc, &leaf, &key);
+			state = dircache_get(&cp, dir, &sc, &leaf, &hit);
 			if (state < 0) {
 				/* A miss: the directory's own parent may be cached. */
 				state = dircache_up(&cp, vfsmnt, parent, &sc, &len, &nsegs);
@@ -1824,7 +1837,7 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 	struct dentry *parent;
 	struct inode *dir;
 	struct bee_scope sc;
-	struct bee_dirkey key;
+	struct dircache_hit hit;
 	struct mount *m;
 	long state, leaf;
 
@@ -1837,12 +1850,12 @@ static __always_inline int inode_cached_write(const struct bee_scope *scope,
 	dir = parent->d_inode;
 	if (!dir)
 		return 0;
-	state = dircache_get(&cp, dir, &sc, &leaf, &key);
+	state = dircache_get(&cp, dir, &sc, &leaf, &hit);
 	if (state < 0)
 		return 0;
-	/* The mount taken out of key first: inside BPF_CORE_READ, key.mnt would
-	 * become a relocation against bee_dirkey, a type the kernel lacks. */
-	m = (struct mount *)key.mnt;
+	/* The mount taken out of hit first: inside BPF_CORE_READ, hit.mnt would
+	 * become a relocation against dircache_hit, a type the kernel lacks. */
+	m = (struct mount *)hit.mnt;
 	if (parent->d_parent == parent && (struct dentry *)BPF_CORE_READ(m, mnt.mnt_root) != parent)
 		return 0;
 	/* Written out as in check_path_state: there, a helper for these lines

@@ -216,6 +216,10 @@ struct bee_path {
 	__u8 buf[BEE_PATH_BUF];
 	struct bee_edge_short ks;
 	struct bee_edge_long kl;
+	/* walk_step's combo key, here rather than on its stack: on 6.1 the
+	 * chain file_open -> walk_path -> walk_step -> glob_one -> glob_step
+	 * must fit the 512 bytes of stack all frames share. */
+	struct bee_combo combo;
 	struct resolve_ctx rc;
 	struct walk_ctx wc;
 	struct globs_ctx gsc;
@@ -305,6 +309,14 @@ struct dircache_probe {
 	__u32 memo;   /* the leaf memo its name goes to */
 	__u32 memoable; /* `word` holds the name (len <= BEE_LEAF_NAME) */
 	__u64 word[BEE_LEAF_WORDS]; /* the name, zero-padded */
+};
+
+/* What a directory cache hit gives besides the state: the entry's mount
+ * (struct mount *) and the directory path's length in bytes and segments. */
+struct dircache_hit {
+	__u64 mnt;
+	__u32 len;
+	__u32 nsegs;
 };
 
 /* Masks v with m in a way the compiler cannot drop as redundant, so the
