@@ -440,20 +440,31 @@ fn programs_verdict(
     outcome: Result<crate::engine::Verification, crate::engine::EngineError>,
 ) -> Gate {
     match outcome {
-        Ok(v) => Gate::pass(
-            GateId::Programs,
-            match v.dircache_refused {
-                None => format!(
-                    "this kernel's verifier accepts all {} of bee's programs",
-                    v.programs
+        Ok(v) => {
+            // What the load cost, where the kernel counts it (Linux 5.16+).
+            let cost = match v.costliest() {
+                Some((program, most)) if most > 0 => format!(
+                    "; {} instructions verified, the most ({most}) for {program}",
+                    v.total_insns()
                 ),
-                Some(why) => format!(
-                    "this kernel's verifier accepts all {} of bee's programs with the directory \
-                     cache compiled out (every path is resolved in full; {why})",
-                    v.programs
-                ),
-            },
-        ),
+                _ => String::new(),
+            };
+            Gate::pass(
+                GateId::Programs,
+                match v.dircache_refused {
+                    None => format!(
+                        "this kernel's verifier accepts all {} of bee's programs{cost}",
+                        v.programs
+                    ),
+                    Some(why) => format!(
+                        "this kernel's verifier accepts all {} of bee's programs with the \
+                         directory cache compiled out (every path is resolved in full; \
+                         {why}){cost}",
+                        v.programs
+                    ),
+                },
+            )
+        }
         Err(e) => Gate::fail(
             GateId::Programs,
             format!("bee's programs cannot load here: {}", e.summary()),
@@ -791,6 +802,7 @@ mod tests {
         let gate = programs_verdict(Ok(Verification {
             programs: 62,
             dircache_refused: None,
+            verified_insns: vec![("bee_file_open", 0), ("bee_path_rename", 0)],
         }));
         assert!(gate.passed && gate.fix.is_none(), "{gate:?}");
         assert_eq!(
@@ -799,7 +811,18 @@ mod tests {
         );
         let gate = programs_verdict(Ok(Verification {
             programs: 62,
+            dircache_refused: None,
+            verified_insns: vec![("bee_file_open", 46_324), ("bee_path_rename", 43_247)],
+        }));
+        assert_eq!(
+            gate.reason,
+            "this kernel's verifier accepts all 62 of bee's programs; 89571 instructions \
+             verified, the most (46324) for bee_file_open"
+        );
+        let gate = programs_verdict(Ok(Verification {
+            programs: 62,
             dircache_refused: Some("the verifier refuses it: R2 type=untrusted_ptr_".into()),
+            verified_insns: Vec::new(),
         }));
         assert!(gate.passed, "{gate:?}");
         assert!(

@@ -285,6 +285,26 @@ pub struct Verification {
     /// Why the directory cache had to be compiled out (see [`Engine::dircache_refused`]);
     /// `None` when the programs verified with it.
     pub dircache_refused: Option<String>,
+    /// `(program, instructions)` for every program accepted, in the order of [`PROGRAMS`] then
+    /// [`OPTIONAL_PROGRAMS`]: how many instructions the verifier processed for it
+    /// (`bpf_prog_info`'s `verified_insns`, Linux 5.16+; `0` where the kernel does not say).
+    /// Their sum is what a load costs: the verifier's time grows with it
+    /// (`docs/enforcement.md`, "Verification cost").
+    pub verified_insns: Vec<(&'static str, u32)>,
+}
+
+impl Verification {
+    /// The instructions the verifier processed over every program.
+    #[must_use]
+    pub fn total_insns(&self) -> u64 {
+        self.verified_insns.iter().map(|&(_, n)| u64::from(n)).sum()
+    }
+
+    /// The program whose verification processed the most instructions, and how many.
+    #[must_use]
+    pub fn costliest(&self) -> Option<(&'static str, u32)> {
+        self.verified_insns.iter().copied().max_by_key(|&(_, n)| n)
+    }
 }
 
 const _: fn() = || {
@@ -327,6 +347,7 @@ impl Engine {
             mut ebpf,
             programs,
             dircache_refused,
+            ..
         } = load_and_verify(options, &btf)?;
         let graces = grace::Graces::new().map_err(|io_error| EngineError::Syscall {
             call: "BPF_MAP_CREATE (the grace-period map of maps)",
@@ -385,8 +406,10 @@ impl Engine {
         check_object(bee_ebpf::BEE_OBJECT)?;
         let btf = Btf::from_sys_fs().map_err(|e| EngineError::Btf(Box::new(e)))?;
         let verified = load_and_verify(options, &btf)?;
+        let names = verified.programs.iter().map(|&(program, _)| program);
         Ok(Verification {
             programs: verified.programs.len(),
+            verified_insns: names.zip(verified.verified_insns).collect(),
             dircache_refused: verified.dircache_refused,
         })
     }

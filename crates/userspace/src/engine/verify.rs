@@ -26,7 +26,22 @@ pub(super) struct Verified {
     /// `(program, hook)` of every program loaded: [`PROGRAMS`] and the available
     /// [`OPTIONAL_PROGRAMS`].
     pub(super) programs: Vec<(&'static str, &'static str)>,
+    /// The instructions the verifier processed for each of `programs`, in the same order:
+    /// `bpf_prog_info`'s `verified_insns` (Linux 5.16+), `0` where the kernel does not say.
+    pub(super) verified_insns: Vec<u32>,
     pub(super) dircache_refused: Option<String>,
+}
+
+impl Verified {
+    fn new(ebpf: Ebpf, loaded: Vec<Loaded>, dircache_refused: Option<String>) -> Self {
+        let (programs, verified_insns) = loaded.into_iter().unzip();
+        Self {
+            ebpf,
+            programs,
+            verified_insns,
+            dircache_refused,
+        }
+    }
 }
 
 /// Loads the object (maps created, CO-RE relocated) with the directory cache compiled in (given
@@ -90,27 +105,28 @@ const MAX_VERIFIERS: usize = 4;
 /// `(program, hook, required)`, for [`PROGRAMS`] then [`OPTIONAL_PROGRAMS`].
 type Wanted = (&'static str, &'static str, bool);
 
+/// `((program, hook), verified instructions)` of one program [`verify_programs`] loaded.
+type Loaded = ((&'static str, &'static str), u32);
+
 /// One LSM program waiting for `BPF_PROG_LOAD`: its index in the [`Wanted`] list, and the
 /// program itself.
 type Job<'e> = (usize, &'e mut Lsm);
 
-/// What one job gave: loaded (`Ok(true)`), an optional hook this kernel lacks (`Ok(false)`),
-/// or the refusal.
-type Outcome = (usize, Result<bool, EngineError>);
+/// What one job gave: loaded, with the instructions the verifier processed
+/// (`Ok(Some(n))`, [`Verified::verified_insns`]), an optional hook this kernel lacks
+/// (`Ok(None)`), or the refusal.
+type Outcome = (usize, Result<Option<u32>, EngineError>);
 
 /// Has the kernel verify (`BPF_PROG_LOAD`) every LSM program; returns those loaded, in the
-/// order of [`PROGRAMS`] then [`OPTIONAL_PROGRAMS`]. An optional program whose hook the kernel
-/// lacks is left out.
+/// order of [`PROGRAMS`] then [`OPTIONAL_PROGRAMS`], each with the instructions its
+/// verification processed. An optional program whose hook the kernel lacks is left out.
 ///
 /// The programs are verified on up to [`MAX_VERIFIERS`] threads (one per CPU): verification
 /// is most of a load, and a load one program after another kept one CPU busy. After a refusal
 /// no further program is started; of the refusals seen, the one earliest in that order is
 /// returned, so the first program is always tried and a kernel that refuses it is always
 /// reported by it.
-fn verify_programs(
-    ebpf: &mut Ebpf,
-    btf: &Btf,
-) -> Result<Vec<(&'static str, &'static str)>, EngineError> {
+fn verify_programs(ebpf: &mut Ebpf, btf: &Btf) -> Result<Vec<Loaded>, EngineError> {
     let required = PROGRAMS.iter().map(|&(p, h)| (p, h, true));
     let optional = OPTIONAL_PROGRAMS.iter().map(|&(p, h)| (p, h, false));
     let wanted: Vec<Wanted> = required.chain(optional).collect();
@@ -139,9 +155,9 @@ fn verify_programs(
     outcomes.sort_by_key(|&(index, _)| index);
     let mut loaded = Vec::with_capacity(outcomes.len());
     for (index, outcome) in outcomes {
-        if outcome? {
+        if let Some(insns) = outcome? {
             let (program, hook, _) = wanted[index];
-            loaded.push((program, hook));
+            loaded.push(((program, hook), insns));
         }
     }
     Ok(loaded)
@@ -165,10 +181,16 @@ fn verify_queued(
         let (program, hook, needed) = wanted[index];
         let outcome =
             match lsm.load(hook, btf) {
-                Ok(()) => Ok(true),
+                // A kernel before 5.16 has no count; aya then gives `None`.
+                Ok(()) => Ok(Some(
+                    lsm.info()
+                        .ok()
+                        .and_then(|info| info.verified_instruction_count())
+                        .unwrap_or(0),
+                )),
                 Err(aya::programs::ProgramError::Btf(aya::BtfError::UnknownBtfTypeName {
                     ..
-                })) if !needed => Ok(false),
+                })) if !needed => Ok(None),
                 Err(source) => {
                     refused.store(true, Ordering::SeqCst);
                     Err(EngineError::Program {
@@ -204,12 +226,8 @@ pub(super) fn check_rename_lock_at(
 pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Verified, EngineError> {
     let without_cache = |why: String| -> Result<Verified, EngineError> {
         let mut ebpf = load_object(options, btf, None)?;
-        let programs = verify_programs(&mut ebpf, btf)?;
-        Ok(Verified {
-            ebpf,
-            programs,
-            dircache_refused: Some(why),
-        })
+        let loaded = verify_programs(&mut ebpf, btf)?;
+        Ok(Verified::new(ebpf, loaded, Some(why)))
     };
     // The cache's reasoning about the order of its reads holds on x86-64 (loads are not
     // reordered with loads), the only architecture bee's object is built for.
@@ -226,13 +244,7 @@ pub(super) fn load_and_verify(options: &EngineOptions, btf: &Btf) -> Result<Veri
         return without_cache(format!("rename_lock's address failed its check: {why}"));
     }
     let first = match verify_programs(&mut ebpf, btf) {
-        Ok(programs) => {
-            return Ok(Verified {
-                ebpf,
-                programs,
-                dircache_refused: None,
-            });
-        }
+        Ok(loaded) => return Ok(Verified::new(ebpf, loaded, None)),
         Err(e @ EngineError::Program { .. }) => e,
         Err(e) => return Err(e),
     };
