@@ -6,7 +6,8 @@
 //! 2. install the [`EnforcementPlan`] for the cgroup's id ([`Enforcer::install`]) — before any
 //!    process is in the cgroup, so the command's very first `execve` is checked;
 //! 3. launch the command inside the cgroup ([`LaunchSpec::spawn`]);
-//! 4. wait for it (with a timeout that kills the whole scope: [`wait_and_kill`]);
+//! 4. wait for it (with a timeout, and a stop question, that kill the whole scope:
+//!    [`wait_and_kill`]);
 //! 5. kill whatever is left in the cgroup and wait until it is empty ([`ScopeCgroup::empty`]);
 //! 6. collect the audit events of the scope ([`Enforcer::drain_events`]);
 //! 7. uninstall the plan ([`Enforcer::uninstall`]) — only once the cgroup is empty: entries
@@ -411,12 +412,28 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// As [`Scope::spawn`] and [`Scope::finish`]; the scope is torn down in every case.
     pub fn run(
-        mut self,
+        self,
         spec: &LaunchSpec,
         on_record: &mut dyn FnMut(&AuditRecord),
     ) -> Result<ScopeReport, ScopeError> {
+        self.run_until(spec, on_record, &|| false)
+    }
+
+    /// As [`Scope::run`], and the wait asks `stop` at each of its polls
+    /// ([`ScopeOptions::poll`]): once `stop` answers true, the whole scope is killed as at the
+    /// timeout, torn down the same way, and the report's outcome is
+    /// [`interrupted`](crate::launch::Outcome::interrupted) (a signal to its owner, say).
+    ///
+    /// # Errors
+    /// As [`Scope::run`]; the scope is torn down in every case.
+    pub fn run_until(
+        mut self,
+        spec: &LaunchSpec,
+        on_record: &mut dyn FnMut(&AuditRecord),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ScopeReport, ScopeError> {
         match self.spawn(spec) {
-            Ok(mut launched) => self.finish(&mut launched, on_record),
+            Ok(mut launched) => self.end(&mut launched, on_record, stop),
             Err(e) => {
                 // A launch the kernel refused (the command's own `execve`) leaves its denial
                 // in the scope's events: report it before the scope goes.
@@ -448,12 +465,22 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// A wait or teardown error; the scope is torn down (as far as it safely can be) anyway.
     pub fn finish(
-        mut self,
+        self,
         launched: &mut Launched,
         on_record: &mut dyn FnMut(&AuditRecord),
     ) -> Result<ScopeReport, ScopeError> {
+        self.end(launched, on_record, &|| false)
+    }
+
+    /// [`Scope::finish`], stopped early once `stop` answers true ([`Scope::run_until`]).
+    fn end(
+        mut self,
+        launched: &mut Launched,
+        on_record: &mut dyn FnMut(&AuditRecord),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ScopeReport, ScopeError> {
         let cgroup_id = self.cgroup_id();
-        let waited = self.wait(launched, on_record);
+        let waited = self.wait(launched, on_record, stop);
         let torn = self.teardown(on_record);
         let outcome = waited?;
         torn?;
@@ -467,11 +494,13 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     }
 
     /// Step 4 of the module's order: waits for `launched`, collecting audit records while it
-    /// runs, and kills the whole scope at the timeout ([`wait_and_kill`]).
+    /// runs, and kills the whole scope at the timeout or once `stop` answers true
+    /// ([`wait_and_kill`]).
     fn wait(
         &mut self,
         launched: &mut Launched,
         on_record: &mut dyn FnMut(&AuditRecord),
+        stop: &dyn Fn() -> bool,
     ) -> Result<Outcome, ScopeError> {
         let id = self.cgroup_id();
         let cgroup = self.lease.cgroup().ok_or_else(torn_down)?;
@@ -484,7 +513,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         let (enforcer, policy, collected) = (self.enforcer, self.policy, &mut self.collected);
         let mut tick = || {
             collected.collect(enforcer, policy, id, on_record);
-            false
+            stop()
         };
         match wait_and_kill(launched, cgroup, &limits, &mut tick) {
             Ok(outcome) => Ok(outcome),
