@@ -11,6 +11,8 @@
     reason = "test helpers outside #[test] functions: a failure there is a test failure"
 )]
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -195,11 +197,28 @@ fn the_policy_still_confines_a_command_on_a_terminal() {
     assert_eq!(code, 0, "{seen}{mode}");
 }
 
+/// SIGTERM to bee kills the command's scope and removes it, restores the terminal, and then
+/// ends bee by SIGTERM.
 #[test]
-fn sigterm_to_bee_restores_the_terminal_before_ending_bee() {
+fn sigterm_to_bee_removes_the_scope_and_restores_the_terminal_before_ending_bee() {
     let f = Fixture::new();
-    let mut s = f.spawn("echo ready; /usr/bin/sleep 30; echo after");
+    // A duration no other process names.
+    let token = format!("3{}.7", std::process::id());
+    let mut s = f.spawn(&format!("echo ready; /usr/bin/sleep {token}; echo after"));
     until(&mut s, "ready");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sleep = loop {
+        if let Some(p) = support::processes_with(&token)
+            .into_iter()
+            .find(|p| p.contains(": /usr/bin/sleep "))
+        {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "the sleep never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let scope = support::cgroup_of(sleep.split(':').next().unwrap()).unwrap();
+    assert!(scope.is_dir(), "{}", scope.display());
     // bee is the outer shell's only child.
     let shell = s.get_process().pid().as_raw();
     let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
@@ -209,6 +228,12 @@ fn sigterm_to_bee_restores_the_terminal_before_ending_bee() {
     let (code, rest) = status_and_mode(&mut s);
     assert_eq!(code, 128 + libc::SIGTERM, "{rest}");
     assert!(!rest.contains("after"), "{rest}");
+    assert!(
+        !scope.exists(),
+        "{} was left behind: {rest}",
+        scope.display()
+    );
+    assert_eq!(support::processes_with(&token), Vec::<String>::new());
 }
 
 /// `bee exec` in `dir` with `pty` (`auto`, `always` or `never`) and piped streams: `input`

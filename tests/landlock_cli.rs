@@ -1137,3 +1137,133 @@ fn the_timeout_holds_while_nobody_reads_the_denial_lines() {
         "{tail:?}"
     );
 }
+
+/// Sends `signal` to an in-process `bee exec` (bee alone, not its process group) while its
+/// command (a shell, refused a read, then waiting for a `sleep` child) runs: bee kills the
+/// scope, tears it down as a normal end does (the scope's cgroup removed, the audit file
+/// completed) and then ends as that signal ends a process, so that a shell sees 128 + N.
+#[expect(
+    clippy::panic,
+    reason = "the helper of two tests: a failure there is their failure"
+)]
+fn a_signal_ends_bees_scope_before_bee(signal: libc::c_int) {
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::time::{Duration, Instant};
+
+    let dir = scratch();
+    let p = dir.path().join("sleep.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/dev/null\"]\n\
+         [exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/dash\", \"/usr/bin/sleep\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let audit = dir.path().join("audit.jsonl");
+    // A duration no other process names (the same length for every signal, so that no
+    // test's is part of another's): the shell's and the sleep's command lines hold it.
+    let token = format!("7{}.{signal:02}9", std::process::id());
+    let mut bee = std::process::Command::new(support::bee_exe())
+        .args(["exec", "--timeout", "120", "--audit"])
+        .arg(&audit)
+        .arg("--policy")
+        .arg(&p)
+        .args([
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            &format!("read x < /etc/shadow; /usr/bin/sleep {token}; echo never"),
+        ])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let bee_pid = bee.id().to_string();
+    // The sleep, once it runs: the shell is past its refused read.
+    let sleeping = || {
+        support::processes_with(&token)
+            .into_iter()
+            .find(|p| p.contains(": /usr/bin/sleep "))
+    };
+    let started = Instant::now();
+    while sleeping().is_none() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Some(sleep) = sleeping() else {
+        let _ = bee.kill();
+        panic!("the command never started: {:?}", bee.wait_with_output())
+    };
+    let sleep_pid = sleep.split(':').next().unwrap_or_default().to_owned();
+    let scope =
+        support::cgroup_of(&sleep_pid).unwrap_or_else(|| unreachable!("no cgroup for {sleep}"));
+    assert_ne!(support::cgroup_of(&bee_pid), Some(scope.clone()));
+    assert!(scope.is_dir(), "{}", scope.display());
+
+    // SAFETY: kill(2) of the bee this test started.
+    let sent = unsafe { libc::kill(bee.id() as libc::pid_t, signal) };
+    assert_eq!(sent, 0, "{}", std::io::Error::last_os_error());
+    let signalled = Instant::now();
+    let mut status = None;
+    while status.is_none() && signalled.elapsed() < Duration::from_secs(15) {
+        status = bee.try_wait().unwrap_or_else(|e| unreachable!("{e}"));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = signalled.elapsed();
+    let Some(status) = status else {
+        let _ = bee.kill();
+        panic!("bee outlived signal {signal} by 15 s");
+    };
+    let err = support::stderr(
+        &bee.wait_with_output()
+            .unwrap_or_else(|e| unreachable!("{e}")),
+    );
+    assert!(took < Duration::from_secs(8), "ended after {took:?}: {err}");
+    assert_eq!(status.signal(), Some(signal), "{status:?}: {err}");
+    assert_eq!(support::processes_with(&token), Vec::<String>::new());
+    assert!(
+        !scope.exists(),
+        "{} was left behind: {err}",
+        scope.display()
+    );
+    // The audit file is complete: every line whole JSON, and the shell's refused read in it —
+    // unless bee says the kernel dropped records meanwhile (the host's audit queue is shared,
+    // and the tests that flood it run beside this one).
+    let lines = std::fs::read_to_string(&audit).unwrap_or_default();
+    assert!(lines.is_empty() || lines.ends_with('\n'), "{lines:?}");
+    let records: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    if !err.contains("bee: some denials may be missing") {
+        assert!(
+            records
+                .iter()
+                .any(|r| r.to_string().contains("/etc/shadow")),
+            "{lines:?} {err}"
+        );
+        assert!(err.contains("bee: denied: open /etc/shadow"), "{err}");
+    }
+    assert!(
+        err.contains(&format!(
+            "bee: {}: `/usr/bin/dash`'s scope was killed",
+            if signal == libc::SIGTERM {
+                "SIGTERM"
+            } else {
+                "SIGHUP"
+            }
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn sigterm_to_bee_exec_kills_and_removes_its_scope_then_ends_bee_by_sigterm() {
+    a_signal_ends_bees_scope_before_bee(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_to_bee_exec_kills_and_removes_its_scope_then_ends_bee_by_sighup() {
+    a_signal_ends_bees_scope_before_bee(libc::SIGHUP);
+}

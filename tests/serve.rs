@@ -262,6 +262,41 @@ fn a_client_that_dies_has_its_scope_killed() {
     wait_until("the scope is removed", || service.live_scopes() == 0);
 }
 
+/// SIGTERM to a client's `bee exec` (the client alone): it asks the service to kill the
+/// scope, which goes, and the client then ends by SIGTERM, as in-process.
+#[test]
+fn sigterm_to_a_client_kills_its_scope_and_then_ends_the_client_by_sigterm() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let service = start();
+    let p = pub_policy(&service);
+    let mut client = sleeper(&service, &p, "986", "echo up > pub/up; sleep 986");
+    // SAFETY: kill(2) of our own child.
+    assert_eq!(
+        unsafe { libc::kill(client.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let mut status = None;
+    wait_until("the client ends", || {
+        status = ok(client.try_wait());
+        status.is_some()
+    });
+    let mut said = String::new();
+    if let Some(mut e) = client.stderr.take() {
+        let _ = e.read_to_string(&mut said);
+    }
+    assert_eq!(
+        status.and_then(|s| s.signal()),
+        Some(libc::SIGTERM),
+        "{status:?}: {said}"
+    );
+    assert!(
+        said.contains("bee: SIGTERM: `/usr/bin/dash`'s scope was killed"),
+        "{said}"
+    );
+    assert!(pids_running("986").is_empty());
+    wait_until("the scope is removed", || service.live_scopes() == 0);
+}
+
 #[test]
 fn a_killed_service_lets_nothing_out_and_the_next_one_removes_what_it_left() {
     let mut service = start();

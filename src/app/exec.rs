@@ -10,7 +10,9 @@
 //! ([`enforcement::open_enforcer`]; the Landlock engine has no learn mode). Each denial is printed on stderr as it is
 //! collected; with `--audit FILE` every record is also appended to FILE as JSON lines. The exit
 //! status is the command's own (128 + the signal number when a signal ended it; 127 when it was
-//! not found and 126 when it could not be executed, as with env(1)).
+//! not found and 126 when it could not be executed, as with env(1)). `SIGTERM`, `SIGHUP`,
+//! `SIGINT` or `SIGQUIT` sent to bee while the command runs kills the whole scope, as
+//! `--timeout` does, and bee ends by that signal once the scope is torn down ([`ending`]).
 //!
 //! With `--learn OUT` the scope runs in learn mode ([`super::learn`]): OUT's directory must be
 //! writable before anything runs (73 otherwise), the policy's denials are allowed and recorded,
@@ -41,6 +43,7 @@ use super::learn::Learn;
 use super::user::invoking_home;
 use crate::sandbox::own_state::StatePath;
 
+pub(super) mod ending;
 pub(super) mod pty;
 pub(super) mod stderr;
 
@@ -85,13 +88,16 @@ pub struct Args {
 
 /// Runs `bee exec` and returns the command's exit status, or bee's own on refusal.
 pub fn run(args: &Args) -> Exit {
-    match exec(args) {
+    let ending = ending::Ending::default();
+    let exit = match exec(args, &ending) {
         Ok(code) => Exit::Child(u8::try_from(code).unwrap_or(u8::MAX)),
         Err(exit) => exit,
-    }
+    };
+    // After the teardown, whichever path it took: an ending signal ends bee as it would have.
+    ending.end(exit)
 }
 
-fn exec(args: &Args) -> Result<i32, Exit> {
+fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
     let base = match &args.base {
         Some(b) => std::path::absolute(b),
         None => std::env::current_dir(),
@@ -141,7 +147,7 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         })?;
     let socket = crate::serve::socket_path();
     if args.service.use_service(&socket) {
-        return super::exec_remote::exec(args, &installed, &socket);
+        return super::exec_remote::exec(args, &installed, &socket, ending);
     }
     let bpf_plan = || {
         EnforcementPlan::new(&installed).map_err(|e| {
@@ -219,6 +225,8 @@ fn exec(args: &Args) -> Result<i32, Exit> {
         timeout: args.timeout.map(Duration::from_secs),
         ..ScopeOptions::default()
     };
+    // From here on an ending signal is bee's to handle: the scope must not outlive bee.
+    ending.catch();
     let created = match opened.engine {
         EngineKind::BpfLsm => {
             let plan = match plan.take() {
@@ -264,17 +272,19 @@ fn exec(args: &Args) -> Result<i32, Exit> {
             audit_error.get_or_insert(e);
         }
     };
-    let result = scope.run(&spec, &mut on_record);
+    let result = scope.run_until(&spec, &mut on_record, &|| ending.came());
+    // The audit file first: the lines below wait for their readers, and a second ending
+    // signal may end bee while they do.
+    if let Some(out) = audit.as_mut()
+        && let Err(e) = out.flush()
+    {
+        audit_error.get_or_insert(e);
+    }
     let unprinted = printer.finish();
     // The spec holds the pseudo-terminal's slave: closed, the relay reads to its end.
     drop(spec);
     if let Some(r) = relay {
         r.finish();
-    }
-    if let Some(out) = audit.as_mut()
-        && let Err(e) = out.flush()
-    {
-        audit_error.get_or_insert(e);
     }
     let report = match result {
         Ok(report) => report,
@@ -311,6 +321,12 @@ fn exec(args: &Args) -> Result<i32, Exit> {
     if report.outcome.timed_out {
         stderr::say(&format!(
             "bee: `{program}` timed out; its scope was killed\n"
+        ));
+    }
+    if let (true, Some(signal)) = (report.outcome.interrupted, ending.signal()) {
+        stderr::say(&format!(
+            "bee: {}: `{program}`'s scope was killed\n",
+            ending::name(signal)
         ));
     }
     if let Some(l) = learn {

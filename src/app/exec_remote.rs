@@ -4,8 +4,10 @@
 //! The policy is compiled here, with the caller's own access to its files; the service
 //! proves it within the caller's ceiling and refuses otherwise (65, with the
 //! counterexamples; 77 when no ceiling applies). The command runs as the caller's user with
-//! this process's standard streams; Ctrl-C, SIGTERM and SIGHUP ask the service to kill the
-//! scope; if this process dies, the service kills the scope because the connection ends.
+//! this process's standard streams; `SIGTERM`, `SIGHUP`, `SIGINT` and `SIGQUIT` ask the
+//! service to kill the scope, and bee ends by that signal once the command's end and its last
+//! denials are in ([`super::exec::ending`], as in-process); if this process dies, the service
+//! kills the scope because the connection ends.
 //! Statuses are those of in-process `bee exec`; a service that cannot be reached is 69 (77
 //! when its socket may not be used).
 //!
@@ -17,8 +19,6 @@
 use std::io::Write as _;
 use std::os::fd::AsRawFd as _;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bee_core::CompiledPolicy;
@@ -29,12 +29,19 @@ use crate::config::EngineChoice;
 use crate::serve::client::{Client, ClientError, CommandLine};
 
 use super::Exit;
+use super::exec::ending::{self, Ending};
 use super::exec::pty::Pty;
 use super::exec::{Args, fail, open_audit};
 use super::harness::preflight::with_consequence;
 
-/// Runs `args`' command in a scope the service at `socket` makes for `policy`.
-pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, Exit> {
+/// Runs `args`' command in a scope the service at `socket` makes for `policy`; an ending
+/// signal stops it ([`Ending`], which the caller ends bee with).
+pub(super) fn exec(
+    args: &Args,
+    policy: &CompiledPolicy,
+    socket: &Path,
+    ending: &Ending,
+) -> Result<i32, Exit> {
     let program = args
         .command
         .first()
@@ -99,10 +106,7 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
         Some(path) => Some(open_audit(path)?),
         None => None,
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-    }
+    ending.catch();
     let origin = args.policy.display().to_string();
     let scope = client
         .create(policy, &origin, args.timeout.map(Duration::from_secs))
@@ -124,9 +128,9 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
             audit_error.get_or_insert(e);
         }
     };
-    let ran = client.run(scope, command, stdio, &mut on_record, &|| {
-        stop.load(Ordering::Relaxed)
-    });
+    let ran = client.run(scope, command, stdio, &mut on_record, &|| ending.came());
+    // The service killed the scope for an ending signal (the command's status is SIGKILL's).
+    let stopped = ending.came() && ran.as_ref().is_ok_and(|e| e.code == 128 + libc::SIGKILL);
     // Closed here, the slave's end reaches the relay once the service's copies are closed.
     drop(slave);
     if let Some(r) = relay {
@@ -165,6 +169,11 @@ pub fn exec(args: &Args, policy: &CompiledPolicy, socket: &Path) -> Result<i32, 
     }
     if ended.timed_out {
         eprintln!("bee: `{program}` timed out; its scope was killed");
+    } else if let (true, Some(signal)) = (stopped, ending.signal()) {
+        eprintln!(
+            "bee: {}: `{program}`'s scope was killed",
+            ending::name(signal)
+        );
     }
     Ok(ended.code)
 }

@@ -92,6 +92,14 @@ impl Exit {
         }
     }
 
+    /// The status of a process `signal` ended, as the shells report it (128 + the signal
+    /// number): `bee exec`'s when a signal ended it and raising that signal again could not
+    /// (`exec::ending`).
+    #[must_use]
+    pub fn of_signal(signal: i32) -> Self {
+        Self::Child(u8::try_from(128 + signal).unwrap_or(u8::MAX))
+    }
+
     /// The status a `bee serve` refusal carries (its `ErrorBody::status`): the sysexits
     /// values as themselves, anything else as an internal failure (70).
     #[must_use]
@@ -211,6 +219,7 @@ mod tests {
         assert_eq!(Exit::NoPerm.code(), 77);
         assert_eq!(Exit::Auth.code(), 77);
         assert_eq!(Exit::Child(143).code(), 143);
+        assert_eq!(Exit::of_signal(libc::SIGTERM).code(), 143);
     }
 
     #[test]

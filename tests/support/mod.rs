@@ -202,6 +202,22 @@ pub fn processes_with(needle: &str) -> Vec<String> {
     found
 }
 
+/// The cgroup v2 directory `pid` is in, on this host's cgroup2 mount.
+pub fn cgroup_of(pid: &str) -> Option<PathBuf> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mountinfo
+        .lines()
+        .find(|l| {
+            l.split(" - ")
+                .nth(1)
+                .is_some_and(|r| r.starts_with("cgroup2 "))
+        })
+        .and_then(|l| l.split(' ').nth(4))?;
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let relative = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    Some(Path::new(mount).join(relative.trim_start_matches('/')))
+}
+
 /// The review example (`examples/review/`), compiled in so that it can be laid out in a guest
 /// that has no copy of the repository: its files, and its workspace with the crate's history
 /// as `.git` (what `examples/review/setup.sh` does).

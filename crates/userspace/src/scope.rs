@@ -6,7 +6,8 @@
 //! 2. install the [`EnforcementPlan`] for the cgroup's id ([`Enforcer::install`]) — before any
 //!    process is in the cgroup, so the command's very first `execve` is checked;
 //! 3. launch the command inside the cgroup ([`LaunchSpec::spawn`]);
-//! 4. wait for it (with a timeout that kills the whole scope: [`wait_and_kill`]);
+//! 4. wait for it (with a timeout, and a stop question, that kill the whole scope:
+//!    [`wait_and_kill`]);
 //! 5. kill whatever is left in the cgroup and wait until it is empty ([`ScopeCgroup::empty`]);
 //! 6. collect the audit events of the scope ([`Enforcer::drain_events`]);
 //! 7. uninstall the plan ([`Enforcer::uninstall`]) — only once the cgroup is empty: entries
@@ -33,10 +34,12 @@ use crate::launch::{LaunchError, LaunchSpec, Launched, Outcome};
 use crate::plan::EnforcementPlan;
 
 mod collect;
+mod lease;
 mod wait;
 
 use collect::Collected;
 
+pub use lease::ScopeLease;
 pub use wait::{KillTarget, WaitLimits, wait_and_kill};
 
 /// Which kernel mechanism enforces a scope.
@@ -316,80 +319,6 @@ pub struct ScopeReport {
     pub records_not_kept: u64,
 }
 
-/// A scope's cgroup and the plan installed for it, held until teardown: the one place that
-/// takes a scope down (steps 5–8 of the module's order), used by [`Scope`] and by every
-/// other owner of a scope (the harness's sandbox).
-#[derive(Debug)]
-pub struct ScopeLease {
-    cgroup: Option<ScopeCgroup>,
-    install: Option<InstallId>,
-}
-
-impl ScopeLease {
-    /// Holds `cgroup` and, when a plan is installed for it, `install`.
-    pub fn new(cgroup: ScopeCgroup, install: Option<InstallId>) -> Self {
-        Self {
-            cgroup: Some(cgroup),
-            install,
-        }
-    }
-
-    /// The installed plan's handle, until teardown (`None` without a kernel scope).
-    pub fn install_id(&self) -> Option<InstallId> {
-        self.install
-    }
-
-    /// The cgroup, until teardown.
-    pub fn cgroup(&self) -> Option<&ScopeCgroup> {
-        self.cgroup.as_ref()
-    }
-
-    /// Kills whatever is in the cgroup and waits (up to `kill_wait`) until it is empty,
-    /// calls `drain` (the scope's last audit events), then uninstalls the plan from
-    /// `enforcer` and removes the cgroup. Idempotent.
-    ///
-    /// When the cgroup cannot be emptied, the plan stays installed and the cgroup stays (it is
-    /// forgotten, not removed), so that survivors stay confined.
-    ///
-    /// # Errors
-    /// [`ScopeError::Teardown`] with `still_populated` when processes survived;
-    /// [`ScopeError::Enforce`] or [`ScopeError::Cgroup`] when uninstalling or removing failed.
-    pub fn teardown<E: Enforcer + ?Sized>(
-        &mut self,
-        enforcer: Option<&E>,
-        kill_wait: Duration,
-        drain: &mut dyn FnMut(),
-    ) -> Result<(), ScopeError> {
-        let Some(cgroup) = self.cgroup.as_ref() else {
-            return Ok(());
-        };
-        let emptied = cgroup.empty(kill_wait);
-        drain();
-        if let Err(e) = emptied {
-            // Keep the plan installed and the cgroup in place: survivors stay confined.
-            self.install = None;
-            if let Some(cg) = self.cgroup.take() {
-                std::mem::forget(cg);
-            }
-            return Err(ScopeError::Teardown {
-                still_populated: true,
-                detail: e.to_string(),
-            });
-        }
-        let uninstalled = match (self.install.take(), enforcer) {
-            (Some(id), Some(e)) => e.uninstall(id),
-            _ => Ok(()),
-        };
-        let removed = match self.cgroup.take() {
-            Some(cg) => cg.remove(),
-            None => Ok(()),
-        };
-        uninstalled?;
-        removed?;
-        Ok(())
-    }
-}
-
 /// A scope with its plan installed, ready to run a command. Dropping it tears it down.
 #[derive(Debug)]
 pub struct Scope<'a, E: Enforcer + ?Sized> {
@@ -483,12 +412,28 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// As [`Scope::spawn`] and [`Scope::finish`]; the scope is torn down in every case.
     pub fn run(
-        mut self,
+        self,
         spec: &LaunchSpec,
         on_record: &mut dyn FnMut(&AuditRecord),
     ) -> Result<ScopeReport, ScopeError> {
+        self.run_until(spec, on_record, &|| false)
+    }
+
+    /// As [`Scope::run`], and the wait asks `stop` at each of its polls
+    /// ([`ScopeOptions::poll`]): once `stop` answers true, the whole scope is killed as at the
+    /// timeout, torn down the same way, and the report's outcome is
+    /// [`interrupted`](crate::launch::Outcome::interrupted) (a signal to its owner, say).
+    ///
+    /// # Errors
+    /// As [`Scope::run`]; the scope is torn down in every case.
+    pub fn run_until(
+        mut self,
+        spec: &LaunchSpec,
+        on_record: &mut dyn FnMut(&AuditRecord),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ScopeReport, ScopeError> {
         match self.spawn(spec) {
-            Ok(mut launched) => self.finish(&mut launched, on_record),
+            Ok(mut launched) => self.end(&mut launched, on_record, stop),
             Err(e) => {
                 // A launch the kernel refused (the command's own `execve`) leaves its denial
                 // in the scope's events: report it before the scope goes.
@@ -520,12 +465,22 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     /// # Errors
     /// A wait or teardown error; the scope is torn down (as far as it safely can be) anyway.
     pub fn finish(
-        mut self,
+        self,
         launched: &mut Launched,
         on_record: &mut dyn FnMut(&AuditRecord),
     ) -> Result<ScopeReport, ScopeError> {
+        self.end(launched, on_record, &|| false)
+    }
+
+    /// [`Scope::finish`], stopped early once `stop` answers true ([`Scope::run_until`]).
+    fn end(
+        mut self,
+        launched: &mut Launched,
+        on_record: &mut dyn FnMut(&AuditRecord),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ScopeReport, ScopeError> {
         let cgroup_id = self.cgroup_id();
-        let waited = self.wait(launched, on_record);
+        let waited = self.wait(launched, on_record, stop);
         let torn = self.teardown(on_record);
         let outcome = waited?;
         torn?;
@@ -539,11 +494,13 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
     }
 
     /// Step 4 of the module's order: waits for `launched`, collecting audit records while it
-    /// runs, and kills the whole scope at the timeout ([`wait_and_kill`]).
+    /// runs, and kills the whole scope at the timeout or once `stop` answers true
+    /// ([`wait_and_kill`]).
     fn wait(
         &mut self,
         launched: &mut Launched,
         on_record: &mut dyn FnMut(&AuditRecord),
+        stop: &dyn Fn() -> bool,
     ) -> Result<Outcome, ScopeError> {
         let id = self.cgroup_id();
         let cgroup = self.lease.cgroup().ok_or_else(torn_down)?;
@@ -556,7 +513,7 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
         let (enforcer, policy, collected) = (self.enforcer, self.policy, &mut self.collected);
         let mut tick = || {
             collected.collect(enforcer, policy, id, on_record);
-            false
+            stop()
         };
         match wait_and_kill(launched, cgroup, &limits, &mut tick) {
             Ok(outcome) => Ok(outcome),

@@ -9,8 +9,9 @@
 //! copies its window size to the pseudo-terminal (at the start and on every `SIGWINCH`) and
 //! copies bytes both ways on a thread of its own, with `poll(2)`; [`Relay::finish`] (or
 //! dropping the [`Relay`]) drains what the command wrote and restores the terminal's mode.
-//! `SIGTERM`, `SIGHUP`, `SIGINT` and `SIGQUIT` sent to bee restore the terminal before they
-//! end bee as they would have (the command then dies with it, `PR_SET_PDEATHSIG`).
+//! `SIGTERM`, `SIGHUP`, `SIGINT` and `SIGQUIT` sent to bee end the command's scope first
+//! ([`super::ending`]); the relay then finishes as after any end, restoring the terminal, and
+//! only then do they end bee.
 //!
 //! The sandbox gains nothing: the master stays in bee, and the slave is the terminal the
 //! command would otherwise have shared with bee. The command's standard error goes through the
@@ -19,7 +20,6 @@
 use std::io;
 use std::os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -47,9 +47,6 @@ pub struct Pty {
 /// How long [`Relay::finish`] waits for more output once the command has ended, when
 /// something still holds the slave open.
 const QUIET: Duration = Duration::from_millis(500);
-
-/// The signals that end bee; with a relay running, the terminal is restored first.
-const ENDING: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
 
 fn is_terminal(fd: RawFd) -> bool {
     // SAFETY: isatty(3) on a descriptor number; no memory is involved.
@@ -94,42 +91,24 @@ impl Pty {
     /// Puts bee's terminal in raw mode and starts relaying; the slave held here is closed.
     ///
     /// # Errors
-    /// The relay's pipes, signal handlers or thread could not be set up (the terminal's mode
+    /// The relay's pipes, signal handler or thread could not be set up (the terminal's mode
     /// is then restored).
     pub fn relay(self) -> io::Result<Relay> {
-        let raw = Arc::new(RawMode::enter());
+        let raw = RawMode::enter();
         let (stop_read, stop_write) = pipe()?;
         let (winch_read, winch_write) = pipe()?;
-        let (end_read, end_write) = pipe()?;
-        let mut handlers = vec![signal_hook::low_level::pipe::register(
+        let handlers = vec![signal_hook::low_level::pipe::register(
             libc::SIGWINCH,
             winch_write,
         )?];
-        let ended = Arc::new(AtomicUsize::new(0));
-        for signal in ENDING {
-            // In this order: which signal came, then the wake-up.
-            handlers.push(signal_hook::flag::register_usize(
-                signal,
-                Arc::clone(&ended),
-                signal as usize,
-            )?);
-            // Each registration owns (and closes when unregistered) a copy of the write end.
-            handlers.push(signal_hook::low_level::pipe::register(
-                signal,
-                end_write.try_clone()?,
-            )?);
-        }
         let fds = Fds {
             master: self.master,
             stop: stop_read,
             winch: winch_read,
-            end: end_read,
-            ended,
         };
-        let thread_raw = Arc::clone(&raw);
         let thread = std::thread::Builder::new()
             .name("bee-pty".into())
-            .spawn(move || fds.run(&thread_raw))?;
+            .spawn(move || fds.run())?;
         Ok(Relay {
             thread: Some(thread),
             stop: Some(stop_write),
@@ -145,8 +124,8 @@ pub struct Relay {
     thread: Option<JoinHandle<()>>,
     stop: Option<OwnedFd>,
     handlers: Vec<signal_hook::SigId>,
-    /// Restores the terminal when the last holder drops it.
-    _raw: Arc<RawMode>,
+    /// Restores the terminal when dropped, after the thread is joined.
+    _raw: RawMode,
 }
 
 impl Relay {
@@ -213,14 +192,10 @@ struct Fds {
     stop: OwnedFd,
     /// A byte per `SIGWINCH`.
     winch: OwnedFd,
-    /// A byte per ending signal ([`ENDING`]).
-    end: OwnedFd,
-    /// The last ending signal.
-    ended: Arc<AtomicUsize>,
 }
 
 impl Fds {
-    fn run(&self, raw: &RawMode) {
+    fn run(&self) {
         let master = self.master.as_raw_fd();
         let mut stdin_open = true;
         let mut buf = [0u8; 8192];
@@ -229,19 +204,10 @@ impl Fds {
                 pollfd(self.stop.as_raw_fd()),
                 pollfd(master),
                 pollfd(self.winch.as_raw_fd()),
-                pollfd(self.end.as_raw_fd()),
                 pollfd(if stdin_open { 0 } else { -1 }),
             ];
             if !poll(&mut fds, -1) {
                 return;
-            }
-            if fds[3].revents != 0 {
-                // An ending signal: restore the terminal, then end as the signal would.
-                raw.restore();
-                let signal = libc::c_int::try_from(self.ended.load(Ordering::SeqCst))
-                    .unwrap_or(libc::SIGTERM);
-                let _ = signal_hook::low_level::emulate_default_handler(signal);
-                std::process::exit(128 + signal);
             }
             if fds[2].revents != 0 {
                 let _ = read(self.winch.as_raw_fd(), &mut buf);
@@ -250,7 +216,7 @@ impl Fds {
             if fds[1].revents != 0 && !self.copy_out(&mut buf) {
                 return;
             }
-            if fds[4].revents != 0 {
+            if fds[3].revents != 0 {
                 match read(0, &mut buf) {
                     Ok(n) if n > 0 => {
                         if write_all(master, &buf[..n]).is_err() {

@@ -269,6 +269,40 @@ fn a_timeout_kills_the_scope_and_still_tears_down() {
 }
 
 #[test]
+fn a_stopped_run_kills_the_scope_says_interrupted_and_still_tears_down() {
+    let parent = parent("stop");
+    let fake = Fake::new(&parent);
+    let (policy, plan) = policy();
+    let options = ScopeOptions {
+        poll: std::time::Duration::from_millis(20),
+        ..ScopeOptions::default()
+    };
+    let scope = create(&fake, &parent, &policy, &plan, options);
+    let asked = Cell::new(0);
+    let started = std::time::Instant::now();
+    let report = scope.run_until(&sh("sleep 300 & sleep 300"), &mut |_| {}, &|| {
+        asked.set(asked.get() + 1);
+        asked.get() >= 3
+    });
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => unreachable!("{e}"),
+    };
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(report.outcome.interrupted && !report.outcome.timed_out);
+    assert_eq!(report.outcome.exit_code(), 137);
+    assert!(matches!(
+        fake.calls().last(),
+        Some(Call::Uninstall {
+            populated: false,
+            cgroup_exists: true,
+            ..
+        })
+    ));
+    assert_eq!(scopes_left(&parent), 0);
+}
+
+#[test]
 fn a_refused_install_starts_nothing_and_leaves_nothing() {
     let parent = parent("install");
     let mut fake = Fake::new(&parent);
