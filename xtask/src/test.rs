@@ -16,7 +16,8 @@
 //!    per-tool scope, Ctrl-C teardown — `kernel_caps` — bee with exactly its minimal
 //!    capability set, and with each capability missing — `kernel_learn` — learn mode, a build
 //!    learned then enforced — and `kernel_review` — the review
-//!    example's episode) in the same VMs, with the `bee` executable copied in. They are built
+//!    example's episode) on every full-suite kernel of `--kernel`, one more boot each, with the
+//!    `bee` executable copied in. They are built
 //!    with [`BEE_FEATURES`], so the review tools are in that `bee`.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
@@ -65,12 +66,11 @@ pub struct Args {
     #[arg(long)]
     pub kernel_only: bool,
     /// Kernel(s) to run the command-line tests of `bee` on (step 3), among those of
-    /// `--kernel` that run the full suite, or `all`. They test privileges and the command
-    /// line, which depend little on the kernel, and cost the most time: by default (and in CI)
-    /// they run on the newest kernel only (`docs/kernel-testing.md`).
+    /// `--kernel` that run the full suite, or `all`. By default (and in CI) every one of them:
+    /// 6.1, 6.12, 6.12-rt and 7.x (`docs/kernel-testing.md`, "What CI runs").
     #[arg(
         long,
-        default_value = "7.x",
+        default_value = "all",
         value_delimiter = ',',
         value_parser = vm::kernel_parser()
     )]
