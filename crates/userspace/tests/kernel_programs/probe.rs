@@ -46,7 +46,7 @@ fn support_probe_passes() -> TestResult {
 /// CPU. The count is the kernel's own (`verified_insns`), the same on every run of one kernel,
 /// so this is no timed test. The bounds are about twice what the programs need on 6.12 and 7.x;
 /// there the object before `resolve_loop` and `walk_path` became global functions fails both
-/// (428,344 for `bee_path_rename`, 2,324,463 in all: `docs/enforcement.md`, "Verification
+/// (428,344 for `bee_path_rename`, 2,324,445 in all: `docs/enforcement.md`, "Verification
 /// cost").
 #[test]
 fn the_verifiers_work_for_a_load_is_bounded() -> TestResult {
