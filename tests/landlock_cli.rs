@@ -1162,7 +1162,17 @@ fn a_signal_ends_bees_scope_before_bee(signal: libc::c_int) {
     // A duration no other process names (the same length for every signal, so that no
     // test's is part of another's): the shell's and the sleep's command lines hold it.
     let token = format!("7{}.{signal:02}9", std::process::id());
-    let mut bee = std::process::Command::new(support::bee_exe())
+    let mut command = std::process::Command::new(support::bee_exe());
+    // bee keeps a signal its parent ignores ignored (`nohup`): a test run under `nohup` must
+    // not pass that on, or bee rightly never sees the SIGHUP.
+    // SAFETY: signal(2), async-signal-safe, in the child between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+            libc::signal(signal, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut bee = command
         .args(["exec", "--timeout", "120", "--audit"])
         .arg(&audit)
         .arg("--policy")
