@@ -71,6 +71,15 @@ pub enum Error {
         /// The unpacked directory.
         dir: PathBuf,
     },
+    /// The unpacked kernel package (and its modules package) has no overlayfs module.
+    #[error(
+        "kernel package unpacked into `{dir}` has no lib/modules/*/kernel/fs/overlayfs/overlay.ko \
+         (nor .ko.xz, nor under usr/)"
+    )]
+    NoOverlayModule {
+        /// The unpacked directory.
+        dir: PathBuf,
+    },
     /// A virtual machine did not run the command to the end.
     #[error("VM with kernel {kernel}: {reason}")]
     Vm {

@@ -167,6 +167,10 @@ pub struct Kernel {
     pub version: String,
     /// The bzImage to pass to `qemu -kernel`.
     pub vmlinuz: PathBuf,
+    /// The package's overlayfs module (`fs/overlayfs/overlay.ko`, `.ko.xz` when compressed),
+    /// which the guest's `/init` loads: Debian builds overlayfs as a module, and the
+    /// conformance suite mounts one ([`OVERLAY_MODULE`]).
+    pub overlay: PathBuf,
 }
 
 impl Kernel {
@@ -215,9 +219,10 @@ fn show_field<'a>(show: &'a str, field: &str) -> Option<&'a str> {
         .filter(|v| !v.is_empty())
 }
 
-/// The `linux-binary-*` packages a split image package depends on (Debian's kernels from 6.19
-/// on: `linux-image-X` only depends on `linux-binary-X`, which holds the bzImage), from a
-/// `Depends:` field, with the exact version when one is given.
+/// The `linux-binary-*` and `linux-modules-*` packages a split image package depends on
+/// (Debian's kernels from 6.19 on: `linux-image-X` holds neither the bzImage, which is in
+/// `linux-binary-X`, nor the modules, in `linux-modules-X`), from a `Depends:` field, with the
+/// exact version when one is given.
 fn binary_dependencies(depends: &str) -> Vec<(String, Option<String>)> {
     depends
         .split(',')
@@ -225,7 +230,7 @@ fn binary_dependencies(depends: &str) -> Vec<(String, Option<String>)> {
         .filter_map(|dep| {
             let dep = dep.trim();
             let (name, rest) = dep.split_once(' ').unwrap_or((dep, ""));
-            if !name.starts_with("linux-binary-") {
+            if !name.starts_with("linux-binary-") && !name.starts_with("linux-modules-") {
                 return None;
             }
             let version = rest
@@ -451,6 +456,33 @@ fn find_vmlinuz(dir: &Path) -> Result<PathBuf> {
     })
 }
 
+/// Where a package holds the overlayfs module, below `lib/modules/RELEASE/kernel/`.
+pub const OVERLAY_MODULE: &str = "fs/overlayfs/overlay.ko";
+
+/// Finds the overlayfs module in an unpacked package: `lib/modules/*/kernel/fs/overlayfs/`
+/// or, in Debian 13's packages, `usr/lib/modules/*/…`, as `overlay.ko` or `overlay.ko.xz`.
+fn find_overlay(dir: &Path) -> Result<PathBuf> {
+    for base in ["lib/modules", "usr/lib/modules"] {
+        let Ok(entries) = fs::read_dir(dir.join(base)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            for suffix in ["", ".xz"] {
+                let module = entry
+                    .path()
+                    .join("kernel")
+                    .join(format!("{OVERLAY_MODULE}{suffix}"));
+                if module.is_file() {
+                    return Ok(module);
+                }
+            }
+        }
+    }
+    Err(Error::NoOverlayModule {
+        dir: dir.to_owned(),
+    })
+}
+
 /// Makes the newest kernel of `entry` available under `cache`, downloading and unpacking it
 /// only when that package version is not there yet. Every failure names the entry and the
 /// package.
@@ -480,13 +512,18 @@ pub fn fetch(entry: &'static Entry, apt: &mut Apt, cache: &Path) -> Result<Kerne
         }
     };
     let dir = cache.join(format!("{package}_{version}"));
-    if let Ok(vmlinuz) = find_vmlinuz(&dir) {
+    if let (Ok(vmlinuz), Ok(overlay)) = (find_vmlinuz(&dir), find_overlay(&dir)) {
         return Ok(Kernel {
             entry,
             package,
             version,
             vmlinuz,
+            overlay,
         });
+    }
+    // Unpacked before its modules were wanted (a split package's), or incomplete: again.
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| fail(&package, io_err("remove", &dir)(e)))?;
     }
     eprintln!("xtask: fetching {package} {version} for {}", entry.name);
     let unpacked = match unpack(apt, &package, &version, cache) {
@@ -500,17 +537,20 @@ pub fn fetch(entry: &'static Entry, apt: &mut Apt, cache: &Path) -> Result<Kerne
     };
     fs::rename(&unpacked, &dir).map_err(|e| fail(&package, io_err("rename into", &dir)(e)))?;
     let vmlinuz = find_vmlinuz(&dir).map_err(|e| fail(&package, e))?;
+    let overlay = find_overlay(&dir).map_err(|e| fail(&package, e))?;
     Ok(Kernel {
         entry,
         package,
         version,
         vmlinuz,
+        overlay,
     })
 }
 
-/// Downloads `package` (and, for a split image package, its `linux-binary-*` dependency) and
-/// unpacks it into a staging directory beside the final place, which is returned once it
-/// holds a bzImage: an interrupted run leaves nothing a later run would take as complete.
+/// Downloads `package` (and, for a split image package, its `linux-binary-*` and
+/// `linux-modules-*` dependencies) and unpacks it into a staging directory beside the final
+/// place, which is returned once it holds a bzImage and the overlayfs module: an interrupted
+/// run leaves nothing a later run would take as complete.
 fn unpack(apt: &Apt, package: &str, version: &str, cache: &Path) -> Result<PathBuf> {
     let download = cache.join(".download");
     if download.exists() {
@@ -541,6 +581,7 @@ fn unpack(apt: &Apt, package: &str, version: &str, cache: &Path) -> Result<PathB
         }
     }
     find_vmlinuz(&staging)?;
+    find_overlay(&staging)?;
     fs::remove_dir_all(&download).map_err(io_err("remove", &download))?;
     Ok(staging)
 }
@@ -625,10 +666,16 @@ mod tests {
                        linux-modules-7.3.4+deb13-cloud-amd64 (= 7.3.4-1~bpo13+1)";
         assert_eq!(
             binary_dependencies(depends),
-            vec![(
-                "linux-binary-7.3.4+deb13-cloud-amd64".to_owned(),
-                Some("7.3.4-1~bpo13+1".to_owned())
-            )]
+            vec![
+                (
+                    "linux-binary-7.3.4+deb13-cloud-amd64".to_owned(),
+                    Some("7.3.4-1~bpo13+1".to_owned())
+                ),
+                (
+                    "linux-modules-7.3.4+deb13-cloud-amd64".to_owned(),
+                    Some("7.3.4-1~bpo13+1".to_owned())
+                )
+            ]
         );
         assert!(binary_dependencies("kmod, initramfs-tools").is_empty());
         let show = "Package: x\nVersion: 6.12.118-1\nSize: 3\n";
