@@ -491,8 +491,9 @@ pub fn check_case_files() {
             c.selftest
         );
         assert!(
-            c.limit.as_ref().is_none_or(|l| l.expect != c.expect
-                && major_minor(&l.linux) > (0, 0)),
+            c.limit
+                .as_ref()
+                .is_none_or(|l| l.expect != c.expect && major_minor(&l.linux) > (0, 0)),
             "{file} {}: a limit names a kernel version and an outcome other than expect",
             c.selftest
         );

@@ -384,7 +384,10 @@ pub fn run_in_kernels_with(
         env.extend(extra_env.iter().cloned());
         let initrd = build_initramfs(
             opts,
-            &[Some(&overlay as &dyn Fn(&mut Initramfs) -> Result<()>), extra],
+            &[
+                Some(&overlay as &dyn Fn(&mut Initramfs) -> Result<()>),
+                extra,
+            ],
             &command,
             &env,
             &ready,
