@@ -1182,17 +1182,7 @@ fn the_command_keeps_the_callers_limits() {
 /// `bee/../x` (a planted or stale file) is not followed out of it.
 #[test]
 fn the_sweep_never_leaves_bees_cgroup() {
-    let mountinfo = ok(std::fs::read_to_string("/proc/self/mountinfo"));
-    let mount = mountinfo
-        .lines()
-        .find(|l| {
-            l.split(" - ")
-                .nth(1)
-                .is_some_and(|r| r.starts_with("cgroup2 "))
-        })
-        .and_then(|l| l.split(' ').nth(4))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| unreachable!("no cgroup2 mount"));
+    let mount = support::cgroup2_mount().unwrap_or_else(|| unreachable!("no cgroup2 mount"));
     let victim = mount.join(format!("bee-test-victim-{}", std::process::id()));
     ok(std::fs::create_dir(&victim));
     let planted = format!(
