@@ -124,13 +124,13 @@ fn concurrent_scopes_with_different_names_share_no_answers() {
 
 /// Issue "hold under load", in the kernel: 50 scopes of the BPF LSM engine resolving at once
 /// while a 51st floods 100,000 distinct names, as `landlock_gate`'s test of the same name does
-/// natively; none of the 50 fails. A load test, not in the matrix (under TCG it takes many
-/// minutes and its latencies follow the emulator's scheduling); its latencies are recorded in
-/// `docs/benchmarks.md`, "DNS under load":
+/// natively; none of the 50 fails. A load test, not in the matrix: under TCG it does not hold
+/// yet (on 2026-12-06 three of one scope's first 20 lookups failed in the quiet round, before
+/// any flood: `docs/benchmarks.md`, "DNS under load"). Run it alone:
 /// `cargo xtask vm test --kernel 7.x --test kernel_names --timeout 1800 -- --ignored --nocapture
 /// --exact a_flooding_scope_fails_alone`.
 #[test]
-#[ignore = "a load test: run it alone (see its documentation)"]
+#[ignore = "a load test that does not hold under TCG yet: run it alone (see its documentation)"]
 fn a_flooding_scope_fails_alone() {
     let flooder = NamedScope::new("names-flooder", &["*.flood.test"]);
     let others: Vec<NamedScope> = (0..50)
