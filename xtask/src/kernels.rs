@@ -18,6 +18,9 @@ use std::time::{Duration, SystemTime};
 use crate::error::{Error, Result, io_err};
 use crate::sh;
 
+mod unpacked;
+use unpacked::{find_overlay, find_vmlinuz};
+
 /// What `cargo xtask test` runs on a kernel of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tests {
@@ -169,7 +172,7 @@ pub struct Kernel {
     pub vmlinuz: PathBuf,
     /// The package's overlayfs module (`fs/overlayfs/overlay.ko`, `.ko.xz` when compressed),
     /// which the guest's `/init` loads: Debian builds overlayfs as a module, and the
-    /// conformance suite mounts one ([`OVERLAY_MODULE`]).
+    /// conformance suite mounts one.
     pub overlay: PathBuf,
 }
 
@@ -427,60 +430,6 @@ impl Apt {
                 detail: format!("no {package}_*.deb appeared in {}", dir.display()),
             })
     }
-}
-
-/// Finds the bzImage in an unpacked package: `boot/vmlinuz-*`, or, in Debian's split
-/// packages (from 6.19 on), `usr/lib/modules/*/vmlinuz`.
-fn find_vmlinuz(dir: &Path) -> Result<PathBuf> {
-    let boot = dir.join("boot");
-    if let Ok(entries) = fs::read_dir(&boot) {
-        for entry in entries {
-            let entry = entry.map_err(io_err("read directory", &boot))?;
-            if entry.file_name().to_string_lossy().starts_with("vmlinuz-") {
-                return Ok(entry.path());
-            }
-        }
-    }
-    let modules = dir.join("usr/lib/modules");
-    if let Ok(entries) = fs::read_dir(&modules) {
-        for entry in entries {
-            let entry = entry.map_err(io_err("read directory", &modules))?;
-            let vmlinuz = entry.path().join("vmlinuz");
-            if vmlinuz.is_file() {
-                return Ok(vmlinuz);
-            }
-        }
-    }
-    Err(Error::NoVmlinuz {
-        dir: dir.to_owned(),
-    })
-}
-
-/// Where a package holds the overlayfs module, below `lib/modules/RELEASE/kernel/`.
-pub const OVERLAY_MODULE: &str = "fs/overlayfs/overlay.ko";
-
-/// Finds the overlayfs module in an unpacked package: `lib/modules/*/kernel/fs/overlayfs/`
-/// or, in Debian 13's packages, `usr/lib/modules/*/…`, as `overlay.ko` or `overlay.ko.xz`.
-fn find_overlay(dir: &Path) -> Result<PathBuf> {
-    for base in ["lib/modules", "usr/lib/modules"] {
-        let Ok(entries) = fs::read_dir(dir.join(base)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            for suffix in ["", ".xz"] {
-                let module = entry
-                    .path()
-                    .join("kernel")
-                    .join(format!("{OVERLAY_MODULE}{suffix}"));
-                if module.is_file() {
-                    return Ok(module);
-                }
-            }
-        }
-    }
-    Err(Error::NoOverlayModule {
-        dir: dir.to_owned(),
-    })
 }
 
 /// Makes the newest kernel of `entry` available under `cache`, downloading and unpacking it
