@@ -202,27 +202,18 @@ pub fn processes_with(needle: &str) -> Vec<String> {
     found
 }
 
-/// This host's cgroup2 mount point (`/sys/fs/cgroup/unified` on a hybrid host), from
-/// `/proc/self/mountinfo`.
+/// This host's cgroup2 mount point (`/sys/fs/cgroup/unified` on a hybrid host), as bee finds
+/// it ([`bee_userspace::support::parse_cgroup2_mount`]).
 pub fn cgroup2_mount() -> Option<PathBuf> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    mountinfo
-        .lines()
-        .find(|l| {
-            l.split(" - ")
-                .nth(1)
-                .is_some_and(|r| r.starts_with("cgroup2 "))
-        })
-        .and_then(|l| l.split(' ').nth(4))
-        .map(PathBuf::from)
+    bee_userspace::support::parse_cgroup2_mount(&mountinfo)
 }
 
-/// The cgroup v2 directory `pid` is in, on this host's cgroup2 mount.
+/// The cgroup v2 directory `pid` is in, on this host's cgroup2 mount
+/// ([`bee_userspace::cgroup::process_cgroup_dir`]).
 pub fn cgroup_of(pid: &str) -> Option<PathBuf> {
-    let mount = cgroup2_mount()?;
-    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let relative = own.lines().find_map(|l| l.strip_prefix("0::"))?;
-    Some(mount.join(relative.trim_start_matches('/')))
+    let pid = pid.parse().ok()?;
+    bee_userspace::cgroup::process_cgroup_dir(Some(pid), &cgroup2_mount()?).ok()
 }
 
 /// The review example (`examples/review/`), compiled in so that it can be laid out in a guest
