@@ -12,11 +12,8 @@ use std::process::Command;
 use crate::error::{Result, io_err};
 use crate::sh;
 
-/// Where the guest's `/init` finds the kernel's overlayfs module (Debian builds overlayfs as a
-/// module, and the guest loads no module by itself): `overlay.ko`, or `overlay.ko.xz`, which
-/// `/init` decompresses with busybox's `xzcat` first (busybox's `insmod` takes no compressed
-/// module).
-pub const OVERLAY_GUEST: &str = "/lib/modules/bee/overlay.ko";
+/// Where the guest's `/init` finds the kernel's overlayfs module ([`Initramfs::add_overlay`]).
+const OVERLAY_GUEST: &str = "/lib/modules/bee/overlay.ko";
 
 /// Where the static busybox sits inside the guest.
 const BUSYBOX_GUEST: &str = "/bin/busybox";
@@ -99,6 +96,19 @@ impl Initramfs {
     /// Adds a host file at `guest`.
     pub fn add_file(&mut self, host: &Path, guest: &Path) {
         self.insert(guest, Entry::HostFile(host.to_owned()));
+    }
+
+    /// Adds the kernel's overlayfs module (`overlay.ko`, or `overlay.ko.xz` as the package has
+    /// it) where `/init` loads it from: Debian builds overlayfs as a module, and the guest loads
+    /// no module by itself. `/init` decompresses an `.xz` one with busybox's `xzcat` first
+    /// (busybox's `insmod` takes no compressed module).
+    pub fn add_overlay(&mut self, module: &Path) {
+        let guest = if module.extension().is_some_and(|e| e == "xz") {
+            format!("{OVERLAY_GUEST}.xz")
+        } else {
+            OVERLAY_GUEST.to_owned()
+        };
+        self.add_file(module, Path::new(&guest));
     }
 
     /// Adds a symbolic link at `guest` pointing to `target` (replacing any

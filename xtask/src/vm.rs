@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::apt;
 use crate::error::{Error, Result, io_err};
-use crate::initramfs::{self, Initramfs, init_script};
+use crate::initramfs::{Initramfs, init_script};
 use crate::kernels::{self, Apt, Entry, Kernel, MATRIX, Tests};
 use crate::qemu::{self, Accel, Boot};
 use crate::sh;
@@ -266,32 +266,21 @@ fn probe_kvm(kernel: &Kernel) -> Result<Accel> {
 /// Adds files of a caller's own to an initramfs (after the runner's).
 pub type Extra<'a> = &'a dyn Fn(&mut Initramfs) -> Result<()>;
 
-/// Puts `kernel`'s overlayfs module where the guest's `/init` loads it from
-/// ([`initramfs::OVERLAY_GUEST`]), compressed as the package has it.
-fn add_overlay(fs_: &mut Initramfs, kernel: &Kernel) -> Result<()> {
-    let xz = kernel.overlay.extension().is_some_and(|e| e == "xz");
-    let guest = if xz {
-        format!("{}.xz", initramfs::OVERLAY_GUEST)
-    } else {
-        initramfs::OVERLAY_GUEST.to_owned()
-    };
-    fs_.add_file(&kernel.overlay, Path::new(&guest));
-    Ok(())
-}
-
-/// Builds the initramfs for `command` and returns its path.
+/// Builds the initramfs for `command` in `kernel` (whose overlayfs module it holds), as
+/// `initrd-ENTRY.cpio`, and returns its path.
 fn build_initramfs(
     opts: &VmOpts,
-    extras: &[Option<Extra<'_>>],
+    kernel: &Kernel,
+    extra: Option<Extra<'_>>,
     command: &[String],
     env: &[(String, String)],
     ready: &str,
     exit: &str,
-    name: &str,
 ) -> Result<PathBuf> {
     let mut fs_ = Initramfs::new();
     fs_.add_busybox(Path::new(HOST_BUSYBOX))?;
-    for extra in extras.iter().flatten() {
+    fs_.add_overlay(&kernel.overlay);
+    if let Some(extra) = extra {
         extra(&mut fs_)?;
     }
     for dir in &opts.with {
@@ -315,7 +304,7 @@ fn build_initramfs(
     );
     let dir = vm_dir();
     fs::create_dir_all(&dir).map_err(io_err("create directory", &dir))?;
-    let out = dir.join(name);
+    let out = dir.join(format!("initrd-{}.cpio", kernel.entry.name));
     fs_.write(&out)?;
     Ok(out)
 }
@@ -376,24 +365,12 @@ pub fn run_in_kernels_with(
         let ready = format!("BEE-VM-READY-{}", nonce());
         let exit = format!("BEE-VM-EXIT-{}:", nonce());
         let name = kernel.entry.name;
-        let overlay = |fs_: &mut Initramfs| add_overlay(fs_, kernel);
         let mut env = vec![
             ("BEE_VM_KERNEL".to_owned(), kernel.line()),
             ("BEE_VM_ENTRY".to_owned(), name.to_owned()),
         ];
         env.extend(extra_env.iter().cloned());
-        let initrd = build_initramfs(
-            opts,
-            &[
-                Some(&overlay as &dyn Fn(&mut Initramfs) -> Result<()>),
-                extra,
-            ],
-            &command,
-            &env,
-            &ready,
-            &exit,
-            &format!("initrd-{name}.cpio"),
-        )?;
+        let initrd = build_initramfs(opts, kernel, extra, &command, &env, &ready, &exit)?;
         let append = [kernel.entry.append, opts.append.as_str()]
             .iter()
             .filter(|a| !a.is_empty())
