@@ -97,10 +97,7 @@ impl Pty {
         let raw = RawMode::enter();
         let (stop_read, stop_write) = pipe()?;
         let (winch_read, winch_write) = pipe()?;
-        let handlers = vec![signal_hook::low_level::pipe::register(
-            libc::SIGWINCH,
-            winch_write,
-        )?];
+        let winch_handler = signal_hook::low_level::pipe::register(libc::SIGWINCH, winch_write)?;
         let fds = Fds {
             master: self.master,
             stop: stop_read,
@@ -112,7 +109,7 @@ impl Pty {
         Ok(Relay {
             thread: Some(thread),
             stop: Some(stop_write),
-            handlers,
+            winch_handler,
             _raw: raw,
         })
     }
@@ -123,7 +120,8 @@ impl Pty {
 pub struct Relay {
     thread: Option<JoinHandle<()>>,
     stop: Option<OwnedFd>,
-    handlers: Vec<signal_hook::SigId>,
+    /// Writes a byte to the thread's `winch` pipe per `SIGWINCH`.
+    winch_handler: signal_hook::SigId,
     /// Restores the terminal when dropped, after the thread is joined.
     _raw: RawMode,
 }
@@ -142,9 +140,7 @@ impl Drop for Relay {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        for id in self.handlers.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
+        signal_hook::low_level::unregister(self.winch_handler);
     }
 }
 
@@ -169,19 +165,15 @@ impl RawMode {
             saved: Some(libc::termios::from(saved)),
         }
     }
+}
 
-    /// Puts the saved settings back (again, harmlessly, if already done).
-    fn restore(&self) {
+impl Drop for RawMode {
+    /// Puts the saved settings back.
+    fn drop(&mut self) {
         if let Some(saved) = &self.saved {
             // SAFETY: tcsetattr(3) reads one termios.
             unsafe { libc::tcsetattr(0, libc::TCSADRAIN, saved) };
         }
-    }
-}
-
-impl Drop for RawMode {
-    fn drop(&mut self) {
-        self.restore();
     }
 }
 
