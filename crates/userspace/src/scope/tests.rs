@@ -161,6 +161,21 @@ fn parent(test: &str) -> CgroupParent {
     }
 }
 
+/// A run the scope's kill ended (137), after which the plan was uninstalled from an emptied,
+/// still present cgroup, and the cgroup is gone.
+fn assert_killed_then_torn_down(report: &ScopeReport, fake: &Fake, parent: &CgroupParent) {
+    assert_eq!(report.outcome.exit_code(), 137);
+    assert!(matches!(
+        fake.calls().last(),
+        Some(Call::Uninstall {
+            populated: false,
+            cgroup_exists: true,
+            ..
+        })
+    ));
+    assert_eq!(scopes_left(parent), 0);
+}
+
 fn scopes_left(parent: &CgroupParent) -> usize {
     fs::read_dir(parent.path())
         .map(|d| {
@@ -256,16 +271,7 @@ fn a_timeout_kills_the_scope_and_still_tears_down() {
         Err(e) => unreachable!("{e}"),
     };
     assert!(report.outcome.timed_out);
-    assert_eq!(report.outcome.exit_code(), 137);
-    assert!(matches!(
-        fake.calls().last(),
-        Some(Call::Uninstall {
-            populated: false,
-            cgroup_exists: true,
-            ..
-        })
-    ));
-    assert_eq!(scopes_left(&parent), 0);
+    assert_killed_then_torn_down(&report, &fake, &parent);
 }
 
 #[test]
@@ -290,16 +296,7 @@ fn a_stopped_run_kills_the_scope_says_interrupted_and_still_tears_down() {
     };
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert!(report.outcome.interrupted && !report.outcome.timed_out);
-    assert_eq!(report.outcome.exit_code(), 137);
-    assert!(matches!(
-        fake.calls().last(),
-        Some(Call::Uninstall {
-            populated: false,
-            cgroup_exists: true,
-            ..
-        })
-    ));
-    assert_eq!(scopes_left(&parent), 0);
+    assert_killed_then_torn_down(&report, &fake, &parent);
 }
 
 #[test]
