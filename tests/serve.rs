@@ -87,6 +87,56 @@ fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
     assert_eq!(service.scopes_left_after_hangup(), 0);
 }
 
+/// Root enforces in its own process unless `$BEE_SOCKET` names a service: then `auto` asks
+/// that service (one engine shared by every command), except to learn, which the service does
+/// not offer.
+#[test]
+fn root_asks_the_service_its_bee_socket_names_except_to_learn() {
+    let service = start();
+    let p = pub_policy(&service);
+    let root_exec = |extra: &[&str], socket: Option<&Path>| {
+        let mut cmd = Command::new(bee_exe());
+        cmd.arg("exec")
+            .args(extra)
+            .arg("--policy")
+            .arg(&p)
+            .args(["--", "/usr/bin/dash", "-c", "id -u"])
+            .current_dir(ws(&service))
+            .env("HOME", ws(&service))
+            .env_remove("BEE_SOCKET");
+        if let Some(socket) = socket {
+            cmd.env("BEE_SOCKET", socket);
+        }
+        output(cmd)
+    };
+    // Enforcing in its own process, `bee exec` names the engine it chose; through the
+    // service it says nothing of it.
+    let in_process = |o: &Output| stderr(o).lines().any(|l| l.starts_with("bee: engine: "));
+    let named = root_exec(&[], Some(&service.socket()));
+    let err = stderr(&named);
+    assert_eq!(code(&named), 0, "{err}{}", service.log());
+    assert_eq!(text(&named.stdout), "0\n", "{err}");
+    assert!(!in_process(&named), "{err}");
+    // Unnamed, root's command is enforced in its own process.
+    let unnamed = root_exec(&[], None);
+    assert_eq!(code(&unnamed), 0, "{}", stderr(&unnamed));
+    assert!(in_process(&unnamed), "{}", stderr(&unnamed));
+    // `--service never` wins over the name.
+    let never = root_exec(&["--service", "never"], Some(&service.socket()));
+    assert_eq!(code(&never), 0, "{}", stderr(&never));
+    assert!(in_process(&never), "{}", stderr(&never));
+    // To learn, root stays in its own process: the refusal is this process's (the Landlock
+    // engine has no learn mode), not the service's.
+    let out = ws(&service).join("learned.toml");
+    let learn = root_exec(
+        &["--learn", &out.to_string_lossy()],
+        Some(&service.socket()),
+    );
+    let err = stderr(&learn);
+    assert!(!err.contains("not offered through `bee serve`"), "{err}");
+    assert!(!err.contains("through the service"), "{err}");
+}
+
 /// A call the scope's seccomp filter refuses fails as before (`EPERM`), and the service,
 /// which holds the launch's listener and answers it, says which call and why.
 #[test]

@@ -146,7 +146,12 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
             )
         })?;
     let socket = crate::serve::socket_path();
-    if args.service.use_service(&socket) {
+    let via_service = if args.learn.is_some() {
+        args.service.use_service_to_learn(&socket)
+    } else {
+        args.service.use_service(&socket)
+    };
+    if via_service {
         return super::exec_remote::exec(args, &installed, &socket, ending);
     }
     let bpf_plan = || {

@@ -266,7 +266,18 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
     };
     let policies = episode_policies(&plan);
     let policies: Vec<&CompiledPolicy> = policies.iter().collect();
-    let checked = (ctx.factory)(plan.enforcement, plan.engine, plan.service, &policies);
+    // The service offers no learn mode: where `auto` would ask it only because
+    // `$BEE_SOCKET` names it, root learns in this process.
+    let service = match plan.service {
+        ServiceChoice::Auto
+            if learn.is_some()
+                && !ServiceChoice::Auto.use_service_to_learn(&crate::serve::socket_path()) =>
+        {
+            ServiceChoice::Never
+        }
+        chosen => chosen,
+    };
+    let checked = (ctx.factory)(plan.enforcement, plan.engine, service, &policies);
     let mut factory = match checked {
         Ok(f) => f,
         Err(refusal) => {

@@ -294,9 +294,9 @@ pub struct Flags {
     /// engine otherwise), `bpf-lsm` or `landlock`.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<EngineChoice>,
-    /// Who makes the scopes: `auto` (the `bee serve` service when bee is not root and its
-    /// socket exists, this process otherwise), `always` (the service) or `never` (this
-    /// process).
+    /// Who makes the scopes: `auto` (the `bee serve` service when its socket exists and bee
+    /// is not root or `$BEE_SOCKET` names it, this process otherwise), `always` (the service)
+    /// or `never` (this process).
     #[arg(long, value_name = "WHO")]
     pub service: Option<ServiceChoice>,
 }
@@ -325,13 +325,14 @@ impl EngineChoice {
     }
 }
 
-/// Who makes a command's scopes: `--service`, `[enforcement] service`. `bee serve` for a process without the
-/// privileges, or this process itself.
+/// Who makes a command's scopes: `--service`, `[enforcement] service`. `bee serve` for a
+/// process without the privileges, or for one that names a service in `$BEE_SOCKET`; this
+/// process otherwise.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServiceChoice {
-    /// The service when this process is not root and a service's socket exists
-    /// (`$BEE_SOCKET`, else `/run/bee/bee.sock`); this process otherwise.
+    /// The service when its socket exists (`$BEE_SOCKET`, else `/run/bee/bee.sock`) and this
+    /// process is not root or `$BEE_SOCKET` names it; this process otherwise.
     #[default]
     Auto,
     /// Only through the service: 69 when none answers.
@@ -350,15 +351,32 @@ impl ServiceChoice {
         }
     }
 
-    /// Whether to go through the service whose socket is `socket`.
+    /// Whether to go through the service whose socket is `socket`. For `auto`, the socket must
+    /// exist, and a root process asks it only when `$BEE_SOCKET` names it: root can enforce
+    /// in its own process, but one that names a service shares its engine (loaded and
+    /// verified once) instead of loading its own for every command.
     pub fn use_service(self, socket: &std::path::Path) -> bool {
+        self.decide(socket, false)
+    }
+
+    /// [`ServiceChoice::use_service`] for a command that learns (`--learn`), which the service
+    /// does not offer: under `auto`, root learns in its own process even when `$BEE_SOCKET`
+    /// names a service, and anyone else asks the service, which refuses with the fix.
+    pub fn use_service_to_learn(self, socket: &std::path::Path) -> bool {
+        self.decide(socket, true)
+    }
+
+    fn decide(self, socket: &std::path::Path, learning: bool) -> bool {
         match self {
             Self::Always => true,
             Self::Never => false,
             Self::Auto => {
                 use std::os::unix::fs::FileTypeExt as _;
-                !nix::unistd::Uid::effective().is_root()
-                    && std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket())
+                let exists = std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket());
+                let root = nix::unistd::Uid::effective().is_root();
+                let named =
+                    std::env::var_os(crate::serve::SOCKET_ENV).is_some_and(|v| !v.is_empty());
+                exists && (!root || (named && !learning))
             }
         }
     }
