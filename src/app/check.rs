@@ -8,6 +8,7 @@
 //! the Landlock engine where the kernel cannot run the BPF LSM — never where only a privilege
 //! for the BPF LSM is missing, which is the operator's to grant).
 
+use bee_userspace::cgroup::{CgroupParent, SweepReport};
 use bee_userspace::landlock::abi_version;
 use bee_userspace::scope::EngineKind;
 use bee_userspace::support::SupportReport;
@@ -163,18 +164,22 @@ pub fn run(args: &Args) -> Exit {
     if crate::config::ServiceChoice::Auto.use_service(&service.socket) {
         engine = service.engine(args.engine);
     }
+    let scopes = ScopesReport::sweep();
     if args.json {
         let mut v = to_json(&report, &landlock, args.engine, engine);
         v["service"] = service.to_json();
+        v["scopes"] = scopes.to_json();
         println!("{v}");
     } else {
-        // The service's line follows the verdict's, before either engine's gates.
+        // The service's and the scopes' lines follow the verdict's, before either engine's
+        // gates.
+        let lines = format!("{}\n{}", service.render(), scopes.render());
         if args.engine != EngineChoice::BpfLsm {
             let text = render_landlock(&landlock, args.engine, engine);
             let (verdict, gates) = text.split_once('\n').unwrap_or((&text, ""));
-            print!("{verdict}\n{}\n{gates}", service.render());
+            print!("{verdict}\n{lines}\n{gates}");
         } else {
-            println!("{}", service.render());
+            println!("{lines}");
         }
         if args.engine != EngineChoice::Landlock {
             println!("{report}");
@@ -247,6 +252,46 @@ impl ServiceReport {
                 "engine": w.engine, "uid": w.uid, "ceiling": w.ceiling,
             }),
             Err(why) => json!({"socket": self.socket, "answers": false, "error": why}),
+        }
+    }
+}
+
+/// The sweep of the scope cgroups ended bee processes left behind
+/// ([`CgroupParent::sweep_stale`]), run by `bee check` as by any command that makes scopes.
+#[derive(Debug)]
+pub struct ScopesReport {
+    /// The parent swept and what the sweep did, or why the parent could not be opened.
+    pub swept: Result<(std::path::PathBuf, SweepReport), String>,
+}
+
+impl ScopesReport {
+    /// Opens the default parent ([`CgroupParent::open_default`]) and sweeps it.
+    pub fn sweep() -> Self {
+        let swept = CgroupParent::open_default()
+            .map(|p| (p.path().to_owned(), p.sweep_stale()))
+            .map_err(|e| e.to_string());
+        Self { swept }
+    }
+
+    /// One line: `scopes: …`.
+    pub fn render(&self) -> String {
+        match &self.swept {
+            Ok((parent, report)) => format!("scopes: {}", report.summary(parent)),
+            Err(why) => format!("scopes: not swept ({why})"),
+        }
+    }
+
+    /// `{parent, removed, populated, errors}` (counts, and the errors' texts), or
+    /// `{error}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match &self.swept {
+            Ok((parent, r)) => json!({
+                "parent": parent,
+                "removed": r.removed.len(),
+                "populated": r.populated.len(),
+                "errors": r.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            }),
+            Err(why) => json!({"error": why}),
         }
     }
 }

@@ -289,12 +289,16 @@ enum Scope {
     Service(remote::Remote),
 }
 
-/// The cgroup parent scopes are made under: `path`, or bee's default.
+/// The cgroup parent scopes are made under: `path`, or bee's default. The first time in a
+/// process, the scopes that ended bee processes left there are swept
+/// ([`CgroupParent::sweep_stale_once`]): housekeeping, which `bee check` reports.
 fn open_parent(path: Option<&Path>) -> Result<CgroupParent, SandboxError> {
-    Ok(match path {
+    let parent = match path {
         Some(p) => CgroupParent::open(p)?,
         None => CgroupParent::open_default()?,
-    })
+    };
+    let _swept = parent.sweep_stale_once();
+    Ok(parent)
 }
 
 /// The lease, locked. A panic while holding the lock leaves nothing half-done that matters

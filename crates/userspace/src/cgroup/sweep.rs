@@ -20,6 +20,7 @@ use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{CgroupError, CgroupParent, events_populated, io_err};
 
@@ -189,6 +190,49 @@ impl CgroupParent {
             sweep_one(&entry.path(), &mut report);
         }
         report
+    }
+
+    /// [`CgroupParent::sweep_stale`], the first time a process calls it (for any parent);
+    /// `None` afterwards. A command opens its parent again for each session or episode, and
+    /// one sweep at its start is enough.
+    pub fn sweep_stale_once(&self) -> Option<SweepReport> {
+        static SWEPT: AtomicBool = AtomicBool::new(false);
+        (!SWEPT.swap(true, Ordering::AcqRel)).then(|| self.sweep_stale())
+    }
+}
+
+impl SweepReport {
+    /// True when the sweep found nothing to say: nothing removed, kept or failed.
+    pub fn is_empty(&self) -> bool {
+        self.removed.is_empty() && self.populated.is_empty() && self.errors.is_empty()
+    }
+
+    /// One line for a log or `bee check`: how many stale scopes were removed below `parent`,
+    /// how many were kept because processes live in them, and how many could not be swept
+    /// (the first error, which names its path).
+    pub fn summary(&self, parent: &Path) -> String {
+        if self.is_empty() {
+            return format!("no stale scope cgroups below {}", parent.display());
+        }
+        let mut text = format!(
+            "{} stale scope cgroup{} removed below {}",
+            self.removed.len(),
+            if self.removed.len() == 1 { "" } else { "s" },
+            parent.display()
+        );
+        if !self.populated.is_empty() {
+            text.push_str(&format!(
+                "; {} of ended bee processes kept: processes still live in them",
+                self.populated.len()
+            ));
+        }
+        if let Some(first) = self.errors.first() {
+            text.push_str(&format!(
+                "; {} could not be swept ({first})",
+                self.errors.len()
+            ));
+        }
+        text
     }
 }
 
