@@ -60,6 +60,13 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     assert!(out.contains("pass landlock Landlock ABI "), "{out}");
     // This host's kernel (ABI 7, audit built in) reports denials; bee runs as root.
     assert!(out.contains("pass reports the kernel's audit is "), "{out}");
+    // Linux 6.18: a call the seccomp filter refuses is answered by bee and recorded.
+    assert!(
+        out.contains(
+            "pass seccomp-reports a call the seccomp filter refuses waits for bee's answer"
+        ),
+        "{out}"
+    );
     assert!(out.contains("FAIL lsm-probe"), "{out}");
     let o = bee(&["check", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
@@ -71,6 +78,7 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     assert_eq!(v["bpf_lsm"]["supported"], false, "{v}");
     assert!(v["landlock"]["abi"].as_u64().is_some_and(|a| a >= 1), "{v}");
     assert_eq!(v["landlock"]["reports"]["denials"], true, "{v}");
+    assert_eq!(v["landlock"]["seccomp_reports"]["refusals"], true, "{v}");
     // Asked for the BPF LSM alone, it fails as before.
     assert_eq!(code(&bee(&["check", "--engine", "bpf-lsm"])), 65);
 }

@@ -9,7 +9,7 @@
 //! for the BPF LSM is missing, which is the operator's to grant).
 
 use bee_userspace::cgroup::{CgroupParent, SweepReport};
-use bee_userspace::landlock::abi_version;
+use bee_userspace::landlock::{abi_version, seccomp};
 use bee_userspace::scope::EngineKind;
 use bee_userspace::support::SupportReport;
 use serde_json::json;
@@ -52,6 +52,9 @@ pub struct LandlockGates {
     /// Whether the engine reports its denials (how, in one sentence), or why not: not a gate,
     /// since it enforces either way.
     pub reports: Result<String, String>,
+    /// Whether the seccomp filter's refusals are reported (how, in one sentence), or why not
+    /// ([`seccomp::notify::probe`]): not a gate either, since they are refused either way.
+    pub seccomp_reports: Result<String, String>,
     /// Whether the network gate loads here (cgroup `sock_addr` programs), or why not: not a
     /// gate either, since without it the policies that need it are refused, naming why.
     pub network_gate: Result<(), String>,
@@ -119,6 +122,11 @@ impl LandlockGates {
             )),
             Err(_) => Err("no Landlock".to_owned()),
         };
+        let seccomp_reports = if seccomp {
+            seccomp::notify::probe()
+        } else {
+            Err("no seccomp filters".to_owned())
+        };
         let network_gate = match abi {
             Ok(_) => bee_userspace::landlock::gate::NetGate::load().map(drop),
             Err(_) => Err("no Landlock".to_owned()),
@@ -127,6 +135,7 @@ impl LandlockGates {
             abi: abi.ok(),
             gates,
             reports,
+            seccomp_reports,
             network_gate,
         }
     }
@@ -324,6 +333,12 @@ fn render_landlock(
         Ok(how) => format!("  pass reports {how}\n"),
         Err(why) => format!("  note reports denials are enforced but not reported: {why}\n"),
     });
+    out.push_str(&match &landlock.seccomp_reports {
+        Ok(how) => format!("  pass seccomp-reports {how}\n"),
+        Err(why) => format!(
+            "  note seccomp-reports the seccomp filter's refusals are enforced but not reported: {why}\n"
+        ),
+    });
     out.push_str(&match &landlock.network_gate {
         Ok(()) => "  pass network-gate cgroup sock_addr programs load: address, UDP and name grants are enforced\n".to_owned(),
         Err(why) => format!(
@@ -344,7 +359,8 @@ fn render_landlock(
 /// and those it lacks (`missing`), the `kernel_features` bee's programs need that this kernel
 /// lacks (`missing`, each with the release that added it) and the `lowest_kernel` that has
 /// them all (`null` when none is missing), one object per BPF LSM gate, and `landlock`: its
-/// `supported`, `abi`, gates, `reports` (`denials`: whether they are reported, `reason`) and
+/// `supported`, `abi`, gates, `reports` (`denials`: whether they are reported, `reason`),
+/// `seccomp_reports` (`refusals`: whether the seccomp filter's are reported, `reason`) and
 /// `network_gate` (`available`, else the `reason`).
 pub fn to_json(
     report: &SupportReport,
@@ -388,6 +404,10 @@ pub fn to_json(
             "reports": match &landlock.reports {
                 Ok(how) => json!({"denials": true, "reason": how}),
                 Err(why) => json!({"denials": false, "reason": why}),
+            },
+            "seccomp_reports": match &landlock.seccomp_reports {
+                Ok(how) => json!({"refusals": true, "reason": how}),
+                Err(why) => json!({"refusals": false, "reason": why}),
             },
             "network_gate": match &landlock.network_gate {
                 Ok(()) => json!({"available": true}),
