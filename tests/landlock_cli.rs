@@ -1070,6 +1070,60 @@ fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete
     );
 }
 
+/// The same flood in a `bee run` tool call: the call's result, which the model reads and the
+/// transcript keeps, carries the count of records lost while it ran.
+#[test]
+fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
+    let (dir, ws, p) = writable_workspace();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let script = format!(
+        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait; echo flooded",
+        secret.display()
+    );
+    let calls = [
+        tool_call("flood", "shell", &json!({"command": script})),
+        tool_call("quiet", "shell", &json!({"command": "echo calm"})),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(dir.path(), "ws", &p, &calls);
+    let records = dir.path().join("records");
+    let o = std::process::Command::new(support::bee_exe())
+        .args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ])
+        .arg("--records-dir")
+        .arg(&records)
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .output()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ws.is_dir());
+    let text = transcript_text(&records);
+    let output = |id: &str| {
+        tool_result(&text, id)["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let flood = output("flood");
+    assert!(flood.contains("[stdout]\nflooded"), "{flood}");
+    assert!(
+        flood.contains("\n\nnote: some denials may be missing: the kernel dropped "),
+        "{flood}"
+    );
+    // The count is the call's own: the next call, which was refused nothing, says nothing.
+    let quiet = output("quiet");
+    assert!(!quiet.contains("some denials may be missing"), "{quiet}");
+}
+
 /// Whether a process other than `but` whose command line holds `token` is alive
 /// (`/proc/*/cmdline`).
 fn alive_with(token: &str, but: u32) -> bool {
