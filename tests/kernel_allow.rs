@@ -172,7 +172,7 @@ fn allow_proposes_proves_asks_and_applies_the_narrowest_rule_live() {
 }
 
 /// The scope cgroup of the `bee repl` whose pid is `pid`: bee names its scopes
-/// `<pid>-<sequence>-<nanoseconds>` below `/sys/fs/cgroup/bee`, and this session has one.
+/// `<pid>-<starttime>-<sequence>` below `/sys/fs/cgroup/bee`, and this session has one.
 fn scope_of(pid: i32) -> PathBuf {
     let prefix = format!("{pid}-");
     let scopes: Vec<PathBuf> = std::fs::read_dir("/sys/fs/cgroup/bee")

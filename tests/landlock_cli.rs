@@ -60,6 +60,13 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     assert!(out.contains("pass landlock Landlock ABI "), "{out}");
     // This host's kernel (ABI 7, audit built in) reports denials; bee runs as root.
     assert!(out.contains("pass reports the kernel's audit is "), "{out}");
+    // Linux 6.18: a call the seccomp filter refuses is answered by bee and recorded.
+    assert!(
+        out.contains(
+            "pass seccomp-reports a call the seccomp filter refuses waits for bee's answer"
+        ),
+        "{out}"
+    );
     assert!(out.contains("FAIL lsm-probe"), "{out}");
     let o = bee(&["check", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
@@ -71,6 +78,7 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
     assert_eq!(v["bpf_lsm"]["supported"], false, "{v}");
     assert!(v["landlock"]["abi"].as_u64().is_some_and(|a| a >= 1), "{v}");
     assert_eq!(v["landlock"]["reports"]["denials"], true, "{v}");
+    assert_eq!(v["landlock"]["seccomp_reports"]["refusals"], true, "{v}");
     // Asked for the BPF LSM alone, it fails as before.
     assert_eq!(code(&bee(&["check", "--engine", "bpf-lsm"])), 65);
 }
@@ -1062,6 +1070,60 @@ fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete
     );
 }
 
+/// The same flood in a `bee run` tool call: the call's result, which the model reads and the
+/// transcript keeps, carries the count of records lost while it ran.
+#[test]
+fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
+    let (dir, ws, p) = writable_workspace();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let script = format!(
+        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait; echo flooded",
+        secret.display()
+    );
+    let calls = [
+        tool_call("flood", "shell", &json!({"command": script})),
+        tool_call("quiet", "shell", &json!({"command": "echo calm"})),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(dir.path(), "ws", &p, &calls);
+    let records = dir.path().join("records");
+    let o = std::process::Command::new(support::bee_exe())
+        .args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ])
+        .arg("--records-dir")
+        .arg(&records)
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .output()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ws.is_dir());
+    let text = transcript_text(&records);
+    let output = |id: &str| {
+        tool_result(&text, id)["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let flood = output("flood");
+    assert!(flood.contains("[stdout]\nflooded"), "{flood}");
+    assert!(
+        flood.contains("\n\nnote: some denials may be missing: the kernel dropped "),
+        "{flood}"
+    );
+    // The count is the call's own: the next call, which was refused nothing, says nothing.
+    let quiet = output("quiet");
+    assert!(!quiet.contains("some denials may be missing"), "{quiet}");
+}
+
 /// Whether a process other than `but` whose command line holds `token` is alive
 /// (`/proc/*/cmdline`).
 fn alive_with(token: &str, but: u32) -> bool {
@@ -1276,4 +1338,111 @@ fn sigterm_to_bee_exec_kills_and_removes_its_scope_then_ends_bee_by_sigterm() {
 #[test]
 fn sighup_to_bee_exec_kills_and_removes_its_scope_then_ends_bee_by_sighup() {
     a_signal_ends_bees_scope_before_bee(libc::SIGHUP);
+}
+
+/// A `bee exec` ended by SIGKILL tears nothing down: its scope's processes die with it (the
+/// scope's init has bee as its parent-death signal's source), and its cgroup stays, empty.
+/// The next bee command that makes scopes removes it; `bee check` says what it swept.
+#[test]
+fn the_next_bee_removes_the_scope_a_sigkilled_bee_left() {
+    use std::time::{Duration, Instant};
+
+    let dir = scratch();
+    let p = dir.path().join("sleep.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/dev/null\"]\n\
+         [exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/dash\", \"/usr/bin/sleep\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let token = format!("7{}.919", std::process::id());
+    let mut first = std::process::Command::new(support::bee_exe())
+        .args(["exec", "--timeout", "120", "--policy"])
+        .arg(&p)
+        .args([
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            &format!("/usr/bin/sleep {token}"),
+        ])
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let sleeping = || {
+        support::processes_with(&token)
+            .into_iter()
+            .find(|p| p.contains(": /usr/bin/sleep "))
+    };
+    let started = Instant::now();
+    while sleeping().is_none() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Some(sleep) = sleeping() else {
+        let _ = first.kill();
+        panic!("the command never started: {:?}", first.wait_with_output())
+    };
+    let sleep_pid = sleep.split(':').next().unwrap_or_default().to_owned();
+    let scope =
+        support::cgroup_of(&sleep_pid).unwrap_or_else(|| unreachable!("no cgroup for {sleep}"));
+    // std's kill is SIGKILL: no handler of bee's runs.
+    assert!(first.kill().is_ok());
+    let _ = first.wait();
+    let emptied = Instant::now();
+    while std::fs::read_to_string(scope.join("cgroup.events"))
+        .is_ok_and(|e| e.contains("populated 1"))
+        && emptied.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(support::processes_with(&token), Vec::<String>::new());
+    assert!(
+        scope.is_dir(),
+        "{} is gone before any sweep: nothing to test",
+        scope.display()
+    );
+
+    let o = exec_dash(
+        dir.path(),
+        &["--policy", &p.display().to_string()],
+        "echo ok",
+    );
+    assert_eq!(
+        (code(&o), stdout(&o)),
+        (0, "ok\n".to_owned()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!scope.exists(), "{} was left behind", scope.display());
+    // `bee check` sweeps too, and says so: a scope named for a pid no process can have
+    // (above the kernel's limit, 4,194,304) is stale.
+    let parent = scope
+        .parent()
+        .unwrap_or_else(|| unreachable!("a scope has a parent"));
+    let stale = parent.join(format!("4194305-{}-0", std::process::id()));
+    std::fs::create_dir(&stale).unwrap_or_else(|e| unreachable!("{e}"));
+    let o = bee(&["check"]);
+    let out = stdout(&o);
+    assert!(
+        !stale.exists(),
+        "{} was left behind: {out}",
+        stale.display()
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("scopes: "))
+        .unwrap_or_default();
+    // Another test's bee may have swept it first.
+    assert!(
+        line.contains(&format!(" removed below {}", parent.display()))
+            || line == format!("scopes: no stale scope cgroups below {}", parent.display()),
+        "{out}"
+    );
+    let o = bee(&["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap_or_default();
+    assert_eq!(v["scopes"]["parent"], parent.display().to_string(), "{v}");
+    assert!(v["scopes"]["removed"].as_u64().is_some(), "{v}");
 }

@@ -8,7 +8,8 @@
 //! the Landlock engine where the kernel cannot run the BPF LSM — never where only a privilege
 //! for the BPF LSM is missing, which is the operator's to grant).
 
-use bee_userspace::landlock::abi_version;
+use bee_userspace::cgroup::{CgroupParent, SweepReport};
+use bee_userspace::landlock::{abi_version, seccomp};
 use bee_userspace::scope::EngineKind;
 use bee_userspace::support::SupportReport;
 use serde_json::json;
@@ -51,6 +52,9 @@ pub struct LandlockGates {
     /// Whether the engine reports its denials (how, in one sentence), or why not: not a gate,
     /// since it enforces either way.
     pub reports: Result<String, String>,
+    /// Whether the seccomp filter's refusals are reported (how, in one sentence), or why not
+    /// ([`seccomp::notify::probe`]): not a gate either, since they are refused either way.
+    pub seccomp_reports: Result<String, String>,
     /// Whether the network gate loads here (cgroup `sock_addr` programs), or why not: not a
     /// gate either, since without it the policies that need it are refused, naming why.
     pub network_gate: Result<(), String>,
@@ -118,6 +122,11 @@ impl LandlockGates {
             )),
             Err(_) => Err("no Landlock".to_owned()),
         };
+        let seccomp_reports = if seccomp {
+            seccomp::notify::probe()
+        } else {
+            Err("no seccomp filters".to_owned())
+        };
         let network_gate = match abi {
             Ok(_) => bee_userspace::landlock::gate::NetGate::load().map(drop),
             Err(_) => Err("no Landlock".to_owned()),
@@ -126,6 +135,7 @@ impl LandlockGates {
             abi: abi.ok(),
             gates,
             reports,
+            seccomp_reports,
             network_gate,
         }
     }
@@ -163,18 +173,22 @@ pub fn run(args: &Args) -> Exit {
     if crate::config::ServiceChoice::Auto.use_service(&service.socket) {
         engine = service.engine(args.engine);
     }
+    let scopes = ScopesReport::sweep();
     if args.json {
         let mut v = to_json(&report, &landlock, args.engine, engine);
         v["service"] = service.to_json();
+        v["scopes"] = scopes.to_json();
         println!("{v}");
     } else {
-        // The service's line follows the verdict's, before either engine's gates.
+        // The service's and the scopes' lines follow the verdict's, before either engine's
+        // gates.
+        let lines = format!("{}\n{}", service.render(), scopes.render());
         if args.engine != EngineChoice::BpfLsm {
             let text = render_landlock(&landlock, args.engine, engine);
             let (verdict, gates) = text.split_once('\n').unwrap_or((&text, ""));
-            print!("{verdict}\n{}\n{gates}", service.render());
+            print!("{verdict}\n{lines}\n{gates}");
         } else {
-            println!("{}", service.render());
+            println!("{lines}");
         }
         if args.engine != EngineChoice::Landlock {
             println!("{report}");
@@ -251,6 +265,46 @@ impl ServiceReport {
     }
 }
 
+/// The sweep of the scope cgroups ended bee processes left behind
+/// ([`CgroupParent::sweep_stale`]), run by `bee check` as by any command that makes scopes.
+#[derive(Debug)]
+pub struct ScopesReport {
+    /// The parent swept and what the sweep did, or why the parent could not be opened.
+    pub swept: Result<(std::path::PathBuf, SweepReport), String>,
+}
+
+impl ScopesReport {
+    /// Opens the default parent ([`CgroupParent::open_default`]) and sweeps it.
+    pub fn sweep() -> Self {
+        let swept = CgroupParent::open_default()
+            .map(|p| (p.path().to_owned(), p.sweep_stale()))
+            .map_err(|e| e.to_string());
+        Self { swept }
+    }
+
+    /// One line: `scopes: …`.
+    pub fn render(&self) -> String {
+        match &self.swept {
+            Ok((parent, report)) => format!("scopes: {}", report.summary(parent)),
+            Err(why) => format!("scopes: not swept ({why})"),
+        }
+    }
+
+    /// `{parent, removed, populated, errors}` (counts, and the errors' texts), or
+    /// `{error}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match &self.swept {
+            Ok((parent, r)) => json!({
+                "parent": parent,
+                "removed": r.removed.len(),
+                "populated": r.populated.len(),
+                "errors": r.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            }),
+            Err(why) => json!({"error": why}),
+        }
+    }
+}
+
 /// The Landlock engine's gates and the choice, as text: first, so that the BPF LSM's report
 /// (whose last line is its verdict) follows.
 fn render_landlock(
@@ -279,6 +333,12 @@ fn render_landlock(
         Ok(how) => format!("  pass reports {how}\n"),
         Err(why) => format!("  note reports denials are enforced but not reported: {why}\n"),
     });
+    out.push_str(&match &landlock.seccomp_reports {
+        Ok(how) => format!("  pass seccomp-reports {how}\n"),
+        Err(why) => format!(
+            "  note seccomp-reports the seccomp filter's refusals are enforced but not reported: {why}\n"
+        ),
+    });
     out.push_str(&match &landlock.network_gate {
         Ok(()) => "  pass network-gate cgroup sock_addr programs load: address, UDP and name grants are enforced\n".to_owned(),
         Err(why) => format!(
@@ -299,7 +359,8 @@ fn render_landlock(
 /// and those it lacks (`missing`), the `kernel_features` bee's programs need that this kernel
 /// lacks (`missing`, each with the release that added it) and the `lowest_kernel` that has
 /// them all (`null` when none is missing), one object per BPF LSM gate, and `landlock`: its
-/// `supported`, `abi`, gates, `reports` (`denials`: whether they are reported, `reason`) and
+/// `supported`, `abi`, gates, `reports` (`denials`: whether they are reported, `reason`),
+/// `seccomp_reports` (`refusals`: whether the seccomp filter's are reported, `reason`) and
 /// `network_gate` (`available`, else the `reason`).
 pub fn to_json(
     report: &SupportReport,
@@ -343,6 +404,10 @@ pub fn to_json(
             "reports": match &landlock.reports {
                 Ok(how) => json!({"denials": true, "reason": how}),
                 Err(why) => json!({"denials": false, "reason": why}),
+            },
+            "seccomp_reports": match &landlock.seccomp_reports {
+                Ok(how) => json!({"refusals": true, "reason": how}),
+                Err(why) => json!({"refusals": false, "reason": why}),
             },
             "network_gate": match &landlock.network_gate {
                 Ok(()) => json!({"available": true}),

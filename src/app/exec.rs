@@ -202,6 +202,8 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         None => None,
     };
     let parent = enforcement::cgroup_parent().map_err(refused)?;
+    // Housekeeping, never a reason to refuse: `bee check` reports what it found.
+    let _swept = parent.sweep_stale_once();
     let credentials =
         Credentials::from_sudo_env().map_err(|e| fail(Exit::Usage, &e.to_string()))?;
     let Some((command, command_args)) = args.command.split_first() else {

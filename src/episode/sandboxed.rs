@@ -151,7 +151,7 @@ impl ToolExecutor for SandboxExecutor {
         self.write_audit(&outcome.runner_denials);
         ToolExecution {
             state: outcome.state,
-            content: outcome.content,
+            content: tools::with_lost_records(outcome.content, sandbox.take_lost_records()),
             exit: None,
             denials: outcome
                 .denials
@@ -177,7 +177,11 @@ impl ToolExecutor for SandboxExecutor {
         match sandbox.run(&spec, timeout, CHECK_OUTPUT_CAP) {
             Ok(out) => {
                 self.record(&out.denials);
-                check_execution(&out, timeout)
+                let exec = check_execution(&out, timeout);
+                ToolExecution {
+                    content: tools::with_lost_records(exec.content, sandbox.take_lost_records()),
+                    ..exec
+                }
             }
             Err(e) => ToolExecution {
                 duration: start.elapsed(),

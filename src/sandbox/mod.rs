@@ -33,6 +33,7 @@ use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -252,6 +253,10 @@ pub struct RunOutput {
     /// Allowed accesses the kernel reported during the call, when the scope audits allows
     /// (`SCOPE_AUDIT_ALLOWS` in [`SandboxConfig::scope_flags`]); else empty.
     pub allowed: Vec<AuditRecord>,
+    /// How many of the kernel's audit records were lost while the call ran
+    /// ([`Enforcer::drain_lost`], or the service's count): when not 0, `denials` may be
+    /// incomplete. Also added up for [`Sandbox::take_lost_records`].
+    pub lost_records: u64,
 }
 
 impl RunOutput {
@@ -278,6 +283,8 @@ pub struct Sandbox {
     state: Vec<own_state::StatePath>,
     cgroup_id: u64,
     scope: Scope,
+    /// The audit records lost during runs since [`Sandbox::take_lost_records`].
+    lost: AtomicU64,
 }
 
 /// Where the sandbox's scope is held.
@@ -289,12 +296,16 @@ enum Scope {
     Service(remote::Remote),
 }
 
-/// The cgroup parent scopes are made under: `path`, or bee's default.
+/// The cgroup parent scopes are made under: `path`, or bee's default. The first time in a
+/// process, the scopes that ended bee processes left there are swept
+/// ([`CgroupParent::sweep_stale_once`]): housekeeping, which `bee check` reports.
 fn open_parent(path: Option<&Path>) -> Result<CgroupParent, SandboxError> {
-    Ok(match path {
+    let parent = match path {
         Some(p) => CgroupParent::open(p)?,
         None => CgroupParent::open_default()?,
-    })
+    };
+    let _swept = parent.sweep_stale_once();
+    Ok(parent)
 }
 
 /// The lease, locked. A panic while holding the lock leaves nothing half-done that matters
@@ -416,6 +427,7 @@ impl Sandbox {
             state,
             cgroup_id,
             scope,
+            lost: AtomicU64::new(0),
         })
     }
 
@@ -588,12 +600,32 @@ impl Sandbox {
         output_cap: usize,
         stop: Option<&(dyn Fn() -> bool + Sync)>,
     ) -> Result<RunOutput, SandboxError> {
-        let lease = match &self.scope {
-            Scope::Local(lease) => lease,
-            Scope::Service(remote) => {
-                return remote.run(spec, input, timeout, output_cap, stop);
-            }
+        let ran = match &self.scope {
+            Scope::Local(lease) => self.run_local(lease, spec, input, timeout, output_cap, stop),
+            Scope::Service(remote) => remote.run(spec, input, timeout, output_cap, stop),
         };
+        if let Ok(out) = &ran {
+            self.lost.fetch_add(out.lost_records, Ordering::Relaxed);
+        }
+        ran
+    }
+
+    /// The audit records lost during this sandbox's runs since the last call (0 in host
+    /// mode): when not 0, the denials of those runs may be incomplete. The executor takes it
+    /// after each tool call, which holds the sandbox alone.
+    pub fn take_lost_records(&self) -> u64 {
+        self.lost.swap(0, Ordering::Relaxed)
+    }
+
+    fn run_local(
+        &self,
+        lease: &Mutex<ScopeLease>,
+        spec: &LaunchSpec,
+        input: Option<&[u8]>,
+        timeout: Duration,
+        output_cap: usize,
+        stop: Option<&(dyn Fn() -> bool + Sync)>,
+    ) -> Result<RunOutput, SandboxError> {
         let state = lock(lease);
         let cgroup = state.cgroup().ok_or(SandboxError::Finished)?;
         let spec = spec
@@ -645,6 +677,10 @@ impl Sandbox {
         // A call's processes never outlive it.
         let emptied = cgroup.empty(self.kill_wait);
         let (denials, allowed) = self.drain();
+        let lost_records = self
+            .enforcer
+            .as_ref()
+            .map_or(0, |e| e.drain_lost(self.cgroup_id));
         if let Err(e) = emptied {
             // Readers could block on pipes the survivors hold: leave them.
             return Err(SandboxError::Survivors(e.to_string()));
@@ -665,6 +701,7 @@ impl Sandbox {
             duration: start.elapsed(),
             denials,
             allowed,
+            lost_records,
         })
     }
 

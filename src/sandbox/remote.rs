@@ -255,6 +255,7 @@ impl Remote {
             duration: start.elapsed(),
             denials,
             allowed: Vec::new(),
+            lost_records: ended.lost_records,
         })
     }
 

@@ -135,12 +135,25 @@ impl Service {
         })
     }
 
-    /// Kills and removes the scopes a previous service left listed in the state directory;
-    /// returns one line per scope for the log.
+    /// Kills and removes the scopes a previous service left listed in the state directory,
+    /// then removes the empty scopes other ended bee processes left below the parent
+    /// ([`CgroupParent::sweep_stale_once`]); returns one line per listed scope, and one for
+    /// the rest when there was any, for the log.
     pub fn sweep(&self) -> Vec<String> {
         let mut said = Vec::new();
+        self.sweep_listed(&mut said);
+        if let Some(swept) = self.parent.sweep_stale_once()
+            && !swept.is_empty()
+        {
+            said.push(swept.summary(self.parent.path()));
+        }
+        said
+    }
+
+    /// The listed scopes of [`Service::sweep`].
+    fn sweep_listed(&self, said: &mut Vec<String>) {
         let Ok(entries) = std::fs::read_dir(&self.config.state_dir) else {
-            return said;
+            return;
         };
         for entry in entries.flatten() {
             // A listed scope is named by the file's name, and only a direct child of this
@@ -161,7 +174,6 @@ impl Service {
             }
             let _ = std::fs::remove_file(entry.path());
         }
-        said
     }
 
     /// Serves `listener` until the stop flag is set, then waits (up to 10 s) for every

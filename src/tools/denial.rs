@@ -1,7 +1,7 @@
 //! How the kernel's denials reach the model: one line per distinct denial, with the policy's
 //! reason, led by `denied by policy:`.
 
-use bee_userspace::audit::AuditRecord;
+use bee_userspace::audit::{AuditRecord, lost_records_explanation};
 
 use super::ToolState;
 
@@ -55,5 +55,34 @@ pub(crate) fn render(state: ToolState, body: &str, denials: &[AuditRecord], lead
             "{}\n\nnote: the policy denied {n} {noun} during this call:\n{lines}",
             main.trim_end()
         )
+    }
+}
+
+/// `content` with a note, when `lost` of the kernel's audit records were lost during the call
+/// (`Sandbox::take_lost_records`), that its denials may be incomplete: the sentence `bee exec`
+/// prints ([`lost_records_explanation`]). `content` as it is when none was lost.
+pub fn with_lost_records(content: String, lost: u64) -> String {
+    if lost == 0 {
+        return content;
+    }
+    format!(
+        "{}\n\nnote: {}",
+        content.trim_end(),
+        lost_records_explanation(lost)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_records_are_noted_after_the_content_and_only_then() {
+        assert_eq!(with_lost_records("out\n".to_owned(), 0), "out\n");
+        assert_eq!(
+            with_lost_records("out\n".to_owned(), 3),
+            "out\n\nnote: some denials may be missing: the kernel dropped 3 audit records while \
+             this scope ran (its audit queue or bee's socket was full)"
+        );
     }
 }

@@ -41,7 +41,7 @@ use crate::records::Enforcement;
 use crate::sandbox::{Sandbox, SandboxError};
 
 pub use crate::records::ToolState;
-pub use denial::{denial_lines, is_permission_errno};
+pub use denial::{denial_lines, is_permission_errno, with_lost_records};
 pub use registry::{Registry, RegistryError};
 #[cfg(feature = "cvss")]
 pub use review::cvss;

@@ -26,9 +26,14 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crate::support::parse_cgroup2_mount;
+
+mod sweep;
+
+pub use sweep::SweepReport;
+pub(crate) use sweep::start_time;
 
 /// Name of the directory below the cgroup2 mount that holds every scope.
 pub const BEE_PARENT: &str = "bee";
@@ -266,8 +271,10 @@ impl CgroupParent {
         self.controllers.iter().any(|c| c.name == name && c.enabled)
     }
 
-    /// Creates a scope cgroup with a fresh name (`<pid>-<sequence>-<nanoseconds>`) and sets
-    /// `limits`.
+    /// Creates a scope cgroup with a fresh name (`<pid>-<starttime>-<sequence>`: this
+    /// process, so that [`CgroupParent::sweep_stale`] can tell whether its maker is gone) and
+    /// sets `limits`. The scope holds a shared `flock(2)` on its directory until it is
+    /// dropped, which says the same to a sweep in another PID namespace.
     ///
     /// # Errors
     /// [`CgroupError::ControllerUnavailable`] when a limit's controller is not enabled (nothing
@@ -327,27 +334,29 @@ impl CgroupParent {
             id: meta.ino(),
             removed: false,
             killed: AtomicBool::new(false),
+            _lock: None,
         }))
     }
 
     fn mkdir_unique(&self) -> Result<ScopeCgroup, CgroupError> {
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
         loop {
-            let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
-            let name = format!("{}-{seq}-{nanos:09}", std::process::id());
+            let name = sweep::scope_name(SEQUENCE.fetch_add(1, Ordering::Relaxed))?;
             let path = self.path.join(&name);
             match fs::create_dir(&path) {
                 Ok(()) => {
                     let id = fs::metadata(&path).map_err(io_err("stat", &path))?.ino();
+                    // `None`: a sweep in another PID namespace took it for a dead maker's.
+                    let Some(lock) = sweep::lock_new(&path, id)? else {
+                        continue;
+                    };
                     return Ok(ScopeCgroup {
                         path,
                         name,
                         id,
                         removed: false,
                         killed: AtomicBool::new(false),
+                        _lock: Some(lock),
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -460,6 +469,9 @@ pub struct ScopeCgroup {
     removed: bool,
     /// Whether bee wrote `cgroup.kill` here (see [`ScopeCgroup::was_killed`]).
     killed: AtomicBool,
+    /// The maker's shared lock on the directory (scopes this process made): held until the
+    /// scope is dropped, released by the kernel however the process ends.
+    _lock: Option<OwnedFd>,
 }
 
 impl ScopeCgroup {

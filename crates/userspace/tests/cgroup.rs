@@ -188,3 +188,169 @@ fn a_parent_outside_cgroup2_is_refused() {
     let _ = fs::remove_dir(&dir);
     assert!(matches!(r, Err(CgroupError::NotCgroup2 { .. })), "{r:?}");
 }
+
+/// Tells the re-executed test binary to be [`scope_maker_entry`]: the parent cgroup to make a
+/// scope in, and whether to start a `sleep` in it.
+const MAKER_ENV: &str = "BEE_CGROUP_TEST_MAKER";
+
+#[test]
+#[ignore = "not a test: the sweep tests run it in a child process (with --ignored) as the maker of a scope"]
+fn scope_maker_entry() {
+    use std::io::Write as _;
+    let Ok(spec) = std::env::var(MAKER_ENV) else {
+        return;
+    };
+    let (parent, populate) = spec.split_once('\u{1f}').unwrap_or((&spec, ""));
+    let parent = match CgroupParent::open(parent) {
+        Ok(p) => p,
+        Err(e) => unreachable!("{e}"),
+    };
+    let cg = scope(&parent);
+    // Left running when this process is killed (nothing tears its scope down), and waited
+    // for by no one: its reaper is whoever inherits it.
+    let sleeper = (populate == "populate").then(|| sleeper_in(&cg));
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{}", cg.path().display());
+    let _ = out.flush();
+    std::thread::sleep(Duration::from_secs(300));
+    if let Some(mut s) = sleeper {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+}
+
+/// Re-executes this test binary as [`scope_maker_entry`], which makes a scope below `parent`
+/// (with a `sleep` in it when `populate`), and SIGKILLs it once it has: the scope's maker
+/// is then gone without a teardown. Returns the scope's directory.
+fn scope_of_a_killed_maker(parent: &CgroupParent, populate: bool) -> PathBuf {
+    use std::io::BufRead as _;
+    let exe = std::env::current_exe().unwrap_or_else(|e| unreachable!("{e}"));
+    let spec = format!(
+        "{}\u{1f}{}",
+        parent.path().display(),
+        if populate { "populate" } else { "" }
+    );
+    let mut maker = Command::new(exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "scope_maker_entry",
+            "--nocapture",
+            "-q",
+        ])
+        .env(MAKER_ENV, spec)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    // The test harness's own lines come first: the scope is the line naming the parent.
+    let mut line = String::new();
+    if let Some(out) = maker.stdout.take() {
+        let mut out = std::io::BufReader::new(out);
+        let prefix = parent.path().display().to_string();
+        while !line.starts_with(&prefix) {
+            line.clear();
+            if out.read_line(&mut line).map_or(true, |n| n == 0) {
+                break;
+            }
+        }
+    }
+    let _ = maker.kill();
+    let _ = maker.wait();
+    let path = PathBuf::from(line.trim());
+    assert!(
+        path.starts_with(parent.path()) && path.is_dir(),
+        "the maker made no scope: {line:?}"
+    );
+    path
+}
+
+#[test]
+fn the_sweep_removes_a_killed_makers_empty_scope_and_keeps_a_live_ones() {
+    let parent = parent_at("bee-tests/sweep-empty");
+    let stale = scope_of_a_killed_maker(&parent, false);
+    let mine = scope(&parent);
+    let report = parent.sweep_stale();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.removed.contains(&stale), "{report:?}");
+    assert!(!stale.exists(), "{} is still there", stale.display());
+    assert!(
+        mine.path().is_dir(),
+        "a live maker's empty scope was removed"
+    );
+    assert!(
+        !report.removed.iter().any(|p| p == mine.path()),
+        "{report:?}"
+    );
+    // What this process makes next still works, and goes at its teardown.
+    let path = mine.path().to_owned();
+    assert!(mine.teardown(Duration::from_secs(5)).is_ok());
+    assert!(!path.exists());
+}
+
+#[test]
+fn the_sweep_keeps_a_killed_makers_scope_while_processes_live_in_it() {
+    let parent = parent_at("bee-tests/sweep-populated");
+    let stale = scope_of_a_killed_maker(&parent, true);
+    let report = parent.sweep_stale();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert!(report.populated.contains(&stale), "{report:?}");
+    assert!(!report.removed.contains(&stale), "{report:?}");
+    assert!(stale.is_dir());
+    // Once its last process is gone, it is stale like any other.
+    assert!(fs::write(stale.join("cgroup.kill"), "1").is_ok());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while fs::read_to_string(stale.join("cgroup.events")).is_ok_and(|e| e.contains("populated 1"))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let report = parent.sweep_stale();
+    assert!(report.removed.contains(&stale), "{report:?}");
+    assert!(!stale.exists());
+}
+
+#[test]
+fn the_sweep_reads_names_and_honours_the_makers_lock() {
+    use std::os::fd::AsRawFd as _;
+    let parent = parent_at("bee-tests/sweep-names");
+    let at = |name: &str| parent.path().join(name);
+    // No process can have a pid above the kernel's limit (4,194,304).
+    let dead = "4194305-12345-0";
+    let dead_old = "4194305-0-123456789";
+    let live_old = format!("{}-0-123456789", std::process::id());
+    let nested = "4194305-12345-1";
+    let locked = "4194305-12345-2";
+    for name in [
+        dead,
+        dead_old,
+        &live_old,
+        nested,
+        locked,
+        "session",
+        "4194305-1",
+    ] {
+        let _ = fs::create_dir(at(name));
+    }
+    assert!(fs::create_dir(at(nested).join("inner")).is_ok());
+    // A maker this process cannot see (another PID namespace) still holds its lock.
+    let held = fs::File::open(at(locked)).unwrap_or_else(|e| unreachable!("{e}"));
+    // SAFETY: flock(2) on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_SH) }, 0);
+
+    let report = parent.sweep_stale();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    for gone in [dead, dead_old, nested] {
+        assert!(report.removed.contains(&at(gone)), "{gone}: {report:?}");
+        assert!(!at(gone).exists(), "{gone}");
+    }
+    for kept in [&*live_old, locked, "session", "4194305-1"] {
+        assert!(at(kept).is_dir(), "{kept} was removed");
+    }
+    drop(held);
+    let report = parent.sweep_stale();
+    assert!(report.removed.contains(&at(locked)), "{report:?}");
+    for name in [&*live_old, "session", "4194305-1"] {
+        assert!(fs::remove_dir(at(name)).is_ok(), "{name}");
+    }
+}

@@ -273,3 +273,20 @@ fn no_descriptor_filter_process_or_thread_lets_a_refused_call_through() {
         .count();
     assert_eq!(sockets, 3200, "{:?}", r.denials.len());
 }
+
+/// `bee check`'s probe: on this kernel a call refused by notification is answered by the
+/// engine's supervisor and recorded, and the probe leaves this process as it was (its
+/// thread's filter went with the thread: the same call, made here, runs).
+#[test]
+fn the_probe_says_refusals_are_reported_here() {
+    let said = bee_userspace::landlock::seccomp::notify::probe();
+    assert!(
+        said.as_ref()
+            .is_ok_and(|how| how.contains("SECCOMP_RET_USER_NOTIF")),
+        "{said:?}"
+    );
+    // SAFETY: getppid(2), whatever the register holds.
+    let ppid = unsafe { libc::syscall(libc::SYS_getppid, 0xbee5_5eed_i64) };
+    assert!(ppid > 0, "{ppid}");
+    assert!(bee_userspace::landlock::seccomp::notify::probe().is_ok());
+}

@@ -10,6 +10,7 @@ use bee_common::ScopeValue;
 
 use super::EngineError;
 use super::maps::map_names;
+use crate::cgroup::start_time;
 
 fn sys(call: &'static str, path: &Path) -> impl FnOnce(io::Error) -> EngineError {
     let path = path.to_owned();
@@ -18,15 +19,6 @@ fn sys(call: &'static str, path: &Path) -> impl FnOnce(io::Error) -> EngineError
         path,
         io_error,
     }
-}
-
-/// The start time of process `pid` (field 22 of `/proc/PID/stat`, clock ticks since boot), or
-/// `None` if it does not exist.
-fn start_time(pid: &str) -> Option<String> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    rest.split_whitespace().nth(19).map(str::to_owned)
 }
 
 /// This process's instance directory name.
@@ -41,7 +33,7 @@ fn owner_alive(name: &str) -> bool {
     let Some((pid, start)) = name.split_once('-') else {
         return false;
     };
-    start_time(pid).is_some_and(|s| s == start)
+    start_time(pid).is_some_and(|s| start.parse() == Ok(s))
 }
 
 /// Creates (replacing a leftover of the same name) this process's instance directory with its

@@ -358,6 +358,21 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
     b.prog
 }
 
+/// The filter of [`notify::probe`]: `getppid` with argument 0 equal to `magic` returns
+/// `SECCOMP_RET_USER_NOTIF`, as the scope's filter does for what it refuses; every other call
+/// is allowed.
+fn probe_filter(magic: u32) -> Vec<SockFilter> {
+    let mut b = Builder::default();
+    b.on_syscall(libc::SYS_getppid, |b| {
+        b.load(arg(0));
+        b.op(BPF_JEQ_K, magic, 0, 1);
+        b.ret(SECCOMP_RET_USER_NOTIF);
+        b.ret(SECCOMP_RET_ALLOW);
+    });
+    b.ret(SECCOMP_RET_ALLOW);
+    b.prog
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +615,18 @@ mod tests {
             NOTIFY
         );
         assert_eq!(run(&p, nr(libc::SYS_fanotify_init), [0; 6]), NOTIFY);
+    }
+
+    #[test]
+    fn the_probe_filter_asks_the_listener_about_its_one_call() {
+        let p = probe_filter(0xbee5);
+        let getppid = nr(libc::SYS_getppid);
+        assert_eq!(run(&p, getppid, [0xbee5, 0, 0, 0, 0, 0]), NOTIFY);
+        assert_eq!(run(&p, getppid, [0, 0, 0, 0, 0, 0]), SECCOMP_RET_ALLOW);
+        assert_eq!(
+            run(&p, nr(libc::SYS_getpid), [0xbee5, 0, 0, 0, 0, 0]),
+            SECCOMP_RET_ALLOW
+        );
     }
 
     #[test]

@@ -170,6 +170,92 @@ impl Drop for Ended {
     }
 }
 
+/// Argument 0 of the probe's call: the probe's filter refuses `getppid` with it alone.
+const PROBE_MAGIC: u32 = 0xbee5_5eed;
+/// The scope the probe's refusal is recorded for: no cgroup has this id.
+const PROBE_SCOPE: u64 = u64::MAX;
+/// How long the probe waits for each step.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether the seccomp filter's refusals are reported here, by doing what a scope does: a
+/// thread of this process installs a filter with `SECCOMP_FILTER_FLAG_NEW_LISTENER` that
+/// refuses one call (`getppid` with a magic argument) by `SECCOMP_RET_USER_NOTIF`, hands the
+/// listener to a [`Supervisor`], and makes the call, which must come back refused
+/// ([`REFUSED_ERRNO`]) and recorded. The filter goes with the thread, which ends (as does
+/// the `no_new_privs` it sets for itself). `Ok` says how, in one sentence.
+///
+/// # Errors
+/// Why not, in one sentence: the supervisor cannot start, the kernel refuses the filter or its
+/// listener (before Linux 5.0), or the call was not answered and recorded.
+pub fn probe() -> Result<String, String> {
+    use std::sync::mpsc;
+    let supervisor = Supervisor::start()?;
+    let (listener_tx, listener_rx) = mpsc::channel::<Result<OwnedFd, String>>();
+    let (call_tx, call_rx) = mpsc::channel::<(libc::c_long, Option<i32>)>();
+    let thread = std::thread::Builder::new()
+        .name("bee-seccomp-probe".into())
+        .spawn(move || {
+            let filter = super::probe_filter(PROBE_MAGIC);
+            let prog = super::SockFprog {
+                len: u16::try_from(filter.len()).unwrap_or(u16::MAX),
+                filter: filter.as_ptr(),
+            };
+            // SAFETY: prctl(2) and seccomp(2) on this thread only (no TSYNC), with a program
+            // that outlives the call; the listener returned is a new descriptor of ours.
+            let listener = unsafe {
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                    let e = std::io::Error::last_os_error();
+                    let _ = listener_tx.send(Err(format!("PR_SET_NO_NEW_PRIVS failed: {e}")));
+                    return;
+                }
+                let fd = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as libc::c_uint,
+                    &raw const prog,
+                );
+                if fd < 0 {
+                    let e = std::io::Error::last_os_error();
+                    let _ = listener_tx.send(Err(format!(
+                        "the kernel refused a seccomp filter with a listener \
+                         (SECCOMP_FILTER_FLAG_NEW_LISTENER, Linux 5.0): {e}"
+                    )));
+                    return;
+                }
+                OwnedFd::from_raw_fd(fd as RawFd)
+            };
+            let _ = listener_tx.send(Ok(listener));
+            // SAFETY: getppid(2) takes no argument; the filter reads the register anyway.
+            let rc = unsafe { libc::syscall(libc::SYS_getppid, libc::c_long::from(PROBE_MAGIC)) };
+            let _ = call_tx.send((rc, std::io::Error::last_os_error().raw_os_error()));
+        })
+        .map_err(|e| format!("starting the probe's thread failed: {e}"))?;
+    let listener = listener_rx
+        .recv_timeout(PROBE_WAIT)
+        .map_err(|_| "the probe's thread made no filter".to_owned());
+    let answered = listener.and_then(|l| {
+        supervisor.watch(l?, PROBE_SCOPE);
+        call_rx
+            .recv_timeout(PROBE_WAIT)
+            .map_err(|_| format!("a refused call had no answer within {PROBE_WAIT:?}"))
+    });
+    let recorded = supervisor.drain(PROBE_SCOPE).len();
+    // Closes the listener: a call still waiting is answered ENOSYS, and the thread ends.
+    drop(supervisor);
+    let _ = thread.join();
+    match answered? {
+        (-1, Some(REFUSED_ERRNO)) if recorded == 1 => Ok(
+            "a call the seccomp filter refuses waits for bee's answer (SECCOMP_RET_USER_NOTIF) \
+             and is recorded"
+                .to_owned(),
+        ),
+        (rc, errno) => Err(format!(
+            "a call the probe's filter refuses returned {rc} (errno {errno:?}) and {recorded} \
+             refusal(s) were recorded, not -1 ({REFUSED_ERRNO}) and one"
+        )),
+    }
+}
+
 /// `struct seccomp_notif_sizes` as the kernel gives it: the buffers `RECV` and `SEND` use are
 /// at least these, and at least `libc`'s structures.
 #[derive(Debug, Clone, Copy)]
