@@ -46,8 +46,13 @@ fn see<S: Expect + std::io::Read>(s: &mut S, what: &str) {
 
 /// Starts `bee repl` on the fixture's policy with a replay provider answering `turns`, and
 /// waits for its kernel-enforced banner and first prompt; returns the session and its records
-/// directory.
-fn start_repl(f: &Fixture, turns: &[serde_json::Value]) -> (expectrl::session::OsSession, PathBuf) {
+/// directory. `in_process` keeps it from the service that `$BEE_SOCKET` may name (the VM
+/// runner starts one per boot), so that its scopes are its own.
+fn start_repl(
+    f: &Fixture,
+    turns: &[serde_json::Value],
+    in_process: bool,
+) -> (expectrl::session::OsSession, PathBuf) {
     let lines: Vec<String> = turns.iter().map(|t| t.to_string()).collect();
     std::fs::write(f.root.join("recording.jsonl"), lines.join("\n") + "\n").unwrap();
     std::fs::write(
@@ -74,6 +79,9 @@ fn start_repl(f: &Fixture, turns: &[serde_json::Value]) -> (expectrl::session::O
     .env("NO_COLOR", "1")
     .env("COLUMNS", "200")
     .env("TERM", "xterm");
+    if in_process {
+        cmd.env_remove("BEE_SOCKET");
+    }
     let mut s = Session::spawn(cmd).unwrap();
     // Loading and attaching bee's programs in an emulated guest can take minutes when the
     // host is busy (the banner's second line waits for it); only a hang should fail here.
@@ -96,7 +104,7 @@ fn allow_proposes_proves_asks_and_applies_the_narrowest_rule_live() {
             {"id": "c2", "name": "read_file", "arguments": {"path": secret}}]}),
         serde_json::json!({"text": "Read it this time."}),
     ];
-    let (mut s, records) = start_repl(&f, &turns);
+    let (mut s, records) = start_repl(&f, &turns, false);
     // Nothing to answer yet.
     s.send_line("/allow").unwrap();
     see(&mut s, "no denial yet");
@@ -242,7 +250,8 @@ done >> "$3" 2>&1"#;
 /// `/allow` switches the scope while another of its processes opens files: every check sees
 /// the old policy whole or the new one whole. A tool call's processes never outlive the call
 /// (`docs/tools.md`), so the looping process is started by the test and joins the session's
-/// scope itself, before its exec.
+/// scope itself, before its exec; it finds the scope by the session's pid, so the session
+/// enforces in its own process.
 #[test]
 fn a_live_allow_is_seen_whole_by_a_process_of_the_scope_opening_files_meanwhile() {
     let f = Fixture::new();
@@ -261,7 +270,7 @@ fn a_live_allow_is_seen_whole_by_a_process_of_the_scope_opening_files_meanwhile(
             {"id": "c3", "name": "read_file", "arguments": {"path": secret}}]}),
         serde_json::json!({"text": "Read it this time."}),
     ];
-    let (mut s, records) = start_repl(&f, &turns);
+    let (mut s, records) = start_repl(&f, &turns, true);
     s.send_line("read the secret").unwrap();
     see(&mut s, "denied");
     see(&mut s, "refused that read");

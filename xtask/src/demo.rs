@@ -1047,6 +1047,7 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
         accel: args.accel,
         memory: args.memory,
         append: String::new(),
+        lanes: 1,
     };
     let path = format!(
         "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

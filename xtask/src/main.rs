@@ -14,6 +14,7 @@ mod initramfs;
 mod kbench;
 mod kernels;
 mod qemu;
+mod served;
 mod sh;
 mod test;
 mod vm;

@@ -73,6 +73,11 @@ pub struct Boot<'a> {
     pub quiet: Option<&'a str>,
     /// Guest memory, MiB.
     pub memory_mib: u32,
+    /// Under TCG, emulate every vCPU on one host thread (`-accel tcg,thread=single`) instead
+    /// of one thread each: for guests booted side by side, which then take one core each,
+    /// and in which the text-patching race of multi-threaded TCG cannot happen
+    /// (`docs/kernel-testing.md`, "Emulator faults").
+    pub single_thread: bool,
 }
 
 /// The text after `marker` in `line`; the console may prefix a marker with
@@ -90,6 +95,7 @@ fn qemu_command(b: &Boot<'_>) -> Command {
     let mut cmd = Command::new("qemu-system-x86_64");
     match b.accel {
         Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg if b.single_thread => cmd.args(["-accel", "tcg,thread=single", "-cpu", "max"]),
         Accel::Tcg => cmd.args(["-accel", "tcg", "-cpu", "max"]),
     };
     cmd.arg("-m")

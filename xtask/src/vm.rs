@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::apt;
 use crate::error::{Error, Result, io_err};
 use crate::initramfs::{Initramfs, init_script};
-use crate::kernels::{self, Apt, Entry, Kernel, MATRIX, Tests};
+use crate::kernels::{self, Apt, Entry, Kernel, MATRIX, Preempt, Tests};
 use crate::qemu::{self, Accel, Boot};
 use crate::sh;
 
@@ -117,6 +117,12 @@ pub struct VmOpts {
     /// `preempt=full` on another kernel).
     #[arg(long, value_name = "ARGS", default_value = "")]
     pub append: String,
+    /// Guests booted at once, each running one kernel's command. A kernel whose command
+    /// waits more than it computes (the PREEMPT_RT guest's program teardown waits on RCU
+    /// grace periods) leaves the host's cores to another guest; the PREEMPT_RT kernels go
+    /// first, their runs being the longest.
+    #[arg(long, default_value_t = 1)]
+    pub lanes: usize,
 }
 
 /// `cargo xtask vm test`: build an integration-test binary and run it in
@@ -143,6 +149,11 @@ pub struct TestArgs {
     /// fail-closed smoke test (`-p bee --test unsupported_kernel`): to see what fails there.
     #[arg(long)]
     pub same_everywhere: bool,
+    /// Start one `bee serve` in each boot and name it (`$BEE_SOCKET`) to every binary but
+    /// those that test enforcement in bee's own process (`kernel_caps`, `kernel_learn`,
+    /// `kernel_serve`): the engine is loaded once per boot instead of once per command.
+    #[arg(long)]
+    pub served: bool,
     /// Extra libtest arguments (a filter, `--exact`, …).
     #[arg(last = true)]
     pub args: Vec<String>,
@@ -248,6 +259,7 @@ fn probe_kvm(kernel: &Kernel) -> Result<Accel> {
         echo: false,
         quiet: None,
         memory_mib: 1024,
+        single_thread: false,
     })
     .is_ok_and(|o| o.exit_code == 0);
     let verdict = if works { "kvm" } else { "tcg" };
@@ -264,7 +276,7 @@ fn probe_kvm(kernel: &Kernel) -> Result<Accel> {
 }
 
 /// Adds files of a caller's own to an initramfs (after the runner's).
-pub type Extra<'a> = &'a dyn Fn(&mut Initramfs) -> Result<()>;
+pub type Extra<'a> = &'a (dyn Fn(&mut Initramfs) -> Result<()> + Sync);
 
 /// Builds the initramfs for `command` in `kernel` (whose overlayfs module it holds), as
 /// `initrd-ENTRY.cpio`, and returns its path.
@@ -360,93 +372,135 @@ pub fn run_in_kernels_with(
     }
     let prepared = prepare(opts)?;
     let command = absolutize(command);
-    let mut runs = Vec::new();
-    for kernel in &prepared.kernels {
-        let ready = format!("BEE-VM-READY-{}", nonce());
-        let exit = format!("BEE-VM-EXIT-{}:", nonce());
-        let name = kernel.entry.name;
-        let mut env = vec![
-            ("BEE_VM_KERNEL".to_owned(), kernel.line()),
-            ("BEE_VM_ENTRY".to_owned(), name.to_owned()),
-        ];
-        env.extend(extra_env.iter().cloned());
-        let initrd = build_initramfs(opts, kernel, extra, &command, &env, &ready, &exit)?;
-        let append = [kernel.entry.append, opts.append.as_str()]
-            .iter()
-            .filter(|a| !a.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" ");
-        eprintln!(
-            "xtask: booting {name}: {} {} ({:?}{}) with {}",
-            kernel.package,
-            kernel.version,
-            prepared.accel,
-            if append.is_empty() {
-                String::new()
-            } else {
-                format!(", `{append}`")
-            },
-            initrd.display()
-        );
-        // A VM failure is recorded, not returned at once: the other kernels
-        // still run, and the caller reports every one.
-        let boot = Boot {
-            label: name,
-            kernel: &kernel.vmlinuz,
-            initrd: &initrd,
-            accel: prepared.accel,
-            append: &append,
-            timeout: Duration::from_secs(opts.timeout),
-            boot_timeout: BOOT_TIMEOUT,
-            ready_marker: &ready,
-            exit_marker: &exit,
-            echo: true,
-            quiet,
-            memory_mib: opts.memory,
-        };
-        let mut outcome = qemu::boot(&boot);
-        if let Err(e) = &outcome
-            && e.is_text_patching_race()
-        {
-            // An emulator fault, not a verdict on bee: the kernel's command is repeated once,
-            // and only the repeat's results count — once per run: a second such panic
-            // anywhere in the run fails it, and every retry is listed ([`retries`]).
-            let earlier = retries()?;
-            if earlier.is_empty() {
-                note_retry(&format!("kernel {name}: {}", oops_line(&e.to_string())))?;
-                eprintln!(
-                    "xtask: {e}\nxtask: kernel {name}: that panic is the text-patching race of \
-                     docs/kernel-testing.md (\"Emulator faults\"); running this kernel's \
-                     command once more (the run's one retry)"
-                );
-                outcome = qemu::boot(&boot);
-            } else {
-                eprintln!(
-                    "xtask: kernel {name}: a second text-patching race in this run (the first: \
-                     {}); it fails the run",
-                    earlier.join("; ")
-                );
-            }
-        }
-        let outcome = outcome.and_then(|o| check_preempt(kernel, o));
-        match &outcome {
-            Ok(o) => eprintln!(
-                "xtask: kernel {name} ({}, preempt {}): exit {}; boot {:.1} s, command {:.1} s",
-                o.release,
-                preempt_of(o),
-                o.exit_code,
-                o.boot_time.as_secs_f64(),
-                o.run_time.as_secs_f64()
-            ),
-            Err(e) => eprintln!("xtask: {e}"),
-        }
-        runs.push(KernelRun {
-            kernel: kernel.clone(),
-            outcome,
-        });
+    let one = |kernel: &Kernel| -> Result<KernelRun> {
+        run_one(&prepared, kernel, opts, extra, quiet, &command, extra_env)
+    };
+    let lanes = opts.lanes.clamp(1, prepared.kernels.len().max(1));
+    if lanes == 1 {
+        return prepared.kernels.iter().map(one).collect();
     }
-    Ok(runs)
+    // The PREEMPT_RT kernels first, the rest in the matrix's order; each lane takes the next.
+    let mut order: Vec<usize> = (0..prepared.kernels.len()).collect();
+    order.sort_by_key(|&i| prepared.kernels[i].entry.preempt != Some(Preempt::Rt));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<Option<Result<KernelRun>>>> =
+        std::sync::Mutex::new((0..order.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..lanes {
+            scope.spawn(|| {
+                loop {
+                    let at = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let Some(&i) = order.get(at) else { break };
+                    let run = one(&prepared.kernels[i]);
+                    if let Ok(mut done) = done.lock() {
+                        done[i] = Some(run);
+                    }
+                }
+            });
+        }
+    });
+    done.into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|run| run.unwrap_or_else(|| Err(Error::Usage("a lane ended early".into()))))
+        .collect()
+}
+
+/// Boots `kernel` once (twice after the text-patching race) to run `command`.
+fn run_one(
+    prepared: &Prepared,
+    kernel: &Kernel,
+    opts: &VmOpts,
+    extra: Option<Extra<'_>>,
+    quiet: Option<&str>,
+    command: &[String],
+    extra_env: &[(String, String)],
+) -> Result<KernelRun> {
+    let ready = format!("BEE-VM-READY-{}", nonce());
+    let exit = format!("BEE-VM-EXIT-{}:", nonce());
+    let name = kernel.entry.name;
+    let mut env = vec![
+        ("BEE_VM_KERNEL".to_owned(), kernel.line()),
+        ("BEE_VM_ENTRY".to_owned(), name.to_owned()),
+    ];
+    env.extend(extra_env.iter().cloned());
+    let initrd = build_initramfs(opts, kernel, extra, command, &env, &ready, &exit)?;
+    let append = [kernel.entry.append, opts.append.as_str()]
+        .iter()
+        .filter(|a| !a.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!(
+        "xtask: booting {name}: {} {} ({:?}{}) with {}",
+        kernel.package,
+        kernel.version,
+        prepared.accel,
+        if append.is_empty() {
+            String::new()
+        } else {
+            format!(", `{append}`")
+        },
+        initrd.display()
+    );
+    // A VM failure is recorded, not returned at once: the other kernels
+    // still run, and the caller reports every one.
+    let boot = Boot {
+        label: name,
+        kernel: &kernel.vmlinuz,
+        initrd: &initrd,
+        accel: prepared.accel,
+        append: &append,
+        timeout: Duration::from_secs(opts.timeout),
+        boot_timeout: BOOT_TIMEOUT,
+        ready_marker: &ready,
+        exit_marker: &exit,
+        echo: true,
+        quiet,
+        memory_mib: opts.memory,
+        // Guests side by side each take one host thread.
+        single_thread: opts.lanes > 1,
+    };
+    let mut outcome = qemu::boot(&boot);
+    if let Err(e) = &outcome
+        && e.is_text_patching_race()
+    {
+        // An emulator fault, not a verdict on bee: the kernel's command is repeated once,
+        // and only the repeat's results count — once per run: a second such panic
+        // anywhere in the run fails it, and every retry is listed ([`retries`]).
+        let earlier = retries()?;
+        if earlier.is_empty() {
+            note_retry(&format!("kernel {name}: {}", oops_line(&e.to_string())))?;
+            eprintln!(
+                "xtask: {e}\nxtask: kernel {name}: that panic is the text-patching race of \
+                 docs/kernel-testing.md (\"Emulator faults\"); running this kernel's \
+                 command once more (the run's one retry)"
+            );
+            outcome = qemu::boot(&boot);
+        } else {
+            eprintln!(
+                "xtask: kernel {name}: a second text-patching race in this run (the first: \
+                 {}); it fails the run",
+                earlier.join("; ")
+            );
+        }
+    }
+    let outcome = outcome.and_then(|o| check_preempt(kernel, o));
+    match &outcome {
+        Ok(o) => eprintln!(
+            "xtask: kernel {name} ({}, preempt {}): exit {}; boot {:.1} s, command {:.1} s",
+            o.release,
+            preempt_of(o),
+            o.exit_code,
+            o.boot_time.as_secs_f64(),
+            o.run_time.as_secs_f64()
+        ),
+        Err(e) => eprintln!("xtask: {e}"),
+    }
+    Ok(KernelRun {
+        kernel: kernel.clone(),
+        outcome,
+    })
 }
 
 /// The variable naming the file where a run's retries after the text-patching race are
@@ -809,7 +863,7 @@ fn split_by_binary(lines: &[String]) -> Vec<(String, Vec<String>)> {
 }
 
 /// Quotes `s` for a POSIX shell.
-fn shell_quote(s: &str) -> String {
+pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
@@ -878,7 +932,8 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
                 opts.bin.push(probe);
             }
         }
-        run_group(&opts, &binaries, &args.args, &mut tally)?;
+        let served = args.served.then(|| target_dir().join("debug").join("bee"));
+        run_group(&opts, &binaries, &args.args, served.as_deref(), &mut tally)?;
     }
     // Kernels that share a smoke test run it together, one boot each.
     let mut groups: Vec<((&str, &str), Vec<&Entry>)> = Vec::new();
@@ -907,7 +962,7 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        run_group(&opts, &binaries, &[], &mut tally)?;
+        run_group(&opts, &binaries, &[], None, &mut tally)?;
     }
     println!("vm-tests: {} passed, {} failed", tally.passed, tally.failed);
     for retry in retries()? {
@@ -923,21 +978,38 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
 }
 
 /// Runs `binaries` one after the other in one boot per kernel of `opts`, prints one line per
-/// binary and per kernel, and adds to `tally`.
+/// binary and per kernel, and adds to `tally`. With `served` (the `bee` executable), the boot
+/// first starts it as a service ([`crate::served`]) and names it to the binaries that ask it.
 fn run_group(
     opts: &VmOpts,
     binaries: &[(String, PathBuf)],
     libtest_args: &[String],
+    served: Option<&Path>,
     tally: &mut Tally,
 ) -> Result<()> {
     // One boot runs every binary in turn; each is announced by a marker so
     // its results can be told apart, and the exit code is the first failure.
     let extra: Vec<String> = libtest_args.iter().map(|a| shell_quote(a)).collect();
-    let script = format!(
-        "rc=0; for b in \"$@\"; do echo \"{BINARY_MARKER}$b\"; \"$b\" --test-threads=1 {}; r=$?; \
-         echo \"{BINARY_MARKER}end\"; [ $rc -eq 0 ] && rc=$r; done; exit $rc",
-        extra.join(" ")
-    );
+    let mut script = String::from("rc=0; ");
+    if let Some(bee) = served {
+        script.push_str(&crate::served::start(bee));
+    }
+    for (i, (name, _)) in binaries.iter().enumerate() {
+        let env = match served {
+            Some(_) if crate::served::names_service(name) => "BEE_SOCKET=$served ",
+            _ => "",
+        };
+        let arg = i + 1;
+        script.push_str(&format!(
+            "echo \"{BINARY_MARKER}${{{arg}}}\"; {env}\"${{{arg}}}\" --test-threads=1 {}; r=$?; \
+             echo \"{BINARY_MARKER}end\"; [ $rc -eq 0 ] && rc=$r; ",
+            extra.join(" ")
+        ));
+    }
+    if served.is_some() {
+        script.push_str(&crate::served::stop());
+    }
+    script.push_str("exit $rc");
     let mut command = vec![
         "/bin/busybox".to_owned(),
         "sh".to_owned(),

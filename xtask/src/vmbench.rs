@@ -98,6 +98,7 @@ pub fn run_in_guest(
         accel: guest.accel,
         memory: guest.memory,
         append: String::new(),
+        lanes: 1,
     };
     let command = vec![
         "/bin/busybox".to_owned(),
