@@ -16,9 +16,11 @@
 //!    per-tool scope, Ctrl-C teardown — `kernel_caps` — bee with exactly its minimal
 //!    capability set, and with each capability missing — `kernel_learn` — learn mode, a build
 //!    learned then enforced — and `kernel_review` — the review
-//!    example's episode) on the kernels of `--cli-kernel`, one more boot each, with the `bee`
-//!    executable copied in. They are built
-//!    with [`BEE_FEATURES`], so the review tools are in that `bee`.
+//!    example's episode) on the kernels of `--cli-kernel` (every full-suite kernel by
+//!    default), one more boot each, with the `bee` executable copied in. Each boot starts one
+//!    `bee serve` that the binaries not testing bee's own process ask (`crate::served`), and
+//!    two guests run side by side (`--lanes`). They are built with [`BEE_FEATURES`], so the
+//!    review tools are in that `bee`.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
 
@@ -66,16 +68,18 @@ pub struct Args {
     #[arg(long)]
     pub kernel_only: bool,
     /// Kernel(s) to run the command-line tests of `bee` on (step 3), among those of
-    /// `--kernel` that run the full suite, or `all`. By default (and in CI) the oldest and
-    /// the newest, 6.1 and 7.x: all four full-suite kernels took CI past its 70 minutes
-    /// (`docs/kernel-testing.md`, "What CI runs").
+    /// `--kernel` that run the full suite, or `all` (the default, and CI's).
     #[arg(
         long,
-        default_value = "6.1,7.x",
+        default_value = "all",
         value_delimiter = ',',
         value_parser = vm::kernel_parser()
     )]
     pub cli_kernel: Vec<KernelChoice>,
+    /// Guests booted at once in steps 2 and 3, each on one host thread: a guest that waits
+    /// leaves its core to the other (`docs/kernel-testing.md`, "What CI runs").
+    #[arg(long, default_value_t = 2)]
+    pub lanes: usize,
 }
 
 /// Runs the three steps in order, stopping at the first failure.
@@ -100,7 +104,7 @@ pub fn run(args: &Args) -> Result<()> {
             });
         }
     }
-    let opts = |kernel: Vec<KernelChoice>, bin: Vec<PathBuf>| VmOpts {
+    let opts = |kernel: Vec<KernelChoice>, bin: Vec<PathBuf>, lanes: usize| VmOpts {
         kernel,
         with: Vec::new(),
         bin,
@@ -113,17 +117,19 @@ pub fn run(args: &Args) -> Result<()> {
         // with 1 GiB a 6.12 guest ran out of space ("No space left on device").
         memory: 2048,
         append: String::new(),
+        lanes,
     };
     let started = Instant::now();
     eprintln!("xtask: kernel tests of bee-userspace in the VM matrix");
     // Fail-closed kernels run their smoke test once, in this step.
     vm::run_tests(&TestArgs {
-        opts: opts(args.kernel.clone(), Vec::new()),
+        opts: opts(args.kernel.clone(), Vec::new(), args.lanes),
         package: "bee-userspace".to_owned(),
         test: "kernel_*".to_owned(),
         features: "kernel-tests".to_owned(),
         binary: None,
         same_everywhere: false,
+        served: false,
         args: Vec::new(),
     })?;
     let cli = vm::selected(&args.cli_kernel);
@@ -136,12 +142,17 @@ pub fn run(args: &Args) -> Result<()> {
     if !full.is_empty() {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
         vm::run_tests(&TestArgs {
-            opts: opts(full, vec![vm::target_dir().join("debug").join("bee")]),
+            opts: opts(
+                full,
+                vec![vm::target_dir().join("debug").join("bee")],
+                args.lanes,
+            ),
             package: "bee".to_owned(),
             test: "kernel_*".to_owned(),
             features: BEE_FEATURES.to_owned(),
             binary: None,
             same_everywhere: false,
+            served: true,
             args: Vec::new(),
         })?;
     }
