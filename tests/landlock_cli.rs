@@ -1200,6 +1200,38 @@ fn the_timeout_holds_while_nobody_reads_the_denial_lines() {
     );
 }
 
+/// Waits (up to 20 s) until a `sleep` whose command line holds `token` runs, and returns the
+/// cgroup it runs in: the scope of `bee`, which started it. When it never runs, `bee` is killed
+/// and the test fails with what bee said.
+#[expect(
+    clippy::panic,
+    reason = "a helper of tests: a failure there is their failure"
+)]
+fn sleeping_in_scope(token: &str, bee: &mut std::process::Child) -> std::path::PathBuf {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+
+    let sleeping = || {
+        support::processes_with(token)
+            .into_iter()
+            .find(|p| p.contains(": /usr/bin/sleep "))
+    };
+    let started = Instant::now();
+    while sleeping().is_none() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Some(sleep) = sleeping() else {
+        let _ = bee.kill();
+        let mut err = String::new();
+        if let Some(mut pipe) = bee.stderr.take() {
+            let _ = pipe.read_to_string(&mut err);
+        }
+        panic!("the command never started: {:?}: {err}", bee.wait())
+    };
+    let sleep_pid = sleep.split(':').next().unwrap_or_default().to_owned();
+    support::cgroup_of(&sleep_pid).unwrap_or_else(|| unreachable!("no cgroup for {sleep}"))
+}
+
 /// Sends `signal` to an in-process `bee exec` (bee alone, not its process group) while its
 /// command (a shell, refused a read, then waiting for a `sleep` child) runs: bee kills the
 /// scope, tears it down as a normal end does (the scope's cgroup removed, the audit file
@@ -1254,22 +1286,7 @@ fn a_signal_ends_bees_scope_before_bee(signal: libc::c_int) {
         .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
     let bee_pid = bee.id().to_string();
     // The sleep, once it runs: the shell is past its refused read.
-    let sleeping = || {
-        support::processes_with(&token)
-            .into_iter()
-            .find(|p| p.contains(": /usr/bin/sleep "))
-    };
-    let started = Instant::now();
-    while sleeping().is_none() && started.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let Some(sleep) = sleeping() else {
-        let _ = bee.kill();
-        panic!("the command never started: {:?}", bee.wait_with_output())
-    };
-    let sleep_pid = sleep.split(':').next().unwrap_or_default().to_owned();
-    let scope =
-        support::cgroup_of(&sleep_pid).unwrap_or_else(|| unreachable!("no cgroup for {sleep}"));
+    let scope = sleeping_in_scope(&token, &mut bee);
     assert_ne!(support::cgroup_of(&bee_pid), Some(scope.clone()));
     assert!(scope.is_dir(), "{}", scope.display());
 
@@ -1372,22 +1389,7 @@ fn the_next_bee_removes_the_scope_a_sigkilled_bee_left() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
-    let sleeping = || {
-        support::processes_with(&token)
-            .into_iter()
-            .find(|p| p.contains(": /usr/bin/sleep "))
-    };
-    let started = Instant::now();
-    while sleeping().is_none() && started.elapsed() < Duration::from_secs(20) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let Some(sleep) = sleeping() else {
-        let _ = first.kill();
-        panic!("the command never started: {:?}", first.wait_with_output())
-    };
-    let sleep_pid = sleep.split(':').next().unwrap_or_default().to_owned();
-    let scope =
-        support::cgroup_of(&sleep_pid).unwrap_or_else(|| unreachable!("no cgroup for {sleep}"));
+    let scope = sleeping_in_scope(&token, &mut first);
     // std's kill is SIGKILL: no handler of bee's runs.
     assert!(first.kill().is_ok());
     let _ = first.wait();
