@@ -14,11 +14,12 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use bee::serve::ceiling::EVERYTHING;
 use support::serve::{Service, pids_running};
 use support::{bee_exe, code, text};
 
@@ -268,6 +269,145 @@ fn a_killed_service_leaves_its_scopes_confined_and_the_next_one_removes_them() {
     service.spawn();
     service.wait_swept();
     assert!(pids_running("977").is_empty(), "{}", service.log());
+}
+
+/// `bee exec --learn OUT --policy P -- /bin/busybox sh -c SCRIPT` as `nobody`, through the
+/// service.
+fn learn_as_nobody(service: &Service, p: &Path, out: &Path, script: &str) -> Output {
+    Command::new(bee_exe())
+        .args(["exec", "--service", "always", "--learn"])
+        .arg(out)
+        .arg("--policy")
+        .arg(p)
+        .args(["--", "/bin/busybox", "sh", "-c", script])
+        .current_dir(ws(service))
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", ws(service))
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap()
+}
+
+/// Learn mode through the service: refused under a ceiling that does not grant everything
+/// (learn mode lifts every denial a policy could lift); under one that does, an ordinary user
+/// learns a policy with no privilege, and that policy then runs the command enforced. A
+/// scope that asks for a learn scope is refused, as its policy does not grant everything:
+/// learn mode is no way out of a scope.
+#[test]
+fn an_ordinary_user_learns_through_the_service_and_a_scope_cannot_learn_its_way_out() {
+    let service = start();
+    let dir = service.dir.path();
+    let other = dir.join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The base writes `ws/` only; the command also writes in `other/`.
+    let base = write_policy(
+        &service,
+        "base.toml",
+        &policy(
+            &format!("{}/**", ws(&service).display()),
+            "",
+            Some(&service.socket()),
+        ),
+    );
+    let out = ws(&service).join("learned.toml");
+    let made = other.join("made");
+    let script = format!("echo made > {m} && cat {m}", m = made.display());
+    // The start's ceiling writes `ws/` only: learn mode is not within it.
+    let o = learn_as_nobody(&service, &base, &out, &script);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(code(&o), 65, "{stdout}{err}{}", service.log());
+    assert!(
+        err.contains("learn mode (it allows whatever a policy could grant)"),
+        "{err}"
+    );
+    assert!(!made.exists() && !out.exists(), "{stdout}{err}");
+
+    // Under a ceiling that grants everything, the denial is lifted, reported and learned.
+    std::fs::write(dir.join("ceilings/default.toml"), EVERYTHING).unwrap();
+    let o = learn_as_nobody(&service, &base, &out, &script);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(code(&o), 0, "{stdout}{err}{}", service.log());
+    assert_eq!(stdout, "made\n", "{err}");
+    assert!(err.contains("bee: LEARN MODE"), "{err}");
+    assert!(err.contains("bee: learn: "), "{err}");
+    assert!(!err.contains("bee: denied:"), "{err}");
+    let learned = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(std::fs::metadata(&out).unwrap().uid(), NOBODY);
+    // The learned policy runs the command enforced, through the service; the base does not.
+    std::fs::remove_file(&made).unwrap();
+    let o = exec_as(&service, NOBODY, &out, &script);
+    let err = text(&o.stderr);
+    assert_eq!(code(&o), 0, "{err}{learned}");
+    assert!(made.is_file() && !err.contains("denied"), "{err}{learned}");
+    std::fs::remove_file(&made).unwrap();
+    let o = exec_as(&service, NOBODY, &base, &script);
+    assert_ne!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(!made.exists(), "{}", text(&o.stderr));
+
+    // `bee run --learn` learns through the service the same way: its episode's tool call
+    // writes in `other/`, which the base does not grant.
+    let ran = other.join("ran");
+    support::replay_scenario(
+        &ws(&service),
+        ".",
+        &base.display().to_string(),
+        &[
+            support::tool_call(
+                "c1",
+                "shell",
+                &serde_json::json!({"command": format!("echo ran > {}", ran.display())}),
+            ),
+            serde_json::json!({"text": "Done."}).to_string(),
+        ],
+    );
+    let run_out = ws(&service).join("run-learned.toml");
+    let o = Command::new(bee_exe())
+        .args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ])
+        .arg("--records")
+        .arg(ws(&service).join("records"))
+        .arg("--learn")
+        .arg(&run_out)
+        .current_dir(ws(&service))
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", ws(&service))
+        .env_remove("XDG_CONFIG_HOME")
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(code(&o), 0, "{}{err}{}", text(&o.stdout), service.log());
+    assert!(err.contains("through the service"), "{err}");
+    assert!(err.contains("LEARN MODE ended: "), "{err}");
+    assert!(ran.is_file(), "{err}");
+    let run_learned = std::fs::read_to_string(&run_out).unwrap();
+    assert!(
+        run_learned.contains(&*other.to_string_lossy()),
+        "{run_learned}"
+    );
+
+    // From inside a scope of the base policy, learn mode is refused: not within its policy.
+    let nested = format!(
+        "{bee} exec --learn {ws}/nested.toml --policy {base} -- /bin/busybox sh -c '{script}'; echo nested=$?",
+        bee = bee_exe().display(),
+        ws = ws(&service).display(),
+        base = base.display(),
+    );
+    let o = exec_as(&service, NOBODY, &base, &nested);
+    let (stdout, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(stdout.contains("nested=65"), "{stdout}{err}");
+    assert!(err.contains("the policy of the scope"), "{err}");
+    assert!(!made.exists(), "{stdout}{err}");
+    assert!(!ws(&service).join("nested.toml").exists(), "{err}");
+    assert_eq!(service.scopes_left_after_hangup(), 0, "{}", service.log());
 }
 
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {

@@ -88,8 +88,8 @@ fn an_ordinary_user_runs_a_command_the_kernel_confines_through_the_service() {
 }
 
 /// Root enforces in its own process unless `$BEE_SOCKET` names a service: then `auto` asks
-/// that service (one engine shared by every command), except to learn, which the service does
-/// not offer.
+/// that service (one engine shared by every command), except to learn, which root's own
+/// process offers under no ceiling.
 #[test]
 fn root_asks_the_service_its_bee_socket_names_except_to_learn() {
     let service = start();
@@ -133,8 +133,72 @@ fn root_asks_the_service_its_bee_socket_names_except_to_learn() {
         Some(&service.socket()),
     );
     let err = stderr(&learn);
-    assert!(!err.contains("not offered through `bee serve`"), "{err}");
-    assert!(!err.contains("through the service"), "{err}");
+    assert!(
+        err.contains("learn mode needs the BPF LSM: the Landlock engine reports"),
+        "{err}"
+    );
+    assert!(!err.contains("service"), "{err}");
+}
+
+/// Learn mode lifts every denial a policy could lift, so the service grants it only within a
+/// ceiling that grants everything (65 with the proof's counterexamples otherwise), and only
+/// where its engine learns (69 under Landlock, which reports no denials to learn from). Either
+/// way nothing runs and no policy is written.
+#[test]
+fn learn_mode_needs_a_ceiling_that_grants_everything_and_an_engine_that_learns() {
+    let service = start();
+    let p = pub_policy(&service);
+    let out = ws(&service).join("pub/learned.toml");
+    let learn = || {
+        let mut cmd = Command::new(bee_exe());
+        cmd.args(["exec", "--learn"])
+            .arg(&out)
+            .arg("--policy")
+            .arg(&p)
+            .args(["--", "/usr/bin/touch", "pub/ran"])
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket())
+            .env("HOME", ws(&service))
+            .uid(NOBODY)
+            .gid(NOBODY);
+        output(cmd)
+    };
+    let nothing_left = |err: &str| {
+        assert!(!ws(&service).join("pub/ran").exists(), "{err}");
+        assert!(!out.exists(), "{err}");
+        let staged: Vec<_> = ok(std::fs::read_dir(ws(&service).join("pub")))
+            .filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".bee-learn-"))
+            .collect();
+        assert!(staged.is_empty(), "{staged:?} {err}");
+    };
+    let o = learn();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}{}", service.log());
+    assert!(
+        err.contains("refused: learn mode (it allows whatever a policy could grant) grants")
+            && err.contains("default.toml"),
+        "{err}"
+    );
+    assert!(err.contains("ceiling grants everything"), "{err}");
+    nothing_left(&err);
+    // Within a ceiling that grants everything, the engine decides.
+    ok(std::fs::write(
+        service.dir.path().join("ceilings/default.toml"),
+        bee::serve::ceiling::EVERYTHING,
+    ));
+    let o = learn();
+    let err = stderr(&o);
+    assert_eq!(code(&o), 69, "{err}{}", service.log());
+    assert!(
+        err.contains("learn mode needs the BPF LSM: this service enforces with landlock"),
+        "{err}"
+    );
+    nothing_left(&err);
+    // The same request without `--learn` is granted and runs.
+    let o = output(exec_as_nobody(&service, &p, &["/usr/bin/touch", "pub/ran"]));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ws(&service).join("pub/ran").exists());
 }
 
 /// A call the scope's seccomp filter refuses fails as before (`EPERM`), and the service,
@@ -512,7 +576,7 @@ fn no_connection_can_touch_another_connections_scope() {
     let policy = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
     // Root asks here: the same ceiling applies to it as to anyone.
     let mut owner = ok(Client::connect(&service.socket()));
-    let scope = ok(owner.create(&policy, "p.toml", None));
+    let scope = ok(owner.create(&policy, "p.toml", None, false));
     let mut other = ok(Client::connect(&service.socket()));
     for request in [
         Request::Kill { scope },
@@ -890,7 +954,7 @@ fn a_controlling_terminal_must_be_the_callers_own() {
     let policy = ok(compile_str("p.toml", &policy_text(&tree, &tree), &options)).policy;
     // Root asks here: its own terminal is one root owns.
     let mut client = ok(Client::connect(&service.socket()));
-    let scope = ok(client.create(&policy, "p.toml", None));
+    let scope = ok(client.create(&policy, "p.toml", None, false));
     let spec = bee_userspace::launch::LaunchSpec::new("/usr/bin/true")
         .current_dir(ws(&service))
         .controlling_terminal(true);
@@ -980,7 +1044,7 @@ fn a_crafted_pattern_that_climbs_out_of_the_ceiling_is_refused() {
         .unwrap_or_else(|| unreachable!("the pub rule"));
     policy.fs.read[i].pattern = bee_core::glob::PathPattern::Subtree { root: escape };
     let mut client = ok(Client::connect(&service.socket()));
-    let refused = client.create(&policy, "crafted", None);
+    let refused = client.create(&policy, "crafted", None, false);
     assert!(
         matches!(&refused, Err(ClientError::Refused(body))
             if body.status == 65 && body.message.contains("not a compiled policy bee accepts")

@@ -152,7 +152,7 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         args.service.use_service(&socket)
     };
     if via_service {
-        return super::exec_remote::exec(args, &installed, &socket, ending);
+        return super::exec_remote::exec(args, &policy, &installed, &socket, ending);
     }
     let bpf_plan = || {
         EnforcementPlan::new(&installed).map_err(|e| {
@@ -337,13 +337,11 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         ));
     }
     if let Some(l) = learn {
-        let command = args
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ");
-        l.finish(&policy, invoking_home().as_deref(), &command)?;
+        l.finish(
+            &policy,
+            invoking_home().as_deref(),
+            &super::learn::command_line(&args.command),
+        )?;
     }
     Ok(report.outcome.exit_code())
 }

@@ -33,11 +33,17 @@ use super::exec::ending::{self, Ending};
 use super::exec::pty::Pty;
 use super::exec::{Args, fail, open_audit};
 use super::harness::preflight::with_consequence;
+use super::learn::{Learn, command_line};
+use super::user::invoking_home;
 
-/// Runs `args`' command in a scope the service at `socket` makes for `policy`; an ending
-/// signal stops it ([`Ending`], which the caller ends bee with).
+/// Runs `args`' command in a scope the service at `socket` makes for `policy` (`base`, the
+/// policy as written, with bee's own state protected); an ending signal stops it
+/// ([`Ending`], which the caller ends bee with). With `--learn` the scope learns: the service
+/// grants that only within a ceiling that grants everything, and the learned policy is
+/// written from `base` as in-process.
 pub(super) fn exec(
     args: &Args,
+    base: &CompiledPolicy,
     policy: &CompiledPolicy,
     socket: &Path,
     ending: &Ending,
@@ -58,12 +64,14 @@ pub(super) fn exec(
         }
         Exit::of_service(status)
     };
-    if args.learn.is_some() {
-        return Err(fail(
-            Exit::Usage,
-            "learn mode is not offered through `bee serve` yet; run it as root with `--service never`",
-        ));
-    }
+    let mut learn = match &args.learn {
+        Some(out) => Some(Learn::prepare(
+            out,
+            &args.policy,
+            Some(Path::new(&base.base)),
+        )?),
+        None => None,
+    };
     let mut client = Client::connect(socket).map_err(refused)?;
     if args.engine != EngineChoice::Auto && client.welcome.engine != args.engine.as_str() {
         return Err(fail(
@@ -109,8 +117,16 @@ pub(super) fn exec(
     ending.catch();
     let origin = args.policy.display().to_string();
     let scope = client
-        .create(policy, &origin, args.timeout.map(Duration::from_secs))
+        .create(
+            policy,
+            &origin,
+            args.timeout.map(Duration::from_secs),
+            learn.is_some(),
+        )
         .map_err(refused)?;
+    if let Some(l) = &learn {
+        l.banner_start();
+    }
     let relay = terminal.map(Pty::relay).transpose().map_err(|e| {
         fail(
             Exit::Unavailable,
@@ -121,7 +137,13 @@ pub(super) fn exec(
     let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
     let mut on_record = |record: &AuditRecord| {
-        super::exec::stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
+        // The service sends denials only: learned ones, and those learn mode kept.
+        if let Some(l) = learn.as_mut() {
+            l.record(record);
+        }
+        if !record.learn {
+            super::exec::stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
+        }
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
         {
@@ -174,6 +196,13 @@ pub(super) fn exec(
             "bee: {}: `{program}`'s scope was killed",
             ending::name(signal)
         );
+    }
+    if let Some(l) = learn {
+        l.finish(
+            base,
+            invoking_home().as_deref(),
+            &command_line(&args.command),
+        )?;
     }
     Ok(ended.code)
 }

@@ -205,6 +205,15 @@ impl Learn {
 }
 
 /// The access a learned record stands for, by the grant that would allow it.
+/// The command as the learned policy's header names it: its words, lossily UTF-8, joined by
+/// spaces.
+pub fn command_line(argv: &[std::ffi::OsString]) -> String {
+    argv.iter()
+        .map(|a| a.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn access(record: &AuditRecord) -> Option<Access<'_>> {
     let path = record.path.as_deref().filter(|_| !record.path_truncated);
     match record.grant? {

@@ -266,8 +266,8 @@ pub fn run_with(args: &Args, mut ctx: RunContext<'_>) -> Exit {
     };
     let policies = episode_policies(&plan);
     let policies: Vec<&CompiledPolicy> = policies.iter().collect();
-    // The service offers no learn mode: where `auto` would ask it only because
-    // `$BEE_SOCKET` names it, root learns in this process.
+    // The service grants learn mode only under a ceiling that grants everything: where
+    // `auto` would ask it only because `$BEE_SOCKET` names it, root learns in this process.
     let service = match plan.service {
         ServiceChoice::Auto
             if learn.is_some()

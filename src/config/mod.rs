@@ -359,9 +359,10 @@ impl ServiceChoice {
         self.decide(socket, false)
     }
 
-    /// [`ServiceChoice::use_service`] for a command that learns (`--learn`), which the service
-    /// does not offer: under `auto`, root learns in its own process even when `$BEE_SOCKET`
-    /// names a service, and anyone else asks the service, which refuses with the fix.
+    /// [`ServiceChoice::use_service`] for a command that learns (`--learn`): under `auto`,
+    /// root learns in its own process even when `$BEE_SOCKET` names a service — the service
+    /// grants learn mode only to a caller whose ceiling grants everything, and root's own
+    /// process needs no ceiling — and anyone else asks the service.
     pub fn use_service_to_learn(self, socket: &std::path::Path) -> bool {
         self.decide(socket, true)
     }

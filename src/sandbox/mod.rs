@@ -38,6 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
+use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupError, CgroupParent, ScopeLimits};
@@ -111,7 +112,8 @@ pub struct SandboxConfig {
     pub cgroup_parent: Option<PathBuf>,
     /// Limits of the episode's cgroup.
     pub limits: ScopeLimits,
-    /// `SCOPE_*` flags of the scope (enforced mode).
+    /// `SCOPE_*` flags of the scope (enforced mode; through the service, only `SCOPE_LEARN`
+    /// is asked for, and the service grants it only within the caller's ceiling).
     pub scope_flags: u32,
     /// The user tool calls run as; `None`: bee's own.
     pub credentials: Option<Credentials>,
@@ -363,7 +365,8 @@ impl Sandbox {
         let (enforcer, confined, scope) = match config.mode {
             SandboxMode::Service { socket, policy } => {
                 let (policy, requested, grant) = confine(policy)?;
-                let remote = remote::Remote::create(&socket, &policy, &requested.source)?;
+                let learn = config.scope_flags & SCOPE_LEARN != 0;
+                let remote = remote::Remote::create(&socket, &policy, &requested.source, learn)?;
                 let id = remote.scope();
                 (
                     None,

@@ -47,7 +47,8 @@ pub(super) struct Remote {
 }
 
 impl Remote {
-    /// Connects to the service at `socket` and has it make a scope for `policy`.
+    /// Connects to the service at `socket` and has it make a scope for `policy`, in learn
+    /// mode when `learn`.
     ///
     /// # Errors
     /// [`SandboxError::Service`]: no service, or the request refused (with the proof's
@@ -56,6 +57,7 @@ impl Remote {
         socket: &Path,
         policy: &CompiledPolicy,
         origin: &str,
+        learn: bool,
     ) -> Result<Self, SandboxError> {
         let mut client = Client::connect(socket)?;
         let engine = EngineKind::parse(&client.welcome.engine).ok_or_else(|| {
@@ -64,7 +66,7 @@ impl Remote {
                 client.welcome.engine
             ))
         })?;
-        let scope = client.create(policy, origin, None)?;
+        let scope = client.create(policy, origin, None, learn)?;
         Ok(Self {
             client: Arc::new(Mutex::new(client)),
             scope,

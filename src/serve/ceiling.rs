@@ -143,6 +143,44 @@ pub fn prove(
     })))
 }
 
+/// What learn mode lets a command do, as a policy: everything a policy can grant — every
+/// path read, written and run, every unix socket, every TCP and UDP peer. Version 1, so no
+/// protected path is held back. The service grants a learn request only where this is
+/// proven within the caller's bound: learn mode lifts every denial a policy could lift
+/// (`docs/enforcement.md`, "Learn mode"), so a narrower bound would not hold.
+pub const EVERYTHING: &str = r#"version = 1
+name = "learn mode"
+[fs]
+read = ["/**"]
+write = ["/**"]
+[exec]
+allow = ["/**"]
+[net]
+unix = ["/**"]
+[[net.allow]]
+addr = ["0.0.0.0/0", "::/0"]
+ports = ["1-65535"]
+proto = "tcp"
+[[net.allow]]
+addr = ["0.0.0.0/0", "::/0"]
+ports = ["1-65535"]
+proto = "udp"
+"#;
+
+/// [`EVERYTHING`], compiled (no `~`, base `/`).
+///
+/// # Errors
+/// The compiler's message, which would be a defect of this build (a unit test compiles it).
+pub fn everything() -> Result<CompiledPolicy, String> {
+    let options = CompileOptions {
+        base: PathBuf::from("/"),
+        home: None,
+    };
+    bee_core::compile_str("learn mode", EVERYTHING, &options)
+        .map(|c| c.policy)
+        .map_err(|e| format!("learn mode's policy does not compile: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use bee_core::compile_str;
@@ -201,6 +239,31 @@ mod tests {
         );
         assert!(prove(&request, "r", &[("a".into(), &a)]).is_err());
         assert!(prove(&request, "r", &[]).is_err());
+    }
+
+    #[test]
+    fn everything_is_within_only_a_bound_that_grants_everything() {
+        let everything = everything().expect("learn mode's policy compiles");
+        let Some(all) = policy(EVERYTHING) else {
+            panic!("the test policies compile");
+        };
+        assert_eq!(prove(&everything, "learn", &[("all".into(), &all)]), Ok(()));
+        // Each narrower bound, one grant short of everything, refuses it.
+        for narrower in [
+            EVERYTHING.replace("write = [\"/**\"]", "write = [\"/home/**\"]"),
+            EVERYTHING.replace("unix = [\"/**\"]", "unix = [\"/run/**\"]"),
+            EVERYTHING.replace("\"1-65535\"]\nproto = \"udp\"", "\"53\"]\nproto = \"udp\""),
+            rules(&["/**"]),
+        ] {
+            let Some(bound) = policy(&narrower) else {
+                panic!("{narrower} compiles");
+            };
+            let refused = prove(&everything, "learn", &[("bound".into(), &bound)]);
+            assert!(
+                matches!(&refused, Err(Refused::NotWithin(text)) if text.contains("bound")),
+                "{narrower}: {refused:?}"
+            );
+        }
     }
 
     proptest! {

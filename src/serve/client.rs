@@ -149,21 +149,26 @@ impl Client {
         }
     }
 
-    /// Creates a scope confined by `policy` (named `origin` in messages); returns its id.
+    /// Creates a scope confined by `policy` (named `origin` in messages), in learn mode when
+    /// `learn`; returns its id.
     ///
     /// # Errors
-    /// [`ClientError::Refused`]: 65 when the policy is not within the ceiling (the details
-    /// are the counterexamples) or cannot be enforced, 77 when no ceiling applies.
+    /// [`ClientError::Refused`]: 65 when the policy (or, with `learn`, learn mode) is not
+    /// within the ceiling (the details are the counterexamples) or cannot be enforced, 69
+    /// when `learn` is asked of a service whose engine has no learn mode, 77 when no ceiling
+    /// applies.
     pub fn create(
         &mut self,
         policy: &CompiledPolicy,
         origin: &str,
         timeout: Option<Duration>,
+        learn: bool,
     ) -> Result<u64, ClientError> {
         let request = Request::Create {
             policy: Box::new(policy.clone()),
             origin: origin.to_owned(),
             timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            learn,
         };
         match self.ask(&request, &[])? {
             Response::Created { scope, .. } => Ok(scope),

@@ -43,6 +43,13 @@ pub enum Request {
         /// Kill the scope's processes after this many milliseconds.
         #[serde(default)]
         timeout_ms: Option<u64>,
+        /// Learn mode (`bee exec --learn`, `bee run --learn`): the scope allows and reports
+        /// every denial a policy could lift ([`AuditRecord::learn`]). It lets the command do
+        /// what any policy could grant, so it is granted only where the caller's bound
+        /// grants everything ([`super::ceiling::everything`]), and only by the BPF LSM
+        /// engine. Left out when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        learn: bool,
     },
     /// Starts a command in a scope of this connection, as the caller's user. The frame
     /// carries the command's stdin, stdout and stderr as three descriptors. The service

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
@@ -396,7 +397,13 @@ impl<'s> Connection<'s> {
                 policy,
                 origin,
                 timeout_ms,
-            } => self.create(*policy, origin, timeout_ms.map(Duration::from_millis)),
+                learn,
+            } => self.create(
+                *policy,
+                origin,
+                timeout_ms.map(Duration::from_millis),
+                learn,
+            ),
             Request::Spawn {
                 scope,
                 argv,
@@ -523,11 +530,32 @@ impl<'s> Connection<'s> {
         })
     }
 
+    /// Proves learn mode within the caller's bound: it lifts every denial a policy could
+    /// lift, so the bound must grant [`ceiling::EVERYTHING`].
+    fn prove_learning(&self) -> Result<(), ErrorBody> {
+        let everything = ceiling::everything().map_err(|why| ErrorBody::new(70, why))?;
+        self.prove(
+            &everything,
+            "learn mode (it allows whatever a policy could grant)",
+        )
+        .map_err(|mut body| {
+            if body.status == 65 {
+                body.details.push(
+                    "learn mode is granted only where the caller's ceiling grants everything; \
+                         ask the operator, or learn as root with `--service never`"
+                        .to_owned(),
+                );
+            }
+            body
+        })
+    }
+
     fn create(
         &mut self,
         policy: CompiledPolicy,
         origin: String,
         timeout: Option<Duration>,
+        learn: bool,
     ) -> Result<Response, ErrorBody> {
         if self.scopes.len() >= MAX_SCOPES_PER_CONNECTION {
             return Err(ErrorBody::new(
@@ -535,8 +563,21 @@ impl<'s> Connection<'s> {
                 format!("a connection holds at most {MAX_SCOPES_PER_CONNECTION} scopes"),
             ));
         }
-        self.prove(&policy, &origin)?;
         let service = self.service;
+        self.prove(&policy, &origin)?;
+        if learn {
+            self.prove_learning()?;
+            if service.engine != EngineKind::BpfLsm {
+                return Err(ErrorBody::new(
+                    69,
+                    format!(
+                        "learn mode needs the BPF LSM: this service enforces with {}, which reports no denials to learn from",
+                        service.engine.as_str()
+                    ),
+                ));
+            }
+        }
+        let flags = if learn { SCOPE_LEARN } else { 0 };
         let plan =
             match service.engine {
                 EngineKind::BpfLsm => Some(EnforcementPlan::new(&policy).map_err(|e| {
@@ -549,12 +590,12 @@ impl<'s> Connection<'s> {
             .create_scope(&ScopeLimits::default())
             .map_err(|e| ErrorBody::new(70, format!("cannot create the scope's cgroup: {e}")))?;
         let installed = match &plan {
-            Some(plan) => service.enforcer.install(plan, cgroup.id(), 0),
+            Some(plan) => service.enforcer.install(plan, cgroup.id(), flags),
             // The Landlock engine opens the policy's paths and expands its `*` segments: with
             // the caller's access, not root's.
             None => self
                 .peer
-                .as_caller(|| service.enforcer.install_policy(&policy, &cgroup, 0)),
+                .as_caller(|| service.enforcer.install_policy(&policy, &cgroup, flags)),
         };
         let id = cgroup.id();
         let dir = cgroup.path().to_path_buf();

@@ -25,8 +25,9 @@ pub(super) struct Factory {
     audit: Option<AuditSink>,
     /// Learn mode (`--learn`): every executor's records go here, its scopes learn.
     learn: Option<AuditObserver>,
-    /// The `bee serve` socket every episode's scope is made through, instead of `engine`.
-    service: Option<PathBuf>,
+    /// The `bee serve` socket every episode's scope is made through, instead of `engine`,
+    /// and the engine that service enforces with.
+    service: Option<(PathBuf, EngineKind)>,
     /// bee's own state outside the workspace's `.bee/`, protected in every scope.
     state: Vec<StatePath>,
 }
@@ -85,6 +86,13 @@ impl Factory {
                 choice.as_str()
             )));
         }
+        let engine = EngineKind::parse(&w.engine).ok_or_else(|| {
+            Refusal::unavailable(format!(
+                "the service at {} enforces with an engine this bee does not know: {}",
+                socket.display(),
+                w.engine
+            ))
+        })?;
         if w.ceiling.is_empty() {
             return Err(Refusal::no_permission(format!(
                 "the service at {} has no ceiling for uid {}: it grants nothing",
@@ -103,7 +111,7 @@ impl Factory {
             engine: None,
             audit: None,
             learn: None,
-            service: Some(socket),
+            service: Some((socket, engine)),
             state: Vec::new(),
         })
     }
@@ -149,7 +157,7 @@ impl SandboxFactory for Factory {
         policy: Option<CompiledPolicy>,
     ) -> Result<Sandbox, ExecutorError> {
         let mode = match (&self.service, &self.engine, policy) {
-            (Some(socket), _, Some(policy)) => SandboxMode::Service {
+            (Some((socket, _)), _, Some(policy)) => SandboxMode::Service {
                 socket: socket.clone(),
                 policy,
             },
@@ -195,17 +203,16 @@ impl SandboxFactory for Factory {
     }
 
     fn learn_with(&mut self, observer: AuditObserver) -> Result<(), ExecutorError> {
-        if self.service.is_some() {
-            return Err(ExecutorError::usage(
-                "learn mode is not offered through `bee serve` yet; run it as root",
-            ));
-        }
-        let Some(engine) = &self.engine else {
-            return Err(ExecutorError::usage(
-                "--host runs no kernel scope, so nothing can be learned",
-            ));
+        let engine = match (&self.engine, &self.service) {
+            (Some(engine), _) => engine.engine(),
+            (None, Some((_, engine))) => *engine,
+            (None, None) => {
+                return Err(ExecutorError::usage(
+                    "--host runs no kernel scope, so nothing can be learned",
+                ));
+            }
         };
-        if engine.engine() == EngineKind::Landlock {
+        if engine == EngineKind::Landlock {
             // As `bee exec --learn` refuses it: before any model call, not per episode.
             return Err(ExecutorError::from(
                 "learn mode needs the BPF LSM: the Landlock engine reports no denials to learn from"
