@@ -71,7 +71,11 @@ fn under_profile(
         .args([
             "ANTHROPIC_API_KEY=sk-ant-test",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-        ]);
+        ])
+        // Its temporary directory where the profile writes whether or not it exists yet: the
+        // Landlock engine grants `/tmp/claude-*/**` only where it exists as the scope starts
+        // (docs/profiles.md), and this test must not depend on an earlier run's.
+        .arg(format!("CLAUDE_CODE_TMPDIR={}/.claude/tmp", home.display()));
     cmd
 }
 
