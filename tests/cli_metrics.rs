@@ -92,6 +92,8 @@ fn episode(
         truncated: None,
         exit: None,
         duration_ms: 40,
+        // Run r2's call lost audit records: its denials are a lower bound.
+        lost_records: if run == "r2" { 5 } else { 0 },
     }))?;
     rec.finish(Outcome::Passed, None)?;
     Ok(())
@@ -163,6 +165,12 @@ fn table_by_tool() {
             .any(|l| l.starts_with("shell ") && l.contains("40/40")),
         "{out}"
     );
+    // The lost audit records stand beside the denials they may hide.
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("shell ") && l.trim_end().ends_with("0 (5 lost)")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -232,6 +240,7 @@ fn json_by_tool_has_no_model_figures_per_group() {
     assert_eq!(v["groups"][0]["key"], json!("shell"));
     assert_eq!(v["groups"][0]["model"], Value::Null);
     assert_eq!(v["groups"][0]["tools"]["calls"], json!(2));
+    assert_eq!(v["groups"][0]["tools"]["lost_records"], json!(5));
     assert_eq!(v["total"]["model"]["calls"], json!(4));
 }
 
@@ -268,6 +277,8 @@ fn rebuild_then_report() {
     let v = json_of(&o);
     assert_eq!(v["rebuilt"]["episodes"], json!(2));
     assert_eq!(v["total"]["episodes"], json!(2));
+    // Rebuilt from the transcripts, the lost audit records are still there.
+    assert_eq!(v["total"]["tools"]["lost_records"], json!(5));
     let o = bee(&["metrics", "--records", arg(dir.path())]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }

@@ -111,6 +111,27 @@ fn secret_denial() -> ToolDenial {
     }
 }
 
+/// A call during which the kernel lost audit records: its result says how many, and the
+/// episode's totals carry them beside the denials they may hide.
+#[test]
+fn lost_audit_records_reach_the_tool_result_and_the_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut answer = denied(ToolState::CouldNotRun, None, secret_denial());
+    answer.lost_records = 4;
+    let exec = exec().rule(Rule::on("read_file", "/secret", answer));
+    let report = run(&spec(dir.path()), &replay(&[CAT, DONE]), &exec, dir.path());
+    let result = events(&report).into_iter().find_map(|e| match e {
+        EventBody::ToolResult(r) => Some(r),
+        _ => None,
+    });
+    assert_eq!(result.map(|r| r.lost_records), Some(4));
+    assert_eq!((report.totals.denials, report.totals.lost_records), (1, 4));
+    assert_eq!(
+        report.totals.denials_said(),
+        "1 denial(s) (and 4 audit record(s) lost: there may be more)"
+    );
+}
+
 #[test]
 fn an_episode_records_every_step_in_order_and_passes() {
     let dir = tempfile::tempdir().unwrap();
@@ -265,6 +286,7 @@ fn the_success_check_decides_passed_or_failed() {
         denials: vec![],
         duration: Duration::from_millis(3),
         subagent: None,
+        lost_records: 0,
     };
     let r = run(
         &s,

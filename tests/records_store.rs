@@ -102,6 +102,7 @@ fn tool(
         truncated: None,
         exit: (state == ToolState::Completed).then_some(ExitStatus::Code(0)),
         duration_ms: ms,
+        lost_records: 0,
     }))?;
     Ok(())
 }

@@ -100,6 +100,7 @@ fn every_kind() -> Vec<EventBody> {
             }),
             exit: Some(ExitStatus::Code(1)),
             duration_ms: 12,
+            lost_records: 7,
         }),
         EventBody::Usage(Usage {
             model_call: 2,
@@ -263,6 +264,12 @@ fn finish_records_the_totals() {
         (2, 1, 2)
     );
     assert_eq!(f.totals.input_tokens, 1210);
+    // The tool result's lost audit records: the denials counted are a lower bound.
+    assert_eq!(f.totals.lost_records, 7);
+    assert_eq!(
+        f.totals.denials_said(),
+        "2 denial(s) (and 7 audit record(s) lost: there may be more)"
+    );
     assert_eq!(f.totals.cost.usd(), None, "m2 has no price");
     assert_eq!(f.totals.cost.unknown_models, ["m2"]);
     assert!(

@@ -180,6 +180,7 @@ impl SandboxFactory for FakeRef {
                 denials: vec![],
                 duration: Duration::ZERO,
                 subagent: None,
+                lost_records: 0,
             });
         }
         Ok(Box::new(WorkspaceExec {

@@ -286,11 +286,11 @@ impl<'a> AgentExecutor<'a> {
         }
         let footer = match controller.finish(outcome, None) {
             Ok(f) => format!(
-                "[subagent {session_id} ({label}): {} model call(s), {} tool call(s), {} \
-                 denial(s), cost {}{}]",
+                "[subagent {session_id} ({label}): {} model call(s), {} tool call(s), {}, \
+                 cost {}{}]",
                 f.totals.model_calls,
                 f.totals.tool_calls,
-                f.totals.denials,
+                f.totals.denials_said(),
                 f.totals.cost,
                 if policy_enforced(executor.as_ref()) {
                     ""
@@ -313,6 +313,7 @@ impl<'a> AgentExecutor<'a> {
             denials: Vec::new(),
             duration: started.elapsed(),
             subagent: Some(record),
+            lost_records: 0,
         }
     }
 

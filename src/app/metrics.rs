@@ -243,6 +243,16 @@ const DROP_ORDER: &[&str] = &[
     "MS P50/P95",
 ];
 
+/// The denials of a row, and the audit records lost beside them (`3 (7 lost)`): the count is
+/// then a lower bound.
+fn denials_cell(t: &crate::records::ToolStats) -> String {
+    if t.lost_records == 0 {
+        t.denials.to_string()
+    } else {
+        format!("{} ({} lost)", t.denials, t.lost_records)
+    }
+}
+
 /// Renders a report as a plain-text table, one row per group and a total row; with a
 /// `width`, low-priority columns ([`DROP_ORDER`]) are left out until the table fits, and a
 /// line under it names them.
@@ -297,7 +307,7 @@ fn render_table(report: &Report, width: Option<usize>) -> String {
                 t.failed.to_string(),
                 t.unfinished.to_string(),
                 pct(&t.duration_ms),
-                t.denials.to_string(),
+                denials_cell(t),
             ]
         } else {
             let m = s.model.clone().unwrap_or_default();
@@ -315,7 +325,7 @@ fn render_table(report: &Report, width: Option<usize>) -> String {
                 pct(&m.latency_ms),
                 t.calls.to_string(),
                 pct(&t.duration_ms),
-                t.denials.to_string(),
+                denials_cell(t),
                 stops(&m),
             ];
             if let Some(d) = &s.delegations {

@@ -52,6 +52,7 @@ pub fn completed(content: &str) -> ToolExecution {
         denials: Vec::new(),
         duration: Duration::from_millis(1),
         subagent: None,
+        lost_records: 0,
     }
 }
 
@@ -65,6 +66,7 @@ pub fn denied(state: ToolState, exit: Option<ExitStatus>, denial: ToolDenial) ->
         denials: vec![denial],
         duration: Duration::from_millis(1),
         subagent: None,
+        lost_records: 0,
     }
 }
 
@@ -160,6 +162,7 @@ impl ToolExecutor for ScriptedExecutor {
                 denials: Vec::new(),
                 duration: started.elapsed(),
                 subagent: None,
+                lost_records: 0,
             };
         }
         rule.answer.clone()

@@ -149,9 +149,11 @@ impl ToolExecutor for SandboxExecutor {
         // The runner's own start-up reads: in the audit trail, which keeps every decision, but
         // not shown to the model, the UI, `/allow` or learn mode (the tool does not need them).
         self.write_audit(&outcome.runner_denials);
+        let lost_records = sandbox.take_lost_records();
         ToolExecution {
             state: outcome.state,
-            content: tools::with_lost_records(outcome.content, sandbox.take_lost_records()),
+            content: tools::with_lost_records(outcome.content, lost_records),
+            lost_records,
             exit: None,
             denials: outcome
                 .denials
@@ -178,8 +180,10 @@ impl ToolExecutor for SandboxExecutor {
             Ok(out) => {
                 self.record(&out.denials);
                 let exec = check_execution(&out, timeout);
+                let lost_records = sandbox.take_lost_records();
                 ToolExecution {
-                    content: tools::with_lost_records(exec.content, sandbox.take_lost_records()),
+                    content: tools::with_lost_records(exec.content, lost_records),
+                    lost_records,
                     ..exec
                 }
             }
@@ -300,5 +304,6 @@ fn check_execution(out: &RunOutput, timeout: Duration) -> ToolExecution {
         denials,
         duration: out.duration,
         subagent: None,
+        lost_records: 0,
     }
 }

@@ -139,6 +139,7 @@ mod tests {
             denials: Vec::new(),
             duration: Duration::from_millis(3),
             subagent: None,
+            lost_records: 0,
         }
     }
 

@@ -74,6 +74,7 @@ impl CallLog {
             truncated: None,
             exit: exec.exit,
             duration_ms: u64::try_from(exec.duration.as_millis()).unwrap_or(u64::MAX),
+            lost_records: exec.lost_records,
         }));
     }
 

@@ -251,6 +251,14 @@ pub struct ToolResult {
     pub exit: Option<ExitStatus>,
     /// From the start of the call to its end, milliseconds.
     pub duration_ms: u64,
+    /// Audit records the kernel lost while the call ran: its denials above may be
+    /// incomplete. Left out when none were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_records: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How a tool's output was shortened.
@@ -629,6 +637,10 @@ pub struct Totals {
     pub tool_calls: u64,
     /// Operations the kernel refused.
     pub denials: u64,
+    /// Audit records the kernel lost during tool calls (each call's
+    /// [`ToolResult::lost_records`]): `denials` is then a lower bound.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost_records: u64,
     /// Input tokens, cached ones included.
     pub input_tokens: u64,
     /// Cached input tokens.
@@ -650,6 +662,7 @@ impl Totals {
         match body {
             EventBody::ToolCall(_) => self.tool_calls += 1,
             EventBody::Denial(_) => self.denials += 1,
+            EventBody::ToolResult(r) => self.lost_records += r.lost_records,
             EventBody::Usage(u) => {
                 self.model_calls += 1;
                 if !u.is_complete() {
@@ -665,12 +678,26 @@ impl Totals {
         }
     }
 
+    /// The denials in words, as every summary line says them: `3 denial(s)`, and when audit
+    /// records were lost, `3 denial(s) (and 12 audit record(s) lost: there may be more)`.
+    pub fn denials_said(&self) -> String {
+        let mut said = format!("{} denial(s)", self.denials);
+        if self.lost_records > 0 {
+            said.push_str(&format!(
+                " (and {} audit record(s) lost: there may be more)",
+                self.lost_records
+            ));
+        }
+        said
+    }
+
     /// Adds another total (an episode's, into a run's).
     pub fn merge(&mut self, other: &Totals) {
         self.model_calls += other.model_calls;
         self.unknown_token_calls += other.unknown_token_calls;
         self.tool_calls += other.tool_calls;
         self.denials += other.denials;
+        self.lost_records += other.lost_records;
         self.input_tokens += other.input_tokens;
         self.cached_input_tokens += other.cached_input_tokens;
         self.output_tokens += other.output_tokens;

@@ -125,6 +125,14 @@ pub struct ToolStats {
     pub duration_ms: Percentiles,
     /// Operations the kernel refused.
     pub denials: u64,
+    /// Audit records the kernel lost during the calls: `denials` is then a lower bound.
+    /// Left out when none were.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub lost_records: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The figures of one group, or of the whole report.
@@ -259,6 +267,7 @@ struct ToolRow {
     state: Option<String>,
     duration_ms: Option<u64>,
     denials: u64,
+    lost_records: u64,
     /// The episode's success check, which records denials but is no tool call.
     check: bool,
 }
@@ -360,7 +369,7 @@ impl Store {
                 .prepare(
                     "SELECT t.run_id, t.episode_id, coalesce(e.model, '?'), coalesce(t.tool, '?'),
                             t.state, t.duration_ms, t.denials, t.call_id = ?2,
-                            coalesce(e.agent_role, ?3)
+                            coalesce(e.agent_role, ?3), t.lost_records
                      FROM tool_calls t LEFT JOIN episodes e USING (run_id, episode_id)
                      WHERE ?1 IS NULL OR t.run_id = ?1",
                 )
@@ -383,6 +392,7 @@ impl Store {
                             state: r.get(4)?,
                             duration_ms: u(r.get(5)?),
                             denials: u(r.get(6)?).unwrap_or(0),
+                            lost_records: u(r.get(9)?).unwrap_or(0),
                             check,
                         })
                     },
@@ -488,6 +498,7 @@ fn build_report(by: GroupBy, run: Option<&str>, rows: &Rows) -> Report {
             .insert((row.run.clone(), row.episode.clone()));
         for acc in [&mut total, group] {
             acc.tools.denials += row.denials;
+            acc.tools.lost_records += row.lost_records;
             if row.check {
                 continue;
             }

@@ -32,7 +32,7 @@ use super::summary::transcripts_in;
 use super::transcript::{TranscriptError, read_transcript};
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// How long a writer waits for another process's write lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("schema_v1.sql"),
     include_str!("schema_v2.sql"),
     include_str!("schema_v3.sql"),
+    include_str!("schema_v4.sql"),
 ];
 
 /// Why the store could not be opened, written or read.
@@ -596,11 +597,12 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
             };
             tx.execute(
                 "INSERT INTO tool_calls (run_id, episode_id, call_id, state, exit_code, exit_signal,
-                     duration_ms, output_truncated)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     duration_ms, output_truncated, lost_records)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                  ON CONFLICT (run_id, episode_id, call_id) DO UPDATE SET state = excluded.state,
                      exit_code = excluded.exit_code, exit_signal = excluded.exit_signal,
-                     duration_ms = excluded.duration_ms, output_truncated = excluded.output_truncated",
+                     duration_ms = excluded.duration_ms, output_truncated = excluded.output_truncated,
+                     lost_records = excluded.lost_records",
                 params![
                     run,
                     ep,
@@ -609,7 +611,8 @@ fn apply(tx: &Transaction<'_>, run: &str, ep: &str, event: &Event) -> rusqlite::
                     code,
                     signal,
                     int(r.duration_ms),
-                    r.truncated.is_some()
+                    r.truncated.is_some(),
+                    int(r.lost_records)
                 ],
             )?;
         }

@@ -237,6 +237,7 @@ pub(super) fn record_not_run(
         truncated: None,
         exit: None,
         duration_ms: 0,
+        lost_records: 0,
     }))
 }
 

@@ -158,6 +158,9 @@ pub struct ToolExecution {
     /// The subagent an `agent` call started, or why none was; the session records it
     /// before the call's result.
     pub subagent: Option<crate::records::Subagent>,
+    /// Audit records the kernel lost while the call ran (`Sandbox::take_lost_records`):
+    /// `denials` may then be incomplete, and `content` says so.
+    pub lost_records: u64,
 }
 
 impl ToolExecution {
@@ -171,6 +174,7 @@ impl ToolExecution {
             denials: Vec::new(),
             duration: Duration::ZERO,
             subagent: None,
+            lost_records: 0,
         }
     }
 }

@@ -28,6 +28,7 @@ impl Session<'_> {
             truncated: None,
             exit: exec.exit,
             duration_ms: millis(exec.duration),
+            lost_records: exec.lost_records,
         }))
     }
 

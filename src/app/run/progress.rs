@@ -108,11 +108,11 @@ impl Progress {
     pub(super) fn finished(&self, report: &EpisodeReport) {
         let id = &report.episode_id;
         let mut line = format!(
-            "{id}  {}  {} turn(s), {} tool call(s), {} denial(s), {} tokens, {}",
+            "{id}  {}  {} turn(s), {} tool call(s), {}, {} tokens, {}",
             report.outcome.as_str(),
             report.totals.model_calls,
             report.totals.tool_calls,
-            report.totals.denials,
+            report.totals.denials_said(),
             report.totals.input_tokens + report.totals.output_tokens,
             report.totals.cost
         );
@@ -228,12 +228,12 @@ fn tree_node(summary: &RunSummary, e: &EpisodeSummary, depth: usize, out: &mut V
         .as_ref()
         .map_or_else(String::new, |p| format!(" ({})", p.role));
     out.push(format!(
-        "{indent}{}{role}  {}  {} model call(s), {} tool call(s), {} denial(s), {}",
+        "{indent}{}{role}  {}  {} model call(s), {} tool call(s), {}, {}",
         e.episode_id,
         e.outcome.map_or("running", Outcome::as_str),
         e.totals.model_calls,
         e.totals.tool_calls,
-        e.totals.denials,
+        e.totals.denials_said(),
         e.totals.cost
     ));
     for child in summary.episodes.iter().filter(|c| {

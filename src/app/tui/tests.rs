@@ -73,6 +73,7 @@ fn tool(app: &mut App, id: &str, name: &str, args: &str, output: Option<&str>) {
                 truncated: None,
                 exit: None,
                 duration_ms: 12,
+                lost_records: 0,
             },
         ))));
     }

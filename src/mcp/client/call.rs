@@ -203,6 +203,7 @@ impl ToolExecutor for ServerExecutor {
             denials: events,
             duration: started.elapsed(),
             subagent: None,
+            lost_records: 0,
         }
     }
 

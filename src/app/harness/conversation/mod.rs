@@ -182,10 +182,10 @@ pub(crate) fn write_summary(run_dir: &Path) {
 /// The line a session ends with, on either screen: what it did and where its transcript is.
 fn closing(t: &crate::records::Totals, transcript: &Path) -> String {
     format!(
-        "session ended: {} model call(s), {} tool call(s), {} denial(s), cost {}; transcript {}",
+        "session ended: {} model call(s), {} tool call(s), {}, cost {}; transcript {}",
         t.model_calls,
         t.tool_calls,
-        t.denials,
+        t.denials_said(),
         t.cost,
         transcript.display()
     )
