@@ -77,8 +77,23 @@ fn write_policy(service: &Service, name: &str, text: &str) -> PathBuf {
 
 /// `bee exec --policy P -- /bin/busybox sh -c SCRIPT` as `uid`, through the service.
 fn exec_as(service: &Service, uid: u32, p: &Path, script: &str) -> Output {
-    Command::new(bee_exe())
-        .args(["exec", "--service", "always", "--policy"])
+    exec_learning_as(service, uid, p, None, script)
+}
+
+/// [`exec_as`], in learn mode when `learn` names the output (`--learn OUT`).
+fn exec_learning_as(
+    service: &Service,
+    uid: u32,
+    p: &Path,
+    learn: Option<&Path>,
+    script: &str,
+) -> Output {
+    let mut cmd = Command::new(bee_exe());
+    cmd.args(["exec", "--service", "always"]);
+    if let Some(out) = learn {
+        cmd.arg("--learn").arg(out);
+    }
+    cmd.arg("--policy")
         .arg(p)
         .args(["--", "/bin/busybox", "sh", "-c", script])
         .current_dir(ws(service))
@@ -271,24 +286,6 @@ fn a_killed_service_leaves_its_scopes_confined_and_the_next_one_removes_them() {
     assert!(pids_running("977").is_empty(), "{}", service.log());
 }
 
-/// `bee exec --learn OUT --policy P -- /bin/busybox sh -c SCRIPT` as `nobody`, through the
-/// service.
-fn learn_as_nobody(service: &Service, p: &Path, out: &Path, script: &str) -> Output {
-    Command::new(bee_exe())
-        .args(["exec", "--service", "always", "--learn"])
-        .arg(out)
-        .arg("--policy")
-        .arg(p)
-        .args(["--", "/bin/busybox", "sh", "-c", script])
-        .current_dir(ws(service))
-        .env("BEE_SOCKET", service.socket())
-        .env("HOME", ws(service))
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .output()
-        .unwrap()
-}
-
 /// Learn mode through the service: refused under a ceiling that does not grant everything
 /// (learn mode lifts every denial a policy could lift); under one that does, an ordinary user
 /// learns a policy with no privilege, and that policy then runs the command enforced. A
@@ -315,7 +312,7 @@ fn an_ordinary_user_learns_through_the_service_and_a_scope_cannot_learn_its_way_
     let made = other.join("made");
     let script = format!("echo made > {m} && cat {m}", m = made.display());
     // The start's ceiling writes `ws/` only: learn mode is not within it.
-    let o = learn_as_nobody(&service, &base, &out, &script);
+    let o = exec_learning_as(&service, NOBODY, &base, Some(&out), &script);
     let (stdout, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(code(&o), 65, "{stdout}{err}{}", service.log());
     assert!(
@@ -326,7 +323,7 @@ fn an_ordinary_user_learns_through_the_service_and_a_scope_cannot_learn_its_way_
 
     // Under a ceiling that grants everything, the denial is lifted, reported and learned.
     std::fs::write(dir.join("ceilings/default.toml"), EVERYTHING).unwrap();
-    let o = learn_as_nobody(&service, &base, &out, &script);
+    let o = exec_learning_as(&service, NOBODY, &base, Some(&out), &script);
     let (stdout, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(code(&o), 0, "{stdout}{err}{}", service.log());
     assert_eq!(stdout, "made\n", "{err}");

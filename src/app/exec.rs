@@ -168,14 +168,7 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         _ => None,
     };
 
-    let mut learn = match &args.learn {
-        Some(out) => Some(Learn::prepare(
-            out,
-            &args.policy,
-            Some(Path::new(&policy.base)),
-        )?),
-        None => None,
-    };
+    let mut learn = prepare_learn(args, &policy)?;
     let program = args
         .command
         .first()
@@ -344,6 +337,18 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         )?;
     }
     Ok(report.outcome.exit_code())
+}
+
+/// With `--learn OUT`: the learn run, its output checked writable, learned against `base`
+/// (the policy as written) and its base directory.
+pub(super) fn prepare_learn(
+    args: &Args,
+    base: &bee_core::CompiledPolicy,
+) -> Result<Option<Learn>, Exit> {
+    args.learn
+        .as_ref()
+        .map(|out| Learn::prepare(out, &args.policy, Some(Path::new(&base.base))))
+        .transpose()
 }
 
 pub(super) fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {

@@ -31,9 +31,9 @@ use crate::serve::client::{Client, ClientError, CommandLine};
 use super::Exit;
 use super::exec::ending::{self, Ending};
 use super::exec::pty::Pty;
-use super::exec::{Args, fail, open_audit};
+use super::exec::{Args, fail, open_audit, prepare_learn};
 use super::harness::preflight::with_consequence;
-use super::learn::{Learn, command_line};
+use super::learn::command_line;
 use super::user::invoking_home;
 
 /// Runs `args`' command in a scope the service at `socket` makes for `policy` (`base`, the
@@ -64,14 +64,7 @@ pub(super) fn exec(
         }
         Exit::of_service(status)
     };
-    let mut learn = match &args.learn {
-        Some(out) => Some(Learn::prepare(
-            out,
-            &args.policy,
-            Some(Path::new(&base.base)),
-        )?),
-        None => None,
-    };
+    let mut learn = prepare_learn(args, base)?;
     let mut client = Client::connect(socket).map_err(refused)?;
     if args.engine != EngineChoice::Auto && client.welcome.engine != args.engine.as_str() {
         return Err(fail(
