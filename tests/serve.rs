@@ -201,6 +201,26 @@ fn learn_mode_needs_a_ceiling_that_grants_everything_and_an_engine_that_learns()
     assert!(ws(&service).join("pub/ran").exists());
 }
 
+/// A policy of every language version the compiler takes is granted through the service
+/// (version 3 once came back 65, "not a compiled policy bee accepts").
+#[test]
+fn a_policy_of_every_language_version_is_granted() {
+    let service = start();
+    let pub_dir = ws(&service).join("pub");
+    ok(std::fs::write(pub_dir.join("hello"), "hi\n"));
+    let tree = format!("{}/**", pub_dir.display());
+    for version in bee_core::compile::LANGUAGE_VERSIONS {
+        let hello = pub_dir.join("hello").display().to_string();
+        let written =
+            policy_text(&tree, &hello).replace("version = 1\n", &format!("version = {version}\n"));
+        let p = ws(&service).join(format!("v{version}.toml"));
+        ok(std::fs::write(&p, written));
+        let o = output(exec_as_nobody(&service, &p, &["/usr/bin/cat", "pub/hello"]));
+        assert_eq!(code(&o), 0, "version {version}: {}", stderr(&o));
+        assert_eq!(text(&o.stdout), "hi\n", "version {version}");
+    }
+}
+
 /// A call the scope's seccomp filter refuses fails as before (`EPERM`), and the service,
 /// which holds the launch's listener and answers it, says which call and why.
 #[test]
