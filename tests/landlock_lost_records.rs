@@ -1,0 +1,122 @@
+//! Denials lost in a flood, said under the Landlock engine natively: `bee exec` and a `bee
+//! run` tool call each say that their denials may be incomplete when the kernel dropped audit
+//! records while they ran. A binary of its own: a flood drops records of any scope that is
+//! refused meanwhile, so these tests run one at a time ([`FLOOD`]) and never beside the other
+//! binaries' tests (cargo runs test binaries one after another). Needs root and Landlock ABI 7
+//! with audit; fails, never skips, without them (feature `landlock-tests`).
+
+mod support;
+
+use std::sync::{Mutex, PoisonError};
+
+use serde_json::json;
+use support::{code, replay_scenario, stderr, tool_call, tool_result, transcript_text};
+
+/// Held by each test for its whole flood.
+static FLOOD: Mutex<()> = Mutex::new(());
+
+/// A scratch directory with a workspace `ws/` in it, and a version 1 policy (beside `ws/`)
+/// that reads and writes the whole workspace and runs `cat`, `dash` and `sleep`.
+fn writable_workspace() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let tree = format!("{:?}", format!("{}/**", ws.display()));
+    let text = format!(
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", {tree}]\n\
+         write = [\"/dev/null\", {tree}]\n[exec]\n\
+         allow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/cat\", \"/usr/bin/dash\", \"/usr/bin/sleep\"]\n"
+    );
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, text).unwrap_or_else(|e| unreachable!("{e}"));
+    (dir, ws, p.display().to_string())
+}
+
+/// A command that ran while the kernel dropped audit records says so after it: its denials
+/// may be incomplete. Eight loops of refused reads flood a reader whose socket holds a few
+/// records (`BEE_TEST_AUDIT_RECEIVE_BUFFER`, read only by builds with `landlock-tests`).
+#[test]
+fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
+    let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
+    let (dir, ws, p) = writable_workspace();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let script = format!(
+        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait",
+        secret.display()
+    );
+    let o = std::process::Command::new(support::bee_exe())
+        .args(["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script])
+        .current_dir(&ws)
+        .env("HOME", &ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .output()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(err.contains("bee: denied: open "), "{err}");
+    assert!(
+        err.contains("bee: some denials may be missing: the kernel dropped "),
+        "{err}"
+    );
+}
+
+/// The same flood in a `bee run` tool call: the call's result, which the model reads and the
+/// transcript keeps, carries the count of records lost while it ran.
+#[test]
+fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
+    let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
+    let (dir, ws, p) = writable_workspace();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let script = format!(
+        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait; echo flooded",
+        secret.display()
+    );
+    // Between them a call that waits: a record the socket drops after the flood's call has
+    // ended (its overflow is seen only when the reader next reads) is counted during the
+    // call that runs then, which says so rightly; the quiet call comes after that.
+    let calls = [
+        tool_call("flood", "shell", &json!({"command": script})),
+        tool_call("settle", "shell", &json!({"command": "sleep 2"})),
+        tool_call("quiet", "shell", &json!({"command": "echo calm"})),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(dir.path(), "ws", &p, &calls);
+    let records = dir.path().join("records");
+    let o = std::process::Command::new(support::bee_exe())
+        .args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ])
+        .arg("--records-dir")
+        .arg(&records)
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .output()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ws.is_dir());
+    let text = transcript_text(&records);
+    let output = |id: &str| {
+        tool_result(&text, id)["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let flood = output("flood");
+    assert!(flood.contains("[stdout]\nflooded"), "{flood}");
+    assert!(
+        flood.contains("\n\nnote: some denials may be missing: the kernel dropped "),
+        "{flood}"
+    );
+    // The count is the call's own: a later call, which was refused nothing, says nothing.
+    let quiet = output("quiet");
+    assert!(!quiet.contains("some denials may be missing"), "{quiet}");
+}
