@@ -145,27 +145,11 @@ pub fn prove(
 
 /// What learn mode lets a command do, as a policy: everything a policy can grant — every
 /// path read, written and run, every unix socket, every TCP and UDP peer. Version 1, so no
-/// protected path is held back. The service grants a learn request only where this is
+/// protected path is held back (`src/serve/everything.toml`; `cargo xtask vm --served`
+/// gives it to its guests' service as their ceiling). The service grants a learn request only where this is
 /// proven within the caller's bound: learn mode lifts every denial a policy could lift
 /// (`docs/enforcement.md`, "Learn mode"), so a narrower bound would not hold.
-pub const EVERYTHING: &str = r#"version = 1
-name = "learn mode"
-[fs]
-read = ["/**"]
-write = ["/**"]
-[exec]
-allow = ["/**"]
-[net]
-unix = ["/**"]
-[[net.allow]]
-addr = ["0.0.0.0/0", "::/0"]
-ports = ["1-65535"]
-proto = "tcp"
-[[net.allow]]
-addr = ["0.0.0.0/0", "::/0"]
-ports = ["1-65535"]
-proto = "udp"
-"#;
+pub const EVERYTHING: &str = include_str!("everything.toml");
 
 /// [`EVERYTHING`], compiled (no `~`, base `/`).
 ///

@@ -20,26 +20,8 @@ const DIR: &str = "/run/bee-vm-tests";
 
 /// The ceiling of every request: everything, so that a test's policy is proven within it and
 /// what the test sees is its own policy's effect. Root is bounded by a ceiling like any
-/// caller of the service.
-const CEILING: &[&str] = &[
-    "version = 1",
-    "name = \"bee-vm-tests\"",
-    "[fs]",
-    "read = [\"/**\"]",
-    "write = [\"/**\"]",
-    "[exec]",
-    "allow = [\"/**\"]",
-    "[net]",
-    "unix = [\"/**\"]",
-    "[[net.allow]]",
-    "addr = [\"0.0.0.0/0\", \"::/0\"]",
-    "ports = [\"1-65535\"]",
-    "proto = \"tcp\"",
-    "[[net.allow]]",
-    "addr = [\"0.0.0.0/0\", \"::/0\"]",
-    "ports = [\"1-65535\"]",
-    "proto = \"udp\"",
-];
+/// caller of the service. The same file is bee's `serve::ceiling::EVERYTHING`.
+const CEILING: &str = include_str!("../../src/serve/everything.toml");
 
 /// Seconds the guest waits for the service to listen: its load verifies every program.
 const LISTEN_WITHIN: u32 = 600;
@@ -48,7 +30,7 @@ const LISTEN_WITHIN: u32 = 600;
 /// then its socket. A service that exits or does not listen in time ends the script with 70,
 /// its log printed.
 pub fn start(bee: &Path) -> String {
-    let ceiling: Vec<String> = CEILING.iter().map(|l| super::vm::shell_quote(l)).collect();
+    let ceiling: Vec<String> = CEILING.lines().map(super::vm::shell_quote).collect();
     let bee = super::vm::shell_quote(&bee.to_string_lossy());
     format!(
         "mkdir -p {DIR}/ceilings; printf '%s\\n' {ceiling} > {DIR}/ceilings/default.toml; \
