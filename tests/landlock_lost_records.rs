@@ -32,27 +32,68 @@ fn writable_workspace() -> (tempfile::TempDir, std::path::PathBuf, String) {
     (dir, ws, p.display().to_string())
 }
 
+/// The script of a flood: it says it began (`ws/started`), waits a second, runs eight loops
+/// of sixty refused reads of `secret`, and says it ended (`ws/flooded`).
+fn flood_script(secret: &std::path::Path) -> String {
+    format!(
+        ": > started; sleep 1; \
+         for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; \
+         wait; : > flooded",
+        secret.display()
+    )
+}
+
+/// Waits for `bee` (spawned with piped output) to run a [`flood_script`] in `ws`, and stops
+/// it with `SIGSTOP` from the script's start to its end: bee's audit reader cannot read, so
+/// the flood fills its socket (a few records, `BEE_TEST_AUDIT_RECEIVE_BUFFER`, read only by
+/// builds with `landlock-tests`) and the kernel drops records, however fast the machine is.
+/// The sandboxed script, another process, runs on. Returns bee's output once it ends.
+fn stopped_through_the_flood(
+    bee: std::process::Child,
+    ws: &std::path::Path,
+) -> std::process::Output {
+    let appear = |name: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !ws.join(name).exists() {
+            assert!(std::time::Instant::now() < deadline, "no {name} in 120 s");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &bee.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} failed");
+    };
+    appear("started");
+    signal("-STOP");
+    appear("flooded");
+    signal("-CONT");
+    bee.wait_with_output()
+        .unwrap_or_else(|e| unreachable!("cannot wait for bee: {e}"))
+}
+
 /// A command that ran while the kernel dropped audit records says so after it: its denials
-/// may be incomplete. Eight loops of refused reads flood a reader whose socket holds a few
-/// records (`BEE_TEST_AUDIT_RECEIVE_BUFFER`, read only by builds with `landlock-tests`).
+/// may be incomplete.
 #[test]
 fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
     let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
     let (dir, ws, p) = writable_workspace();
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
-    let script = format!(
-        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait",
-        secret.display()
-    );
-    let o = std::process::Command::new(support::bee_exe())
+    let script = flood_script(&secret);
+    let bee = std::process::Command::new(support::bee_exe())
         .args(["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script])
         .current_dir(&ws)
         .env("HOME", &ws)
         .env_remove("XDG_CONFIG_HOME")
         .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let o = stopped_through_the_flood(bee, &ws);
     let err = stderr(&o);
     assert_eq!(code(&o), 0, "{err}");
     assert!(err.contains("bee: denied: open "), "{err}");
@@ -70,10 +111,7 @@ fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomple
     let (dir, ws, p) = writable_workspace();
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
-    let script = format!(
-        "for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; wait; echo flooded",
-        secret.display()
-    );
+    let script = format!("{}; echo flooded", flood_script(&secret));
     // Between them a call that waits: a record the socket drops after the flood's call has
     // ended (its overflow is seen only when the reader next reads) is counted during the
     // call that runs then, which says so rightly; the quiet call comes after that.
@@ -85,7 +123,7 @@ fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomple
     ];
     replay_scenario(dir.path(), "ws", &p, &calls);
     let records = dir.path().join("records");
-    let o = std::process::Command::new(support::bee_exe())
+    let bee = std::process::Command::new(support::bee_exe())
         .args([
             "run",
             "--scenario",
@@ -99,8 +137,11 @@ fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomple
         .env("HOME", dir.path())
         .env_remove("XDG_CONFIG_HOME")
         .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let o = stopped_through_the_flood(bee, &ws);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(ws.is_dir());
     let text = transcript_text(&records);
