@@ -74,6 +74,11 @@ pub(crate) const SCOPE_MAX: usize = 4096;
 /// before [`Reports::launched`] names its process, and another program's never has one.
 const UNPLACED_MAX: usize = 4096;
 
+/// Nested domains kept whose creator's cgroup no launch had when their record was read (the
+/// oldest go first): a scope's first process may create one before [`Reports::launched`]
+/// names it, and another program's domains never get one.
+const NESTED_UNPLACED_MAX: usize = 1024;
+
 /// Reads Landlock's denial records for the scopes of one engine.
 #[derive(Debug)]
 pub struct Reports {
@@ -101,6 +106,10 @@ struct State {
     domains: HashMap<u64, u32>,
     /// Domains a scope's own program created, nested in bee's, with the scope's cgroup id.
     nested: HashMap<u64, u64>,
+    /// Domains not bee's whose creator was, as their record was read, in a cgroup no launch
+    /// had yet, with that cgroup's id, oldest first (at most [`NESTED_UNPLACED_MAX`]): each
+    /// becomes its scope's in [`State::nested`] once a launch names the cgroup.
+    nested_unplaced: VecDeque<(u64, u64)>,
     /// How a process's cgroup id is found (`None`: from `/proc`; tests set their own).
     cgroup_of: Option<fn(u32) -> Option<u64>>,
     /// bee's own executable, as the kernel's records name it: a domain bee's launcher makes
@@ -234,6 +243,7 @@ impl Reports {
         domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
         launches.retain(|_, c| *c != cgroup_id);
         state.nested.retain(|_, c| *c != cgroup_id);
+        state.nested_unplaced.retain(|(_, c)| *c != cgroup_id);
         state.losses.forget(cgroup_id);
     }
 
@@ -424,8 +434,8 @@ impl State {
                     };
                     if ours {
                         self.domains.insert(*domain, *pid);
-                    } else if let Some(scope) = self.live_scope_of_pid(*pid) {
-                        self.nested.insert(*domain, scope);
+                    } else {
+                        self.nested_created(*domain, *pid);
                     }
                 }
                 Record::Syscall {
@@ -473,6 +483,7 @@ impl State {
     /// Places the denials whose scope has become known since they arrived, then takes the
     /// scope's, in the kernel's order (by serial).
     fn take(&mut self, cgroup_id: u64) -> Vec<Denied> {
+        self.place_nested();
         for d in std::mem::take(&mut self.unplaced) {
             match self.scope_of(&d) {
                 Some(c) => self.place(c, d),

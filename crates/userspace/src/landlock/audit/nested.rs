@@ -3,9 +3,12 @@
 //! bee's. Landlock logs a denial against the youngest layer that refused it, so a denial
 //! bee's domain would also have made is logged against the nested one, whose creation record
 //! names the program, not bee's executable. Such a domain is taken for the scope's when its
-//! creator's pid is, as the record is read, a process in a live scope's cgroup: a pid another
+//! creator's pid is, as the record is read, a process in a scope's cgroup: a pid another
 //! program's process had and a scope's process has since been given (reused) would have to be
-//! reused between the record's logging and its reading. Its denials are reported with
+//! reused between the record's logging and its reading. The scope may be named by its launch
+//! only after that ([`super::Reports::launched`] is told once the process runs, and the
+//! program may create its domain first): the domain then waits, with the cgroup its creator
+//! was in, until a launch names that cgroup. Its denials are reported with
 //! [`bee_common::event::EVENT_NESTED`].
 
 use std::os::unix::fs::MetadataExt as _;
@@ -17,14 +20,42 @@ use crate::cgroup::process_cgroup_dir;
 use crate::support::parse_cgroup2_mount;
 
 impl State {
-    /// The cgroup id of the live scope (one with a launch) that process `pid` is in now;
-    /// `None` for a process in no such scope, or one gone.
-    pub(super) fn live_scope_of_pid(&self, pid: u32) -> Option<u64> {
-        let id = match self.cgroup_of {
+    /// Notes that `pid`, not bee's launcher, created `domain`: the domain is the scope's whose
+    /// cgroup `pid` is in now, at once where a launch names that cgroup, else once one does
+    /// ([`State::place_nested`]). Nothing is kept for a process gone, or in no cgroup.
+    pub(super) fn nested_created(&mut self, domain: u64, pid: u32) {
+        let Some(cgroup) = (match self.cgroup_of {
             Some(cgroup_of) => cgroup_of(pid),
             None => cgroup_of_pid(pid),
-        }?;
-        self.launches.values().any(|c| *c == id).then_some(id)
+        }) else {
+            return;
+        };
+        if self.launches.values().any(|c| *c == cgroup) {
+            self.nested.insert(domain, cgroup);
+        } else {
+            if self.nested_unplaced.len() >= super::NESTED_UNPLACED_MAX {
+                self.nested_unplaced.pop_front();
+            }
+            self.nested_unplaced.push_back((domain, cgroup));
+        }
+    }
+
+    /// Moves the nested domains whose creator's cgroup a launch now names into
+    /// [`State::nested`].
+    pub(super) fn place_nested(&mut self) {
+        let Self {
+            launches,
+            nested,
+            nested_unplaced,
+            ..
+        } = self;
+        nested_unplaced.retain(|(domain, cgroup)| {
+            let launched = launches.values().any(|c| c == cgroup);
+            if launched {
+                nested.insert(*domain, *cgroup);
+            }
+            !launched
+        });
     }
 }
 

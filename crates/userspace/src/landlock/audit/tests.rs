@@ -206,7 +206,8 @@ fn a_mark_completes_what_came_before_it_and_only_its_readers_count() {
 
 /// A domain another program created is the scope's when its creator is, as its record is
 /// read, a process in a live scope's cgroup (the scope's program nesting a sandbox of its
-/// own); its denials are marked nested. A creator in no live scope's cgroup gets nothing.
+/// own); its denials are marked nested. A creator in no live scope's cgroup gets nothing
+/// (until a launch names its cgroup: the test below).
 #[test]
 fn a_domain_a_scopes_own_program_nests_is_the_scopes() {
     let mut s = State {
@@ -238,4 +239,52 @@ fn a_domain_a_scopes_own_program_nests_is_the_scopes() {
     assert_eq!(taken(&mut s, 7), ["/by/a", "/by/b"]);
     assert!(s.nested.contains_key(&0xb) && !s.nested.contains_key(&0xa));
     assert_eq!(s.unplaced.len(), 2);
+}
+
+/// A scope's first process can nest a domain, and be refused in it, before the launcher's
+/// parent names the launch: the domain waits with its creator's cgroup as the record was
+/// read, and becomes the scope's (its denials nested) once a launch names that cgroup. A
+/// domain of a cgroup no launch ever names stays unplaced, and so do its denials.
+#[test]
+fn a_domain_nested_before_its_scopes_launch_is_named_is_the_scopes_after() {
+    let mut s = State {
+        own_exe: Some("/usr/bin/bee".into()),
+        cgroup_of: Some(|pid| match pid {
+            300 => Some(7),
+            400 => Some(9),
+            _ => None,
+        }),
+        ..State::default()
+    };
+    for (serial, domain, pid) in [(1, 0xb, 300), (2, 0xc, 400)] {
+        s.add(access(serial, domain, &format!("/by/{domain:x}")));
+        s.add(Record::Domain {
+            serial,
+            domain,
+            pid,
+            exe: Some("/usr/bin/codex".into()),
+        });
+        s.add(Record::End { serial });
+    }
+    assert_eq!(s.unplaced.len(), 2);
+    assert_eq!(s.nested_unplaced, [(0xb, 7), (0xc, 9)]);
+    s.launches.insert(299, 7);
+    assert_eq!(taken(&mut s, 7), ["/by/b"]);
+    assert!(s.nested.contains_key(&0xb));
+    assert_eq!(s.nested_unplaced, [(0xc, 9)]);
+    assert_eq!(s.unplaced.len(), 1);
+}
+
+/// The domains waiting for a launch are bounded: the oldest go first.
+#[test]
+fn nested_domains_waiting_for_a_launch_are_bounded() {
+    let mut s = State {
+        cgroup_of: Some(|_| Some(9)),
+        ..State::default()
+    };
+    for domain in 0..=(NESTED_UNPLACED_MAX as u64) {
+        s.nested_created(domain, 400);
+    }
+    assert_eq!(s.nested_unplaced.len(), NESTED_UNPLACED_MAX);
+    assert_eq!(s.nested_unplaced.front(), Some(&(1, 9)));
 }
