@@ -1,9 +1,10 @@
-//! Denials lost in a flood, said under the Landlock engine natively: `bee exec` and a `bee
-//! run` tool call each say that their denials may be incomplete when the kernel dropped audit
-//! records while they ran. A binary of its own: a flood drops records of any scope that is
-//! refused meanwhile, so these tests run one at a time ([`FLOOD`]) and never beside the other
-//! binaries' tests (cargo runs test binaries one after another). Needs root and Landlock ABI 7
-//! with audit; fails, never skips, without them (feature `landlock-tests`).
+//! Denials lost in a flood, said under the Landlock engine natively: `bee exec`, a `bee run`
+//! tool call and (with feature `mcp`) a call of an MCP server bee started each say that their
+//! denials may be incomplete when the kernel dropped audit records while they ran. A binary
+//! of its own: a flood drops records of any scope that is refused meanwhile, so these tests
+//! run one at a time ([`FLOOD`]) and never beside the other binaries' tests (cargo runs test
+//! binaries one after another). Needs root and Landlock ABI 7 with audit (and for the MCP
+//! server, node); fails, never skips, without them (feature `landlock-tests`).
 
 mod support;
 
@@ -33,12 +34,14 @@ fn writable_workspace() -> (tempfile::TempDir, std::path::PathBuf, String) {
 }
 
 /// The script of a flood: it says it began (`ws/started`), waits a second, runs eight loops
-/// of sixty refused reads of `secret`, and says it ended (`ws/flooded`).
+/// of sixty refused reads of `secret`, and says it ended (`ws/flooded`); then, 2 s later, when
+/// bee's reader has emptied its socket, one more refused read, whose denial comes through
+/// however many the flood lost.
 fn flood_script(secret: &std::path::Path) -> String {
     format!(
         ": > started; sleep 1; \
-         for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {} 2>/dev/null; i=$((i+1)); done) & done; \
-         wait; : > flooded",
+         for j in 1 2 3 4 5 6 7 8; do (i=0; while [ $i -lt 60 ]; do cat {0} 2>/dev/null; i=$((i+1)); done) & done; \
+         wait; : > flooded; sleep 2; cat {0} 2>/dev/null; true",
         secret.display()
     )
 }
@@ -47,29 +50,48 @@ fn flood_script(secret: &std::path::Path) -> String {
 /// it with `SIGSTOP` from the script's start to its end: bee's audit reader cannot read, so
 /// the flood fills its socket (a few records, `BEE_TEST_AUDIT_RECEIVE_BUFFER`, read only by
 /// builds with `landlock-tests`) and the kernel drops records, however fast the machine is.
-/// The sandboxed script, another process, runs on. Returns bee's output once it ends.
+/// The sandboxed script, another process, runs on. Returns bee's output once it ends; fails
+/// with what bee printed when a mark does not come within 120 s, or bee exits before.
 fn stopped_through_the_flood(
-    bee: std::process::Child,
+    mut bee: std::process::Child,
     ws: &std::path::Path,
 ) -> std::process::Output {
-    let appear = |name: &str| {
+    let appear = |name: &str, bee: &mut std::process::Child| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while !ws.join(name).exists() {
-            assert!(std::time::Instant::now() < deadline, "no {name} in 120 s");
+            let exited = bee.try_wait().ok().flatten().is_some();
+            if exited || std::time::Instant::now() >= deadline {
+                let _ = bee.kill();
+                let _ = std::process::Command::new("kill")
+                    .args(["-CONT", &bee.id().to_string()])
+                    .status();
+                let mut err = String::new();
+                if let Some(mut e) = bee.stdout.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                if let Some(mut e) = bee.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                unreachable!(
+                    "no {name} in {}: bee {}:\n{err}",
+                    ws.display(),
+                    if exited { "exited" } else { "ran 120 s" }
+                );
+            }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     };
-    let signal = |sig: &str| {
+    let signal = |sig: &str, bee: &std::process::Child| {
         let ok = std::process::Command::new("kill")
             .args([sig, &bee.id().to_string()])
             .status()
             .is_ok_and(|s| s.success());
         assert!(ok, "kill {sig} failed");
     };
-    appear("started");
-    signal("-STOP");
-    appear("flooded");
-    signal("-CONT");
+    appear("started", &mut bee);
+    signal("-STOP", &bee);
+    appear("flooded", &mut bee);
+    signal("-CONT", &bee);
     bee.wait_with_output()
         .unwrap_or_else(|e| unreachable!("cannot wait for bee: {e}"))
 }
@@ -159,5 +181,104 @@ fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomple
     );
     // The count is the call's own: a later call, which was refused nothing, says nothing.
     let quiet = output("quiet");
+    assert!(!quiet.contains("some denials may be missing"), "{quiet}");
+}
+
+/// The same flood by an MCP server that bee started in a scope of its own (the test server
+/// `tests/mcp/bad_server.js`, mode `flood`): the result of the call during which the server
+/// was refused while records were lost says that its denials may be incomplete. The server's
+/// scope lives through the session, so a loss the reader learns of only after that call (the
+/// kernel still delivering the flood's last records to a full socket) is told with its next
+/// call, which says so rightly; after a wait and that call, a later one says nothing.
+#[cfg(feature = "mcp")]
+#[test]
+fn an_mcp_server_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
+    let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/bad_server.js");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let root = dir.path();
+    let ws = root.join("ws");
+    std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
+    let secret = root.join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    // The session reads the whole scratch directory and the server's script; the server,
+    // only its script.
+    let policy = |read: &[&str]| {
+        format!(
+            "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/etc/ssl/**\", {}]\n\
+             write = [\"/dev/null\", {:?}]\n[exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \
+             \"/usr/bin/node\", \"/usr/bin/dash\", \"/usr/bin/sleep\"]\n",
+            json!(read).to_string().trim_matches(['[', ']']),
+            format!("{}/**", ws.display())
+        )
+    };
+    let write = |name: &str, text: &str| {
+        std::fs::write(root.join(name), text).unwrap_or_else(|e| unreachable!("{e}"));
+    };
+    let scratch = format!("{}/**", root.display());
+    write("session.toml", &policy(&[&scratch, server]));
+    write("server.toml", &policy(&[server]));
+    write(
+        "bee.toml",
+        &format!(
+            "[mcp.servers.bad]\ncommand = \"/usr/bin/node\"\nargs = {}\npolicy = \"server.toml\"\n",
+            json!([server, "flood"])
+        ),
+    );
+    let calls = [
+        tool_call("flood", "bad__echo", &json!({"path": secret, "marks": ws})),
+        tool_call("settle", "shell", &json!({"command": "sleep 2"})),
+        tool_call("settled", "bad__echo", &json!({"text": "settled"})),
+        tool_call("quiet", "bad__echo", &json!({"text": "calm"})),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(root, "ws", "session.toml", &calls);
+    let bee = std::process::Command::new(support::bee_exe())
+        .args([
+            "run",
+            "--config",
+            "bee.toml",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+            "--records-dir",
+            "records",
+        ])
+        .current_dir(root)
+        .env("HOME", root)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let o = stopped_through_the_flood(bee, &ws);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = transcript_text(&root.join("records"));
+    let output = |id: &str| {
+        tool_result(&text, id)["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let flood = output("flood");
+    assert!(flood.starts_with("flooded"), "{flood}");
+    assert!(
+        flood.contains(&format!("open {} for read", secret.display())),
+        "{flood}"
+    );
+    assert!(
+        flood.contains("\n\nnote: some denials may be missing: the kernel dropped "),
+        "{flood}"
+    );
+    let lost = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["event"] == "tool_result" && e["call_id"] == "flood")
+        .and_then(|e| e["lost_records"].as_u64());
+    assert!(lost.is_some_and(|n| n > 0), "{text}");
+    let quiet = output("quiet");
+    assert!(quiet.starts_with("echo: "), "{quiet}");
     assert!(!quiet.contains("some denials may be missing"), "{quiet}");
 }

@@ -22,11 +22,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use bee_core::CompiledPolicy;
-use bee_userspace::audit::{AuditRecord, write_jsonl};
+use bee_userspace::audit::write_jsonl;
 use bee_userspace::launch::LaunchSpec;
 
 use crate::config::EngineChoice;
-use crate::serve::client::{Client, ClientError, CommandLine};
+use crate::serve::client::{Client, ClientError, CommandLine, Report};
 
 use super::Exit;
 use super::exec::ending::{self, Ending};
@@ -129,7 +129,11 @@ pub(super) fn exec(
     // A terminal in raw mode does not return the carriage at a line's end.
     let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
-    let mut on_record = |record: &AuditRecord| {
+    let mut on_report = |report: Report<'_>| {
+        // `exited` carries the total lost, said after the command.
+        let Report::Record(record) = report else {
+            return;
+        };
         // The service sends denials only: learned ones, and those learn mode kept.
         if let Some(l) = learn.as_mut() {
             l.record(record);
@@ -143,7 +147,7 @@ pub(super) fn exec(
             audit_error.get_or_insert(e);
         }
     };
-    let ran = client.run(scope, command, stdio, &mut on_record, &|| ending.came());
+    let ran = client.run(scope, command, stdio, &mut on_report, &|| ending.came());
     // The service killed the scope for an ending signal (the command's status is SIGKILL's).
     let stopped = ending.came() && ran.as_ref().is_ok_and(|e| e.code == 128 + libc::SIGKILL);
     // Closed here, the slave's end reaches the relay once the service's copies are closed.

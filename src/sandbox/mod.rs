@@ -614,7 +614,8 @@ impl Sandbox {
     }
 
     /// The audit records lost during this sandbox's runs since the last call (0 in host
-    /// mode): when not 0, the denials of those runs may be incomplete. The executor takes it
+    /// mode), and while its long-lived processes ran as far as [`Sandbox::denials`] has
+    /// read: when not 0, the denials of those runs may be incomplete. The executor takes it
     /// after each tool call, which holds the sandbox alone.
     pub fn take_lost_records(&self) -> u64 {
         self.lost.swap(0, Ordering::Relaxed)
@@ -744,23 +745,41 @@ impl Sandbox {
 
     /// The denials the kernel reported for the scope since the last call or drain, oldest
     /// first (allows are dropped); empty in host mode. For a process left running by
-    /// [`Sandbox::start`], whose denials no call drains.
+    /// [`Sandbox::start`], whose denials no call drains. The audit records the kernel lost
+    /// meanwhile are added up for [`Sandbox::take_lost_records`].
     #[must_use]
     pub fn denials(&self) -> Vec<AuditRecord> {
-        match &self.scope {
+        let denials = match &self.scope {
             Scope::Service(remote) => remote.denials(true),
             Scope::Local(_) => self.drain().0,
-        }
+        };
+        self.note_lost();
+        denials
     }
 
     /// As [`Sandbox::denials`], without waiting for the service to send what the kernel
     /// reported last: the denials that have come so far.
     #[must_use]
     pub fn pending_denials(&self) -> Vec<AuditRecord> {
-        match &self.scope {
+        let denials = match &self.scope {
             Scope::Service(remote) => remote.denials(false),
             Scope::Local(_) => self.drain().0,
-        }
+        };
+        self.note_lost();
+        denials
+    }
+
+    /// Adds the records lost while long-lived processes ran, as far as the last drain knew,
+    /// to the count [`Sandbox::take_lost_records`] gives.
+    fn note_lost(&self) {
+        let lost = match &self.scope {
+            Scope::Service(remote) => remote.take_lost(),
+            Scope::Local(_) => self
+                .enforcer
+                .as_ref()
+                .map_or(0, |e| e.drain_lost(self.cgroup_id)),
+        };
+        self.lost.fetch_add(lost, Ordering::Relaxed);
     }
 
     /// The records reported for the scope since the last drain: denials, then allows.

@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -28,7 +28,7 @@ use bee_userspace::scope::EngineKind;
 use super::long_lived::{LongLived, RemoteRun};
 use super::{RunOutput, SandboxError, capture};
 use crate::records::Enforcement;
-use crate::serve::client::{Client, ClientError, CommandLine};
+use crate::serve::client::{Client, ClientError, CommandLine, Report};
 use crate::serve::protocol::{Request, Response};
 
 /// How long [`Remote::denials`] waits for the service to send what the kernel just
@@ -44,6 +44,8 @@ pub(super) struct Remote {
     live: Mutex<Vec<Arc<RemoteRun>>>,
     /// Their denials, not yet drained.
     pending: Arc<Mutex<Vec<AuditRecord>>>,
+    /// The audit records the kernel lost while they ran, not yet taken.
+    lost: Arc<AtomicU64>,
 }
 
 impl Remote {
@@ -73,6 +75,7 @@ impl Remote {
             engine,
             live: Mutex::new(Vec::new()),
             pending: Arc::default(),
+            lost: Arc::default(),
         })
     }
 
@@ -103,10 +106,11 @@ impl Remote {
             thread: Mutex::new(None),
             status: Mutex::new(None),
         });
-        let (client, scope, pending) = (
+        let (client, scope, pending, lost) = (
             Arc::clone(&self.client),
             self.scope,
             Arc::clone(&self.pending),
+            Arc::clone(&self.lost),
         );
         let theirs = Arc::clone(&run);
         let thread = std::thread::spawn(move || {
@@ -125,9 +129,14 @@ impl Remote {
                 scope,
                 command,
                 stdio,
-                &mut |r| {
-                    if let Ok(mut p) = pending.lock() {
-                        p.push(r.clone());
+                &mut |r| match r {
+                    Report::Record(r) => {
+                        if let Ok(mut p) = pending.lock() {
+                            p.push(r.clone());
+                        }
+                    }
+                    Report::Lost(n) => {
+                        lost.fetch_add(n, Ordering::Relaxed);
                     }
                 },
                 &|| theirs.stop.load(Ordering::SeqCst),
@@ -163,6 +172,12 @@ impl Remote {
             .lock()
             .map(|mut p| std::mem::take(&mut *p))
             .unwrap_or_default()
+    }
+
+    /// The audit records the kernel lost while long-lived processes ran, since the last
+    /// take: as the service reported them with their denials ([`Remote::denials`]).
+    pub(super) fn take_lost(&self) -> u64 {
+        self.lost.swap(0, Ordering::Relaxed)
     }
 
     /// Runs `spec` in the scope: as [`super::Sandbox::run_until`].
@@ -218,7 +233,12 @@ impl Remote {
             self.scope,
             command,
             stdio,
-            &mut |r| denials.push(r.clone()),
+            // `exited` carries the total lost.
+            &mut |r| {
+                if let Report::Record(r) = r {
+                    denials.push(r.clone());
+                }
+            },
             &should_stop,
         );
         // Only the command holds the write ends now; once it is gone the readers end.

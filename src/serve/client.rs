@@ -64,6 +64,16 @@ pub struct Ended {
     pub lost_records: u64,
 }
 
+/// What the service reports of a command while it runs, as [`Client::run`] hands it on.
+#[derive(Debug, Clone, Copy)]
+pub enum Report<'a> {
+    /// One of the scope's denials (or, in learn mode, an access learned).
+    Record(&'a AuditRecord),
+    /// This many of the kernel's audit records were lost since the last report of it: the
+    /// records reported may miss denials. [`Ended::lost_records`] is their total.
+    Lost(u64),
+}
+
 /// What [`Client::run`] starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandLine {
@@ -176,9 +186,9 @@ impl Client {
         }
     }
 
-    /// Runs `command` in `scope`, its standard streams on `stdio`; shows
-    /// each denial to `on_record` as it comes; asks the service to kill the scope once
-    /// `interrupted` turns true. Returns how the command ended.
+    /// Runs `command` in `scope`, its standard streams on `stdio`; shows each denial, and
+    /// each count of records lost, to `on_report` as it comes; asks the service to kill the
+    /// scope once `interrupted` turns true. Returns how the command ended.
     ///
     /// # Errors
     /// [`ClientError::Refused`] when it could not start (126, 127) or the request was bad.
@@ -187,7 +197,7 @@ impl Client {
         scope: u64,
         command: CommandLine,
         stdio: [RawFd; 3],
-        on_record: &mut dyn FnMut(&AuditRecord),
+        on_report: &mut dyn FnMut(Report<'_>),
         interrupted: &dyn Fn() -> bool,
     ) -> Result<Ended, ClientError> {
         let request = Request::Spawn {
@@ -214,7 +224,8 @@ impl Client {
             };
             match response {
                 Response::Spawned { .. } => {}
-                Response::Record(record) => on_record(&record),
+                Response::Record(record) => on_report(Report::Record(&record)),
+                Response::Lost { records } => on_report(Report::Lost(records)),
                 Response::Exited {
                     code,
                     timed_out,

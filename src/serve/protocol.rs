@@ -116,6 +116,15 @@ pub enum Response {
     },
     /// One audit record of a scope (a denial, or in learn mode an allowed access).
     Record(Box<AuditRecord>),
+    /// Audit records the kernel lost while the command ran, counted since the last `lost`
+    /// (or the `spawned`): any may have been one of the scope's denials, so the records sent
+    /// may be incomplete. Sent beside the records as the service learns of them, so that the
+    /// client of a long-lived command (an MCP server) can say so while it runs; `exited`'s
+    /// `lost_records` is their total.
+    Lost {
+        /// How many, at least 1.
+        records: u64,
+    },
     /// The command ended; every record it caused was sent before this.
     Exited {
         /// Its exit status as a shell reports it: the code, or 128 + the signal number.
@@ -315,6 +324,26 @@ mod tests {
         let header = [frame[0], frame[1], frame[2], frame[3]];
         assert_eq!(body_length(header), Ok(frame.len() - HEADER));
         assert_eq!(decode::<Request>(&frame[HEADER..]), Ok(request));
+    }
+
+    /// The records lost while a command runs are a frame of their own, spelled as the
+    /// protocol's table in `docs/serve.md` says; `exited` leaves its total out when 0.
+    #[test]
+    fn lost_records_are_sent_as_they_come_and_totalled_at_the_end() {
+        let lost = Response::Lost { records: 12 };
+        let frame = encode(&lost).unwrap_or_default();
+        assert_eq!(&frame[HEADER..], br#"{"lost":{"records":12}}"#);
+        assert_eq!(decode::<Response>(&frame[HEADER..]), Ok(lost));
+        let quiet = Response::Exited {
+            code: 0,
+            timed_out: false,
+            lost_records: 0,
+        };
+        let frame = encode(&quiet).unwrap_or_default();
+        assert_eq!(
+            &frame[HEADER..],
+            br#"{"exited":{"code":0,"timed_out":false}}"#
+        );
     }
 
     #[test]

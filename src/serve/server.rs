@@ -895,7 +895,8 @@ impl<'s> Connection<'s> {
         })
     }
 
-    /// Sends the scope's pending audit records: its denials (allowed accesses stay out).
+    /// Sends the scope's pending audit records: its denials (allowed accesses stay out), then
+    /// how many records the kernel lost meanwhile, if any.
     fn send_records(&self, scope: u64) -> Next {
         let Some(live) = self.scopes.get(&scope) else {
             return Next::Continue;
@@ -910,8 +911,11 @@ impl<'s> Connection<'s> {
             }
         }
         let lost = self.service.enforcer.drain_lost(scope);
+        if lost == 0 {
+            return Next::Continue;
+        }
         live.lost.set(live.lost.get() + lost);
-        Next::Continue
+        self.reply(&Response::Lost { records: lost })
     }
 
     fn close(&mut self, scope: u64) {

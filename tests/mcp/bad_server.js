@@ -10,6 +10,9 @@
 //   pages        lists one tool per page, with a next cursor every time
 //   rpc-error    answers its first call with a JSON-RPC error, then echoes
 //   later        as echo, but reads a call's `path` 300 ms after answering it
+//   flood        as echo, but a call with `path` and `marks` writes `marks`/started, waits a
+//                second, tries to read `path` 2,000 times, writes `marks`/flooded, tries once
+//                more 2 s later and answers
 const mode = process.argv[2] || "echo";
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 let buffer = "";
@@ -75,6 +78,27 @@ function handle(m) {
           } catch (e) {}
         }, 300);
         return reply({ content: [{ type: "text", text: "later" }] });
+      }
+      if (mode === "flood" && m.params.arguments && m.params.arguments.marks) {
+        const fs = require("fs");
+        const { path, marks } = m.params.arguments;
+        fs.writeFileSync(marks + "/started", "");
+        setTimeout(() => {
+          for (let k = 0; k < 2000; k++) {
+            try {
+              fs.readFileSync(path);
+            } catch (e) {}
+          }
+          fs.writeFileSync(marks + "/flooded", "");
+          // One more, once bee reads again: its denial comes through whatever was lost.
+          setTimeout(() => {
+            try {
+              fs.readFileSync(path);
+            } catch (e) {}
+            reply({ content: [{ type: "text", text: "flooded" }] });
+          }, 2000);
+        }, 1000);
+        return;
       }
       if (m.params.arguments && m.params.arguments.path) {
         try {

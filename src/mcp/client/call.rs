@@ -14,7 +14,7 @@ use crate::provider::{ToolCall, ToolDef};
 use crate::records::{Enforcement, ToolState};
 use crate::sandbox::Sandbox;
 use crate::session::{Bounds, ToolDenial, ToolExecution, ToolExecutor};
-use crate::tools::denial;
+use crate::tools::{self, denial};
 
 /// How often a waiting call asks whether the run was interrupted.
 const POLL: Duration = Duration::from_millis(50);
@@ -141,6 +141,12 @@ impl ToolExecutor for ServerExecutor {
             .as_ref()
             .map(Sandbox::denials)
             .unwrap_or_default();
+        // Records lost since the server's last call, between calls or during this one: any
+        // may have been one of its denials, said either way.
+        let lost_records = connection
+            .sandbox
+            .as_ref()
+            .map_or(0, Sandbox::take_lost_records);
         let (state, body) = match ended {
             Ended::Result(result) if result.is_error == Some(true) => {
                 (ToolState::Failed, result_text(&result, self.output_cap))
@@ -198,12 +204,12 @@ impl ToolExecutor for ServerExecutor {
         events.extend(denials.iter().filter_map(ToolDenial::from_audit));
         ToolExecution {
             state,
-            content,
+            content: tools::with_lost_records(content, lost_records),
             exit: None,
             denials: events,
             duration: started.elapsed(),
             subagent: None,
-            lost_records: 0,
+            lost_records,
         }
     }
 
