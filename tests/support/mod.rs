@@ -10,6 +10,7 @@
 )]
 
 pub mod agent_run;
+pub mod mcp_client;
 pub mod npm;
 pub mod pip;
 pub mod scripted;

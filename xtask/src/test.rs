@@ -15,12 +15,13 @@
 //!    enforced `bee run` episode — `kernel_agents` — subagents each in its own scope, a
 //!    per-tool scope, Ctrl-C teardown — `kernel_caps` — bee with exactly its minimal
 //!    capability set, and with each capability missing — `kernel_learn` — learn mode, a build
-//!    learned then enforced — and `kernel_review` — the review
-//!    example's episode) on the kernels of `--cli-kernel` (every full-suite kernel by
-//!    default), one more boot each, with the `bee` executable copied in. Each boot starts one
-//!    `bee serve` that the binaries not testing bee's own process ask (`crate::served`), and
-//!    two guests run side by side (`--lanes`). They are built with [`BEE_FEATURES`], so the
-//!    review tools are in that `bee`.
+//!    learned then enforced — `kernel_review` — the review example's episode — and
+//!    `kernel_mcp` — the real filesystem MCP server under bee's client) on the kernels of
+//!    `--cli-kernel` (every full-suite kernel by default), one more boot each, with the `bee`
+//!    executable, `node` and the MCP server (installed from npm here first) copied in. Each
+//!    boot starts one `bee serve` that the binaries not testing bee's own process ask
+//!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
+//!    [`BEE_FEATURES`], so the review tools and the MCP client are in that `bee`.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
 
@@ -33,9 +34,10 @@ use crate::error::{Error, Result};
 use crate::kernels::Tests;
 use crate::vm::{self, AccelChoice, KernelChoice, TestArgs, VmOpts};
 
-/// The features of the command-line kernel tests: `kernel-tests`, and the review tools with
-/// the grammars `.ci/run` tests them with (one set, so cargo builds their crates once).
-pub const BEE_FEATURES: &str = "kernel-tests,sec,astgrep-rust,astgrep-python";
+/// The features of the command-line kernel tests: `kernel-tests`, the MCP client
+/// (`kernel_mcp`), and the review tools with the grammars `.ci/run` tests them with (one set,
+/// so cargo builds their crates once).
+pub const BEE_FEATURES: &str = "kernel-tests,mcp,sec,astgrep-rust,astgrep-python";
 
 /// The features of step 1: the Landlock engine's native tests, and `bee mcp` (whose test
 /// runs under that engine), in one build.
@@ -141,12 +143,18 @@ pub fn run(args: &Args) -> Result<()> {
         .collect();
     if !full.is_empty() {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
+        let servers = mcp_servers()?;
+        let mut bee_opts = opts(
+            full,
+            vec![vm::target_dir().join("debug").join("bee"), NODE.into()],
+            args.lanes,
+        );
+        bee_opts.with.push(servers);
+        // `node` and the server add about 135 MB to the initramfs (310 MB without them),
+        // which the guest's root tmpfs, half its memory, holds beside the tests' files.
+        bee_opts.memory = 3072;
         vm::run_tests(&TestArgs {
-            opts: opts(
-                full,
-                vec![vm::target_dir().join("debug").join("bee")],
-                args.lanes,
-            ),
+            opts: bee_opts,
             package: "bee".to_owned(),
             test: "kernel_*".to_owned(),
             features: BEE_FEATURES.to_owned(),
@@ -166,4 +174,40 @@ pub fn run(args: &Args) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The JavaScript runtime `kernel_mcp`'s server runs on, copied into the guests.
+const NODE: &str = "/usr/bin/node";
+
+/// Installs the MCP server `kernel_mcp` runs (`@modelcontextprotocol/server-filesystem`, at
+/// the release `tests/mcp/server-filesystem.version` pins) where the tests look for it, the
+/// tests' cache under the target directory, unless it is there (`landlock_mcp_client`, in
+/// step 1, installs the same); returns its directory, which the guests get a copy of.
+fn mcp_servers() -> Result<PathBuf> {
+    let pin = vm::repo_root().join("tests/mcp/server-filesystem.version");
+    let version = std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
+    let version = version.trim();
+    let dir = vm::target_dir().join(format!("tmp/mcp-servers/server-filesystem-{version}"));
+    let entry = dir.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    if !entry.is_file() {
+        let spec = format!("@modelcontextprotocol/server-filesystem@{version}");
+        eprintln!("xtask: npm install {spec}");
+        let status = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(&spec)
+            .status()
+            .map_err(|e| Error::Spawn {
+                program: "npm".to_owned(),
+                source: e,
+            })?;
+        if !status.success() || !entry.is_file() {
+            return Err(Error::Command {
+                command: format!("npm install --prefix {} {spec}", dir.display()),
+                status: status.to_string(),
+                detail: format!(": {} is not there after it", entry.display()),
+            });
+        }
+    }
+    Ok(dir)
 }
