@@ -8,6 +8,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::json;
@@ -96,6 +97,33 @@ fn stopped_through_the_flood(
         .unwrap_or_else(|e| unreachable!("cannot wait for bee: {e}"))
 }
 
+/// Runs `bee ARGS` in `cwd` (also its `HOME`) with a receive buffer of a few records, and
+/// stops it through the flood its command runs in `ws` ([`stopped_through_the_flood`]).
+fn bee_through_the_flood(args: &[&str], cwd: &Path, ws: &Path) -> std::process::Output {
+    let bee = std::process::Command::new(support::bee_exe())
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", cwd)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    stopped_through_the_flood(bee, ws)
+}
+
+/// The output of call `id` in the transcript under `records`: a closure over its text.
+fn outputs(records: &Path) -> impl Fn(&str) -> String + use<> {
+    let text = transcript_text(records);
+    move |id| {
+        tool_result(&text, id)["output"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
 /// A command that ran while the kernel dropped audit records says so after it: its denials
 /// may be incomplete.
 #[test]
@@ -105,17 +133,11 @@ fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
     let script = flood_script(&secret);
-    let bee = std::process::Command::new(support::bee_exe())
-        .args(["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script])
-        .current_dir(&ws)
-        .env("HOME", &ws)
-        .env_remove("XDG_CONFIG_HOME")
-        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
-    let o = stopped_through_the_flood(bee, &ws);
+    let o = bee_through_the_flood(
+        &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
+        &ws,
+        &ws,
+    );
     let err = stderr(&o);
     assert_eq!(code(&o), 0, "{err}");
     assert!(err.contains("bee: denied: open "), "{err}");
@@ -144,35 +166,21 @@ fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomple
         json!({"text": "done"}).to_string(),
     ];
     replay_scenario(dir.path(), "ws", &p, &calls);
-    let records = dir.path().join("records");
-    let bee = std::process::Command::new(support::bee_exe())
-        .args([
+    let o = bee_through_the_flood(
+        &[
             "run",
             "--scenario",
             "scenario.toml",
             "--provider",
             "provider.toml",
-        ])
-        .arg("--records-dir")
-        .arg(&records)
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env_remove("XDG_CONFIG_HOME")
-        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
-    let o = stopped_through_the_flood(bee, &ws);
+            "--records-dir",
+            "records",
+        ],
+        dir.path(),
+        &ws,
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(ws.is_dir());
-    let text = transcript_text(&records);
-    let output = |id: &str| {
-        tool_result(&text, id)["output"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let output = outputs(&dir.path().join("records"));
     let flood = output("flood");
     assert!(flood.contains("[stdout]\nflooded"), "{flood}");
     assert!(
@@ -233,8 +241,8 @@ fn an_mcp_server_call_that_ran_while_records_were_lost_says_its_denials_may_be_i
         json!({"text": "done"}).to_string(),
     ];
     replay_scenario(root, "ws", "session.toml", &calls);
-    let bee = std::process::Command::new(support::bee_exe())
-        .args([
+    let o = bee_through_the_flood(
+        &[
             "run",
             "--config",
             "bee.toml",
@@ -244,24 +252,12 @@ fn an_mcp_server_call_that_ran_while_records_were_lost_says_its_denials_may_be_i
             "provider.toml",
             "--records-dir",
             "records",
-        ])
-        .current_dir(root)
-        .env("HOME", root)
-        .env_remove("XDG_CONFIG_HOME")
-        .env("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
-    let o = stopped_through_the_flood(bee, &ws);
+        ],
+        root,
+        &ws,
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let text = transcript_text(&root.join("records"));
-    let output = |id: &str| {
-        tool_result(&text, id)["output"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let output = outputs(&root.join("records"));
     let flood = output("flood");
     assert!(flood.starts_with("flooded"), "{flood}");
     assert!(
@@ -272,12 +268,11 @@ fn an_mcp_server_call_that_ran_while_records_were_lost_says_its_denials_may_be_i
         flood.contains("\n\nnote: some denials may be missing: the kernel dropped "),
         "{flood}"
     );
-    let lost = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|e| e["event"] == "tool_result" && e["call_id"] == "flood")
-        .and_then(|e| e["lost_records"].as_u64());
-    assert!(lost.is_some_and(|n| n > 0), "{text}");
+    let result = tool_result(&transcript_text(&root.join("records")), "flood");
+    assert!(
+        result["lost_records"].as_u64().is_some_and(|n| n > 0),
+        "{result}"
+    );
     let quiet = output("quiet");
     assert!(quiet.starts_with("echo: "), "{quiet}");
     assert!(!quiet.contains("some denials may be missing"), "{quiet}");
