@@ -53,19 +53,31 @@ fn flood_script(secret: &std::path::Path) -> String {
 /// builds with `landlock-tests`) and the kernel drops records, however fast the machine is.
 /// The sandboxed script, another process, runs on. Returns bee's output once it ends; fails
 /// with what bee printed when a mark does not come within 120 s, or bee exits before.
-fn stopped_through_the_flood(
+fn stopped_through_the_flood(bee: std::process::Child, ws: &Path) -> std::process::Output {
+    let pid = bee.id();
+    reader_stopped_through_the_flood(bee, pid, ws)
+}
+
+/// As [`stopped_through_the_flood`], the process stopped being `reader`, the one whose audit
+/// reader the flood is to overrun (a `bee serve` that `bee` asks, or `bee` itself).
+fn reader_stopped_through_the_flood(
     mut bee: std::process::Child,
-    ws: &std::path::Path,
+    reader: u32,
+    ws: &Path,
 ) -> std::process::Output {
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &reader.to_string()])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     let appear = |name: &str, bee: &mut std::process::Child| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while !ws.join(name).exists() {
             let exited = bee.try_wait().ok().flatten().is_some();
             if exited || std::time::Instant::now() >= deadline {
+                let _ = signal("-CONT");
                 let _ = bee.kill();
-                let _ = std::process::Command::new("kill")
-                    .args(["-CONT", &bee.id().to_string()])
-                    .status();
                 let mut err = String::new();
                 if let Some(mut e) = bee.stdout.take() {
                     let _ = std::io::Read::read_to_string(&mut e, &mut err);
@@ -82,17 +94,10 @@ fn stopped_through_the_flood(
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     };
-    let signal = |sig: &str, bee: &std::process::Child| {
-        let ok = std::process::Command::new("kill")
-            .args([sig, &bee.id().to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill {sig} failed");
-    };
     appear("started", &mut bee);
-    signal("-STOP", &bee);
+    assert!(signal("-STOP"), "kill -STOP {reader} failed");
     appear("flooded", &mut bee);
-    signal("-CONT", &bee);
+    assert!(signal("-CONT"), "kill -CONT {reader} failed");
     bee.wait_with_output()
         .unwrap_or_else(|e| unreachable!("cannot wait for bee: {e}"))
 }
@@ -272,6 +277,114 @@ fn an_mcp_server_call_that_ran_while_records_were_lost_says_its_denials_may_be_i
     assert!(
         result["lost_records"].as_u64().is_some_and(|n| n > 0),
         "{result}"
+    );
+    let quiet = output("quiet");
+    assert!(quiet.starts_with("echo: "), "{quiet}");
+    assert!(!quiet.contains("some denials may be missing"), "{quiet}");
+}
+
+/// The same MCP server flood by an ordinary user's server, in a scope of a `bee serve` (the
+/// Landlock engine's, with a receive buffer of a few records): the service is stopped through
+/// the flood, sends `lost` frames once it reads again, and the client says so in that call's
+/// result.
+#[cfg(feature = "mcp")]
+#[test]
+fn an_mcp_server_call_through_bee_serve_that_ran_while_records_were_lost_says_so() {
+    use std::os::unix::process::CommandExt as _;
+    use support::serve::{
+        NOBODY, ceiling_with_bee, ok, policy, policy_text, start_granting_with_env, ws,
+    };
+
+    let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
+    let service = start_granting_with_env("", &[("BEE_TEST_AUDIT_RECEIVE_BUFFER", "1")]);
+    ceiling_with_bee(&service);
+    let ws = ws(&service);
+    let server = ws.join("bad_server.js");
+    ok(std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/bad_server.js"),
+        &server,
+    ));
+    let tree = format!("{}/**", ws.display());
+    let session = policy(&service, "session.toml", &tree, &tree);
+    // The server reads its script, not the secret the session may read, and writes its
+    // marks in `pub/`.
+    let marks = ws.join("pub");
+    let server_policy = ws.join("server.toml");
+    ok(std::fs::write(
+        &server_policy,
+        policy_text(
+            &server.display().to_string(),
+            &format!("{}/**", marks.display()),
+        ),
+    ));
+    // Made by root; bee, run as nobody, keeps its state there too.
+    ok(std::fs::create_dir_all(ws.join(".bee")));
+    ok(std::fs::set_permissions(
+        ws.join(".bee"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    ));
+    ok(std::fs::write(
+        ws.join(".bee/config.toml"),
+        format!(
+            "[mcp.servers.bad]\ncommand = \"/usr/bin/node\"\nargs = [{:?}, \"flood\"]\npolicy = {:?}\n",
+            server.display().to_string(),
+            server_policy.display().to_string()
+        ),
+    ));
+    let secret = ws.join("secret");
+    let calls = [
+        tool_call(
+            "flood",
+            "bad__echo",
+            &json!({"path": secret, "marks": marks}),
+        ),
+        tool_call("settle", "shell", &json!({"command": "sleep 2"})),
+        tool_call("settled", "bad__echo", &json!({"text": "settled"})),
+        tool_call("quiet", "bad__echo", &json!({"text": "calm"})),
+        json!({"text": "done"}).to_string(),
+    ];
+    replay_scenario(&ws, ".", &session.display().to_string(), &calls);
+    let records = service.dir.path().join("records");
+    ok(std::fs::create_dir_all(&records));
+    ok(std::fs::set_permissions(
+        &records,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    ));
+    let bee = std::process::Command::new(support::bee_exe())
+        .args([
+            "run",
+            "--scenario",
+            "scenario.toml",
+            "--provider",
+            "provider.toml",
+        ])
+        .arg("--records-dir")
+        .arg(&records)
+        .current_dir(&ws)
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", &ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
+    let reader = service
+        .pid()
+        .unwrap_or_else(|| unreachable!("the service is not running"));
+    let o = reader_stopped_through_the_flood(bee, reader, &marks);
+    assert_eq!(code(&o), 0, "{}{}", stderr(&o), service.log());
+    let output = outputs(&records);
+    let flood = output("flood");
+    assert!(flood.starts_with("flooded"), "{flood}");
+    assert!(
+        flood.contains(&format!("open {} for read", secret.display())),
+        "{flood}"
+    );
+    assert!(
+        flood.contains("\n\nnote: some denials may be missing: the kernel dropped "),
+        "{flood}"
     );
     let quiet = output("quiet");
     assert!(quiet.starts_with("echo: "), "{quiet}");

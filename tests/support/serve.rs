@@ -14,6 +14,8 @@ pub struct Service {
     /// The directory of the socket, the ceilings, the state and the log.
     pub dir: tempfile::TempDir,
     engine: &'static str,
+    /// Environment variables the service is started with, beside the test's own.
+    env: Vec<(&'static str, &'static str)>,
     child: Option<Child>,
 }
 
@@ -22,6 +24,16 @@ impl Service {
     /// after `prepare(dir)` has made whatever the test needs there.
     pub fn start(
         engine: &'static str,
+        prepare: impl FnOnce(&Path),
+        ceiling: impl FnOnce(&Path) -> String,
+    ) -> Self {
+        Self::start_with_env(engine, &[], prepare, ceiling)
+    }
+
+    /// As [`Service::start`], the service's environment having `env` too.
+    pub fn start_with_env(
+        engine: &'static str,
+        env: &[(&'static str, &'static str)],
         prepare: impl FnOnce(&Path),
         ceiling: impl FnOnce(&Path) -> String,
     ) -> Self {
@@ -39,6 +51,7 @@ impl Service {
         let mut service = Self {
             dir,
             engine,
+            env: env.to_vec(),
             child: None,
         };
         service.spawn();
@@ -54,6 +67,7 @@ impl Service {
             .arg(self.socket())
             .arg("--ceilings")
             .arg(self.dir.path().join("ceilings"))
+            .envs(self.env.iter().copied())
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| unreachable!("{e}"));
@@ -179,8 +193,14 @@ pub fn start() -> Service {
 
 /// As [`start`], the ceiling granting `net` (TOML tables) too.
 pub fn start_granting(net: &str) -> Service {
-    Service::start(
+    start_granting_with_env(net, &[])
+}
+
+/// As [`start_granting`], the service's environment having `env` too.
+pub fn start_granting_with_env(net: &str, env: &[(&'static str, &'static str)]) -> Service {
+    Service::start_with_env(
         "landlock",
+        env,
         |dir| {
             let ws = dir.join("ws");
             ok(std::fs::create_dir_all(ws.join("pub")));
