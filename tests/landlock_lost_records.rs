@@ -17,9 +17,16 @@ use support::{code, replay_scenario, stderr, tool_call, tool_result, transcript_
 /// Held by each test for its whole flood.
 static FLOOD: Mutex<()> = Mutex::new(());
 
-/// A scratch directory with a workspace `ws/` in it, and a version 1 policy (beside `ws/`)
-/// that reads and writes the whole workspace and runs `cat`, `dash` and `sleep`.
-fn writable_workspace() -> (tempfile::TempDir, std::path::PathBuf, String) {
+/// A scratch directory with a workspace `ws/` in it, a version 1 policy (beside `ws/`) that
+/// reads and writes the whole workspace and runs `cat`, `dash` and `sleep`, and a `secret`
+/// beside `ws/` that the policy does not grant: the directory, `ws/`, the policy's path and
+/// the secret's.
+fn writable_workspace() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    String,
+    std::path::PathBuf,
+) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
     let ws = dir.path().join("ws");
     std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
@@ -31,7 +38,9 @@ fn writable_workspace() -> (tempfile::TempDir, std::path::PathBuf, String) {
     );
     let p = dir.path().join("p.toml");
     std::fs::write(&p, text).unwrap_or_else(|e| unreachable!("{e}"));
-    (dir, ws, p.display().to_string())
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    (dir, ws, p.display().to_string(), secret)
 }
 
 /// The script of a flood: it says it began (`ws/started`), waits a second, runs eight loops
@@ -134,9 +143,7 @@ fn outputs(records: &Path) -> impl Fn(&str) -> String + use<> {
 #[test]
 fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
     let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
-    let (dir, ws, p) = writable_workspace();
-    let secret = dir.path().join("secret");
-    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let (_dir, ws, p, secret) = writable_workspace();
     let script = flood_script(&secret);
     let o = bee_through_the_flood(
         &["exec", "--policy", &p, "--", "/usr/bin/dash", "-c", &script],
@@ -157,9 +164,7 @@ fn a_command_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete
 #[test]
 fn a_tool_call_that_ran_while_records_were_lost_says_its_denials_may_be_incomplete() {
     let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
-    let (dir, ws, p) = writable_workspace();
-    let secret = dir.path().join("secret");
-    std::fs::write(&secret, "top secret\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let (dir, ws, p, secret) = writable_workspace();
     let script = format!("{}; echo flooded", flood_script(&secret));
     // Between them a call that waits: a record the socket drops after the flood's call has
     // ended (its overflow is seen only when the reader next reads) is counted during the
@@ -272,9 +277,8 @@ fn an_mcp_server_call_that_ran_while_records_were_lost_says_its_denials_may_be_i
 #[cfg(feature = "mcp")]
 #[test]
 fn an_mcp_server_call_through_bee_serve_that_ran_while_records_were_lost_says_so() {
-    use std::os::unix::process::CommandExt as _;
     use support::serve::{
-        NOBODY, ceiling_with_bee, ok, policy, policy_text, start_granting_with_env, ws,
+        ceiling_with_bee, episode_as_nobody, ok, policy, policy_text, start_granting_with_env, ws,
     };
 
     let _alone = FLOOD.lock().unwrap_or_else(PoisonError::into_inner);
@@ -325,29 +329,8 @@ fn an_mcp_server_call_through_bee_serve_that_ran_while_records_were_lost_says_so
         tool_call("quiet", "bad__echo", &json!({"text": "calm"})),
         json!({"text": "done"}).to_string(),
     ];
-    replay_scenario(&ws, ".", &session.display().to_string(), &calls);
-    let records = service.dir.path().join("records");
-    ok(std::fs::create_dir_all(&records));
-    ok(std::fs::set_permissions(
-        &records,
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    ));
-    let bee = std::process::Command::new(support::bee_exe())
-        .args([
-            "run",
-            "--scenario",
-            "scenario.toml",
-            "--provider",
-            "provider.toml",
-        ])
-        .arg("--records-dir")
-        .arg(&records)
-        .current_dir(&ws)
-        .env("BEE_SOCKET", service.socket())
-        .env("HOME", &ws)
-        .env_remove("XDG_CONFIG_HOME")
-        .uid(NOBODY)
-        .gid(NOBODY)
+    let (mut bee, records) = episode_as_nobody(&service, &session, &calls);
+    let bee = bee
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

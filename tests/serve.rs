@@ -16,8 +16,8 @@ use bee::serve::client::{Client, ClientError};
 use bee::serve::protocol::{self, Request, Response};
 use bee_core::{CompileOptions, compile_str};
 use support::serve::{
-    NOBODY, Service, ceiling_with_bee, ok, pids_running, policy, policy_text, pub_policy, start,
-    start_granting, with_bee, ws,
+    NOBODY, Service, ceiling_with_bee, episode_as_nobody, ok, pids_running, policy, policy_text,
+    pub_policy, start, start_granting, with_bee, ws,
 };
 use support::{bee_exe, code, text, transcript_text};
 
@@ -734,35 +734,9 @@ fn all_of_ws(service: &Service) -> bee_core::CompiledPolicy {
 /// `bee run` of a one-episode scenario as `nobody` in `ws/`, in place, under `policy`,
 /// its model answering `calls` in order; its records go to `<dir>/records`.
 fn run_as_nobody(service: &Service, policy: &Path, calls: &[&str]) -> (Output, PathBuf) {
-    let ws = ws(service);
     let turns: Vec<String> = calls.iter().map(ToString::to_string).collect();
-    support::replay_scenario(&ws, ".", &policy.display().to_string(), &turns);
-    let records = service.dir.path().join("records");
-    ok(std::fs::create_dir_all(&records));
-    ok(std::fs::set_permissions(
-        &records,
-        std::fs::Permissions::from_mode(0o777),
-    ));
-    let o = output({
-        let mut cmd = Command::new(bee_exe());
-        cmd.args([
-            "run",
-            "--scenario",
-            "scenario.toml",
-            "--provider",
-            "provider.toml",
-        ])
-        .arg("--records-dir")
-        .arg(&records)
-        .current_dir(&ws)
-        .env("BEE_SOCKET", service.socket())
-        .env("HOME", &ws)
-        .env_remove("XDG_CONFIG_HOME")
-        .uid(NOBODY)
-        .gid(NOBODY);
-        cmd
-    });
-    (o, records)
+    let (cmd, records) = episode_as_nobody(service, policy, &turns);
+    (output(cmd), records)
 }
 
 /// `bee run` by an ordinary user: every tool call of the episode runs in one scope the

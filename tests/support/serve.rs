@@ -3,6 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -256,4 +257,36 @@ pub fn with_bee(policy: &str) -> String {
     policy
         .replace("\"/usr/**\",", &format!("\"/usr/**\", \"{exe_dir}/**\","))
         .replace("allow = [", &format!("allow = [\"{exe_dir}/**\", "))
+}
+
+/// `bee run` of a one-episode scenario as [`NOBODY`] in `ws/`, in place, under `policy`,
+/// asking the service, its model answering `turns` in order: the scenario and provider are
+/// written and `<dir>/records` (mode 777) made. Returns the command, not started, and the
+/// records directory.
+pub fn episode_as_nobody(service: &Service, policy: &Path, turns: &[String]) -> (Command, PathBuf) {
+    let ws = ws(service);
+    super::replay_scenario(&ws, ".", &policy.display().to_string(), turns);
+    let records = service.dir.path().join("records");
+    ok(std::fs::create_dir_all(&records));
+    ok(std::fs::set_permissions(
+        &records,
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    let mut cmd = Command::new(bee_exe());
+    cmd.args([
+        "run",
+        "--scenario",
+        "scenario.toml",
+        "--provider",
+        "provider.toml",
+    ])
+    .arg("--records-dir")
+    .arg(&records)
+    .current_dir(&ws)
+    .env("BEE_SOCKET", service.socket())
+    .env("HOME", &ws)
+    .env_remove("XDG_CONFIG_HOME")
+    .uid(NOBODY)
+    .gid(NOBODY);
+    (cmd, records)
 }
