@@ -224,7 +224,7 @@ fn check_invariants(plan: &EnforcementPlan) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(1024))]
 
     /// The kernel-side matcher and the policy language's agree on every star segment.
     #[test]

@@ -9,7 +9,9 @@
 //! * `L/**/T` (and `L/**/T/**`): the tail `T` anywhere below `L`;
 //! * `L/T[k..]` (and `…/**`) for each `k` where `L` itself ends with `T[..k]`: a tail that
 //!   begins inside `L`;
-//! * `L` (or `L/**`) when `L` ends with the whole tail.
+//! * `L` (or `L/**`) when `L` ends with the whole tail;
+//! * `L/**` when the pattern ends in `/**` and the whole tail lies inside `L`, ending before
+//!   its last segment: every path the write rule reaches is then protected.
 //!
 //! An exact write rule contributes only its own path, when a protected pattern matches it.
 //! Patterns anchored below `/`, and any pattern when a write rule's prefix is `/`, are planned
@@ -79,6 +81,17 @@ pub(crate) fn narrowed<'a>(
         }
         for l in &kept {
             let root = join_segments(l);
+            // The tail ends strictly inside `L` (`L` ending with the tail is the `k = len`
+            // case below): with `/**`, all of `L` and below is protected.
+            let inside = subtree
+                && l.len() > tail.len()
+                && l[..l.len() - 1]
+                    .windows(tail.len())
+                    .any(|w| w == tail.as_slice());
+            if inside {
+                out.push((PathPattern::Subtree { root }, &rule.origin));
+                continue;
+            }
             out.push((anywhere_below(&root, &tail, subtree), &rule.origin));
             for k in 1..=tail.len() {
                 if l.len() >= k && l.ends_with(&tail[..k]) {
@@ -175,5 +188,27 @@ mod tests {
         }
         // With no write rule there is nothing to protect.
         assert_eq!(narrowed(&protect[..2], &[]).len(), 0);
+    }
+
+    #[test]
+    fn a_tail_inside_the_write_prefix_protects_all_of_it() {
+        // `/**/ab/**` matches `/ab/a` and everything below: `ab` lies inside `/ab/a`.
+        let protect = [rule("/**/ab/**"), rule("/**/x/y/**"), rule("/**/ab")];
+        let write = [rule("/ab/a/**"), rule("/q/x/y/z/*.rs")];
+        let planned = narrowed(&protect, &write);
+        let got: Vec<String> = planned.iter().map(|(p, _)| p.to_string()).collect();
+        assert!(got.contains(&"/ab/a/**".to_owned()), "{got:?}");
+        assert!(got.contains(&"/q/x/y/z/**".to_owned()), "{got:?}");
+        for p in [
+            "/ab/a",
+            "/ab/a/b",
+            "/ab/a/ab",
+            "/q/x/y/z/m.rs",
+            "/ab/a/c/ab",
+        ] {
+            let full = protect.iter().any(|r| r.pattern.matches(p));
+            let part = planned.iter().any(|(n, _)| n.matches(p));
+            assert_eq!(full, part, "{p}");
+        }
     }
 }
