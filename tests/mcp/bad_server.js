@@ -11,8 +11,8 @@
 //   rpc-error    answers its first call with a JSON-RPC error, then echoes
 //   later        as echo, but reads a call's `path` 300 ms after answering it
 //   flood        as echo, but a call with `path` and `marks` writes `marks`/started, waits a
-//                second, tries to read `path` 2,000 times, writes `marks`/flooded, tries once
-//                more 2 s later and answers
+//                second, tries to read `path` 2,000 times, writes `marks`/flooded, tries five
+//                more times, one a second, and answers
 const mode = process.argv[2] || "echo";
 const send = (m) => process.stdout.write(JSON.stringify(m) + "\n");
 let buffer = "";
@@ -90,13 +90,21 @@ function handle(m) {
             } catch (e) {}
           }
           fs.writeFileSync(marks + "/flooded", "");
-          // One more, once bee reads again: its denial comes through whatever was lost.
-          setTimeout(() => {
+          // Five more, one a second: once the kernel's queue has drained and bee reads
+          // again, their denials come through whatever was lost.
+          let left = 5;
+          const again = () => {
             try {
               fs.readFileSync(path);
             } catch (e) {}
-            reply({ content: [{ type: "text", text: "flooded" }] });
-          }, 2000);
+            left -= 1;
+            if (left > 0) {
+              setTimeout(again, 1000);
+            } else {
+              reply({ content: [{ type: "text", text: "flooded" }] });
+            }
+          };
+          setTimeout(again, 1000);
         }, 1000);
         return;
       }
