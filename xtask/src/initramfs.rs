@@ -12,8 +12,11 @@ use std::process::Command;
 use crate::error::{Result, io_err};
 use crate::sh;
 
-/// Where the guest's `/init` finds the kernel's overlayfs module ([`Initramfs::add_overlay`]).
-const OVERLAY_GUEST: &str = "/lib/modules/bee/overlay.ko";
+/// Where the guest's `/init` finds the kernel's modules ([`Initramfs::add_module`]): `NAME.ko`.
+const MODULES_GUEST: &str = "/lib/modules/bee";
+
+/// The modules `/init` loads, in order, where the initramfs has them.
+const MODULES: [&str; 2] = ["overlay", "binfmt_misc"];
 
 /// Where the static busybox sits inside the guest.
 const BUSYBOX_GUEST: &str = "/bin/busybox";
@@ -98,17 +101,17 @@ impl Initramfs {
         self.insert(guest, Entry::HostFile(host.to_owned()));
     }
 
-    /// Adds the kernel's overlayfs module (`overlay.ko`, or `overlay.ko.xz` as the package has
-    /// it) where `/init` loads it from: Debian builds overlayfs as a module, and the guest loads
-    /// no module by itself. `/init` decompresses an `.xz` one with busybox's `xzcat` first
-    /// (busybox's `insmod` takes no compressed module).
-    pub fn add_overlay(&mut self, module: &Path) {
-        let guest = if module.extension().is_some_and(|e| e == "xz") {
-            format!("{OVERLAY_GUEST}.xz")
+    /// Adds the kernel's module `name` (one of [`MODULES`]: `NAME.ko`, or `NAME.ko.xz` as the
+    /// package has it) where `/init` loads it from: Debian builds overlayfs and binfmt_misc
+    /// as modules, and the guest loads no module by itself. `/init` decompresses an `.xz` one
+    /// with busybox's `xzcat` first (busybox's `insmod` takes no compressed module).
+    pub fn add_module(&mut self, name: &str, module: &Path) {
+        let xz = if module.extension().is_some_and(|e| e == "xz") {
+            ".xz"
         } else {
-            OVERLAY_GUEST.to_owned()
+            ""
         };
-        self.add_file(module, Path::new(&guest));
+        self.add_file(module, Path::new(&format!("{MODULES_GUEST}/{name}.ko{xz}")));
     }
 
     /// Adds a symbolic link at `guest` pointing to `target` (replacing any
@@ -296,13 +299,16 @@ pub fn init_script(
          m tmpfs /run\n\
          ip link set lo up 2>/dev/null\n",
     );
-    // overlayfs, for the conformance suite's overlay cases; a failure is said, and those
-    // cases then fail on their mount.
-    s.push_str(&format!(
-        "o={OVERLAY_GUEST}\n\
-         [ -f $o.xz ] && xzcat $o.xz > $o\n\
-         [ -f $o ] && {{ insmod $o || echo \"bee-vm: insmod $o failed\"; }}\n"
-    ));
+    // overlayfs, for the conformance suite's overlay cases, and binfmt_misc, mounted where
+    // systemd mounts it, for kernel_learn's; a failure is said, and those tests then fail.
+    for name in MODULES {
+        s.push_str(&format!(
+            "o={MODULES_GUEST}/{name}.ko\n\
+             [ -f $o.xz ] && xzcat $o.xz > $o\n\
+             [ -f $o ] && {{ insmod $o || echo \"bee-vm: insmod $o failed\"; }}\n"
+        ));
+    }
+    s.push_str("[ -d /proc/sys/fs/binfmt_misc ] && m binfmt_misc /proc/sys/fs/binfmt_misc\n");
     for (k, v) in env {
         s.push_str(&format!("export {k}={}\n", shell_quote(v)));
     }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result, io_err};
 use crate::sh;
 
 mod unpacked;
-use unpacked::{find_overlay, find_vmlinuz};
+use unpacked::{find_binfmt_misc, find_overlay, find_vmlinuz};
 
 /// What `cargo xtask test` runs on a kernel of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +174,10 @@ pub struct Kernel {
     /// which the guest's `/init` loads: Debian builds overlayfs as a module, and the
     /// conformance suite mounts one.
     pub overlay: PathBuf,
+    /// The package's binfmt_misc module (`fs/binfmt_misc.ko`, `.ko.xz`), which `/init` loads
+    /// and mounts at `/proc/sys/fs/binfmt_misc` where the package has one (`kernel_learn`
+    /// tries to register an interpreter from a scope).
+    pub binfmt_misc: Option<PathBuf>,
 }
 
 impl Kernel {
@@ -468,6 +472,7 @@ pub fn fetch(entry: &'static Entry, apt: &mut Apt, cache: &Path) -> Result<Kerne
             version,
             vmlinuz,
             overlay,
+            binfmt_misc: find_binfmt_misc(&dir),
         });
     }
     // Unpacked before its modules were wanted (a split package's), or incomplete: again.
@@ -493,6 +498,7 @@ pub fn fetch(entry: &'static Entry, apt: &mut Apt, cache: &Path) -> Result<Kerne
         version,
         vmlinuz,
         overlay,
+        binfmt_misc: find_binfmt_misc(&dir),
     })
 }
 

@@ -291,7 +291,10 @@ fn build_initramfs(
 ) -> Result<PathBuf> {
     let mut fs_ = Initramfs::new();
     fs_.add_busybox(Path::new(HOST_BUSYBOX))?;
-    fs_.add_overlay(&kernel.overlay);
+    fs_.add_module("overlay", &kernel.overlay);
+    if let Some(module) = &kernel.binfmt_misc {
+        fs_.add_module("binfmt_misc", module);
+    }
     if let Some(extra) = extra {
         extra(&mut fs_)?;
     }
