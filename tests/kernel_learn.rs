@@ -139,15 +139,27 @@ fn what_no_policy_can_grant_stays_refused_in_learn_mode() {
     let audit = f.root.join("audit.jsonl");
     let out = f.root.join("learned.toml");
     let node = f.workspace.join("null2");
+    // The guest's /init mounts binfmt_misc where systemd does (xtask/src/initramfs.rs).
+    let register = Path::new("/proc/sys/fs/binfmt_misc/register");
+    assert!(
+        register.exists(),
+        "binfmt_misc is not mounted in this guest"
+    );
+    let interpreter = Path::new("/proc/sys/fs/binfmt_misc/bee-learn");
     // Leaving the scope's cgroup through the root's cgroup.procs, signalling init (outside the
-    // scope) and creating a device node: each fails, and none is learned.
+    // scope), creating a device node, and registering an interpreter for every program whose
+    // name ends `.beex` on the whole host (the scope runs as root, and binfmt_misc's register
+    // file is root's to write, mode 0200, no capability needed): each fails, and none is
+    // learned.
     let script = format!(
         "echo $$ > /sys/fs/cgroup/cgroup.procs && echo ESCAPED; \
          kill -0 1 && echo SIGNALLED; \
          mknod {node} c 1 3 && echo DEVICE; \
          grep -q '^0::/$' /proc/self/cgroup && echo AT-ROOT; \
+         echo ':bee-learn:E::beex::/bin/true:' > {register} && echo REGISTERED; \
          exit 0",
-        node = node.display()
+        node = node.display(),
+        register = register.display()
     );
     let o = bee(
         &[
@@ -167,10 +179,11 @@ fn what_no_policy_can_grant_stays_refused_in_learn_mode() {
     );
     let (stdout, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(code(&o), 0, "{err}");
-    for escape in ["ESCAPED", "SIGNALLED", "DEVICE", "AT-ROOT"] {
+    for escape in ["ESCAPED", "SIGNALLED", "DEVICE", "AT-ROOT", "REGISTERED"] {
         assert!(!stdout.contains(escape), "{escape}: {stdout}\n{err}");
     }
     assert!(!node.exists());
+    assert!(!interpreter.exists(), "an interpreter was registered");
     let recs = records(&audit);
     let find = |hook: &str| {
         recs.iter()
@@ -187,11 +200,18 @@ fn what_no_policy_can_grant_stays_refused_in_learn_mode() {
         err.contains("bee: denied: open /sys/fs/cgroup/cgroup.procs for write"),
         "{err}"
     );
+    let registration = recs
+        .iter()
+        .find(|r| r["hook"] == "file_open" && r["path"] == register.display().to_string())
+        .unwrap_or_else(|| panic!("no record of the registration: {recs:?}"));
+    assert_eq!(registration["verdict"], "deny", "{registration}");
+    assert!(registration.get("learn").is_none(), "{registration}");
     // Nothing of it reaches the learned policy (its comments name the command).
     let learned = std::fs::read_to_string(&out).unwrap();
     let grants = rules(&learned);
     assert!(!grants.contains("cgroup.procs"), "{learned}");
     assert!(!grants.contains("null2"), "{learned}");
+    assert!(!grants.contains("binfmt_misc"), "{learned}");
 }
 
 #[test]

@@ -89,7 +89,7 @@ impl Learn {
             "bee: LEARN MODE: {} is NOT enforced. Accesses it denies are ALLOWED and recorded \
              (marked `learn`), and a policy that allows them will be written to {}. What no \
              policy can grant (bpf, mounts, device nodes, other cgroups, writes to cgroupfs, \
-             bpffs, /proc and /sys) is still refused. Run only commands you trust this way.",
+             bpffs, binfmt_misc, /proc and /sys) is still refused. Run only commands you trust this way.",
             self.base_path.display(),
             self.out.display()
         );

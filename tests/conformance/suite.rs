@@ -438,6 +438,9 @@ pub fn run_all(
             stderr(&o)
         )];
     }
+    // What bee reported of the batch's refusals, for a failure to name.
+    let err = stderr(&o);
+    let denials: Vec<&str> = err.lines().filter(|l| l.contains("denied")).collect();
     cases
         .iter()
         .zip(statuses)
@@ -451,7 +454,7 @@ pub fn run_all(
             (got != Some(expected)).then(|| {
                 format!(
                     "{file} {} ({}): expected {expected:?} under {engine:?}, bee-probe {} \
-                     exited {status}",
+                     exited {status}; the batch's denials: {denials:?}",
                     case.selftest,
                     case.what,
                     case.op.join(" ")

@@ -125,6 +125,9 @@ pub enum Hook {
     /// rule would have let be made, and 0 for what no policy grants. Made in user space, never
     /// by the kernel programs.
     Seccomp = 43,
+    /// `uring_override_creds`: an io_uring request run under a registered personality, credentials
+    /// other than the submitting task's own (always denied in a scope).
+    UringOverrideCreds = 44,
 }
 
 /// [`Hook::DnsQuery`] `port`: no host rule names the queried name; it was answered NXDOMAIN
@@ -139,7 +142,7 @@ pub const DNS_REFUSED_ADDRESS: u16 = 2;
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 43] = [
+    pub const ALL: [Hook; 44] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -183,6 +186,7 @@ impl Hook {
         Hook::TaskSetrlimit,
         Hook::DnsQuery,
         Hook::Seccomp,
+        Hook::UringOverrideCreds,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -237,6 +241,7 @@ impl Hook {
             Hook::TaskSetrlimit => "task_setrlimit",
             Hook::DnsQuery => "dns_query",
             Hook::Seccomp => "seccomp",
+            Hook::UringOverrideCreds => "uring_override_creds",
         }
     }
 }

@@ -280,11 +280,55 @@ static __always_inline struct bee_scope *scope_of(__u64 cgid)
 	return bpf_map_lookup_elem(&bee_scopes, &cgid);
 }
 
+/* Whether the current task runs the kernel's own act: under credentials the
+ * kernel put in place of the task's own (override_creds, so `cred` is not
+ * `real_cred`) that hold a capability of BEE_CAPS_DENIED, which no task of a
+ * scope holds (the launch empties the bounding set and sets no_new_privs).
+ * overlayfs so opens its layers' files, copies a file up and keeps its
+ * trusted.overlay attributes, with its mounter's credentials, inside an act of
+ * the task that the hooks decided by the path the task named (Landlock, which
+ * decides by the credentials a check runs under, lets the same acts pass).
+ * Only the hooks those acts reach ask (own_act_scope): file_open, the inode
+ * attribute hooks and capable. Every other hook decides whatever the
+ * credentials: the kernel also acts under its own for a task in ways the task
+ * steers (a DNS upcall for a name it looked up, dns_query, reaches
+ * key_permission), and those stay the task's. Credentials a task of a scope
+ * puts in place itself (io_uring runs a request under the submitter's;
+ * faccessat(2) under its real ids) are its own, without such a capability,
+ * and are decided; an io_uring personality, the one way to run a request under
+ * another task's, is refused (uring_override_creds). */
+static __always_inline int kernel_acting(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	const struct cred *cur = BPF_CORE_READ(task, cred);
+	__u64 eff = 0;
+
+	if (!cur || cur == BPF_CORE_READ(task, real_cred))
+		return 0;
+	/* kernel_cap_t is one u64 from 6.3 and two u32 (low word first) before:
+	 * the same eight bytes. */
+	bpf_probe_read_kernel(&eff, sizeof(eff),
+			      (void *)cur + bpf_core_field_offset(struct cred, cap_effective));
+	return (eff & BEE_CAPS_DENIED) != 0;
+}
+
 /* The scope of the current task, or NULL. */
 static __always_inline struct bee_scope *current_scope(__u64 *cgid)
 {
 	*cgid = bpf_get_current_cgroup_id();
 	return scope_of(*cgid);
+}
+
+/* current_scope for the hooks overlayfs's own acts reach: NULL also while the
+ * task runs the kernel's own act (kernel_acting, asked only of a task in a
+ * scope: a task outside every scope reads no credentials). */
+static __always_inline struct bee_scope *own_act_scope(__u64 *cgid)
+{
+	struct bee_scope *scope = current_scope(cgid);
+
+	if (scope && kernel_acting())
+		return NULL;
+	return scope;
 }
 
 /* A zeroed event with the task fields filled in, or NULL. */
@@ -339,8 +383,9 @@ enum need {
  * mode never allows anything silently. Everything else stays denied: what no
  * policy can grant (decide_family, decide_plain, capable, device nodes),
  * unresolved or truncated paths, non-TCP/UDP peers, and writes to the
- * filesystems through which a scope could leave its cgroup or touch
- * enforcement (cgroup.procs, pins, LSM and tracing knobs, /proc and /sys). */
+ * filesystems through which a scope could leave its cgroup, touch
+ * enforcement or change how the host runs programs (cgroup.procs, pins, LSM
+ * and tracing knobs, /proc and /sys, binfmt_misc's interpreters). */
 
 /* Whether a write under dentry stays denied in learn mode. */
 static __always_inline int learn_fs_refused(struct dentry *dentry)
@@ -350,7 +395,8 @@ static __always_inline int learn_fs_refused(struct dentry *dentry)
 	return !dentry || magic == BEE_CGROUP_SUPER_MAGIC || magic == BEE_CGROUP2_SUPER_MAGIC ||
 	       magic == BEE_BPF_FS_MAGIC || magic == BEE_SYSFS_MAGIC ||
 	       magic == BEE_PROC_SUPER_MAGIC || magic == BEE_SECURITYFS_MAGIC ||
-	       magic == BEE_DEBUGFS_MAGIC || magic == BEE_TRACEFS_MAGIC;
+	       magic == BEE_DEBUGFS_MAGIC || magic == BEE_TRACEFS_MAGIC ||
+	       magic == BEE_BINFMTFS_MAGIC;
 }
 
 /* The deny to enforce for a denial being reported in ev: 0 (and the event
@@ -1453,7 +1499,7 @@ SEC("lsm/file_open")
 int BPF_PROG(bee_file_open, struct file *file)
 {
 	__u64 cgid;
-	struct bee_scope *scope = current_scope(&cgid);
+	struct bee_scope *scope = own_act_scope(&cgid);
 	__u32 flags;
 
 	if (!scope || pseudo_file(file))
@@ -1941,7 +1987,7 @@ static __always_inline int inode_scoped_denied(__u32 hook, __u64 cgid,
 static __always_inline int inode_denied(__u32 hook, struct dentry *dentry)
 {
 	__u64 cgid;
-	struct bee_scope *scope = current_scope(&cgid);
+	struct bee_scope *scope = own_act_scope(&cgid);
 
 	if (!scope)
 		return 0;
@@ -1981,7 +2027,7 @@ int bee_inode_setattr(unsigned long long *ctx)
 	__u32 valid;
 
 	/* The scope first: a task outside every scope reads nothing. */
-	scope = current_scope(&cgid);
+	scope = own_act_scope(&cgid);
 	if (!scope)
 		return 0;
 	/* Each variant loads its arguments at constant offsets in its own asm, so
@@ -2545,7 +2591,7 @@ int BPF_PROG(bee_capable, const struct cred *cred, struct user_namespace *ns, in
 
 	if (cap < 0 || cap > 63 || !(BEE_CAPS_DENIED & BEE_CAP_BIT(cap)))
 		return 0;
-	scope = current_scope(&cgid);
+	scope = own_act_scope(&cgid);
 	if (!scope)
 		return 0;
 	if (!(opts & BEE_CAP_OPT_NOAUDIT)) {
@@ -2556,6 +2602,16 @@ int BPF_PROG(bee_capable, const struct cred *cred, struct user_namespace *ns, in
 		}
 	}
 	return verdict(1);
+}
+
+/* An io_uring request under a registered personality runs with credentials a
+ * task registered, maybe another task's that handed the ring over, which
+ * own_act_scope would take for the kernel's (kernel_acting): refused in a
+ * scope. */
+SEC("lsm/uring_override_creds")
+int BPF_PROG(bee_uring_override_creds, const struct cred *new)
+{
+	return deny_in_scope(BEE_HOOK_URING_OVERRIDE_CREDS);
 }
 
 /* The kernel log (syslog(2), dmesg): /dev/kmsg is decided by its path. */

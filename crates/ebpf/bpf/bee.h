@@ -118,6 +118,7 @@
 #define BEE_SECURITYFS_MAGIC 0x73636673
 #define BEE_DEBUGFS_MAGIC 0x64626720
 #define BEE_TRACEFS_MAGIC 0x74726163
+#define BEE_BINFMTFS_MAGIC 0x42494e4d
 
 /*
  * The path buffer. A path is assembled backwards from the dentry chain: the

@@ -238,6 +238,7 @@ fn verb(hook: Hook) -> &'static str {
         Hook::IpcPermission => "use a SysV IPC object of another scope or of no scope",
         Hook::TaskSetscheduler => "change the scheduling of a process outside the scope",
         Hook::TaskSetrlimit => "change the resource limits of a process outside the scope",
+        Hook::UringOverrideCreds => "run an io_uring request under a registered personality",
         Hook::DnsQuery => "resolve",
         // The refused call itself says what was attempted (`AuditRecord::syscall`).
         Hook::Seccomp => "",
@@ -311,6 +312,7 @@ fn never_granted(hook: Hook) -> bool {
             | Hook::IpcPermission
             | Hook::TaskSetscheduler
             | Hook::TaskSetrlimit
+            | Hook::UringOverrideCreds
     )
 }
 

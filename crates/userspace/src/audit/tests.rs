@@ -182,7 +182,7 @@ fn abstract_unix_sockets_are_never_granted() {
 }
 
 /// Hooks that guard what no policy grants.
-const NEVER: [Hook; 17] = [
+const NEVER: [Hook; 18] = [
     Hook::Bpf,
     Hook::PtraceAccessCheck,
     Hook::TaskKill,
@@ -200,6 +200,7 @@ const NEVER: [Hook; 17] = [
     Hook::IpcPermission,
     Hook::TaskSetscheduler,
     Hook::TaskSetrlimit,
+    Hook::UringOverrideCreds,
 ];
 
 #[test]

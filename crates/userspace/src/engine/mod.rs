@@ -138,10 +138,13 @@ pub const PROGRAMS: &[(&str, &str)] = &[
 /// instead: POSIX ACLs got `inode_set_acl`/`inode_remove_acl` in 6.2; before, they are
 /// extended attributes (`inode_setxattr`, `inode_removexattr`).
 /// 32-bit ioctls got `file_ioctl_compat` in 6.8; before, they reach `file_ioctl`.
+/// `uring_override_creds` exists where io_uring is built in (Linux 5.12 and later); where it
+/// is not, there is no io_uring personality to refuse.
 pub const OPTIONAL_PROGRAMS: &[(&str, &str)] = &[
     ("bee_inode_set_acl", "inode_set_acl"),
     ("bee_inode_remove_acl", "inode_remove_acl"),
     ("bee_file_ioctl_compat", "file_ioctl_compat"),
+    ("bee_uring_override_creds", "uring_override_creds"),
 ];
 
 /// The LSM programs that keep the kernel's directory cache sound (`docs/enforcement.md`, "The

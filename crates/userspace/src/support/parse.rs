@@ -373,6 +373,7 @@ pub const MAP_TYPES: &[(&str, KernelVersion)] = &[
 /// LSM hooks that came after BPF LSM itself ([`BPF_LSM_SINCE`]): the Linux release that
 /// added each. Every other hook bee attaches to is older than BPF LSM.
 pub const LATE_HOOKS: &[(&str, KernelVersion)] = &[
+    ("uring_override_creds", KernelVersion(5, 12)),
     ("userns_create", KernelVersion(6, 1)),
     ("inode_set_acl", KernelVersion(6, 2)),
     ("inode_remove_acl", KernelVersion(6, 2)),

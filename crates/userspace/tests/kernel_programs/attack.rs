@@ -474,6 +474,56 @@ fn io_uring_rename_unlink_link_and_sendmsg_are_checked() {
     expect(&scope, Action::UringUnlinkat { path: t.ws.s("b") }, 0);
 }
 
+/// An io_uring personality is credentials a task chose for its requests: the capable program
+/// lets pass what the kernel does under credentials it put in place of the task's (overlayfs's
+/// mounter's), so a scope may run no request under a personality, even its own credentials and
+/// a path it may read; without the personality the same request reads it.
+#[test]
+fn io_uring_personalities_are_refused() {
+    let t = Trees::new("atk-uring-personality");
+    let scope = t.scope("atk-uring-personality");
+    let readable = t.ws.s("a");
+    expect(
+        &scope,
+        Action::UringPersonalityOpenat {
+            path: readable.clone(),
+        },
+        EPERM,
+    );
+    hook_denied(&scope, Hook::UringOverrideCreds);
+    expect(&scope, Action::UringOpenat { path: readable }, 0);
+}
+
+/// The programs take a task running under credentials other than its own for the kernel
+/// acting (overlayfs's mounter's) only when those credentials hold a capability no task of a
+/// scope holds. io_uring's worker threads run a request under the submitter's current
+/// credentials in place of the ones they started with: after the task installs new ones
+/// (`capset` of its own empty sets), a request it forces to a worker is still decided.
+#[test]
+fn io_uring_workers_under_the_tasks_new_credentials_are_decided() {
+    let t = Trees::new("atk-uring-cred");
+    let scope = t.scope("atk-uring-cred");
+    let secret = t.sec.s("f");
+    expect(
+        &scope,
+        Action::UringAsyncAfterCapset {
+            allowed: t.ws.s("a"),
+            path: secret.clone(),
+        },
+        EPERM,
+    );
+    denial(&events(&scope.cg), Hook::FileOpen, &secret, &scope);
+    // The same sequence reads a file the policy grants.
+    expect(
+        &scope,
+        Action::UringAsyncAfterCapset {
+            allowed: t.ws.s("a"),
+            path: t.ws.s("a"),
+        },
+        0,
+    );
+}
+
 #[test]
 fn sendmmsg_is_checked_per_datagram() {
     let t = Trees::new("atk-mmsg");

@@ -201,6 +201,8 @@ actions! {
     FutimensRo = "futimens-ro" { path: String }
     FsetxattrRo = "fsetxattr-ro" { path: String, name: String }
     UringFsetxattrRo = "uring-fsetxattr-ro" { path: String, name: String }
+    UringPersonalityOpenat = "uring-personality-openat" { path: String }
+    UringAsyncAfterCapset = "uring-async-after-capset" { allowed: String, path: String }
     RtnlBatch = "rtnl-batch" { ip: String }
 }
 
@@ -328,6 +330,10 @@ impl Action {
             Self::FutimensRo { path } => fs_attr::futimens_ro(path),
             Self::FsetxattrRo { path, name } => fs_attr::fsetxattr_ro(path, name),
             Self::UringFsetxattrRo { path, name } => uring::uring_fsetxattr_ro(path, name),
+            Self::UringPersonalityOpenat { path } => uring::uring_personality_openat(path),
+            Self::UringAsyncAfterCapset { allowed, path } => {
+                uring::uring_async_after_capset(allowed, path)
+            }
             Self::RtnlBatch { ip } => net::rtnl_batch(ip),
         }
     }

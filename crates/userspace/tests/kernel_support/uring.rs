@@ -5,10 +5,14 @@ use super::sys::{cstr, errno, xattr_value};
 
 /// Submits one io_uring operation and returns its errno (0 on success).
 pub(super) fn uring_one(entry: &io_uring::squeue::Entry) -> i32 {
-    let mut ring = match io_uring::IoUring::new(4) {
-        Ok(r) => r,
-        Err(e) => return e.raw_os_error().unwrap_or(-1),
-    };
+    match io_uring::IoUring::new(4) {
+        Ok(mut ring) => uring_on(&mut ring, entry),
+        Err(e) => e.raw_os_error().unwrap_or(-1),
+    }
+}
+
+/// Submits one operation on `ring` and returns its errno (0 on success).
+fn uring_on(ring: &mut io_uring::IoUring, entry: &io_uring::squeue::Entry) -> i32 {
     // SAFETY: the entry's buffers outlive the wait below.
     unsafe {
         if ring.submission().push(entry).is_err() {
@@ -127,4 +131,59 @@ pub(super) fn uring_fsetxattr_ro(path: &str, name: &str) -> i32 {
         .build();
         uring_one(&e)
     }
+}
+
+/// The helper action `uring-personality-openat PATH`: the task's own credentials registered as
+/// an io_uring personality (`IORING_REGISTER_PERSONALITY`), then `IORING_OP_OPENAT` of `PATH`
+/// for reading under it. Registering fails with `100 + errno`.
+pub(super) fn uring_personality_openat(path: &str) -> i32 {
+    let mut ring = match io_uring::IoUring::new(4) {
+        Ok(r) => r,
+        Err(e) => return e.raw_os_error().unwrap_or(-1),
+    };
+    let id = match ring.submitter().register_personality() {
+        Ok(id) => id,
+        Err(e) => return 100 + e.raw_os_error().unwrap_or(0),
+    };
+    let p = cstr(path);
+    let e = io_uring::opcode::OpenAt::new(io_uring::types::Fd(libc::AT_FDCWD), p.as_ptr())
+        .flags(libc::O_RDONLY)
+        .build()
+        .personality(id);
+    uring_on(&mut ring, &e)
+}
+
+/// The helper action `uring-async-after-capset ALLOWED PATH`: an `IORING_OP_OPENAT` of
+/// `ALLOWED` forced to io_uring's worker threads (`IOSQE_ASYNC`), so that a worker starts with
+/// the task's credentials; then `capset(2)` of the task's own (empty) sets, which installs new
+/// credentials; then the same for `PATH`. The worker runs the second request under the task's
+/// new credentials in place of its own old ones (`override_creds`). Returns the second
+/// request's errno; the first's or `capset`'s failure as `100 + errno`.
+pub(super) fn uring_async_after_capset(allowed: &str, path: &str) -> i32 {
+    let mut ring = match io_uring::IoUring::new(4) {
+        Ok(r) => r,
+        Err(e) => return e.raw_os_error().unwrap_or(-1),
+    };
+    let open = |p: &std::ffi::CString| {
+        io_uring::opcode::OpenAt::new(io_uring::types::Fd(libc::AT_FDCWD), p.as_ptr())
+            .flags(libc::O_RDONLY)
+            .build()
+            .flags(io_uring::squeue::Flags::ASYNC)
+    };
+    let first = cstr(allowed);
+    let rc = uring_on(&mut ring, &open(&first));
+    if rc != 0 {
+        return 100 + rc;
+    }
+    // A version 3 header (`_LINUX_CAPABILITY_VERSION_3`, this task) and its two data words
+    // (effective, permitted, inheritable each): all empty, the sets a scope's task has.
+    let header: [u32; 2] = [0x2008_0522, 0];
+    let data = [0u32; 6];
+    // SAFETY: capset reads the header and the two data words it needs.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, header.as_ptr(), data.as_ptr()) };
+    if rc != 0 {
+        return 100 + errno();
+    }
+    let second = cstr(path);
+    uring_on(&mut ring, &open(&second))
 }
