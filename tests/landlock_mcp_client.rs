@@ -2,7 +2,9 @@
 //! each in a scope of its own. The real filesystem server (`@modelcontextprotocol/
 //! server-filesystem`, from npm at a pinned version into a cache under the target directory)
 //! reads what its policy grants and is refused by the kernel what it does not, the denial
-//! attributed to the call; a server policy wider than the session's is refused before any
+//! attributed to the call; the real memory server (`@modelcontextprotocol/server-memory`,
+//! the same way) reads its graph and is refused the write that would store an entity; a
+//! server policy wider than the session's is refused before any
 //! model call; servers that crash, never answer, flood or offer too much give `could-not-run`
 //! or a refusal, never a hung session, and leave no process behind. Needs root, Landlock,
 //! node, `npm` and the npm registry; fails, never skips, without them (features `mcp` and
@@ -20,6 +22,11 @@ use support::{code, processes_with, stderr, stdout, tool_call, tool_result};
 fn the_filesystem_server_reads_what_its_policy_grants_and_the_kernel_refuses_the_rest() {
     mcp_client::the_filesystem_server_reads_what_its_policy_grants_and_the_kernel_refuses_the_rest(
     );
+}
+
+#[test]
+fn the_memory_server_reads_its_graph_and_the_kernel_refuses_it_a_write() {
+    mcp_client::the_memory_server_reads_its_graph_and_the_kernel_refuses_it_a_write(false);
 }
 
 #[test]
@@ -314,9 +321,7 @@ fn a_role_naming_an_unknown_server_or_one_wider_than_itself_starts_no_subagent()
         )
         .unwrap_or_else(|e| unreachable!("{e}"));
     }
-    let o = run.run();
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let text = run.transcript();
+    let text = run.completed();
     let ghost = tool_result(&text, "a1");
     assert_ne!(ghost["state"], "completed", "{ghost}");
     assert!(
@@ -360,9 +365,7 @@ fn a_scenario_starts_servers_of_its_own_and_its_bad_tables_name_file_line_and_ke
         json!([BAD_SERVER, "echo", tag])
     );
     std::fs::write(&scenario, format!("{base}{table}")).unwrap_or_else(|e| unreachable!("{e}"));
-    let o = run.run();
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let r = tool_result(&run.transcript(), "c1");
+    let r = tool_result(&run.completed(), "c1");
     assert_eq!(r["output"], "echo: {\"text\":\"mine\"}", "{r}");
 
     std::fs::write(&scenario, format!("{base}{table}timeout_seconds = 0\n"))
@@ -412,9 +415,7 @@ fn what_a_server_is_refused_between_its_calls_is_said_apart_and_kept() {
         &[BAD_SERVER.to_owned()],
         "",
     );
-    let o = run.run();
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let text = run.transcript();
+    let text = run.completed();
     let secret = format!("open {}/secret.txt for read", root.display());
     // Not the call that scheduled it, nor the shell's: the next call of the server says it
     // happened before it.
