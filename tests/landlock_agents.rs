@@ -362,18 +362,8 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
         !results.iter().any(|r| r.contains("top secret")),
         "{results:?}"
     );
-    assert_eq!(
-        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
-        Some("def add(a, b):\n    return a + b\n"),
-        "the fix lands: {results:?}"
-    );
-    // bee recorded both calls and the denial.
-    let text = support::transcript_text(&records);
-    assert_eq!(text.matches("\"event\":\"tool_call\"").count(), 2, "{text}");
-    assert!(
-        text.contains("\"event\":\"denial\"") && text.contains("secret.txt"),
-        "{text}"
-    );
+    // The fix landed; bee recorded both calls and the denial.
+    support::agent_run::fixed_through_bee_mcp(ws, &s.records, &results);
 }
 
 #[test]

@@ -41,25 +41,72 @@ pub fn turns(
     tool_outputs(&turns[commands])
 }
 
-/// Checks that `outputs` (the last turn's) show the kernel's refusals: the secret's read in
-/// the first, and a write to each of `protected` in the second (a read-only file system, or
-/// no permission).
-pub fn refused(outputs: &[String], secret: &Path, protected: &[&Path]) {
+/// The engine an agent's `bee exec` runs under: what it is asked for, how its refusals read
+/// to the agent, and what bee says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// The Landlock engine (natively): a refusal is `EACCES` (Landlock) or `EROFS` (a
+    /// read-only mount).
+    Landlock,
+    /// The BPF LSM (in the VM matrix): a refusal is `EPERM`.
+    BpfLsm,
+}
+
+impl Engine {
+    /// The `--engine` value of `bee exec` and `bee mcp`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Landlock => "landlock",
+            Engine::BpfLsm => "bpf-lsm",
+        }
+    }
+
+    /// How this engine's refusal of a read reads: `EACCES` (Landlock), `EPERM` (the BPF LSM).
+    pub fn read_refused(self) -> &'static str {
+        match self {
+            Engine::Landlock => "Permission denied",
+            Engine::BpfLsm => "Operation not permitted",
+        }
+    }
+
+    /// How this engine's refusal of a write may read: also `EROFS` under the Landlock engine
+    /// (a read-only mount).
+    fn write_refused(self) -> &'static [&'static str] {
+        match self {
+            Engine::Landlock => &["Read-only file system", "Permission denied"],
+            Engine::BpfLsm => &["Operation not permitted"],
+        }
+    }
+}
+
+/// Checks that `outputs` (the last turn's) show the kernel's refusals under `engine`: the
+/// secret's read by `cat` in the first (GNU's `cat: PATH: REASON`, or busybox's `cat: can't
+/// open 'PATH': REASON` in the VM's guests), and a write to each of `protected` in the second.
+pub fn refused_by(engine: Engine, outputs: &[String], secret: &Path, protected: &[&Path]) {
+    let (secret, why) = (secret.display(), engine.read_refused());
     assert!(
-        outputs[0].contains(&format!("cat: {}: Permission denied", secret.display())),
+        outputs[0].contains(&format!("cat: {secret}: {why}"))
+            || outputs[0].contains(&format!("cat: can't open '{secret}': {why}")),
         "{}",
         outputs[0]
     );
     for path in protected {
         let said = |why: &str| format!("{}: {why}", path.display());
         assert!(
-            outputs[1].contains(&said("Read-only file system"))
-                || outputs[1].contains(&said("Permission denied")),
+            engine
+                .write_refused()
+                .iter()
+                .any(|why| outputs[1].contains(&said(why))),
             "{}: {}",
             path.display(),
             outputs[1]
         );
     }
+}
+
+/// [`refused_by`] under the Landlock engine.
+pub fn refused(outputs: &[String], secret: &Path, protected: &[&Path]) {
+    refused_by(Engine::Landlock, outputs, secret, protected);
 }
 
 /// Checks that the fix landed in `ws/app.py`, and that bee explained the refused read of
@@ -107,13 +154,36 @@ pub fn policy(
     path
 }
 
-/// `bee exec --engine landlock --policy POLICY -- /usr/bin/env` in the workspace `ws` with
+/// `bee exec --engine landlock --policy POLICY -- /usr/bin/env` ([`bee_exec_under`]).
+pub fn bee_exec(policy: &Path, ws: &Path, home: &Path) -> std::process::Command {
+    bee_exec_under(Engine::Landlock, policy, ws, home)
+}
+
+/// `bee exec --engine ENGINE --policy POLICY -- /usr/bin/env` in the workspace `ws` with
 /// `HOME` the home `home`, its standard input empty and its outputs captured; the caller
 /// adds the agent's environment and command line.
-pub fn bee_exec(policy: &Path, ws: &Path, home: &Path) -> std::process::Command {
+pub fn bee_exec_under(
+    engine: Engine,
+    policy: &Path,
+    ws: &Path,
+    home: &Path,
+) -> std::process::Command {
+    bee_exec_with(engine, &[], policy, ws, home)
+}
+
+/// [`bee_exec_under`] with `options` of `bee exec`'s own before `--policy` (`--learn OUT`).
+pub fn bee_exec_with(
+    engine: Engine,
+    options: &[&std::ffi::OsStr],
+    policy: &Path,
+    ws: &Path,
+    home: &Path,
+) -> std::process::Command {
     let mut command = std::process::Command::new(super::bee_exe());
     command
-        .args(["exec", "--engine", "landlock", "--policy"])
+        .args(["exec", "--engine", engine.name()])
+        .args(options)
+        .arg("--policy")
         .arg(policy)
         .args(["--", "/usr/bin/env"])
         .current_dir(ws)
@@ -124,11 +194,23 @@ pub fn bee_exec(policy: &Path, ws: &Path, home: &Path) -> std::process::Command 
     command
 }
 
-/// Waits for the agent's `bee exec` (at most `limit`, [`super::scripted::within`]) and
-/// checks that the Landlock engine enforced it, that it exited 0, and that every request the
-/// scripted server saw starts with `request` (the agent's API). Returns bee's standard output
-/// and error, and those requests (request line, body).
+/// [`ended_under`] the Landlock engine, which bee must say enforced it.
 pub fn ended(
+    child: std::process::Child,
+    limit: std::time::Duration,
+    seen: &super::scripted::Seen,
+    request: &str,
+) -> (String, String, Vec<(String, String)>) {
+    let (out, err, seen) = ended_under(child, limit, seen, request);
+    assert!(err.contains("bee: engine: landlock\n"), "{err}");
+    (out, err, seen)
+}
+
+/// Waits for the agent's `bee exec` (at most `limit`, [`super::scripted::within`]) and
+/// checks that it exited 0, and that every request the scripted server saw starts with
+/// `request` (the agent's API). Returns bee's standard output and error, and those requests
+/// (request line, body).
+pub fn ended_under(
     child: std::process::Child,
     limit: std::time::Duration,
     seen: &super::scripted::Seen,
@@ -136,9 +218,27 @@ pub fn ended(
 ) -> (String, String, Vec<(String, String)>) {
     let o = super::scripted::within(child, limit, seen);
     let (out, err) = (super::stdout(&o), super::stderr(&o));
-    assert!(err.contains("bee: engine: landlock\n"), "{err}");
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
     assert!(seen.iter().all(|(r, _)| r.starts_with(request)), "{seen:?}");
     (out, err, seen)
+}
+
+/// Checks what an agent with `bee mcp` as its tools leaves after the scripted read of the
+/// secret and edit of `app.py`: the fix landed in `ws`, and bee's transcript under `records`
+/// holds both calls and the secret's denial. `outputs` (what the agent sent its model) is
+/// printed if the fix is missing.
+pub fn fixed_through_bee_mcp(ws: &Path, records: &Path, outputs: &[String]) {
+    assert_eq!(
+        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
+        Some(FIXED),
+        "the fix lands: {outputs:?}"
+    );
+    let text = super::transcript_text(records);
+    assert_eq!(text.matches("\"event\":\"tool_call\"").count(), 2, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("\"event\":\"denial\"") && l.contains("secret.txt")),
+        "{text}"
+    );
 }

@@ -16,9 +16,11 @@
 //!    per-tool scope, Ctrl-C teardown — `kernel_caps` — bee with exactly its minimal
 //!    capability set, and with each capability missing — `kernel_learn` — learn mode, a build
 //!    learned then enforced — `kernel_review` — the review example's episode — and
-//!    `kernel_mcp` — the real filesystem MCP server under bee's client) on the kernels of
-//!    `--cli-kernel` (every full-suite kernel by default), one more boot each, with the `bee`
-//!    executable, `node` and the MCP server (installed from npm here first) copied in. Each
+//!    `kernel_mcp` — the real filesystem and memory MCP servers under bee's client — and
+//!    `kernel_codex` — the Codex CLI under its profile as written, and with `bee mcp` as its
+//!    tools) on the kernels of `--cli-kernel` (every full-suite kernel by default), one more
+//!    boot each, with the `bee` executable, `node`, `bash`, the MCP servers and Codex's
+//!    native build (all installed from npm here first) copied in. Each
 //!    boot starts one `bee serve` that the binaries not testing bee's own process ask
 //!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
 //!    [`BEE_FEATURES`], so the review tools and the MCP client are in that `bee`.
@@ -144,15 +146,22 @@ pub fn run(args: &Args) -> Result<()> {
     if !full.is_empty() {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
         let servers = mcp_servers()?;
+        let codex = codex()?;
         let mut bee_opts = opts(
             full,
-            vec![vm::target_dir().join("debug").join("bee"), NODE.into()],
+            vec![
+                vm::target_dir().join("debug").join("bee"),
+                NODE.into(),
+                BASH.into(),
+                codex,
+            ],
             args.lanes,
         );
-        bee_opts.with.push(servers);
-        // `node` and the server add about 135 MB to the initramfs (310 MB without them),
-        // which the guest's root tmpfs, half its memory, holds beside the tests' files.
-        bee_opts.memory = 3072;
+        bee_opts.with.extend(servers);
+        // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
+        // Codex about 315 MB: the guest's root tmpfs, half its memory, holds them beside the
+        // tests' files, and the initramfs itself is in memory until it is unpacked.
+        bee_opts.memory = 4096;
         vm::run_tests(&TestArgs {
             opts: bee_opts,
             package: "bee".to_owned(),
@@ -179,35 +188,95 @@ pub fn run(args: &Args) -> Result<()> {
 /// The JavaScript runtime `kernel_mcp`'s server runs on, copied into the guests.
 const NODE: &str = "/usr/bin/node";
 
-/// Installs the MCP server `kernel_mcp` runs (`@modelcontextprotocol/server-filesystem`, at
-/// the release `tests/mcp/server-filesystem.version` pins) where the tests look for it, the
-/// tests' cache under the target directory, unless it is there (`landlock_mcp_client`, in
-/// step 1, installs the same); returns its directory, which the guests get a copy of.
-fn mcp_servers() -> Result<PathBuf> {
-    let pin = vm::repo_root().join("tests/mcp/server-filesystem.version");
+/// The shell `kernel_codex` has Codex run its commands with, copied into the guests.
+const BASH: &str = "/usr/bin/bash";
+
+/// Installs `package@VERSION` from npm under `dir` (`npm install --prefix DIR`, with `args`
+/// before it) unless `file`, which the install makes, is there already.
+fn npm_install(
+    dir: &std::path::Path,
+    args: &[&str],
+    spec: &str,
+    file: &std::path::Path,
+) -> Result<()> {
+    if file.is_file() {
+        return Ok(());
+    }
+    eprintln!("xtask: npm install {spec}");
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund"])
+        .args(args)
+        .arg("--prefix")
+        .arg(dir)
+        .arg(spec)
+        .status()
+        .map_err(|e| Error::Spawn {
+            program: "npm".to_owned(),
+            source: e,
+        })?;
+    if !status.success() || !file.is_file() {
+        return Err(Error::Command {
+            command: format!(
+                "npm install {}--prefix {} {spec}",
+                args.iter().map(|a| format!("{a} ")).collect::<String>(),
+                dir.display()
+            ),
+            status: status.to_string(),
+            detail: format!(": {} is not there after it", file.display()),
+        });
+    }
+    Ok(())
+}
+
+/// Installs the Codex CLI `kernel_codex` runs (`@openai/codex` at the version of
+/// `tests/agents/codex.version`) where the test looks for it, `target/tmp/agents/codex-VERSION`
+/// (as `npm install --global` lays it out), unless it is there; returns its native executable,
+/// which is all of it the test runs (about 315 MB).
+fn codex() -> Result<PathBuf> {
+    let pin = vm::repo_root().join("tests/agents/codex.version");
     let version = std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
     let version = version.trim();
-    let dir = vm::target_dir().join(format!("tmp/mcp-servers/server-filesystem-{version}"));
-    let entry = dir.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
-    if !entry.is_file() {
-        let spec = format!("@modelcontextprotocol/server-filesystem@{version}");
-        eprintln!("xtask: npm install {spec}");
-        let status = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg(&spec)
-            .status()
-            .map_err(|e| Error::Spawn {
-                program: "npm".to_owned(),
-                source: e,
-            })?;
-        if !status.success() || !entry.is_file() {
-            return Err(Error::Command {
-                command: format!("npm install --prefix {} {spec}", dir.display()),
-                status: status.to_string(),
-                detail: format!(": {} is not there after it", entry.display()),
-            });
-        }
-    }
-    Ok(dir)
+    let dir = vm::target_dir().join(format!("tmp/agents/codex-{version}"));
+    let native = dir.join(
+        "lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/\
+         x86_64-unknown-linux-musl/bin/codex",
+    );
+    npm_install(
+        &dir,
+        &["--global"],
+        &format!("@openai/codex@{version}"),
+        &native,
+    )?;
+    Ok(native)
+}
+
+/// The real MCP servers `kernel_mcp` runs, `@modelcontextprotocol/server-NAME` at the
+/// release `tests/mcp/server-NAME.version` pins.
+const MCP_SERVERS: [&str; 2] = ["filesystem", "memory"];
+
+/// Installs the MCP servers `kernel_mcp` runs ([`MCP_SERVERS`]) where the tests look for
+/// them, the tests' cache under the target directory, unless they are there
+/// (`landlock_mcp_client`, in step 1, installs the same); returns their directories, which
+/// the guests get a copy of.
+fn mcp_servers() -> Result<Vec<PathBuf>> {
+    MCP_SERVERS
+        .iter()
+        .map(|name| {
+            let pin = vm::repo_root().join(format!("tests/mcp/server-{name}.version"));
+            let version =
+                std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
+            let version = version.trim();
+            let dir = vm::target_dir().join(format!("tmp/mcp-servers/server-{name}-{version}"));
+            let entry = dir.join(format!(
+                "node_modules/@modelcontextprotocol/server-{name}/dist/index.js"
+            ));
+            npm_install(
+                &dir,
+                &[],
+                &format!("@modelcontextprotocol/server-{name}@{version}"),
+                &entry,
+            )?;
+            Ok(dir)
+        })
+        .collect()
 }

@@ -1,0 +1,205 @@
+//! OpenAI's Codex CLI under the BPF LSM, in the VM matrix: its native build (installed from
+//! npm at the pinned version on the host by `cargo xtask test`, copied into the guest at the
+//! same path) run non-interactively under its shipped profile *as written* — version 3, every
+//! protected name at any depth — against a scripted OpenAI Responses server on loopback. The
+//! scripted model has Codex's own shell tool read a secret outside the workspace, write
+//! Codex's configuration and a git hook (which only version 3's built-in protected set covers
+//! here: the policy names no `.git` rule), and fix a bug: the kernel refuses the first three,
+//! the fix lands, and what Codex sent back to the model shows it. (`landlock_codex` runs the
+//! same scenario natively under the Landlock engine, which needs the profile made version 1.)
+//! And Codex itself unconfined with `bee mcp --engine bpf-lsm` as its tools: the kernel
+//! refuses bee's `read_file` of the secret, and Codex hands bee's explanation to the model.
+//! And Codex in learn mode from a base that writes the workspace only: what it used beyond its
+//! profile is a reviewed list, and the learned policy validates.
+//! Needs the BPF LSM; fails, never skips, without it (features `kernel-tests` and `mcp`).
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::agent_run::{self, Engine};
+use support::codex;
+use support::scripted::{self, Seen};
+
+/// The policy: the shipped profile as version 3 (its `~` the test's home, `./` the
+/// workspace), with the package read and run where npm put it, busybox (the guest's `sh`,
+/// `cat` and `sed`, and `/usr/bin/env`) and `bash` run, and the scripted server on loopback
+/// `port`. Returns its path.
+fn policy(dir: &Path, package: &Path, port: u16) -> std::path::PathBuf {
+    let package = package.display();
+    let text = format!(
+        "version = 3\ninclude = [\"agent-codex\"]\n\
+         [fs]\nread = [\"{package}/**\", \"/bin/**\"]\nwrite = [\"./**\"]\n\
+         [exec]\nallow = [\"{package}/**\", \"/bin/busybox\", \"/usr/bin/bash\"]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    );
+    let path = dir.join("codex.toml");
+    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
+    path
+}
+
+#[test]
+fn codex_under_its_profile_as_written_is_refused_a_secret_its_configuration_and_a_hook() {
+    let codex = codex::codex();
+    let dir = codex::scratch();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, agent_run::SECRET).unwrap_or_else(|e| unreachable!("{e}"));
+    let (ws, home) = (dir.path().join("ws"), dir.path().join("home"));
+    let config_file = home.join(".codex/config.toml");
+    let hook = ws.join(".git/hooks/pre-commit");
+    let commands = codex::commands(&secret, &config_file, &hook);
+    let seen = Seen::default();
+    let port = scripted::server(seen.clone(), codex::model(commands.clone()));
+    let (ws, home, config) = codex::state(dir.path(), port);
+    let policy = policy(dir.path(), &codex.package, port);
+    let mut exec = agent_run::bee_exec_under(Engine::BpfLsm, &policy, &ws, &home);
+    let child = codex::own_environment(&mut exec)
+        .args([
+            "OPENAI_API_KEY=sk-test",
+            "SHELL=/usr/bin/bash",
+            "CODEX_MANAGED_BY_NPM=1",
+        ])
+        .arg(&codex.native)
+        .args(codex::ARGS)
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let (out, err, seen) =
+        agent_run::ended_under(child, Duration::from_secs(600), &seen, "POST /v1/responses");
+    let files = codex::Files {
+        secret: &secret,
+        config: (&config_file, &config),
+        hook: &hook,
+        ws: &ws,
+        home: &home,
+    };
+    codex::ran_as_scripted(Engine::BpfLsm, &files, (&out, &err), &seen, commands.len());
+}
+
+#[test]
+fn codex_with_bee_mcp_as_its_tools_is_refused_a_secret_and_lands_a_fix() {
+    codex::with_bee_mcp(Engine::BpfLsm);
+}
+
+/// What learn mode found Codex using beyond its profile in the guests, reviewed — (capability,
+/// rule) as `bee policy diff --json` names them, with the test's directory as `$DIR`, the
+/// agents' cache as `$AGENTS` and an unlinked file's inode number as `N`. Each is refused
+/// under the profile, and Codex does its work without it (the first test):
+const REVIEWED: &[(&str, &str)] = &[
+    // Learn mode widened the package's reads to the cache above it, which holds this
+    // install only; the profile grants the package.
+    ("fs_read", "$AGENTS/**"),
+    // Codex's watches (inotify) on /etc and on the home directory.
+    ("fs_read", "/etc"),
+    ("fs_read", "$DIR/home"),
+    // The kernel's version, and the shell binary Codex runs its commands with (it runs it).
+    ("fs_read", "/proc/version"),
+    ("fs_read", "/usr/bin/bash"),
+    // Unlinked temporary files in /tmp.
+    ("fs_read", "/tmp/#N"),
+    ("fs_write", "/tmp/#N"),
+    // The base writes the whole workspace; the profile keeps Codex's project configuration
+    // in it (`.codex/`) read-only.
+    ("fs_write", "$DIR/ws/**"),
+    // Codex refreshes its bundled skills (`skills/.system/`); the profile protects
+    // `~/.codex/skills/`, since a skill is instructions to the model.
+    ("fs_write", "$DIR/home/.codex/skills/**"),
+];
+
+#[test]
+fn codex_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() {
+    let codex = codex::codex();
+    let dir = codex::scratch();
+    let commands = vec!["sed -i 's/a - b/a + b/' app.py".to_owned()];
+    let seen = Seen::default();
+    let port = scripted::server(seen.clone(), codex::model(commands.clone()));
+    let (ws, home, _) = codex::state(dir.path(), port);
+    let profile = policy(dir.path(), &codex.package, port);
+    // The base: the workspace written and the scripted server, nothing else.
+    let base = dir.path().join("base.toml");
+    let text = format!(
+        "version = 3\n[fs]\nwrite = [\"./**\"]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    );
+    std::fs::write(&base, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let learned = dir.path().join("learned.toml");
+    let mut exec = agent_run::bee_exec_with(
+        Engine::BpfLsm,
+        &["--learn".as_ref(), learned.as_os_str()],
+        &base,
+        &ws,
+        &home,
+    );
+    let child = codex::own_environment(&mut exec)
+        .args(["OPENAI_API_KEY=sk-test", "SHELL=/usr/bin/bash"])
+        .arg(&codex.native)
+        .args(codex::ARGS)
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let (out, err, _) =
+        agent_run::ended_under(child, Duration::from_secs(600), &seen, "POST /v1/responses");
+    assert_eq!(out.trim(), codex::ANSWER, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("app.py")).ok().as_deref(),
+        Some(agent_run::FIXED),
+        "{err}"
+    );
+    let diff = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
+        .args(["policy", "diff", "--json"])
+        .arg(&profile)
+        .arg(&learned)
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .output()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(diff.status.code(), Some(0), "{}", support::stderr(&diff));
+    let diff: serde_json::Value = serde_json::from_slice(&diff.stdout)
+        .unwrap_or_else(|e| unreachable!("{e}: {}", support::stderr(&diff)));
+    let (tmp, test_dir) = (
+        env!("CARGO_TARGET_TMPDIR"),
+        dir.path().display().to_string(),
+    );
+    let named = |rule: &str| {
+        let rule = rule
+            .replace(&test_dir, "$DIR")
+            .replace(&format!("{tmp}/agents"), "$AGENTS");
+        match rule.strip_prefix("/tmp/#") {
+            Some(ino) if ino.bytes().all(|b| b.is_ascii_digit()) => "/tmp/#N".to_owned(),
+            _ => rule,
+        }
+    };
+    let beyond: Vec<(String, String)> = diff["added"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+            (s(&a["capability"]), named(&s(&a["child"]["rule"])))
+        })
+        .collect();
+    let learned_text = std::fs::read_to_string(&learned).unwrap_or_default();
+    // Some are expected (the base's workspace grant at least): none would mean no diff.
+    assert!(!beyond.is_empty(), "{learned_text}");
+    let unreviewed: Vec<_> = beyond
+        .iter()
+        .filter(|(c, r)| !REVIEWED.contains(&(c.as_str(), r.as_str())))
+        .collect();
+    assert!(
+        unreviewed.is_empty(),
+        "learned beyond the profile, not reviewed: {unreviewed:?}\n{learned_text}"
+    );
+    // Learn mode ran, and its policy is accepted as written.
+    assert!(
+        learned_text.contains("thread_history_1.sqlite") && err.contains("bee: LEARN MODE ended"),
+        "{learned_text}\n{err}"
+    );
+    let valid = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
+        .arg("validate")
+        .arg("--policy")
+        .arg(&learned)
+        .current_dir(&ws)
+        .env("HOME", &home)
+        .output()
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    assert_eq!(valid.status.code(), Some(0), "{}", support::stderr(&valid));
+}
