@@ -95,7 +95,8 @@ pub struct VmOpts {
     #[arg(long, default_value = "all", value_delimiter = ',', value_parser = kernel_parser())]
     pub kernel: Vec<KernelChoice>,
     /// Host directory copied into the guest at the same absolute path
-    /// (repeatable).
+    /// (repeatable); a symbolic link is copied as one (its directory's path
+    /// resolved, not the link itself).
     #[arg(long = "with", value_name = "DIR")]
     pub with: Vec<PathBuf>,
     /// Host executable copied into the guest at the same absolute path,
@@ -299,8 +300,7 @@ fn build_initramfs(
         extra(&mut fs_)?;
     }
     for dir in &opts.with {
-        let abs = fs::canonicalize(dir).map_err(io_err("resolve", dir))?;
-        fs_.add_tree(&abs)?;
+        fs_.add_tree(&resolved_parent(dir)?)?;
     }
     for bin in &opts.bin {
         let abs = fs::canonicalize(bin).map_err(io_err("resolve", bin))?;
@@ -322,6 +322,23 @@ fn build_initramfs(
     let out = dir.join(format!("initrd-{}.cpio", kernel.entry.name));
     fs_.write(&out)?;
     Ok(out)
+}
+
+/// `path` absolute, with its directory's symbolic links resolved but not its own last
+/// component, so that a link named by `--with` is copied as a link.
+fn resolved_parent(path: &Path) -> Result<PathBuf> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        // `/`, or a path ending in `..`: nothing to keep unresolved.
+        return fs::canonicalize(path).map_err(io_err("resolve", path));
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    Ok(fs::canonicalize(parent)
+        .map_err(io_err("resolve", parent))?
+        .join(name))
 }
 
 /// Rewrites host paths among `command` to absolute ones, so the guest finds
