@@ -1,7 +1,8 @@
 //! The Opengrep adapter against the real Semgrep CLI (Opengrep's upstream, which speaks the
 //! same command line and JSON and is on PyPI), on a small vulnerable fixture with local
-//! rules. `BEE_SEMGREP` names the `semgrep` executable; `.ci/run` installs it in a virtual
-//! environment. Without it this test fails: it is never skipped.
+//! rules. `BEE_SEMGREP` names the `semgrep` executable, or the tests install the pinned
+//! release from PyPI on first use (`support::semgrep_exe`). Without either this test fails: it
+//! is never skipped.
 
 mod support;
 

@@ -14,6 +14,7 @@ pub mod codex;
 pub mod mcp_client;
 pub mod npm;
 pub mod pip;
+pub mod scan;
 pub mod scripted;
 pub mod serve;
 
@@ -334,17 +335,32 @@ pub fn tool_result(text: &str, id: &str) -> serde_json::Value {
         .unwrap_or_else(|| unreachable!("no result of call {id} in the transcript:\n{text}"))
 }
 
-/// The Semgrep executable `BEE_SEMGREP` names, made canonical; the test fails without it
-/// (`.ci/run` installs Semgrep in a virtual environment and sets it).
+/// The Semgrep release the scan tests run (`tests/scanners/semgrep.version`, which `cargo xtask
+/// test` also reads to install it for the VM matrix): the release whose report
+/// `tests/fixtures/findings` recorded.
+pub fn semgrep_version() -> &'static str {
+    include_str!("../scanners/semgrep.version").trim()
+}
+
+/// The Semgrep executable, made canonical: the one `BEE_SEMGREP` names when it is set; else
+/// [`semgrep_version`] in a virtual environment under the test cache,
+/// `CARGO_TARGET_TMPDIR/semgrep-VERSION/bin/semgrep`, made with Debian's CPython and installed
+/// from PyPI on first use ([`pip::install`]). In the VM matrix `cargo xtask test` installs the
+/// same on the host and copies it, its interpreter and the interpreter's standard library into
+/// the guests at the same paths.
 pub fn semgrep_exe() -> PathBuf {
-    let semgrep = std::env::var_os("BEE_SEMGREP").unwrap_or_else(|| {
-        unreachable!(
-            "set BEE_SEMGREP to a semgrep executable (e.g. `python3 -m venv v && v/bin/pip \
-             install semgrep`, then BEE_SEMGREP=v/bin/semgrep)"
-        )
-    });
+    let semgrep = match std::env::var_os("BEE_SEMGREP") {
+        Some(named) => PathBuf::from(named),
+        None => {
+            let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("semgrep-{}", semgrep_version()));
+            let exe = venv.join("bin/semgrep");
+            pip::install(&venv, &format!("semgrep=={}", semgrep_version()), &[&exe]);
+            exe
+        }
+    };
     std::fs::canonicalize(&semgrep)
-        .unwrap_or_else(|e| unreachable!("BEE_SEMGREP {}: {e}", semgrep.display()))
+        .unwrap_or_else(|e| unreachable!("Semgrep {}: {e}", semgrep.display()))
 }
 
 /// Copies the directory tree `from` to `to` (files and directories only).
