@@ -18,28 +18,31 @@
 //!    learned then enforced — `kernel_review` — the review example's episode — and
 //!    `kernel_mcp` — the real filesystem and memory MCP servers under bee's client — and
 //!    `kernel_codex` — the Codex CLI under its profile as written, and with `bee mcp` as its
-//!    tools) on the kernels of `--cli-kernel` (every full-suite kernel by default), one more
-//!    boot each, with the `bee` executable, `node`, `bash`, the MCP servers and Codex's
-//!    native build (all installed from npm here first) copied in. Each
+//!    tools — and `kernel_scan` — the `scan` tool running the real Semgrep CLI, and forgeries
+//!    of the findings ledger) on the kernels of `--cli-kernel` (every full-suite kernel by
+//!    default), one more boot each, with the `bee` executable, `node`, `bash`, the MCP
+//!    servers and Codex's native build (installed from npm here first), and Semgrep (from
+//!    PyPI) with Debian's CPython, copied in. Each
 //!    boot starts one `bee serve` that the binaries not testing bee's own process ask
 //!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
 //!    [`BEE_FEATURES`], so the review tools and the MCP client are in that `bee`.
 //!
 //! A step that cannot run fails the task: a kernel test that did not run is never a pass.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use crate::demo::cargo;
 use crate::error::{Error, Result};
 use crate::kernels::Tests;
+use crate::sh;
 use crate::vm::{self, AccelChoice, KernelChoice, TestArgs, VmOpts};
 
 /// The features of the command-line kernel tests: `kernel-tests`, the MCP client
-/// (`kernel_mcp`), and the review tools with the grammars `.ci/run` tests them with (one set,
-/// so cargo builds their crates once).
-pub const BEE_FEATURES: &str = "kernel-tests,mcp,sec,astgrep-rust,astgrep-python";
+/// (`kernel_mcp`), the review tools with the grammars `.ci/run` tests them with (one set,
+/// so cargo builds their crates once), and `semgrep-tests` (`kernel_scan`).
+pub const BEE_FEATURES: &str = "kernel-tests,mcp,sec,astgrep-rust,astgrep-python,semgrep-tests";
 
 /// The features of step 1: the Landlock engine's native tests, and `bee mcp` (whose test
 /// runs under that engine), in one build.
@@ -147,6 +150,7 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
         let servers = mcp_servers()?;
         let codex = codex()?;
+        let semgrep = semgrep()?;
         let mut bee_opts = opts(
             full,
             vec![
@@ -158,10 +162,13 @@ pub fn run(args: &Args) -> Result<()> {
             args.lanes,
         );
         bee_opts.with.extend(servers);
+        bee_opts.with.extend(semgrep.trees);
+        bee_opts.bin.extend(semgrep.executables);
         // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
-        // Codex about 315 MB: the guest's root tmpfs, half its memory, holds them beside the
-        // tests' files, and the initramfs itself is in memory until it is unpacked.
-        bee_opts.memory = 4096;
+        // Codex about 315 MB, Semgrep with its Python about 440 MB: the guest's root tmpfs,
+        // half its memory, holds them beside the tests' files, and the initramfs itself is in
+        // memory until it is unpacked.
+        bee_opts.memory = 6144;
         vm::run_tests(&TestArgs {
             opts: bee_opts,
             package: "bee".to_owned(),
@@ -248,6 +255,93 @@ fn codex() -> Result<PathBuf> {
         &native,
     )?;
     Ok(native)
+}
+
+/// What the guests need of Semgrep for `kernel_scan` ([`semgrep`]).
+struct Semgrep {
+    /// The virtual environment, the interpreter's standard library and the links to the
+    /// interpreter, copied whole, and the trust anchors.
+    trees: Vec<PathBuf>,
+    /// The interpreter and every ELF file of the two trees (extension modules, `semgrep-core`
+    /// and the libraries it ships), each copied with the libraries `ldd` lists for it.
+    executables: Vec<PathBuf>,
+}
+
+/// Installs Semgrep (`semgrep` from PyPI at the release `tests/scanners/semgrep.version`
+/// pins) where `kernel_scan` looks for it, a virtual environment made with Debian's CPython
+/// (`/usr/bin/python3`) at `target/tmp/semgrep-VERSION`, unless it is there (the tests'
+/// `support::pip` makes the same); returns what the guests need of it.
+fn semgrep() -> Result<Semgrep> {
+    let pin = vm::repo_root().join("tests/scanners/semgrep.version");
+    let version = std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
+    let version = version.trim();
+    let venv = vm::target_dir().join(format!("tmp/semgrep-{version}"));
+    let exe = venv.join("bin/semgrep");
+    if !exe.is_file() {
+        eprintln!("xtask: pip install semgrep=={version}");
+        sh::run(
+            Command::new("/usr/bin/python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&venv),
+        )?;
+        sh::run(Command::new(venv.join("bin/python")).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-input",
+            "--disable-pip-version-check",
+            &format!("semgrep=={version}"),
+        ]))?;
+    }
+    // The venv's interpreter is a link to the one it was made with (`/usr/bin/python3`), itself
+    // a link to Debian's `python3.X`: each link outside the venv is copied as a link.
+    let mut trees = Vec::new();
+    let mut link = venv.join("bin/python3");
+    while let Ok(target) = std::fs::read_link(&link) {
+        link = link.parent().unwrap_or(Path::new("/")).join(target);
+        if link.is_symlink() {
+            trees.push(link.clone());
+        }
+    }
+    let python = std::fs::canonicalize(&link).map_err(crate::error::io_err("resolve", &link))?;
+    let name = python.file_name().unwrap_or_default();
+    let stdlib = Path::new("/usr/lib").join(name);
+    let mut executables = vec![python.clone()];
+    for tree in [&venv, &stdlib] {
+        elf_files(tree, &mut executables)?;
+    }
+    trees.extend([venv, stdlib]);
+    // `semgrep-core` reads the system's trust anchors as it starts, and fails without them
+    // (a guest has no `/etc/ssl` of its own); nothing in the test reaches the network.
+    trees.push(CA_CERTIFICATES.into());
+    Ok(Semgrep { trees, executables })
+}
+
+/// Debian's bundle of trust anchors (`ca-certificates`).
+const CA_CERTIFICATES: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// Appends every regular file below `dir` that starts with the ELF magic to `out`.
+fn elf_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(crate::error::io_err("read directory", dir))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            elf_files(&path, out)?;
+        } else if kind.is_file() {
+            let mut magic = [0u8; 4];
+            let elf = std::fs::File::open(&path)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                .is_ok_and(|()| magic == *b"\x7fELF");
+            if elf {
+                out.push(path);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The real MCP servers `kernel_mcp` runs, `@modelcontextprotocol/server-NAME` at the
