@@ -22,7 +22,7 @@ fn ok<T, E: std::fmt::Debug>(r: Result<T, E>) -> T {
     r.unwrap_or_else(|e| unreachable!("{e:?}"))
 }
 
-/// The Semgrep executable `BEE_SEMGREP` names, and the Python installation its virtual
+/// The Semgrep executable ([`semgrep_exe`]), and the Python installation its virtual
 /// environment runs on (the directory above the interpreter's `bin/`).
 fn semgrep() -> (PathBuf, PathBuf) {
     let semgrep = semgrep_exe();
