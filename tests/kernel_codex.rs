@@ -89,6 +89,10 @@ const REVIEWED: &[(&str, &str)] = &[
     // Learn mode widened the package's reads to the cache above it, which holds this
     // install only; the profile grants the package.
     ("fs_read", "$AGENTS/**"),
+    // The trust anchors, which Codex reads as it starts: the guests' `/etc/ssl` holds only the
+    // bundle (`certs/ca-certificates.crt`, copied in for `kernel_scan`), and learn mode widened
+    // that read to the directory; the profile grants `/etc/ssl/certs/**`, where the bundle is.
+    ("fs_read", "/etc/ssl/**"),
     // Codex's watches (inotify) on /etc and on the home directory.
     ("fs_read", "/etc"),
     ("fs_read", "$DIR/home"),
