@@ -124,13 +124,13 @@ fn concurrent_scopes_with_different_names_share_no_answers() {
 
 /// Issue "hold under load", in the kernel: 50 scopes of the BPF LSM engine resolving at once
 /// while a 51st floods 100,000 distinct names, as `landlock_gate`'s test of the same name does
-/// natively; none of the 50 fails. A load test, not in the matrix: under TCG it does not hold
-/// yet (on 2026-12-06 three of one scope's first 20 lookups failed in the quiet round, before
-/// any flood: `docs/benchmarks.md`, "DNS under load"). Run it alone:
-/// `cargo xtask vm test --kernel 7.x --test kernel_names --timeout 1800 -- --ignored --nocapture
-/// --exact a_flooding_scope_fails_alone`.
+/// natively; none of the 50 fails. A load test, not in the matrix: under TCG it takes about 12
+/// minutes on an idle host, and another guest beside it starves its resolvers
+/// (`docs/benchmarks.md`, "DNS under load"). Run it alone:
+/// `cargo xtask vm test --kernel 7.x -p bee-userspace --test kernel_names --features
+/// kernel-tests --timeout 1800 -- --ignored --nocapture --exact a_flooding_scope_fails_alone`.
 #[test]
-#[ignore = "a load test that does not hold under TCG yet: run it alone (see its documentation)"]
+#[ignore = "a 12-minute load test under TCG, run alone on an idle host (see its documentation)"]
 fn a_flooding_scope_fails_alone() {
     let flooder = NamedScope::new("names-flooder", &["*.flood.test"]);
     let others: Vec<NamedScope> = (0..50)

@@ -107,7 +107,7 @@ actions! {
     Sendto = "sendto" { addr: String, port: String }
     Dns = "dns" { mode: String, addr: String, port: String }
     Resolve = "resolve" { mode: String, name: String, server: String }
-    ResolveMany = "resolve-many" { prefix: String, suffix: String, count: String, rounds: String, threads: String }
+    ResolveMany = "resolve-many" { prefix: String, suffix: String, count: String, rounds: String, threads: String, start: String }
     DnsRaw = "dns-raw" { mode: String, addrs: String, port: String, hex: String }
     SocketTry = "socket-try" { kind: String }
     OpenRead = "open-read" { path: String }
@@ -226,7 +226,8 @@ impl Action {
                 count,
                 rounds,
                 threads,
-            } => dns::resolve_many(prefix, suffix, count, rounds, threads),
+                start,
+            } => dns::resolve_many(prefix, suffix, count, rounds, threads, start),
             Self::DnsRaw {
                 mode,
                 addrs,

@@ -130,19 +130,22 @@ pub(super) fn resolve(mode: &str, name: &str, server: &str) -> i32 {
     0
 }
 
-/// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS`: `A` queries over UDP
-/// to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
+/// The helper action `resolve-many PREFIX SUFFIX COUNT ROUNDS THREADS START`: `A` queries over
+/// UDP to `10.0.0.53:53` (steered to the scope's resolver) for `PREFIX{k}SUFFIX`, `k` in
 /// `0..COUNT`, ROUNDS times over, shared by THREADS threads each asking one at a time (5 s
-/// timeout, then the query once more, as stub resolvers do). Prints `ok=N failed=M retried=R
-/// lat=… why=…` on stdout: each lookup's microseconds (in no order, only when there are at
-/// most 10,000) and the first failures (`NAME:REASON`). A lookup succeeds when it is answered
-/// NOERROR with an address. Returns 0.
+/// timeout, then the query once more, as stub resolvers do), the first query not before START
+/// (milliseconds since the Unix epoch; 0: at once), so that helpers started one by one ask at
+/// once. Prints `ok=N failed=M retried=R late=MS lat=… why=…` on stdout: how many milliseconds
+/// after START the queries began (0 when the helper was ready before it), each lookup's
+/// microseconds (in no order, only when there are at most 10,000) and the first failures
+/// (`NAME:REASON`). A lookup succeeds when it is answered NOERROR with an address. Returns 0.
 pub(super) fn resolve_many(
     prefix: &str,
     suffix: &str,
     count: &str,
     rounds: &str,
     threads: &str,
+    start: &str,
 ) -> i32 {
     use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
     use hickory_proto::rr::{Name, RecordType};
@@ -150,6 +153,17 @@ pub(super) fn resolve_many(
     let count: usize = count.parse().unwrap();
     let rounds: usize = rounds.parse().unwrap();
     let threads: usize = threads.parse::<usize>().unwrap().max(1);
+    let start: u64 = start.parse().unwrap();
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_millis(start);
+    let late = match start.duration_since(std::time::SystemTime::now()) {
+        Ok(wait) => {
+            std::thread::sleep(wait);
+            0
+        }
+        // START 0 is long past: at once, and not late.
+        Err(_) if start == std::time::UNIX_EPOCH => 0,
+        Err(e) => e.duration().as_millis(),
+    };
     // Lookups sent a second time after a timeout, as a stub resolver does (glibc's
     // `attempts:2`).
     let retried = std::sync::atomic::AtomicUsize::new(0);
@@ -235,7 +249,7 @@ pub(super) fn resolve_many(
     };
     let why: Vec<String> = results.iter().flat_map(|r| r.3.iter().cloned()).collect();
     println!(
-        "ok={ok} failed={failed} retried={} lat={} why={}",
+        "ok={ok} failed={failed} retried={} late={late} lat={} why={}",
         retried.load(std::sync::atomic::Ordering::Relaxed),
         lat.join(","),
         why.join(",")
