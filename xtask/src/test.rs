@@ -198,41 +198,41 @@ const NODE: &str = "/usr/bin/node";
 /// The shell `kernel_codex` has Codex run its commands with, copied into the guests.
 const BASH: &str = "/usr/bin/bash";
 
+/// The release a pin file of the repository names (`tests/…/NAME.version`, one line), which
+/// the tests read too.
+fn pinned(rel: &str) -> Result<String> {
+    let pin = vm::repo_root().join(rel);
+    let version = std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
+    Ok(version.trim().to_owned())
+}
+
 /// Installs `package@VERSION` from npm under `dir` (`npm install --prefix DIR`, with `args`
 /// before it) unless `file`, which the install makes, is there already.
-fn npm_install(
-    dir: &std::path::Path,
-    args: &[&str],
-    spec: &str,
-    file: &std::path::Path,
-) -> Result<()> {
+fn npm_install(dir: &Path, args: &[&str], spec: &str, file: &Path) -> Result<()> {
     if file.is_file() {
         return Ok(());
     }
     eprintln!("xtask: npm install {spec}");
-    let status = Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund"])
+    let mut npm = Command::new("npm");
+    npm.args(["install", "--no-audit", "--no-fund"])
         .args(args)
         .arg("--prefix")
         .arg(dir)
-        .arg(spec)
-        .status()
-        .map_err(|e| Error::Spawn {
-            program: "npm".to_owned(),
-            source: e,
-        })?;
-    if !status.success() || !file.is_file() {
-        return Err(Error::Command {
-            command: format!(
-                "npm install {}--prefix {} {spec}",
-                args.iter().map(|a| format!("{a} ")).collect::<String>(),
-                dir.display()
-            ),
-            status: status.to_string(),
-            detail: format!(": {} is not there after it", file.display()),
-        });
+        .arg(spec);
+    sh::run(&mut npm)?;
+    installed(&npm, file)
+}
+
+/// Fails unless `file` is there after `install`, which exited 0 and should have made it.
+fn installed(install: &Command, file: &Path) -> Result<()> {
+    if file.is_file() {
+        return Ok(());
     }
-    Ok(())
+    Err(Error::Command {
+        command: sh::describe(install),
+        status: "exit status: 0".to_owned(),
+        detail: format!(": {} is not there after it", file.display()),
+    })
 }
 
 /// Installs the Codex CLI `kernel_codex` runs (`@openai/codex` at the version of
@@ -240,9 +240,7 @@ fn npm_install(
 /// (as `npm install --global` lays it out), unless it is there; returns its native executable,
 /// which is all of it the test runs (about 315 MB).
 fn codex() -> Result<PathBuf> {
-    let pin = vm::repo_root().join("tests/agents/codex.version");
-    let version = std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
-    let version = version.trim();
+    let version = pinned("tests/agents/codex.version")?;
     let dir = vm::target_dir().join(format!("tmp/agents/codex-{version}"));
     let native = dir.join(
         "lib/node_modules/@openai/codex/node_modules/@openai/codex-linux-x64/vendor/\
@@ -272,9 +270,7 @@ struct Semgrep {
 /// (`/usr/bin/python3`) at `target/tmp/semgrep-VERSION`, unless it is there (the tests'
 /// `support::pip` makes the same); returns what the guests need of it.
 fn semgrep() -> Result<Semgrep> {
-    let pin = vm::repo_root().join("tests/scanners/semgrep.version");
-    let version = std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
-    let version = version.trim();
+    let version = pinned("tests/scanners/semgrep.version")?;
     let venv = vm::target_dir().join(format!("tmp/semgrep-{version}"));
     let exe = venv.join("bin/semgrep");
     if !exe.is_file() {
@@ -284,7 +280,8 @@ fn semgrep() -> Result<Semgrep> {
                 .args(["-m", "venv", "--clear"])
                 .arg(&venv),
         )?;
-        sh::run(Command::new(venv.join("bin/python")).args([
+        let mut pip = Command::new(venv.join("bin/python"));
+        pip.args([
             "-m",
             "pip",
             "install",
@@ -292,7 +289,9 @@ fn semgrep() -> Result<Semgrep> {
             "--no-input",
             "--disable-pip-version-check",
             &format!("semgrep=={version}"),
-        ]))?;
+        ]);
+        sh::run(&mut pip)?;
+        installed(&pip, &exe)?;
     }
     // The venv's interpreter is a link to the one it was made with (`/usr/bin/python3`), itself
     // a link to Debian's `python3.X`: each link outside the venv is copied as a link.
@@ -356,10 +355,7 @@ fn mcp_servers() -> Result<Vec<PathBuf>> {
     MCP_SERVERS
         .iter()
         .map(|name| {
-            let pin = vm::repo_root().join(format!("tests/mcp/server-{name}.version"));
-            let version =
-                std::fs::read_to_string(&pin).map_err(crate::error::io_err("read", &pin))?;
-            let version = version.trim();
+            let version = pinned(&format!("tests/mcp/server-{name}.version"))?;
             let dir = vm::target_dir().join(format!("tmp/mcp-servers/server-{name}-{version}"));
             let entry = dir.join(format!(
                 "node_modules/@modelcontextprotocol/server-{name}/dist/index.js"
