@@ -10,8 +10,10 @@
 //!    pays), loading and dropping between the interleaved thirds of each round; the engine
 //!    left loaded serves the phases below;
 //! 1. **micro**: `open`+`close`, `stat`, `execve` (spawn + wait of `busybox true`) and UDP
-//!    `connect` in tight loops, in four worker processes — outside any policy, in a bee scope
-//!    with a realistic policy, in one with a minimal policy, under a Landlock ruleset —
+//!    `connect` in tight loops, in five worker processes — outside any policy, in a bee scope
+//!    with a realistic policy, in one with a minimal policy, in one with the automaton
+//!    issue's Python project policy (version 2, patterns at any depth), under a Landlock
+//!    ruleset —
 //!    started fresh and pinned to one CPU every round and asked in turn, the order rotating,
 //!    so drift of the (noisy, emulated) machine hits every variant alike; then, with BPF
 //!    run-time statistics on, how long each of bee's programs ran per operation;
@@ -22,7 +24,7 @@
 //!    another scope's teardown (as consecutive tool calls come) and with none in the previous
 //!    250 ms;
 //! 3. **workload**: a busybox shell script of a few thousand file operations (untar, find,
-//!    grep, cp, rm) run by the same four kinds of worker, alternated the same way;
+//!    grep, cp, rm) run by the same five kinds of worker, alternated the same way;
 //! 4. **name grants** (`dns.rs`), last, with an engine of its own: UDP `connect` in a scope
 //!    with `SCOPE_DNS` and 0, 1 or 4,096 answers (its quota) in the kernel's answers map, to a peer an
 //!    address rule grants, one only an answer covers and one neither covers, against a scope
@@ -261,9 +263,11 @@ proto = "tcp"
 }
 
 fn plan_of(text: &str) -> Res<(bee_core::CompiledPolicy, EnforcementPlan)> {
+    // A home for the shipped fragments' `~` (the project policy's `python`); the guest's root
+    // is root's.
     let options = CompileOptions {
         base: PathBuf::from("/"),
-        home: None,
+        home: Some(PathBuf::from("/root")),
     };
     let compiled = compile_str("kbench.toml", text, &options)
         .map_err(|e| format!("the bench policy does not compile: {e:?}"))?;
@@ -574,6 +578,8 @@ fn orchestrate(args: &[String]) -> Res<()> {
     let text = policy_text(&exe, port);
     let (policy, plan) = plan_of(&text)?;
     let (_, plan_min) = plan_of(&minimal_policy_text(&exe, port))?;
+    let project = project_policy_text(&text);
+    let (_, plan_project) = plan_of(&project)?;
 
     let mut targets = Targets::default();
     // First, while no bee program is loaded: the host tax, which ends with the engine loaded.
@@ -597,15 +603,25 @@ fn orchestrate(args: &[String]) -> Res<()> {
             plan: Some(&plan_min),
         },
         Variant {
+            name: "bee, project policy",
+            worker: "bee",
+            plan: Some(&plan_project),
+        },
+        Variant {
             name: "Landlock",
             worker: "landlock",
             plan: None,
         },
     ];
     out(&format!(
-        "policy: {} rules (\"bee\"), {} rules (\"bee, minimal policy\")",
+        "policy: {} rules (\"bee\"), {} rules (\"bee, minimal policy\"), {} rules and the \
+         fragments base and python (\"bee, project policy\": version 2, {} states and {} \
+         literal edges planned)",
         rule_count(&text),
-        rule_count(&minimal_policy_text(&exe, port))
+        rule_count(&minimal_policy_text(&exe, port)),
+        rule_count(&project),
+        plan_project.states().len(),
+        plan_project.edges_short().len() + plan_project.edges_long().len(),
     ));
     let work_denied = micro(&o, &engine, &parent, &variants, port, &mut targets)?;
     setup(&o, &engine, &parent, &policy, &plan, &mut targets)?;
@@ -653,6 +669,43 @@ addr = ["127.0.0.1"]
 ports = [{port}]
 proto = "udp"
 "#
+    )
+}
+
+/// The Python project's policy of the automaton issue (`docs/benchmarks.md`, "Policy
+/// pipeline"), its workspace the fixture's, on top of [`policy_text`]'s grants (which the loops
+/// and the workload need): version 2 (the protected paths at any depth), the fragments `base`
+/// and `python`, and the three patterns at any depth that made the original refuse to plan
+/// (`**/__pycache__/**` written, `**/.env` carved out, `**/*.sh` refused to run).
+fn project_policy_text(realistic: &str) -> String {
+    let ws = format!("{ROOT}/ws");
+    let with = |text: String, list: &str, more: &str| {
+        let at = format!("{list} = [\n");
+        text.replacen(&at, &format!("{at}  {more}\n"), 1)
+    };
+    let text = realistic.replacen(
+        "version = 1\nname = \"kbench\"\n",
+        "version = 2\nname = \"kbench-project\"\ninclude = [\"base\", \"python\"]\n",
+        1,
+    );
+    let text = with(
+        text,
+        "write",
+        &format!(r#""{ws}/.pytest_cache/**", "{ws}/**/__pycache__/**", "/tmp/**","#),
+    );
+    let text = with(
+        text,
+        "allow",
+        &format!(
+            r#""/usr/bin/sh", "/usr/bin/dash", "{ws}/.venv/bin/python*", "{ws}/.venv/bin/pytest", "{ws}/.venv/lib/**/*.so","#
+        ),
+    );
+    text.replacen(
+        "\n[exec]\n",
+        &format!(
+            "deny = [\"{ws}/secrets/**\", \"{ws}/**/.env\"]\n\n[exec]\ndeny = [\"{ws}/**/*.sh\"]\n"
+        ),
+        1,
     )
 }
 
