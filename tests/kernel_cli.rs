@@ -288,3 +288,16 @@ fn find_transcript(records: &Path) -> PathBuf {
     }
     panic!("no transcript under {}", records.display());
 }
+
+/// A pinned program in the writable workspace cannot be rewritten in place from inside the
+/// scope (the policy protects it; here the BPF LSM programs refuse the writes).
+#[test]
+fn a_pinned_program_in_a_writable_tree_cannot_be_rewritten_from_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    support::pin::a_pinned_program_cannot_be_rewritten_from_inside(
+        dir.path(),
+        "bpf-lsm",
+        "/bin/sh",
+        r#""/bin/**", "/lib/**", "/lib64/**", "/usr/lib/**", "/etc/ld.so.cache""#,
+    );
+}

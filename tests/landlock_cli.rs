@@ -1361,3 +1361,16 @@ fn the_next_bee_removes_the_scope_a_sigkilled_bee_left() {
     assert_eq!(v["scopes"]["parent"], parent.display().to_string(), "{v}");
     assert!(v["scopes"]["removed"].as_u64().is_some(), "{v}");
 }
+
+/// A pinned program in the writable workspace cannot be rewritten in place from inside the
+/// scope (the policy protects it; here a read-only mount of the file refuses the writes).
+#[test]
+fn a_pinned_program_in_a_writable_tree_cannot_be_rewritten_from_inside() {
+    let dir = scratch();
+    support::pin::a_pinned_program_cannot_be_rewritten_from_inside(
+        dir.path(),
+        "landlock",
+        "/usr/bin/dash",
+        r#""/usr/lib/**", "/etc/ld.so.cache", "/usr/bin/dash", "/usr/bin/ln", "/usr/bin/mv", "/usr/bin/chmod""#,
+    );
+}

@@ -13,6 +13,7 @@ pub mod agent_run;
 pub mod codex;
 pub mod mcp_client;
 pub mod npm;
+pub mod pin;
 pub mod pip;
 pub mod scan;
 pub mod scripted;

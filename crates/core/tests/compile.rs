@@ -419,6 +419,69 @@ fn a_shadowed_pin_is_a_contradiction() {
     assert!(p.message.contains("exec.allow[1]"), "{}", p.message);
 }
 
+/// A pinned program inside a write grant is protected by its pin: rewritten in place it
+/// would keep its device and inode, and the pin would admit other code.
+#[test]
+fn a_pin_inside_a_write_grant_protects_its_file() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+    let real = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| unreachable!("{e}"));
+    let tool = real.join("tool");
+    std::fs::write(&tool, b"#!/bin/sh\n").unwrap_or_else(|e| unreachable!("{e}"));
+    let (ws, tool) = (real.display(), tool.display());
+    let c = ok(&format!(
+        "version = 1\n[fs]\nwrite = [\"{ws}/**\"]\n[exec]\nallow = [\"/usr/bin/*\", \"!{tool}\"]\n"
+    ));
+    let protect: Vec<_> = c
+        .policy
+        .fs
+        .protect
+        .iter()
+        .map(|r| (r.pattern.clone(), r.origin.key.as_str(), r.origin.line))
+        .collect();
+    let exact = PathPattern::Exact {
+        path: tool.to_string(),
+    };
+    assert_eq!(protect, [(exact, "exec.allow[1]", 5)]);
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+
+    // Outside every write grant there is nothing to protect.
+    let c = ok(&format!(
+        "version = 1\n[fs]\nwrite = [\"/elsewhere/**\"]\n[exec]\nallow = [\"!{tool}\"]\n"
+    ));
+    assert!(c.policy.fs.protect.is_empty(), "{:?}", c.policy.fs.protect);
+
+    // `fs.unprotect` may not lift it (version 3: unprotect needs a protecting version).
+    let p = one_problem(&format!(
+        "version = 3\n[fs]\nwrite = [\"{ws}/**\"]\nunprotect = [\"{ws}/**\"]\n\
+         [exec]\nallow = [\"!{tool}\"]\n"
+    ));
+    assert_eq!(p.key.as_deref(), Some("fs.unprotect[0]"));
+    assert!(
+        p.message.contains("exec.allow[0]") && p.message.contains("pinned program"),
+        "{}",
+        p.message
+    );
+
+    // A second name for the file (a hard link) is not protected: a warning says so.
+    std::fs::hard_link(real.join("tool"), real.join("other"))
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    let c = ok(&format!(
+        "version = 1\n[fs]\nwrite = [\"{ws}/**\"]\n[exec]\nallow = [\"!{tool}\"]\n"
+    ));
+    assert_eq!(c.policy.fs.protect.len(), 1);
+    let warned: Vec<_> = c
+        .warnings
+        .iter()
+        .map(|w| (w.key.as_str(), w.line))
+        .collect();
+    assert_eq!(warned, [("exec.allow[0]", 5)], "{:?}", c.warnings);
+    assert!(
+        c.warnings[0].message.contains("2 hard links"),
+        "{}",
+        c.warnings[0]
+    );
+}
+
 #[test]
 fn a_hundred_thousand_rules_compile() {
     let mut text = String::from("version = 1\n[fs]\nread = [\n");

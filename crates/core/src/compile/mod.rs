@@ -341,6 +341,7 @@ impl Compiler<'_> {
             }
         }
         self.check_shadowed_pins(&all.exec);
+        self.protect_pins(&mut all);
         let total = all.len();
         if total > MAX_RULES {
             self.problem(
@@ -682,6 +683,64 @@ impl Compiler<'_> {
             {
                 let span = self.span_of(&pinned.origin);
                 self.problem(span, &pinned.origin.key, format!("the pin on {path} has no effect: {} (line {}) allows any file there", open.origin.key, open.origin.line), Some("drop the unpinned rule, or narrow it so it no longer covers the pinned path"));
+            }
+        }
+    }
+
+    /// A pin names one file, but the file's contents are what run: a pinned program that a
+    /// write grant covers could be rewritten in place (same device and inode) and the pin
+    /// would then admit other code. So every pinned path that a write grant matches is
+    /// protected, with the pin's own origin ([`FsGrants::protect`]); an `fs.unprotect` rule
+    /// that would lift that is refused as a contradiction. A pinned file with other hard
+    /// links inside a write grant can still be rewritten through them, which no rule on
+    /// names can see: that is a warning.
+    fn protect_pins(&mut self, all: &mut Parts) {
+        for pinned in all.exec.iter().filter(|r| r.pin.is_some()) {
+            let PathPattern::Exact { path } = &pinned.pattern else {
+                continue;
+            };
+            let Some(write) = all.write.iter().find(|r| r.pattern.matches(path)) else {
+                continue;
+            };
+            if all.deny.iter().any(|r| r.pattern.matches(path)) {
+                continue;
+            }
+            if let Some(lift) = all.unprotect.iter().find(|r| r.pattern.matches(path)) {
+                let span = self.span_of(&lift.origin);
+                self.problem(
+                    span,
+                    &lift.origin.key,
+                    format!(
+                        "the pinned program {path} ({}, line {}) would be writable: {} (line \
+                         {}) lifts the protection a pin gives its file, and a program rewritten \
+                         in place keeps its pin",
+                        pinned.origin.key, pinned.origin.line, lift.origin.key, lift.origin.line
+                    ),
+                    Some("narrow fs.unprotect so it no longer covers the pinned file, or drop the pin"),
+                );
+                continue;
+            }
+            let links = std::fs::metadata(path).map(|m| m.nlink()).unwrap_or(1);
+            if links > 1 {
+                self.warnings.push(PolicyWarning {
+                    file: self.source.name.clone(),
+                    line: pinned.origin.line,
+                    column: pinned.origin.column,
+                    key: pinned.origin.key.clone(),
+                    message: format!(
+                        "the pinned program {path}, which {} (line {}) lets a scope write, has \
+                         {links} hard links: a write through another of its names would change \
+                         it, and only this name is protected; copy the program to a file of its \
+                         own, or keep it out of write grants",
+                        write.origin.key, write.origin.line
+                    ),
+                });
+            }
+            if !all.protect.iter().any(|r| r.pattern.matches(path)) {
+                all.protect.push(PathRule {
+                    pattern: pinned.pattern.clone(),
+                    origin: pinned.origin.clone(),
+                });
             }
         }
     }
