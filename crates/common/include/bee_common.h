@@ -96,6 +96,7 @@ enum bee_hook {
 	BEE_HOOK_DNS_QUERY = 42, /* bee's resolver (user space), never a kernel program */
 	BEE_HOOK_SECCOMP = 43, /* the Landlock engine's seccomp filter (user space), never a kernel program */
 	BEE_HOOK_URING_OVERRIDE_CREDS = 44,
+	BEE_HOOK_SOCKET_BIND = 45,
 };
 
 /*

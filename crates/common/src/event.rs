@@ -128,6 +128,9 @@ pub enum Hook {
     /// `uring_override_creds`: an io_uring request run under a registered personality, credentials
     /// other than the submitting task's own (always denied in a scope).
     UringOverrideCreds = 44,
+    /// `socket_bind`: binding an IP socket to a port of its choosing (port 0, one the kernel
+    /// picks, is allowed); also the Landlock engine's network gate (`cgroup/bind4`, `bind6`).
+    SocketBind = 45,
 }
 
 /// [`Hook::DnsQuery`] `port`: no host rule names the queried name; it was answered NXDOMAIN
@@ -142,7 +145,7 @@ pub const DNS_REFUSED_ADDRESS: u16 = 2;
 
 impl Hook {
     /// Every hook, in discriminant order.
-    pub const ALL: [Hook; 44] = [
+    pub const ALL: [Hook; 45] = [
         Hook::FileOpen,
         Hook::BprmCheckSecurity,
         Hook::MmapFile,
@@ -187,6 +190,7 @@ impl Hook {
         Hook::DnsQuery,
         Hook::Seccomp,
         Hook::UringOverrideCreds,
+        Hook::SocketBind,
     ];
 
     /// The hook for a raw [`AuditEvent::hook`] value, if it is one.
@@ -242,6 +246,7 @@ impl Hook {
             Hook::DnsQuery => "dns_query",
             Hook::Seccomp => "seccomp",
             Hook::UringOverrideCreds => "uring_override_creds",
+            Hook::SocketBind => "socket_bind",
         }
     }
 }

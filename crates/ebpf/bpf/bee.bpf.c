@@ -2336,6 +2336,51 @@ static __always_inline int check_inbound(__u32 hook, struct socket *sock)
 	return decide_family(hook, cgid, scope, BEE_ACCESS_NET, family, deny);
 }
 
+/* Binding an IP socket to a port of its choosing. A UDP socket so bound receives what any
+ * host process sends to that port (with SO_REUSEPORT, a share of a host service's traffic),
+ * which no rule names; a TCP one could only listen, which socket_listen refuses. Port 0, an
+ * unused port the kernel picks (what connect and sendto do unasked), is allowed. The port is
+ * read by the socket's family: sin_port and sin6_port share an offset, and an AF_INET
+ * socket takes an AF_UNSPEC address as its own (inet_bind). Other families are not decided
+ * here (a unix socket's path by path_mknod; netlink by socket_create and netlink_send). */
+SEC("lsm/socket_bind")
+int BPF_PROG(bee_socket_bind, struct socket *sock, struct sockaddr *address, int addrlen)
+{
+	__u64 cgid;
+	struct bee_scope *scope = current_scope(&cgid);
+	struct sock *sk;
+	__u16 family, port = 0;
+	int deny;
+
+	if (!scope)
+		return 0;
+	sk = BPF_CORE_READ(sock, sk);
+	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != BEE_AF_INET && family != BEE_AF_INET6)
+		return 0;
+	bpf_probe_read_kernel(&port, sizeof(port), &((struct sockaddr_in *)address)->sin_port);
+	port = bpf_ntohs(port);
+	deny = port != 0;
+	if (should_report(scope, deny)) {
+		struct bee_event *ev = event_start(BEE_HOOK_SOCKET_BIND, cgid, scope,
+						   BEE_ACCESS_NET, deny);
+
+		if (ev) {
+			ev->family = family;
+			ev->port = port;
+			ev->protocol = sock_proto(sk);
+			if (family == BEE_AF_INET)
+				bpf_probe_read_kernel(ev->addr, 4,
+						      &((struct sockaddr_in *)address)->sin_addr);
+			else
+				bpf_probe_read_kernel(ev->addr, 16,
+						      &((struct sockaddr_in6 *)address)->sin6_addr);
+			event_send(ev);
+		}
+	}
+	return verdict(deny);
+}
+
 SEC("lsm/socket_listen")
 int BPF_PROG(bee_socket_listen, struct socket *sock, int backlog)
 {

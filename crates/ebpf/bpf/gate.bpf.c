@@ -12,6 +12,8 @@
  * key of bee_gate is denied (it can only be a task that moved in after the gate's entry went,
  * or that holds a scope's socket without being in the scope).
  *
+ * A bind to a port of the scope's choosing is refused too (port 0 passes).
+ *
  * A refusal returns 0, which the kernel turns into EPERM for connect(2) and sendmsg(2), and
  * is reported on bee_gate_events as a bee_event (hook socket_connect or socket_sendmsg), the
  * record the LSM engine writes for the same denial. The seccomp filter of the scope leaves
@@ -209,6 +211,50 @@ SEC("cgroup/sendmsg6")
 int bee_gate_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return gate(ctx, BEE_HOOK_SOCKET_SENDMSG, 1);
+}
+
+/* A bind of a scope's TCP or UDP socket to a port of its choosing (socket_bind in the LSM
+ * engine): a UDP socket so bound receives what any host process sends to that port (with
+ * SO_REUSEPORT, a share of a host service's traffic), which no rule names. Port 0, one the
+ * kernel picks, is allowed. Refused (0, EPERM) and reported as socket_bind; a task of no
+ * gated scope is refused, as in gate(). */
+static __always_inline int gate_bind(struct bpf_sock_addr *ctx, int v6)
+{
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct bee_gate_scope *g = bpf_map_lookup_elem(&bee_gate, &cgid);
+	__u16 port = bpf_ntohs(ctx->user_port);
+	__u8 a[16] = {};
+	__u32 w;
+
+	if (g && port == 0)
+		return 1;
+	if (v6) {
+		w = ctx->user_ip6[0];
+		__builtin_memcpy(&a[0], &w, 4);
+		w = ctx->user_ip6[1];
+		__builtin_memcpy(&a[4], &w, 4);
+		w = ctx->user_ip6[2];
+		__builtin_memcpy(&a[8], &w, 4);
+		w = ctx->user_ip6[3];
+		__builtin_memcpy(&a[12], &w, 4);
+	} else {
+		w = ctx->user_ip4;
+		__builtin_memcpy(&a[12], &w, 4);
+	}
+	gate_report(BEE_HOOK_SOCKET_BIND, cgid, g, v6, a, gate_proto(ctx), port);
+	return 0;
+}
+
+SEC("cgroup/bind4")
+int bee_gate_bind4(struct bpf_sock_addr *ctx)
+{
+	return gate_bind(ctx, 0);
+}
+
+SEC("cgroup/bind6")
+int bee_gate_bind6(struct bpf_sock_addr *ctx)
+{
+	return gate_bind(ctx, 1);
 }
 
 SEC("cgroup/recvmsg4")

@@ -224,6 +224,7 @@ fn verb(hook: Hook) -> &'static str {
         Hook::TaskAlloc => "clone into another cgroup",
         Hook::NetlinkSend => "send a netlink request",
         Hook::SocketListen => "listen on a socket",
+        Hook::SocketBind => "bind",
         Hook::SocketAccept => "accept on a socket",
         Hook::PerfEventOpen => "perf_event_open()",
         Hook::InodeSetattr => "set the attributes of",
@@ -313,6 +314,7 @@ fn never_granted(hook: Hook) -> bool {
             | Hook::TaskSetscheduler
             | Hook::TaskSetrlimit
             | Hook::UringOverrideCreds
+            | Hook::SocketBind
     )
 }
 
@@ -375,8 +377,10 @@ impl AuditRecord {
             record.seccomp_refusal(event);
             return record;
         }
-        let is_ip = matches!(hook, Hook::SocketConnect | Hook::SocketSendmsg)
-            && matches!(event.family, AF_INET | AF_INET6);
+        let is_ip = matches!(
+            hook,
+            Hook::SocketConnect | Hook::SocketSendmsg | Hook::SocketBind
+        ) && matches!(event.family, AF_INET | AF_INET6);
         if is_ip {
             record.proto = match event.protocol {
                 PROTO_TCP => Some(Protocol::Tcp),
@@ -385,7 +389,8 @@ impl AuditRecord {
             };
             record.addr = Some(event_addr(event));
             record.port = Some(event.port);
-            record.grant = Some(GrantKind::Net);
+            // A port of the scope's own is never granted; a peer is what net.allow names.
+            record.grant = (hook != Hook::SocketBind).then_some(GrantKind::Net);
         } else if event.path_len > 0 {
             record.path = Some(String::from_utf8_lossy(event.path()).into_owned());
             record.grant = match hook {

@@ -351,3 +351,82 @@ fn a_flooding_scope_fails_alone() {
         .collect();
     names::a_flooding_scope_fails_alone(&flooder, &others, 100_000, 4);
 }
+
+/// A gated scope binds a UDP socket only to port 0 (a port the kernel picks): bound to a port
+/// of its choosing it would receive what any host process sends there, and with
+/// `SO_REUSEPORT` it would join a host service's group on that port and take a share of the
+/// service's datagrams (the BPF LSM engine's `socket_bind` refuses the same).
+#[test]
+fn a_udp_socket_binds_only_a_port_the_kernel_picks() {
+    use std::os::fd::FromRawFd as _;
+    let scope = Gated::new(policy(
+        "[[net.allow]]\naddr = [\"127.0.0.1/32\"]\nports = [5000]\nproto = \"udp\"\n",
+    ));
+    // A host service in a SO_REUSEPORT group on a free loopback port.
+    // SAFETY: plain socket calls on a new descriptor with stack arguments.
+    let host = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        assert!(fd >= 0);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEPORT,
+            (&raw const one).cast(),
+            size_of::<libc::c_int>() as u32,
+        );
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as u16,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = size_of::<libc::sockaddr_in>() as u32;
+        assert_eq!(libc::bind(fd, (&raw const sa).cast(), len), 0);
+        std::net::UdpSocket::from_raw_fd(fd)
+    };
+    let port = host.local_addr().unwrap().port().to_string();
+    let free = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port().to_string()
+    };
+    let bind = |addr: &str, port: &str| {
+        scope
+            .act(Action::Bind {
+                proto: "udp".into(),
+                addr: addr.into(),
+                port: port.into(),
+            })
+            .0
+    };
+    assert_eq!(bind("127.0.0.1", &port), EPERM, "joining the host's group");
+    assert_eq!(bind("0.0.0.0", &free), EPERM, "a free port");
+    assert_eq!(bind("::", &free), EPERM, "a free port, IPv6");
+    assert_eq!(bind("::ffff:127.0.0.1", &port), EPERM, "v4-mapped");
+    assert_eq!(bind("127.0.0.1", "0"), 0, "a port the kernel picks");
+    assert_eq!(bind("::", "0"), 0, "a port the kernel picks, IPv6");
+    // The host's service still gets every datagram sent to it.
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..20 {
+        tx.send_to(b"x", ("127.0.0.1", host.local_addr().unwrap().port()))
+            .unwrap();
+    }
+    host.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 8];
+    for i in 0..20 {
+        assert!(
+            host.recv(&mut buf).is_ok(),
+            "datagram {i} did not reach the host"
+        );
+    }
+    let binds: Vec<u16> = scope
+        .events()
+        .iter()
+        .filter(|e| e.hook == Hook::SocketBind as u32 && e.error == -EPERM)
+        .map(|e| e.port)
+        .collect();
+    let (port, free): (u16, u16) = (port.parse().unwrap(), free.parse().unwrap());
+    assert_eq!(binds, [port, free, free, port], "socket_bind refusals");
+}

@@ -182,7 +182,7 @@ fn abstract_unix_sockets_are_never_granted() {
 }
 
 /// Hooks that guard what no policy grants.
-const NEVER: [Hook; 18] = [
+const NEVER: [Hook; 19] = [
     Hook::Bpf,
     Hook::PtraceAccessCheck,
     Hook::TaskKill,
@@ -201,6 +201,7 @@ const NEVER: [Hook; 18] = [
     Hook::TaskSetscheduler,
     Hook::TaskSetrlimit,
     Hook::UringOverrideCreds,
+    Hook::SocketBind,
 ];
 
 #[test]

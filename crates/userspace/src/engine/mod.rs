@@ -106,6 +106,7 @@ pub const PROGRAMS: &[(&str, &str)] = &[
     ("bee_task_kill", "task_kill"),
     ("bee_file_fcntl", "file_fcntl"),
     ("bee_file_ioctl", "file_ioctl"),
+    ("bee_socket_bind", "socket_bind"),
     ("bee_socket_listen", "socket_listen"),
     ("bee_socket_accept", "socket_accept"),
     ("bee_netlink_send", "netlink_send"),

@@ -4,7 +4,7 @@
 //! LSM, only a kernel that runs cgroup socket programs and `CAP_BPF` with `CAP_NET_ADMIN`.
 //!
 //! ```text
-//! NetGate::load()                 load the six programs and take the maps (once per engine)
+//! NetGate::load()                 load the eight programs and take the maps (once per engine)
 //! gate.admit(cgroup, policy)      the scope's rules, and its resolver when names are granted
 //! gate.attach(cgroup dir)         BPF_PROG_ATTACH (ALLOW_MULTI) to the scope's cgroup, before
 //!                                 anything runs in it: it lasts as long as the cgroup does
@@ -40,7 +40,9 @@ use crate::engine::{AnswerMap, events};
 use crate::plan::{NamePlan, PlanLimits};
 
 /// The programs, with their `bpf_attach_type` (include/uapi/linux/bpf.h).
-const PROGRAMS: [(&str, u32); 6] = [
+const PROGRAMS: [(&str, u32); 8] = [
+    ("bee_gate_bind4", 8),     // BPF_CGROUP_INET4_BIND
+    ("bee_gate_bind6", 9),     // BPF_CGROUP_INET6_BIND
     ("bee_gate_connect4", 10), // BPF_CGROUP_INET4_CONNECT
     ("bee_gate_connect6", 11), // BPF_CGROUP_INET6_CONNECT
     ("bee_gate_sendmsg4", 14), // BPF_CGROUP_UDP4_SENDMSG

@@ -1261,12 +1261,9 @@ fn listening_on_a_tcp_socket_is_denied() {
     let t = Trees::new("atk-listen");
     let scope = t.scope("atk-listen");
     let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
-    let mut child = helper_spawn(
-        &scope.cg,
-        Action::ListenSend {
-            port: "7005".into(),
-        },
-    );
+    // Port 0: a bind to a port of the scope's own is refused before listen is reached
+    // (`binding_an_ip_socket_to_a_port_is_denied`).
+    let mut child = helper_spawn(&scope.cg, Action::ListenSend { port: "0".into() });
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     while !line.contains("bee-listening") {
@@ -1276,8 +1273,8 @@ fn listening_on_a_tcp_socket_is_denied() {
         }
     }
     let mut got = String::new();
-    if line.contains("bee-listening") {
-        let mut c = std::net::TcpStream::connect("127.0.0.1:7005").unwrap();
+    if let Some(port) = line.trim().strip_prefix("bee-listening ") {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port.parse().unwrap())).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let _ = c.read_to_string(&mut got);
     }
@@ -1288,7 +1285,7 @@ fn listening_on_a_tcp_socket_is_denied() {
         got, "",
         "the scope listened ({line:?}) and sent on an accepted connection"
     );
-    assert!(!listening, "the scope listened on 127.0.0.1:7005");
+    assert!(!listening, "the scope listened on 127.0.0.1 ({line:?})");
     assert_eq!(status.code(), Some(EPERM), "listen's errno");
     let evs = events(&scope.cg);
     assert!(
@@ -1297,6 +1294,99 @@ fn listening_on_a_tcp_socket_is_denied() {
             && e.family == libc::AF_INET as u16),
         "no socket_listen denial"
     );
+}
+
+/// A scope binds a TCP or UDP socket only to port 0 (a port the kernel picks): a UDP socket
+/// bound to a port of its choosing receives what any host process sends there, and with
+/// `SO_REUSEPORT` it would join a host service's group on that port and take a share of
+/// its datagrams.
+#[test]
+fn binding_an_ip_socket_to_a_port_is_denied() {
+    let t = Trees::new("atk-bind");
+    let scope = t.scope("atk-bind");
+    let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
+    // A host service on 127.0.0.1:7008, in a SO_REUSEPORT group the scope's socket would join.
+    let host = socket2_reuseport_udp("127.0.0.1:7008");
+    let bind = |proto: &str, addr: &str, port: &str| {
+        h(
+            &scope,
+            Action::Bind {
+                proto: proto.into(),
+                addr: addr.into(),
+                port: port.into(),
+            },
+        )
+    };
+    assert_eq!(
+        bind("udp", "127.0.0.1", "7008"),
+        EPERM,
+        "joining the host's group"
+    );
+    assert_eq!(bind("udp", "0.0.0.0", "7009"), EPERM, "a free UDP port");
+    assert_eq!(bind("udp", "::", "7009"), EPERM, "a free UDP port, IPv6");
+    assert_eq!(bind("tcp", "127.0.0.1", "7010"), EPERM, "a TCP port");
+    assert_eq!(bind("udp", "127.0.0.1", "0"), 0, "a port the kernel picks");
+    assert_eq!(bind("tcp", "::", "0"), 0, "a port the kernel picks, IPv6");
+    // The host's service still gets every datagram sent to it.
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..20 {
+        tx.send_to(b"x", "127.0.0.1:7008").unwrap();
+    }
+    host.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = [0u8; 8];
+    for i in 0..20 {
+        assert!(
+            host.recv(&mut buf).is_ok(),
+            "datagram {i} did not reach the host's socket"
+        );
+    }
+    let evs = events(&scope.cg);
+    let binds: Vec<(u16, u8)> = evs
+        .iter()
+        .filter(|e| e.hook == Hook::SocketBind as u32 && e.error == -EPERM)
+        .map(|e| (e.port, e.protocol))
+        .collect();
+    assert_eq!(
+        binds,
+        [(7008, 2), (7009, 2), (7009, 2), (7010, 1)],
+        "socket_bind denials (port, protocol: 1 tcp, 2 udp)"
+    );
+}
+
+/// A UDP socket with `SO_REUSEPORT`, bound to `addr`.
+fn socket2_reuseport_udp(addr: &str) -> std::net::UdpSocket {
+    use std::os::fd::FromRawFd;
+    let addr: std::net::SocketAddrV4 = addr.parse().unwrap();
+    // SAFETY: plain socket calls on a new descriptor with stack arguments.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        assert!(fd >= 0);
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEPORT,
+            (&raw const one).cast(),
+            size_of::<libc::c_int>() as u32,
+        );
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as u16,
+            sin_port: addr.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*addr.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        assert_eq!(
+            libc::bind(
+                fd,
+                (&raw const sa).cast(),
+                size_of::<libc::sockaddr_in>() as u32
+            ),
+            0
+        );
+        std::net::UdpSocket::from_raw_fd(fd)
+    }
 }
 
 #[test]

@@ -167,6 +167,7 @@ actions! {
     ChrootRead = "chroot-read" { root: String, path: String }
     InotifyWatch = "inotify-watch" { path: String }
     ListenSend = "listen-send" { port: String }
+    Bind = "bind" { proto: String, addr: String, port: String }
     RtnlAddaddr = "rtnl-addaddr" { ip: String }
     PerfPid = "perf-pid" { pid: String }
     Tiocsti = "tiocsti" { args: Vec<String> }
@@ -292,6 +293,7 @@ impl Action {
             Self::ChrootRead { root, path } => mount::chroot_read(root, path),
             Self::InotifyWatch { path } => fs_attr::inotify_watch(path),
             Self::ListenSend { port } => net::listen_send(port),
+            Self::Bind { proto, addr, port } => net::bind(proto, addr, port),
             Self::RtnlAddaddr { ip } => net::rtnl_addaddr(ip),
             Self::PerfPid { pid } => process::perf_pid(pid),
             Self::Tiocsti { args } => process::tiocsti(args),

@@ -261,25 +261,71 @@ pub(super) fn sendmmsg(addr: &str, port: &str) -> i32 {
     }
 }
 
-/// The helper action `listen-send PORT`: listen on 127.0.0.1:PORT, say so on stdout, accept one
-/// connection and send "leak" on it.
+/// The helper action `listen-send PORT`: listen on 127.0.0.1:PORT (0: a port the kernel
+/// picks), say so on stdout with the port (`bee-listening PORT`), accept one connection and
+/// send "leak" on it.
 pub(super) fn listen_send(port: &str) -> i32 {
     // SAFETY: plain syscalls on owned descriptors and NUL-terminated strings.
     unsafe {
         use std::io::Write;
         let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
-        let sa = sockaddr_v4("127.0.0.1", port.parse().unwrap());
-        let len = size_of::<libc::sockaddr_in>() as u32;
+        let mut sa = sockaddr_v4("127.0.0.1", port.parse().unwrap());
+        let mut len = size_of::<libc::sockaddr_in>() as u32;
         if libc::bind(fd, (&raw const sa).cast(), len) < 0 || libc::listen(fd, 1) < 0 {
             return errno();
         }
-        println!("bee-listening");
+        libc::getsockname(fd, (&raw mut sa).cast(), &raw mut len);
+        println!("bee-listening {}", u16::from_be(sa.sin_port));
         std::io::stdout().flush().unwrap();
         let c = libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut());
         if c < 0 {
             return errno();
         }
         check(libc::send(c, b"leak".as_ptr().cast(), 4, 0) as i64)
+    }
+}
+
+/// The helper action `bind PROTO ADDR PORT`: a `tcp` or `udp` socket of ADDR's family, with
+/// `SO_REUSEPORT` set (so that it could join a group a host socket on that port leads), bound
+/// to ADDR:PORT; returns bind's errno (0: bound).
+pub(super) fn bind(proto: &str, addr: &str, port: &str) -> i32 {
+    let port: u16 = port.parse().unwrap();
+    let v6 = addr.contains(':');
+    let kind = if proto == "tcp" {
+        libc::SOCK_STREAM
+    } else {
+        libc::SOCK_DGRAM
+    };
+    // SAFETY: plain syscalls on an owned descriptor with stack arguments.
+    unsafe {
+        let fd = libc::socket(if v6 { libc::AF_INET6 } else { libc::AF_INET }, kind, 0);
+        if fd < 0 {
+            return errno();
+        }
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEPORT,
+            (&raw const one).cast(),
+            size_of::<libc::c_int>() as u32,
+        );
+        let r = if v6 {
+            let sa = sockaddr_v6(addr, port);
+            libc::bind(
+                fd,
+                (&raw const sa).cast(),
+                size_of::<libc::sockaddr_in6>() as u32,
+            )
+        } else {
+            let sa = sockaddr_v4(addr, port);
+            libc::bind(
+                fd,
+                (&raw const sa).cast(),
+                size_of::<libc::sockaddr_in>() as u32,
+            )
+        };
+        if r < 0 { errno() } else { 0 }
     }
 }
 
