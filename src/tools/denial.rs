@@ -82,7 +82,7 @@ mod tests {
         assert_eq!(
             with_lost_records("out\n".to_owned(), 3),
             "out\n\nnote: some denials may be missing: the kernel dropped 3 audit records while \
-             this scope ran (its audit queue or bee's socket was full)"
+             this scope ran (its audit queue, bee's socket or a ring buffer of bee's programs was full)"
         );
     }
 }

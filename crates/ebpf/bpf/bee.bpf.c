@@ -143,6 +143,14 @@ struct {
 	__uint(max_entries, 1 << 20);
 } bee_events SEC(".maps");
 
+/* Events the ring buffer had no room for, since load (one counter; event_send). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} bee_events_lost SEC(".maps");
+
 /* The directory cache (bee.h, docs/enforcement.md): keyed by a directory
  * inode's address, the automaton state after its path. An entry is deleted
  * when its inode is freed (bee_inode_free), before the memory can be reused. */
@@ -359,9 +367,19 @@ static __always_inline struct bee_event *event_start(__u32 hook, __u64 cgid,
 	return ev;
 }
 
+/* Sends `ev` on bee_events; an event the ring has no room for is counted in
+ * bee_events_lost, so that every scope live while it grew is told its report may miss
+ * denials. */
 static __always_inline void event_send(struct bee_event *ev)
 {
-	bpf_ringbuf_output(&bee_events, ev, sizeof(*ev), 0);
+	__u32 zero = 0;
+	__u64 *lost;
+
+	if (bpf_ringbuf_output(&bee_events, ev, sizeof(*ev), 0) == 0)
+		return;
+	lost = bpf_map_lookup_elem(&bee_events_lost, &zero);
+	if (lost)
+		__sync_fetch_and_add(lost, 1);
 }
 
 static __always_inline int should_report(const struct bee_scope *scope, int deny)

@@ -60,6 +60,15 @@ struct {
 	__uint(max_entries, 1 << 20);
 } bee_gate_events SEC(".maps");
 
+/* Refusals the ring buffer had no room for (one counter, since load): bee tells every scope
+ * live while it grew that its report may be incomplete. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} bee_gate_lost SEC(".maps");
+
 /* Name grants: the maps and the steering of bee.bpf.c, the same source. */
 #include "sockaddr.h"
 
@@ -124,9 +133,15 @@ static __always_inline void gate_report(__u32 hook, __u64 cgid, const struct bee
 {
 	struct bee_event *ev = bpf_ringbuf_reserve(&bee_gate_events, sizeof(*ev), 0);
 	__u64 id = bpf_get_current_pid_tgid();
+	__u32 zero = 0;
+	__u64 *lost;
 
-	if (!ev)
+	if (!ev) {
+		lost = bpf_map_lookup_elem(&bee_gate_lost, &zero);
+		if (lost)
+			__sync_fetch_and_add(lost, 1);
 		return;
+	}
 	ev->cgroup_id = cgid;
 	ev->pid = (__u32)id;
 	ev->tgid = id >> 32;

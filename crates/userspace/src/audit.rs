@@ -653,7 +653,7 @@ impl AuditRecord {
 pub fn lost_records_explanation(count: u64) -> String {
     let records = if count == 1 { "record" } else { "records" };
     format!(
-        "some denials may be missing: the kernel dropped {count} audit {records} while this scope ran (its audit queue or bee's socket was full)"
+        "some denials may be missing: the kernel dropped {count} audit {records} while this scope ran (its audit queue, bee's socket or a ring buffer of bee's programs was full)"
     )
 }
 

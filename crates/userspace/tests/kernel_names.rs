@@ -191,3 +191,36 @@ fn a_flooding_scope_fails_alone() {
         .collect();
     names::a_flooding_scope_fails_alone(&flooder, &others, 100_000, 4);
 }
+
+/// The engine's ring buffer (4 MiB, about a thousand events) is read only when a scope's
+/// denials are drained: a scope that makes more refusals in between than it holds loses the
+/// rest, and they are counted (`Enforcer::drain_lost`, from the programs' own counter), so
+/// that its report says it may be incomplete. 5,000 refused opens, one drain: what was kept
+/// and what was lost account for all of them.
+#[test]
+fn refusals_the_ring_buffer_has_no_room_for_are_counted() {
+    assert_expected_kernel(&std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap());
+    let secret = "/tmp/bee-ring-secret";
+    std::fs::write(secret, "s3cret").unwrap();
+    let scope = NamedScope::new("names-ring", &["granted.test"]);
+    let (errno, out) = scope.act(Action::OpenRepeat {
+        path: secret.into(),
+        count: "5000".into(),
+    });
+    assert_eq!(errno, 0, "{out}");
+    assert!(out.contains("open-repeat 0 in"), "{out}");
+    let kept = scope
+        .refusals()
+        .iter()
+        .filter(|e| e.path() == secret.as_bytes())
+        .count() as u64;
+    let lost = shared().drain_lost(scope.cg.id());
+    assert!(
+        lost > 0 && kept > 0 && kept < 5000,
+        "kept {kept}, lost {lost}"
+    );
+    assert!(kept + lost >= 5000, "kept {kept} + lost {lost} < 5,000");
+    // Told once: the next drain has nothing new to say.
+    assert_eq!(shared().drain_lost(scope.cg.id()), 0);
+    eprintln!("kept {kept}, lost {lost}");
+}

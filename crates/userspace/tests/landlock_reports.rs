@@ -47,6 +47,42 @@ fn records_the_kernel_drops_in_a_flood_are_counted_and_said() {
     eprintln!("{} denials reported; {said}", r.denials.len());
 }
 
+/// The network gate's refusals go through a ring buffer of 1 MiB that bee drains when it
+/// collects a scope's denials: a scope that floods refused sends fills it, and what it has no
+/// room for is counted and said, as the kernel's dropped audit records are (the first
+/// refusals, made while the ring had room, are reported).
+#[test]
+fn refusals_the_gates_ring_buffer_drops_are_counted_and_said() {
+    let _alone = FLOOD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = LandlockEngine::new().unwrap();
+    let t = Ws::new();
+    // A UDP grant (the gate decides UDP), to a port the flood does not use.
+    let net = "[[net.allow]]\naddr = [\"127.0.0.1/32\"]\nports = [5000]\nproto = \"udp\"\n";
+    let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[PERL], net));
+    let flood = "use Socket; socket(my $s, PF_INET, SOCK_DGRAM, 0) or die \"socket: $!\"; \
+                 my $to = sockaddr_in(5001, inet_aton('127.0.0.1')); \
+                 my $refused = grep { !defined send($s, 'x', 0, $to) } 1..20000; \
+                 print \"refused $refused\\n\";";
+    let r = t.try_run_in(&engine, &p, &[PERL, "-e", flood]).unwrap();
+    assert_eq!(r.status, 0, "{r:?}");
+    assert!(r.stdout.contains("refused 20000"), "{r:?}");
+    assert!(
+        r.denials
+            .iter()
+            .any(|d| d.contains("send udp 127.0.0.1:5001")),
+        "{:?}",
+        r.denials
+    );
+    assert!(r.lost > 0, "no refusal lost: {} reported", r.denials.len());
+    eprintln!(
+        "{} refusals reported; {}",
+        r.denials.len(),
+        lost_records_explanation(r.lost)
+    );
+}
+
 /// A program that nests a Landlock sandbox of its own (as Codex does) cannot hide its
 /// denials: one its sandbox logs, of a path bee's policy refuses too, is reported to the
 /// scope, and says that it came from the program's own sandbox.

@@ -562,7 +562,7 @@ fn the_transport_and_the_capability_are_written_as_text() {
 fn a_report_that_may_miss_denials_says_how_many_records_were_lost() {
     assert_eq!(
         lost_records_explanation(1),
-        "some denials may be missing: the kernel dropped 1 audit record while this scope ran (its audit queue or bee's socket was full)"
+        "some denials may be missing: the kernel dropped 1 audit record while this scope ran (its audit queue, bee's socket or a ring buffer of bee's programs was full)"
     );
     assert!(lost_records_explanation(312).contains("dropped 312 audit records"));
 }

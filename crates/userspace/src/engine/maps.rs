@@ -39,6 +39,8 @@ pub mod map_names {
     pub const NET_V6: &str = "bee_net_v6";
     /// Audit ring buffer.
     pub const EVENTS: &str = "bee_events";
+    /// `[0]`: the events the ring buffer had no room for, since load.
+    pub const EVENTS_LOST: &str = "bee_events_lost";
     /// `[0] = 1`: the directory cache may be used (its tracing programs are attached).
     pub const CACHE_ON: &str = "bee_cache_on";
     /// cgroup id → `bee_dns`: where a scope with name grants has its DNS steered.
@@ -87,6 +89,7 @@ pub(super) struct Maps {
     net_v4: LpmTrie<MapData, V4Data, NetValue>,
     net_v6: LpmTrie<MapData, V6Data, NetValue>,
     events: RingBuf<MapData>,
+    events_lost: Array<MapData, u64>,
     cache_on: Array<MapData, u32>,
     dns: HashMap<MapData, u64, DnsValue>,
     dns_ports: super::dns::PortMap,
@@ -185,6 +188,8 @@ impl Maps {
             net_v4: LpmTrie::try_from(take(ebpf, dir, n::NET_V4)?).map_err(conv(n::NET_V4))?,
             net_v6: LpmTrie::try_from(take(ebpf, dir, n::NET_V6)?).map_err(conv(n::NET_V6))?,
             events: RingBuf::try_from(take(ebpf, dir, n::EVENTS)?).map_err(conv(n::EVENTS))?,
+            events_lost: Array::try_from(take(ebpf, dir, n::EVENTS_LOST)?)
+                .map_err(conv(n::EVENTS_LOST))?,
             cache_on: Array::try_from(take(ebpf, dir, n::CACHE_ON)?).map_err(conv(n::CACHE_ON))?,
             dns: HashMap::try_from(take(ebpf, dir, n::DNS)?).map_err(conv(n::DNS))?,
             dns_ports: HashMap::try_from(take(ebpf, dir, n::DNS_PORTS)?)
@@ -434,5 +439,11 @@ impl Maps {
             }
         }
         out
+    }
+
+    /// The events the ring buffer had no room for, of every scope, since load (0 where the
+    /// counter cannot be read).
+    pub(super) fn events_lost(&self) -> u64 {
+        self.events_lost.get(&0, 0).unwrap_or(0)
     }
 }

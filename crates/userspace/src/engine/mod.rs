@@ -776,6 +776,13 @@ impl Engine {
         self.maps.read_events(limit)
     }
 
+    /// The events of every scope that the ring buffer had no room for since the programs
+    /// were loaded (`bee_events_lost`, counted by the programs): each may have been any
+    /// scope's denial.
+    pub fn events_lost(&self) -> u64 {
+        self.maps.events_lost()
+    }
+
     /// The cgroups that currently have a scope in this engine.
     pub fn scoped_cgroups(&self) -> impl Iterator<Item = u64> + '_ {
         self.scopes.keys().copied()

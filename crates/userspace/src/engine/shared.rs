@@ -40,6 +40,9 @@ struct State {
     dropped: HashMap<u64, u64>,
     /// The resolvers of scopes with name grants, by install id.
     names: HashMap<u64, ScopeNames>,
+    /// For each scope (by cgroup id), the engine's count of lost events when it was
+    /// installed or last asked ([`Enforcer::drain_lost`]).
+    told: HashMap<u64, u64>,
 }
 
 impl SharedEngine {
@@ -61,6 +64,7 @@ impl SharedEngine {
                 queues: HashMap::new(),
                 dropped: HashMap::new(),
                 names: HashMap::new(),
+                told: HashMap::new(),
             }),
             refusals: Arc::default(),
         }
@@ -115,6 +119,8 @@ impl Enforcer for SharedEngine {
         let id = state.next_id;
         state.next_id += 1;
         state.installed.insert(id, installed);
+        let lost = state.engine.events_lost();
+        state.told.entry(cgroup_id).or_insert(lost);
         if let Some(names) = names {
             state.names.insert(id, names);
         }
@@ -144,6 +150,7 @@ impl Enforcer for SharedEngine {
         if result.is_ok() {
             state.queues.remove(&cgroup_id);
             state.dropped.remove(&cgroup_id);
+            state.told.remove(&cgroup_id);
             self.refusals
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -214,6 +221,18 @@ impl Enforcer for SharedEngine {
         } = &mut *state;
         route(queues, dropped, events, QUEUE_MAX);
         queues.remove(&cgroup_id).map(Vec::from).unwrap_or_default()
+    }
+
+    /// The events of any scope that the ring buffer had no room for since the scope with
+    /// cgroup `cgroup_id` was installed, or last asked ([`Engine::events_lost`]).
+    fn drain_lost(&self, cgroup_id: u64) -> u64 {
+        let mut state = self.lock();
+        let now = state.engine.events_lost();
+        state.told.get_mut(&cgroup_id).map_or(0, |told| {
+            let lost = now.saturating_sub(*told);
+            *told = now;
+            lost
+        })
     }
 }
 

@@ -350,8 +350,14 @@ impl Enforcer for LandlockEngine {
         events
     }
 
-    /// The kernel's audit records lost while the scope lived ([`Reports::lost`]).
+    /// The kernel's audit records lost while the scope lived ([`Reports::lost`]), and the
+    /// network gate's refusals its ring buffer had no room for ([`NetGate::lost`]).
     fn drain_lost(&self, cgroup_id: u64) -> u64 {
-        self.reports.as_ref().map_or(0, |r| r.lost(cgroup_id))
+        let audit = self.reports.as_ref().map_or(0, |r| r.lost(cgroup_id));
+        let gate = match self.gate.get() {
+            Some(Ok(gate)) => Self::lock_gate(gate).lost(cgroup_id),
+            _ => 0,
+        };
+        audit + gate
     }
 }

@@ -26,7 +26,7 @@ use std::path::Path;
 use std::sync::{Arc, PoisonError};
 
 use aya::maps::lpm_trie::LpmTrie;
-use aya::maps::{HashMap, MapData, RingBuf};
+use aya::maps::{Array, HashMap, MapData, RingBuf};
 use aya::programs::CgroupSockAddr;
 use aya::{Ebpf, EbpfLoader};
 use bee_common::scope::SCOPE_DNS;
@@ -66,6 +66,8 @@ struct Gated {
     v4: Vec<LpmKeyV4>,
     v6: Vec<LpmKeyV6>,
     names: Option<ScopeNames>,
+    /// The gate's count of lost refusals when the scope was last told of it (or admitted).
+    told: u64,
 }
 
 /// The loaded gate (see the module docs).
@@ -78,6 +80,8 @@ pub struct NetGate {
     dns: HashMap<MapData, u64, DnsValue>,
     dns_ports: PortMap,
     events: RingBuf<MapData>,
+    /// Refusals the ring buffer had no room for, since the gate was loaded (one counter).
+    lost: Array<MapData, u64>,
     answers: Arc<AnswerMap>,
     refusals: Refusals,
     /// Events read from the ring for scopes other than the one drained.
@@ -186,6 +190,7 @@ impl NetGate {
             dns: take(&mut ebpf, "bee_dns")?,
             dns_ports: take(&mut ebpf, "bee_dns_ports")?,
             events: take(&mut ebpf, "bee_gate_events")?,
+            lost: take(&mut ebpf, "bee_gate_lost")?,
             ebpf,
             answers,
             refusals: Refusals::default(),
@@ -226,6 +231,10 @@ impl NetGate {
         // The resolver: kept across a change (its grants swapped, its old answers withdrawn),
         // started for a scope that grants names for the first time, stopped for one that no
         // longer does.
+        new.told = match self.scopes.get(&cgroup_id) {
+            Some(known) => known.told,
+            None => self.lost_total(),
+        };
         let old = self.scopes.remove(&cgroup_id).unwrap_or_default();
         new.names = match (names, old.names) {
             (Some(plan), Some(running)) => {
@@ -241,6 +250,7 @@ impl NetGate {
                         v4: old.v4,
                         v6: old.v6,
                         names: None,
+                        told: new.told,
                     };
                     self.scopes.insert(cgroup_id, kept);
                     return Err(e);
@@ -392,6 +402,23 @@ impl NetGate {
             out.extend(refused);
         }
         out
+    }
+
+    /// The refusals of every gated scope that the ring buffer had no room for, since load.
+    fn lost_total(&self) -> u64 {
+        self.lost.get(&0, 0).unwrap_or(0)
+    }
+
+    /// The refusals lost (of any gated scope: the ring buffer is shared) since scope
+    /// `cgroup_id` was last told, or admitted, which it is now told of; 0 for a scope the gate
+    /// does not know. Each may have been one of its refusals.
+    pub fn lost(&mut self, cgroup_id: u64) -> u64 {
+        let now = self.lost_total();
+        self.scopes.get_mut(&cgroup_id).map_or(0, |g| {
+            let lost = now.saturating_sub(g.told);
+            g.told = now;
+            lost
+        })
     }
 
     /// Removes scope `cgroup_id`: its gate entry first, so that from then on a process left in
