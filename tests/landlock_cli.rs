@@ -1374,3 +1374,49 @@ fn a_pinned_program_in_a_writable_tree_cannot_be_rewritten_from_inside() {
         r#""/usr/lib/**", "/etc/ld.so.cache", "/usr/bin/dash", "/usr/bin/ln", "/usr/bin/mv", "/usr/bin/chmod""#,
     );
 }
+
+/// A command started in a directory an `fs.deny` tree hides from the scope is refused before
+/// it starts, with the rule that hides it (not a failed step of the launch).
+#[test]
+fn a_working_directory_inside_a_denied_tree_is_refused_with_its_rule() {
+    let (dir, ws, _) = writable_workspace();
+    let sub = ws.join("secret/sub");
+    std::fs::create_dir_all(&sub).unwrap_or_else(|e| unreachable!("{e}"));
+    let p = dir.path().join("deny.toml");
+    let tree = format!("{}/**", ws.display());
+    std::fs::write(
+        &p,
+        POLICY
+            .replace("READ", &format!("{tree:?}"))
+            .replace("WRITE", &format!("{tree:?}"))
+            .replace(
+                "[exec]",
+                &format!("deny = [\"{}/secret/**\"]\n[exec]", ws.display()),
+            ),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let o = bee_in(
+        &sub,
+        &[
+            "exec",
+            "--engine",
+            "landlock",
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/dash",
+            "-c",
+            "echo ran",
+        ],
+    );
+    let err = stderr(&o);
+    assert_ne!(code(&o), 0, "{err}");
+    assert!(!stdout(&o).contains("ran"), "{err}");
+    assert!(
+        err.contains("the working directory")
+            && err.contains("fs.deny[0]")
+            && err.contains("hides from the scope"),
+        "{err}"
+    );
+}

@@ -374,6 +374,24 @@ impl Confinement {
                 }
                 continue;
             };
+            if m.kind == MaskKind::Hidden
+                && let Some(cwd) = cwd
+                && std::fs::canonicalize(cwd)
+                    .unwrap_or_else(|_| cwd.to_path_buf())
+                    .starts_with(&m.path)
+            {
+                // The launch would enter it again through the scope's mounts, where it is
+                // hidden: say so, rather than fail at the chdir.
+                return Err(io::Error::other(format!(
+                    "the working directory {} is inside {}, which `{}` ({}, line {}) hides \
+                     from the scope; start the command in a directory the scope can reach",
+                    cwd.display(),
+                    m.path,
+                    m.origin.text,
+                    m.origin.key,
+                    m.origin.line
+                )));
+            }
             if m.kind == MaskKind::Hidden && !found.meta.is_dir() {
                 // It was a directory when the plan was made: a file now cannot be covered by
                 // the carve-out's tmpfs, so the call is not started.
