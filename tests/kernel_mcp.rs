@@ -143,24 +143,19 @@ mod bench {
         };
         let mut turns: Vec<String> = (0..BENCH_CALLS).map(call).collect();
         turns.push(json!({"text": "done"}).to_string());
-        let file = |name: &str, text: &str| {
-            std::fs::write(dir.join(name), text).unwrap_or_else(|e| unreachable!("{e}"));
-        };
-        file("rec.jsonl", &(turns.join("\n") + "\n"));
-        file(
-            "provider.toml",
-            "kind = \"replay\"\nfile = \"rec.jsonl\"\nmodel = \"m\"\n",
+        crate::support::replay_scenario(
+            dir,
+            &ws.display().to_string(),
+            &policy.display().to_string(),
+            &turns,
         );
-        file(
-            "scenario.toml",
-            &format!(
-                "name = \"bench\"\nprompt = \"p\"\nworkspace = {:?}\n\
-                 workspace_mode = \"in-place\"\npolicy = {:?}\n[limits]\nturns = {}\n",
-                ws.display().to_string(),
-                policy.display().to_string(),
-                BENCH_CALLS + 5
-            ),
-        );
+        // The replay's calls, and a turn to end on, within the episode's turn limit.
+        let mut scenario = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("scenario.toml"))
+            .unwrap_or_else(|e| unreachable!("{e}"));
+        writeln!(scenario, "[limits]\nturns = {}", BENCH_CALLS + 5)
+            .unwrap_or_else(|e| unreachable!("{e}"));
         let records = dir.join(format!("run-records-{round}"));
         let o = Command::new(env!("CARGO_BIN_EXE_bee"))
             .args([
@@ -181,7 +176,7 @@ mod bench {
             "{}",
             String::from_utf8_lossy(&o.stderr)
         );
-        durations(&records, "bench.jsonl")
+        durations(&records, "s.jsonl")
     }
 
     /// `bee mcp` answering [`BENCH_CALLS`] `tools/call`s of `shell` running `true`: the

@@ -166,6 +166,31 @@ static __always_inline void gate_report(__u32 hook, __u64 cgid, const struct bee
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/* The address in `ctx` as 16 bytes in `a` (an IPv4 one v4-mapped); returns whether it is an
+ * IPv4 address (`v6` says the hook is an IPv6 one; ::ffff:a.b.c.d is an IPv4 peer). */
+static __always_inline int gate_addr(struct bpf_sock_addr *ctx, int v6, __u8 *a)
+{
+	__u32 w;
+
+	if (!v6) {
+		w = ctx->user_ip4;
+		a[10] = 0xff;
+		a[11] = 0xff;
+		__builtin_memcpy(&a[12], &w, 4);
+		return 1;
+	}
+	w = ctx->user_ip6[0];
+	__builtin_memcpy(&a[0], &w, 4);
+	w = ctx->user_ip6[1];
+	__builtin_memcpy(&a[4], &w, 4);
+	w = ctx->user_ip6[2];
+	__builtin_memcpy(&a[8], &w, 4);
+	w = ctx->user_ip6[3];
+	__builtin_memcpy(&a[12], &w, 4);
+	return a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0 && a[4] == 0 && a[5] == 0 &&
+	       a[6] == 0 && a[7] == 0 && a[8] == 0 && a[9] == 0 && a[10] == 0xff && a[11] == 0xff;
+}
+
 /* The verdict on the peer in `ctx` (1 allows, 0 refuses with EPERM), and the steering of an
  * allowed DNS peer. `v6` says the hook is an IPv6 one; the family is the hook's whatever
  * the address's sa_family says (udp_sendmsg reads an AF_UNSPEC name as its own family). */
@@ -175,28 +200,8 @@ static __always_inline int gate(struct bpf_sock_addr *ctx, __u32 hook, int v6)
 	struct bee_gate_scope *g = bpf_map_lookup_elem(&bee_gate, &cgid);
 	__u8 a[16] = {}, proto = gate_proto(ctx);
 	__u16 port = bpf_ntohs(ctx->user_port);
-	__u32 w;
-	int v4 = !v6;
+	int v4 = gate_addr(ctx, v6, a);
 
-	if (v6) {
-		w = ctx->user_ip6[0];
-		__builtin_memcpy(&a[0], &w, 4);
-		w = ctx->user_ip6[1];
-		__builtin_memcpy(&a[4], &w, 4);
-		w = ctx->user_ip6[2];
-		__builtin_memcpy(&a[8], &w, 4);
-		w = ctx->user_ip6[3];
-		__builtin_memcpy(&a[12], &w, 4);
-		/* ::ffff:a.b.c.d is an IPv4 peer. */
-		v4 = a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0 && a[4] == 0 && a[5] == 0 &&
-		     a[6] == 0 && a[7] == 0 && a[8] == 0 && a[9] == 0 && a[10] == 0xff &&
-		     a[11] == 0xff;
-	} else {
-		w = ctx->user_ip4;
-		a[10] = 0xff;
-		a[11] = 0xff;
-		__builtin_memcpy(&a[12], &w, 4);
-	}
 	if (!g || !gate_allows(cgid, g, a, v4, proto, port)) {
 		gate_report(hook, cgid, g, v6, a, proto, port);
 		return 0;
@@ -239,23 +244,10 @@ static __always_inline int gate_bind(struct bpf_sock_addr *ctx, int v6)
 	struct bee_gate_scope *g = bpf_map_lookup_elem(&bee_gate, &cgid);
 	__u16 port = bpf_ntohs(ctx->user_port);
 	__u8 a[16] = {};
-	__u32 w;
 
 	if (g && port == 0)
 		return 1;
-	if (v6) {
-		w = ctx->user_ip6[0];
-		__builtin_memcpy(&a[0], &w, 4);
-		w = ctx->user_ip6[1];
-		__builtin_memcpy(&a[4], &w, 4);
-		w = ctx->user_ip6[2];
-		__builtin_memcpy(&a[8], &w, 4);
-		w = ctx->user_ip6[3];
-		__builtin_memcpy(&a[12], &w, 4);
-	} else {
-		w = ctx->user_ip4;
-		__builtin_memcpy(&a[12], &w, 4);
-	}
+	gate_addr(ctx, v6, a);
 	gate_report(BEE_HOOK_SOCKET_BIND, cgid, g, v6, a, gate_proto(ctx), port);
 	return 0;
 }

@@ -358,35 +358,11 @@ fn a_flooding_scope_fails_alone() {
 /// service's datagrams (the BPF LSM engine's `socket_bind` refuses the same).
 #[test]
 fn a_udp_socket_binds_only_a_port_the_kernel_picks() {
-    use std::os::fd::FromRawFd as _;
     let scope = Gated::new(policy(
         "[[net.allow]]\naddr = [\"127.0.0.1/32\"]\nports = [5000]\nproto = \"udp\"\n",
     ));
     // A host service in a SO_REUSEPORT group on a free loopback port.
-    // SAFETY: plain socket calls on a new descriptor with stack arguments.
-    let host = unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-        assert!(fd >= 0);
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_REUSEPORT,
-            (&raw const one).cast(),
-            size_of::<libc::c_int>() as u32,
-        );
-        let sa = libc::sockaddr_in {
-            sin_family: libc::AF_INET as u16,
-            sin_port: 0,
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        let len = size_of::<libc::sockaddr_in>() as u32;
-        assert_eq!(libc::bind(fd, (&raw const sa).cast(), len), 0);
-        std::net::UdpSocket::from_raw_fd(fd)
-    };
+    let host = kernel_support::net::host_reuseport_udp(0);
     let port = host.local_addr().unwrap().port().to_string();
     let free = {
         let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

@@ -1306,7 +1306,7 @@ fn binding_an_ip_socket_to_a_port_is_denied() {
     let scope = t.scope("atk-bind");
     let _ = run(None, BUSYBOX, &["ifconfig", "lo", "127.0.0.1", "up"]);
     // A host service on 127.0.0.1:7008, in a SO_REUSEPORT group the scope's socket would join.
-    let host = socket2_reuseport_udp("127.0.0.1:7008");
+    let host = net::host_reuseport_udp(7008);
     let bind = |proto: &str, addr: &str, port: &str| {
         h(
             &scope,
@@ -1351,42 +1351,6 @@ fn binding_an_ip_socket_to_a_port_is_denied() {
         [(7008, 2), (7009, 2), (7009, 2), (7010, 1)],
         "socket_bind denials (port, protocol: 1 tcp, 2 udp)"
     );
-}
-
-/// A UDP socket with `SO_REUSEPORT`, bound to `addr`.
-fn socket2_reuseport_udp(addr: &str) -> std::net::UdpSocket {
-    use std::os::fd::FromRawFd;
-    let addr: std::net::SocketAddrV4 = addr.parse().unwrap();
-    // SAFETY: plain socket calls on a new descriptor with stack arguments.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
-        assert!(fd >= 0);
-        let one: libc::c_int = 1;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_REUSEPORT,
-            (&raw const one).cast(),
-            size_of::<libc::c_int>() as u32,
-        );
-        let sa = libc::sockaddr_in {
-            sin_family: libc::AF_INET as u16,
-            sin_port: addr.port().to_be(),
-            sin_addr: libc::in_addr {
-                s_addr: u32::from(*addr.ip()).to_be(),
-            },
-            sin_zero: [0; 8],
-        };
-        assert_eq!(
-            libc::bind(
-                fd,
-                (&raw const sa).cast(),
-                size_of::<libc::sockaddr_in>() as u32
-            ),
-            0
-        );
-        std::net::UdpSocket::from_raw_fd(fd)
-    }
 }
 
 #[test]

@@ -38,7 +38,7 @@ mod fs_open;
 mod helper;
 mod mount;
 pub mod names;
-mod net;
+pub mod net;
 mod process;
 mod repeat;
 mod sys;

@@ -285,47 +285,77 @@ pub(super) fn listen_send(port: &str) -> i32 {
     }
 }
 
-/// The helper action `bind PROTO ADDR PORT`: a `tcp` or `udp` socket of ADDR's family, with
-/// `SO_REUSEPORT` set (so that it could join a group a host socket on that port leads), bound
-/// to ADDR:PORT; returns bind's errno (0: bound).
-pub(super) fn bind(proto: &str, addr: &str, port: &str) -> i32 {
-    let port: u16 = port.parse().unwrap();
-    let v6 = addr.contains(':');
-    let kind = if proto == "tcp" {
-        libc::SOCK_STREAM
+/// A socket of `kind` (`SOCK_DGRAM`, `SOCK_STREAM`) in `ip`'s family, with `SO_REUSEPORT` set
+/// (so that it joins any group a socket of the same user on that port leads), bound to
+/// `ip`:`port`: the socket, or bind's errno.
+pub(super) fn bound_reuseport(
+    kind: libc::c_int,
+    ip: std::net::IpAddr,
+    port: u16,
+) -> Result<std::os::fd::OwnedFd, i32> {
+    use std::os::fd::FromRawFd as _;
+    let family = if ip.is_ipv6() {
+        libc::AF_INET6
     } else {
-        libc::SOCK_DGRAM
+        libc::AF_INET
     };
-    // SAFETY: plain syscalls on an owned descriptor with stack arguments.
+    // SAFETY: plain syscalls on a descriptor owned from its creation, with stack arguments.
     unsafe {
-        let fd = libc::socket(if v6 { libc::AF_INET6 } else { libc::AF_INET }, kind, 0);
+        let fd = libc::socket(family, kind, 0);
         if fd < 0 {
-            return errno();
+            return Err(errno());
         }
+        let fd = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
         let one: libc::c_int = 1;
         libc::setsockopt(
-            fd,
+            raw,
             libc::SOL_SOCKET,
             libc::SO_REUSEPORT,
             (&raw const one).cast(),
             size_of::<libc::c_int>() as u32,
         );
-        let r = if v6 {
-            let sa = sockaddr_v6(addr, port);
-            libc::bind(
-                fd,
-                (&raw const sa).cast(),
-                size_of::<libc::sockaddr_in6>() as u32,
-            )
-        } else {
-            let sa = sockaddr_v4(addr, port);
-            libc::bind(
-                fd,
-                (&raw const sa).cast(),
-                size_of::<libc::sockaddr_in>() as u32,
-            )
+        let r = match ip {
+            std::net::IpAddr::V4(a) => {
+                let sa = sockaddr_v4(&a.to_string(), port);
+                libc::bind(
+                    raw,
+                    (&raw const sa).cast(),
+                    size_of::<libc::sockaddr_in>() as u32,
+                )
+            }
+            std::net::IpAddr::V6(a) => {
+                let sa = sockaddr_v6(&a.to_string(), port);
+                libc::bind(
+                    raw,
+                    (&raw const sa).cast(),
+                    size_of::<libc::sockaddr_in6>() as u32,
+                )
+            }
         };
-        if r < 0 { errno() } else { 0 }
+        if r < 0 { Err(errno()) } else { Ok(fd) }
+    }
+}
+
+/// A host UDP socket with `SO_REUSEPORT`, bound to 127.0.0.1:`port` (0: a free port), as a
+/// service that shares its port would hold it.
+pub fn host_reuseport_udp(port: u16) -> std::net::UdpSocket {
+    bound_reuseport(libc::SOCK_DGRAM, std::net::Ipv4Addr::LOCALHOST.into(), port)
+        .map(std::net::UdpSocket::from)
+        .unwrap_or_else(|e| panic!("binding 127.0.0.1:{port}: errno {e}"))
+}
+
+/// The helper action `bind PROTO ADDR PORT`: a `tcp` or `udp` socket bound to ADDR:PORT with
+/// `SO_REUSEPORT` ([`bound_reuseport`]); returns bind's errno (0: bound).
+pub(super) fn bind(proto: &str, addr: &str, port: &str) -> i32 {
+    let kind = if proto == "tcp" {
+        libc::SOCK_STREAM
+    } else {
+        libc::SOCK_DGRAM
+    };
+    match bound_reuseport(kind, addr.parse().unwrap(), port.parse().unwrap()) {
+        Ok(_) => 0,
+        Err(e) => e,
     }
 }
 
