@@ -23,13 +23,23 @@ use kernel_support::*;
 
 helper_entry!();
 
-/// The process's one engine, loaded once after the name servers started.
+/// Entries of the answers map of [`shared`]'s engine: an eighth of the default 65,536, so
+/// that the load test in the matrix floods past it in an eighth of the time under TCG (the
+/// other tests hold a few answers each).
+const SCALED_ANSWERS: u32 = 8192;
+
+/// The process's one engine (a process loads one at most), loaded once after the name
+/// servers started, with an answers map of [`SCALED_ANSWERS`] entries.
 fn shared() -> &'static SharedEngine {
     static SHARED: OnceLock<SharedEngine> = OnceLock::new();
     SHARED.get_or_init(|| {
         assert_expected_kernel(&std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap());
         name_servers();
-        SharedEngine::load(&EngineOptions::default()).expect("load")
+        let options = EngineOptions {
+            max_answers: SCALED_ANSWERS,
+            ..EngineOptions::default()
+        };
+        SharedEngine::load(&options).expect("load")
     })
 }
 
@@ -52,38 +62,22 @@ proto = "tcp"
     )
 }
 
-/// Entries of the answers map of [`smaller`]'s engine: an eighth of the default 65,536.
-const SMALLER_ANSWERS: u32 = 8192;
-
-/// A second engine, loaded by the first test that needs it, whose answers map holds
-/// [`SMALLER_ANSWERS`] entries: a flood larger than its map takes an eighth of the time
-/// under TCG that one larger than the default map does.
-fn smaller() -> &'static SharedEngine {
-    static SMALLER: OnceLock<SharedEngine> = OnceLock::new();
-    SMALLER.get_or_init(|| {
-        name_servers();
-        let options = EngineOptions {
-            max_answers: SMALLER_ANSWERS,
-            ..EngineOptions::default()
-        };
-        SharedEngine::load(&options).expect("load the engine with the smaller answers map")
-    })
-}
-
 /// A cgroup governed by a policy granting `hosts`, through `engine`.
-struct NamedScope {
+struct NamedScope<'e> {
     cg: Cgroup,
     id: Option<InstallId>,
-    engine: &'static SharedEngine,
+    engine: &'e SharedEngine,
 }
 
-impl NamedScope {
+impl NamedScope<'static> {
     /// A scope of the process's [`shared`] engine.
     fn new(name: &str, hosts: &[&str]) -> Self {
-        Self::of(shared(), name, hosts)
+        NamedScope::of(shared(), name, hosts)
     }
+}
 
-    fn of(engine: &'static SharedEngine, name: &str, hosts: &[&str]) -> Self {
+impl<'e> NamedScope<'e> {
+    fn of(engine: &'e SharedEngine, name: &str, hosts: &[&str]) -> Self {
         let cg = Cgroup::create(name);
         let id = engine
             .install(&plan(&policy(hosts)), cg.id(), 0)
@@ -96,7 +90,7 @@ impl NamedScope {
     }
 }
 
-impl NameScope for NamedScope {
+impl NameScope for NamedScope<'_> {
     fn act(&self, action: Action) -> (i32, String) {
         let out = helper(Some(&self.cg), action);
         (
@@ -110,7 +104,7 @@ impl NameScope for NamedScope {
     }
 }
 
-impl Drop for NamedScope {
+impl Drop for NamedScope<'_> {
     fn drop(&mut self) {
         self.cg.kill_all();
         if let Some(id) = self.id.take() {
@@ -151,17 +145,16 @@ fn concurrent_scopes_with_different_names_share_no_answers() {
 }
 
 /// Issue "hold under load", in the kernel, as the matrix runs it: 50 scopes of the BPF LSM
-/// engine resolving at once while a 51st floods 12,500 distinct names into an answers map of
-/// [`SMALLER_ANSWERS`] entries (1.5 times the map, as 100,000 names are of the default
-/// 65,536; the quotas are the same share of it, 8,192 / 51 = 160 answers each); none of the
-/// 50 fails. The full-size run is [`a_flooding_scope_fails_alone`], by hand.
+/// engine resolving at once while a 51st floods 12,500 distinct names into the answers map
+/// of [`shared`]'s engine, [`SCALED_ANSWERS`] entries (1.5 times the map, as 100,000 names
+/// are of the default 65,536; the quotas are the same share of it, 8,192 / 51 = 160 answers
+/// each); none of the 50 fails. The full-size run is [`a_flooding_scope_fails_alone`], by
+/// hand.
 #[test]
 fn a_flooding_scope_fails_alone_in_a_smaller_map() {
-    assert_expected_kernel(&std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap());
-    let engine = smaller();
-    let flooder = NamedScope::of(engine, "names-small-flooder", &["*.flood.test"]);
-    let others: Vec<NamedScope> = (0..50)
-        .map(|i| NamedScope::of(engine, &format!("names-small-{i}"), &["*.load.test"]))
+    let flooder = NamedScope::new("names-small-flooder", &["*.flood.test"]);
+    let others: Vec<NamedScope<'_>> = (0..50)
+        .map(|i| NamedScope::new(&format!("names-small-{i}"), &["*.load.test"]))
         .collect();
     let others: Vec<&(dyn NameScope + Sync)> = others
         .iter()
@@ -181,9 +174,15 @@ fn a_flooding_scope_fails_alone_in_a_smaller_map() {
 #[test]
 #[ignore = "a 12-minute load test under TCG, run alone on an idle host (see its documentation)"]
 fn a_flooding_scope_fails_alone() {
-    let flooder = NamedScope::new("names-flooder", &["*.flood.test"]);
-    let others: Vec<NamedScope> = (0..50)
-        .map(|i| NamedScope::new(&format!("names-load-{i}"), &["*.load.test"]))
+    // An engine of its own, with the default answers map: a process loads one engine at most,
+    // so this test runs alone (`--exact`), before anything loads [`shared`]'s.
+    assert_expected_kernel(&std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap());
+    name_servers();
+    let engine = SharedEngine::load(&EngineOptions::default())
+        .expect("load the engine (run this test alone, with --exact: one engine per process)");
+    let flooder = NamedScope::of(&engine, "names-flooder", &["*.flood.test"]);
+    let others: Vec<NamedScope<'_>> = (0..50)
+        .map(|i| NamedScope::of(&engine, &format!("names-load-{i}"), &["*.load.test"]))
         .collect();
     let others: Vec<&(dyn NameScope + Sync)> = others
         .iter()
