@@ -148,9 +148,12 @@ fn concurrent_scopes_with_different_names_share_no_answers() {
 /// engine resolving at once while a 51st floods 12,500 distinct names into the answers map
 /// of [`shared`]'s engine, [`SCALED_ANSWERS`] entries (1.5 times the map, as 100,000 names
 /// are of the default 65,536; the quotas are the same share of it, 8,192 / 51 = 160 answers
-/// each); none of the 50 fails. The full-size run is [`a_flooding_scope_fails_alone`], by
-/// hand.
+/// each); none of the 50 fails. The full-size run is [`a_flooding_scope_fails_alone`]. Both
+/// by hand, on an idle host: with a second guest beside it (as CI's two lanes run) a lookup
+/// of the 50 now and then outlasts the resolver's 2 s upstream wait or the client's two 5 s
+/// tries (`docs/benchmarks.md`, "DNS under load"), so it is not in the matrix.
 #[test]
+#[ignore = "a load test under TCG, about 2 minutes, run alone on an idle host (see its documentation)"]
 fn a_flooding_scope_fails_alone_in_a_smaller_map() {
     let flooder = NamedScope::new("names-small-flooder", &["*.flood.test"]);
     let others: Vec<NamedScope<'_>> = (0..50)
