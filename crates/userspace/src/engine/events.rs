@@ -1,6 +1,16 @@
-//! Decoding ring-buffer records into [`AuditEvent`]s.
+//! Decoding ring-buffer records into [`AuditEvent`]s, and telling a scope of the records its
+//! ring buffer lost.
 
 use bee_common::AuditEvent;
+
+/// The records lost since a scope was last told, given the programs' count `now` (one counter
+/// since load, of every scope) and `told`, the count when it was last told (or began), which
+/// becomes `now`.
+pub(crate) fn lost_since(told: &mut u64, now: u64) -> u64 {
+    let lost = now.saturating_sub(*told);
+    *told = now;
+    lost
+}
 
 /// The event in `record` (one ring-buffer record, `struct bee_event` of `bee_common.h`), or
 /// `None` if the record is not exactly one event long.

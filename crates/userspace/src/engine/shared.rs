@@ -228,11 +228,10 @@ impl Enforcer for SharedEngine {
     fn drain_lost(&self, cgroup_id: u64) -> u64 {
         let mut state = self.lock();
         let now = state.engine.events_lost();
-        state.told.get_mut(&cgroup_id).map_or(0, |told| {
-            let lost = now.saturating_sub(*told);
-            *told = now;
-            lost
-        })
+        state
+            .told
+            .get_mut(&cgroup_id)
+            .map_or(0, |told| super::events::lost_since(told, now))
     }
 }
 

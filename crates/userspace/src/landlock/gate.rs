@@ -414,11 +414,9 @@ impl NetGate {
     /// does not know. Each may have been one of its refusals.
     pub fn lost(&mut self, cgroup_id: u64) -> u64 {
         let now = self.lost_total();
-        self.scopes.get_mut(&cgroup_id).map_or(0, |g| {
-            let lost = now.saturating_sub(g.told);
-            g.told = now;
-            lost
-        })
+        self.scopes
+            .get_mut(&cgroup_id)
+            .map_or(0, |g| events::lost_since(&mut g.told, now))
     }
 
     /// Removes scope `cgroup_id`: its gate entry first, so that from then on a process left in
