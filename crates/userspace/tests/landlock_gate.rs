@@ -384,19 +384,7 @@ fn a_udp_socket_binds_only_a_port_the_kernel_picks() {
     assert_eq!(bind("127.0.0.1", "0"), 0, "a port the kernel picks");
     assert_eq!(bind("::", "0"), 0, "a port the kernel picks, IPv6");
     // The host's service still gets every datagram sent to it.
-    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    for _ in 0..20 {
-        tx.send_to(b"x", ("127.0.0.1", host.local_addr().unwrap().port()))
-            .unwrap();
-    }
-    host.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let mut buf = [0u8; 8];
-    for i in 0..20 {
-        assert!(
-            host.recv(&mut buf).is_ok(),
-            "datagram {i} did not reach the host"
-        );
-    }
+    kernel_support::net::assert_host_gets_every_datagram(&host);
     let binds: Vec<u16> = scope
         .events()
         .iter()

@@ -1328,18 +1328,7 @@ fn binding_an_ip_socket_to_a_port_is_denied() {
     assert_eq!(bind("udp", "127.0.0.1", "0"), 0, "a port the kernel picks");
     assert_eq!(bind("tcp", "::", "0"), 0, "a port the kernel picks, IPv6");
     // The host's service still gets every datagram sent to it.
-    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    for _ in 0..20 {
-        tx.send_to(b"x", "127.0.0.1:7008").unwrap();
-    }
-    host.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let mut buf = [0u8; 8];
-    for i in 0..20 {
-        assert!(
-            host.recv(&mut buf).is_ok(),
-            "datagram {i} did not reach the host's socket"
-        );
-    }
+    net::assert_host_gets_every_datagram(&host);
     let evs = events(&scope.cg);
     let binds: Vec<(u16, u8)> = evs
         .iter()

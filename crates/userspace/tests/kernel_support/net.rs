@@ -345,6 +345,25 @@ pub fn host_reuseport_udp(port: u16) -> std::net::UdpSocket {
         .unwrap_or_else(|e| panic!("binding 127.0.0.1:{port}: errno {e}"))
 }
 
+/// Sends 20 datagrams to `host` (a socket on 127.0.0.1) from another host socket, and asserts
+/// that each reached it: no scope's socket took a share of its port's traffic.
+pub fn assert_host_gets_every_datagram(host: &std::net::UdpSocket) {
+    let port = host.local_addr().unwrap().port();
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..20 {
+        tx.send_to(b"x", ("127.0.0.1", port)).unwrap();
+    }
+    host.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    let mut buf = [0u8; 8];
+    for i in 0..20 {
+        assert!(
+            host.recv(&mut buf).is_ok(),
+            "datagram {i} did not reach the host's socket on port {port}"
+        );
+    }
+}
+
 /// The helper action `bind PROTO ADDR PORT`: a `tcp` or `udp` socket bound to ADDR:PORT with
 /// `SO_REUSEPORT` ([`bound_reuseport`]); returns bind's errno (0: bound).
 pub(super) fn bind(proto: &str, addr: &str, port: &str) -> i32 {
