@@ -86,8 +86,8 @@ fn codex_with_bee_mcp_as_its_tools_is_refused_a_secret_and_lands_a_fix() {
 /// agents' cache as `$AGENTS` and an unlinked file's inode number as `N`. Each is refused
 /// under the profile, and Codex does its work without it (the first test):
 const REVIEWED: &[(&str, &str)] = &[
-    // Learn mode widened the package's reads to the cache above it, which holds this
-    // install only; the profile grants the package.
+    // The package's reads, which learn mode widened above it into the agents' cache (which
+    // holds only agents' builds); the profile grants the package.
     ("fs_read", "$AGENTS/**"),
     // The trust anchors, which Codex reads as it starts: the guests' `/etc/ssl` holds only the
     // bundle (`certs/ca-certificates.crt`, copied in for `kernel_scan`), and learn mode widened
@@ -120,12 +120,7 @@ fn codex_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
     let (ws, home, _) = codex::state(dir.path(), port);
     let profile = policy(dir.path(), &codex.package, port);
     // The base: the workspace written and the scripted server, nothing else.
-    let base = dir.path().join("base.toml");
-    let text = format!(
-        "version = 3\n[fs]\nwrite = [\"./**\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
-    );
-    std::fs::write(&base, text).unwrap_or_else(|e| unreachable!("{e}"));
+    let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
     let mut exec = agent_run::bee_exec_with(
         Engine::BpfLsm,
@@ -148,62 +143,11 @@ fn codex_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
         Some(agent_run::FIXED),
         "{err}"
     );
-    let diff = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .args(["policy", "diff", "--json"])
-        .arg(&profile)
-        .arg(&learned)
-        .current_dir(&ws)
-        .env("HOME", &home)
-        .output()
-        .unwrap_or_else(|e| unreachable!("{e}"));
-    assert_eq!(diff.status.code(), Some(0), "{}", support::stderr(&diff));
-    let diff: serde_json::Value = serde_json::from_slice(&diff.stdout)
-        .unwrap_or_else(|e| unreachable!("{e}: {}", support::stderr(&diff)));
-    let (tmp, test_dir) = (
-        env!("CARGO_TARGET_TMPDIR"),
-        dir.path().display().to_string(),
-    );
-    let named = |rule: &str| {
-        let rule = rule
-            .replace(&test_dir, "$DIR")
-            .replace(&format!("{tmp}/agents"), "$AGENTS");
-        match rule.strip_prefix("/tmp/#") {
-            Some(ino) if ino.bytes().all(|b| b.is_ascii_digit()) => "/tmp/#N".to_owned(),
-            _ => rule,
-        }
-    };
-    let beyond: Vec<(String, String)> = diff["added"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| {
-            let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
-            (s(&a["capability"]), named(&s(&a["child"]["rule"])))
-        })
-        .collect();
-    let learned_text = std::fs::read_to_string(&learned).unwrap_or_default();
-    // Some are expected (the base's workspace grant at least): none would mean no diff.
-    assert!(!beyond.is_empty(), "{learned_text}");
-    let unreviewed: Vec<_> = beyond
-        .iter()
-        .filter(|(c, r)| !REVIEWED.contains(&(c.as_str(), r.as_str())))
-        .collect();
-    assert!(
-        unreviewed.is_empty(),
-        "learned beyond the profile, not reviewed: {unreviewed:?}\n{learned_text}"
-    );
-    // Learn mode ran, and its policy is accepted as written.
+    let learned_text =
+        agent_run::held_to_review(&profile, &learned, (dir.path(), &ws, &home), REVIEWED, &[]);
+    // Learn mode ran.
     assert!(
         learned_text.contains("thread_history_1.sqlite") && err.contains("bee: LEARN MODE ended"),
         "{learned_text}\n{err}"
     );
-    let valid = std::process::Command::new(env!("CARGO_BIN_EXE_bee"))
-        .arg("validate")
-        .arg("--policy")
-        .arg(&learned)
-        .current_dir(&ws)
-        .env("HOME", &home)
-        .output()
-        .unwrap_or_else(|e| unreachable!("{e}"));
-    assert_eq!(valid.status.code(), Some(0), "{}", support::stderr(&valid));
 }

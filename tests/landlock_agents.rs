@@ -8,52 +8,28 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-use support::scripted::{self, Script, Seen};
+use support::claude::{self, ANSWER};
+use support::scripted::{self, Seen};
 use support::{stderr, stdout};
 
-/// The Claude Code release the test runs.
-const CLAUDE_CODE: &str = "2.1.332";
-
-/// What the scripted model answers.
-const ANSWER: &str = "HELLO FROM THE SCRIPTED MODEL";
-
-/// Claude Code installed at [`CLAUDE_CODE`] in the test cache (installed on first use): its
-/// executable.
-fn claude_code() -> PathBuf {
-    let dir =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agents/claude-code-{CLAUDE_CODE}"));
-    let exe = dir.join("node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    support::npm::install(
-        &dir,
-        &[],
-        &format!("@anthropic-ai/claude-code@{CLAUDE_CODE}"),
-        &[&exe],
-    );
-    exe
-}
-
-/// `bee exec` of Claude Code (`exe`) under its profile (made version 1, with `more_fs` in
+/// `bee exec` of Claude Code (`claude`) under its profile (made version 1, with `more_fs` in
 /// its `[fs]` and `more_exec` runnable), in `dir`'s `ws/` with `dir`'s `home/`, its API at the
 /// scripted server on `port`: up to `env`'s arguments; the caller adds its own variables,
 /// then the executable and its arguments. (`bee exec` passes only a few variables — PATH,
 /// HOME, LANG…: the others go through `env`, which the profile lets run.)
 fn under_profile(
-    exe: &Path,
+    claude: &claude::ClaudeCode,
     dir: &Path,
     port: u16,
     more_fs: &str,
     more_exec: &[&str],
 ) -> std::process::Command {
     let (ws, home) = (dir.join("ws"), dir.join("home"));
-    let install = exe
-        .ancestors()
-        .nth(4)
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    let mut exec = vec![format!("{:?}", exe.display().to_string())];
+    let install = claude.prefix.display();
+    let mut exec = vec![format!("{:?}", claude.exe.display().to_string())];
     exec.extend(more_exec.iter().map(|e| format!("{e:?}")));
     let rest = format!(
         "[fs]\nread = [\"{install}/**\"]\nwrite = [\"./**\"]\n{more_fs}[exec]\nallow = [{}]\n\
@@ -67,11 +43,7 @@ fn under_profile(
     cmd.args(["exec", "--engine", "landlock", "--policy"])
         .arg(&policy)
         .args(["--", "/usr/bin/env"])
-        .arg(format!("ANTHROPIC_BASE_URL=http://127.0.0.1:{port}"))
-        .args([
-            "ANTHROPIC_API_KEY=sk-ant-test",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-        ])
+        .args(claude::environment(port))
         // Its temporary directory where the profile writes whether or not it exists yet: the
         // Landlock engine grants `/tmp/claude-*/**` only where it exists as the scope starts
         // (docs/profiles.md), and this test must not depend on an earlier run's.
@@ -79,125 +51,15 @@ fn under_profile(
     cmd
 }
 
-/// A scripted Anthropic Messages server on a loopback port: every `POST /v1/messages`
-/// answers [`ANSWER`] (streamed where asked), anything else `{}`. Returns the port.
-fn scripted_server(seen: Seen) -> u16 {
-    scripted::server(seen, Arc::new(|r: &str, b: &str| answer(r, b)))
-}
-
-/// The scripted reply to one request: its content type and body.
-fn answer(request: &str, body: &str) -> (&'static str, String) {
-    if !request.starts_with("POST /v1/messages") || request.contains("count_tokens") {
-        return ("application/json", "{\"input_tokens\": 1}".to_owned());
-    }
-    let req: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-    reply(&req, None)
-}
-
-/// A Messages API reply to `req` (streamed where it asks): `use_tool`'s call (name, input),
-/// or [`ANSWER`].
-fn reply(
-    req: &serde_json::Value,
-    use_tool: Option<(&str, serde_json::Value)>,
-) -> (&'static str, String) {
-    match use_tool {
-        Some((name, input)) => {
-            let id = format!("toolu_{}", tool_results(req).len());
-            message(
-                req,
-                &serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-                &serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                &serde_json::json!({"type": "input_json_delta", "partial_json": input.to_string()}),
-                "tool_use",
-            )
-        }
-        None => message(
-            req,
-            &serde_json::json!({"type": "text", "text": ANSWER}),
-            &serde_json::json!({"type": "text", "text": ""}),
-            &serde_json::json!({"type": "text_delta", "text": ANSWER}),
-            "end_turn",
-        ),
-    }
-}
-
-/// A Messages API reply of one content block: `block` whole, or streamed (where `req` asks)
-/// as `start` and one `delta`; it stops for `stop_reason`.
-fn message(
-    req: &serde_json::Value,
-    block: &serde_json::Value,
-    start: &serde_json::Value,
-    delta: &serde_json::Value,
-    stop_reason: &str,
-) -> (&'static str, String) {
-    let model = req["model"].clone();
-    let usage = serde_json::json!({"input_tokens": 1, "output_tokens": 5});
-    if req["stream"] != true {
-        let message = serde_json::json!({
-            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [block], "stop_reason": stop_reason, "stop_sequence": null, "usage": usage,
-        });
-        return ("application/json", message.to_string());
-    }
-    let events = [
-        serde_json::json!({"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}}),
-        serde_json::json!({"type": "content_block_start", "index": 0, "content_block": start}),
-        serde_json::json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-        serde_json::json!({"type": "content_block_stop", "index": 0}),
-        serde_json::json!({"type": "message_delta",
-            "delta": {"stop_reason": stop_reason, "stop_sequence": null},
-            "usage": {"output_tokens": 5}}),
-        serde_json::json!({"type": "message_stop"}),
-    ];
-    let text = events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
-        .collect();
-    ("text/event-stream", text)
-}
-
-/// A workspace `ws` and a home `home` in `dir` with every file and directory of Claude
-/// Code's that its profile protects in place (the Landlock engine covers what exists); returns
-/// them and the protected files, each holding `{}`.
-fn claude_state(dir: &Path) -> (PathBuf, PathBuf, Vec<PathBuf>) {
-    let (ws, home) = (dir.join("ws"), dir.join("home"));
-    for d in [
-        ws.join(".claude"),
-        home.join(".claude/hooks"),
-        home.join(".claude/plugins"),
-        home.join(".claude/agents"),
-        home.join(".claude/commands"),
-        home.join(".claude/skills"),
-        home.join(".claude/local"),
-    ] {
-        std::fs::create_dir_all(d).unwrap_or_else(|e| unreachable!("{e}"));
-    }
-    let settings = vec![
-        home.join(".claude/settings.json"),
-        home.join(".claude/settings.local.json"),
-        home.join(".claude.json"),
-        home.join(".claude/statusline-command.sh"),
-        home.join(".claude/CLAUDE.md"),
-        ws.join(".claude/settings.json"),
-        ws.join(".mcp.json"),
-    ];
-    for f in &settings {
-        std::fs::write(f, "{}\n").unwrap_or_else(|e| unreachable!("{e}"));
-    }
-    (ws, home, settings)
-}
-
 #[test]
 fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
-    let exe = claude_code();
+    let claude = claude::claude_code();
     let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let (ws, home, settings) = claude_state(dir.path());
+    let (ws, home, settings) = claude::state(dir.path());
     let seen: Seen = Arc::default();
-    let port = scripted_server(Arc::clone(&seen));
-    let o = under_profile(&exe, dir.path(), port, "", &[])
-        .arg(&exe)
+    let port = scripted::server(Arc::clone(&seen), claude::answering());
+    let o = under_profile(&claude, dir.path(), port, "", &[])
+        .arg(&claude.exe)
         .args(["-p", "Say hello."])
         .current_dir(&ws)
         .env("HOME", &home)
@@ -226,26 +88,9 @@ fn claude_code_answers_under_its_profile_and_cannot_touch_its_settings() {
     }
 }
 
-/// The `tool_result` blocks of a request's messages, in order: their text.
-fn tool_results(req: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for m in req["messages"].as_array().into_iter().flatten() {
-        for block in m["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                let text = match &block["content"] {
-                    serde_json::Value::String(s) => s.clone(),
-                    v => v.to_string(),
-                };
-                out.push(text);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fix() {
-    let exe = claude_code();
+    let claude = claude::claude_code();
     let s = support::Confined::new(&["/usr/bin/dash"]);
     let (ws, secret, policy) = (&s.ws, &s.secret, &s.policy);
     let home = ws.with_file_name("home");
@@ -255,26 +100,13 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
     // The model: read the secret, fix the bug, then answer; every other request gets text.
     let secret_path = secret.display().to_string();
     let target = secret_path.clone();
-    let script: Script = Arc::new(move |request: &str, body: &str| {
-        let req: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-        let main_loop = req["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "mcp__bee__read_file"));
-        if !request.starts_with("POST /v1/messages")
-            || request.contains("count_tokens")
-            || !main_loop
-        {
-            return answer(request, body);
-        }
-        let step = match tool_results(&req).len() {
-            0 => Some(("mcp__bee__read_file", serde_json::json!({"path": target}))),
-            1 => Some((
-                "mcp__bee__edit_file",
-                serde_json::json!({"path": "app.py", "old_string": "a - b", "new_string": "a + b"}),
-            )),
-            _ => None,
-        };
-        reply(&req, step)
+    let script = claude::stepping("mcp__bee__read_file", move |n| match n {
+        0 => Some(("mcp__bee__read_file", serde_json::json!({"path": target}))),
+        1 => Some((
+            "mcp__bee__edit_file",
+            serde_json::json!({"path": "app.py", "old_string": "a - b", "new_string": "a + b"}),
+        )),
+        _ => None,
     });
     let seen: Seen = Arc::default();
     let port = scripted::server(Arc::clone(&seen), script);
@@ -286,7 +118,7 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
     }}});
     let config_file = ws.with_file_name("mcp.json");
     std::fs::write(&config_file, config.to_string()).unwrap_or_else(|e| unreachable!("{e}"));
-    let o = std::process::Command::new(&exe)
+    let o = std::process::Command::new(&claude.exe)
         .args([
             "-p",
             "Fix the bug in app.py.",
@@ -312,11 +144,7 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
     let main: Vec<serde_json::Value> = seen
         .iter()
         .filter_map(|(_, b)| serde_json::from_str::<serde_json::Value>(b).ok())
-        .filter(|r| {
-            r["tools"]
-                .as_array()
-                .is_some_and(|t| t.iter().any(|t| t["name"] == "mcp__bee__read_file"))
-        })
+        .filter(|r| claude::offers(r, "mcp__bee__read_file"))
         .collect();
     let last = main
         .last()
@@ -349,7 +177,7 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
             .all(|n| *n == "DeferredToolPlaceholder"),
         "{names:?}"
     );
-    let results = tool_results(last);
+    let results = claude::tool_results(last);
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(
         results[0].contains(&format!(
@@ -368,9 +196,9 @@ fn claude_code_with_bee_mcp_as_its_only_tools_is_refused_a_secret_and_lands_a_fi
 
 #[test]
 fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and_lands_a_fix() {
-    let exe = claude_code();
+    let claude = claude::claude_code();
     let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
-    let (ws, home, _) = claude_state(dir.path());
+    let (ws, home, _) = claude::state(dir.path());
     std::fs::create_dir_all(ws.join(".git/hooks")).unwrap_or_else(|e| unreachable!("{e}"));
     std::fs::write(ws.join("app.py"), "def add(a, b):\n    return a - b\n")
         .unwrap_or_else(|e| unreachable!("{e}"));
@@ -391,30 +219,11 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
         "sh plant.sh".to_owned(),
         "sed -i 's/a - b/a + b/' app.py".to_owned(),
     ];
-    let steps = commands.clone();
-    let script: Script = Arc::new(move |request: &str, body: &str| {
-        let req: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-        let main_loop = req["tools"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"));
-        if !request.starts_with("POST /v1/messages")
-            || request.contains("count_tokens")
-            || !main_loop
-        {
-            return answer(request, body);
-        }
-        let step = steps.get(tool_results(&req).len()).map(|c| {
-            (
-                "Bash",
-                serde_json::json!({"command": c, "description": "step"}),
-            )
-        });
-        reply(&req, step)
-    });
+    let script = claude::bash(commands.to_vec());
     let seen: Seen = Arc::default();
     let port = scripted::server(Arc::clone(&seen), script);
     let o = under_profile(
-        &exe,
+        &claude,
         dir.path(),
         port,
         "protect = [\"./.git/**\"]\n",
@@ -426,7 +235,7 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
         ],
     )
     .arg("SHELL=/usr/bin/bash")
-    .arg(&exe)
+    .arg(&claude.exe)
     .args(["-p", "Fix the bug in app.py.", "--allowedTools", "Bash"])
     .current_dir(&ws)
     .env("HOME", &home)
@@ -440,17 +249,7 @@ fn claude_code_under_its_profile_is_refused_a_secret_a_hook_and_its_settings_and
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
     assert_eq!(out.trim(), ANSWER, "{err}");
     let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
-    let last = seen
-        .iter()
-        .rev()
-        .filter_map(|(_, b)| serde_json::from_str::<serde_json::Value>(b).ok())
-        .find(|r| {
-            r["tools"]
-                .as_array()
-                .is_some_and(|t| t.iter().any(|t| t["name"] == "Bash"))
-        })
-        .unwrap_or_else(|| unreachable!("no main-loop request: {seen:?}"));
-    let results = tool_results(&last);
+    let results = claude::tool_results(&claude::last_offering(&seen, "Bash"));
     assert_eq!(results.len(), commands.len(), "{results:?}");
     // The kernel refused the secret, the hook and the settings; Claude Code saw why.
     assert!(

@@ -242,3 +242,106 @@ pub fn fixed_through_bee_mcp(ws: &Path, records: &Path, outputs: &[String]) {
         "{text}"
     );
 }
+
+/// Holds what learn mode wrote to `learned` (run from a base policy in `dir`, the workspace
+/// `ws` and the home `home` its `./` and `~`) against the agent's `profile`: `bee policy diff
+/// --json PROFILE LEARNED` must name something beyond the profile (the base's workspace grant
+/// at least), and nothing that is not in `reviewed` — (capability, rule) as the diff names
+/// them, with `dir` written `$DIR`, the agents' cache (`CARGO_TARGET_TMPDIR/agents`)
+/// `$AGENTS`, a process's number in `/proc` and an unlinked file's inode number `N`
+/// (`/proc/N/…`, `/tmp/#N`), and a rule that starts with the first of a pair of `renamed`
+/// written as its second (names that change from run to run). Any read below the agents'
+/// cache is named `$AGENTS/**`: how far learn mode widens it depends on which other agents'
+/// builds the cache holds (the VM matrix copies in all of them). And `bee validate` must
+/// accept the learned policy as written. Returns the learned policy's text.
+pub fn held_to_review(
+    profile: &Path,
+    learned: &Path,
+    (dir, ws, home): (&Path, &Path, &Path),
+    reviewed: &[(&str, &str)],
+    renamed: &[(&str, &str)],
+) -> String {
+    let bee = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(super::bee_exe())
+            .args(args)
+            .current_dir(ws)
+            .env("HOME", home)
+            .output()
+            .unwrap_or_else(|e| unreachable!("{e}"))
+    };
+    let diff = bee(&[
+        "policy".as_ref(),
+        "diff".as_ref(),
+        "--json".as_ref(),
+        profile.as_os_str(),
+        learned.as_os_str(),
+    ]);
+    assert_eq!(diff.status.code(), Some(0), "{}", super::stderr(&diff));
+    let diff: serde_json::Value = serde_json::from_slice(&diff.stdout)
+        .unwrap_or_else(|e| unreachable!("{e}: {}", super::stderr(&diff)));
+    let (agents, dir) = (
+        format!("{}/agents", env!("CARGO_TARGET_TMPDIR")),
+        dir.display().to_string(),
+    );
+    let named = |capability: &str, rule: &str| {
+        let rule = rule.replace(&dir, "$DIR").replace(&agents, "$AGENTS");
+        if capability == "fs_read" && rule.starts_with("$AGENTS/") {
+            return "$AGENTS/**".to_owned();
+        }
+        if let Some((_, to)) = renamed.iter().find(|(from, _)| rule.starts_with(from)) {
+            return (*to).to_owned();
+        }
+        if let Some(ino) = rule.strip_prefix("/tmp/#")
+            && ino.bytes().all(|b| b.is_ascii_digit())
+        {
+            return "/tmp/#N".to_owned();
+        }
+        match rule.strip_prefix("/proc/").and_then(|r| r.split_once('/')) {
+            Some((pid, rest)) if pid.bytes().all(|b| b.is_ascii_digit()) => {
+                format!("/proc/N/{rest}")
+            }
+            _ => rule,
+        }
+    };
+    let beyond: Vec<(String, String)> = diff["added"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+            let capability = s(&a["capability"]);
+            let rule = named(&capability, &s(&a["child"]["rule"]));
+            (capability, rule)
+        })
+        .collect();
+    let text = std::fs::read_to_string(learned).unwrap_or_default();
+    // Some are expected (the base's workspace grant at least): none would mean no diff.
+    assert!(!beyond.is_empty(), "{text}");
+    let unreviewed: Vec<_> = beyond
+        .iter()
+        .filter(|(c, r)| !reviewed.contains(&(c.as_str(), r.as_str())))
+        .collect();
+    assert!(
+        unreviewed.is_empty(),
+        "learned beyond the profile, not reviewed: {unreviewed:?}\n{text}"
+    );
+    let valid = bee(&[
+        "validate".as_ref(),
+        "--policy".as_ref(),
+        learned.as_os_str(),
+    ]);
+    assert_eq!(valid.status.code(), Some(0), "{}", super::stderr(&valid));
+    text
+}
+
+/// Writes `dir/base.toml`, the base a learn-mode run starts from: the workspace written and
+/// the scripted server on loopback `port`, nothing else. Returns its path.
+pub fn learn_base(dir: &Path, port: u16) -> std::path::PathBuf {
+    let base = dir.join("base.toml");
+    let text = format!(
+        "version = 3\n[fs]\nwrite = [\"./**\"]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    );
+    std::fs::write(&base, text).unwrap_or_else(|e| unreachable!("{e}"));
+    base
+}
