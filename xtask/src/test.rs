@@ -18,11 +18,12 @@
 //!    learned then enforced — `kernel_review` — the review example's episode — and
 //!    `kernel_mcp` — the real filesystem and memory MCP servers under bee's client — and
 //!    `kernel_codex` — the Codex CLI under its profile as written, and with `bee mcp` as its
-//!    tools — and `kernel_scan` — the `scan` tool running the real Semgrep CLI, and forgeries
+//!    tools — and `kernel_claude` — Claude Code in learn mode, held to its profile — and
+//!    `kernel_scan` — the `scan` tool running the real Semgrep CLI, and forgeries
 //!    of the findings ledger) on the kernels of `--cli-kernel` (every full-suite kernel by
 //!    default), one more boot each, with the `bee` executable, `node`, `bash`, the MCP
-//!    servers and Codex's native build (installed from npm here first), and Semgrep (from
-//!    PyPI) with Debian's CPython, copied in. Each
+//!    servers and the native builds of Codex and Claude Code (installed from npm here first),
+//!    and Semgrep (from PyPI) with Debian's CPython, copied in. Each
 //!    boot starts one `bee serve` that the binaries not testing bee's own process ask
 //!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
 //!    [`BEE_FEATURES`], so the review tools and the MCP client are in that `bee`.
@@ -150,6 +151,7 @@ pub fn run(args: &Args) -> Result<()> {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
         let servers = mcp_servers()?;
         let codex = codex()?;
+        let claude = claude_code()?;
         let semgrep = semgrep()?;
         let mut bee_opts = opts(
             full,
@@ -158,6 +160,7 @@ pub fn run(args: &Args) -> Result<()> {
                 NODE.into(),
                 BASH.into(),
                 codex,
+                claude,
             ],
             args.lanes,
         );
@@ -165,7 +168,8 @@ pub fn run(args: &Args) -> Result<()> {
         bee_opts.with.extend(semgrep.trees);
         bee_opts.bin.extend(semgrep.executables);
         // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
-        // Codex about 315 MB, Semgrep with its Python about 440 MB: the guest's root tmpfs,
+        // Codex about 315 MB, Claude Code about 400 MB, Semgrep with its Python about 440 MB:
+        // the guest's root tmpfs,
         // half its memory, holds them beside the tests' files, and the initramfs itself is in
         // memory until it is unpacked.
         bee_opts.memory = 6144;
@@ -253,6 +257,24 @@ fn codex() -> Result<PathBuf> {
         &native,
     )?;
     Ok(native)
+}
+
+/// Installs Claude Code for `kernel_claude` (`@anthropic-ai/claude-code` at the version of
+/// `tests/agents/claude-code.version`) where the test looks for it,
+/// `target/tmp/agents/claude-code-VERSION` (as `landlock_agents`, in step 1, installs it),
+/// unless it is there; returns its native executable, which is all of it the test runs
+/// (about 400 MB).
+fn claude_code() -> Result<PathBuf> {
+    let version = pinned("tests/agents/claude-code.version")?;
+    let dir = vm::target_dir().join(format!("tmp/agents/claude-code-{version}"));
+    let exe = dir.join("node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    npm_install(
+        &dir,
+        &[],
+        &format!("@anthropic-ai/claude-code@{version}"),
+        &exe,
+    )?;
+    Ok(exe)
 }
 
 /// What the guests need of Semgrep for `kernel_scan` ([`semgrep`]).
