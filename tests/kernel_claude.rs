@@ -35,7 +35,8 @@ fn policy(dir: &Path, package: &Path, port: u16) -> PathBuf {
 
 /// What learn mode found Claude Code using beyond its profile in the guests, reviewed —
 /// (capability, rule) as `bee policy diff --json` names them, with the test's directory as
-/// `$DIR`, the agents' cache as `$AGENTS` and a process's number as `N`. Each is refused
+/// `$DIR`, the directories above it as `$ABOVE`, the agents' cache as `$AGENTS` and a
+/// process's number as `N`. Each is refused
 /// under the profile, where Claude Code does the same work (natively, `landlock_agents`; and
 /// once by hand there with its temporary directory left in /tmp, as here):
 const REVIEWED: &[(&str, &str)] = &[
@@ -60,8 +61,10 @@ const REVIEWED: &[(&str, &str)] = &[
     ("fs_write", "$DIR/home/.claude.json.lock"),
     ("fs_read", "$DIR/home/.claude.json.tmp.*"),
     ("fs_write", "$DIR/home/.claude.json.tmp.*"),
-    // The listing of /tmp itself (the names of everyone's temporary files; not in every run).
+    // The listing of /tmp itself (the names of everyone's temporary files; not in every run),
+    // named `$ABOVE` where the test's directory is below /tmp.
     ("fs_read", "/tmp"),
+    ("fs_read", "$ABOVE"),
     // Its socket for messages between Claude Code sessions (`uds-messaging`:
     // `/tmp/cc-socks/PID.sock`, or under `$XDG_RUNTIME_DIR`), which it makes as it starts:
     // the directory is every session's of the user, and a grant to write there is one to

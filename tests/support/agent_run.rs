@@ -248,8 +248,9 @@ pub fn fixed_through_bee_mcp(ws: &Path, records: &Path, outputs: &[String]) {
 /// --json PROFILE LEARNED` must name something beyond the profile (the base's workspace grant
 /// at least), and nothing that is not in `reviewed` — (capability, rule) as the diff names
 /// them, with `dir` written `$DIR`, the agents' cache (`CARGO_TARGET_TMPDIR/agents`)
-/// `$AGENTS`, a process's number in `/proc` and an unlinked file's inode number `N`
-/// (`/proc/N/…`, `/tmp/#N`), and a rule that starts with the first of a pair of `renamed`
+/// `$AGENTS`, a read of a directory above `dir` `$ABOVE` (where the target directory is,
+/// which differs from machine to machine), a process's number in `/proc` and an unlinked
+/// file's inode number `N` (`/proc/N/…`, `/tmp/#N`), and a rule that starts with the first of a pair of `renamed`
 /// written as its second (names that change from run to run). Any read below the agents'
 /// cache is named `$AGENTS/**`: how far learn mode widens it depends on which other agents'
 /// builds the cache holds (the VM matrix copies in all of them). And `bee validate` must
@@ -284,6 +285,11 @@ pub fn held_to_review(
         dir.display().to_string(),
     );
     let named = |capability: &str, rule: &str| {
+        let above =
+            rule == "/" || (dir.starts_with(rule) && dir.as_bytes().get(rule.len()) == Some(&b'/'));
+        if capability == "fs_read" && above {
+            return "$ABOVE".to_owned();
+        }
         let rule = rule.replace(&dir, "$DIR").replace(&agents, "$AGENTS");
         if capability == "fs_read" && rule.starts_with("$AGENTS/") {
             return "$AGENTS/**".to_owned();

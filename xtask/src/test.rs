@@ -18,12 +18,13 @@
 //!    learned then enforced — `kernel_review` — the review example's episode — and
 //!    `kernel_mcp` — the real filesystem and memory MCP servers under bee's client — and
 //!    `kernel_codex` — the Codex CLI under its profile as written, and with `bee mcp` as its
-//!    tools — and `kernel_claude` — Claude Code in learn mode, held to its profile — and
-//!    `kernel_scan` — the `scan` tool running the real Semgrep CLI, and forgeries
-//!    of the findings ledger) on the kernels of `--cli-kernel` (every full-suite kernel by
-//!    default), one more boot each, with the `bee` executable, `node`, `bash`, the MCP
-//!    servers and the native builds of Codex and Claude Code (installed from npm here first),
-//!    and Semgrep (from PyPI) with Debian's CPython, copied in. Each
+//!    tools — and `kernel_claude` and `kernel_opencode` — Claude Code and opencode in learn
+//!    mode, held to their profiles — and `kernel_scan` — the `scan` tool running the real
+//!    Semgrep CLI, and forgeries of the findings ledger) on the kernels of `--cli-kernel`
+//!    (every full-suite kernel by default), one more boot each, with the `bee` executable,
+//!    `node`, `bash`, the MCP servers and the native builds of Codex, Claude Code and opencode
+//!    (installed from npm here first), and Semgrep (from PyPI) with Debian's CPython, copied
+//!    in. Each
 //!    boot starts one `bee serve` that the binaries not testing bee's own process ask
 //!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
 //!    [`BEE_FEATURES`], so the review tools and the MCP client are in that `bee`.
@@ -152,6 +153,7 @@ pub fn run(args: &Args) -> Result<()> {
         let servers = mcp_servers()?;
         let codex = codex()?;
         let claude = claude_code()?;
+        let opencode = opencode()?;
         let semgrep = semgrep()?;
         let mut bee_opts = opts(
             full,
@@ -161,6 +163,7 @@ pub fn run(args: &Args) -> Result<()> {
                 BASH.into(),
                 codex,
                 claude,
+                opencode,
             ],
             args.lanes,
         );
@@ -168,7 +171,8 @@ pub fn run(args: &Args) -> Result<()> {
         bee_opts.with.extend(semgrep.trees);
         bee_opts.bin.extend(semgrep.executables);
         // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
-        // Codex about 315 MB, Claude Code about 400 MB, Semgrep with its Python about 440 MB:
+        // Codex about 315 MB, Claude Code about 400 MB, opencode about 185 MB, Semgrep with its
+        // Python about 440 MB:
         // the guest's root tmpfs,
         // half its memory, holds them beside the tests' files, and the initramfs itself is in
         // memory until it is unpacked.
@@ -274,6 +278,41 @@ fn claude_code() -> Result<PathBuf> {
         &format!("@anthropic-ai/claude-code@{version}"),
         &exe,
     )?;
+    Ok(exe)
+}
+
+/// Installs opencode for `kernel_opencode` (`opencode-ai` at the version of
+/// `tests/agents/opencode.version`) where the test looks for it,
+/// `target/tmp/agents/opencode-VERSION` (as `npm install --global` lays it out, as
+/// `landlock_opencode`, in step 1, installs it), unless it is there; returns its executable,
+/// the platform's native build that the package's install script links to `bin/opencode.exe`
+/// (about 185 MB), which is all of it the test runs. Where npm ran no install scripts, the
+/// script is run here (it links the build, offline), as the tests do.
+fn opencode() -> Result<PathBuf> {
+    let version = pinned("tests/agents/opencode.version")?;
+    let dir = vm::target_dir().join(format!("tmp/agents/opencode-{version}"));
+    let package = dir.join("lib/node_modules/opencode-ai");
+    let exe = package.join("bin/opencode.exe");
+    let native = package.join("node_modules/opencode-linux-x64/bin/opencode");
+    npm_install(
+        &dir,
+        &["--global"],
+        &format!("opencode-ai@{version}"),
+        &native,
+    )?;
+    let size = |f: &Path| std::fs::metadata(f).map(|m| m.len()).unwrap_or_default();
+    if size(&exe) != size(&native) {
+        let mut link = Command::new("node");
+        link.arg("postinstall.mjs").current_dir(&package);
+        sh::run(&mut link)?;
+        if size(&exe) != size(&native) {
+            return Err(Error::Command {
+                command: sh::describe(&link),
+                status: "exit status: 0".to_owned(),
+                detail: format!(": {} is not {} after it", exe.display(), native.display()),
+            });
+        }
+    }
     Ok(exe)
 }
 
