@@ -61,6 +61,10 @@ const REVIEWED: &[(&str, &str)] = &[
     ("fs_write", "$DIR/home/.claude.json.lock"),
     ("fs_read", "$DIR/home/.claude.json.tmp.*"),
     ("fs_write", "$DIR/home/.claude.json.tmp.*"),
+    // The trust anchors, which it reads as it starts: the guests' `/etc/ssl` holds only the
+    // bundle (`certs/ca-certificates.crt`, copied in for `kernel_scan`), and learn mode widened
+    // that read to the directory; the profile grants `/etc/ssl/certs/**`, where the bundle is.
+    ("fs_read", "/etc/ssl/**"),
     // The listing of /tmp itself (the names of everyone's temporary files; not in every run),
     // named `$ABOVE` where the test's directory is below /tmp.
     ("fs_read", "/tmp"),

@@ -48,6 +48,10 @@ const REVIEWED: &[(&str, &str)] = &[
     ("fs_read", "/proc/version"),
     ("fs_read", "/usr/bin/bash"),
     ("fs_read", "/proc/sys/vm/mmap_min_addr"),
+    // The trust anchors, which it reads as it starts: the guests' `/etc/ssl` holds only the
+    // bundle (`certs/ca-certificates.crt`, copied in for `kernel_scan`), and learn mode widened
+    // that read to the directory; the profile grants `/etc/ssl/certs/**`, where the bundle is.
+    ("fs_read", "/etc/ssl/**"),
     // The directories above the workspace, where it looks for configuration up to the root,
     // and the listing of /tmp itself.
     ("fs_read", "$ABOVE"),

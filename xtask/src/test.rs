@@ -172,11 +172,10 @@ pub fn run(args: &Args) -> Result<()> {
         bee_opts.bin.extend(semgrep.executables);
         // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
         // Codex about 315 MB, Claude Code about 400 MB, opencode about 185 MB, Semgrep with its
-        // Python about 440 MB:
-        // the guest's root tmpfs,
-        // half its memory, holds them beside the tests' files, and the initramfs itself is in
-        // memory until it is unpacked.
-        bee_opts.memory = 6144;
+        // Python about 440 MB (2.16 GB in all): the guest's root tmpfs, half its memory, holds
+        // them beside the tests' files, and the initramfs itself is in memory until it is
+        // unpacked. With 6 GiB the 7.x guest's unpacking failed ("No space left on device").
+        bee_opts.memory = 8192;
         vm::run_tests(&TestArgs {
             opts: bee_opts,
             package: "bee".to_owned(),
