@@ -1191,6 +1191,36 @@ fn a_working_directory_the_caller_cannot_reach_is_refused() {
     assert!(out.contains("as the command's user"), "{out}{}", stderr(&o));
 }
 
+/// A working directory inside a tree the request's own `fs.deny` hides is refused as in
+/// process: 65, naming the rule, the command not run.
+#[test]
+fn a_working_directory_the_policy_hides_is_refused_with_its_rule_and_65() {
+    let service = start();
+    let tree = format!("{}/**", ws(&service).display());
+    let toml = policy_text(&tree, &tree).replace(
+        "write = [",
+        &format!("deny = [\"{}/pub/**\"]\nwrite = [", ws(&service).display()),
+    );
+    let p = ws(&service).join("deny.toml");
+    ok(std::fs::write(&p, toml));
+    let inside = ws(&service).join("pub/sub");
+    ok(std::fs::create_dir_all(&inside));
+    ok(std::fs::set_permissions(
+        &inside,
+        std::fs::Permissions::from_mode(0o777),
+    ));
+    let mut cmd = exec_as_nobody(&service, &p, &["/usr/bin/echo", "ran"]);
+    cmd.current_dir(&inside);
+    let o = output(cmd);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}");
+    assert!(!text(&o.stdout).contains("ran"), "{err}");
+    assert!(
+        err.contains("the working directory") && err.contains("fs.deny[0]"),
+        "{err}"
+    );
+}
+
 /// A command's standard stream cannot be a connection to the service (it would outlive its
 /// client, and hand a narrow scope the caller's whole ceiling), and environment names are
 /// names.

@@ -290,16 +290,12 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         Ok(report) => report,
         // As env(1) and the shells: 127 for a command not found, 126 for one not executable.
         Err(ScopeError::Launch(e @ LaunchError::Spawn { .. })) => {
-            let code = match &e {
-                LaunchError::Spawn { source, .. }
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    127
-                }
-                _ => 126,
-            };
             stderr::say(&format!("bee: {e}\n"));
-            return Ok(code);
+            return Ok(i32::from(e.exit_status()));
+        }
+        // The policy refuses the launch as asked: a data error, 65.
+        Err(ScopeError::Launch(e @ LaunchError::Refused { .. })) => {
+            return Err(fail(Exit::DataErr, &e.to_string()));
         }
         Err(e) => return Err(fail(Exit::Software, &e.to_string())),
     };

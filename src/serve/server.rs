@@ -24,7 +24,7 @@ use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
-use bee_userspace::launch::{Credentials, LaunchError, LaunchSpec, Rlimits, StdioMode, exit_code};
+use bee_userspace::launch::{Credentials, LaunchSpec, Rlimits, StdioMode, exit_code};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{
     EnforceError, Enforcer, EngineKind, KillTarget, ScopeLease, WaitLimits, spawn_into,
@@ -760,15 +760,7 @@ impl<'s> Connection<'s> {
         let mut launched = match launched {
             Ok(l) => l,
             Err(e) => {
-                let status = match &e {
-                    LaunchError::Spawn { source, .. }
-                        if source.kind() == io::ErrorKind::NotFound =>
-                    {
-                        127
-                    }
-                    LaunchError::Spawn { .. } => 126,
-                    _ => 70,
-                };
+                let status = e.exit_status();
                 if let Next::Hangup = self.send_records(scope) {
                     return Next::Hangup;
                 }

@@ -258,6 +258,16 @@ pub enum LaunchError {
         #[source]
         source: io::Error,
     },
+    /// The policy refuses the launch as asked (for instance a working directory that the
+    /// scope's own carve-outs hide from it): a data error of the request, decided before
+    /// anything starts.
+    #[error("launching `{program}` refused: {reason}")]
+    Refused {
+        /// The command.
+        program: String,
+        /// Why, naming the policy's rule.
+        reason: String,
+    },
     /// Preparing the launch in the parent failed.
     #[error("preparing the launch: {what}: {source}")]
     Prepare {
@@ -287,6 +297,21 @@ pub enum LaunchError {
     /// The scope cgroup could not be used.
     #[error(transparent)]
     Cgroup(#[from] CgroupError),
+}
+
+impl LaunchError {
+    /// The status a command reports for this failure: as `env(1)` and the shells, 127 for a
+    /// command not found and 126 for one that could not be run ([`Self::Spawn`]); 65
+    /// (`EX_DATAERR`) for a launch the policy refuses ([`Self::Refused`]); 70
+    /// (`EX_SOFTWARE`) for the rest (`docs/exit-status.md`).
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Self::Spawn { source, .. } if source.kind() == io::ErrorKind::NotFound => 127,
+            Self::Spawn { .. } => 126,
+            Self::Refused { .. } => 65,
+            _ => 70,
+        }
+    }
 }
 
 /// Resource limits of the command (`setrlimit(2)`); each set as both soft and hard limit.
@@ -751,6 +776,14 @@ impl ChildPlan {
         // The working directory is entered again through the scope's mounts, the inherited
         // one (bee's) included: seen through the mounts made before them it is read-only.
         let cwd = spec.cwd.clone().or_else(|| std::env::current_dir().ok());
+        if let (Some(plan), Some(cwd)) = (spec.landlock.as_deref(), cwd.as_deref())
+            && let Some(reason) = crate::landlock::confine::hidden_cwd(plan, cwd)
+        {
+            return Err(LaunchError::Refused {
+                program: spec.program.to_string_lossy().into_owned(),
+                reason,
+            });
+        }
         let confinement = spec
             .landlock
             .as_deref()

@@ -264,8 +264,32 @@ struct Resolved {
     id: (u64, u64),
 }
 
+/// Why a launch in `cwd` is refused under `plan`, if it is: `cwd` (resolved through its
+/// links) lies inside a tree an `fs.deny` carve-out hides from the scope. The launch enters
+/// its working directory again through the scope's mounts, where that tree is an empty,
+/// unreadable directory, so the command could not start there. The message names the
+/// directory, the tree and the rule (its text, key and line) that hides it.
+pub fn hidden_cwd(plan: &LandlockPlan, cwd: &Path) -> Option<String> {
+    let resolved = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    plan.masks()
+        .iter()
+        .find(|m| m.kind == MaskKind::Hidden && resolved.starts_with(&m.path))
+        .map(|m| {
+            format!(
+                "the working directory {} is inside {}, which `{}` ({}, line {}) hides from \
+                 the scope; start the command in a directory the scope can reach",
+                cwd.display(),
+                m.path,
+                m.origin.text,
+                m.origin.key,
+                m.origin.line
+            )
+        })
+}
+
 impl Confinement {
-    /// Prepares `plan` for one launch whose working directory is `cwd`.
+    /// Prepares `plan` for one launch whose working directory is `cwd` (which
+    /// [`hidden_cwd`] has accepted).
     ///
     /// # Errors
     /// An I/O error from a lookup that failed for another reason than a missing or linked
@@ -374,24 +398,6 @@ impl Confinement {
                 }
                 continue;
             };
-            if m.kind == MaskKind::Hidden
-                && let Some(cwd) = cwd
-                && std::fs::canonicalize(cwd)
-                    .unwrap_or_else(|_| cwd.to_path_buf())
-                    .starts_with(&m.path)
-            {
-                // The launch would enter it again through the scope's mounts, where it is
-                // hidden: say so, rather than fail at the chdir.
-                return Err(io::Error::other(format!(
-                    "the working directory {} is inside {}, which `{}` ({}, line {}) hides \
-                     from the scope; start the command in a directory the scope can reach",
-                    cwd.display(),
-                    m.path,
-                    m.origin.text,
-                    m.origin.key,
-                    m.origin.line
-                )));
-            }
             if m.kind == MaskKind::Hidden && !found.meta.is_dir() {
                 // It was a directory when the plan was made: a file now cannot be covered by
                 // the carve-out's tmpfs, so the call is not started.
