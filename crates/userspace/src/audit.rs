@@ -39,7 +39,9 @@ use serde::{Deserialize, Serialize};
 mod decision;
 pub use decision::{Access, Capability, GrantKind, HookName};
 
-/// `AF_UNIX` (`include/linux/socket.h`).
+/// `AF_UNSPEC` (`include/linux/socket.h`).
+const AF_UNSPEC: u16 = 0;
+/// `AF_UNIX`.
 const AF_UNIX: u16 = 1;
 /// `AF_INET`.
 const AF_INET: u16 = 2;
@@ -377,17 +379,23 @@ impl AuditRecord {
             record.seccomp_refusal(event);
             return record;
         }
-        let is_ip = matches!(
+        let ip_hook = matches!(
             hook,
             Hook::SocketConnect | Hook::SocketSendmsg | Hook::SocketBind
-        ) && matches!(event.family, AF_INET | AF_INET6);
+        );
+        // The Landlock engine's record of the unspecified address (0.0.0.0 or ::), which the
+        // kernel's audit record leaves out: `AF_UNSPEC` with the transport and the port.
+        let unspecified = event.family == AF_UNSPEC
+            && event.port != 0
+            && matches!(event.protocol, PROTO_TCP | PROTO_UDP);
+        let is_ip = ip_hook && (matches!(event.family, AF_INET | AF_INET6) || unspecified);
         if is_ip {
             record.proto = match event.protocol {
                 PROTO_TCP => Some(Protocol::Tcp),
                 PROTO_UDP => Some(Protocol::Udp),
                 _ => None,
             };
-            record.addr = Some(event_addr(event));
+            record.addr = (!unspecified).then(|| event_addr(event));
             record.port = Some(event.port);
             // A port of the scope's own is never granted; a peer is what net.allow names.
             record.grant = (hook != Hook::SocketBind).then_some(GrantKind::Net);
@@ -551,6 +559,10 @@ impl AuditRecord {
                 IpAddr::V4(a) => format!("{proto} {a}:{port}"),
                 IpAddr::V6(a) => format!("{proto} [{a}]:{port}"),
             };
+        }
+        if let (None, Some(port), Some(proto)) = (self.addr, self.port, self.proto) {
+            // The unspecified address, of a family the kernel's record does not say.
+            return format!("{proto} 0.0.0.0:{port} or [::]:{port}");
         }
         if let Some(cap) = &self.capability {
             return cap.to_string();

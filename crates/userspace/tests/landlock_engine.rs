@@ -656,6 +656,40 @@ fn denials_are_reported_to_the_scope_that_made_them() {
     }
 }
 
+/// A refused TCP bind is reported with the address and port it asked for, and a connect to
+/// or a bind on the unspecified address with its port: the kernel's record leaves 0.0.0.0
+/// and :: out, so bee names both.
+#[test]
+fn refused_binds_and_unspecified_addresses_are_reported_with_their_ports() {
+    assert_reports_denials();
+    let t = Ws::new();
+    let p = t.policy(&policy_text(
+        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
+        &[],
+        &[PERL],
+        "",
+    ));
+    let script = "use Socket; \
+        socket(my $a, PF_INET, SOCK_STREAM, 0) or die; \
+        print bind($a, pack_sockaddr_in(8089, inet_aton('127.0.0.1'))) ? 'bound ' : 'refused '; \
+        socket(my $b, PF_INET, SOCK_STREAM, 0) or die; \
+        print bind($b, pack_sockaddr_in(8090, INADDR_ANY)) ? 'bound ' : 'refused '; \
+        socket(my $c, PF_INET, SOCK_STREAM, 0) or die; \
+        print connect($c, pack_sockaddr_in(9, INADDR_ANY)) ? 'connected' : 'refused'";
+    let r = t.run(&p, &[PERL, "-e", script]);
+    assert_eq!(r.stdout, "refused refused refused", "{r:?}");
+    for w in [
+        "bind tcp 127.0.0.1:8089: never allowed inside a scope",
+        "bind tcp 0.0.0.0:8090 or [::]:8090: never allowed inside a scope",
+        "connect tcp 0.0.0.0:9 or [::]:9: no net.allow rule covers it",
+    ] {
+        assert!(
+            r.denials.iter().any(|d| d.contains(w)),
+            "no `{w}` in {r:#?}"
+        );
+    }
+}
+
 /// A denial made as a command ends is reported with that command, every time: the drain
 /// waits for the kernel's audit queue to empty and for the reader to read the socket after
 /// that, not for a quiet spell. Twenty-five runs in a row, each denied once just before it

@@ -104,7 +104,8 @@ pub struct Access {
     pub blockers: Vec<String>,
     /// The file or directory (`path=`): for a creation or removal, the directory it was in.
     pub path: Option<String>,
-    /// The peer address of a network denial (`daddr=`, or `saddr=` for a bind).
+    /// The peer address of a network denial (`daddr=`, or `saddr=` for a bind); `None`
+    /// for the unspecified address (0.0.0.0 or ::), which the kernel leaves out.
     pub addr: Option<std::net::IpAddr>,
     /// Its port (`dest=`, or `src=` for a bind).
     pub port: Option<u16>,
@@ -118,12 +119,15 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
     match msg_type {
         AUDIT_LANDLOCK_ACCESS => {
             let domain = u64::from_str_radix(field("domain")?, 16).ok()?;
-            let blockers = field("blockers")?
+            let blockers: Vec<String> = field("blockers")?
                 .split(',')
                 .filter(|b| !b.is_empty())
                 .map(str::to_owned)
                 .collect();
-            let bind = field("daddr").is_none() && field("saddr").is_some();
+            // The kernel logs a bind's own address and port (`saddr`, `src`), a connect's
+            // peer (`daddr`, `dest`), and leaves an address out when it is the unspecified
+            // one (0.0.0.0 or ::).
+            let bind = blockers.iter().any(|b: &String| b == "net.bind_tcp");
             let (addr_key, port_key) = if bind {
                 ("saddr", "src")
             } else {
@@ -217,7 +221,7 @@ fn hook_of(blocker: &str) -> Option<(Hook, u32)> {
         "fs.refer" => (Hook::PathRename, ACCESS_WRITE),
         "fs.truncate" => (Hook::PathTruncate, ACCESS_WRITE),
         "net.connect_tcp" => (Hook::SocketConnect, ACCESS_NET),
-        "net.bind_tcp" => (Hook::SocketListen, ACCESS_NET),
+        "net.bind_tcp" => (Hook::SocketBind, ACCESS_NET),
         "scope.signal" => (Hook::TaskKill, 0),
         "scope.abstract_unix_socket" => (Hook::UnixStreamConnect, ACCESS_UNIX),
         _ => return None,
@@ -245,9 +249,11 @@ pub fn event(access: &Access, cgroup_id: u64, pid: u32, comm: &str) -> Option<Au
         e.path[..n].copy_from_slice(&path[..n]);
         e.path_len = n as u32;
     }
-    if hook == Hook::SocketConnect || hook == Hook::SocketListen {
+    if hook == Hook::SocketConnect || hook == Hook::SocketBind {
         e.protocol = PROTO_TCP;
         e.port = access.port.unwrap_or(0);
+        // No address logged: the unspecified one, of either family; the event keeps
+        // `AF_UNSPEC` and its port (`AuditRecord` says both addresses).
         match access.addr {
             Some(std::net::IpAddr::V4(a)) => {
                 e.family = AF_INET;
@@ -349,6 +355,54 @@ mod tests {
         assert_eq!(&e.addr[..4], &[127, 0, 0, 1]);
         assert_eq!((e.cgroup_id, e.tgid, e.error), (77, 42, -EACCES));
         assert_eq!(&e.comm[..5], b"bash\0");
+    }
+
+    /// The explanation bee prints for the Landlock record `text`, under a policy that grants
+    /// no network.
+    fn explained(text: &str) -> String {
+        let Some(Record::Access(a)) = parse(AUDIT_LANDLOCK_ACCESS, text) else {
+            panic!("{text}")
+        };
+        let e = event(&a, 77, 42, "python3").unwrap_or_else(|| unreachable!());
+        let options = bee_core::CompileOptions {
+            base: "/w".into(),
+            home: None,
+        };
+        let policy = bee_core::compile_str("p.toml", "version = 1\n", &options)
+            .unwrap_or_else(|e| unreachable!("{e:?}"))
+            .policy;
+        crate::audit::AuditRecord::from_event(&e, &policy, std::time::SystemTime::now())
+            .explanation()
+    }
+
+    #[test]
+    fn refused_binds_and_connects_say_their_address_and_port() {
+        // The kernel logs a bind's own address (`saddr`, `src`), a connect's peer (`daddr`,
+        // `dest`), and no address at all when it is the unspecified one.
+        for (text, said) in [
+            (
+                "audit(1.2:9): domain=b blockers=net.connect_tcp daddr=127.0.0.2 dest=9",
+                "connect tcp 127.0.0.2:9: no net.allow rule covers it",
+            ),
+            (
+                "audit(1.2:9): domain=b blockers=net.connect_tcp dest=9",
+                "connect tcp 0.0.0.0:9 or [::]:9: no net.allow rule covers it",
+            ),
+            (
+                "audit(1.2:9): domain=b blockers=net.bind_tcp saddr=127.0.0.1 src=8089",
+                "bind tcp 127.0.0.1:8089: never allowed inside a scope",
+            ),
+            (
+                "audit(1.2:9): domain=b blockers=net.bind_tcp saddr=::1 src=8089",
+                "bind tcp [::1]:8089: never allowed inside a scope",
+            ),
+            (
+                "audit(1.2:9): domain=b blockers=net.bind_tcp src=8089",
+                "bind tcp 0.0.0.0:8089 or [::]:8089: never allowed inside a scope",
+            ),
+        ] {
+            assert_eq!(explained(text), said, "{text}");
+        }
     }
 
     #[test]
