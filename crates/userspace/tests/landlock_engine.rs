@@ -161,26 +161,27 @@ except OSError as e:
     assert!(r.stdout.starts_with("refused"), "{r:?}");
 }
 
+/// `/proc/self/**` and all of `/proc` (`/proc/**`, granted as the private `/proc`) alike.
 #[test]
 fn proc_holds_only_the_scope_and_its_own_entries() {
     let t = Ws::new();
-    let p = t.policy(&policy_text(
-        &["/proc/self/**", "/proc/thread-self/**"],
-        &[],
-        &tools_and(&[]),
-        "",
-    ));
-    let r = t.run(&p, &[SH, "-c", "cat /proc/self/status; ls /proc"]);
-    assert_eq!(r.status, 0, "{r:?}");
-    assert!(r.stdout.starts_with("Name:\tcat"), "{r:?}");
-    // PID 1 is the scope's own first process; bee's and the host's are not there.
-    let me = std::process::id().to_string();
-    assert!(!r.stdout.lines().any(|l| l == me), "{r:?}");
-    assert!(!r.stdout.contains("meminfo"), "{r:?}");
-    // bee's own entries (its environment) are not in the scope's /proc.
-    let r = t.run(&p, &[SH, "-c", &format!("cat /proc/{me}/environ")]);
-    assert_ne!(r.status, 0, "{r:?}");
-    assert!(!r.stdout.contains("PATH="), "{r:?}");
+    for grant in [
+        &["/proc/self/**", "/proc/thread-self/**"][..],
+        &["/proc/**"],
+    ] {
+        let p = t.policy(&policy_text(grant, &[], &tools_and(&[]), ""));
+        let r = t.run(&p, &[SH, "-c", "cat /proc/self/status; ls /proc"]);
+        assert_eq!(r.status, 0, "{grant:?}: {r:?}");
+        assert!(r.stdout.starts_with("Name:\tcat"), "{grant:?}: {r:?}");
+        // PID 1 is the scope's own first process; bee's and the host's are not there.
+        let me = std::process::id().to_string();
+        assert!(!r.stdout.lines().any(|l| l == me), "{grant:?}: {r:?}");
+        assert!(!r.stdout.contains("meminfo"), "{grant:?}: {r:?}");
+        // bee's own entries (its environment) are not in the scope's /proc.
+        let r = t.run(&p, &[SH, "-c", &format!("cat /proc/{me}/environ")]);
+        assert_ne!(r.status, 0, "{grant:?}: {r:?}");
+        assert!(!r.stdout.contains("PATH="), "{grant:?}: {r:?}");
+    }
 }
 
 #[test]

@@ -157,6 +157,9 @@ pub enum NarrowingKind {
     /// A `/proc` path outside the caller's own entries: the scope's private `/proc` holds only
     /// its processes' directories.
     ProcOutsideSelf,
+    /// All of `/proc`: granted as the scope's private `/proc`, which holds its own processes'
+    /// directories and nothing else.
+    ProcPrivate,
 }
 
 impl fmt::Display for NarrowingKind {
@@ -173,6 +176,9 @@ impl fmt::Display for NarrowingKind {
             }
             Self::ProcOutsideSelf => {
                 "not reachable: the scope's private /proc holds only its own processes' entries"
+            }
+            Self::ProcPrivate => {
+                "granted as the scope's private /proc, which holds only its own processes' entries"
             }
         })
     }
@@ -437,6 +443,17 @@ impl LandlockPlan {
             pin,
         ) {
             Ok(Some(target)) => {
+                // All of `/proc` holds the scope's private `/proc`: granted as it is.
+                let target = match target {
+                    Target::Tree { root } if root == "/proc" => {
+                        narrowings.push(Narrowing {
+                            origin: rule.origin.clone(),
+                            kind: NarrowingKind::ProcPrivate,
+                        });
+                        Target::ProcSelf
+                    }
+                    other => other,
+                };
                 let proc_self = target == Target::ProcSelf;
                 if (proc_self || under(&target, "/proc")) && (rights.write || rights.exec) {
                     refused.push(Refused {

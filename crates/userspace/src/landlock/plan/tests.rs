@@ -360,6 +360,32 @@ write = ["/proc/self/**"]
 }
 
 #[test]
+fn all_of_proc_is_granted_as_the_private_proc_and_named() {
+    let plan = planned(
+        r#"version = 1
+[fs]
+read = ["/usr/**", "/proc/**"]
+"#,
+    );
+    assert!(plan.rights_at("/proc/self/status").read);
+    assert!(!plan.rights_at("/proc/sys/kernel/hostname").read);
+    assert_eq!(
+        plan.narrowings()
+            .iter()
+            .map(|n| (n.origin.key.as_str(), &n.kind))
+            .collect::<Vec<_>>(),
+        vec![("fs.read[1]", &NarrowingKind::ProcPrivate)]
+    );
+    let got = refused(
+        r#"version = 1
+[fs]
+write = ["/proc/**"]
+"#,
+    );
+    assert_eq!(got[0].1, Inexpressible::ProcWrite);
+}
+
+#[test]
 fn an_exact_write_grant_on_a_file_is_a_named_narrowing() {
     let plan = planned(
         r#"version = 1
