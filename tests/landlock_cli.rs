@@ -229,6 +229,55 @@ fn a_policy_landlock_cannot_enforce_is_refused_with_its_rules() {
     assert!(!marker.exists());
 }
 
+/// A version 2 policy that writes a tree is refused with its fifteen protected names on the
+/// tree's one line, by `bee exec` (`auto` and the engine named) as by `bee validate`: the
+/// same words, and no line per protected path.
+#[test]
+fn a_writable_trees_protected_paths_are_one_line_in_every_command() {
+    let dir = scratch();
+    let p = dir.path().join("v2.toml");
+    std::fs::write(
+        &p,
+        "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./cache/**\"]\n[exec]\nallow = [\"/usr/bin/true\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let line = |text: &str| {
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains("protected[0]"))
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let l = &lines[0];
+        assert!(
+            l.contains("fs.write[0] `./cache/**` (line 4) is writable, and 15 protected paths")
+                && l.contains("protected[14]")
+                && l.contains("`fs.unprotect`"),
+            "{text}"
+        );
+        // The line without its command's prefix.
+        l.trim_start_matches("bee: ")
+            .trim_start_matches("the Landlock engine: ")
+            .trim()
+            .to_owned()
+    };
+    let validate = bee_in(
+        dir.path(),
+        &["validate", "--policy", &p, "--engine", "landlock"],
+    );
+    assert_eq!(code(&validate), 65, "{}", stderr(&validate));
+    let want = line(&stderr(&validate));
+    for engine in [&["--engine", "landlock"][..], &[]] {
+        let mut args = vec!["exec"];
+        args.extend_from_slice(engine);
+        args.extend(["--policy", &p, "--", "/usr/bin/true"]);
+        let o = bee_in(dir.path(), &args);
+        assert_eq!(code(&o), 69, "{}", stderr(&o));
+        assert_eq!(line(&stderr(&o)), want, "{engine:?}");
+    }
+}
+
 #[test]
 fn validate_names_the_engines_verdict_and_each_narrowing() {
     let dir = scratch();

@@ -285,20 +285,8 @@ fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<O
             .with_fix(
                 "change the rules below, or run bee where the BPF LSM enforces (`bee check` says where; `cargo xtask demo` runs the demo in a VM)",
             );
-            for rule in &e.rules {
-                r = r.with_cause(
-                    format!(
-                        "{} `{}` (line {}): {}",
-                        rule.origin.key, rule.origin.text, rule.origin.line, rule.why
-                    ),
-                    None,
-                );
-            }
-            if let Some(why) = &e.gate {
-                r = r.with_cause(
-                    format!("the network gate (cgroup sock_addr programs), which would decide the network rules, is unavailable: {why}"),
-                    None,
-                );
+            for cause in e.causes() {
+                r = r.with_cause(cause, None);
             }
             return Err(combine(r));
         }

@@ -277,7 +277,7 @@ impl fmt::Display for Inexpressible {
             ),
             Self::ProtectedInWritable { grant } => write!(
                 f,
-                "it may lie inside the writable `{}` ({}, line {}); Landlock cannot keep a path in a writable tree read-only (grant narrower write trees, or use the bpf-lsm engine)",
+                "it may lie inside the writable `{}` ({}, line {}), where the scope may create it; Landlock cannot keep it read-only there (write exact files or trees that cannot hold it, unprotect a scratch tree, or use the bpf-lsm engine)",
                 grant.text, grant.key, grant.line
             ),
             Self::Address => f.write_str(
@@ -330,7 +330,7 @@ pub struct Refused {
 
 /// The policy cannot be enforced exactly by the Landlock engine: every rule that stops it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", render_refusal(.rules, .gate.as_deref()))]
+#[error("{}", render_refusal(self))]
 pub struct LandlockRefusal {
     /// The rules, in policy order.
     pub rules: Vec<Refused>,
@@ -339,55 +339,73 @@ pub struct LandlockRefusal {
     pub gate: Option<String>,
 }
 
-/// The refusal in words: a line per rule, except that the protected paths that may lie in
-/// one writable tree share one line, which names the tree first (the user's rule, usually,
-/// and every version 2 policy protects fifteen names at any depth).
-fn render_refusal(rules: &[Refused], gate: Option<&str>) -> String {
+/// The refusal in words: its first line, then [`LandlockRefusal::causes`], each indented.
+fn render_refusal(refusal: &LandlockRefusal) -> String {
     let mut out = format!(
         "the Landlock engine cannot enforce this policy exactly ({} rule{}):",
-        rules.len(),
-        if rules.len() == 1 { "" } else { "s" }
+        refusal.rules.len(),
+        if refusal.rules.len() == 1 { "" } else { "s" }
     );
-    let in_tree = |r: &Refused| match &r.why {
-        Inexpressible::ProtectedInWritable { grant } => Some(grant.clone()),
-        _ => None,
-    };
-    let mut trees_done: Vec<Origin> = Vec::new();
-    for r in rules {
-        let Some(tree) = in_tree(r) else {
-            out.push_str(&format!(
-                "\n  {} `{}` (line {}): {}",
-                r.origin.key, r.origin.text, r.origin.line, r.why
-            ));
-            continue;
-        };
-        if trees_done.contains(&tree) {
-            continue;
-        }
-        let protected: Vec<String> = rules
-            .iter()
-            .filter(|o| in_tree(o).as_ref() == Some(&tree))
-            .map(|o| format!("{} `{}`", o.origin.key, o.origin.text))
-            .collect();
-        out.push_str(&format!(
-            "\n  {} `{}` (line {}) is writable, and {} protected path{} may lie inside it, which \
-             Landlock cannot keep read-only there: {}. Write narrower trees that hold none of \
-             them, name the tree in `fs.unprotect` if it is scratch, or use the bpf-lsm engine",
-            tree.key,
-            tree.text,
-            tree.line,
-            protected.len(),
-            if protected.len() == 1 { "" } else { "s" },
-            protected.join(", ")
-        ));
-        trees_done.push(tree);
-    }
-    if let Some(why) = gate {
-        out.push_str(&format!(
-            "\n  the network gate (cgroup sock_addr programs), which would decide the network rules, is unavailable: {why}"
-        ));
+    for cause in refusal.causes() {
+        out.push_str("\n  ");
+        out.push_str(&cause);
     }
     out
+}
+
+impl LandlockRefusal {
+    /// What stops the plan, one line each (no indent, no newline): a line per rule, except
+    /// that the protected paths that may lie in one writable tree share one line, which names
+    /// the tree first (the user's rule, usually, and every version 2 policy protects fifteen
+    /// names at any depth); then why the network gate is unavailable, if that matters. The
+    /// one wording of a Landlock refusal, for `bee validate` and for every command.
+    pub fn causes(&self) -> Vec<String> {
+        let in_tree = |r: &Refused| match &r.why {
+            Inexpressible::ProtectedInWritable { grant } => Some(grant.clone()),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        let mut trees_done: Vec<Origin> = Vec::new();
+        for r in &self.rules {
+            let Some(tree) = in_tree(r) else {
+                out.push(format!(
+                    "{} `{}` (line {}): {}",
+                    r.origin.key, r.origin.text, r.origin.line, r.why
+                ));
+                continue;
+            };
+            if trees_done.contains(&tree) {
+                continue;
+            }
+            let protected: Vec<String> = self
+                .rules
+                .iter()
+                .filter(|o| in_tree(o).as_ref() == Some(&tree))
+                .map(|o| format!("{} `{}`", o.origin.key, o.origin.text))
+                .collect();
+            out.push(format!(
+                "{} `{}` (line {}) is writable, and {} protected path{} may lie inside it, \
+                 which Landlock cannot keep read-only there, since the scope may create them: \
+                 {}. Write exact files or trees that cannot hold them, name the tree in \
+                 `fs.unprotect` if nothing in it is run or trusted outside the scope (a cache, \
+                 build output or scratch), or use the bpf-lsm engine",
+                tree.key,
+                tree.text,
+                tree.line,
+                protected.len(),
+                if protected.len() == 1 { "" } else { "s" },
+                protected.join(", ")
+            ));
+            trees_done.push(tree);
+        }
+        if let Some(why) = &self.gate {
+            out.push(format!(
+                "the network gate (cgroup sock_addr programs), which would decide the network \
+                 rules, is unavailable: {why}"
+            ));
+        }
+        out
+    }
 }
 
 /// What the plan needs of the kernel's Landlock.
