@@ -334,55 +334,41 @@ proto = "tcp"
     assert!(e.to_string().contains("ABI 4"), "{e}");
 }
 
+/// `/proc/self/**` is the private `/proc`; so is all of `/proc` (named); other `/proc` paths
+/// are unreachable (named); no `/proc` path is writable.
 #[test]
-fn proc_self_is_the_private_proc_and_other_proc_paths_are_named_narrowings() {
-    let plan = planned(
-        r#"version = 1
-[fs]
-read = ["/proc/self/**", "/proc/sys/vm/overcommit_memory"]
-"#,
-    );
-    assert!(plan.rights_at("/proc/self/status").read);
-    assert_eq!(
-        plan.narrowings()
-            .iter()
-            .map(|n| (n.origin.key.as_str(), &n.kind))
-            .collect::<Vec<_>>(),
-        vec![("fs.read[1]", &NarrowingKind::ProcOutsideSelf)]
-    );
-    let got = refused(
-        r#"version = 1
-[fs]
-write = ["/proc/self/**"]
-"#,
-    );
-    assert_eq!(got[0].1, Inexpressible::ProcWrite);
-}
-
-#[test]
-fn all_of_proc_is_granted_as_the_private_proc_and_named() {
-    let plan = planned(
-        r#"version = 1
-[fs]
-read = ["/usr/**", "/proc/**"]
-"#,
-    );
-    assert!(plan.rights_at("/proc/self/status").read);
-    assert!(!plan.rights_at("/proc/sys/kernel/hostname").read);
-    assert_eq!(
-        plan.narrowings()
-            .iter()
-            .map(|n| (n.origin.key.as_str(), &n.kind))
-            .collect::<Vec<_>>(),
-        vec![("fs.read[1]", &NarrowingKind::ProcPrivate)]
-    );
-    let got = refused(
-        r#"version = 1
-[fs]
-write = ["/proc/**"]
-"#,
-    );
-    assert_eq!(got[0].1, Inexpressible::ProcWrite);
+fn proc_self_and_all_of_proc_are_the_private_proc_and_other_proc_paths_are_named() {
+    for (read, narrowed) in [
+        (
+            r#"["/proc/self/**", "/proc/sys/vm/overcommit_memory"]"#,
+            NarrowingKind::ProcOutsideSelf,
+        ),
+        (r#"["/proc/**", "/usr/**"]"#, NarrowingKind::ProcPrivate),
+    ] {
+        let plan = planned(&format!("version = 1\n[fs]\nread = {read}\n"));
+        assert!(plan.rights_at("/proc/self/status").read, "{read}");
+        assert!(
+            !plan.rights_at("/proc/sys/vm/overcommit_memory").read,
+            "{read}"
+        );
+        let key = if narrowed == NarrowingKind::ProcPrivate {
+            "fs.read[0]"
+        } else {
+            "fs.read[1]"
+        };
+        assert_eq!(
+            plan.narrowings()
+                .iter()
+                .map(|n| (n.origin.key.as_str(), &n.kind))
+                .collect::<Vec<_>>(),
+            vec![(key, &narrowed)],
+            "{read}"
+        );
+    }
+    for write in ["/proc/self/**", "/proc/**"] {
+        let got = refused(&format!("version = 1\n[fs]\nwrite = [{write:?}]\n"));
+        assert_eq!(got[0].1, Inexpressible::ProcWrite, "{write}");
+    }
 }
 
 #[test]
