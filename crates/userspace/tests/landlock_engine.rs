@@ -161,6 +161,81 @@ except OSError as e:
     assert!(r.stdout.starts_with("refused"), "{r:?}");
 }
 
+/// A bind mount of the host's, made for one test and undone when it ends (failed or not).
+struct HostMount(std::path::PathBuf);
+
+impl HostMount {
+    /// `dir` bound onto itself, then remounted with `flags` (`ro`, `noexec`).
+    fn bind(dir: &std::path::Path, flags: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| unreachable!("{e}"));
+        let run = |args: &[&str]| {
+            let o = std::process::Command::new("/usr/bin/mount")
+                .args(args)
+                .output()
+                .unwrap_or_else(|e| unreachable!("{e}"));
+            assert!(o.status.success(), "mount {args:?}: {o:?}");
+        };
+        let d = dir.to_str().unwrap_or_else(|| unreachable!("a UTF-8 path"));
+        run(&["--bind", d, d]);
+        let mount = Self(dir.to_owned());
+        run(&["-o", &format!("remount,bind,{flags}"), d]);
+        mount
+    }
+}
+
+impl Drop for HostMount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("/usr/bin/umount")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Where the host mounted a tree read-only or `noexec`, a scope whose grants write and run
+/// there still cannot: the scope's mounts add restrictions to the host's, never lift one (a
+/// service's privilege is never lent to the caller). Beside them, the same grants do write
+/// and run.
+#[test]
+fn the_hosts_read_only_and_noexec_mounts_stay_so_in_a_scope_that_writes_and_runs_there() {
+    let t = Ws::new();
+    let tree = t.outside_dir().join("t");
+    std::fs::create_dir_all(tree.join("open")).unwrap();
+    let ro = HostMount::bind(&tree.join("ro"), "ro");
+    let nx = HostMount::bind(&tree.join("nx"), "noexec");
+    for dir in ["nx", "open"] {
+        std::fs::copy("/usr/bin/true", tree.join(dir).join("prog")).unwrap();
+    }
+    let all = format!("{}/**", tree.display());
+    let p = t.policy(&policy_text(
+        &[all.as_str()],
+        &[all.as_str()],
+        &TOOLS
+            .iter()
+            .copied()
+            .chain([all.as_str()])
+            .collect::<Vec<_>>(),
+        "",
+    ));
+    let script = format!(
+        "cd {t} && (echo x > ro/f && echo wrote-ro; nx/prog && echo ran-nx; \
+         echo y > open/f && echo wrote-open; open/prog && echo ran-open) 2>&1",
+        t = tree.display()
+    );
+    let r = t.run(&p, &[SH, "-c", &script]);
+    assert!(r.stdout.contains("Read-only file system"), "{r:?}");
+    assert!(r.stdout.contains("Permission denied"), "{r:?}");
+    assert!(
+        !r.stdout.contains("wrote-ro") && !r.stdout.contains("ran-nx"),
+        "{r:?}"
+    );
+    assert!(
+        r.stdout.contains("wrote-open") && r.stdout.contains("ran-open"),
+        "{r:?}"
+    );
+    assert!(!tree.join("ro/f").exists());
+    drop((ro, nx));
+}
+
 /// `/proc/self/**` and all of `/proc` (`/proc/**`, granted as the private `/proc`) alike.
 #[test]
 fn proc_holds_only_the_scope_and_its_own_entries() {

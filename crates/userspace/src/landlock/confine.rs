@@ -32,6 +32,7 @@ use std::os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible as _, NetPort, PathBeneath,
@@ -111,6 +112,10 @@ pub struct Confinement {
     proc_access: Option<u64>,
     root: MountAttr,
     binds: Vec<Bind>,
+    /// Per bind, the child's clone of its tree as the host mounted it (a detached mount's
+    /// descriptor, -1 for none), taken before the root's attributes change: allocated here,
+    /// written in the child, which may not allocate.
+    clones: Box<[AtomicI32]>,
     /// Carve-outs and protected paths that exist when the call starts, shallowest first.
     masks: Vec<MaskMount>,
     cwd: Option<CString>,
@@ -415,12 +420,14 @@ impl Confinement {
             });
         }
         let binds = hold::merge(binds, hold::ancestors(&masks, &resolved)?);
+        let clones = binds.iter().map(|_| AtomicI32::new(-1)).collect();
         let memfd_noexec = Path::new(MEMFD_NOEXEC).exists();
         Ok(Self {
             ruleset,
             proc_access,
             root,
             binds,
+            clones,
             masks,
             cwd: cwd
                 .map(|c| CString::new(c.as_os_str().as_bytes()))
@@ -476,6 +483,22 @@ impl Confinement {
                 libc::MS_REC | libc::MS_PRIVATE,
                 std::ptr::null(),
             ) as libc::c_long)?;
+            // Each bind's tree is cloned as the host mounted it, before the root's attributes
+            // change: a bind only adds restrictions (read-only, noexec) to the host's own
+            // attributes of its mounts, and never lifts one the host set.
+            for (bind, clone) in self.binds.iter().zip(self.clones.iter()) {
+                let fd = match open_verified(&bind.path, bind.id) {
+                    Verified::Fd(fd) => fd,
+                    // Gone since the parent looked: nothing bound, nothing granted there by the
+                    // mounts (the stricter layer wins).
+                    Verified::Gone => continue,
+                    Verified::Other => return Err(Step::PrivateMounts),
+                };
+                let tree = clone_tree(fd);
+                libc::close(fd);
+                fail(tree)?;
+                clone.store(tree as libc::c_int, Ordering::Relaxed);
+            }
             fail(mount_setattr(
                 libc::AT_FDCWD,
                 root.as_ptr(),
@@ -484,16 +507,34 @@ impl Confinement {
             ))?;
             // Every mount goes onto a descriptor of the very file the parent found (no name
             // is looked up twice): a concurrent rename or symbolic link cannot move a mount
-            // elsewhere.
-            for bind in &self.binds {
+            // elsewhere. A deeper bind's target is opened after the shallower ones are in
+            // place, so that it lands on what the scope sees.
+            for (bind, clone) in self.binds.iter().zip(self.clones.iter()) {
+                let tree = clone.swap(-1, Ordering::Relaxed);
+                if tree < 0 {
+                    continue;
+                }
                 let fd = match open_verified(&bind.path, bind.id) {
                     Verified::Fd(fd) => fd,
-                    // Gone since the parent looked: nothing bound, nothing granted there by the
-                    // mounts (the stricter layer wins).
-                    Verified::Gone => continue,
-                    Verified::Other => return Err(Step::PrivateMounts),
+                    Verified::Gone => {
+                        libc::close(tree);
+                        continue;
+                    }
+                    Verified::Other => {
+                        libc::close(tree);
+                        return Err(Step::PrivateMounts);
+                    }
                 };
-                let rc = rebind(fd, &bind.attr);
+                let mut rc = mount_setattr(
+                    tree,
+                    c"".as_ptr(),
+                    libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+                    &bind.attr,
+                );
+                if rc >= 0 {
+                    rc = move_onto(tree, fd);
+                }
+                libc::close(tree);
                 libc::close(fd);
                 fail(rc)?;
             }
@@ -646,15 +687,7 @@ unsafe fn open_verified(path: &CString, id: (u64, u64)) -> Verified {
 unsafe fn rebind(fd: libc::c_int, attr: &MountAttr) -> libc::c_long {
     // SAFETY: raw system calls on a descriptor and this frame's stack.
     unsafe {
-        let tree = libc::syscall(
-            libc::SYS_open_tree,
-            fd,
-            c"".as_ptr(),
-            OPEN_TREE_CLONE
-                | libc::O_CLOEXEC as libc::c_uint
-                | AT_RECURSIVE
-                | libc::AT_EMPTY_PATH as libc::c_uint,
-        );
+        let tree = clone_tree(fd);
         if tree < 0 {
             return tree;
         }
@@ -672,6 +705,27 @@ unsafe fn rebind(fd: libc::c_int, attr: &MountAttr) -> libc::c_long {
         libc::close(tree);
         *libc::__errno_location() = errno;
         rc
+    }
+}
+
+/// A detached clone of the mount tree at `fd`, its submounts included (`open_tree` with
+/// `OPEN_TREE_CLONE | AT_RECURSIVE`), with the attributes they have: its descriptor, or -1
+/// (`errno` set).
+///
+/// # Safety
+/// In the child, with `CAP_SYS_ADMIN` in its own mount namespace.
+unsafe fn clone_tree(fd: libc::c_int) -> libc::c_long {
+    // SAFETY: a raw system call on a descriptor and a NUL-terminated literal.
+    unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            fd,
+            c"".as_ptr(),
+            OPEN_TREE_CLONE
+                | libc::O_CLOEXEC as libc::c_uint
+                | AT_RECURSIVE
+                | libc::AT_EMPTY_PATH as libc::c_uint,
+        )
     }
 }
 
@@ -784,8 +838,10 @@ fn below(path: &str, root: &str) -> bool {
             || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/')))
 }
 
-/// The attributes of the mounts at `path` by the grants: writable under a write tree or as a
-/// written file, executable under an exec tree or as an executed file.
+/// The attributes bee sets on the mounts at `path` by the grants: read-only unless under a
+/// write tree or a written file, `noexec` unless under an exec tree or an executed file. Only
+/// ever set, never cleared: where the host mounted a tree read-only or `noexec`, it stays so
+/// in the scope, whatever the grants (the scope has no more than its caller).
 fn attrs_at(path: &str, grants: &[Resolved]) -> MountAttr {
     let covers = |r: &Resolved| path == r.path || (r.dir && below(path, &r.path));
     let writable = grants
@@ -793,14 +849,10 @@ fn attrs_at(path: &str, grants: &[Resolved]) -> MountAttr {
         .any(|r| r.rights.write && !r.device && covers(r));
     let exec = grants.iter().any(|r| r.rights.exec && covers(r));
     let mut attr = MountAttr::default();
-    if writable {
-        attr.attr_clr |= MOUNT_ATTR_RDONLY;
-    } else {
+    if !writable {
         attr.attr_set |= MOUNT_ATTR_RDONLY;
     }
-    if exec {
-        attr.attr_clr |= MOUNT_ATTR_NOEXEC;
-    } else {
+    if !exec {
         attr.attr_set |= MOUNT_ATTR_NOEXEC;
     }
     attr
