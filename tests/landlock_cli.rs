@@ -229,6 +229,52 @@ fn a_policy_landlock_cannot_enforce_is_refused_with_its_rules() {
     assert!(!marker.exists());
 }
 
+/// A standard stream that is a unix socket never connected (or a datagram socket) would let
+/// the command reach any socket on the host, which Landlock does not decide: `bee exec`
+/// refuses it before the command starts (65, the stream named); a connected one is a stream
+/// like any other.
+#[test]
+fn a_standard_stream_that_is_an_open_socket_is_refused() {
+    let dir = scratch();
+    let p = policy(dir.path(), "/usr/**", "/dev/null");
+    let bee = support::bee_exe();
+    let run = |socket: &str| {
+        let script = format!(
+            "import os, socket\n{socket}\nos.dup2(s.fileno(), 0)\n\
+             os.execv({bee:?}, [{bee:?}, 'exec', '--engine', 'landlock', '--policy', {p:?}, '--', \
+             '/usr/bin/dash', '-c', 'echo ran'])",
+            bee = bee.display().to_string(),
+        );
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-c", &script])
+            .current_dir(dir.path())
+            .output()
+            .unwrap_or_else(|e| unreachable!("{e}"))
+    };
+    for (socket, what) in [
+        (
+            "s = socket.socket(socket.AF_UNIX)",
+            "a socket that is not connected",
+        ),
+        (
+            "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)",
+            "a datagram or raw socket",
+        ),
+    ] {
+        let o = run(socket);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 65, "{socket}: {err}");
+        assert!(!stdout(&o).contains("ran"), "{socket}: {err}");
+        assert!(
+            err.contains(&format!("its standard input is {what}")),
+            "{err}"
+        );
+    }
+    let o = run("s, t = socket.socketpair()");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("ran"), "{}", stderr(&o));
+}
+
 /// A version 2 policy that writes a tree is refused with its fifteen protected names on the
 /// tree's one line, by `bee exec` (`auto` and the engine named) as by `bee validate`: the
 /// same words, and no line per protected path.

@@ -620,19 +620,45 @@ fn no_connection_can_touch_another_connections_scope() {
 
 #[test]
 fn a_socket_systemd_passes_is_served() {
-    use std::os::fd::AsRawFd as _;
     let dir = ok(tempfile::tempdir());
-    let path = dir.path().join("activated.sock");
+    let (path, mut child) = activated(dir.path());
+    let client = Client::connect(&path);
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let _ = child.wait();
+    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+    let client = client.unwrap_or_else(|e| unreachable!("{e}: {log}"));
+    assert_eq!(client.welcome.engine, "landlock");
+    assert!(
+        log.contains("listening on the socket systemd passed"),
+        "{log}"
+    );
+    assert!(!Path::new("/nonexistent/unused.sock").exists());
+}
+
+/// A `bee serve` started as systemd starts a socket-activated one, in `dir`: the socket
+/// (`activated.sock`) bound here and passed as descriptor 3, `LISTEN_FDS=1` and `LISTEN_PID`
+/// the service's own pid; its ceilings `dir/ceilings` (a `default.toml` that reads and writes
+/// `dir/ws/**`), its log `dir/serve.log`. Returns the socket's path and the service.
+fn activated(dir: &Path) -> (PathBuf, std::process::Child) {
+    use std::os::fd::AsRawFd as _;
+    let path = dir.join("activated.sock");
     let listener = ok(std::os::unix::net::UnixListener::bind(&path));
     let fd = listener.as_raw_fd();
-    let log = ok(std::fs::File::create(dir.path().join("serve.log")));
-    // As systemd starts a socket-activated service: the socket as descriptor 3,
-    // LISTEN_FDS=1 and LISTEN_PID the service's own pid.
+    ok(std::fs::create_dir_all(dir.join("ceilings")));
+    ok(std::fs::create_dir_all(dir.join("ws")));
+    let tree = format!("{}/**", dir.join("ws").display());
+    ok(std::fs::write(
+        dir.join("ceilings/default.toml"),
+        policy_text(&tree, &tree),
+    ));
+    let log = ok(std::fs::File::create(dir.join("serve.log")));
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
-        .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" serve --engine landlock --socket /nonexistent/unused.sock --state-dir \"$1\"")
+        .arg("LISTEN_PID=$$ LISTEN_FDS=1 exec \"$0\" serve --engine landlock --socket /nonexistent/unused.sock --state-dir \"$1\" --ceilings \"$2\"")
         .arg(bee_exe())
-        .arg(dir.path().join("scopes"))
+        .arg(dir.join("scopes"))
+        .arg(dir.join("ceilings"))
         .stderr(log);
     // SAFETY: dup2 onto descriptor 3 between fork and exec; async-signal-safe.
     unsafe {
@@ -649,20 +675,62 @@ fn a_socket_systemd_passes_is_served() {
             Ok(())
         });
     }
-    let mut child = ok(cmd.spawn());
+    let child = ok(cmd.spawn());
     drop(listener);
-    let client = Client::connect(&path);
+    (path, child)
+}
+
+/// Under socket activation the listening socket is the service manager's, so a client
+/// socket's peer credentials name it, not the service: a second connection to the service is
+/// still refused as a command's standard stream (known by the address it is connected to),
+/// or a narrow scope's command could ask the service for its caller's whole ceiling.
+#[test]
+fn under_socket_activation_a_connection_to_the_service_is_still_no_standard_stream() {
+    const SCRIPT: &str = r#"
+sock, policy = sys.argv[1], json.loads(sys.argv[2])
+s = socket.socket(socket.AF_UNIX); s.connect(sock)
+s.sendall(frame({"hello": {"version": 1}})); read(s)
+s.sendall(frame({"create": {"policy": policy, "origin": "p"}})); scope = read(s)["created"]["scope"]
+other = socket.socket(socket.AF_UNIX); other.connect(sock)
+r, w = os.pipe()
+socket.send_fds(s, [frame({"spawn": {"scope": scope, "argv": ["/usr/bin/true"], "env": [], "cwd": "/"}})], [other.fileno(), w, w])
+print(json.dumps(read(s)))
+"#;
+    let dir = ok(tempfile::tempdir());
+    let (path, mut child) = activated(dir.path());
+    let tree = format!("{}/**", dir.path().join("ws").display());
+    let policy = ok(compile_str(
+        "p.toml",
+        &policy_text(&tree, &tree),
+        &CompileOptions {
+            base: dir.path().to_owned(),
+            home: None,
+        },
+    ))
+    .policy;
+    // The service is up once it answers.
+    let up = Instant::now();
+    while Client::connect(&path).is_err() && up.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = output({
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg([PY_FRAMES, SCRIPT].concat())
+            .arg(&path)
+            .arg(ok(policy.to_json()));
+        c
+    });
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let _ = child.wait();
-    let log = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
-    let client = client.unwrap_or_else(|e| unreachable!("{e}: {log}"));
-    assert_eq!(client.welcome.engine, "landlock");
+    let out = text(&o.stdout);
     assert!(
-        log.contains("listening on the socket systemd passed"),
-        "{log}"
+        out.contains("a connection to the service cannot be a command's standard stream"),
+        "{out}{}{}",
+        stderr(&o),
+        std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default()
     );
-    assert!(!Path::new("/nonexistent/unused.sock").exists());
 }
 
 #[test]
@@ -1065,7 +1133,8 @@ def read(s):
 
 /// A raw client, as `nobody`, in Python: hello, create a scope for `policy`, spawn
 /// `cat data` in `cwd` with the environment `env` (JSON pairs) and, for `stdin`, `none`
-/// (`/dev/null`) or `self` (its own connection to the service); prints every answer as JSON,
+/// (`/dev/null`), `self` (its own connection to the service) or `unconnected` (a unix
+/// socket never connected); prints every answer as JSON,
 /// then what the command wrote.
 fn raw_spawn(
     service: &Service,
@@ -1080,7 +1149,8 @@ s = socket.socket(socket.AF_UNIX); s.connect(sock)
 s.sendall(frame({"hello": {"version": 1}})); read(s)
 s.sendall(frame({"create": {"policy": policy, "origin": "p"}})); scope = read(s)["created"]["scope"]
 r, w = os.pipe()
-fds = [s.fileno() if stdin == "self" else os.open("/dev/null", os.O_RDONLY), w, w]
+u = socket.socket(socket.AF_UNIX)
+fds = [s.fileno() if stdin == "self" else u.fileno() if stdin == "unconnected" else os.open("/dev/null", os.O_RDONLY), w, w]
 socket.send_fds(s, [frame({"spawn": {"scope": scope, "argv": ["/usr/bin/cat", "data"], "env": env, "cwd": cwd}})], fds)
 os.close(w)
 answers = []
@@ -1189,6 +1259,24 @@ fn a_working_directory_the_caller_cannot_reach_is_refused() {
     assert!(!out.contains("topsecret"), "{out}{}", stderr(&o));
     assert!(out.contains("\"error\""), "{out}{}", stderr(&o));
     assert!(out.contains("as the command's user"), "{out}{}", stderr(&o));
+}
+
+/// A unix socket that is not connected, handed in as a command's standard input, would let
+/// the scope connect to any socket on the host, which the Landlock engine does not decide:
+/// refused before the command runs, naming the stream.
+#[test]
+fn a_socket_that_is_not_connected_is_no_standard_stream() {
+    let service = start();
+    let compiled = all_of_ws(&service);
+    let o = raw_spawn(&service, &ws(&service), &compiled, "[]", "unconnected");
+    let out = text(&o.stdout);
+    assert!(out.contains("\"error\""), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("its standard input is a socket that is not connected"),
+        "{out}{}",
+        stderr(&o)
+    );
+    assert!(!out.contains("\"spawned\""), "{out}");
 }
 
 /// A working directory inside a tree the request's own `fs.deny` hides is refused as in

@@ -707,7 +707,7 @@ impl<'s> Connection<'s> {
                     ),
                 ));
             }
-            if fds.iter().any(connected_to_us) {
+            if fds.iter().any(|fd| connected_to_us(fd, &self.stream)) {
                 return Err(ErrorBody::new(
                     64,
                     "a connection to the service cannot be a command's standard stream",
@@ -967,12 +967,25 @@ fn callers_own_terminal(fd: &OwnedFd, uid: u32) -> bool {
     tty && flags >= 0 && flags & libc::O_ACCMODE == libc::O_RDWR && owner == Ok(uid)
 }
 
-/// True when `fd` is a unix socket whose peer is this process: the client end of a
-/// connection to the service, which must not outlive its client in a command.
-fn connected_to_us(fd: &OwnedFd) -> bool {
+/// True when `fd` is the client end of a connection to the service (which must not outlive
+/// its client in a command): a unix socket whose peer is the address the service's own end
+/// of `ours` is bound to, or whose peer credentials are this process's. The address decides
+/// under socket activation, where the listening socket, and so every client's peer
+/// credentials, are the service manager's.
+fn connected_to_us(fd: &OwnedFd, ours: &UnixStream) -> bool {
     // A descriptor that is not a socket fails with ENOTSOCK.
-    super::peer::getsockopt::<libc::ucred>(fd.as_raw_fd(), libc::SO_PEERCRED)
-        .is_ok_and(|cred| u32::try_from(cred.pid).ok() == Some(std::process::id()))
+    let by_pid = super::peer::getsockopt::<libc::ucred>(fd.as_raw_fd(), libc::SO_PEERCRED)
+        .is_ok_and(|cred| u32::try_from(cred.pid).ok() == Some(std::process::id()));
+    let by_addr = || {
+        let Ok(theirs) = fd.try_clone().map(UnixStream::from) else {
+            return false;
+        };
+        let (Ok(peer), Ok(local)) = (theirs.peer_addr(), ours.local_addr()) else {
+            return false;
+        };
+        peer.as_pathname().is_some() && peer.as_pathname() == local.as_pathname()
+    };
+    by_pid || by_addr()
 }
 
 /// Lists a scope: `file` holds its cgroup directory. Made new (`O_EXCL`), never through a

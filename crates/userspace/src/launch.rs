@@ -421,6 +421,51 @@ impl StdioMode {
     }
 }
 
+/// Why the descriptor `fd`, as a command's standard stream, would give the scope a channel
+/// its policy does not grant: a socket that is listening (the scope would accept connections
+/// from any peer), not a stream or seqpacket socket (a datagram or raw socket sends to any
+/// address), or not connected (the scope would connect it to any peer). `None` for every
+/// other descriptor, a connected stream socket included (its peer is fixed). The Landlock
+/// engine decides neither a unix socket's `connect` nor a `sendto` on a socket it did not
+/// see made, so a launch under it refuses such a stream ([`LaunchError::Refused`]).
+pub fn open_socket_stream(fd: RawFd) -> Option<&'static str> {
+    // SAFETY: fstat, getsockopt and getpeername write at most the sizes given, into this
+    // frame's stack.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
+            return None;
+        }
+        let int = |option: libc::c_int| {
+            let mut v: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            (libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                option,
+                (&raw mut v).cast(),
+                &raw mut len,
+            ) == 0)
+                .then_some(v)
+        };
+        if !matches!(
+            int(libc::SO_TYPE),
+            Some(libc::SOCK_STREAM | libc::SOCK_SEQPACKET)
+        ) {
+            return Some("a datagram or raw socket, which sends to any address");
+        }
+        if int(libc::SO_ACCEPTCONN) != Some(0) {
+            return Some("a listening socket, which would accept connections from any peer");
+        }
+        let mut addr: libc::sockaddr_storage = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        if libc::getpeername(fd, (&raw mut addr).cast(), &raw mut len) != 0 {
+            return Some("a socket that is not connected, which could connect to any peer");
+        }
+        None
+    }
+}
+
 fn stdio_err(source: io::Error) -> LaunchError {
     LaunchError::Prepare {
         what: "duplicate a standard stream's descriptor",
@@ -783,6 +828,29 @@ impl ChildPlan {
                 program: spec.program.to_string_lossy().into_owned(),
                 reason,
             });
+        }
+        if spec.landlock.is_some() {
+            let streams = [
+                (&spec.stdin, 0, "input"),
+                (&spec.stdout, 1, "output"),
+                (&spec.stderr, 2, "error"),
+            ];
+            for (mode, own, name) in streams {
+                let fd = match mode {
+                    StdioMode::Inherit => own,
+                    StdioMode::Fd(fd) => fd.as_raw_fd(),
+                    StdioMode::Null | StdioMode::Piped => continue,
+                };
+                if let Some(what) = open_socket_stream(fd) {
+                    return Err(LaunchError::Refused {
+                        program: spec.program.to_string_lossy().into_owned(),
+                        reason: format!(
+                            "its standard {name} is {what}: a channel no rule of the policy \
+                             grants (give it a pipe, a file, a terminal or a connected stream)"
+                        ),
+                    });
+                }
+            }
         }
         let confinement = spec
             .landlock
