@@ -1261,6 +1261,45 @@ fn a_working_directory_the_caller_cannot_reach_is_refused() {
     assert!(out.contains("as the command's user"), "{out}{}", stderr(&o));
 }
 
+/// A caller in a sandbox of its own (here `no_new_privs`, which a Landlock domain or a
+/// seccomp filter of an unprivileged process needs, as another agent's sandbox sets for its
+/// commands) is refused at the door (77): its commands would run outside that sandbox. The
+/// same caller without it is served.
+#[test]
+fn a_caller_in_a_sandbox_of_its_own_is_refused() {
+    let service = start();
+    let p = pub_policy(&service);
+    let bee = bee_exe().display().to_string();
+    let p = p.display().to_string();
+    let run = |nnp: bool| {
+        let script = format!(
+            "import ctypes, os\n\
+             if {nnp}: ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)\n\
+             os.execv({bee:?}, [{bee:?}, 'exec', '--policy', {p:?}, '--', '/usr/bin/echo', 'ran'])",
+            nnp = if nnp { "True" } else { "False" },
+        );
+        let mut c = Command::new("/usr/bin/python3");
+        c.args(["-c", &script])
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket())
+            .env("HOME", ws(&service))
+            .uid(NOBODY)
+            .gid(NOBODY);
+        output(c)
+    };
+    let o = run(true);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 77, "{err}");
+    assert!(
+        err.contains("the caller runs in a sandbox of its own (no_new_privs set)"),
+        "{err}"
+    );
+    assert!(!text(&o.stdout).contains("ran"), "{err}");
+    let o = run(false);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(text(&o.stdout).contains("ran"), "{}", stderr(&o));
+}
+
 /// A unix socket that is not connected, handed in as a command's standard input, would let
 /// the scope connect to any socket on the host, which the Landlock engine does not decide:
 /// refused before the command runs, naming the stream.

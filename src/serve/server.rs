@@ -306,6 +306,12 @@ impl<'s> Connection<'s> {
             turn_away(&stream, body);
             return;
         }
+        let parent = service.parent.path();
+        let in_scope = peer.cgroup.starts_with(parent) && peer.cgroup != parent;
+        if let Err(body) = no_sandbox_of_its_own(&peer, in_scope) {
+            turn_away(&stream, body);
+            return;
+        }
         if !service.enter(peer.uid) {
             let body = ErrorBody::new(
                 69,
@@ -1040,6 +1046,61 @@ fn same_namespaces(peer: &Peer) -> Result<(), ErrorBody> {
         return Err(ErrorBody::new(77, "the caller is gone"));
     }
     Ok(())
+}
+
+/// Refuses a caller that runs in a sandbox of its own the service is not in: `no_new_privs`
+/// set where the service's is not, or more seccomp filters than the service has (what a
+/// Landlock domain or a seccomp sandbox needs of an unprivileged process, such as another
+/// agent's sandbox for its commands). Its commands would run outside that sandbox, bounded
+/// only by its ceiling. A caller in a scope of this service (`in_scope`) is bounded by that
+/// scope's policy instead, and passes.
+fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool) -> Result<(), ErrorBody> {
+    if in_scope {
+        return Ok(());
+    }
+    /// `NoNewPrivs` and the number of seccomp filters (`Seccomp_filters`, Linux 5.9; else 1
+    /// for any filter, `Seccomp: 2`) of a `/proc/…/status`.
+    fn sandbox(status: &str) -> (bool, u64) {
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        let nnp = field("NoNewPrivs") == Some("1");
+        let filters = field("Seccomp_filters")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(u64::from(field("Seccomp") == Some("2")));
+        (nnp, filters)
+    }
+    let theirs = std::fs::read_to_string(format!("/proc/{}/status", peer.pid))
+        .map_err(|e| ErrorBody::new(77, format!("cannot read the caller's status: {e}")))?;
+    let ours = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| ErrorBody::new(70, format!("cannot read the service's status: {e}")))?;
+    // What was read belongs to the caller only while its pidfd names a live process.
+    if !super::peer::alive(&peer.pidfd) {
+        return Err(ErrorBody::new(77, "the caller is gone"));
+    }
+    let ((nnp, filters), (our_nnp, our_filters)) = (sandbox(&theirs), sandbox(&ours));
+    let why = if nnp && !our_nnp {
+        Some("no_new_privs set".to_owned())
+    } else if filters > our_filters {
+        Some(format!(
+            "{filters} seccomp filters against the service's {our_filters}"
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(ErrorBody::new(
+            77,
+            format!(
+                "the caller runs in a sandbox of its own ({why}): its commands would run \
+                 outside it, so the service does not serve it; run bee outside that sandbox"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn no_such_scope(scope: u64) -> ErrorBody {
