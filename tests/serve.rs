@@ -1430,7 +1430,8 @@ fn the_command_keeps_the_callers_limits() {
         let mut c = Command::new("/usr/bin/dash");
         c.arg("-c")
             .arg(format!(
-                "ulimit -n 64 && exec {} exec --policy {} -- /usr/bin/dash -c 'ulimit -n'",
+                "ulimit -n 64 && ulimit -f 8 && ulimit -l 0 && exec {} exec --policy {} -- \
+                 /usr/bin/dash -c 'ulimit -n; ulimit -H -f; ulimit -H -l'",
                 bee_exe().display(),
                 p.display()
             ))
@@ -1440,7 +1441,9 @@ fn the_command_keeps_the_callers_limits() {
             .gid(NOBODY);
         c
     });
-    assert_eq!(text(&o.stdout), "64\n", "{}", stderr(&o));
+    // Open files as asked; the file size (512-byte blocks) and locked memory hard limits
+    // are the caller's too, not the service's.
+    assert_eq!(text(&o.stdout), "64\n8\n0\n", "{}", stderr(&o));
 }
 
 /// The next service kills only what a dead one listed below bee's own cgroup: a listed

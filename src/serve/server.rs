@@ -24,7 +24,7 @@ use bee_common::scope::SCOPE_LEARN;
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::{AuditRecord, Verdict};
 use bee_userspace::cgroup::{CgroupParent, ScopeLimits};
-use bee_userspace::launch::{Credentials, LaunchSpec, Rlimits, StdioMode, exit_code};
+use bee_userspace::launch::{Credentials, LOWERED, LaunchSpec, Rlimits, StdioMode, exit_code};
 use bee_userspace::plan::EnforcementPlan;
 use bee_userspace::scope::{
     EnforceError, Enforcer, EngineKind, KillTarget, ScopeLease, WaitLimits, spawn_into,
@@ -885,11 +885,18 @@ impl<'s> Connection<'s> {
             })?;
             Ok(Some(value.map_or(hard, |v| v.min(hard))))
         };
+        let mut lowered = [None; LOWERED.len()];
+        for (slot, (_, name)) in lowered.iter_mut().zip(LOWERED) {
+            *slot = Some(hard(name).ok_or_else(|| {
+                ErrorBody::new(70, format!("`{name}` is not in the caller's limits"))
+            })?);
+        }
         Ok(Rlimits {
             nofile: clamp(limits.nofile, "Max open files")?,
             nproc: clamp(limits.nproc, "Max processes")?,
             cpu_seconds: clamp(limits.cpu_seconds, "Max cpu time")?,
             address_space: clamp(limits.address_space, "Max address space")?,
+            lowered,
         })
     }
 

@@ -157,10 +157,12 @@ pub enum Step {
     /// Handing the seccomp filter's listener to bee (`sendmsg(SCM_RIGHTS)` on the launch's
     /// report socket).
     SeccompListener,
+    /// `setrlimit(2)` lowering one of [`LOWERED`]'s resources ([`Rlimits::lowered`]).
+    RlimitLowered,
 }
 
 impl Step {
-    const ALL: [Step; 25] = [
+    const ALL: [Step; 26] = [
         Step::JoinCgroup,
         Step::Setsid,
         Step::RlimitCore,
@@ -186,6 +188,7 @@ impl Step {
         Step::WorkingDir,
         Step::ControllingTerminal,
         Step::SeccompListener,
+        Step::RlimitLowered,
     ];
 
     fn from_raw(raw: u8) -> Option<Self> {
@@ -202,6 +205,7 @@ impl Step {
             Step::RlimitNproc => "setrlimit(RLIMIT_NPROC)",
             Step::RlimitCpu => "setrlimit(RLIMIT_CPU)",
             Step::RlimitAs => "setrlimit(RLIMIT_AS)",
+            Step::RlimitLowered => "setrlimit (a hard limit lowered to the caller's)",
             Step::CloseFds => "close inherited fds (close_range)",
             Step::Securebits => "prctl(PR_SET_SECUREBITS)",
             Step::BoundingSet => "empty the capability bounding set (PR_CAPBSET_DROP)",
@@ -314,8 +318,24 @@ impl LaunchError {
     }
 }
 
-/// Resource limits of the command (`setrlimit(2)`); each set as both soft and hard limit.
-/// `RLIMIT_CORE` is always 0.
+/// The resources whose hard limit [`Rlimits::lowered`] may lower, in its order, each with the
+/// name `/proc/PID/limits` gives it (`fs/proc/base.c`).
+pub const LOWERED: [(libc::__rlimit_resource_t, &str); 11] = [
+    (libc::RLIMIT_FSIZE, "Max file size"),
+    (libc::RLIMIT_DATA, "Max data size"),
+    (libc::RLIMIT_STACK, "Max stack size"),
+    (libc::RLIMIT_RSS, "Max resident set"),
+    (libc::RLIMIT_MEMLOCK, "Max locked memory"),
+    (libc::RLIMIT_LOCKS, "Max file locks"),
+    (libc::RLIMIT_SIGPENDING, "Max pending signals"),
+    (libc::RLIMIT_MSGQUEUE, "Max msgqueue size"),
+    (libc::RLIMIT_NICE, "Max nice priority"),
+    (libc::RLIMIT_RTPRIO, "Max realtime priority"),
+    (libc::RLIMIT_RTTIME, "Max realtime timeout"),
+];
+
+/// Resource limits of the command (`setrlimit(2)`); each of the four named set as both soft
+/// and hard limit, and [`Rlimits::lowered`] only ever lowered. `RLIMIT_CORE` is always 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rlimits {
     /// `RLIMIT_NOFILE`: one more than the highest fd number it may open.
@@ -326,6 +346,10 @@ pub struct Rlimits {
     pub cpu_seconds: Option<u64>,
     /// `RLIMIT_AS`: the size of its virtual address space in bytes.
     pub address_space: Option<u64>,
+    /// Hard limits of [`LOWERED`]'s resources, in its order and units (`bee serve`: its
+    /// caller's own): each lowers the limit the command would inherit, never raises it (its
+    /// soft limit comes down with it where above).
+    pub lowered: [Option<u64>; LOWERED.len()],
 }
 
 /// The user and groups the command runs as.
@@ -780,6 +804,8 @@ struct ChildPlan {
     controlling_terminal: bool,
     /// `(step, value)`; `RLIMIT_CORE` first. The step names the resource ([`set_rlimit`]).
     rlimits: [(Step, Option<u64>); 5],
+    /// [`Rlimits::lowered`].
+    lowered: [Option<u64>; LOWERED.len()],
     setpcap: bool,
     last_cap: u32,
     credentials: Option<(u32, u32)>,
@@ -888,6 +914,7 @@ impl ChildPlan {
                 (Step::RlimitCpu, r.cpu_seconds),
                 (Step::RlimitAs, r.address_space),
             ],
+            lowered: r.lowered,
             setpcap: cap_eff.has(CAP_SETPCAP),
             last_cap: last_cap.min(63),
             credentials: spec.credentials.as_ref().map(|c| (c.uid, c.gid)),
@@ -943,6 +970,11 @@ impl ChildPlan {
             for (step, value) in self.rlimits {
                 if let Some(v) = value {
                     check(set_rlimit(step, v), step)?;
+                }
+            }
+            for ((resource, _), value) in LOWERED.iter().zip(self.lowered) {
+                if let Some(v) = value {
+                    check(lower_rlimit(*resource, v), Step::RlimitLowered)?;
                 }
             }
             // 4. Inherited fds.
@@ -1165,6 +1197,26 @@ fn set_rlimit(step: Step, value: u64) -> libc::c_long {
             Step::RlimitAs => libc::setrlimit(libc::RLIMIT_AS, &lim),
             _ => return -1,
         }
+    };
+    libc::c_long::from(rc)
+}
+
+/// Lowers `resource`'s hard limit to `hard` where it is higher, and its soft limit with it
+/// (`getrlimit`, then `setrlimit`); never raises either. Returns the call's result (negative
+/// on failure, with `errno` set). Async-signal-safe.
+fn lower_rlimit(resource: libc::__rlimit_resource_t, hard: u64) -> libc::c_long {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid rlimit on the stack, for both calls.
+    let rc = unsafe {
+        if libc::getrlimit(resource, &mut lim) != 0 {
+            return -1;
+        }
+        lim.rlim_max = lim.rlim_max.min(hard);
+        lim.rlim_cur = lim.rlim_cur.min(lim.rlim_max);
+        libc::setrlimit(resource, &lim)
     };
     libc::c_long::from(rc)
 }

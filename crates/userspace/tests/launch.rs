@@ -179,6 +179,7 @@ fn starts_hardened_inside_its_scope(launcher: Launcher) {
             nproc: Some(512),
             cpu_seconds: Some(30),
             address_space: Some(1 << 32),
+            ..Rlimits::default()
         });
     let (code, out, pid) = output_with(&spec, &cg, launcher);
     // The fds of the exec'd image, seen from outside while it runs.
