@@ -1530,6 +1530,61 @@ print(len(held), refused, last)
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
+/// Connections over a uid's limit hold none of the service's: a uid that holds its 256 and
+/// keeps opening more that never say hello (each turned away only after a wait for it) still
+/// leaves room for others, here in a service of 270 connections.
+#[test]
+fn connections_turned_away_hold_no_slot_of_the_service() {
+    let mut service = start();
+    service.kill(libc::SIGTERM);
+    service.args = vec!["--max-connections", "270"];
+    service.spawn();
+    const SCRIPT: &str = r#"
+held = []
+for i in range(256):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(frame({"hello": {"version": 1}})); assert "welcome" in read(s)
+    held.append(s)
+silent = []
+for i in range(40):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); silent.append(s)
+print("ready", flush=True)
+sys.stdin.read()
+"#;
+    let mut hog = {
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg([PY_FRAMES, SCRIPT].concat())
+            .arg(service.socket())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        ok(c.spawn())
+    };
+    let mut line = String::new();
+    let stdout = hog.stdout.take().unwrap_or_else(|| unreachable!());
+    ok(std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(stdout),
+        &mut line,
+    ));
+    assert_eq!(line, "ready\n");
+    // Another caller, while the 40 silent connections wait to be turned away.
+    let p = pub_policy(&service);
+    let o = output({
+        let mut c = Command::new(bee_exe());
+        c.args(["exec", "--service", "always", "--policy"])
+            .arg(&p)
+            .args(["--", "/usr/bin/true"])
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket());
+        c
+    });
+    drop(hog.stdin.take());
+    let _ = hog.wait();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
 /// `--service always` (or `[enforcement] service = "always"`) insists on the service: a
 /// session with none to ask is refused with 69 before any model call, and says what to do;
 /// `bee config show` says where the choice came from.

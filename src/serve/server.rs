@@ -50,6 +50,10 @@ const POLL: Duration = Duration::from_millis(50);
 pub const MAX_SCOPES_PER_CONNECTION: usize = 64;
 /// The most connections one uid other than root may hold at once.
 pub const MAX_CONNECTIONS_PER_USER: usize = 256;
+
+/// The most connections over their uid's limit told so at once (each waits up to 2 s for its
+/// `hello`, on a thread of its own); more are closed without an answer.
+const MAX_TURNING_AWAY: usize = 64;
 /// How long a connection may take to say `hello`.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
 
@@ -78,6 +82,9 @@ pub struct Service {
     connections: AtomicUsize,
     /// Connections per uid.
     per_user: Mutex<HashMap<u32, usize>>,
+    /// Connections over their uid's limit being told so ([`MAX_TURNING_AWAY`] at most; they
+    /// hold no slot of `connections`).
+    turning_away: AtomicUsize,
     stop: Arc<AtomicBool>,
 }
 
@@ -132,6 +139,7 @@ impl Service {
             live: Mutex::new(HashMap::new()),
             connections: AtomicUsize::new(0),
             per_user: Mutex::new(HashMap::new()),
+            turning_away: AtomicUsize::new(0),
             stop,
         })
     }
@@ -205,10 +213,23 @@ impl Service {
         Ok(())
     }
 
+    /// Takes a new connection: counted against its uid's limit first (its peer credentials
+    /// at `connect`), so that one uid's connections, turned away or not, never hold more than
+    /// [`MAX_CONNECTIONS_PER_USER`] of the service's [`ServiceConfig::max_connections`].
     fn admit(self: &Arc<Self>, stream: UnixStream) {
         let _ = stream.set_nonblocking(false);
+        let Ok(cred) = super::peer::getsockopt::<libc::ucred>(stream.as_raw_fd(), libc::SO_PEERCRED)
+        else {
+            return;
+        };
+        let uid = cred.uid;
+        if !self.enter(uid) {
+            self.turn_away_over_limit(stream, uid);
+            return;
+        }
         if self.connections.fetch_add(1, Ordering::AcqRel) >= self.config.max_connections {
             self.connections.fetch_sub(1, Ordering::AcqRel);
+            self.leave(uid);
             let busy = ErrorBody::new(69, "the service is at its connection limit; try again");
             let _ = wire::send(&stream, &Response::Error(busy), &[]);
             return;
@@ -220,10 +241,36 @@ impl Service {
             .spawn(move || {
                 Connection::serve(&service, stream);
                 service.connections.fetch_sub(1, Ordering::AcqRel);
+                service.leave(uid);
             });
         if let Err(e) = spawned {
             self.connections.fetch_sub(1, Ordering::AcqRel);
+            self.leave(uid);
             eprintln!("bee serve: cannot start a connection thread: {e}");
+        }
+    }
+
+    /// Tells a connection over its uid's limit so, on a thread of its own and holding no slot
+    /// of the service's; past [`MAX_TURNING_AWAY`] of them, closes it unanswered.
+    fn turn_away_over_limit(self: &Arc<Self>, stream: UnixStream, uid: u32) {
+        if self.turning_away.fetch_add(1, Ordering::AcqRel) >= MAX_TURNING_AWAY {
+            self.turning_away.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let service = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("bee-serve-away".into())
+            .stack_size(64 << 10)
+            .spawn(move || {
+                let body = ErrorBody::new(
+                    69,
+                    format!("uid {uid} holds {MAX_CONNECTIONS_PER_USER} connections to the service already"),
+                );
+                turn_away(&stream, body);
+                service.turning_away.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            self.turning_away.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
@@ -312,21 +359,9 @@ impl<'s> Connection<'s> {
             turn_away(&stream, body);
             return;
         }
-        if !service.enter(peer.uid) {
-            let body = ErrorBody::new(
-                69,
-                format!(
-                    "uid {} holds {MAX_CONNECTIONS_PER_USER} connections to the service already",
-                    peer.uid
-                ),
-            );
-            turn_away(&stream, body);
-            return;
-        }
         // Idle reads wake up now and then to see whether the service is stopping.
         let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
         let _ = stream.set_write_timeout(Some(WRITE_WAIT));
-        let uid = peer.uid;
         let mut conn = Connection {
             service,
             stream,
@@ -336,7 +371,6 @@ impl<'s> Connection<'s> {
         };
         conn.run();
         conn.close_all();
-        service.leave(uid);
     }
 
     fn run(&mut self) {

@@ -17,6 +17,8 @@ pub struct Service {
     engine: &'static str,
     /// Environment variables the service is started with, beside the test's own.
     env: Vec<(&'static str, &'static str)>,
+    /// More arguments of `bee serve` from the next [`Service::spawn`] on.
+    pub args: Vec<&'static str>,
     child: Option<Child>,
 }
 
@@ -53,6 +55,7 @@ impl Service {
             dir,
             engine,
             env: env.to_vec(),
+            args: Vec::new(),
             child: None,
         };
         service.spawn();
@@ -68,6 +71,7 @@ impl Service {
             .arg(self.socket())
             .arg("--ceilings")
             .arg(self.dir.path().join("ceilings"))
+            .args(&self.args)
             .envs(self.env.iter().copied())
             .stderr(log)
             .spawn()
