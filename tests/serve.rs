@@ -1585,6 +1585,106 @@ sys.stdin.read()
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
+/// Half-sent frames hold at most eight frames' worth of the service's memory per uid (64 MiB):
+/// a ninth connection of the same uid sending one is refused, the service's memory stays
+/// within that, and another caller is served meanwhile.
+#[test]
+fn half_sent_frames_hold_a_bounded_share_of_the_services_memory() {
+    let service = start();
+    const SCRIPT: &str = r#"
+import struct, time
+size = 8 << 20
+held, answers = [], []
+for i in range(10):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    s.sendall(frame({"hello": {"version": 1}})); read(s)
+    try:
+        s.sendall(struct.pack(">I", size) + b" " * (size - 1))
+        held.append(s)
+    except OSError as e:
+        held.append(None)
+time.sleep(0.5)
+for s in held:
+    if s is None:
+        answers.append("closed")
+        continue
+    s.setblocking(False)
+    try:
+        b = s.recv(1 << 16)
+        answers.append(b[4:].decode() if b else "closed")
+    except BlockingIOError:
+        answers.append("waiting")
+    except OSError:
+        answers.append("closed")
+print(json.dumps(answers), flush=True)
+sys.stdin.read()
+"#;
+    let mut hog = {
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg([PY_FRAMES, SCRIPT].concat())
+            .arg(service.socket())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        ok(c.spawn())
+    };
+    let mut line = String::new();
+    let stdout = hog.stdout.take().unwrap_or_else(|| unreachable!());
+    ok(std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(stdout),
+        &mut line,
+    ));
+    let status = std::fs::read_to_string(format!(
+        "/proc/{}/status",
+        service.pid().unwrap_or_default()
+    ))
+    .unwrap_or_default();
+    let p = pub_policy(&service);
+    let o = output({
+        let mut c = Command::new(bee_exe());
+        c.args(["exec", "--service", "always", "--policy"])
+            .arg(&p)
+            .args(["--", "/usr/bin/true"])
+            .current_dir(ws(&service))
+            .env("BEE_SOCKET", service.socket());
+        c
+    });
+    drop(hog.stdin.take());
+    let hog = ok(hog.wait_with_output());
+    let answers: Vec<String> = serde_json::from_str(line.trim())
+        .unwrap_or_else(|e| unreachable!("{e}: {line}{}", stderr(&hog)));
+    // The first eight wait for the rest of their frames; the service closed the last two
+    // (mid-send, the client may not read the refusal itself).
+    let want: Vec<&str> = [["waiting"; 8].as_slice(), &["closed"; 2]].concat();
+    assert_eq!(
+        answers
+            .iter()
+            .map(|a| if a.contains("unread frames") {
+                "closed"
+            } else {
+                a.as_str()
+            })
+            .collect::<Vec<_>>(),
+        want,
+        "{answers:?}"
+    );
+    // Resident memory: the eight frames' 64 MiB and what the service holds anyway.
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(
+        kib < 160 << 10,
+        "the service's peak resident memory: {kib} KiB"
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
 /// `--service always` (or `[enforcement] service = "always"`) insists on the service: a
 /// session with none to ask is refused with 69 before any model call, and says what to do;
 /// `bee config show` says where the choice came from.

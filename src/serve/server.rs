@@ -51,6 +51,10 @@ pub const MAX_SCOPES_PER_CONNECTION: usize = 64;
 /// The most connections one uid other than root may hold at once.
 pub const MAX_CONNECTIONS_PER_USER: usize = 256;
 
+/// The most memory the bodies of one uid's frames being read may hold at once: eight frames
+/// of the largest size. Root is not bounded (it could confine itself without the service).
+const FRAME_BYTES_PER_USER: usize = 8 * super::protocol::MAX_FRAME;
+
 /// The most connections over their uid's limit told so at once (each waits up to 2 s for its
 /// `hello`, on a thread of its own); more are closed without an answer.
 const MAX_TURNING_AWAY: usize = 64;
@@ -85,6 +89,8 @@ pub struct Service {
     /// Connections over their uid's limit being told so ([`MAX_TURNING_AWAY`] at most; they
     /// hold no slot of `connections`).
     turning_away: AtomicUsize,
+    /// Bytes of frame bodies being read, per uid (at most [`FRAME_BYTES_PER_USER`] each).
+    reading: Mutex<HashMap<u32, usize>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -140,6 +146,7 @@ impl Service {
             connections: AtomicUsize::new(0),
             per_user: Mutex::new(HashMap::new()),
             turning_away: AtomicUsize::new(0),
+            reading: Mutex::new(HashMap::new()),
             stop,
         })
     }
@@ -218,7 +225,8 @@ impl Service {
     /// [`MAX_CONNECTIONS_PER_USER`] of the service's [`ServiceConfig::max_connections`].
     fn admit(self: &Arc<Self>, stream: UnixStream) {
         let _ = stream.set_nonblocking(false);
-        let Ok(cred) = super::peer::getsockopt::<libc::ucred>(stream.as_raw_fd(), libc::SO_PEERCRED)
+        let Ok(cred) =
+            super::peer::getsockopt::<libc::ucred>(stream.as_raw_fd(), libc::SO_PEERCRED)
         else {
             return;
         };
@@ -373,6 +381,14 @@ impl<'s> Connection<'s> {
         conn.close_all();
     }
 
+    /// This caller's share of the memory for frames being read.
+    fn budget(&self) -> UserBudget<'s> {
+        UserBudget {
+            service: self.service,
+            uid: self.peer.uid,
+        }
+    }
+
     fn run(&mut self) {
         let connected = Instant::now();
         loop {
@@ -383,7 +399,7 @@ impl<'s> Connection<'s> {
                 self.refuse(64, "no `hello` in time");
                 return;
             }
-            let received = match wire::recv(&self.stream, MID_FRAME) {
+            let received = match wire::recv_within(&self.stream, MID_FRAME, &self.budget()) {
                 Ok(r) => r,
                 Err(RecvError::Io(e)) if is_timeout(&e) => continue,
                 Err(RecvError::Closed) => return,
@@ -842,7 +858,9 @@ impl<'s> Connection<'s> {
             if self.service.stop.load(Ordering::Relaxed) || !super::peer::alive(&self.peer.pidfd) {
                 hung_up = true;
             } else if readable(&self.stream) {
-                match wire::recv(&self.stream, MID_FRAME).map(|r| decode::<Request>(&r.body)) {
+                match wire::recv_within(&self.stream, MID_FRAME, &self.budget())
+                    .map(|r| decode::<Request>(&r.body))
+                {
                     Ok(Ok(Request::Kill { scope: s })) if s == scope => {
                         let _ = cgroup.kill();
                     }
@@ -1141,6 +1159,48 @@ fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool) -> Result<(), ErrorBody> {
             ),
         )),
         None => Ok(()),
+    }
+}
+
+/// A caller's share of [`Service`]'s memory for frames being read ([`FRAME_BYTES_PER_USER`]).
+struct UserBudget<'s> {
+    service: &'s Service,
+    uid: u32,
+}
+
+impl wire::Budget for UserBudget<'_> {
+    fn reserve(&self, bytes: usize) -> bool {
+        if self.uid == 0 {
+            return true;
+        }
+        let mut reading = self
+            .service
+            .reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let held = reading.entry(self.uid).or_insert(0);
+        if *held + bytes > FRAME_BYTES_PER_USER {
+            return false;
+        }
+        *held += bytes;
+        true
+    }
+
+    fn release(&self, bytes: usize) {
+        if self.uid == 0 || bytes == 0 {
+            return;
+        }
+        let mut reading = self
+            .service
+            .reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = reading.get_mut(&self.uid) {
+            *held = held.saturating_sub(bytes);
+            if *held == 0 {
+                reading.remove(&self.uid);
+            }
+        }
     }
 }
 

@@ -43,6 +43,12 @@ pub enum RecvError {
     /// More descriptors than [`MAX_FDS`] were sent with a frame.
     #[error("a frame carried more than {MAX_FDS} file descriptors")]
     TooManyFds,
+    /// The frame's body would hold more memory than its [`Budget`] has left (frames of the
+    /// same caller being read at once).
+    #[error(
+        "the service holds as much of this caller's unread frames as it will; send one at a time"
+    )]
+    OverBudget,
     /// The socket failed.
     #[error(transparent)]
     Io(#[from] io::Error),
@@ -82,7 +88,41 @@ pub fn send<T: Serialize>(stream: &UnixStream, message: &T, fds: &[RawFd]) -> io
 /// [`RecvError`]; after any but [`RecvError::Closed`] the stream is out of step and must be
 /// closed.
 pub fn recv(stream: &UnixStream, mid_frame: Duration) -> Result<Received, RecvError> {
+    recv_within(stream, mid_frame, &Unbounded)
+}
+
+/// Memory the bodies of frames being read may hold: shared by the connections of one caller
+/// (the service's, per uid), so that many half-sent frames cannot make it hold more.
+pub trait Budget {
+    /// Takes `bytes` from what is left; false (nothing taken) when not that much is.
+    fn reserve(&self, bytes: usize) -> bool;
+    /// Gives back `bytes` taken before.
+    fn release(&self, bytes: usize);
+}
+
+/// A budget that grants everything (a client reading the service's answers).
+#[derive(Debug, Clone, Copy)]
+pub struct Unbounded;
+
+impl Budget for Unbounded {
+    fn reserve(&self, _: usize) -> bool {
+        true
+    }
+    fn release(&self, _: usize) {}
+}
+
+/// [`recv`], the body's memory taken from `budget` a chunk ahead of its bytes and given back
+/// when this returns.
+///
+/// # Errors
+/// As [`recv`]; [`RecvError::OverBudget`] when `budget` has no room for the body's next chunk.
+pub fn recv_within(
+    stream: &UnixStream,
+    mid_frame: Duration,
+    budget: &dyn Budget,
+) -> Result<Received, RecvError> {
     let idle = stream.read_timeout()?;
+    let mut taken = 0;
     let mut fds = Vec::new();
     let mut reader = Reader {
         stream,
@@ -97,11 +137,17 @@ pub fn recv(stream: &UnixStream, mid_frame: Duration) -> Result<Received, RecvEr
         let mut body = Vec::new();
         while body.len() < n {
             let start = body.len();
-            body.resize(start + (n - start).min(CHUNK), 0);
+            let grow = (n - start).min(CHUNK);
+            if !budget.reserve(grow) {
+                return Err(RecvError::OverBudget);
+            }
+            taken += grow;
+            body.resize(start + grow, 0);
             reader.fill(&mut body[start..], &mut fds)?;
         }
         Ok(body)
     });
+    budget.release(taken);
     stream.set_read_timeout(idle)?;
     Ok(Received { body: read?, fds })
 }
