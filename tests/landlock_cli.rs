@@ -349,6 +349,34 @@ fn validate_names_the_engines_verdict_and_each_narrowing() {
         Some(2),
         "{v}"
     );
+    // No carve-out: nothing said of them. With one, that it is laid as each call starts.
+    assert!(
+        !err.contains("carve-outs and protected paths are mounts"),
+        "{err}"
+    );
+    std::fs::create_dir(dir.path().join("secret")).unwrap_or_else(|e| unreachable!("{e}"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| unreachable!("{e}"));
+    let carved = dir.path().join("carved.toml");
+    std::fs::write(
+        &carved,
+        text.replace(
+            "[fs]\n",
+            &format!("[fs]\ndeny = [\"{}/secret/**\"]\n", dir.path().display()),
+        )
+        .replace(
+            "read = [",
+            &format!("read = [\"{}/**\", ", dir.path().display()),
+        ),
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let carved = carved.display().to_string();
+    let o = bee_in(dir.path(), &["validate", "--policy", &carved]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{err}");
+    assert!(
+        err.contains("carve-outs and protected paths are mounts laid over what exists as each call starts (1 here)"),
+        "{err}"
+    );
 }
 
 /// A name grant is enforced through the network gate where bee may load it (root), and

@@ -388,9 +388,22 @@ fn landlock_text(plan: &Result<LandlockPlan, LandlockRefusal>) -> String {
             }
         )
     };
+    // Carve-outs are mounts laid over what exists when a call starts: said, where there are.
+    let laid = |p: &LandlockPlan| match p.masks().len() {
+        0 => String::new(),
+        n => format!(
+            "     carve-outs and protected paths are mounts laid over what exists as each call \
+             starts ({n} here): a path among them that another process creates, or moves away \
+             and makes again, during a call is not covered until the next call\n"
+        ),
+    };
     match plan {
         Ok(p) if p.narrowings().is_empty() => {
-            format!("   landlock engine: enforces it exactly ({})\n", how(p))
+            format!(
+                "   landlock engine: enforces it exactly ({})\n{}",
+                how(p),
+                laid(p)
+            )
         }
         Ok(p) => {
             let mut s = format!(
@@ -405,6 +418,7 @@ fn landlock_text(plan: &Result<LandlockPlan, LandlockRefusal>) -> String {
                     n.origin.key, n.origin.text, n.origin.line, n.kind
                 ));
             }
+            s.push_str(&laid(p));
             s
         }
         Err(e) => format!(
