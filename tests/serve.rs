@@ -1517,17 +1517,45 @@ print(len(held), refused, last)
     let out = text(&o.stdout);
     assert!(out.starts_with("256 44 "), "{out}{}", stderr(&o));
     assert!(out.contains("holds 256 connections"), "{out}");
-    let p = pub_policy(&service);
-    let o = output({
+    let o = another_caller(&service);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+/// `SCRIPT` (after [`PY_FRAMES`]) run as `nobody` against the service's socket, its first
+/// line of output read: it holds connections until its standard input closes, which
+/// `wait_with_output` on the child returned does.
+fn hog(service: &Service, script: &str) -> (std::process::Child, String) {
+    let mut c = Command::new("/usr/bin/python3");
+    c.arg("-c")
+        .arg([PY_FRAMES, script].concat())
+        .arg(service.socket())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .uid(NOBODY)
+        .gid(NOBODY);
+    let mut child = ok(c.spawn());
+    let mut line = String::new();
+    let stdout = child.stdout.take().unwrap_or_else(|| unreachable!());
+    ok(std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(stdout),
+        &mut line,
+    ));
+    (child, line)
+}
+
+/// `bee exec --service always` of `/usr/bin/true` as root, under `ws/pub`'s policy.
+fn another_caller(service: &Service) -> Output {
+    let p = pub_policy(service);
+    output({
         let mut c = Command::new(bee_exe());
         c.args(["exec", "--service", "always", "--policy"])
             .arg(&p)
             .args(["--", "/usr/bin/true"])
-            .current_dir(ws(&service))
+            .current_dir(ws(service))
             .env("BEE_SOCKET", service.socket());
         c
-    });
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    })
 }
 
 /// Connections over a uid's limit hold none of the service's: a uid that holds its 256 and
@@ -1551,37 +1579,11 @@ for i in range(40):
 print("ready", flush=True)
 sys.stdin.read()
 "#;
-    let mut hog = {
-        let mut c = Command::new("/usr/bin/python3");
-        c.arg("-c")
-            .arg([PY_FRAMES, SCRIPT].concat())
-            .arg(service.socket())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .uid(NOBODY)
-            .gid(NOBODY);
-        ok(c.spawn())
-    };
-    let mut line = String::new();
-    let stdout = hog.stdout.take().unwrap_or_else(|| unreachable!());
-    ok(std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(stdout),
-        &mut line,
-    ));
+    let (hog, line) = hog(&service, SCRIPT);
     assert_eq!(line, "ready\n");
     // Another caller, while the 40 silent connections wait to be turned away.
-    let p = pub_policy(&service);
-    let o = output({
-        let mut c = Command::new(bee_exe());
-        c.args(["exec", "--service", "always", "--policy"])
-            .arg(&p)
-            .args(["--", "/usr/bin/true"])
-            .current_dir(ws(&service))
-            .env("BEE_SOCKET", service.socket());
-        c
-    });
-    drop(hog.stdin.take());
-    let _ = hog.wait();
+    let o = another_caller(&service);
+    let _ = hog.wait_with_output();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
@@ -1619,40 +1621,13 @@ for s in held:
 print(json.dumps(answers), flush=True)
 sys.stdin.read()
 "#;
-    let mut hog = {
-        let mut c = Command::new("/usr/bin/python3");
-        c.arg("-c")
-            .arg([PY_FRAMES, SCRIPT].concat())
-            .arg(service.socket())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .uid(NOBODY)
-            .gid(NOBODY);
-        ok(c.spawn())
-    };
-    let mut line = String::new();
-    let stdout = hog.stdout.take().unwrap_or_else(|| unreachable!());
-    ok(std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(stdout),
-        &mut line,
-    ));
+    let (hog, line) = hog(&service, SCRIPT);
     let status = std::fs::read_to_string(format!(
         "/proc/{}/status",
         service.pid().unwrap_or_default()
     ))
     .unwrap_or_default();
-    let p = pub_policy(&service);
-    let o = output({
-        let mut c = Command::new(bee_exe());
-        c.args(["exec", "--service", "always", "--policy"])
-            .arg(&p)
-            .args(["--", "/usr/bin/true"])
-            .current_dir(ws(&service))
-            .env("BEE_SOCKET", service.socket());
-        c
-    });
-    drop(hog.stdin.take());
+    let o = another_caller(&service);
     let hog = ok(hog.wait_with_output());
     let answers: Vec<String> = serde_json::from_str(line.trim())
         .unwrap_or_else(|e| unreachable!("{e}: {line}{}", stderr(&hog)));
