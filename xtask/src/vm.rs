@@ -399,9 +399,8 @@ pub fn run_in_kernels_with(
     if lanes == 1 {
         return prepared.kernels.iter().map(one).collect();
     }
-    // The PREEMPT_RT kernels first, the rest in the matrix's order; each lane takes the next.
-    let mut order: Vec<usize> = (0..prepared.kernels.len()).collect();
-    order.sort_by_key(|&i| prepared.kernels[i].entry.preempt != Some(Preempt::Rt));
+    let entries: Vec<&Entry> = prepared.kernels.iter().map(|k| k.entry).collect();
+    let order = lane_order(&entries);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done: std::sync::Mutex<Vec<Option<Result<KernelRun>>>> =
         std::sync::Mutex::new((0..order.len()).map(|_| None).collect());
@@ -424,6 +423,16 @@ pub fn run_in_kernels_with(
         .into_iter()
         .map(|run| run.unwrap_or_else(|| Err(Error::Usage("a lane ended early".into()))))
         .collect()
+}
+
+/// The order in which side-by-side lanes take `kernels` (indices into it): the longest runs
+/// first, so that the lanes end close together. The PREEMPT_RT kernels lead, then the rest
+/// newest first: the matrix lists them oldest first, and under TCG each newer kernel's run
+/// has been the longer (docs/kernel-testing.md, "What CI runs").
+fn lane_order(kernels: &[&Entry]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..kernels.len()).rev().collect();
+    order.sort_by_key(|&i| kernels[i].preempt != Some(Preempt::Rt));
+    order
 }
 
 /// Boots `kernel` once (twice after the text-patching race) to run `command`.
@@ -1216,6 +1225,19 @@ mod tests {
         assert_eq!(c.passed, 1);
         assert_eq!(c.failed, vec!["b".to_owned()]);
         assert_eq!(c.ignored, 0);
+    }
+
+    #[test]
+    fn lanes_start_with_the_rt_kernels_then_the_newest() {
+        let entries: Vec<&Entry> = ["6.1", "6.12", "6.12-rt", "7.x"]
+            .iter()
+            .map(|name| kernels::entry(name).expect("a matrix kernel"))
+            .collect();
+        let names: Vec<&str> = lane_order(&entries)
+            .iter()
+            .map(|&i| entries[i].name)
+            .collect();
+        assert_eq!(names, ["6.12-rt", "7.x", "6.12", "6.1"]);
     }
 
     #[test]
