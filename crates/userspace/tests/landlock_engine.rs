@@ -732,6 +732,37 @@ fn denials_are_reported_to_the_scope_that_made_them() {
     }
 }
 
+/// A TCP socket binds only to port 0, a port the kernel picks, as under the BPF engine's
+/// `socket_bind`, on either family and the unspecified address; it still cannot listen.
+#[test]
+fn a_tcp_socket_binds_only_a_port_the_kernel_picks_and_cannot_listen_there() {
+    assert_reports_denials();
+    let t = Ws::new();
+    let p = t.policy(&policy_text(
+        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
+        &[],
+        &[PERL],
+        "",
+    ));
+    let script = "use Socket qw(:all); \
+        for my $addr (pack_sockaddr_in(0, inet_aton('127.0.0.1')), pack_sockaddr_in(0, INADDR_ANY), \
+                      pack_sockaddr_in6(0, IN6ADDR_LOOPBACK)) { \
+          socket(my $s, sockaddr_family($addr), SOCK_STREAM, 0) or die \"socket: $!\"; \
+          if (bind($s, $addr)) { \
+            my $port = sockaddr_family($addr) == AF_INET ? (unpack_sockaddr_in(getsockname($s)))[0] \
+                                                         : (unpack_sockaddr_in6(getsockname($s)))[0]; \
+            print $port > 0 ? 'picked ' : 'zero '; \
+            print listen($s, 1) ? 'listening ' : 'not-listening '; \
+          } else { print 'refused '; } \
+        }";
+    let r = t.run(&p, &[PERL, "-e", script]);
+    assert_eq!(
+        r.stdout, "picked not-listening picked not-listening picked not-listening ",
+        "{r:?}"
+    );
+    assert!(r.denials.iter().all(|d| !d.contains("bind tcp")), "{r:#?}");
+}
+
 /// A refused TCP bind is reported with the address and port it asked for, and a connect to
 /// or a bind on the unspecified address with its port: the kernel's record leaves 0.0.0.0
 /// and :: out, so bee names both.

@@ -379,6 +379,14 @@ impl Confinement {
                 .add_rule(PathBeneath::new(r.fd.as_fd(), a))
                 .map_err(landlock_err)?;
         }
+        if tcp {
+            // A bind only to port 0, a port the kernel picks, as the BPF engine's
+            // `socket_bind` allows (a client that names its local side; `listen` stays
+            // refused by the seccomp filter, so no peer can reach the socket first).
+            created = created
+                .add_rule(NetPort::new(0, AccessNet::BindTcp))
+                .map_err(landlock_err)?;
+        }
         for range in plan.tcp_connect() {
             for port in range.first..=range.last {
                 created = created
