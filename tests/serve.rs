@@ -1544,6 +1544,34 @@ fn hog(service: &Service, script: &str) -> (std::process::Child, String) {
     (child, line)
 }
 
+/// `~` in a ceiling is only a home the caller owns: `nobody`'s `/nonexistent` and `daemon`'s
+/// `/usr/sbin` (root's) give no `~`, so a ceiling that writes `~/**` refuses them (69)
+/// rather than grant a system tree or a path someone could create.
+#[test]
+fn a_ceiling_with_tilde_refuses_a_caller_without_a_home_of_its_own() {
+    let service = start();
+    ok(std::fs::write(
+        service.dir.path().join("ceilings/default.toml"),
+        policy_text("~/**", "~/**"),
+    ));
+    let p = pub_policy(&service);
+    let daemon = ok(nix::unistd::User::from_name("daemon"))
+        .unwrap_or_else(|| unreachable!("no user daemon"));
+    for (uid, name) in [(NOBODY, "nobody"), (daemon.uid.as_raw(), "daemon")] {
+        let mut cmd = exec_as_nobody(&service, &p, &["/usr/bin/true"]);
+        cmd.uid(uid).gid(uid);
+        let o = output(cmd);
+        let err = stderr(&o);
+        assert_eq!(code(&o), 69, "{name}: {err}{}", service.log());
+        assert!(
+            err.contains(&format!(
+                "uid {uid} has no home directory of its own for `~`"
+            )),
+            "{name}: {err}"
+        );
+    }
+}
+
 /// `bee exec --service always` of `/usr/bin/true` as root, under `ws/pub`'s policy.
 fn another_caller(service: &Service) -> Output {
     let p = pub_policy(service);

@@ -46,11 +46,7 @@ pub enum Refused {
 /// [`Refused::Unavailable`] when an applicable file does not compile.
 pub fn applicable(dir: &Path, peer: &Peer) -> Result<Vec<(PathBuf, CompiledPolicy)>, Refused> {
     let user = User::from_uid(Uid::from_raw(peer.uid)).ok().flatten();
-    // A home of `/` (system users') would make `~/**` all of `/`: such a user has no `~`.
-    let home = user
-        .as_ref()
-        .map(|u| u.dir.clone())
-        .filter(|d| d.is_absolute() && d != Path::new("/"));
+    let home = user.as_ref().and_then(home_of_its_own);
     let options = CompileOptions {
         base: PathBuf::from("/"),
         home: home.clone(),
@@ -96,6 +92,22 @@ pub fn applicable(dir: &Path, peer: &Peer) -> Result<Vec<(PathBuf, CompiledPolic
         return Ok(vec![compile(default)?]);
     }
     Ok(Vec::new())
+}
+
+/// What `~` stands for in a ceiling compiled for `user`: the home directory of its passwd
+/// entry, only where that is an absolute path other than `/` naming a directory `user` owns
+/// (after symbolic links). System users' homes are not their own — `/` for some, `/dev` for
+/// `sys`, `/usr/sbin` for `daemon`, `/var/www` for `www-data`, `/nonexistent` for `nobody` —
+/// and `~/**` would grant a system tree: such a user has no `~`, and a ceiling that names it
+/// does not compile for them ([`Refused::Unavailable`]).
+fn home_of_its_own(user: &User) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = &user.dir;
+    if !dir.is_absolute() || dir == Path::new("/") {
+        return None;
+    }
+    let meta = std::fs::metadata(dir).ok()?;
+    (meta.is_dir() && meta.uid() == user.uid.as_raw()).then(|| dir.clone())
 }
 
 /// The files [`applicable`] looks for on behalf of `peer`, for a refusal's text.
@@ -187,6 +199,58 @@ mod tests {
             .collect::<Vec<_>>()
             .join(", ");
         format!("version = 2\n[fs]\nread = [{list}]\n")
+    }
+
+    fn user(uid: u32, dir: &Path) -> User {
+        User {
+            name: "u".into(),
+            passwd: Default::default(),
+            uid: Uid::from_raw(uid),
+            gid: Gid::from_raw(uid),
+            gecos: Default::default(),
+            dir: dir.to_path_buf(),
+            shell: PathBuf::from("/bin/sh"),
+        }
+    }
+
+    #[test]
+    fn only_a_home_the_user_owns_is_its_tilde() {
+        let tmp = tempfile::tempdir().expect("a temporary directory");
+        let owner = std::os::unix::fs::MetadataExt::uid(
+            &std::fs::metadata(tmp.path()).expect("its metadata"),
+        );
+        let linked = tmp.path().join("link");
+        std::os::unix::fs::symlink(tmp.path(), &linked).expect("a symbolic link");
+        assert_eq!(
+            home_of_its_own(&user(owner, tmp.path())).as_deref(),
+            Some(tmp.path())
+        );
+        assert_eq!(
+            home_of_its_own(&user(owner, &linked)).as_deref(),
+            Some(linked.as_path())
+        );
+        // Owned by someone else, missing, a file, relative, or `/`: no `~`.
+        let other = owner.wrapping_add(1);
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").expect("a file");
+        for (uid, dir) in [
+            (other, tmp.path()),
+            (other, linked.as_path()),
+            (owner, &tmp.path().join("gone")),
+            (owner, &file),
+            (owner, Path::new("home/u")),
+            (0, Path::new("/")),
+        ] {
+            assert_eq!(home_of_its_own(&user(uid, dir)), None, "{uid} {dir:?}");
+        }
+        // The system users' passwd entries of this distribution: not theirs.
+        for name in ["sys", "daemon", "bin", "nobody"] {
+            let u = User::from_name(name)
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| panic!("no user {name}"));
+            assert_eq!(home_of_its_own(&u), None, "{name}: {:?}", u.dir);
+        }
     }
 
     #[test]
