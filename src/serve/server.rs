@@ -91,6 +91,8 @@ pub struct Service {
     turning_away: AtomicUsize,
     /// Bytes of frame bodies being read, per uid (at most [`FRAME_BYTES_PER_USER`] each).
     reading: Mutex<HashMap<u32, usize>>,
+    /// The service's own namespaces and sandbox, which callers are compared with.
+    itself: Itself,
     stop: Arc<AtomicBool>,
 }
 
@@ -147,6 +149,7 @@ impl Service {
             per_user: Mutex::new(HashMap::new()),
             turning_away: AtomicUsize::new(0),
             reading: Mutex::new(HashMap::new()),
+            itself: Itself::read(),
             stop,
         })
     }
@@ -357,13 +360,13 @@ impl<'s> Connection<'s> {
                 return;
             }
         };
-        if let Err(body) = same_namespaces(&peer) {
+        if let Err(body) = same_namespaces(&peer, &service.itself) {
             turn_away(&stream, body);
             return;
         }
         let parent = service.parent.path();
         let in_scope = peer.cgroup.starts_with(parent) && peer.cgroup != parent;
-        if let Err(body) = no_sandbox_of_its_own(&peer, in_scope) {
+        if let Err(body) = no_sandbox_of_its_own(&peer, in_scope, &service.itself) {
             turn_away(&stream, body);
             return;
         }
@@ -1077,20 +1080,50 @@ fn turn_away(stream: &UnixStream, body: ErrorBody) {
     let _ = wire::send(stream, &Response::Error(body), &[]);
 }
 
+/// The namespaces a caller must share with the service ([`same_namespaces`]).
+const NAMESPACES: [&str; 4] = ["mnt", "net", "user", "pid"];
+
+/// What the service's own process is, read once when it starts: it neither changes its
+/// namespaces nor adds a seccomp filter or `no_new_privs` to itself while it runs, so
+/// each caller is compared with these instead of `/proc/self` read again per connection.
+#[derive(Debug, Clone, Copy)]
+struct Itself {
+    /// (device, inode) of `/proc/self/ns/NAME` for each of [`NAMESPACES`]; `None` where it
+    /// could not be read, which refuses every caller ([`same_namespaces`]).
+    namespaces: [Option<(u64, u64)>; NAMESPACES.len()],
+    /// `NoNewPrivs` and the number of seccomp filters of `/proc/self/status`
+    /// ([`sandbox_of`]); `None` where it could not be read, which refuses every caller
+    /// outside the service's scopes ([`no_sandbox_of_its_own`]).
+    sandbox: Option<(bool, u64)>,
+}
+
+impl Itself {
+    fn read() -> Self {
+        Self {
+            namespaces: NAMESPACES.map(|ns| namespace_of("self", ns)),
+            sandbox: std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .map(|status| sandbox_of(&status)),
+        }
+    }
+}
+
+/// (device, inode) of `/proc/PID/ns/NS` (`pid` a number or `self`), which names the
+/// namespace; `None` where it cannot be read.
+fn namespace_of(pid: &str, ns: &str) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(format!("/proc/{pid}/ns/{ns}")).ok()?;
+    Some((meta.dev(), meta.ino()))
+}
+
 /// Refuses a caller in other mount, network, user or PID namespaces than the service's: its
 /// commands would run in the service's, outside whatever confined the caller (a container,
 /// a private mount, no network).
-fn same_namespaces(peer: &Peer) -> Result<(), ErrorBody> {
-    for ns in ["mnt", "net", "user", "pid"] {
-        let theirs = std::fs::metadata(format!("/proc/{}/ns/{ns}", peer.pid));
-        let ours = std::fs::metadata(format!("/proc/self/ns/{ns}"));
-        let same = match (theirs, ours) {
-            (Ok(a), Ok(b)) => {
-                use std::os::unix::fs::MetadataExt as _;
-                (a.dev(), a.ino()) == (b.dev(), b.ino())
-            }
-            _ => false,
-        };
+fn same_namespaces(peer: &Peer, itself: &Itself) -> Result<(), ErrorBody> {
+    let pid = peer.pid.to_string();
+    for (ns, ours) in NAMESPACES.iter().zip(itself.namespaces) {
+        let theirs = namespace_of(&pid, ns);
+        let same = theirs.is_some() && theirs == ours;
         if !same {
             return Err(ErrorBody::new(
                 77,
@@ -1113,34 +1146,20 @@ fn same_namespaces(peer: &Peer) -> Result<(), ErrorBody> {
 /// agent's sandbox for its commands). Its commands would run outside that sandbox, bounded
 /// only by its ceiling. A caller in a scope of this service (`in_scope`) is bounded by that
 /// scope's policy instead, and passes.
-fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool) -> Result<(), ErrorBody> {
+fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool, itself: &Itself) -> Result<(), ErrorBody> {
     if in_scope {
         return Ok(());
     }
-    /// `NoNewPrivs` and the number of seccomp filters (`Seccomp_filters`, Linux 5.9; else 1
-    /// for any filter, `Seccomp: 2`) of a `/proc/…/status`.
-    fn sandbox(status: &str) -> (bool, u64) {
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-                .map(str::trim)
-        };
-        let nnp = field("NoNewPrivs") == Some("1");
-        let filters = field("Seccomp_filters")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(u64::from(field("Seccomp") == Some("2")));
-        (nnp, filters)
-    }
+    let (our_nnp, our_filters) = itself
+        .sandbox
+        .ok_or_else(|| ErrorBody::new(70, "the service could not read its own status"))?;
     let theirs = std::fs::read_to_string(format!("/proc/{}/status", peer.pid))
         .map_err(|e| ErrorBody::new(77, format!("cannot read the caller's status: {e}")))?;
-    let ours = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| ErrorBody::new(70, format!("cannot read the service's status: {e}")))?;
     // What was read belongs to the caller only while its pidfd names a live process.
     if !super::peer::alive(&peer.pidfd) {
         return Err(ErrorBody::new(77, "the caller is gone"));
     }
-    let ((nnp, filters), (our_nnp, our_filters)) = (sandbox(&theirs), sandbox(&ours));
+    let (nnp, filters) = sandbox_of(&theirs);
     let why = if nnp && !our_nnp {
         Some("no_new_privs set".to_owned())
     } else if filters > our_filters {
@@ -1160,6 +1179,22 @@ fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool) -> Result<(), ErrorBody> {
         )),
         None => Ok(()),
     }
+}
+
+/// `NoNewPrivs` and the number of seccomp filters (`Seccomp_filters`, Linux 5.9; else 1 for
+/// any filter, `Seccomp: 2`) of a `/proc/…/status`.
+fn sandbox_of(status: &str) -> (bool, u64) {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(str::trim)
+    };
+    let nnp = field("NoNewPrivs") == Some("1");
+    let filters = field("Seccomp_filters")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::from(field("Seccomp") == Some("2")));
+    (nnp, filters)
 }
 
 /// A caller's share of [`Service`]'s memory for frames being read ([`FRAME_BYTES_PER_USER`]).
