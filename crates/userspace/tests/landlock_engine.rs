@@ -20,6 +20,16 @@ const TOOLS: &[&str] = &[
     "/usr/bin/ls",
 ];
 const PERL: &str = "/usr/bin/perl";
+
+/// A policy that reads Perl's modules and runs Perl (for its `Socket` module), then `extra`.
+fn perl_policy(extra: &str) -> String {
+    policy_text(
+        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
+        &[],
+        &[PERL],
+        extra,
+    )
+}
 const PYTHON: &str = "/usr/bin/python3.11";
 
 fn tools_and(more: &[&'static str]) -> Vec<&'static str> {
@@ -332,22 +342,12 @@ fn sockets_other_than_granted_tcp_are_refused() {
     let connect = format!(
         "use Socket; socket(my $s, PF_INET, SOCK_STREAM, 0) or die 'socket'; connect($s, pack_sockaddr_in({port}, inet_aton('127.0.0.1'))) ? print 'connected' : print 'refused'"
     );
-    let denied = t.policy(&policy_text(
-        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
-        &[],
-        &[PERL],
-        "",
-    ));
+    let denied = t.policy(&perl_policy(""));
     let r = t.run(&denied, &[PERL, "-e", &connect]);
     assert_eq!(r.stdout, "refused", "{r:?}");
-    let granted = t.policy(&policy_text(
-        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
-        &[],
-        &[PERL],
-        &format!(
-            "[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [{port}]\nproto = \"tcp\"\n"
-        ),
-    ));
+    let granted = t.policy(&perl_policy(&format!(
+        "[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [{port}]\nproto = \"tcp\"\n"
+    )));
     let r = t.run(&granted, &[PERL, "-e", &connect]);
     assert_eq!(r.stdout, "connected", "{r:?}");
     for (what, sock) in [
@@ -448,12 +448,9 @@ fn a_v4_mapped_address_reaches_only_granted_ports() {
         open.local_addr().unwrap().port(),
         closed.local_addr().unwrap().port(),
     );
-    let p = t.policy(&policy_text(
-        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
-        &[],
-        &[PERL],
-        &format!("[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [{granted}]\nproto = \"tcp\"\n"),
-    ));
+    let p = t.policy(&perl_policy(&format!(
+        "[[net.allow]]\naddr = [\"0.0.0.0/0\", \"::/0\"]\nports = [{granted}]\nproto = \"tcp\"\n"
+    )));
     let connect = |port: u16| {
         format!(
             "use Socket qw(:all); socket(my $s, AF_INET6, SOCK_STREAM, 0) or die 'socket'; \
@@ -738,12 +735,7 @@ fn denials_are_reported_to_the_scope_that_made_them() {
 fn a_tcp_socket_binds_only_a_port_the_kernel_picks_and_cannot_listen_there() {
     assert_reports_denials();
     let t = Ws::new();
-    let p = t.policy(&policy_text(
-        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
-        &[],
-        &[PERL],
-        "",
-    ));
+    let p = t.policy(&perl_policy(""));
     let script = "use Socket qw(:all); \
         for my $addr (pack_sockaddr_in(0, inet_aton('127.0.0.1')), pack_sockaddr_in(0, INADDR_ANY), \
                       pack_sockaddr_in6(0, IN6ADDR_LOOPBACK)) { \
@@ -770,12 +762,7 @@ fn a_tcp_socket_binds_only_a_port_the_kernel_picks_and_cannot_listen_there() {
 fn refused_binds_and_unspecified_addresses_are_reported_with_their_ports() {
     assert_reports_denials();
     let t = Ws::new();
-    let p = t.policy(&policy_text(
-        &["/usr/share/perl/**", "/usr/lib/x86_64-linux-gnu/perl/**"],
-        &[],
-        &[PERL],
-        "",
-    ));
+    let p = t.policy(&perl_policy(""));
     let script = "use Socket; \
         socket(my $a, PF_INET, SOCK_STREAM, 0) or die; \
         print bind($a, pack_sockaddr_in(8089, inet_aton('127.0.0.1'))) ? 'bound ' : 'refused '; \
