@@ -170,25 +170,27 @@ static __always_inline void gate_report(__u32 hook, __u64 cgid, const struct bee
  * IPv4 address (`v6` says the hook is an IPv6 one; ::ffff:a.b.c.d is an IPv4 peer). */
 static __always_inline int gate_addr(struct bpf_sock_addr *ctx, int v6, __u8 *a)
 {
-	__u32 w;
+	__u32 w0, w1, w2, w3;
 
 	if (!v6) {
-		w = ctx->user_ip4;
+		w3 = ctx->user_ip4;
 		a[10] = 0xff;
 		a[11] = 0xff;
-		__builtin_memcpy(&a[12], &w, 4);
+		__builtin_memcpy(&a[12], &w3, 4);
 		return 1;
 	}
-	w = ctx->user_ip6[0];
-	__builtin_memcpy(&a[0], &w, 4);
-	w = ctx->user_ip6[1];
-	__builtin_memcpy(&a[4], &w, 4);
-	w = ctx->user_ip6[2];
-	__builtin_memcpy(&a[8], &w, 4);
-	w = ctx->user_ip6[3];
-	__builtin_memcpy(&a[12], &w, 4);
-	return a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0 && a[4] == 0 && a[5] == 0 &&
-	       a[6] == 0 && a[7] == 0 && a[8] == 0 && a[9] == 0 && a[10] == 0xff && a[11] == 0xff;
+	w0 = ctx->user_ip6[0];
+	w1 = ctx->user_ip6[1];
+	w2 = ctx->user_ip6[2];
+	w3 = ctx->user_ip6[3];
+	__builtin_memcpy(&a[0], &w0, 4);
+	__builtin_memcpy(&a[4], &w1, 4);
+	__builtin_memcpy(&a[8], &w2, 4);
+	__builtin_memcpy(&a[12], &w3, 4);
+	/* The v4-mapped prefix (80 zero bits, then 0xffff) tested by word, as the words are in
+	 * network order: tested byte by byte, its twelve branches made the verifier walk 29,151
+	 * instructions of each IPv6 program, against 6,194 so (docs/benchmarks.md, 2026-12-07). */
+	return (w0 | w1) == 0 && w2 == bpf_htonl(0x0000ffff);
 }
 
 /* The verdict on the peer in `ctx` (1 allows, 0 refuses with EPERM), and the steering of an

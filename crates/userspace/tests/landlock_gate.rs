@@ -196,6 +196,19 @@ fn udp_and_addresses_reach_only_what_is_granted_in_every_family_and_form() {
         "another address, v4-mapped"
     );
     assert_eq!(scope.sendto("192.0.2.41", "8000"), EPERM, "a TCP grant's");
+    // IPv6 addresses that end in the granted one but are not v4-mapped: each bit of the
+    // mapped prefix (80 zeros, then 0xffff) counts.
+    for unmapped in [
+        "::192.0.2.40",
+        "::fffe:192.0.2.40",
+        "::1:ffff:192.0.2.40",
+        "0:0:0:1:0:ffff:192.0.2.40",
+        "0:0:1::ffff:192.0.2.40",
+        "64:ff9b::192.0.2.40",
+        "8000::ffff:192.0.2.40",
+    ] {
+        assert_eq!(scope.sendto(unmapped, "5000"), EPERM, "{unmapped}");
+    }
     // An AF_UNSPEC name reads as IPv4; two datagrams in one call are each decided.
     let (errno, _) = scope.act(Action::UdpUnspec {
         addr: "192.0.2.42".into(),
