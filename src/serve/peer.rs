@@ -3,8 +3,9 @@
 //! The kernel says, not the client: `SO_PEERCRED` (uid, gid and pid at `connect(2)`),
 //! `SO_PEERGROUPS` (supplementary groups) and `SO_PEERPIDFD` (Linux 6.5: a pidfd of that very
 //! process, so a recycled pid cannot stand in for it; before 6.5, `pidfd_open(2)` of the pid,
-//! checked against the credentials). The cgroup is read from `/proc/PID/cgroup` and trusted
-//! only if the pidfd still names a live process afterwards.
+//! checked against the credentials). The cgroup (`/proc/PID/cgroup`) and the uid and
+//! sandbox (`/proc/PID/status`) are read once, and trusted only if the pidfd still names a
+//! live process afterwards.
 
 use std::io;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
@@ -31,6 +32,39 @@ pub struct Peer {
     pub pidfd: OwnedFd,
     /// Its cgroup v2 directory (the mount joined with `/proc/PID/cgroup`'s `0::` path).
     pub cgroup: PathBuf,
+    /// The sandbox it runs in, from its `/proc/PID/status` as it connected.
+    pub sandbox: Sandbox,
+}
+
+/// What a process's `/proc/PID/status` says of the sandbox it runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sandbox {
+    /// `NoNewPrivs: 1`.
+    pub no_new_privs: bool,
+    /// Its seccomp filters: `Seccomp_filters` (Linux 5.9); before it, 1 for any filter
+    /// (`Seccomp: 2`).
+    pub seccomp_filters: u64,
+}
+
+impl Sandbox {
+    /// Reads it from the text of a `/proc/PID/status`.
+    pub fn from_status(status: &str) -> Self {
+        let seccomp_filters = status_field(status, "Seccomp_filters")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(u64::from(status_field(status, "Seccomp") == Some("2")));
+        Self {
+            no_new_privs: status_field(status, "NoNewPrivs") == Some("1"),
+            seccomp_filters,
+        }
+    }
+}
+
+/// The value of the field `name` of a `/proc/PID/status` text, trimmed.
+fn status_field<'s>(status: &'s str, name: &str) -> Option<&'s str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
 }
 
 impl Peer {
@@ -50,14 +84,13 @@ impl Peer {
         };
         let pid = u32::try_from(cred.pid)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a negative peer pid"))?;
+        let gone = || io::Error::new(io::ErrorKind::NotFound, "the connecting process is gone");
         let cgroup = bee_userspace::cgroup::process_cgroup_dir(Some(pid), cgroup2)?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| gone())?;
         // The pid may have been reused while /proc was read: only a live pidfd vouches for
-        // what was read, and for the credentials (`/proc/PID/status` of the same process).
-        if !alive(&pidfd) || !same_uid(cred.pid, cred.uid) {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "the connecting process is gone",
-            ));
+        // what was read, and for the credentials (the effective uid of the same status).
+        if !alive(&pidfd) || effective_uid(&status) != Some(cred.uid) {
+            return Err(gone());
         }
         Ok(Self {
             uid: cred.uid,
@@ -66,6 +99,7 @@ impl Peer {
             pid,
             pidfd,
             cgroup,
+            sandbox: Sandbox::from_status(&status),
         })
     }
 
@@ -185,18 +219,13 @@ pub fn alive(pidfd: &OwnedFd) -> bool {
     rc == 0
 }
 
-/// True when the effective uid of `pid` (`/proc/PID/status`) is `uid`, as `SO_PEERCRED`
-/// reported it.
-fn same_uid(pid: libc::pid_t, uid: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|v| v.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<u32>().ok())
-        == Some(uid)
+/// The effective uid of a `/proc/PID/status` text (the second of its `Uid:` line).
+fn effective_uid(status: &str) -> Option<u32> {
+    status_field(status, "Uid")?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -212,6 +241,36 @@ mod tests {
         assert_eq!(peer.uid, unsafe { libc::getuid() });
         assert!(alive(&peer.pidfd));
         Ok(())
+    }
+
+    #[test]
+    fn status_gives_the_effective_uid_and_the_sandbox() {
+        let status = "Name:\tbee\nUid:\t1000\t65534\t1000\t1000\nNoNewPrivs:\t1\n\
+                      Seccomp:\t2\nSeccomp_filters:\t3\n";
+        assert_eq!(effective_uid(status), Some(65_534));
+        assert_eq!(
+            Sandbox::from_status(status),
+            Sandbox {
+                no_new_privs: true,
+                seccomp_filters: 3
+            }
+        );
+        // Before Linux 5.9 only `Seccomp: 2` says that a filter is there.
+        assert_eq!(
+            Sandbox::from_status("NoNewPrivs:\t0\nSeccomp:\t2\n"),
+            Sandbox {
+                no_new_privs: false,
+                seccomp_filters: 1
+            }
+        );
+        assert_eq!(
+            Sandbox::from_status("NoNewPrivs:\t0\nSeccomp:\t0\nSeccomp_filters:\t0\n"),
+            Sandbox {
+                no_new_privs: false,
+                seccomp_filters: 0
+            }
+        );
+        assert_eq!(effective_uid("Name:\tbee\n"), None);
     }
 
     /// Under the caller's identity a directory only root may list stays unlisted, on this

@@ -32,7 +32,7 @@ use bee_userspace::scope::{
 };
 
 use super::ceiling::{self, Refused};
-use super::peer::Peer;
+use super::peer::{Peer, Sandbox};
 use super::protocol::{ErrorBody, Limits, Request, Response, ScopeInfo, VERSION, Welcome, decode};
 use super::wire::{self, RecvError};
 
@@ -1091,10 +1091,9 @@ struct Itself {
     /// (device, inode) of `/proc/self/ns/NAME` for each of [`NAMESPACES`]; `None` where it
     /// could not be read, which refuses every caller ([`same_namespaces`]).
     namespaces: [Option<(u64, u64)>; NAMESPACES.len()],
-    /// `NoNewPrivs` and the number of seccomp filters of `/proc/self/status`
-    /// ([`sandbox_of`]); `None` where it could not be read, which refuses every caller
-    /// outside the service's scopes ([`no_sandbox_of_its_own`]).
-    sandbox: Option<(bool, u64)>,
+    /// The sandbox of `/proc/self/status`; `None` where it could not be read, which
+    /// refuses every caller outside the service's scopes ([`no_sandbox_of_its_own`]).
+    sandbox: Option<Sandbox>,
 }
 
 impl Itself {
@@ -1103,7 +1102,7 @@ impl Itself {
             namespaces: NAMESPACES.map(|ns| namespace_of("self", ns)),
             sandbox: std::fs::read_to_string("/proc/self/status")
                 .ok()
-                .map(|status| sandbox_of(&status)),
+                .map(|status| Sandbox::from_status(&status)),
         }
     }
 }
@@ -1150,21 +1149,16 @@ fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool, itself: &Itself) -> Result
     if in_scope {
         return Ok(());
     }
-    let (our_nnp, our_filters) = itself
+    let ours = itself
         .sandbox
         .ok_or_else(|| ErrorBody::new(70, "the service could not read its own status"))?;
-    let theirs = std::fs::read_to_string(format!("/proc/{}/status", peer.pid))
-        .map_err(|e| ErrorBody::new(77, format!("cannot read the caller's status: {e}")))?;
-    // What was read belongs to the caller only while its pidfd names a live process.
-    if !super::peer::alive(&peer.pidfd) {
-        return Err(ErrorBody::new(77, "the caller is gone"));
-    }
-    let (nnp, filters) = sandbox_of(&theirs);
-    let why = if nnp && !our_nnp {
+    let theirs = peer.sandbox;
+    let why = if theirs.no_new_privs && !ours.no_new_privs {
         Some("no_new_privs set".to_owned())
-    } else if filters > our_filters {
+    } else if theirs.seccomp_filters > ours.seccomp_filters {
         Some(format!(
-            "{filters} seccomp filters against the service's {our_filters}"
+            "{} seccomp filters against the service's {}",
+            theirs.seccomp_filters, ours.seccomp_filters
         ))
     } else {
         None
@@ -1179,22 +1173,6 @@ fn no_sandbox_of_its_own(peer: &Peer, in_scope: bool, itself: &Itself) -> Result
         )),
         None => Ok(()),
     }
-}
-
-/// `NoNewPrivs` and the number of seccomp filters (`Seccomp_filters`, Linux 5.9; else 1 for
-/// any filter, `Seccomp: 2`) of a `/proc/…/status`.
-fn sandbox_of(status: &str) -> (bool, u64) {
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .map(str::trim)
-    };
-    let nnp = field("NoNewPrivs") == Some("1");
-    let filters = field("Seccomp_filters")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(u64::from(field("Seccomp") == Some("2")));
-    (nnp, filters)
 }
 
 /// A caller's share of [`Service`]'s memory for frames being read ([`FRAME_BYTES_PER_USER`]).
