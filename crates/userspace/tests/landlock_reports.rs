@@ -47,6 +47,49 @@ fn records_the_kernel_drops_in_a_flood_are_counted_and_said() {
     eprintln!("{} denials reported; {said}", r.denials.len());
 }
 
+/// A scope's first denial brings its domain's only creation record; when the reader's socket
+/// is full then, the kernel drops that record, and the domain's later denials are still the
+/// scope's: the scope adopts its domain through the refused process's cgroup (a CI run once
+/// lost a flood's domain record, and with it every denial of the scope). The socket is made
+/// full by holding the reader while another scope is refused.
+#[test]
+fn denials_after_their_domains_record_was_dropped_are_still_reported() {
+    let _alone = FLOOD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = LandlockEngine::new().unwrap();
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    engine.set_audit_receive_buffer(1).unwrap();
+    let t = Ws::new();
+    let secret = t.outside("secret.txt", "top secret");
+    let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[PERL], ""));
+    let path = secret.display().to_string();
+    engine.hold_audit_reader(true).unwrap();
+    let filler = "open(my $f, '<', $ARGV[0]) for 1..20";
+    let filled = t.try_run_in(&engine, &p, &[PERL, "-e", filler, &path]);
+    // Released while the scope below sleeps, after its first denial was dropped.
+    let release = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            engine.hold_audit_reader(false).unwrap();
+        });
+        let script = "open(my $f, '<', $ARGV[0]) and die 'read it'; sleep 2; \
+                      for (1..3) { sleep 1; open($f, '<', $ARGV[0]) and die 'read it' } \
+                      print \"refused\\n\";";
+        t.try_run_in(&engine, &p, &[PERL, "-e", script, &path])
+    });
+    let filled = filled.unwrap();
+    assert_eq!(filled.status, 0, "{filled:?}");
+    let r = release.unwrap();
+    assert_eq!((r.status, r.stdout.as_str()), (0, "refused\n"), "{r:?}");
+    assert!(r.lost > 0, "no record lost: {r:?}");
+    let want = format!("open {path} for read: no fs.read grant covers it");
+    let reported = r.denials.iter().filter(|d| **d == want).count();
+    assert!(reported >= 3, "{reported} of 4 denials reported: {r:#?}");
+}
+
 /// The network gate's refusals go through a ring buffer of 1 MiB that bee drains when it
 /// collects a scope's denials: a scope that floods refused sends fills it, and what it has no
 /// room for is counted and said, as the kernel's dropped audit records are (the first

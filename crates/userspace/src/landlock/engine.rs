@@ -207,6 +207,18 @@ impl LandlockEngine {
         let reports = self.reports.as_ref().map_err(String::clone)?;
         reports.set_receive_buffer(bytes).map_err(|e| e.to_string())
     }
+
+    /// Holds the denial reports' reader off its socket while `held` (see
+    /// [`Reports::hold_reader`]), so that a test can make the kernel drop chosen records.
+    ///
+    /// # Errors
+    /// The engine has no reports.
+    #[cfg(feature = "landlock-tests")]
+    pub fn hold_audit_reader(&self, held: bool) -> Result<(), String> {
+        let reports = self.reports.as_ref().map_err(String::clone)?;
+        reports.hold_reader(held);
+        Ok(())
+    }
 }
 
 impl Enforcer for LandlockEngine {

@@ -29,6 +29,8 @@ pub(super) struct Losses {
     kernel_grown: u64,
     /// For each scope (by cgroup id), the total lost when it was last told (or began).
     told: HashMap<u64, u64>,
+    /// For each scope (by cgroup id), the total lost when it began.
+    began: HashMap<u64, u64>,
 }
 
 impl Losses {
@@ -72,6 +74,15 @@ impl Losses {
     pub(super) fn begin(&mut self, cgroup_id: u64) {
         let total = self.total();
         self.told.entry(cgroup_id).or_insert(total);
+        self.began.entry(cgroup_id).or_insert(total);
+    }
+
+    /// Whether records are known lost since the scope with cgroup `cgroup_id` began (`false`
+    /// for a scope not followed).
+    pub(super) fn lost_since_began(&self, cgroup_id: u64) -> bool {
+        self.began
+            .get(&cgroup_id)
+            .is_some_and(|began| self.total() > *began)
     }
 
     /// The records lost since the scope with cgroup `cgroup_id` was last told (or began),
@@ -86,6 +97,7 @@ impl Losses {
     /// Stops following the scope with cgroup `cgroup_id`.
     pub(super) fn forget(&mut self, cgroup_id: u64) {
         self.told.remove(&cgroup_id);
+        self.began.remove(&cgroup_id);
     }
 }
 
@@ -103,10 +115,12 @@ mod tests {
         l.kernel(1003);
         assert_eq!(l.total(), 3);
         l.begin(8);
+        assert!(l.lost_since_began(7) && !l.lost_since_began(8));
         // Two overruns, then the socket's count says five records were dropped.
         l.overrun();
         l.overrun();
         assert_eq!(l.take(8), 2);
+        assert!(l.lost_since_began(8));
         l.socket(5);
         assert_eq!(l.take(7), 3 + 5);
         assert_eq!(l.take(7), 0);
@@ -117,6 +131,7 @@ mod tests {
         assert_eq!(l.take(9), 0);
         l.forget(7);
         assert!(!l.follows(7) && l.follows(8));
+        assert!(!l.lost_since_began(7) && !l.lost_since_began(9));
     }
 
     /// The kernel's counter wraps; a smaller count of drops read later (a reading that

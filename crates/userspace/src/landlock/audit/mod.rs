@@ -11,7 +11,8 @@
 //!   each record to its log, rate-limited.
 //! - A record names its domain; the domain's first record names the process that created it,
 //!   which is a child the launcher started into a scope ([`Reports::launched`]). So each
-//!   record is attributed to its scope's cgroup.
+//!   record is attributed to its scope's cgroup. A domain whose first record was lost is
+//!   adopted through the cgroup of a process it refused later ([`orphan`]).
 //! - Records arrive asynchronously: the denied process queues them, and the kernel's
 //!   `kauditd` thread later copies them to the group, in queue order. Once a launch's
 //!   processes have all exited, [`Reports::drain`] logs a mark of its own (an `AUDIT_USER`
@@ -31,6 +32,8 @@
 mod lost;
 mod nested;
 mod netlink;
+mod orphan;
+mod process;
 mod reader;
 pub mod record;
 pub mod unlogged;
@@ -96,6 +99,9 @@ struct Shared {
     state: Mutex<State>,
     /// Signalled when the reader has read the socket empty for a drain.
     flushed: Condvar,
+    /// Set while a test holds the reader off the socket ([`Reports::hold_reader`]).
+    #[cfg(feature = "landlock-tests")]
+    held: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -110,8 +116,14 @@ struct State {
     /// had yet, with that cgroup's id, oldest first (at most [`NESTED_UNPLACED_MAX`]): each
     /// becomes its scope's in [`State::nested`] once a launch names the cgroup.
     nested_unplaced: VecDeque<(u64, u64)>,
+    /// Domains whose creation record was lost, adopted by the scope (cgroup id) their
+    /// refused process was in ([`orphan`]).
+    adopted: HashMap<u64, u64>,
     /// How a process's cgroup id is found (`None`: from `/proc`; tests set their own).
     cgroup_of: Option<fn(u32) -> Option<u64>>,
+    /// How the time a process began is found, in ms since the Unix epoch (`None`: from
+    /// `/proc`; tests set their own).
+    began_of: Option<fn(u32) -> Option<u64>>,
     /// bee's own executable, as the kernel's records name it: a domain bee's launcher makes
     /// is created by its child before the `execve`, so its record names this executable.
     /// `None` (in unit tests) takes every domain.
@@ -234,17 +246,7 @@ impl Reports {
 
     /// Forgets the scope with cgroup `cgroup_id` (it was torn down), and its denials.
     pub fn forget(&self, cgroup_id: u64) {
-        let mut state = self.shared.lock();
-        // The denials first: they find their scope through the maps cleared below.
-        state.take(cgroup_id);
-        let State {
-            launches, domains, ..
-        } = &mut *state;
-        domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
-        launches.retain(|_, c| *c != cgroup_id);
-        state.nested.retain(|_, c| *c != cgroup_id);
-        state.nested_unplaced.retain(|(_, c)| *c != cgroup_id);
-        state.losses.forget(cgroup_id);
+        self.shared.lock().forget(cgroup_id);
     }
 
     /// Takes the denials reported so far for the scope with cgroup `cgroup_id`, oldest first,
@@ -298,6 +300,15 @@ impl Reports {
     #[cfg(feature = "landlock-tests")]
     pub fn set_receive_buffer(&self, bytes: i32) -> std::io::Result<()> {
         self.socket.set_receive_buffer(bytes)
+    }
+
+    /// Holds the reader off its socket while `held` (it reads nothing and answers no drain),
+    /// so that a test can fill the socket before a scope's first denial and make the kernel
+    /// drop that denial's records.
+    #[cfg(feature = "landlock-tests")]
+    pub fn hold_reader(&self, held: bool) {
+        self.shared.held.store(held, Ordering::Relaxed);
+        kick(&self.wake);
     }
 
     /// Logs a mark and waits, until [`END_WAIT`] after `start`, for the reader to read it (or
@@ -371,10 +382,16 @@ impl State {
     /// The cgroup id of the scope whose denial `d` is: that of the launch whose child created
     /// the denial's domain.
     fn scope_of(&self, d: &Denied) -> Option<u64> {
+        self.scope_of_domain(d.access.domain)
+    }
+
+    /// The cgroup id of the scope whose domain (or nested or adopted domain) `domain` is.
+    fn scope_of_domain(&self, domain: u64) -> Option<u64> {
         self.domains
-            .get(&d.access.domain)
+            .get(&domain)
             .and_then(|pid| self.launches.get(pid))
-            .or_else(|| self.nested.get(&d.access.domain))
+            .or_else(|| self.nested.get(&domain))
+            .or_else(|| self.adopted.get(&domain))
             .copied()
     }
 }
@@ -386,6 +403,21 @@ fn live_path(path: &str) -> &str {
 }
 
 impl State {
+    /// Forgets the scope with cgroup `cgroup_id`: its denials, launches and domains.
+    fn forget(&mut self, cgroup_id: u64) {
+        // The denials first: they find their scope through the maps cleared below.
+        self.take(cgroup_id);
+        let Self {
+            launches, domains, ..
+        } = self;
+        domains.retain(|_, pid| launches.get(pid) != Some(&cgroup_id));
+        launches.retain(|_, c| *c != cgroup_id);
+        self.nested.retain(|_, c| *c != cgroup_id);
+        self.adopted.retain(|_, c| *c != cgroup_id);
+        self.nested_unplaced.retain(|(_, c)| *c != cgroup_id);
+        self.losses.forget(cgroup_id);
+    }
+
     fn add(&mut self, r: Record) {
         let serial = r.serial();
         // Records of an event arrive together: one with a later serial ends the earlier ones
@@ -420,11 +452,15 @@ impl State {
         let Some(records) = self.open.remove(&serial) else {
             return;
         };
-        let (mut pid, mut comm) = (0, String::new());
+        let (mut pid, mut comm, mut logged) = (0, String::new(), 0);
         for r in &records {
             match r {
                 Record::Domain {
-                    domain, pid, exe, ..
+                    domain,
+                    pid,
+                    exe,
+                    logged,
+                    ..
                 } => {
                     // Another program's domain whose creator had a pid a launch has now
                     // (reused) is not the scope's: its records name another executable.
@@ -435,20 +471,25 @@ impl State {
                     if ours {
                         self.domains.insert(*domain, *pid);
                     } else {
-                        self.nested_created(*domain, *pid);
+                        self.nested_created(*domain, *pid, *logged);
                     }
                 }
                 Record::Syscall {
-                    pid: p, comm: c, ..
+                    pid: p,
+                    comm: c,
+                    logged: l,
+                    ..
                 } => {
                     pid = *p;
                     comm.clone_from(c);
+                    logged = *l;
                 }
                 _ => {}
             }
         }
         for r in records {
             if let Record::Access(access) = r {
+                self.adopt_orphan(access.domain, pid, logged);
                 self.keep(Denied {
                     access,
                     pid,

@@ -18,6 +18,11 @@ pub(super) fn read_loop(
 ) {
     let mut buf = vec![0u8; 16 * 1024];
     while !stop.load(Ordering::Relaxed) {
+        #[cfg(feature = "landlock-tests")]
+        if shared.held.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
         let open = !shared.lock().open.is_empty();
         let ready = match wait(socket, wake, if open { QUIET } else { IDLE }) {
             Ok(r) => r,

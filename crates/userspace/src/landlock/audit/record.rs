@@ -47,6 +47,8 @@ pub enum Record {
         /// That process's executable then (`exe=`): for bee's launches, bee itself, which
         /// restricts the child before its `execve`.
         exe: Option<String>,
+        /// When the kernel logged it ([`Stamp`]): at the domain's first logged denial.
+        logged: Stamp,
     },
     /// `AUDIT_SYSCALL`: the process that made the refused call.
     Syscall {
@@ -56,6 +58,8 @@ pub enum Record {
         pid: u32,
         /// Its `comm` (`comm=`).
         comm: String,
+        /// When the kernel logged it ([`Stamp`]).
+        logged: Stamp,
     },
     /// `AUDIT_EOE`: the event with this serial is complete.
     End {
@@ -75,6 +79,11 @@ pub enum Record {
         number: u64,
     },
 }
+
+/// When the kernel logged a record, in milliseconds since the Unix epoch, as its header
+/// says (`audit(SECONDS.MILLIS:SERIAL)`): the kernel's coarse wall clock, which may lag the
+/// true time by a clock tick, never lead it.
+pub type Stamp = u64;
 
 /// The text of the marks bee logs ([`Record::Mark`]): `bee-landlock-end READER NUMBER`.
 pub const MARK: &str = "bee-landlock-end";
@@ -114,7 +123,11 @@ pub struct Access {
 /// Parses one record of `msg_type` with payload `text`; `None` for a record of another type
 /// or one that does not have the fields bee needs.
 pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
-    let (serial, fields) = split_header(text)?;
+    let Header {
+        serial,
+        logged,
+        fields,
+    } = split_header(text)?;
     let field = |key: &str| fields.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
     match msg_type {
         AUDIT_LANDLOCK_ACCESS => {
@@ -147,11 +160,13 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
             domain: u64::from_str_radix(field("domain")?, 16).ok()?,
             pid: field("pid")?.parse().ok()?,
             exe: field("exe").and_then(untrusted_string),
+            logged,
         }),
         AUDIT_SYSCALL => Some(Record::Syscall {
             serial,
             pid: field("pid")?.parse().ok()?,
             comm: field("comm").and_then(untrusted_string).unwrap_or_default(),
+            logged,
         }),
         AUDIT_EOE => Some(Record::End { serial }),
         AUDIT_USER => {
@@ -173,18 +188,41 @@ pub fn parse(msg_type: u16, text: &str) -> Option<Record> {
     }
 }
 
-/// `audit(1729738800.268:30): a=b c=d` → (30, [(a, b), (c, d)]).
-fn split_header(text: &str) -> Option<(u64, Vec<(&str, &str)>)> {
+/// A record's text split at its header: `audit(1729738800.268:30): a=b c=d` has serial 30,
+/// was logged at 1729738800268 and has fields [(a, b), (c, d)].
+struct Header<'a> {
+    serial: u64,
+    logged: Stamp,
+    fields: Vec<(&'a str, &'a str)>,
+}
+
+fn split_header(text: &str) -> Option<Header<'_>> {
     let rest = text.trim_end_matches('\0').strip_prefix("audit(")?;
     let (stamp, rest) = rest.split_once("):")?;
-    let serial = stamp.rsplit_once(':')?.1.parse().ok()?;
+    let (time, serial) = stamp.rsplit_once(':')?;
+    let serial = serial.parse().ok()?;
+    // The kernel prints three digits after the point; fewer are read as a decimal fraction.
+    let (seconds, fraction) = time.split_once('.')?;
+    if fraction.is_empty() || fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let millis: u64 = format!("{fraction:0<3}").parse().ok()?;
+    let logged = seconds
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1000)?
+        .checked_add(millis)?;
     // A value is quoted, hexadecimal or a plain word: never with a space inside
     // (`audit_log_untrustedstring` hex-encodes a string that has one).
     let fields = rest
         .split_ascii_whitespace()
         .filter_map(|f| f.split_once('='))
         .collect();
-    Some((serial, fields))
+    Some(Header {
+        serial,
+        logged,
+        fields,
+    })
 }
 
 /// A string the kernel logged with `audit_log_untrustedstring`: `"text"` as it is, otherwise
@@ -301,6 +339,7 @@ mod tests {
                 domain: 0x1964700bb,
                 pid: 1524,
                 exe: Some("/usr/bin/bee".into()),
+                logged: 1_796_312_420_496,
             })
         );
         // A release says nothing bee needs.
@@ -334,7 +373,8 @@ mod tests {
             Some(Record::Syscall {
                 serial: 7,
                 pid: 42,
-                comm: "my cat".into()
+                comm: "my cat".into(),
+                logged: 1200,
             })
         );
     }

@@ -28,8 +28,12 @@ fn domain(serial: u64, domain: u64, pid: u32) -> Record {
         domain,
         pid,
         exe: None,
+        logged: LOGGED,
     }
 }
+
+/// When the records of these tests were logged (ms since the Unix epoch).
+const LOGGED: u64 = 1_800_000_000_000;
 
 fn path_of(d: &Denied) -> String {
     d.access.path.clone().unwrap_or_default()
@@ -46,6 +50,7 @@ fn denials_go_to_the_scope_whose_launch_created_the_domain() {
         serial: 1,
         pid: 101,
         comm: "cat".into(),
+        logged: LOGGED,
     });
     s.add(Record::End { serial: 1 });
     // A later denial of the same domain has no domain record; one of another domain.
@@ -169,6 +174,7 @@ fn another_programs_domain_is_not_taken_for_a_launchs() {
             domain,
             pid: 100,
             exe: Some(exe.into()),
+            logged: LOGGED,
         });
         s.add(Record::End { serial });
     }
@@ -218,6 +224,7 @@ fn a_domain_a_scopes_own_program_nests_is_the_scopes() {
             400 => Some(9),
             _ => None,
         }),
+        began_of: Some(|_| Some(LOGGED)),
         ..State::default()
     };
     s.launches.insert(100, 7);
@@ -233,6 +240,7 @@ fn a_domain_a_scopes_own_program_nests_is_the_scopes() {
             domain,
             pid,
             exe: Some(exe.into()),
+            logged: LOGGED,
         });
         s.add(Record::End { serial });
     }
@@ -254,6 +262,7 @@ fn a_domain_nested_before_its_scopes_launch_is_named_is_the_scopes_after() {
             400 => Some(9),
             _ => None,
         }),
+        began_of: Some(|_| Some(LOGGED)),
         ..State::default()
     };
     for (serial, domain, pid) in [(1, 0xb, 300), (2, 0xc, 400)] {
@@ -263,6 +272,7 @@ fn a_domain_nested_before_its_scopes_launch_is_named_is_the_scopes_after() {
             domain,
             pid,
             exe: Some("/usr/bin/codex".into()),
+            logged: LOGGED,
         });
         s.add(Record::End { serial });
     }
@@ -280,11 +290,105 @@ fn a_domain_nested_before_its_scopes_launch_is_named_is_the_scopes_after() {
 fn nested_domains_waiting_for_a_launch_are_bounded() {
     let mut s = State {
         cgroup_of: Some(|_| Some(9)),
+        began_of: Some(|_| Some(LOGGED)),
         ..State::default()
     };
     for domain in 0..=(NESTED_UNPLACED_MAX as u64) {
-        s.nested_created(domain, 400);
+        s.nested_created(domain, 400, LOGGED);
     }
     assert_eq!(s.nested_unplaced.len(), NESTED_UNPLACED_MAX);
     assert_eq!(s.nested_unplaced.front(), Some(&(1, 9)));
+}
+
+/// A denial event as the kernel logs one after its domain's first: the access and the
+/// refused process's system call, with no domain record.
+fn denial_by(s: &mut State, serial: u64, domain: u64, pid: u32, path: &str) {
+    s.add(access(serial, domain, path));
+    s.add(Record::Syscall {
+        serial,
+        pid,
+        comm: "perl".into(),
+        logged: LOGGED,
+    });
+    s.add(Record::End { serial });
+}
+
+/// A domain whose creation record was lost is adopted by the scope its refused process is
+/// in, once records were lost while that scope lived; its earlier and later denials are the
+/// scope's, not nested. A process in no launched cgroup, or one begun after the denial was
+/// logged (its pid given again), adopts nothing.
+#[test]
+fn a_domain_whose_record_was_lost_is_adopted_by_its_refused_process_scope() {
+    let mut s = State {
+        // Processes 300–399 are in cgroup 7, 400 in cgroup 9 (no launch there); 350 began
+        // after the records were logged.
+        cgroup_of: Some(|pid| match pid {
+            300..400 => Some(7),
+            400 => Some(9),
+            _ => None,
+        }),
+        began_of: Some(|pid| {
+            Some(if pid == 350 {
+                LOGGED + process::START_SLACK_MS + 1
+            } else {
+                LOGGED - 5_000
+            })
+        }),
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    s.losses.begin(7);
+    // No record lost yet: a domain without its record is not taken for the scope's.
+    denial_by(&mut s, 1, 0xa, 301, "/before/loss");
+    assert!(taken(&mut s, 7).is_empty());
+    s.losses.overrun();
+    denial_by(&mut s, 2, 0xb, 350, "/by/a/pid/given/again");
+    denial_by(&mut s, 3, 0xc, 400, "/in/a/cgroup/no/launch/names");
+    denial_by(&mut s, 4, 0xd, 999, "/by/a/process/gone");
+    assert!(taken(&mut s, 7).is_empty());
+    denial_by(&mut s, 5, 0xa, 302, "/after/loss");
+    denial_by(&mut s, 6, 0xa, 0, "/with/no/process/named");
+    assert_eq!(
+        taken(&mut s, 7),
+        ["/before/loss", "/after/loss", "/with/no/process/named"]
+    );
+    assert_eq!(s.adopted.get(&0xa), Some(&7));
+    assert!(!s.nested.contains_key(&0xa));
+    assert_eq!(s.unplaced.len(), 3);
+    // A domain whose record came is never adopted by another scope.
+    s.launches.insert(200, 8);
+    s.add(access(7, 0xe, "/by/e"));
+    s.add(domain(7, 0xe, 200));
+    s.add(Record::End { serial: 7 });
+    denial_by(&mut s, 8, 0xe, 301, "/by/e/again");
+    assert_eq!(taken(&mut s, 8), ["/by/e", "/by/e/again"]);
+    assert!(!s.adopted.contains_key(&0xe));
+    // Forgetting the scope forgets what it adopted.
+    s.forget(7);
+    assert!(s.adopted.is_empty());
+}
+
+/// A nested domain's creator is the scope's only if it began before the record was logged:
+/// a process given the creator's pid since, in a scope's cgroup, does not make it the
+/// scope's.
+#[test]
+fn a_nested_domains_creator_begun_after_its_record_is_not_the_scopes() {
+    let mut s = State {
+        own_exe: Some("/usr/bin/bee".into()),
+        cgroup_of: Some(|_| Some(7)),
+        began_of: Some(|_| Some(LOGGED + process::START_SLACK_MS + 1)),
+        ..State::default()
+    };
+    s.launches.insert(100, 7);
+    s.add(access(1, 0xb, "/by/b"));
+    s.add(Record::Domain {
+        serial: 1,
+        domain: 0xb,
+        pid: 301,
+        exe: Some("/usr/bin/codex".into()),
+        logged: LOGGED,
+    });
+    s.add(Record::End { serial: 1 });
+    assert!(taken(&mut s, 7).is_empty());
+    assert!(s.nested.is_empty() && s.nested_unplaced.is_empty());
 }
