@@ -41,7 +41,7 @@ use landlock::{
 
 mod hold;
 
-use super::plan::{LandlockPlan, MaskKind, Rights, Target};
+use super::plan::{LandlockPlan, MaskKind, Rights, Target, file_walk};
 use super::seccomp::{self, SockFilter, SockFprog};
 use crate::launch::Step;
 
@@ -303,11 +303,24 @@ impl Confinement {
         let abi = ABI::from(plan.abi().0 as i32);
         let mut resolved: Vec<Resolved> = Vec::new();
         let mut proc_access = None;
+        // The walks' matches, each root walked once for all its patterns.
+        let walked: Vec<&bee_core::glob::PathPattern> = plan
+            .paths()
+            .iter()
+            .filter_map(|g| match &g.target {
+                Target::Walk { pattern } => Some(pattern),
+                _ => None,
+            })
+            .collect();
+        let mut walked = super::walk::matches_each(&walked)?.into_iter();
         for grant in plan.paths() {
             let (paths, tree) = match &grant.target {
                 Target::Exact { path, .. } => (vec![path.clone()], false),
                 Target::Tree { root } => (vec![root.clone()], true),
                 Target::Star { segments, subtree } => (expand(segments), *subtree),
+                Target::Walk { .. } => {
+                    (walked.next().unwrap_or_default(), !file_walk(&grant.target))
+                }
                 Target::ProcSelf => {
                     proc_access = Some(access(grant.rights, true, abi).bits());
                     continue;
@@ -317,7 +330,20 @@ impl Confinement {
                 Target::Exact { pin, .. } => *pin,
                 _ => None,
             };
+            // A walk granted file by file applies the carve-outs and protected paths to each
+            // match; every other grant has mounts for them.
+            let cut = file_walk(&grant.target);
             for path in paths {
+                let rights = if cut {
+                    plan.cuts()
+                        .iter()
+                        .fold(grant.rights, |r, c| c.apply(&path, r))
+                } else {
+                    grant.rights
+                };
+                if rights.is_empty() {
+                    continue;
+                }
                 let Some(found) = lookup(&path)? else {
                     continue;
                 };
@@ -341,7 +367,7 @@ impl Confinement {
                     path,
                     dir,
                     device,
-                    rights: grant.rights,
+                    rights,
                     fd,
                     id,
                 });

@@ -7,7 +7,7 @@
 //!
 //! | layer | decides | module |
 //! |---|---|---|
-//! | a Landlock ruleset (ABI 1–7) | opens, creation, removal, renames and links, `execve`, TCP connect and bind (ABI 4) | [`plan`], [`confine`] |
+//! | a Landlock ruleset (ABI 1–7) | opens, creation, removal, renames and links, `execve`, TCP connect and bind (ABI 4) | [`plan`], [`confine`], [`walk`] |
 //! | private mounts (mount namespace) | attribute changes, executable mappings: everything read-only and `noexec` but what write and exec grants name | [`confine`] |
 //! | PID and IPC namespaces, a `subset=pid` `/proc` | which processes the scope can see, signal and trace; System V IPC of its own | [`confine`] |
 //! | a seccomp filter | the gates the LSM programs hold: `bpf`, mounts, user namespaces, keyrings, sockets other than TCP, … | [`seccomp`] |
@@ -26,6 +26,7 @@ pub mod engine;
 pub mod gate;
 pub mod plan;
 pub mod seccomp;
+pub mod walk;
 
 pub use confine::{Confinement, abi_version};
 pub use engine::LandlockEngine;

@@ -17,10 +17,12 @@
 //!
 //! Landlock grants rights on file *hierarchies*: a rule on a directory covers everything
 //! below it, and nothing can be taken back from a hierarchy once granted. So a subtree grant is
-//! exact, and a carve-out under a grant, a protected path inside a writable tree or a pattern
-//! that matches by name anywhere below a root (`**/*.rs`) is not. Rules bind to the files that
-//! exist when a call starts (looked up without following symbolic links: a path through a link
-//! never matches under bee's reference semantics either), so each call looks them up again.
+//! exact, and a carve-out under a grant or a protected path inside a writable tree is not. Rules
+//! bind to the files that exist when a call starts (looked up without following symbolic links:
+//! a path through a link never matches under bee's reference semantics either), so each call
+//! looks them up again: a `*` pattern's matches, and a pattern that matches by name anywhere
+//! below a root (`**/*.so`), whose root each call walks ([`Target::Walk`]). A match the scope
+//! creates during a call is granted from the next call on ([`NarrowingKind::NewMatches`]).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -57,6 +59,21 @@ impl Rights {
         write: false,
         exec: true,
     };
+
+    /// These rights less `removed`.
+    #[must_use]
+    pub fn without(self, removed: Self) -> Self {
+        Self {
+            read: self.read && !removed.read,
+            write: self.write && !removed.write,
+            exec: self.exec && !removed.exec,
+        }
+    }
+
+    /// Whether no right is granted.
+    pub fn is_empty(self) -> bool {
+        !(self.read || self.write || self.exec)
+    }
 
     fn union(self, other: Self) -> Self {
         Self {
@@ -107,6 +124,16 @@ pub enum Target {
         /// Whether a final `/**` follows: each match is a tree.
         subtree: bool,
     },
+    /// Every path a pattern that matches by name below its root matches when a call starts
+    /// (`ROOT/**/*SUFFIX`, `ROOT/**/NAME`, `ROOT/**/A/B…`, with or without a final `/**`):
+    /// each call walks `ROOT` without following symbolic links, and grants each match, as a
+    /// tree where the pattern ends in `/**` (nothing below a match is walked), otherwise as
+    /// one file (a matching directory is not granted: [`NarrowingKind::DirectoryItself`]).
+    Walk {
+        /// The pattern ([`PathPattern::Postfix`], [`PathPattern::Segment`] or
+        /// [`PathPattern::Nested`]).
+        pattern: PathPattern,
+    },
     /// The caller's own `/proc` entries (`/proc/self/**`, `/proc/thread-self/**`): the
     /// scope's private `/proc`, mounted with `subset=pid` in the scope's PID namespace, which
     /// holds only the scope's own processes.
@@ -124,6 +151,7 @@ impl fmt::Display for Target {
                 subtree: *subtree,
             }
             .fmt(f),
+            Self::Walk { pattern } => pattern.fmt(f),
             Self::ProcSelf => f.write_str("/proc/self/** (the scope's private /proc)"),
         }
     }
@@ -138,6 +166,33 @@ pub struct PathGrant {
     pub rights: Rights,
     /// The policy rule it comes from.
     pub origin: Origin,
+}
+
+/// A carve-out or protected path as each call applies it to the matches of a
+/// [`Target::Walk`] granted one file at a time: a match it matches loses `removes` (unless an
+/// `unless` pattern matches it too). Exact, with no mount: each such match is its own rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cut {
+    /// The carve-out or protected path.
+    pub pattern: PathPattern,
+    /// The rights it takes away: all of them (`fs.deny`), exec (`exec.deny`) or write
+    /// (a protected path, which stays readable).
+    pub removes: Rights,
+    /// Patterns under which it does not apply (`fs.unprotect`, for a protected path).
+    pub unless: Vec<PathPattern>,
+    /// The rule.
+    pub origin: Origin,
+}
+
+impl Cut {
+    /// `rights` at `path` once this cut is applied.
+    pub fn apply(&self, path: &str, rights: Rights) -> Rights {
+        if self.pattern.matches(path) && !self.unless.iter().any(|u| u.matches(path)) {
+            rights.without(self.removes)
+        } else {
+            rights
+        }
+    }
 }
 
 /// Why the plan allows less than a rule.
@@ -223,9 +278,6 @@ pub struct Mask {
 /// Why one rule cannot be enforced exactly by Landlock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inexpressible {
-    /// A pattern that matches by name anywhere below a root (`**/NAME`, `**/*SUFFIX`,
-    /// `**/A/B`): Landlock rules name file hierarchies.
-    NamePattern,
     /// A carve-out (`fs.deny`, `exec.deny`) that takes something out of a grant: Landlock
     /// cannot take a right back below a rule.
     CarveOut {
@@ -267,9 +319,6 @@ pub enum Inexpressible {
 impl fmt::Display for Inexpressible {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NamePattern => f.write_str(
-                "it matches by name anywhere below its root; Landlock rules grant whole file hierarchies (write the directories instead, or use the bpf-lsm engine)",
-            ),
             Self::CarveOut { grant } => write!(
                 f,
                 "it cuts into `{}` ({}, line {}); Landlock cannot take a right back below a grant (narrow the grant instead)",
@@ -436,6 +485,7 @@ pub enum GateSupport {
 pub struct LandlockPlan {
     paths: Vec<PathGrant>,
     masks: Vec<Mask>,
+    cuts: Vec<Cut>,
     tcp_connect: Vec<PortRange>,
     gated: bool,
     narrowings: Vec<Narrowing>,
@@ -522,9 +572,13 @@ impl LandlockPlan {
                        lifted: &dyn Fn(&PathGrant) -> bool| {
             // The grant it cuts into, the policy file's own before an included fragment's: an
             // error names the rule the user wrote where there is one.
+            // A walk granted one file at a time is cut match by match instead ([`Cut`]).
             let overlapping = || {
                 paths.iter().filter(|g| {
-                    right(&g.rights) && !lifted(g) && may_overlap(&carve.pattern, &g.target)
+                    right(&g.rights)
+                        && !lifted(g)
+                        && !file_walk(&g.target)
+                        && may_overlap(&carve.pattern, &g.target)
                 })
             };
             let Some(g) = overlapping()
@@ -579,6 +633,50 @@ impl LandlockPlan {
             }
         }
 
+        // The same carve-outs and protected paths, applied by each call to the matches of a
+        // walk granted one file at a time.
+        let mut cuts = Vec::new();
+        if paths.iter().any(|g| file_walk(&g.target)) {
+            let all = Rights {
+                read: true,
+                write: true,
+                exec: true,
+            };
+            let removing = |rules: &[PathRule], removes: Rights, unless: &[PathPattern]| {
+                rules
+                    .iter()
+                    .map(|r| Cut {
+                        pattern: r.pattern.clone(),
+                        removes,
+                        unless: unless.to_vec(),
+                        origin: r.origin.clone(),
+                    })
+                    .collect::<Vec<_>>()
+            };
+            cuts.extend(removing(&policy.fs.deny, all, &[]));
+            let exec_deny: Vec<PathRule> = policy
+                .exec_deny
+                .iter()
+                .map(|r| PathRule {
+                    pattern: r.pattern.clone(),
+                    origin: r.origin.clone(),
+                })
+                .collect();
+            cuts.extend(removing(&exec_deny, Rights::EXEC, &[]));
+            let unprotect: Vec<PathPattern> = policy
+                .fs
+                .unprotect
+                .iter()
+                .map(|u| u.pattern.clone())
+                .collect();
+            let write_only = Rights {
+                read: false,
+                write: true,
+                exec: false,
+            };
+            cuts.extend(removing(&policy.fs.protect, write_only, &unprotect));
+        }
+
         // Narrowings that depend only on the rule's shape.
         for g in &paths {
             match &g.target {
@@ -603,6 +701,30 @@ impl LandlockPlan {
                         origin: g.origin.clone(),
                         kind: NarrowingKind::DirectoryItself,
                     });
+                }
+                Target::Walk { pattern } => {
+                    let root = walk_root(pattern);
+                    // A match the scope creates (a writable tree around or within the root).
+                    let creatable = paths.iter().any(|w| {
+                        w.rights.write
+                            && !matches!(w.target, Target::Exact { .. } | Target::ProcSelf)
+                            && !file_walk(&w.target)
+                            && (under(&w.target, &root)
+                                || starts_with(&root, &target_root(&w.target)))
+                    });
+                    if creatable {
+                        narrowings.push(Narrowing {
+                            origin: g.origin.clone(),
+                            kind: NarrowingKind::NewMatches,
+                        });
+                    }
+                    // A name may be a directory's, which is granted only as a tree.
+                    if !matches!(pattern, PathPattern::Postfix { .. }) && file_walk(&g.target) {
+                        narrowings.push(Narrowing {
+                            origin: g.origin.clone(),
+                            kind: NarrowingKind::DirectoryItself,
+                        });
+                    }
                 }
                 Target::Star { segments, .. } => {
                     let creatable = star_parents(segments).any(|parent| {
@@ -640,6 +762,7 @@ impl LandlockPlan {
         Ok(Self {
             paths,
             masks,
+            cuts,
             tcp_connect,
             gated,
             narrowings,
@@ -655,6 +778,12 @@ impl LandlockPlan {
     /// The carve-outs and protected paths the scope's mounts enforce, shallowest first.
     pub fn masks(&self) -> &[Mask] {
         &self.masks
+    }
+
+    /// The carve-outs and protected paths each call applies to the matches of a walk granted
+    /// one file at a time (empty where the plan has none), in policy order.
+    pub fn cuts(&self) -> &[Cut] {
+        &self.cuts
     }
 
     /// The TCP port ranges that may be connected to, on any address, as far as Landlock's
@@ -694,6 +823,7 @@ impl LandlockPlan {
                     subtree: *subtree,
                 }
                 .matches(path),
+                Target::Walk { pattern } => pattern.matches(path),
                 Target::ProcSelf => {
                     starts_with(path, "/proc/self") || starts_with(path, "/proc/thread-self")
                 }
@@ -920,7 +1050,9 @@ fn target_of(pattern: &PathPattern, pin: Option<FileId>) -> Result<Option<Target
             subtree: *subtree,
         },
         PathPattern::Postfix { .. } | PathPattern::Segment { .. } | PathPattern::Nested { .. } => {
-            return Err(Inexpressible::NamePattern);
+            Target::Walk {
+                pattern: pattern.clone(),
+            }
         }
     }))
 }
@@ -944,6 +1076,7 @@ fn under(target: &Target, dir: &str) -> bool {
                 .collect();
             starts_with(&format!("/{}", lit.join("/")), dir)
         }
+        Target::Walk { pattern } => starts_with(&walk_root(pattern), dir),
         Target::ProcSelf => dir == "/proc" || dir == "/",
     }
 }
@@ -976,6 +1109,10 @@ fn may_overlap(carve: &PathPattern, target: &Target) -> bool {
             let star_prefix = format!("/{}", star.literal_prefix().join("/"));
             starts_with(&carve_prefix, &star_prefix) || starts_with(&star_prefix, &carve_prefix)
         }
+        Target::Walk { pattern } => {
+            let root = walk_root(pattern);
+            starts_with(&carve_prefix, &root) || starts_with(&root, &carve_prefix)
+        }
         Target::ProcSelf => {
             starts_with(&carve_prefix, "/proc") || starts_with("/proc", &carve_prefix)
         }
@@ -991,8 +1128,41 @@ fn target_pattern(target: &Target) -> Option<PathPattern> {
             segments: segments.clone(),
             subtree: *subtree,
         }),
+        Target::Walk { pattern } => Some(pattern.clone()),
         Target::ProcSelf => None,
     }
+}
+
+/// The directory a [`Target::Walk`] pattern's calls walk: its root, as a path.
+fn walk_root(pattern: &PathPattern) -> String {
+    format!("/{}", pattern.literal_prefix().join("/"))
+}
+
+/// The literal directory every path `target` may grant lies at or below.
+fn target_root(target: &Target) -> String {
+    match target {
+        Target::Exact { path, .. } => path.clone(),
+        Target::Tree { root } => root.clone(),
+        Target::Star { segments, .. } => {
+            let lit: Vec<&str> = segments
+                .iter()
+                .take_while(|s| !s.contains('*'))
+                .map(String::as_str)
+                .collect();
+            format!("/{}", lit.join("/"))
+        }
+        Target::Walk { pattern } => walk_root(pattern),
+        Target::ProcSelf => "/proc".to_owned(),
+    }
+}
+
+/// Whether `target` is a walk whose matches are granted one file at a time (its pattern
+/// does not end in `/**`): carve-outs and protected paths are applied to each match.
+pub fn file_walk(target: &Target) -> bool {
+    matches!(
+        target,
+        Target::Walk { pattern } if !matches!(pattern, PathPattern::Nested { subtree: true, .. })
+    )
 }
 
 /// Whether `outer` matches every path `inner` matches (only for the shapes where that is

@@ -56,21 +56,101 @@ allow = ["/usr/bin/dash", "./target/**"]
     assert_eq!(plan.rights_at("/etc/shadow"), Rights::default());
 }
 
+/// A pattern that matches by name below a root is walked by each call: exact where the
+/// scope can create no match, with its new matches granted from the next call where it can;
+/// a name (not a suffix) may be a directory's, which a file-by-file grant leaves out.
 #[test]
-fn name_patterns_are_refused_with_their_rule() {
-    let got = refused(
+fn name_patterns_are_walked_by_each_call() {
+    let plan = planned(
         r#"version = 1
 [fs]
-read = ["./**/*.rs", "./**/Cargo.toml"]
+read = ["./**/Cargo.toml", "./**/*.md"]
+write = ["./.venv/lib/**"]
+[exec]
+allow = ["./.venv/lib/**/*.so", "./tools/**/bin/**"]
 "#,
     );
+    let walks: Vec<String> = plan
+        .paths()
+        .iter()
+        .filter(|g| matches!(g.target, Target::Walk { .. }))
+        .map(|g| g.target.to_string())
+        .collect();
     assert_eq!(
-        got,
-        vec![
-            ("fs.read[0]".to_owned(), Inexpressible::NamePattern),
-            ("fs.read[1]".to_owned(), Inexpressible::NamePattern),
+        walks,
+        [
+            "/work/ws/**/Cargo.toml",
+            "/work/ws/**/*.md",
+            "/work/ws/.venv/lib/**/*.so",
+            "/work/ws/tools/**/bin/**"
         ]
     );
+    assert!(plan.rights_at("/work/ws/a/b/Cargo.toml").read);
+    assert!(!plan.rights_at("/work/ws/a/b/Cargo.lock").read);
+    assert!(plan.rights_at("/work/ws/.venv/lib/x/y.so").exec);
+    assert!(plan.rights_at("/work/ws/tools/a/bin/run").exec);
+    assert!(!plan.rights_at("/work/ws/tools/a/run").exec);
+    // The read walks' roots hold the writable `.venv/lib`; the exec walk's root lies in it;
+    // the tools tree is not writable.
+    assert_eq!(
+        plan.narrowings()
+            .iter()
+            .map(|n| (n.origin.key.as_str(), &n.kind))
+            .collect::<Vec<_>>(),
+        vec![
+            ("fs.read[0]", &NarrowingKind::NewMatches),
+            ("fs.read[0]", &NarrowingKind::DirectoryItself),
+            ("fs.read[1]", &NarrowingKind::NewMatches),
+            ("exec.allow[0]", &NarrowingKind::NewMatches),
+        ]
+    );
+}
+
+/// Carve-outs and protected paths are applied to each match of a walk granted file by file,
+/// by the call, with no mount: `fs.deny` takes every right, `exec.deny` exec, a protected path
+/// write (unless `fs.unprotect` lifts it there). A walk whose matches are trees is cut by
+/// mounts like any tree, so a protected name that may lie in a writable one is refused.
+#[test]
+fn a_walk_granted_file_by_file_is_cut_match_by_match() {
+    let plan = planned(
+        r#"version = 2
+[fs]
+read = ["./**/*.env"]
+write = ["./**/config", "./**/*.lock"]
+deny = ["./**/.env"]
+unprotect = ["./vendor/**"]
+[exec]
+allow = ["./**/*.sh"]
+deny = ["./scripts/**"]
+"#,
+    );
+    assert!(plan.masks().is_empty(), "{:?}", plan.masks());
+    let at = |path: &str, rights: Rights| plan.cuts().iter().fold(rights, |r, c| c.apply(path, r));
+    let rw = Rights::WRITE;
+    assert_eq!(at("/work/ws/app/config", rw), rw);
+    // `.git/config` is protected: readable, not writable, unless unprotected.
+    assert_eq!(at("/work/ws/.git/config", rw), Rights::READ);
+    assert_eq!(at("/work/ws/vendor/x/.git/config", rw), rw);
+    assert_eq!(at("/work/ws/a/.env", Rights::READ), Rights::default());
+    assert_eq!(at("/work/ws/a/prod.env", Rights::READ), Rights::READ);
+    assert_eq!(at("/work/ws/build.sh", Rights::EXEC), Rights::EXEC);
+    assert_eq!(
+        at("/work/ws/scripts/build.sh", Rights::EXEC),
+        Rights::default()
+    );
+
+    let got = refused(
+        r#"version = 2
+[fs]
+write = ["./**/node_modules/**"]
+"#,
+    );
+    assert!(
+        got.iter().all(|(key, why)| key.starts_with("protected[")
+            && matches!(why, Inexpressible::ProtectedInWritable { grant } if grant.key == "fs.write[0]")),
+        "{got:?}"
+    );
+    assert_eq!(got.len(), 15);
 }
 
 #[test]
@@ -241,7 +321,7 @@ fn a_refused_network_rule_names_the_missing_gate() {
     );
     assert!(e.to_string().contains("network gate"), "{e}");
     // A refusal the gate would not lift does not mention it.
-    let policy = compile("version = 1\n[fs]\nread = [\"./**/*.py\"]\n");
+    let policy = compile("version = 1\n[net]\nunix = [\"/run/x.sock\"]\n");
     let Err(e) = LandlockPlan::new(&policy, LandlockAbi(7), &no_gate()) else {
         unreachable!("planned")
     };
@@ -386,14 +466,14 @@ write = ["/home/u/.cache/tool.lock"]
 #[test]
 fn a_refusal_names_every_rule_with_its_line() {
     let policy = compile(
-        "version = 1\n[fs]\nread = [\"./**/*.py\"]\ndeny = [\"./secret/**\"]\nwrite = [\"./**\"]\n",
+        "version = 1\n[fs]\nread = [\"./**/*.py\"]\ndeny = [\"./secret/**\", \"./**/.env\"]\nwrite = [\"./**\"]\n",
     );
     let Err(e) = LandlockPlan::new(&policy, LandlockAbi(7), &no_gate()) else {
         unreachable!("planned")
     };
     let text = e.to_string();
-    assert!(text.contains("fs.read[0] `./**/*.py` (line 3)"), "{text}");
     assert!(text.contains("fs.deny[0] `./secret/**` (line 4)"), "{text}");
+    assert!(text.contains("fs.deny[1] `./**/.env` (line 4)"), "{text}");
     assert!(text.contains("2 rules"), "{text}");
 }
 
