@@ -725,6 +725,13 @@ impl LandlockPlan {
                             kind: NarrowingKind::DirectoryItself,
                         });
                     }
+                    // A match granted as one file is written, not created, removed or renamed.
+                    if g.rights.write && file_walk(&g.target) {
+                        narrowings.push(Narrowing {
+                            origin: g.origin.clone(),
+                            kind: NarrowingKind::FileCreation,
+                        });
+                    }
                 }
                 Target::Star { segments, .. } => {
                     let creatable = star_parents(segments).any(|parent| {
@@ -1065,20 +1072,7 @@ fn starts_with(path: &str, root: &str) -> bool {
 
 /// Whether every path `target` may grant lies at or below `dir`.
 fn under(target: &Target, dir: &str) -> bool {
-    match target {
-        Target::Exact { path, .. } => starts_with(path, dir),
-        Target::Tree { root } => starts_with(root, dir),
-        Target::Star { segments, .. } => {
-            let lit: Vec<&str> = segments
-                .iter()
-                .take_while(|s| !s.contains('*'))
-                .map(String::as_str)
-                .collect();
-            starts_with(&format!("/{}", lit.join("/")), dir)
-        }
-        Target::Walk { pattern } => starts_with(&walk_root(pattern), dir),
-        Target::ProcSelf => dir == "/proc" || dir == "/",
-    }
+    starts_with(&target_root(target), dir)
 }
 
 /// The directories whose entries a `*` segment matches, as literal prefixes: for

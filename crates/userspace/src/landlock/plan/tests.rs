@@ -27,6 +27,14 @@ fn refused(toml: &str) -> Vec<(String, Inexpressible)> {
     }
 }
 
+/// Each narrowing of `plan`: its rule's key and its kind.
+fn narrowed(plan: &LandlockPlan) -> Vec<(&str, &NarrowingKind)> {
+    plan.narrowings()
+        .iter()
+        .map(|n| (n.origin.key.as_str(), &n.kind))
+        .collect()
+}
+
 fn planned(toml: &str) -> LandlockPlan {
     match LandlockPlan::new(&compile(toml), LandlockAbi(7), &no_gate()) {
         Ok(plan) => plan,
@@ -93,10 +101,7 @@ allow = ["./.venv/lib/**/*.so", "./tools/**/bin/**"]
     // The read walks' roots hold the writable `.venv/lib`; the exec walk's root lies in it;
     // the tools tree is not writable.
     assert_eq!(
-        plan.narrowings()
-            .iter()
-            .map(|n| (n.origin.key.as_str(), &n.kind))
-            .collect::<Vec<_>>(),
+        narrowed(&plan),
         vec![
             ("fs.read[0]", &NarrowingKind::NewMatches),
             ("fs.read[0]", &NarrowingKind::DirectoryItself),
@@ -125,6 +130,16 @@ deny = ["./scripts/**"]
 "#,
     );
     assert!(plan.masks().is_empty(), "{:?}", plan.masks());
+    // Matches of a write pattern are written, not created or removed; a name may be a
+    // directory's.
+    assert_eq!(
+        narrowed(&plan),
+        vec![
+            ("fs.write[0]", &NarrowingKind::DirectoryItself),
+            ("fs.write[0]", &NarrowingKind::FileCreation),
+            ("fs.write[1]", &NarrowingKind::FileCreation),
+        ]
+    );
     let at = |path: &str, rights: Rights| plan.cuts().iter().fold(rights, |r, c| c.apply(path, r));
     let rw = Rights::WRITE;
     assert_eq!(at("/work/ws/app/config", rw), rw);
@@ -487,10 +502,7 @@ write = ["/dev/null"]
 "#,
     );
     assert_eq!(
-        plan.narrowings()
-            .iter()
-            .map(|n| (n.origin.key.as_str(), &n.kind))
-            .collect::<Vec<_>>(),
+        narrowed(&plan),
         vec![("fs.read[0]", &NarrowingKind::DirectoryItself)]
     );
 }
