@@ -10,6 +10,27 @@ use landlock_support::{FLOOD, Ws, policy_text};
 const SH: &str = "/usr/bin/dash";
 const PERL: &str = "/usr/bin/perl";
 
+/// An engine whose denial reports' socket holds a few records, and the lock that keeps every
+/// other scope of this binary from running meanwhile: what a flood makes the kernel drop may
+/// be any scope's.
+#[expect(
+    clippy::expect_used,
+    reason = "test support: a step that fails fails the test"
+)]
+fn alone_with_a_small_socket() -> (std::sync::RwLockWriteGuard<'static, ()>, LandlockEngine) {
+    let alone = FLOOD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let engine = LandlockEngine::new().expect("this host's kernel runs Landlock");
+    engine
+        .reports_denials()
+        .expect("this host's kernel has Landlock ABI 7 and audit");
+    engine
+        .set_audit_receive_buffer(1)
+        .expect("root may set the socket's receive buffer");
+    (alone, engine)
+}
+
 /// Processes of one scope flood denials faster than a reader whose socket holds a few
 /// records can take them: the kernel drops records, and the scope's report says how many
 /// (and still has the denials that came through: refused opens once a second for 10 s after
@@ -18,15 +39,7 @@ const PERL: &str = "/usr/bin/perl";
 /// a clean-clone CI run, 2,080 records lost, the queue still full).
 #[test]
 fn records_the_kernel_drops_in_a_flood_are_counted_and_said() {
-    // What the flood makes the kernel drop may be any scope's: no other scope runs meanwhile.
-    let _alone = FLOOD
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let engine = LandlockEngine::new().unwrap();
-    engine
-        .reports_denials()
-        .expect("this host's kernel has Landlock ABI 7 and audit");
-    engine.set_audit_receive_buffer(1).unwrap();
+    let (_alone, engine) = alone_with_a_small_socket();
     let t = Ws::new();
     let secret = t.outside("secret.txt", "top secret");
     let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[SH, PERL], ""));
@@ -54,14 +67,7 @@ fn records_the_kernel_drops_in_a_flood_are_counted_and_said() {
 /// full by holding the reader while another scope is refused.
 #[test]
 fn denials_after_their_domains_record_was_dropped_are_still_reported() {
-    let _alone = FLOOD
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let engine = LandlockEngine::new().unwrap();
-    engine
-        .reports_denials()
-        .expect("this host's kernel has Landlock ABI 7 and audit");
-    engine.set_audit_receive_buffer(1).unwrap();
+    let (_alone, engine) = alone_with_a_small_socket();
     let t = Ws::new();
     let secret = t.outside("secret.txt", "top secret");
     let p = t.policy(&policy_text(&["./**", "/usr/**"], &[], &[PERL], ""));
