@@ -901,10 +901,20 @@ fn mask_for(
     }
 }
 
-/// Whether a write tree of the plan covers `path` (the scope could create it).
+/// Whether a writable tree of the plan may cover `path` (the scope could create it): a tree
+/// grant around it, or a `*` pattern or a name pattern whose matches are trees and whose
+/// literal root lies above it (any of their matches may).
 fn creatable(path: &str, paths: &[PathGrant]) -> bool {
     paths.iter().any(|g| {
-        g.rights.write && matches!(&g.target, Target::Tree { root } if starts_with(path, root))
+        g.rights.write
+            && match &g.target {
+                Target::Tree { root } => starts_with(path, root),
+                Target::Star { subtree: true, .. } => starts_with(path, &target_root(&g.target)),
+                Target::Walk { .. } if !file_walk(&g.target) => {
+                    starts_with(path, &target_root(&g.target))
+                }
+                _ => false,
+            }
     })
 }
 

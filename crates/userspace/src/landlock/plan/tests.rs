@@ -111,6 +111,33 @@ allow = ["./.venv/lib/**/*.so", "./tools/**/bin/**"]
     );
 }
 
+/// A carve-out that does not exist is exact only where the scope cannot create it: not below
+/// a writable `*` tree or a writable tree a name pattern matches, any of whose matches may
+/// hold it.
+#[test]
+fn a_missing_carve_out_below_a_writable_star_or_name_tree_is_refused() {
+    for write in ["./*/**", "./**/build/**"] {
+        let got = refused(&format!(
+            "version = 1\n[fs]\nwrite = [{write:?}]\ndeny = [\"./x/build/secret/**\"]\n"
+        ));
+        assert_eq!(
+            got,
+            vec![(
+                "fs.deny[0]".to_owned(),
+                Inexpressible::Unmaskable {
+                    grant: compile(&format!("version = 1\n[fs]\nwrite = [{write:?}]\n"))
+                        .fs
+                        .write[0]
+                        .origin
+                        .clone(),
+                    why: "it does not exist, and the scope could create it where no mount covers it",
+                }
+            )],
+            "{write}"
+        );
+    }
+}
+
 /// Carve-outs and protected paths are applied to each match of a walk granted file by file,
 /// by the call, with no mount: `fs.deny` takes every right, `exec.deny` exec, a protected path
 /// write (unless `fs.unprotect` lifts it there). A walk whose matches are trees is cut by
