@@ -1544,3 +1544,42 @@ fn a_working_directory_inside_a_denied_tree_is_refused_with_its_rule() {
         "{err}"
     );
 }
+
+/// A pattern that matches by name is walked by each call; one rooted so high that its walk
+/// passes the limit (200,000 entries) refuses the call with 65, naming the rule, and runs
+/// nothing.
+#[test]
+fn a_name_pattern_rooted_too_high_refuses_the_call_with_its_rule() {
+    let dir = scratch();
+    let p = dir.path().join("wide.toml");
+    std::fs::write(
+        &p,
+        "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/**/*.so\"]\n\
+         [exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/touch\"]\n",
+    )
+    .unwrap_or_else(|e| unreachable!("{e}"));
+    let p = p.display().to_string();
+    let marker = dir.path().join("ran");
+    let marker_arg = marker.display().to_string();
+    let o = bee_in(
+        dir.path(),
+        &[
+            "exec",
+            "--engine",
+            "landlock",
+            "--policy",
+            &p,
+            "--",
+            "/usr/bin/touch",
+            &marker_arg,
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 65, "{err}");
+    assert!(
+        err.contains("fs.read[2] `/**/*.so` (line 3) matches by name below /")
+            && err.contains("more than 200000 entries"),
+        "{err}"
+    );
+    assert!(!marker.exists());
+}

@@ -883,9 +883,20 @@ impl ChildPlan {
             .as_deref()
             .map(|plan| Confinement::prepare(plan, cwd.as_deref()))
             .transpose()
-            .map_err(|source| LaunchError::Prepare {
-                what: "prepare the Landlock confinement",
-                source,
+            .map_err(|source| {
+                match source
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<crate::landlock::confine::Refusal>())
+                {
+                    Some(refusal) => LaunchError::Refused {
+                        program: spec.program.to_string_lossy().into_owned(),
+                        reason: refusal.0.clone(),
+                    },
+                    None => LaunchError::Prepare {
+                        what: "prepare the Landlock confinement",
+                        source,
+                    },
+                }
             })?;
         let parent_pidfd = match confinement {
             None => None,

@@ -269,6 +269,13 @@ struct Resolved {
     id: (u64, u64),
 }
 
+/// A launch the plan refuses as the call finds the file system (a pattern's walk too large),
+/// carried in the [`io::Error`] [`Confinement::prepare`] returns: the launcher reports it as
+/// a refused launch (65), not a failure (`crate::launch::LaunchError::Refused`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
+
 /// Why a launch in `cwd` is refused under `plan`, if it is: `cwd` (resolved through its
 /// links) lies inside a tree an `fs.deny` carve-out hides from the scope. The launch enters
 /// its working directory again through the scope's mounts, where that tree is an empty,
@@ -312,7 +319,35 @@ impl Confinement {
                 _ => None,
             })
             .collect();
-        let mut walked = super::walk::matches_each(&walked)?.into_iter();
+        let mut walked = super::walk::matches_each(&walked)
+            .map_err(|too_large| {
+                // Named by the rules the user wrote.
+                let walks: Vec<&super::plan::PathGrant> = plan
+                    .paths()
+                    .iter()
+                    .filter(|g| matches!(g.target, Target::Walk { .. }))
+                    .collect();
+                let rules: Vec<String> = too_large
+                    .patterns
+                    .iter()
+                    .filter_map(|&i| walks.get(i))
+                    .map(|g| {
+                        format!(
+                            "{} `{}` (line {})",
+                            g.origin.key, g.origin.text, g.origin.line
+                        )
+                    })
+                    .collect();
+                io::Error::other(Refusal(format!(
+                    "{} match{} by name below {}, and each call walks it: this one looked at \
+                     more than {} entries there; root the pattern in a smaller directory",
+                    rules.join(", "),
+                    if rules.len() == 1 { "es" } else { "" },
+                    too_large.root,
+                    super::walk::WALK_MAX
+                )))
+            })?
+            .into_iter();
         for grant in plan.paths() {
             let (paths, tree) = match &grant.target {
                 Target::Exact { path, .. } => (vec![path.clone()], false),

@@ -9,21 +9,33 @@
 //!
 //! [`Target::Walk`]: super::plan::Target::Walk
 
-use std::io;
 use std::os::unix::ffi::OsStrExt as _;
 
 use bee_core::glob::PathPattern;
 
-/// The most directory entries one call's walk of one pattern looks at.
+/// The most directory entries one walk (of one root, for all its patterns) looks at.
 pub const WALK_MAX: usize = 200_000;
+
+/// A walk looked at more than [`WALK_MAX`] entries below `root`: the call is refused rather
+/// than granted part of the matches.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "walking {root} for the matches of a pattern that matches by name looked at more than {WALK_MAX} entries"
+)]
+pub struct TooLarge {
+    /// The root walked (`/` for the whole file system).
+    pub root: String,
+    /// The patterns walked for, as indices into what [`matches_each`] was given.
+    pub patterns: Vec<usize>,
+}
 
 /// The existing paths below the pattern's root that `pattern` matches, sorted; a match of a
 /// pattern ending in `/**` is not descended into. A directory that cannot be read (gone, or
 /// not the caller's to read) is passed over: nothing in it is granted.
 ///
 /// # Errors
-/// The walk looked at more than [`WALK_MAX`] entries.
-pub fn matches(pattern: &PathPattern) -> io::Result<Vec<String>> {
+/// [`TooLarge`]: the walk looked at more than [`WALK_MAX`] entries.
+pub fn matches(pattern: &PathPattern) -> Result<Vec<String>, TooLarge> {
     Ok(matches_each(&[pattern])?.pop().unwrap_or_default())
 }
 
@@ -31,8 +43,8 @@ pub fn matches(pattern: &PathPattern) -> io::Result<Vec<String>> {
 /// one walk of it (and its [`WALK_MAX`]).
 ///
 /// # Errors
-/// A walk looked at more than [`WALK_MAX`] entries.
-pub fn matches_each(patterns: &[&PathPattern]) -> io::Result<Vec<Vec<String>>> {
+/// [`TooLarge`]: a walk looked at more than [`WALK_MAX`] entries.
+pub fn matches_each(patterns: &[&PathPattern]) -> Result<Vec<Vec<String>>, TooLarge> {
     let mut found = vec![Vec::new(); patterns.len()];
     let mut roots: Vec<String> = patterns.iter().map(|p| root_of(p)).collect();
     roots.sort();
@@ -70,7 +82,7 @@ fn walk(
     patterns: &[&PathPattern],
     group: &[usize],
     found: &mut [Vec<String>],
-) -> io::Result<()> {
+) -> Result<(), TooLarge> {
     let subtree: Vec<bool> = group
         .iter()
         .map(|&i| matches!(patterns[i], PathPattern::Nested { subtree: true, .. }))
@@ -91,17 +103,10 @@ fn walk(
         for entry in entries.flatten() {
             seen += 1;
             if seen > WALK_MAX {
-                let names: Vec<String> = group
-                    .iter()
-                    .map(|&i| format!("`{}`", patterns[i]))
-                    .collect();
-                return Err(io::Error::other(format!(
-                    "{} match{} by name below {}, and walking it for the matches looked at \
-                     more than {WALK_MAX} entries: root the pattern in a smaller directory",
-                    names.join(", "),
-                    if names.len() == 1 { "es" } else { "" },
-                    if root.is_empty() { "/" } else { root }
-                )));
+                return Err(TooLarge {
+                    root: if root.is_empty() { "/" } else { root }.to_owned(),
+                    patterns: group.to_vec(),
+                });
             }
             let name = entry.file_name();
             let Ok(name) = std::str::from_utf8(name.as_bytes()) else {
@@ -170,6 +175,20 @@ mod tests {
         assert_eq!(rel(cargo), ["/a/b/Cargo.toml", "/d/Cargo.toml"]);
         let nm = matches(&pattern(&format!("{root}/**/node_modules/**"))).unwrap();
         assert_eq!(rel(nm), ["/a/node_modules"]);
+        // One walk for several patterns of a root finds what each finds alone.
+        let (so, nm) = (
+            pattern(&format!("{root}/**/*.so")),
+            pattern(&format!("{root}/**/node_modules/**")),
+        );
+        let each = matches_each(&[&so, &nm]).unwrap();
+        assert_eq!(each, [matches(&so).unwrap(), matches(&nm).unwrap()]);
+        // A walk past its limit names its root and patterns.
+        let huge = pattern("/**/*.no-such-suffix");
+        let err = matches_each(&[&so, &huge]).unwrap_err();
+        assert_eq!(
+            (err.root.as_str(), err.patterns.as_slice()),
+            ("/", &[1][..])
+        );
         assert!(
             matches(&pattern(&format!("{root}/gone/**/*.so")))
                 .unwrap()
