@@ -784,6 +784,63 @@ fn check_says_whether_the_service_answers_and_what_bounds_the_caller() {
     );
 }
 
+/// A connection reads its caller's ceilings for `hello` and proves its first `create` with
+/// them (read once, not twice); every later request reads them again, so a ceiling the
+/// operator removes or narrows holds for the next request on a connection already open.
+#[test]
+fn a_ceiling_taken_away_holds_from_the_next_request_on_an_open_connection() {
+    let service = start();
+    let policy = all_of_ws(&service);
+    const SCRIPT: &str = r#"
+sock, policy = sys.argv[1], json.loads(sys.argv[2])
+s = socket.socket(socket.AF_UNIX); s.connect(sock)
+s.sendall(frame({"hello": {"version": 1}})); read(s)
+print("greeted", flush=True); sys.stdin.readline()
+for _ in range(2):
+    s.sendall(frame({"create": {"policy": policy, "origin": "p"}})); print(json.dumps(read(s)), flush=True)
+"#;
+    let mut child = ok({
+        let mut c = Command::new("/usr/bin/python3");
+        c.arg("-c")
+            .arg([PY_FRAMES, SCRIPT].concat())
+            .arg(service.socket())
+            .arg(ok(policy.to_json()))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .uid(NOBODY)
+            .gid(NOBODY);
+        c
+    }
+    .spawn());
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap_or_else(|| unreachable!()));
+    let mut line = String::new();
+    ok(std::io::BufRead::read_line(&mut stdout, &mut line));
+    assert_eq!(line, "greeted\n");
+    ok(std::fs::remove_file(
+        service.dir.path().join("ceilings/default.toml"),
+    ));
+    ok(std::io::Write::write_all(
+        &mut child.stdin.take().unwrap_or_else(|| unreachable!()),
+        b"go\n",
+    ));
+    let mut rest = String::new();
+    ok(std::io::Read::read_to_string(&mut stdout, &mut rest));
+    ok(child.wait());
+    let answers: Vec<serde_json::Value> = rest
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(answers.len(), 2, "{rest}");
+    assert!(answers[0]["created"]["scope"].is_u64(), "{rest}");
+    assert_eq!(answers[1]["error"]["status"], 77, "{rest}");
+    assert!(
+        answers[1]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no ceiling grants uid 65534 anything")),
+        "{rest}"
+    );
+}
+
 /// A compiled policy that reads and writes all of `ws/`, as a raw client sends it.
 fn all_of_ws(service: &Service) -> bee_core::CompiledPolicy {
     let tree = format!("{}/**", ws(service).display());

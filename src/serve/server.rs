@@ -342,12 +342,21 @@ enum Next {
     Hangup,
 }
 
+/// What bounds a caller: each bounding policy with the label a refusal names it by (a
+/// ceiling's path, or the scope the caller runs in), or why nothing does.
+type Bound = Result<Vec<(String, Arc<CompiledPolicy>)>, ErrorBody>;
+
 struct Connection<'s> {
     service: &'s Service,
     stream: UnixStream,
     peer: Peer,
     scopes: BTreeMap<u64, Live>,
     greeted: bool,
+    /// The caller's bound as read for its `hello`, kept for the first request that proves a
+    /// policy: a connection that says `hello` and creates a scope reads, parses and compiles
+    /// its ceilings once, not twice. Every later request reads them again, so a ceiling the
+    /// operator narrows holds from the next request on.
+    greeting_bound: std::cell::RefCell<Option<Bound>>,
 }
 
 impl<'s> Connection<'s> {
@@ -379,6 +388,7 @@ impl<'s> Connection<'s> {
             peer,
             scopes: BTreeMap::new(),
             greeted: false,
+            greeting_bound: std::cell::RefCell::new(None),
         };
         conn.run();
         conn.close_all();
@@ -433,7 +443,9 @@ impl<'s> Connection<'s> {
             return match request {
                 Request::Hello { version } if version == VERSION => {
                     self.greeted = true;
-                    let welcome = self.welcome();
+                    let bound = self.bound();
+                    let welcome = self.welcome(&bound);
+                    *self.greeting_bound.borrow_mut() = Some(bound);
                     self.reply(&Response::Welcome(welcome))
                 }
                 Request::Hello { version } => {
@@ -451,7 +463,7 @@ impl<'s> Connection<'s> {
         }
         let outcome = match request {
             Request::Hello { .. } => Err(ErrorBody::new(64, "`hello` was already said")),
-            Request::Check => Ok(Response::Welcome(self.welcome())),
+            Request::Check => Ok(Response::Welcome(self.welcome(&self.bound()))),
             Request::Create {
                 policy,
                 origin,
@@ -511,9 +523,10 @@ impl<'s> Connection<'s> {
         }
     }
 
-    fn welcome(&self) -> Welcome {
-        let ceiling = match self.bound() {
-            Ok(bounds) => bounds.into_iter().map(|(label, _)| label).collect(),
+    /// The welcome for a caller bounded by `bound`.
+    fn welcome(&self, bound: &Bound) -> Welcome {
+        let ceiling = match bound {
+            Ok(bounds) => bounds.iter().map(|(label, _)| label.clone()).collect(),
             Err(_) => Vec::new(),
         };
         Welcome {
@@ -526,7 +539,7 @@ impl<'s> Connection<'s> {
     }
 
     /// What bounds this caller's requests: the scope it runs in, or its ceilings.
-    fn bound(&self) -> Result<Vec<(String, Arc<CompiledPolicy>)>, ErrorBody> {
+    fn bound(&self) -> Bound {
         let parent = self.service.parent.path();
         if self.peer.cgroup.starts_with(parent) && self.peer.cgroup != parent {
             let live = self.service.live();
@@ -573,7 +586,8 @@ impl<'s> Connection<'s> {
                 format!("{origin}: not a compiled policy bee accepts: {why}"),
             )
         })?;
-        let bounds = self.bound()?;
+        let greeted = self.greeting_bound.borrow_mut().take();
+        let bounds = greeted.unwrap_or_else(|| self.bound())?;
         let labelled: Vec<(String, &CompiledPolicy)> =
             bounds.iter().map(|(l, p)| (l.clone(), &**p)).collect();
         ceiling::prove(policy, origin, &labelled).map_err(|refused| match refused {
