@@ -902,17 +902,17 @@ fn mask_for(
 }
 
 /// Whether a writable tree of the plan may cover `path` (the scope could create it): a tree
-/// grant around it, or a `*` pattern or a name pattern whose matches are trees and whose
-/// literal root lies above it (any of their matches may).
+/// grant around it, or a `*` pattern or a name pattern whose matches are trees and that
+/// matches it (it lies at or below one of their matches, whether that exists or not).
 fn creatable(path: &str, paths: &[PathGrant]) -> bool {
     paths.iter().any(|g| {
         g.rights.write
             && match &g.target {
                 Target::Tree { root } => starts_with(path, root),
-                Target::Star { subtree: true, .. } => starts_with(path, &target_root(&g.target)),
-                Target::Walk { .. } if !file_walk(&g.target) => {
-                    starts_with(path, &target_root(&g.target))
+                Target::Star { subtree: true, .. } => {
+                    target_pattern(&g.target).is_some_and(|p| p.matches(path))
                 }
+                Target::Walk { pattern } if !file_walk(&g.target) => pattern.matches(path),
                 _ => false,
             }
     })

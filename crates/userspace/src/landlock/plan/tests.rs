@@ -113,9 +113,14 @@ allow = ["./.venv/lib/**/*.so", "./tools/**/bin/**"]
 
 /// A carve-out that does not exist is exact only where the scope cannot create it: not below
 /// a writable `*` tree or a writable tree a name pattern matches, any of whose matches may
-/// hold it.
+/// hold it. One that no such match can hold is covered while it exists.
 #[test]
 fn a_missing_carve_out_below_a_writable_star_or_name_tree_is_refused() {
+    let plan = planned(
+        "version = 1\n[fs]\nwrite = [\"/tmp/claude-*/**\", \"./**/build/**\"]\n\
+         deny = [\"/tmp/other/secret/**\", \"./x/src/secret/**\"]\n",
+    );
+    assert_eq!(plan.masks().len(), 2, "{:?}", plan.masks());
     for write in ["./*/**", "./**/build/**"] {
         let got = refused(&format!(
             "version = 1\n[fs]\nwrite = [{write:?}]\ndeny = [\"./x/build/secret/**\"]\n"
