@@ -311,27 +311,23 @@ impl Confinement {
         let mut resolved: Vec<Resolved> = Vec::new();
         let mut proc_access = None;
         // The walks' matches, each root walked once for all its patterns.
-        let walked: Vec<&bee_core::glob::PathPattern> = plan
+        let walks: Vec<(&super::plan::PathGrant, &bee_core::glob::PathPattern)> = plan
             .paths()
             .iter()
             .filter_map(|g| match &g.target {
-                Target::Walk { pattern } => Some(pattern),
+                Target::Walk { pattern } => Some((g, pattern)),
                 _ => None,
             })
             .collect();
-        let mut walked = super::walk::matches_each(&walked)
+        let patterns: Vec<&bee_core::glob::PathPattern> = walks.iter().map(|(_, p)| *p).collect();
+        let mut walked = super::walk::matches_each(&patterns)
             .map_err(|too_large| {
                 // Named by the rules the user wrote.
-                let walks: Vec<&super::plan::PathGrant> = plan
-                    .paths()
-                    .iter()
-                    .filter(|g| matches!(g.target, Target::Walk { .. }))
-                    .collect();
                 let rules: Vec<String> = too_large
                     .patterns
                     .iter()
                     .filter_map(|&i| walks.get(i))
-                    .map(|g| {
+                    .map(|(g, _)| {
                         format!(
                             "{} `{}` (line {})",
                             g.origin.key, g.origin.text, g.origin.line

@@ -59,6 +59,18 @@ impl Rights {
         write: false,
         exec: true,
     };
+    /// What a protected path takes from a write grant: write, not the read it implies.
+    const WRITE_ONLY: Self = Self {
+        read: false,
+        write: true,
+        exec: false,
+    };
+    /// What `fs.deny` takes.
+    const ALL: Self = Self {
+        read: true,
+        write: true,
+        exec: true,
+    };
 
     /// These rights less `removed`.
     #[must_use]
@@ -637,44 +649,39 @@ impl LandlockPlan {
         // walk granted one file at a time.
         let mut cuts = Vec::new();
         if paths.iter().any(|g| file_walk(&g.target)) {
-            let all = Rights {
-                read: true,
-                write: true,
-                exec: true,
-            };
-            let removing = |rules: &[PathRule], removes: Rights, unless: &[PathPattern]| {
-                rules
-                    .iter()
-                    .map(|r| Cut {
-                        pattern: r.pattern.clone(),
-                        removes,
-                        unless: unless.to_vec(),
-                        origin: r.origin.clone(),
-                    })
-                    .collect::<Vec<_>>()
-            };
-            cuts.extend(removing(&policy.fs.deny, all, &[]));
-            let exec_deny: Vec<PathRule> = policy
-                .exec_deny
-                .iter()
-                .map(|r| PathRule {
-                    pattern: r.pattern.clone(),
-                    origin: r.origin.clone(),
-                })
-                .collect();
-            cuts.extend(removing(&exec_deny, Rights::EXEC, &[]));
+            let cut =
+                |pattern: &PathPattern, origin: &Origin, removes, unless: &[PathPattern]| Cut {
+                    pattern: pattern.clone(),
+                    removes,
+                    unless: unless.to_vec(),
+                    origin: origin.clone(),
+                };
             let unprotect: Vec<PathPattern> = policy
                 .fs
                 .unprotect
                 .iter()
                 .map(|u| u.pattern.clone())
                 .collect();
-            let write_only = Rights {
-                read: false,
-                write: true,
-                exec: false,
-            };
-            cuts.extend(removing(&policy.fs.protect, write_only, &unprotect));
+            cuts.extend(
+                policy
+                    .fs
+                    .deny
+                    .iter()
+                    .map(|r| cut(&r.pattern, &r.origin, Rights::ALL, &[])),
+            );
+            cuts.extend(
+                policy
+                    .exec_deny
+                    .iter()
+                    .map(|r| cut(&r.pattern, &r.origin, Rights::EXEC, &[])),
+            );
+            cuts.extend(
+                policy
+                    .fs
+                    .protect
+                    .iter()
+                    .map(|r| cut(&r.pattern, &r.origin, Rights::WRITE_ONLY, &unprotect)),
+            );
         }
 
         // Narrowings that depend only on the rule's shape.
@@ -703,14 +710,13 @@ impl LandlockPlan {
                     });
                 }
                 Target::Walk { pattern } => {
-                    let root = walk_root(pattern);
+                    let root = target_root(&g.target);
                     // A match the scope creates (a writable tree around or within the root).
                     let creatable = paths.iter().any(|w| {
                         w.rights.write
                             && !matches!(w.target, Target::Exact { .. } | Target::ProcSelf)
                             && !file_walk(&w.target)
-                            && (under(&w.target, &root)
-                                || starts_with(&root, &target_root(&w.target)))
+                            && nested_either_way(&root, &target_root(&w.target))
                     });
                     if creatable {
                         narrowings.push(Narrowing {
@@ -733,12 +739,12 @@ impl LandlockPlan {
                         });
                     }
                 }
-                Target::Star { segments, .. } => {
-                    let creatable = star_parents(segments).any(|parent| {
-                        paths.iter().any(|w| {
-                            w.rights.write
-                                && matches!(&w.target, Target::Tree { root } if starts_with(&parent, root))
-                        })
+                // The directory whose entries the first `*` matches (deeper ones lie below it).
+                Target::Star { .. } => {
+                    let parent = target_root(&g.target);
+                    let creatable = paths.iter().any(|w| {
+                        w.rights.write
+                            && matches!(&w.target, Target::Tree { root } if starts_with(&parent, root))
                     });
                     if creatable {
                         narrowings.push(Narrowing {
@@ -1085,42 +1091,21 @@ fn under(target: &Target, dir: &str) -> bool {
     starts_with(&target_root(target), dir)
 }
 
-/// The directories whose entries a `*` segment matches, as literal prefixes: for
-/// `/a/*/b/*` that is `/a` (the first star's parent; deeper parents lie below it).
-fn star_parents(segments: &[String]) -> impl Iterator<Item = String> {
-    let lit: Vec<&str> = segments
-        .iter()
-        .take_while(|s| !s.contains('*'))
-        .map(String::as_str)
-        .collect();
-    std::iter::once(format!("/{}", lit.join("/")))
-}
-
 /// Whether `carve` may match a path `target` grants. Conservative: true unless the two are
 /// provably apart (neither literal prefix lies within the other).
 fn may_overlap(carve: &PathPattern, target: &Target) -> bool {
-    let carve_prefix = format!("/{}", carve.literal_prefix().join("/"));
     match target {
         Target::Exact { path, .. } => carve.matches(path),
-        Target::Tree { root } => {
-            starts_with(&carve_prefix, root) || starts_with(root, &carve_prefix)
-        }
-        Target::Star { segments, subtree } => {
-            let star = PathPattern::BoundedStar {
-                segments: segments.clone(),
-                subtree: *subtree,
-            };
-            let star_prefix = format!("/{}", star.literal_prefix().join("/"));
-            starts_with(&carve_prefix, &star_prefix) || starts_with(&star_prefix, &carve_prefix)
-        }
-        Target::Walk { pattern } => {
-            let root = walk_root(pattern);
-            starts_with(&carve_prefix, &root) || starts_with(&root, &carve_prefix)
-        }
-        Target::ProcSelf => {
-            starts_with(&carve_prefix, "/proc") || starts_with("/proc", &carve_prefix)
-        }
+        _ => nested_either_way(
+            &format!("/{}", carve.literal_prefix().join("/")),
+            &target_root(target),
+        ),
     }
+}
+
+/// Whether one of the directories `a` and `b` lies at or below the other.
+fn nested_either_way(a: &str, b: &str) -> bool {
+    starts_with(a, b) || starts_with(b, a)
 }
 
 /// The pattern a target grants, where it is one (not the private `/proc`).
@@ -1137,27 +1122,13 @@ fn target_pattern(target: &Target) -> Option<PathPattern> {
     }
 }
 
-/// The directory a [`Target::Walk`] pattern's calls walk: its root, as a path.
-fn walk_root(pattern: &PathPattern) -> String {
-    format!("/{}", pattern.literal_prefix().join("/"))
-}
-
-/// The literal directory every path `target` may grant lies at or below.
+/// The literal directory every path `target` may grant lies at or below (its pattern's
+/// literal prefix; `/proc` for the private `/proc`).
 fn target_root(target: &Target) -> String {
-    match target {
-        Target::Exact { path, .. } => path.clone(),
-        Target::Tree { root } => root.clone(),
-        Target::Star { segments, .. } => {
-            let lit: Vec<&str> = segments
-                .iter()
-                .take_while(|s| !s.contains('*'))
-                .map(String::as_str)
-                .collect();
-            format!("/{}", lit.join("/"))
-        }
-        Target::Walk { pattern } => walk_root(pattern),
-        Target::ProcSelf => "/proc".to_owned(),
-    }
+    target_pattern(target).map_or_else(
+        || "/proc".to_owned(),
+        |p| format!("/{}", p.literal_prefix().join("/")),
+    )
 }
 
 /// Whether `target` is a walk whose matches are granted one file at a time (its pattern

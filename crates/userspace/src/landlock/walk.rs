@@ -29,18 +29,10 @@ pub struct TooLarge {
     pub patterns: Vec<usize>,
 }
 
-/// The existing paths below the pattern's root that `pattern` matches, sorted; a match of a
-/// pattern ending in `/**` is not descended into. A directory that cannot be read (gone, or
-/// not the caller's to read) is passed over: nothing in it is granted.
-///
-/// # Errors
-/// [`TooLarge`]: the walk looked at more than [`WALK_MAX`] entries.
-pub fn matches(pattern: &PathPattern) -> Result<Vec<String>, TooLarge> {
-    Ok(matches_each(&[pattern])?.pop().unwrap_or_default())
-}
-
-/// [`matches`] for each of `patterns`, in their order: the patterns with the same root share
-/// one walk of it (and its [`WALK_MAX`]).
+/// For each of `patterns`, in their order, the existing paths below its root that it
+/// matches, sorted; a match of a pattern ending in `/**` is not descended into. A directory
+/// that cannot be read (gone, or not the caller's to read) is passed over: nothing in it is
+/// granted. The patterns with the same root share one walk of it (and its [`WALK_MAX`]).
 ///
 /// # Errors
 /// [`TooLarge`]: a walk looked at more than [`WALK_MAX`] entries.
@@ -139,6 +131,11 @@ mod tests {
 
     fn pattern(text: &str) -> PathPattern {
         PathPattern::parse(text).unwrap()
+    }
+
+    /// The matches of one pattern, walked alone.
+    fn matches(pattern: &PathPattern) -> Result<Vec<String>, TooLarge> {
+        Ok(matches_each(&[pattern])?.pop().unwrap_or_default())
     }
 
     /// Files by suffix and by name at any depth, trees by a nested tail (not descended
