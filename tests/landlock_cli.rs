@@ -20,10 +20,15 @@ allow = ["/usr/lib/x86_64-linux-gnu/**", "/usr/bin/cat", "/usr/bin/dash"]
 "#;
 
 fn policy(dir: &std::path::Path, read: &str, write: &str) -> String {
-    let path = dir.join("p.toml");
     let text = POLICY
         .replace("READ", &format!("{read:?}"))
         .replace("WRITE", &format!("{write:?}"));
+    policy_file(dir, "p.toml", &text)
+}
+
+/// Writes `text` to `dir/name`; its path, as a command-line argument.
+fn policy_file(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
     std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
     path.display().to_string()
 }
@@ -169,13 +174,11 @@ fn exec_explains_a_call_the_seccomp_filter_refuses() {
 #[test]
 fn a_policy_landlock_cannot_enforce_is_refused_with_its_rules() {
     let dir = scratch();
-    let p = dir.path().join("carve.toml");
-    std::fs::write(
-        &p,
+    let p = policy_file(
+        dir.path(),
+        "carve.toml",
         "version = 1\n[fs]\nread = [\"./**\"]\ndeny = [\"./**/*.key\"]\n[exec]\nallow = [\"/usr/bin/true\"]\n",
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
-    let p = p.display().to_string();
+    );
     let marker = dir.path().join("ran");
     let script = format!("touch {}", marker.display());
     let o = bee_in(
@@ -281,13 +284,11 @@ fn a_standard_stream_that_is_an_open_socket_is_refused() {
 #[test]
 fn a_writable_trees_protected_paths_are_one_line_in_every_command() {
     let dir = scratch();
-    let p = dir.path().join("v2.toml");
-    std::fs::write(
-        &p,
+    let p = policy_file(
+        dir.path(),
+        "v2.toml",
         "version = 2\n[fs]\nread = [\"./**\"]\nwrite = [\"./cache/**\"]\n[exec]\nallow = [\"/usr/bin/true\"]\n",
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
-    let p = p.display().to_string();
+    );
     let line = |text: &str| {
         let lines: Vec<String> = text
             .lines()
@@ -386,13 +387,11 @@ fn validate_names_the_engines_verdict_and_each_narrowing() {
 fn a_name_grant_needs_the_network_gate_and_says_why_without_it() {
     use std::os::unix::process::CommandExt as _;
     let dir = scratch();
-    let p = dir.path().join("names.toml");
-    std::fs::write(
-        &p,
+    let p = policy_file(
+        dir.path(),
+        "names.toml",
         "version = 1\n[[net.allow]]\nhost = [\"example.com\"]\nports = [443]\nproto = \"tcp\"\n",
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
-    let p = p.display().to_string();
+    );
     let o = bee_in(
         dir.path(),
         &["validate", "--engine", "landlock", "--policy", &p],
@@ -1551,14 +1550,12 @@ fn a_working_directory_inside_a_denied_tree_is_refused_with_its_rule() {
 #[test]
 fn a_name_pattern_rooted_too_high_refuses_the_call_with_its_rule() {
     let dir = scratch();
-    let p = dir.path().join("wide.toml");
-    std::fs::write(
-        &p,
+    let p = policy_file(
+        dir.path(),
+        "wide.toml",
         "version = 1\n[fs]\nread = [\"/usr/lib/**\", \"/etc/ld.so.cache\", \"/**/*.so\"]\n\
          [exec]\nallow = [\"/usr/lib/x86_64-linux-gnu/**\", \"/usr/bin/touch\"]\n",
-    )
-    .unwrap_or_else(|e| unreachable!("{e}"));
-    let p = p.display().to_string();
+    );
     let marker = dir.path().join("ran");
     let marker_arg = marker.display().to_string();
     let o = bee_in(
