@@ -85,6 +85,12 @@ impl Losses {
             .is_some_and(|began| self.total() > *began)
     }
 
+    /// Whether records are known lost since some scope followed now began.
+    pub(super) fn lost_since_any_began(&self) -> bool {
+        let total = self.total();
+        self.began.values().any(|began| total > *began)
+    }
+
     /// The records lost since the scope with cgroup `cgroup_id` was last told (or began),
     /// which it is now told of; 0 for a scope not followed.
     pub(super) fn take(&mut self, cgroup_id: u64) -> u64 {
@@ -116,6 +122,7 @@ mod tests {
         assert_eq!(l.total(), 3);
         l.begin(8);
         assert!(l.lost_since_began(7) && !l.lost_since_began(8));
+        assert!(l.lost_since_any_began());
         // Two overruns, then the socket's count says five records were dropped.
         l.overrun();
         l.overrun();
@@ -132,6 +139,8 @@ mod tests {
         l.forget(7);
         assert!(!l.follows(7) && l.follows(8));
         assert!(!l.lost_since_began(7) && !l.lost_since_began(9));
+        l.forget(8);
+        assert!(!l.lost_since_any_began());
     }
 
     /// The kernel's counter wraps; a smaller count of drops read later (a reading that

@@ -22,7 +22,10 @@ impl State {
     /// creator: adopts it for the scope whose cgroup `pid` is in, under the conditions of
     /// the module's notes.
     pub(super) fn adopt_orphan(&mut self, domain: u64, pid: u32, logged: Stamp) {
-        if pid == 0 || self.scope_of_domain(domain).is_some() {
+        // Checked first, from memory: most denials read have a known domain, and where
+        // nothing was lost no domain is adopted, so `/proc` is read for none of them.
+        if pid == 0 || self.scope_of_domain(domain).is_some() || !self.losses.lost_since_any_began()
+        {
             return;
         }
         let Some(cgroup) = self.cgroup_of_named(pid, logged) else {
