@@ -1425,6 +1425,12 @@ fn the_next_bee_removes_the_scope_a_sigkilled_bee_left() {
         .spawn()
         .unwrap_or_else(|e| unreachable!("cannot run bee: {e}"));
     let scope = sleeping_in_scope(&token, &mut first);
+    // A shared lock of the scope's own, as its maker holds: until it is dropped below, no
+    // other test's bee (they run in parallel) sweeps the scope first.
+    let held = std::fs::File::open(&scope).unwrap_or_else(|e| unreachable!("{e}"));
+    // SAFETY: flock(2) on a descriptor this test owns.
+    let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_SH) };
+    assert_eq!(locked, 0, "{}", std::io::Error::last_os_error());
     // std's kill is SIGKILL: no handler of bee's runs.
     assert!(first.kill().is_ok());
     let _ = first.wait();
@@ -1441,6 +1447,7 @@ fn the_next_bee_removes_the_scope_a_sigkilled_bee_left() {
         "{} is gone before any sweep: nothing to test",
         scope.display()
     );
+    drop(held);
 
     let o = exec_dash(
         dir.path(),
