@@ -21,7 +21,8 @@
 //!    tools — and `kernel_claude` and `kernel_opencode` — Claude Code and opencode in learn
 //!    mode, held to their profiles — and `kernel_scan` — the `scan` tool running the real
 //!    Semgrep CLI, and forgeries of the findings ledger) on the kernels of `--cli-kernel`
-//!    (every full-suite kernel by default), one more boot each, with the `bee` executable,
+//!    (every full-suite kernel by default; the six of [`ONE_KERNEL`] on one of them each),
+//!    one more boot each, with the `bee` executable,
 //!    `node`, `bash`, the MCP servers and the native builds of Codex, Claude Code and opencode
 //!    (installed from npm here first), and Semgrep (from PyPI) with Debian's CPython, copied
 //!    in. Each
@@ -139,6 +140,7 @@ pub fn run(args: &Args) -> Result<()> {
         binary: None,
         same_everywhere: false,
         served: false,
+        place: Vec::new(),
         args: Vec::new(),
     })?;
     let cli = vm::selected(&args.cli_kernel);
@@ -150,6 +152,7 @@ pub fn run(args: &Args) -> Result<()> {
         .collect();
     if !full.is_empty() {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
+        let place = places(&vm::selected(&full));
         let servers = mcp_servers()?;
         let codex = codex()?;
         let claude = claude_code()?;
@@ -184,6 +187,7 @@ pub fn run(args: &Args) -> Result<()> {
             binary: None,
             same_everywhere: false,
             served: true,
+            place,
             args: Vec::new(),
         })?;
     }
@@ -197,6 +201,41 @@ pub fn run(args: &Args) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Command-line test targets that run on one kernel of the matrix, not on each: their
+/// subject is software bee confines (agent CLIs, MCP servers, Semgrep) or bee's harness, not
+/// the kernel. What the engine does on each kernel, they reach through the paths the
+/// targets run on every kernel test already (`kernel_programs` hook by hook, `kernel_cli`,
+/// `kernel_caps`, `kernel_learn`, `kernel_allow`, `kernel_serve`, `kernel_agents`,
+/// `kernel_conformance`), and each also runs natively under the Landlock engine. Spread so
+/// that the two lanes end close together (`docs/kernel-testing.md`, "What CI runs"); a
+/// kernel not selected gives its targets to the first selected one.
+const ONE_KERNEL: &[(&str, &str)] = &[
+    ("kernel_opencode", "6.1"),
+    ("kernel_codex", "6.12"),
+    ("kernel_claude", "6.12-rt"),
+    ("kernel_scan", "6.12-rt"),
+    ("kernel_mcp", "7.x"),
+    ("kernel_review", "7.x"),
+];
+
+/// [`ONE_KERNEL`]'s placements among `kernels` (the command-line step's, in matrix order),
+/// as `--place` takes them.
+fn places(kernels: &[&crate::kernels::Entry]) -> Vec<(String, String)> {
+    let Some(first) = kernels.first() else {
+        return Vec::new();
+    };
+    ONE_KERNEL
+        .iter()
+        .map(|&(test, kernel)| {
+            let kernel = match kernels.iter().find(|e| e.name == kernel) {
+                Some(e) => e.name,
+                None => first.name,
+            };
+            (test.to_owned(), kernel.to_owned())
+        })
+        .collect()
 }
 
 /// The JavaScript runtime `kernel_mcp`'s server runs on, copied into the guests.
@@ -429,4 +468,34 @@ fn mcp_servers() -> Result<Vec<PathBuf>> {
             Ok(dir)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{Entry, MATRIX};
+
+    fn entries(names: &[&str]) -> Vec<&'static Entry> {
+        names
+            .iter()
+            .map(|n| {
+                MATRIX
+                    .iter()
+                    .find(|e| e.name == *n)
+                    .expect("a kernel of the matrix")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_one_kernel_target_goes_to_its_kernel_or_the_first_selected() {
+        let all = places(&entries(&["6.1", "6.12", "6.12-rt", "7.x"]));
+        assert_eq!(all.len(), ONE_KERNEL.len());
+        for ((test, kernel), (want_test, want_kernel)) in all.iter().zip(ONE_KERNEL) {
+            assert_eq!((test.as_str(), kernel.as_str()), (*want_test, *want_kernel));
+        }
+        let one = places(&entries(&["7.x"]));
+        assert!(one.iter().all(|(_, k)| k == "7.x"), "{one:?}");
+        assert!(places(&[]).is_empty());
+    }
 }

@@ -155,9 +155,24 @@ pub struct TestArgs {
     /// `kernel_serve`): the engine is loaded once per boot instead of once per command.
     #[arg(long)]
     pub served: bool,
+    /// Run test target TEST in the boot of KERNEL only (`TEST=KERNEL`, repeatable); every
+    /// other target runs in every boot. KERNEL must be one of the kernels that run the
+    /// targets, and TEST one of the targets.
+    #[arg(long = "place", value_name = "TEST=KERNEL", value_parser = parse_place)]
+    pub place: Vec<(String, String)>,
     /// Extra libtest arguments (a filter, `--exact`, …).
     #[arg(last = true)]
     pub args: Vec<String>,
+}
+
+/// Parses `--place TEST=KERNEL`.
+fn parse_place(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((test, kernel)) if !test.is_empty() && !kernel.is_empty() => {
+            Ok((test.to_owned(), kernel.to_owned()))
+        }
+        _ => Err(format!("`{s}` is not TEST=KERNEL")),
+    }
 }
 
 /// Repository root (the workspace holding xtask/).
@@ -961,8 +976,15 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
                 opts.bin.push(probe);
             }
         }
+        check_places(&args.place, &binaries, &full)?;
         let served = args.served.then(|| target_dir().join("debug").join("bee"));
-        run_group(&opts, &binaries, &args.args, served.as_deref(), &mut tally)?;
+        let group = Group {
+            binaries: &binaries,
+            libtest_args: &args.args,
+            served: served.as_deref(),
+            place: &args.place,
+        };
+        run_group(&opts, &group, &mut tally)?;
     }
     // Kernels that share a smoke test run it together, one boot each.
     let mut groups: Vec<((&str, &str), Vec<&Entry>)> = Vec::new();
@@ -991,7 +1013,13 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        run_group(&opts, &binaries, &[], None, &mut tally)?;
+        let group = Group {
+            binaries: &binaries,
+            libtest_args: &[],
+            served: None,
+            place: &[],
+        };
+        run_group(&opts, &group, &mut tally)?;
     }
     println!("vm-tests: {} passed, {} failed", tally.passed, tally.failed);
     for retry in retries()? {
@@ -1006,39 +1034,81 @@ pub fn run_tests(args: &TestArgs) -> Result<()> {
     }
 }
 
-/// Runs `binaries` one after the other in one boot per kernel of `opts`, prints one line per
-/// binary and per kernel, and adds to `tally`. With `served` (the `bee` executable), the boot
-/// first starts it as a service ([`crate::served`]) and names it to the binaries that ask it.
-fn run_group(
-    opts: &VmOpts,
+/// Fails unless every target `place` names is among `binaries` and every kernel it names
+/// among `kernels`: a placement that matched nothing would leave its target run nowhere.
+fn check_places(
+    place: &[(String, String)],
     binaries: &[(String, PathBuf)],
-    libtest_args: &[String],
-    served: Option<&Path>,
-    tally: &mut Tally,
+    kernels: &[&Entry],
 ) -> Result<()> {
-    // One boot runs every binary in turn; each is announced by a marker so
-    // its results can be told apart, and the exit code is the first failure.
-    let extra: Vec<String> = libtest_args.iter().map(|a| shell_quote(a)).collect();
-    let mut script = String::from("rc=0; ");
-    if let Some(bee) = served {
-        script.push_str(&crate::served::start(bee));
+    for (test, kernel) in place {
+        if !binaries.iter().any(|(name, _)| name == test) {
+            return Err(Error::Usage(format!(
+                "--place {test}={kernel}: no test target {test} is built"
+            )));
+        }
+        if !kernels.iter().any(|e| e.name == kernel) {
+            return Err(Error::Usage(format!(
+                "--place {test}={kernel}: {kernel} is not a kernel that runs the targets"
+            )));
+        }
     }
-    for (i, (name, _)) in binaries.iter().enumerate() {
-        let env = match served {
-            Some(_) if crate::served::names_service(name) => "BEE_SOCKET=$served ",
-            _ => "",
-        };
-        let arg = i + 1;
-        script.push_str(&format!(
-            "echo \"{BINARY_MARKER}${{{arg}}}\"; {env}\"${{{arg}}}\" --test-threads=1 {}; r=$?; \
-             echo \"{BINARY_MARKER}end\"; [ $rc -eq 0 ] && rc=$r; ",
-            extra.join(" ")
-        ));
+    Ok(())
+}
+
+/// What one boot per kernel runs: `binaries` (test target name, path) one after the other,
+/// each with `libtest_args`; with `served` (the `bee` executable), the boot first starts it
+/// as a service ([`crate::served`]) and names it to the binaries that ask it; a binary that
+/// `place` names (target, kernel) runs in that kernel's boot only.
+struct Group<'a> {
+    binaries: &'a [(String, PathBuf)],
+    libtest_args: &'a [String],
+    served: Option<&'a Path>,
+    place: &'a [(String, String)],
+}
+
+impl Group<'_> {
+    /// The guest's shell script. Each binary is announced by a marker so its results can be
+    /// told apart, and the exit code is the first failure; the binaries are its arguments.
+    fn script(&self) -> String {
+        let extra: Vec<String> = self.libtest_args.iter().map(|a| shell_quote(a)).collect();
+        let mut script = String::from("rc=0; ");
+        if let Some(bee) = self.served {
+            script.push_str(&crate::served::start(bee));
+        }
+        for (i, (name, _)) in self.binaries.iter().enumerate() {
+            let env = match self.served {
+                Some(_) if crate::served::names_service(name) => "BEE_SOCKET=$served ",
+                _ => "",
+            };
+            let arg = i + 1;
+            let run = format!(
+                "echo \"{BINARY_MARKER}${{{arg}}}\"; {env}\"${{{arg}}}\" --test-threads=1 {}; \
+                 r=$?; echo \"{BINARY_MARKER}end\"; [ $rc -eq 0 ] && rc=$r; ",
+                extra.join(" ")
+            );
+            match self.place.iter().find(|(test, _)| test == name) {
+                // `BEE_VM_ENTRY` is the matrix entry's name in every guest ([`run_one`]).
+                Some((_, kernel)) => script.push_str(&format!(
+                    "if [ \"$BEE_VM_ENTRY\" = {} ]; then {run}fi; ",
+                    shell_quote(kernel)
+                )),
+                None => script.push_str(&run),
+            }
+        }
+        if self.served.is_some() {
+            script.push_str(&crate::served::stop());
+        }
+        script.push_str("exit $rc");
+        script
     }
-    if served.is_some() {
-        script.push_str(&crate::served::stop());
-    }
-    script.push_str("exit $rc");
+}
+
+/// Runs `group` in one boot per kernel of `opts`, prints one line per binary and per kernel,
+/// and adds to `tally`; a binary that ran in no boot is a problem.
+fn run_group(opts: &VmOpts, group: &Group<'_>, tally: &mut Tally) -> Result<()> {
+    let binaries = group.binaries;
+    let script = group.script();
     let mut command = vec![
         "/bin/busybox".to_owned(),
         "sh".to_owned(),
@@ -1058,6 +1128,7 @@ fn run_group(
     let env = [("RUST_BACKTRACE".to_owned(), "1".to_owned())];
     let runs = run_in_kernels(opts, &command, &env)?;
     eprintln!();
+    let mut ran = std::collections::BTreeSet::new();
     for run in &runs {
         let name = run.kernel.entry.name;
         let package = format!("{} {}", run.kernel.package, run.kernel.version);
@@ -1077,6 +1148,7 @@ fn run_group(
                 continue;
             }
             let target = names.get(&path).cloned().unwrap_or(path);
+            ran.insert(target.clone());
             let c = parse_libtest(&lines);
             println!(
                 "kernel {name}: {target}: {} passed, {} failed, {} ignored",
@@ -1127,11 +1199,66 @@ fn run_group(
             ));
         }
     }
+    for (target, _) in binaries {
+        if !ran.contains(target) {
+            tally.problems.push(format!("{target} ran in no boot"));
+        }
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_placed_binary_runs_in_its_kernels_boot_only() {
+        let binaries = [
+            ("kernel_cli".to_owned(), PathBuf::from("/t/kernel_cli-1")),
+            (
+                "kernel_codex".to_owned(),
+                PathBuf::from("/t/kernel_codex-2"),
+            ),
+        ];
+        let place = [("kernel_codex".to_owned(), "6.12".to_owned())];
+        let group = Group {
+            binaries: &binaries,
+            libtest_args: &[],
+            served: None,
+            place: &place,
+        };
+        let script = group.script();
+        let run = |kernel: &str| {
+            let out = Command::new("sh")
+                .args(["-c", &script, "sh", "echo", "echo"])
+                .env("BEE_VM_ENTRY", kernel)
+                .output()
+                .expect("sh runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let announced = |out: &str| {
+            out.lines()
+                .filter(|l| l.starts_with(BINARY_MARKER) && !l.ends_with("end"))
+                .count()
+        };
+        assert_eq!(announced(&run("6.12")), 2, "{}", run("6.12"));
+        assert_eq!(announced(&run("6.12-rt")), 1, "{}", run("6.12-rt"));
+        assert_eq!(announced(&run("7.x")), 1);
+    }
+
+    #[test]
+    fn a_placement_must_name_a_built_target_and_a_running_kernel() {
+        let binaries = [("kernel_cli".to_owned(), PathBuf::from("/t/kernel_cli-1"))];
+        let kernels: Vec<&Entry> = selected(&[KernelChoice::One(
+            crate::kernels::MATRIX
+                .iter()
+                .find(|e| e.name == "7.x")
+                .expect("7.x is in the matrix"),
+        )]);
+        let place = |t: &str, k: &str| [(t.to_owned(), k.to_owned())];
+        assert!(check_places(&place("kernel_cli", "7.x"), &binaries, &kernels).is_ok());
+        assert!(check_places(&place("kernel_codex", "7.x"), &binaries, &kernels).is_err());
+        assert!(check_places(&place("kernel_cli", "6.1"), &binaries, &kernels).is_err());
+    }
+
     #[test]
     fn a_retry_is_named_by_its_oops_line() {
         let text = "VM with kernel 7.x: kernel panic:\n[7.x] c[2J[    1.301434] Oops: int3: 0000 [#1] SMP NOPTI\n[7.x] RIP: x";
