@@ -18,13 +18,13 @@
 //!    learned then enforced — `kernel_review` — the review example's episode — and
 //!    `kernel_mcp` — the real filesystem and memory MCP servers under bee's client — and
 //!    `kernel_codex` — the Codex CLI under its profile as written, and with `bee mcp` as its
-//!    tools — and `kernel_claude` and `kernel_opencode` — Claude Code and opencode in learn
-//!    mode, held to their profiles — and `kernel_scan` — the `scan` tool running the real
+//!    tools — and `kernel_claude`, `kernel_opencode` and `kernel_gemini` — Claude Code,
+//!    opencode and Gemini CLI in learn mode, held to their profiles — and `kernel_scan` — the `scan` tool running the real
 //!    Semgrep CLI, and forgeries of the findings ledger) on the kernels of `--cli-kernel`
-//!    (every full-suite kernel by default; the six of [`ONE_KERNEL`] on one of them each),
+//!    (every full-suite kernel by default; the seven of [`ONE_KERNEL`] on one of them each),
 //!    one more boot each, with the `bee` executable,
-//!    `node`, `bash`, the MCP servers and the native builds of Codex, Claude Code and opencode
-//!    (installed from npm here first), and Semgrep (from PyPI) with Debian's CPython, copied
+//!    `node`, `bash`, the MCP servers, the native builds of Codex, Claude Code and opencode
+//!    and Gemini CLI's package (installed from npm here first), and Semgrep (from PyPI) with Debian's CPython, copied
 //!    in. Each
 //!    boot starts one `bee serve` that the binaries not testing bee's own process ask
 //!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
@@ -157,6 +157,7 @@ pub fn run(args: &Args) -> Result<()> {
         let codex = codex()?;
         let claude = claude_code()?;
         let opencode = opencode()?;
+        let gemini = gemini()?;
         let semgrep = semgrep()?;
         let mut bee_opts = opts(
             full,
@@ -171,11 +172,12 @@ pub fn run(args: &Args) -> Result<()> {
             args.lanes,
         );
         bee_opts.with.extend(servers);
+        bee_opts.with.push(gemini);
         bee_opts.with.extend(semgrep.trees);
         bee_opts.bin.extend(semgrep.executables);
         // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
-        // Codex about 315 MB, Claude Code about 400 MB, opencode about 185 MB, Semgrep with its
-        // Python about 440 MB (2.16 GB in all): the guest's root tmpfs, half its memory, holds
+        // Codex about 315 MB, Claude Code about 400 MB, opencode about 185 MB, Gemini CLI about
+        // 100 MB, Semgrep with its Python about 440 MB (2.26 GB in all): the guest's root tmpfs, half its memory, holds
         // them beside the tests' files, and the initramfs itself is in memory until it is
         // unpacked. With 6 GiB the 7.x guest's unpacking failed ("No space left on device").
         bee_opts.memory = 8192;
@@ -213,6 +215,7 @@ pub fn run(args: &Args) -> Result<()> {
 /// kernel not selected gives its targets to the first selected one.
 const ONE_KERNEL: &[(&str, &str)] = &[
     ("kernel_opencode", "6.1"),
+    ("kernel_gemini", "6.1"),
     ("kernel_codex", "6.12"),
     ("kernel_claude", "6.12-rt"),
     ("kernel_scan", "6.12-rt"),
@@ -317,6 +320,24 @@ fn claude_code() -> Result<PathBuf> {
         &exe,
     )?;
     Ok(exe)
+}
+
+/// Installs Gemini CLI for `kernel_gemini` (`@google/gemini-cli` at the version of
+/// `tests/agents/gemini.version`) where the test looks for it, `target/tmp/agents/gemini-VERSION`
+/// (as `npm install --global` lays it out, as `landlock_gemini`, in step 1, installs it),
+/// unless it is there; returns the package's directory, which the guests get a copy of (about
+/// 100 MB: a bundle of scripts the guest's `node` runs).
+fn gemini() -> Result<PathBuf> {
+    let version = pinned("tests/agents/gemini.version")?;
+    let dir = vm::target_dir().join(format!("tmp/agents/gemini-{version}"));
+    let package = dir.join("lib/node_modules/@google/gemini-cli");
+    npm_install(
+        &dir,
+        &["--global"],
+        &format!("@google/gemini-cli@{version}"),
+        &package.join("bundle/gemini.js"),
+    )?;
+    Ok(package)
 }
 
 /// Installs opencode for `kernel_opencode` (`opencode-ai` at the version of
