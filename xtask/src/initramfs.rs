@@ -1,6 +1,9 @@
 //! Building the guest's initramfs: a `newc` cpio archive written directly,
 //! so device nodes need no root and the archive is the same for the same
-//! inputs (fixed mtimes, uid/gid 0, sorted entries).
+//! inputs (uid/gid 0, sorted entries, a host file's own mtime and 0 for the
+//! rest). Host files keep their mtimes because Python checks a compiled
+//! module (`__pycache__/*.pyc`) against its source's: at 0 every import in a
+//! guest compiled its module again and tried to write it back.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -179,51 +182,68 @@ impl Initramfs {
         let file = fs::File::create(out).map_err(io_err("create", out))?;
         let mut w = BufWriter::new(file);
         for (ino, (name, entry)) in (1u32..).zip(self.entries.iter()) {
-            let (mode, data) = match entry {
-                Entry::Dir => (0o040_755, Vec::new()),
+            let (mode, data, mtime) = match entry {
+                Entry::Dir => (0o040_755, Vec::new(), 0),
                 Entry::HostFile(src) => {
                     let data = fs::read(src).map_err(io_err("read", src))?;
-                    let perm = fs::metadata(src)
-                        .map_err(io_err("stat", src))?
-                        .permissions()
-                        .mode()
-                        & 0o7777;
-                    (0o100_000 | perm, data)
+                    let meta = fs::metadata(src).map_err(io_err("stat", src))?;
+                    let perm = meta.permissions().mode() & 0o7777;
+                    // The header's field is 32 bits: a time past 2106 is written as 0.
+                    let mtime =
+                        u32::try_from(std::os::unix::fs::MetadataExt::mtime(&meta)).unwrap_or(0);
+                    (0o100_000 | perm, data, mtime)
                 }
-                Entry::Data(bytes, perm) => (0o100_000 | perm, bytes.clone()),
-                Entry::Symlink(target) => (0o120_777, target.as_bytes().to_vec()),
-                Entry::CharDev(_, _) => (0o020_600, Vec::new()),
+                Entry::Data(bytes, perm) => (0o100_000 | perm, bytes.clone(), 0),
+                Entry::Symlink(target) => (0o120_777, target.as_bytes().to_vec(), 0),
+                Entry::CharDev(_, _) => (0o020_600, Vec::new(), 0),
             };
             let (rmaj, rmin) = match entry {
                 Entry::CharDev(a, b) => (*a, *b),
                 _ => (0, 0),
             };
-            write_member(
-                &mut w,
+            let member = Member {
                 ino,
                 mode,
-                rmaj,
-                rmin,
-                &name.to_string_lossy(),
-                &data,
-            )
-            .map_err(io_err("write", out))?;
+                mtime,
+                rdev: (rmaj, rmin),
+            };
+            write_member(&mut w, &member, &name.to_string_lossy(), &data)
+                .map_err(io_err("write", out))?;
         }
-        write_member(&mut w, 0, 0, 0, 0, "TRAILER!!!", &[]).map_err(io_err("write", out))?;
+        let trailer = Member {
+            ino: 0,
+            mode: 0,
+            mtime: 0,
+            rdev: (0, 0),
+        };
+        write_member(&mut w, &trailer, "TRAILER!!!", &[]).map_err(io_err("write", out))?;
         w.flush().map_err(io_err("write", out))
     }
+}
+
+/// One member's header fields that vary (the rest are 0, and `nlink` follows from `mode`).
+struct Member {
+    ino: u32,
+    mode: u32,
+    /// Seconds since the epoch.
+    mtime: u32,
+    /// A device's (major, minor).
+    rdev: (u32, u32),
 }
 
 /// Writes one `newc` header, name and data, each padded to 4 bytes.
 fn write_member(
     w: &mut impl Write,
-    ino: u32,
-    mode: u32,
-    rdev_major: u32,
-    rdev_minor: u32,
+    member: &Member,
     name: &str,
     data: &[u8],
 ) -> std::io::Result<()> {
+    let Member {
+        ino,
+        mode,
+        mtime,
+        rdev: (rdev_major, rdev_minor),
+    } = *member;
     let namesize = name.len() + 1;
     let nlink = if mode & 0o170_000 == 0o040_000 { 2 } else { 1 };
     let header = format!(
@@ -231,7 +251,6 @@ fn write_member(
          {dmaj:08x}{dmin:08x}{rmaj:08x}{rmin:08x}{namesize:08x}{check:08x}",
         uid = 0,
         gid = 0,
-        mtime = 0,
         size = data.len(),
         dmaj = 0,
         dmin = 0,
@@ -355,10 +374,18 @@ mod tests {
     #[test]
     fn newc_member_is_padded() {
         let mut buf = Vec::new();
-        write_member(&mut buf, 1, 0o100_644, 0, 0, "ab", b"xyz").ok();
+        let member = Member {
+            ino: 1,
+            mode: 0o100_644,
+            mtime: 0x6000_0001,
+            rdev: (0, 0),
+        };
+        write_member(&mut buf, &member, "ab", b"xyz").ok();
         // 110-byte header + "ab\0" = 113 → padded to 116, then 3 data bytes → 120.
         assert_eq!(buf.len(), 120);
         assert!(buf.starts_with(b"070701"));
+        // The sixth field (after the magic): the mtime, as the kernel sets it on the file.
+        assert_eq!(&buf[6 + 5 * 8..6 + 6 * 8], b"60000001");
     }
 
     #[test]
