@@ -2,7 +2,7 @@
 //! for the command-line kernel tests (`kernel_cli`, `kernel_caps`), a workspace with a secret
 //! beside it and a policy, and the `bee exec` read of that secret the kernel must deny; a
 //! scripted model server, npm and PyPI installs and the checks of an agent's run for the tests that run
-//! real agents (`scripted`, `npm`, `pip`, `agent_run`, `claude`, `codex`, `gemini`, `opencode`).
+//! real agents (`scripted`, `npm`, `pip`, `agent_run`, `aider`, `claude`, `codex`, `gemini`, `opencode`).
 
 #![allow(
     dead_code,
@@ -10,6 +10,7 @@
 )]
 
 pub mod agent_run;
+pub mod aider;
 pub mod claude;
 pub mod codex;
 pub mod gemini;

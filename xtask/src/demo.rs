@@ -1042,6 +1042,8 @@ fn run_in_vm(args: &DemoArgs, bee: &Path) -> Result<DemoRun> {
             .into_iter()
             .collect(),
         with: Vec::new(),
+        with_on: Vec::new(),
+        bin_on: Vec::new(),
         bin: Vec::new(),
         timeout: args.timeout,
         accel: args.accel,

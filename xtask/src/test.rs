@@ -18,14 +18,15 @@
 //!    learned then enforced — `kernel_review` — the review example's episode — and
 //!    `kernel_mcp` — the real filesystem and memory MCP servers under bee's client — and
 //!    `kernel_codex` — the Codex CLI under its profile as written, and with `bee mcp` as its
-//!    tools — and `kernel_claude`, `kernel_opencode` and `kernel_gemini` — Claude Code,
-//!    opencode and Gemini CLI in learn mode, held to their profiles — and `kernel_scan` — the `scan` tool running the real
-//!    Semgrep CLI, and forgeries of the findings ledger) on the kernels of `--cli-kernel`
-//!    (every full-suite kernel by default; the seven of [`ONE_KERNEL`] on one of them each),
-//!    one more boot each, with the `bee` executable,
-//!    `node`, `bash`, the MCP servers, the native builds of Codex, Claude Code and opencode
-//!    and Gemini CLI's package (installed from npm here first), and Semgrep (from PyPI) with Debian's CPython, copied
-//!    in. Each
+//!    tools — and `kernel_claude`, `kernel_opencode`, `kernel_gemini` and `kernel_aider` —
+//!    Claude Code, opencode, Gemini CLI and Aider in learn mode, held to their profiles — and
+//!    `kernel_scan` — the `scan` tool running the real Semgrep CLI, and forgeries of the
+//!    findings ledger) on the kernels of `--cli-kernel` (every full-suite kernel by default;
+//!    the eight of [`ONE_KERNEL`] on one of them each), one more boot each. Every guest has
+//!    the `bee` executable, `node` and `bash`; the one where a placed test runs also has what
+//!    it runs: the MCP servers, the native builds of Codex, Claude Code and opencode, Gemini
+//!    CLI's package (installed from npm here first), Semgrep and Aider (from PyPI, each in a
+//!    virtual environment of Debian's CPython, copied in with it). Each
 //!    boot starts one `bee serve` that the binaries not testing bee's own process ask
 //!    (`crate::served`), and two guests run side by side (`--lanes`). They are built with
 //!    [`BEE_FEATURES`], so the review tools and the MCP client are in that `bee`.
@@ -117,6 +118,8 @@ pub fn run(args: &Args) -> Result<()> {
     let opts = |kernel: Vec<KernelChoice>, bin: Vec<PathBuf>, lanes: usize| VmOpts {
         kernel,
         with: Vec::new(),
+        with_on: Vec::new(),
+        bin_on: Vec::new(),
         bin,
         // One VM runs a whole step's binaries for its kernel: under TCG on two cores shared
         // with other builds the bee step on 7.x took over 600 s (kernel_caps alone 554 s).
@@ -153,33 +156,57 @@ pub fn run(args: &Args) -> Result<()> {
     if !full.is_empty() {
         eprintln!("xtask: command-line tests of bee in the VM matrix");
         let place = places(&vm::selected(&full));
-        let servers = mcp_servers()?;
-        let codex = codex()?;
-        let claude = claude_code()?;
-        let opencode = opencode()?;
-        let gemini = gemini()?;
-        let semgrep = semgrep()?;
         let mut bee_opts = opts(
             full,
             vec![
                 vm::target_dir().join("debug").join("bee"),
                 NODE.into(),
                 BASH.into(),
-                codex,
-                claude,
-                opencode,
             ],
             args.lanes,
         );
-        bee_opts.with.extend(servers);
-        bee_opts.with.push(gemini);
-        bee_opts.with.extend(semgrep.trees);
-        bee_opts.bin.extend(semgrep.executables);
-        // `node` and the servers add about 165 MB to the initramfs (310 MB without them),
-        // Codex about 315 MB, Claude Code about 400 MB, opencode about 185 MB, Gemini CLI about
-        // 100 MB, Semgrep with its Python about 440 MB (2.26 GB in all): the guest's root tmpfs, half its memory, holds
-        // them beside the tests' files, and the initramfs itself is in memory until it is
-        // unpacked. With 6 GiB the 7.x guest's unpacking failed ("No space left on device").
+        // What a test placed on one kernel runs goes into that kernel's guest only.
+        let on = |test: &str| -> Result<String> {
+            place
+                .iter()
+                .find(|(t, _)| t == test)
+                .map(|(_, kernel)| kernel.clone())
+                .ok_or_else(|| Error::Usage(format!("{test} is placed on no kernel")))
+        };
+        let mut tree_on = |test: &str, trees: Vec<PathBuf>| -> Result<()> {
+            let kernel = on(test)?;
+            bee_opts
+                .with_on
+                .extend(trees.into_iter().map(|t| (kernel.clone(), t)));
+            Ok(())
+        };
+        tree_on("kernel_mcp", mcp_servers()?)?;
+        tree_on("kernel_gemini", vec![gemini()?])?;
+        let semgrep = semgrep()?;
+        tree_on("kernel_scan", semgrep.trees)?;
+        let aider = aider()?;
+        tree_on("kernel_aider", aider.trees)?;
+        for (test, executables) in [
+            ("kernel_codex", vec![codex()?]),
+            ("kernel_claude", vec![claude_code()?]),
+            ("kernel_opencode", vec![opencode()?]),
+            ("kernel_scan", semgrep.executables),
+            ("kernel_aider", aider.executables),
+        ] {
+            let kernel = on(test)?;
+            bee_opts
+                .bin_on
+                .extend(executables.into_iter().map(|e| (kernel.clone(), e)));
+        }
+        // Every guest has the tests, `bee`, `node` and `bash` (about 410 MB); each has what its
+        // placed tests run besides: the MCP servers about 70 MB, Codex about 315 MB, Claude
+        // Code about 400 MB, opencode about 185 MB, Gemini CLI about 100 MB, Semgrep with its
+        // Python about 440 MB, Aider with the same Python about 720 MB. The guest's root
+        // tmpfs, half its memory, holds them beside the tests' files, and the initramfs itself
+        // is in memory until it is unpacked: with all of them in every guest (2.16 GB, before
+        // Gemini CLI and Aider) the 7.x guest's unpacking failed with 6 GiB ("No space left on
+        // device"). QEMU also loads the initramfs below 4 GiB (3 GiB of the guest's memory
+        // there), which caps it.
         bee_opts.memory = 8192;
         vm::run_tests(&TestArgs {
             opts: bee_opts,
@@ -217,6 +244,7 @@ const ONE_KERNEL: &[(&str, &str)] = &[
     ("kernel_opencode", "6.1"),
     ("kernel_gemini", "6.1"),
     ("kernel_codex", "6.12"),
+    ("kernel_aider", "6.12"),
     ("kernel_claude", "6.12-rt"),
     ("kernel_scan", "6.12-rt"),
     ("kernel_mcp", "7.x"),
@@ -375,46 +403,49 @@ fn opencode() -> Result<PathBuf> {
     Ok(exe)
 }
 
-/// What the guests need of Semgrep for `kernel_scan` ([`semgrep`]).
-struct Semgrep {
-    /// The virtual environment, the interpreter's standard library and the links to the
-    /// interpreter, copied whole, and the trust anchors.
+/// What the guests need of a virtual environment made with Debian's CPython
+/// ([`guest_python`]).
+struct GuestPython {
+    /// Trees copied whole: the environment, and with it the interpreter's standard library
+    /// and the links to the interpreter, and, for Semgrep, the trust anchors.
     trees: Vec<PathBuf>,
-    /// The interpreter and every ELF file of the two trees (extension modules, `semgrep-core`
-    /// and the libraries it ships), each copied with the libraries `ldd` lists for it.
+    /// The interpreter and every ELF file of the trees (extension modules and the libraries
+    /// packages ship), each copied with the libraries `ldd` lists for it.
     executables: Vec<PathBuf>,
 }
 
-/// Installs Semgrep (`semgrep` from PyPI at the release `tests/scanners/semgrep.version`
-/// pins) where `kernel_scan` looks for it, a virtual environment made with Debian's CPython
-/// (`/usr/bin/python3`) at `target/tmp/semgrep-VERSION`, unless it is there (the tests'
-/// `support::pip` makes the same); returns what the guests need of it.
-fn semgrep() -> Result<Semgrep> {
-    let version = pinned("tests/scanners/semgrep.version")?;
-    let venv = vm::target_dir().join(format!("tmp/semgrep-{version}"));
-    let exe = venv.join("bin/semgrep");
-    if !exe.is_file() {
-        eprintln!("xtask: pip install semgrep=={version}");
-        sh::run(
-            Command::new("/usr/bin/python3")
-                .args(["-m", "venv", "--clear"])
-                .arg(&venv),
-        )?;
-        let mut pip = Command::new(venv.join("bin/python"));
-        pip.args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-input",
-            "--disable-pip-version-check",
-            &format!("semgrep=={version}"),
-        ]);
-        sh::run(&mut pip)?;
-        installed(&pip, &exe)?;
+/// Makes the virtual environment `venv` with Debian's CPython (`/usr/bin/python3`) and
+/// installs `spec` (`package==version`) from PyPI into it, unless `file`, which the install
+/// makes, is there (the tests' `support::pip` makes the same).
+fn pip_install(venv: &Path, spec: &str, file: &Path) -> Result<()> {
+    if file.is_file() {
+        return Ok(());
     }
-    // The venv's interpreter is a link to the one it was made with (`/usr/bin/python3`), itself
-    // a link to Debian's `python3.X`: each link outside the venv is copied as a link.
+    eprintln!("xtask: pip install {spec}");
+    sh::run(
+        Command::new("/usr/bin/python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(venv),
+    )?;
+    let mut pip = Command::new(venv.join("bin/python"));
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-input",
+        "--disable-pip-version-check",
+        spec,
+    ]);
+    sh::run(&mut pip)?;
+    installed(&pip, file)
+}
+
+/// What the guests need to run `venv`: the environment, the interpreter it was made with and
+/// that interpreter's standard library. The venv's interpreter is a link to the one it was
+/// made with (`/usr/bin/python3`), itself a link to Debian's `python3.X`: each link outside
+/// the venv is copied as a link.
+fn guest_python(venv: PathBuf) -> Result<GuestPython> {
     let mut trees = Vec::new();
     let mut link = venv.join("bin/python3");
     while let Ok(target) = std::fs::read_link(&link) {
@@ -431,10 +462,41 @@ fn semgrep() -> Result<Semgrep> {
         elf_files(tree, &mut executables)?;
     }
     trees.extend([venv, stdlib]);
+    Ok(GuestPython { trees, executables })
+}
+
+/// Installs Semgrep (`semgrep` from PyPI at the release `tests/scanners/semgrep.version`
+/// pins) where `kernel_scan` looks for it, a virtual environment at
+/// `target/tmp/semgrep-VERSION`, unless it is there; returns what the guests need of it.
+fn semgrep() -> Result<GuestPython> {
+    let version = pinned("tests/scanners/semgrep.version")?;
+    let venv = vm::target_dir().join(format!("tmp/semgrep-{version}"));
+    pip_install(
+        &venv,
+        &format!("semgrep=={version}"),
+        &venv.join("bin/semgrep"),
+    )?;
+    let mut python = guest_python(venv)?;
     // `semgrep-core` reads the system's trust anchors as it starts, and fails without them
     // (a guest has no `/etc/ssl` of its own); nothing in the test reaches the network.
-    trees.push(CA_CERTIFICATES.into());
-    Ok(Semgrep { trees, executables })
+    python.trees.push(CA_CERTIFICATES.into());
+    Ok(python)
+}
+
+/// Installs Aider (`aider-chat` from PyPI at the release `tests/agents/aider.version` pins)
+/// where `kernel_aider` looks for it, a virtual environment at
+/// `target/tmp/agents/aider-VERSION` (as `landlock_aider`, in step 1, makes it), unless it is
+/// there; returns what the guest that runs it needs of it (about 690 MB; the interpreter and
+/// its standard library, which Semgrep's brings to every guest, included).
+fn aider() -> Result<GuestPython> {
+    let version = pinned("tests/agents/aider.version")?;
+    let venv = vm::target_dir().join(format!("tmp/agents/aider-{version}"));
+    pip_install(
+        &venv,
+        &format!("aider-chat=={version}"),
+        &venv.join("bin/aider"),
+    )?;
+    guest_python(venv)
 }
 
 /// Debian's bundle of trust anchors (`ca-certificates`).

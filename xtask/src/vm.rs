@@ -104,6 +104,14 @@ pub struct VmOpts {
     /// named in the command are added this way without asking.
     #[arg(long = "bin", value_name = "PATH")]
     pub bin: Vec<PathBuf>,
+    /// Host directory copied, as `--with` does, into the boot of one kernel only
+    /// (`KERNEL=DIR`, repeatable): what only a target placed there (`--place`) runs.
+    #[arg(long = "with-on", value_name = "KERNEL=DIR", value_parser = parse_on)]
+    pub with_on: Vec<(String, PathBuf)>,
+    /// Host executable copied, as `--bin` does, into the boot of one kernel only
+    /// (`KERNEL=PATH`, repeatable).
+    #[arg(long = "bin-on", value_name = "KERNEL=PATH", value_parser = parse_on)]
+    pub bin_on: Vec<(String, PathBuf)>,
     /// Limit for one VM, boot included, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout: u64,
@@ -163,6 +171,16 @@ pub struct TestArgs {
     /// Extra libtest arguments (a filter, `--exact`, …).
     #[arg(last = true)]
     pub args: Vec<String>,
+}
+
+/// Parses `--with-on KERNEL=DIR` and `--bin-on KERNEL=PATH`.
+fn parse_on(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    match s.split_once('=') {
+        Some((kernel, path)) if !kernel.is_empty() && !path.is_empty() => {
+            Ok((kernel.to_owned(), PathBuf::from(path)))
+        }
+        _ => Err(format!("`{s}` is not KERNEL=PATH")),
+    }
 }
 
 /// Parses `--place TEST=KERNEL`.
@@ -314,10 +332,16 @@ fn build_initramfs(
     if let Some(extra) = extra {
         extra(&mut fs_)?;
     }
-    for dir in &opts.with {
+    let only_here = |on: &[(String, PathBuf)]| -> Vec<PathBuf> {
+        on.iter()
+            .filter(|(k, _)| k == kernel.entry.name)
+            .map(|(_, p)| p.clone())
+            .collect()
+    };
+    for dir in opts.with.iter().chain(&only_here(&opts.with_on)) {
         fs_.add_tree(&resolved_parent(dir)?)?;
     }
-    for bin in &opts.bin {
+    for bin in opts.bin.iter().chain(&only_here(&opts.bin_on)) {
         let abs = fs::canonicalize(bin).map_err(io_err("resolve", bin))?;
         fs_.add_executable(&abs)?;
     }

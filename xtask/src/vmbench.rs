@@ -93,6 +93,8 @@ pub fn run_in_guest(
     let opts = VmOpts {
         kernel: KernelChoice::named("6.12").into_iter().collect(),
         with: Vec::new(),
+        with_on: Vec::new(),
+        bin_on: Vec::new(),
         bin: Vec::new(),
         timeout: guest.timeout,
         accel: guest.accel,
