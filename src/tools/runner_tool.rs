@@ -72,7 +72,13 @@ pub(crate) fn run_runner(
     let spec = sandbox
         .command(sandbox.runner().as_os_str())
         .args(["__tool", name])
-        .env_pass(Vec::<String>::new());
+        .env_pass(Vec::<String>::new())
+        // The runner passes on no variable, but gix looks the home directory up as it opens a
+        // repository (then ignores it, opened isolated): without `HOME` that is
+        // `getpwuid_r`, reading `/etc/nsswitch.conf` and `/etc/passwd` and asking nscd over a
+        // unix socket, each a denial in the transcript. The conventional home of a user
+        // without one ends it there.
+        .env("HOME", "/nonexistent");
     // JSON escaping can grow the content up to sixfold; the rest is the envelope.
     let stdout_cap = limits.output_cap.saturating_mul(6).saturating_add(4096);
     let mut run =

@@ -19,6 +19,7 @@ pub mod npm;
 pub mod opencode;
 pub mod pin;
 pub mod pip;
+pub mod review;
 pub mod scan;
 pub mod scripted;
 pub mod serve;
