@@ -165,6 +165,10 @@ pub fn run(args: &Args) -> Result<()> {
             ],
             args.lanes,
         );
+        // The system's trust anchors, in every guest (a guest has no `/etc/ssl` of its own):
+        // `semgrep-core` fails without them, and the agents read them as they start; nothing
+        // in the tests reaches the network.
+        bee_opts.with.push(CA_CERTIFICATES.into());
         // What a test placed on one kernel runs goes into that kernel's guest only.
         let on = |test: &str| -> Result<String> {
             place
@@ -407,7 +411,7 @@ fn opencode() -> Result<PathBuf> {
 /// ([`guest_python`]).
 struct GuestPython {
     /// Trees copied whole: the environment, and with it the interpreter's standard library
-    /// and the links to the interpreter, and, for Semgrep, the trust anchors.
+    /// and the links to the interpreter.
     trees: Vec<PathBuf>,
     /// The interpreter and every ELF file of the trees (extension modules and the libraries
     /// packages ship), each copied with the libraries `ldd` lists for it.
@@ -476,11 +480,7 @@ fn semgrep() -> Result<GuestPython> {
         &format!("semgrep=={version}"),
         &venv.join("bin/semgrep"),
     )?;
-    let mut python = guest_python(venv)?;
-    // `semgrep-core` reads the system's trust anchors as it starts, and fails without them
-    // (a guest has no `/etc/ssl` of its own); nothing in the test reaches the network.
-    python.trees.push(CA_CERTIFICATES.into());
-    Ok(python)
+    guest_python(venv)
 }
 
 /// Installs Aider (`aider-chat` from PyPI at the release `tests/agents/aider.version` pins)
