@@ -10,29 +10,12 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use support::agent_run::{self, Engine};
 use support::aider;
 use support::scripted::{self, Seen};
-
-/// The policy: the shipped profile as version 3 (its `~` the test's home, `./` the
-/// workspace), with the environment read and run where it was made, busybox and `bash` run,
-/// and the scripted server on loopback `port`. Returns its path.
-fn policy(dir: &Path, venv: &Path, port: u16) -> PathBuf {
-    let venv = venv.display();
-    let text = format!(
-        "version = 3\ninclude = [\"agent-aider\"]\n\
-         [fs]\nread = [\"{venv}/**\", \"/bin/**\"]\nwrite = [\"./**\"]\n\
-         [exec]\nallow = [\"{venv}/**\", \"/bin/busybox\", \"/usr/bin/bash\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
-    );
-    let path = dir.join("aider.toml");
-    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
-    path
-}
 
 /// What learn mode found Aider using beyond its profile in the guest, reviewed —
 /// (capability, rule) as `bee policy diff --json` names them, with the test's directory as
@@ -62,11 +45,7 @@ const RENAMED: &[(&str, &str)] = &[("/usr/bin/python3.", "/usr/bin/python3.*")];
 #[test]
 fn aider_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() {
     let (venv, exe) = aider::aider();
-    // Under the test cache, not /tmp: learn mode would widen what Aider writes in /tmp and
-    // the test's directory into one grant.
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(tmp).unwrap_or_else(|e| unreachable!("{e}"));
-    let dir = tempfile::tempdir_in(tmp).unwrap_or_else(|e| unreachable!("{e}"));
+    let (dir, _other) = agent_run::learn_scratch("aider");
     let replies = vec![format!(
         "{}\n\n{}\n\n{}",
         aider::step(0),
@@ -76,15 +55,9 @@ fn aider_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
     let seen: Seen = Arc::default();
     let port = scripted::server(Arc::clone(&seen), aider::model(replies.clone()));
     let (ws, home, metadata) = aider::aider_state(dir.path(), &[]);
-    let profile = policy(dir.path(), &venv, port);
+    let profile = agent_run::profile_in_guest(dir.path(), "agent-aider", &venv, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    // Something in /tmp that Aider does not touch, as earlier tests leave in the VM matrix's
-    // guests: learn mode then names what Aider made there, rather than `/tmp/**`.
-    let _other = tempfile::Builder::new()
-        .prefix("not-aider-")
-        .tempfile_in("/tmp")
-        .unwrap_or_else(|e| unreachable!("{e}"));
     let mut child = agent_run::bee_exec_with(
         Engine::BpfLsm,
         &["--learn".as_ref(), learned.as_os_str()],

@@ -9,29 +9,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::agent_run::{self, Engine};
 use support::claude;
 use support::scripted::{self, Seen};
-
-/// The policy: the shipped profile as version 3 (its `~` the test's home, `./` the
-/// workspace), with the package read and run where npm put it, busybox (the guest's `sh` and
-/// `sed`, and `/usr/bin/env`) and `bash` run, and the scripted server on loopback `port`.
-/// Returns its path.
-fn policy(dir: &Path, package: &Path, port: u16) -> PathBuf {
-    let package = package.display();
-    let text = format!(
-        "version = 3\ninclude = [\"agent-claude-code\"]\n\
-         [fs]\nread = [\"{package}/**\", \"/bin/**\"]\nwrite = [\"./**\"]\n\
-         [exec]\nallow = [\"{package}/**\", \"/bin/busybox\", \"/usr/bin/bash\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
-    );
-    let path = dir.join("claude.toml");
-    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
-    path
-}
 
 /// What learn mode found Claude Code using beyond its profile in the guests, reviewed —
 /// (capability, rule) as `bee policy diff --json` names them, with the test's directory as
@@ -99,25 +81,16 @@ const RENAMED: &[(&str, &str)] = &[
 #[test]
 fn claude_code_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() {
     let claude = claude::claude_code();
-    // Under the test cache, not /tmp, where Claude Code keeps its temporary directory: learn
-    // mode would widen the two into one grant.
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(tmp).unwrap_or_else(|e| unreachable!("{e}"));
-    let dir = tempfile::tempdir_in(tmp).unwrap_or_else(|e| unreachable!("{e}"));
+    let (dir, _other) = agent_run::learn_scratch("claude");
     let (ws, home, _) = claude::state(dir.path());
     std::fs::write(ws.join("app.py"), agent_run::BUGGY).unwrap_or_else(|e| unreachable!("{e}"));
     let fix = "sed -i 's/a - b/a + b/' app.py";
     let seen = Seen::default();
     let port = scripted::server(seen.clone(), claude::bash(vec![fix.to_owned()]));
-    let profile = policy(dir.path(), &claude.package, port);
+    let profile =
+        agent_run::profile_in_guest(dir.path(), "agent-claude-code", &claude.package, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    // Something in /tmp that Claude Code does not touch, as earlier tests leave in the VM
-    // matrix's guests: learn mode then names what it made there, rather than `/tmp/**`.
-    let _other = tempfile::Builder::new()
-        .prefix("not-claude-")
-        .tempfile_in("/tmp")
-        .unwrap_or_else(|e| unreachable!("{e}"));
     let mut exec = agent_run::bee_exec_with(
         Engine::BpfLsm,
         &["--learn".as_ref(), learned.as_os_str()],

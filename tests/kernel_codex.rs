@@ -15,29 +15,11 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use support::agent_run::{self, Engine};
 use support::codex;
 use support::scripted::{self, Seen};
-
-/// The policy: the shipped profile as version 3 (its `~` the test's home, `./` the
-/// workspace), with the package read and run where npm put it, busybox (the guest's `sh`,
-/// `cat` and `sed`, and `/usr/bin/env`) and `bash` run, and the scripted server on loopback
-/// `port`. Returns its path.
-fn policy(dir: &Path, package: &Path, port: u16) -> std::path::PathBuf {
-    let package = package.display();
-    let text = format!(
-        "version = 3\ninclude = [\"agent-codex\"]\n\
-         [fs]\nread = [\"{package}/**\", \"/bin/**\"]\nwrite = [\"./**\"]\n\
-         [exec]\nallow = [\"{package}/**\", \"/bin/busybox\", \"/usr/bin/bash\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
-    );
-    let path = dir.join("codex.toml");
-    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
-    path
-}
 
 #[test]
 fn codex_under_its_profile_as_written_is_refused_a_secret_its_configuration_and_a_hook() {
@@ -52,7 +34,7 @@ fn codex_under_its_profile_as_written_is_refused_a_secret_its_configuration_and_
     let seen = Seen::default();
     let port = scripted::server(seen.clone(), codex::model(commands.clone()));
     let (ws, home, config) = codex::state(dir.path(), port);
-    let policy = policy(dir.path(), &codex.package, port);
+    let policy = agent_run::profile_in_guest(dir.path(), "agent-codex", &codex.package, port);
     let mut exec = agent_run::bee_exec_under(Engine::BpfLsm, &policy, &ws, &home);
     let child = codex::own_environment(&mut exec)
         .args([
@@ -118,7 +100,7 @@ fn codex_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
     let seen = Seen::default();
     let port = scripted::server(seen.clone(), codex::model(commands.clone()));
     let (ws, home, _) = codex::state(dir.path(), port);
-    let profile = policy(dir.path(), &codex.package, port);
+    let profile = agent_run::profile_in_guest(dir.path(), "agent-codex", &codex.package, port);
     // The base: the workspace written and the scripted server, nothing else.
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");

@@ -9,29 +9,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::agent_run::{self, Engine};
 use support::gemini;
 use support::scripted::{self, Seen};
-
-/// The policy: the shipped profile as version 3 (its `~` the test's home, `./` the
-/// workspace), with the package read and run where npm put it, busybox (the guest's `sh` and
-/// `sed`, and `/usr/bin/env`) and `bash` run, and the scripted server on loopback `port`.
-/// Returns its path.
-fn policy(dir: &Path, package: &Path, port: u16) -> PathBuf {
-    let package = package.display();
-    let text = format!(
-        "version = 3\ninclude = [\"agent-gemini\"]\n\
-         [fs]\nread = [\"{package}/**\", \"/bin/**\"]\nwrite = [\"./**\"]\n\
-         [exec]\nallow = [\"{package}/**\", \"/bin/busybox\", \"/usr/bin/bash\"]\n\
-         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
-    );
-    let path = dir.join("gemini.toml");
-    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
-    path
-}
 
 /// What learn mode found Gemini CLI using beyond its profile in the guests, reviewed —
 /// (capability, rule) as `bee policy diff --json` names them, with the test's directory as
@@ -65,25 +47,14 @@ const REVIEWED: &[(&str, &str)] = &[
 #[test]
 fn gemini_cli_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() {
     let (package, script) = gemini::gemini();
-    // Under the test cache, not /tmp: learn mode would widen what Gemini CLI writes in /tmp
-    // and the test's directory into one grant.
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(tmp).unwrap_or_else(|e| unreachable!("{e}"));
-    let dir = tempfile::tempdir_in(tmp).unwrap_or_else(|e| unreachable!("{e}"));
+    let (dir, _other) = agent_run::learn_scratch("gemini");
     let commands = vec!["sed -i 's/a - b/a + b/' app.py".to_owned()];
     let seen = Seen::default();
     let port = scripted::server(seen.clone(), gemini::model(commands.clone()));
     let (ws, home, _) = gemini::gemini_state(dir.path());
-    let profile = policy(dir.path(), &package, port);
+    let profile = agent_run::profile_in_guest(dir.path(), "agent-gemini", &package, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    // Something in /tmp that Gemini CLI does not touch, as earlier tests leave in the VM
-    // matrix's guests: learn mode then names what Gemini CLI made there, rather than
-    // `/tmp/**`.
-    let _other = tempfile::Builder::new()
-        .prefix("not-gemini-")
-        .tempfile_in("/tmp")
-        .unwrap_or_else(|e| unreachable!("{e}"));
     let child = agent_run::bee_exec_with(
         Engine::BpfLsm,
         &["--learn".as_ref(), learned.as_os_str()],

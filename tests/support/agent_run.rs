@@ -251,9 +251,10 @@ pub fn fixed_through_bee_mcp(ws: &Path, records: &Path, outputs: &[String]) {
 /// `$AGENTS`, a read of a directory above `dir` `$ABOVE` (where the target directory is,
 /// which differs from machine to machine), a process's number in `/proc` and an unlinked
 /// file's inode number `N` (`/proc/N/…`, `/tmp/#N`), and a rule that starts with the first of a pair of `renamed`
-/// written as its second (names that change from run to run). Any read below the agents'
-/// cache is named `$AGENTS/**`: how far learn mode widens it depends on which other agents'
-/// builds the cache holds (the VM matrix copies in all of them). And `bee validate` must
+/// written as its second (names that change from run to run). Any read of the agents' cache
+/// or below it is named `$AGENTS/**`: how far learn mode widens it, and whether the cache's
+/// own listing stays a rule of its own, depends on which other agents' builds the cache holds
+/// (in the VM matrix, those of the tests placed on the same kernel). And `bee validate` must
 /// accept the learned policy as written. Returns the learned policy's text.
 pub fn held_to_review(
     profile: &Path,
@@ -291,7 +292,7 @@ pub fn held_to_review(
             return "$ABOVE".to_owned();
         }
         let rule = rule.replace(&dir, "$DIR").replace(&agents, "$AGENTS");
-        if capability == "fs_read" && rule.starts_with("$AGENTS/") {
+        if capability == "fs_read" && (rule == "$AGENTS" || rule.starts_with("$AGENTS/")) {
             return "$AGENTS/**".to_owned();
         }
         if let Some((_, to)) = renamed.iter().find(|(from, _)| rule.starts_with(from)) {
@@ -350,4 +351,44 @@ pub fn learn_base(dir: &Path, port: u16) -> std::path::PathBuf {
     );
     std::fs::write(&base, text).unwrap_or_else(|e| unreachable!("{e}"));
     base
+}
+
+/// The shipped profile `profile` (`agent-…`) as a version 3 policy for an agent's test in the
+/// VM matrix's guests (its `~` the test's home, `./` the workspace), with the agent's
+/// `package` read and run where it was installed, busybox (the guest's `sh` and `sed`, and
+/// `/usr/bin/env`) and `bash` run, and the scripted server on loopback `port`. Writes it to
+/// `dir` as `NAME.toml` (the profile's name without `agent-`) and returns its path.
+pub fn profile_in_guest(
+    dir: &Path,
+    profile: &str,
+    package: &Path,
+    port: u16,
+) -> std::path::PathBuf {
+    let package = package.display();
+    let text = format!(
+        "version = 3\ninclude = [\"{profile}\"]\n\
+         [fs]\nread = [\"{package}/**\", \"/bin/**\"]\nwrite = [\"./**\"]\n\
+         [exec]\nallow = [\"{package}/**\", \"/bin/busybox\", \"/usr/bin/bash\"]\n\
+         [[net.allow]]\naddr = \"127.0.0.1\"\nports = {port}\nproto = \"tcp\"\n"
+    );
+    let name = profile.strip_prefix("agent-").unwrap_or(profile);
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap_or_else(|e| unreachable!("{e}"));
+    path
+}
+
+/// Where a learn-mode run of `agent` in the VM matrix starts: a scratch directory under the
+/// test cache, not /tmp (learn mode would widen what the agent writes in /tmp and the test's
+/// directory into one grant), and a file in /tmp the agent does not touch, as earlier tests
+/// leave in the guests, so that learn mode names what the agent made there rather than
+/// `/tmp/**`. Both are removed when dropped: keep them until the learned policy is checked.
+pub fn learn_scratch(agent: &str) -> (tempfile::TempDir, tempfile::NamedTempFile) {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(tmp).unwrap_or_else(|e| unreachable!("{e}"));
+    let dir = tempfile::tempdir_in(tmp).unwrap_or_else(|e| unreachable!("{e}"));
+    let other = tempfile::Builder::new()
+        .prefix(&format!("not-{agent}-"))
+        .tempfile_in("/tmp")
+        .unwrap_or_else(|e| unreachable!("{e}"));
+    (dir, other)
 }
