@@ -58,56 +58,19 @@ fn aider_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
     let profile = agent_run::profile_in_guest(dir.path(), "agent-aider", &venv, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let mut child = agent_run::bee_exec_with(
+    let mut exec = agent_run::bee_exec_with(
         Engine::BpfLsm,
         &["--learn".as_ref(), learned.as_os_str()],
         &base,
         &ws,
         &home,
-    )
-    // As natively (`landlock_aider`, `docs/profiles.md`): litellm's table of models from its
-    // own package, lines as wide as Aider's messages.
-    .args([
-        "OPENAI_API_KEY=sk-test",
-        "LITELLM_LOCAL_MODEL_COST_MAP=True",
-        "COLUMNS=1000",
-    ])
-    .arg(&exe)
-    .args([
-        "--model",
-        aider::MODEL,
-        "--weak-model",
-        aider::MODEL,
-        "--edit-format",
-        "diff",
-    ])
-    .arg("--openai-api-base")
-    .arg(format!("http://127.0.0.1:{port}/v1"))
-    .arg("--model-metadata-file")
-    .arg(&metadata)
-    .args([
-        "--no-check-update",
-        "--no-analytics",
-        "--no-show-release-notes",
-        "--no-show-model-warnings",
-        "--no-git",
-        "--map-tokens",
-        "0",
-        "--no-auto-lint",
-        "--no-detect-urls",
-        "--no-stream",
-        "--no-pretty",
-        "--no-fancy-input",
-        "--yes-always",
-        "app.py",
-    ])
-    .stdin(std::process::Stdio::piped())
-    .env_remove("XDG_CONFIG_HOME")
-    // bee in its own process, not through the VM matrix's service (whose ceiling grants no
-    // host name, and which does not learn).
-    .env_remove("BEE_SOCKET")
-    .spawn()
-    .unwrap_or_else(|e| unreachable!("{e}"));
+    );
+    let mut child = aider::run(&mut exec, &exe, port, &metadata)
+        // bee in its own process, not through the VM matrix's service (whose ceiling grants
+        // no host name, and which does not learn).
+        .env_remove("BEE_SOCKET")
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("{e}"));
     {
         use std::io::Write as _;
         let mut stdin = child.stdin.take().unwrap_or_else(|| unreachable!());

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use support::agent_run;
 use support::aider::{
-    ANSWER, Kept, MODEL, aider, aider_state, edit, model, refused_write, replies_back, step,
+    self, ANSWER, Kept, aider, aider_state, edit, model, refused_write, replies_back, step,
 };
 use support::scripted::{self, Seen};
 
@@ -106,50 +106,14 @@ fn aider_under_its_profile_is_refused_a_secret_its_settings_and_a_hook_and_lands
         "protect = [\"./.git/**\"]\n",
     );
     let started = std::time::Instant::now();
-    let mut child = agent_run::bee_exec(&policy, &ws, &home)
-        // litellm's table of models from its own package, not downloaded.
-        // Lines as wide as the paths in Aider's messages (its console wraps at the terminal's
-        // width, 80 columns without one).
-        .args([
-            "OPENAI_API_KEY=sk-test",
-            "LITELLM_LOCAL_MODEL_COST_MAP=True",
-            "COLUMNS=1000",
-        ])
-        .arg(&exe)
-        .args([
-            "--model",
-            MODEL,
-            "--weak-model",
-            MODEL,
-            "--edit-format",
-            "diff",
-        ])
-        .arg("--openai-api-base")
-        .arg(format!("http://127.0.0.1:{port}/v1"))
-        .arg("--model-metadata-file")
-        .arg(&metadata)
-        .args([
-            // No update check or analytics (their hosts are not granted), no git (the
-            // workspace is none), no repository map, no lint run, plain input and output.
-            "--no-check-update",
-            "--no-analytics",
-            "--no-show-release-notes",
-            "--no-show-model-warnings",
-            "--no-git",
-            "--map-tokens",
-            "0",
-            "--no-auto-lint",
-            "--no-detect-urls",
-            "--no-stream",
-            "--no-pretty",
-            "--no-fancy-input",
-            "--yes-always",
-            "app.py",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .env_remove("XDG_CONFIG_HOME")
-        .spawn()
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    let mut child = aider::run(
+        &mut agent_run::bee_exec(&policy, &ws, &home),
+        &exe,
+        port,
+        &metadata,
+    )
+    .spawn()
+    .unwrap_or_else(|e| unreachable!("{e}"));
     // The user's messages, a line each (`--no-fancy-input` reads them with Python's
     // `input()`), then the end of input, where Aider exits: the prompt, then one to go on
     // after each reply.

@@ -143,3 +143,56 @@ pub fn refused_write(text: &str, path: &Path) -> bool {
     text.contains(&format!("Read-only file system: '{path}'"))
         || text.contains(&format!("Permission denied: '{path}'"))
 }
+
+/// Adds Aider's run to `command` (a `bee exec … -- /usr/bin/env` of [`super::agent_run`]): its
+/// environment (an API key, litellm's table of models from its own package rather than
+/// downloaded, lines as wide as the paths in Aider's messages: its console wraps at the
+/// terminal's width, 80 columns without one), `exe` with the scripted model at loopback `port`
+/// and its `metadata`, no update check or analytics (their hosts are not granted), no git (the
+/// workspace is none), no repository map, no lint run, plain input and output, every edit
+/// allowed, and `app.py` in the chat. Standard input is a pipe for the user's messages, one
+/// line each (`--no-fancy-input` reads them with Python's `input()`; Aider exits at its end).
+pub fn run<'a>(
+    command: &'a mut std::process::Command,
+    exe: &Path,
+    port: u16,
+    metadata: &Path,
+) -> &'a mut std::process::Command {
+    command
+        .args([
+            "OPENAI_API_KEY=sk-test",
+            "LITELLM_LOCAL_MODEL_COST_MAP=True",
+            "COLUMNS=1000",
+        ])
+        .arg(exe)
+        .args([
+            "--model",
+            MODEL,
+            "--weak-model",
+            MODEL,
+            "--edit-format",
+            "diff",
+        ])
+        .arg("--openai-api-base")
+        .arg(format!("http://127.0.0.1:{port}/v1"))
+        .arg("--model-metadata-file")
+        .arg(metadata)
+        .args([
+            "--no-check-update",
+            "--no-analytics",
+            "--no-show-release-notes",
+            "--no-show-model-warnings",
+            "--no-git",
+            "--map-tokens",
+            "0",
+            "--no-auto-lint",
+            "--no-detect-urls",
+            "--no-stream",
+            "--no-pretty",
+            "--no-fancy-input",
+            "--yes-always",
+            "app.py",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .env_remove("XDG_CONFIG_HOME")
+}
