@@ -183,6 +183,22 @@ fn parse_on(s: &str) -> std::result::Result<(String, PathBuf), String> {
     }
 }
 
+/// Fails unless every kernel `--with-on` and `--bin-on` name is one `opts` boots: a file meant
+/// for a kernel not booted would be copied nowhere, and the test needing it would fail for a
+/// reason the command line hid.
+fn check_on(opts: &VmOpts) -> Result<()> {
+    let booted = selected(&opts.kernel);
+    for (kernel, path) in opts.with_on.iter().chain(&opts.bin_on) {
+        if !booted.iter().any(|e| e.name == kernel) {
+            return Err(Error::Usage(format!(
+                "{kernel}={}: {kernel} is not a kernel this run boots",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Parses `--place TEST=KERNEL`.
 fn parse_place(s: &str) -> std::result::Result<(String, String), String> {
     match s.split_once('=') {
@@ -429,6 +445,7 @@ pub fn run_in_kernels_with(
             "no command given: `cargo xtask vm [--kernel K] -- CMD ARGS…`".into(),
         ));
     }
+    check_on(opts)?;
     let prepared = prepare(opts)?;
     let command = absolutize(command);
     let one = |kernel: &Kernel| -> Result<KernelRun> {
@@ -1266,6 +1283,31 @@ mod tests {
         assert_eq!(announced(&run("6.12")), 2, "{}", run("6.12"));
         assert_eq!(announced(&run("6.12-rt")), 1, "{}", run("6.12-rt"));
         assert_eq!(announced(&run("7.x")), 1);
+    }
+
+    #[test]
+    fn a_file_for_one_kernel_must_name_a_booted_kernel() {
+        let seven = KernelChoice::One(
+            crate::kernels::MATRIX
+                .iter()
+                .find(|e| e.name == "7.x")
+                .expect("7.x is in the matrix"),
+        );
+        let mut opts = VmOpts {
+            kernel: vec![seven],
+            with: Vec::new(),
+            bin: Vec::new(),
+            with_on: vec![("7.x".to_owned(), PathBuf::from("/t/a"))],
+            bin_on: Vec::new(),
+            timeout: 1,
+            accel: AccelChoice::Auto,
+            memory: 1,
+            append: String::new(),
+            lanes: 1,
+        };
+        assert!(check_on(&opts).is_ok());
+        opts.bin_on.push(("6.1".to_owned(), PathBuf::from("/t/b")));
+        assert!(check_on(&opts).is_err());
     }
 
     #[test]
