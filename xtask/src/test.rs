@@ -169,38 +169,25 @@ pub fn run(args: &Args) -> Result<()> {
         // `semgrep-core` fails without them, and the agents read them as they start; nothing
         // in the tests reaches the network.
         bee_opts.with.push(CA_CERTIFICATES.into());
-        // What a test placed on one kernel runs goes into that kernel's guest only.
-        let on = |test: &str| -> Result<String> {
-            place
-                .iter()
-                .find(|(t, _)| t == test)
-                .map(|(_, kernel)| kernel.clone())
-                .ok_or_else(|| Error::Usage(format!("{test} is placed on no kernel")))
-        };
-        let mut tree_on = |test: &str, trees: Vec<PathBuf>| -> Result<()> {
-            let kernel = on(test)?;
-            bee_opts
-                .with_on
-                .extend(trees.into_iter().map(|t| (kernel.clone(), t)));
-            Ok(())
-        };
-        tree_on("kernel_mcp", mcp_servers()?)?;
-        tree_on("kernel_gemini", vec![gemini()?])?;
+        // What a test placed on one kernel runs goes into that kernel's guest only: trees
+        // copied whole, and executables with their libraries.
         let semgrep = semgrep()?;
-        tree_on("kernel_scan", semgrep.trees)?;
         let aider = aider()?;
-        tree_on("kernel_aider", aider.trees)?;
-        for (test, executables) in [
-            ("kernel_codex", vec![codex()?]),
-            ("kernel_claude", vec![claude_code()?]),
-            ("kernel_opencode", vec![opencode()?]),
-            ("kernel_scan", semgrep.executables),
-            ("kernel_aider", aider.executables),
+        for (test, trees, executables) in [
+            ("kernel_mcp", mcp_servers()?, Vec::new()),
+            ("kernel_gemini", vec![gemini()?], Vec::new()),
+            ("kernel_codex", Vec::new(), vec![codex()?]),
+            ("kernel_claude", Vec::new(), vec![claude_code()?]),
+            ("kernel_opencode", Vec::new(), vec![opencode()?]),
+            ("kernel_scan", semgrep.trees, semgrep.executables),
+            ("kernel_aider", aider.trees, aider.executables),
         ] {
-            let kernel = on(test)?;
-            bee_opts
-                .bin_on
-                .extend(executables.into_iter().map(|e| (kernel.clone(), e)));
+            let Some((_, kernel)) = place.iter().find(|(t, _)| t == test) else {
+                return Err(Error::Usage(format!("{test} is placed on no kernel")));
+            };
+            let on = |path: PathBuf| (kernel.clone(), path);
+            bee_opts.with_on.extend(trees.into_iter().map(on));
+            bee_opts.bin_on.extend(executables.into_iter().map(on));
         }
         // Every guest has the tests, `bee`, `node` and `bash` (about 410 MB); each has what its
         // placed tests run besides: the MCP servers about 70 MB, Codex about 315 MB, Claude
@@ -486,8 +473,8 @@ fn semgrep() -> Result<GuestPython> {
 /// Installs Aider (`aider-chat` from PyPI at the release `tests/agents/aider.version` pins)
 /// where `kernel_aider` looks for it, a virtual environment at
 /// `target/tmp/agents/aider-VERSION` (as `landlock_aider`, in step 1, makes it), unless it is
-/// there; returns what the guest that runs it needs of it (about 690 MB; the interpreter and
-/// its standard library, which Semgrep's brings to every guest, included).
+/// there; returns what the guest that runs it needs of it (about 720 MB with the interpreter
+/// and its standard library).
 fn aider() -> Result<GuestPython> {
     let version = pinned("tests/agents/aider.version")?;
     let venv = vm::target_dir().join(format!("tmp/agents/aider-{version}"));
