@@ -543,17 +543,12 @@ fn mcp_servers() -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::{Entry, MATRIX};
+    use crate::kernels::{self, Entry};
 
     fn entries(names: &[&str]) -> Vec<&'static Entry> {
         names
             .iter()
-            .map(|n| {
-                MATRIX
-                    .iter()
-                    .find(|e| e.name == *n)
-                    .expect("a kernel of the matrix")
-            })
+            .map(|n| kernels::entry(n).expect("a kernel of the matrix"))
             .collect()
     }
 

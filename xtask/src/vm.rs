@@ -175,11 +175,20 @@ pub struct TestArgs {
 
 /// Parses `--with-on KERNEL=DIR` and `--bin-on KERNEL=PATH`.
 fn parse_on(s: &str) -> std::result::Result<(String, PathBuf), String> {
+    let (kernel, path) = pair(s, "KERNEL=PATH")?;
+    Ok((kernel, PathBuf::from(path)))
+}
+
+/// Parses `--place TEST=KERNEL`.
+fn parse_place(s: &str) -> std::result::Result<(String, String), String> {
+    pair(s, "TEST=KERNEL")
+}
+
+/// `s` split at its first `=`, both sides non-empty, or an error naming the `shape` expected.
+fn pair(s: &str, shape: &str) -> std::result::Result<(String, String), String> {
     match s.split_once('=') {
-        Some((kernel, path)) if !kernel.is_empty() && !path.is_empty() => {
-            Ok((kernel.to_owned(), PathBuf::from(path)))
-        }
-        _ => Err(format!("`{s}` is not KERNEL=PATH")),
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => Ok((a.to_owned(), b.to_owned())),
+        _ => Err(format!("`{s}` is not {shape}")),
     }
 }
 
@@ -197,16 +206,6 @@ fn check_on(opts: &VmOpts) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Parses `--place TEST=KERNEL`.
-fn parse_place(s: &str) -> std::result::Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((test, kernel)) if !test.is_empty() && !kernel.is_empty() => {
-            Ok((test.to_owned(), kernel.to_owned()))
-        }
-        _ => Err(format!("`{s}` is not TEST=KERNEL")),
-    }
 }
 
 /// Repository root (the workspace holding xtask/).
@@ -1287,12 +1286,7 @@ mod tests {
 
     #[test]
     fn a_file_for_one_kernel_must_name_a_booted_kernel() {
-        let seven = KernelChoice::One(
-            crate::kernels::MATRIX
-                .iter()
-                .find(|e| e.name == "7.x")
-                .expect("7.x is in the matrix"),
-        );
+        let seven = KernelChoice::named("7.x").expect("7.x is in the matrix");
         let mut opts = VmOpts {
             kernel: vec![seven],
             with: Vec::new(),
@@ -1313,12 +1307,8 @@ mod tests {
     #[test]
     fn a_placement_must_name_a_built_target_and_a_running_kernel() {
         let binaries = [("kernel_cli".to_owned(), PathBuf::from("/t/kernel_cli-1"))];
-        let kernels: Vec<&Entry> = selected(&[KernelChoice::One(
-            crate::kernels::MATRIX
-                .iter()
-                .find(|e| e.name == "7.x")
-                .expect("7.x is in the matrix"),
-        )]);
+        let kernels: Vec<&Entry> =
+            selected(&[KernelChoice::named("7.x").expect("7.x is in the matrix")]);
         let place = |t: &str, k: &str| [(t.to_owned(), k.to_owned())];
         assert!(check_places(&place("kernel_cli", "7.x"), &binaries, &kernels).is_ok());
         assert!(check_places(&place("kernel_codex", "7.x"), &binaries, &kernels).is_err());
