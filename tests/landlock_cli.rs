@@ -1427,10 +1427,10 @@ fn the_next_bee_removes_the_scope_a_sigkilled_bee_left() {
     let scope = sleeping_in_scope(&token, &mut first);
     // A shared lock of the scope's own, as its maker holds: until it is dropped below, no
     // other test's bee (they run in parallel) sweeps the scope first.
+    // (`File::lock_shared` is `flock(2)`'s `LOCK_SH`, the lock bee's sweep tries.)
     let held = std::fs::File::open(&scope).unwrap_or_else(|e| unreachable!("{e}"));
-    // SAFETY: flock(2) on a descriptor this test owns.
-    let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_SH) };
-    assert_eq!(locked, 0, "{}", std::io::Error::last_os_error());
+    held.lock_shared()
+        .unwrap_or_else(|e| unreachable!("lock {}: {e}", scope.display()));
     // std's kill is SIGKILL: no handler of bee's runs.
     assert!(first.kill().is_ok());
     let _ = first.wait();
