@@ -55,27 +55,20 @@ fn gemini_cli_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_review
     let profile = agent_run::profile_in_guest(dir.path(), "agent-gemini", &package, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let child = agent_run::bee_exec_with(
+    let mut exec = agent_run::bee_exec_with(
         Engine::BpfLsm,
         &["--learn".as_ref(), learned.as_os_str()],
         &base,
         &ws,
         &home,
-    )
-    .args(["SHELL=/usr/bin/bash", "GEMINI_API_KEY=test"])
-    .arg(format!("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{port}"))
-    // As under the profile natively (`landlock_gemini`, `docs/profiles.md`): its shell tool's
-    // temporary directories in its own state, which the profile writes, not in /tmp.
-    .arg(format!("TMPDIR={}", home.join(".gemini/tmp").display()))
-    .arg("/usr/bin/node")
-    .arg(&script)
-    .args(["-p", agent_run::PROMPT, "--yolo"])
-    .env_remove("GEMINI_CLI_HOME")
-    // bee in its own process, not through the VM matrix's service (whose ceiling grants no
-    // host name, and which does not learn).
-    .env_remove("BEE_SOCKET")
-    .spawn()
-    .unwrap_or_else(|e| unreachable!("{e}"));
+    );
+    // As under the profile natively (`landlock_gemini`, `docs/profiles.md`).
+    let child = gemini::run(&mut exec, "/usr/bin/node", &script, &home, port)
+        // bee in its own process, not through the VM matrix's service (whose ceiling grants
+        // no host name, and which does not learn).
+        .env_remove("BEE_SOCKET")
+        .spawn()
+        .unwrap_or_else(|e| unreachable!("{e}"));
     let (out, err, seen) = agent_run::ended_under(
         child,
         Duration::from_secs(600),

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::agent_run;
-use support::gemini::{ANSWER, gemini, gemini_state, is_turn, model, tool_outputs};
+use support::gemini::{self, ANSWER, gemini, gemini_state, is_turn, model, tool_outputs};
 use support::scripted::{self, Seen};
 
 #[test]
@@ -47,18 +47,15 @@ fn gemini_cli_under_its_profile_is_refused_a_secret_and_its_settings_and_lands_a
     // and the commands the model runs; the scripted server.
     let policy = agent_run::policy(dir.path(), "agent-gemini", (&ws, &home), &package, port, "");
     let started = std::time::Instant::now();
-    let child = agent_run::bee_exec(&policy, &ws, &home)
-        .args(["SHELL=/usr/bin/bash", "GEMINI_API_KEY=test"])
-        .arg(format!("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{port}"))
-        // Its shell tool makes a directory in the temporary directory for each command, and
-        // fails the command where it cannot: the profile writes `~/.gemini/tmp/`, not `/tmp`.
-        .arg(format!("TMPDIR={}", home.join(".gemini/tmp").display()))
-        .arg("node")
-        .arg(&script)
-        .args(["-p", agent_run::PROMPT, "--yolo"])
-        .env_remove("GEMINI_CLI_HOME")
-        .spawn()
-        .unwrap_or_else(|e| unreachable!("{e}"));
+    let child = gemini::run(
+        &mut agent_run::bee_exec(&policy, &ws, &home),
+        "node",
+        &script,
+        &home,
+        port,
+    )
+    .spawn()
+    .unwrap_or_else(|e| unreachable!("{e}"));
     let (out, err, seen) = agent_run::ended(
         child,
         Duration::from_secs(120),

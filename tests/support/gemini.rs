@@ -145,3 +145,26 @@ pub fn model(commands: Vec<String>) -> Script {
         ("application/json", "{}".to_owned())
     })
 }
+
+/// Adds Gemini CLI's run to `command` (a `bee exec … -- /usr/bin/env` of
+/// [`super::agent_run`]): `bash` as its shell, an API key and the scripted server at loopback
+/// `port` as its endpoint, its temporary directory in its state under `home` (its shell tool
+/// makes a directory in the temporary directory for each command, and fails the command where
+/// it cannot: the profile writes `~/.gemini/tmp/`, not `/tmp`), then `node` running `script`
+/// non-interactively with every tool call allowed (`-p PROMPT --yolo`).
+pub fn run<'a>(
+    command: &'a mut std::process::Command,
+    node: &str,
+    script: &Path,
+    home: &Path,
+    port: u16,
+) -> &'a mut std::process::Command {
+    command
+        .args(["SHELL=/usr/bin/bash", "GEMINI_API_KEY=test"])
+        .arg(format!("GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:{port}"))
+        .arg(format!("TMPDIR={}", home.join(".gemini/tmp").display()))
+        .arg(node)
+        .arg(script)
+        .args(["-p", super::agent_run::PROMPT, "--yolo"])
+        .env_remove("GEMINI_CLI_HOME")
+}
