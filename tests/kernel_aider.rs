@@ -13,7 +13,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::agent_run::{self, Engine};
+use support::agent_run;
 use support::aider;
 use support::scripted::{self, Seen};
 
@@ -58,17 +58,8 @@ fn aider_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
     let profile = agent_run::profile_in_guest(dir.path(), "agent-aider", &venv, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let mut exec = agent_run::bee_exec_with(
-        Engine::BpfLsm,
-        &["--learn".as_ref(), learned.as_os_str()],
-        &base,
-        &ws,
-        &home,
-    );
+    let mut exec = agent_run::bee_learn(&learned, &base, &ws, &home);
     let mut child = aider::run(&mut exec, &exe, port, &metadata)
-        // bee in its own process, not through the VM matrix's service (whose ceiling grants
-        // no host name, and which does not learn).
-        .env_remove("BEE_SOCKET")
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     {

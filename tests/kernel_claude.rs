@@ -11,7 +11,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::agent_run::{self, Engine};
+use support::agent_run;
 use support::claude;
 use support::scripted::{self, Seen};
 
@@ -91,13 +91,7 @@ fn claude_code_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_revie
         agent_run::profile_in_guest(dir.path(), "agent-claude-code", &claude.package, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let mut exec = agent_run::bee_exec_with(
-        Engine::BpfLsm,
-        &["--learn".as_ref(), learned.as_os_str()],
-        &base,
-        &ws,
-        &home,
-    );
+    let mut exec = agent_run::bee_learn(&learned, &base, &ws, &home);
     let child = claude::own_environment(&mut exec)
         .args(claude::environment(port))
         .arg("SHELL=/usr/bin/bash")

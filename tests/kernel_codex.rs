@@ -104,13 +104,7 @@ fn codex_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed() 
     // The base: the workspace written and the scripted server, nothing else.
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let mut exec = agent_run::bee_exec_with(
-        Engine::BpfLsm,
-        &["--learn".as_ref(), learned.as_os_str()],
-        &base,
-        &ws,
-        &home,
-    );
+    let mut exec = agent_run::bee_learn(&learned, &base, &ws, &home);
     let child = codex::own_environment(&mut exec)
         .args(["OPENAI_API_KEY=sk-test", "SHELL=/usr/bin/bash"])
         .arg(&codex.native)

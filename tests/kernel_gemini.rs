@@ -11,7 +11,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::agent_run::{self, Engine};
+use support::agent_run;
 use support::gemini;
 use support::scripted::{self, Seen};
 
@@ -55,18 +55,9 @@ fn gemini_cli_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_review
     let profile = agent_run::profile_in_guest(dir.path(), "agent-gemini", &package, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let mut exec = agent_run::bee_exec_with(
-        Engine::BpfLsm,
-        &["--learn".as_ref(), learned.as_os_str()],
-        &base,
-        &ws,
-        &home,
-    );
+    let mut exec = agent_run::bee_learn(&learned, &base, &ws, &home);
     // As under the profile natively (`landlock_gemini`, `docs/profiles.md`).
     let child = gemini::run(&mut exec, "/usr/bin/node", &script, &home, port)
-        // bee in its own process, not through the VM matrix's service (whose ceiling grants
-        // no host name, and which does not learn).
-        .env_remove("BEE_SOCKET")
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     let (out, err, seen) = agent_run::ended_under(

@@ -194,6 +194,22 @@ pub fn bee_exec_with(
     command
 }
 
+/// `bee exec --engine bpf-lsm --learn LEARNED --policy BASE -- /usr/bin/env` ([`bee_exec_with`])
+/// for an agent's learn-mode test in the VM matrix: bee in its own process, not through the
+/// matrix's service (`BEE_SOCKET` removed), which does not learn and whose ceiling grants no
+/// host name.
+pub fn bee_learn(learned: &Path, base: &Path, ws: &Path, home: &Path) -> std::process::Command {
+    let mut command = bee_exec_with(
+        Engine::BpfLsm,
+        &["--learn".as_ref(), learned.as_os_str()],
+        base,
+        ws,
+        home,
+    );
+    command.env_remove("BEE_SOCKET");
+    command
+}
+
 /// [`ended_under`] the Landlock engine, which bee must say enforced it.
 pub fn ended(
     child: std::process::Child,
