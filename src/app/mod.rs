@@ -51,6 +51,7 @@ struct Cli<C: Subcommand> {
 
 /// Every command bee parses: the public ones and the hidden ones bee starts itself.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 #[expect(
     clippy::large_enum_variant,
     reason = "one value, parsed once at start; boxing would only add an indirection"
@@ -66,6 +67,7 @@ enum Invocation {
 
 /// The public commands.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Compile a policy, plan its enforcement, and optionally prove it attenuates a parent.
     Validate(validate::Args),
