@@ -54,6 +54,9 @@ const BPF_JEQ_K: u16 = 0x15;
 const BPF_JGE_K: u16 = 0x35;
 const BPF_JSET_K: u16 = 0x45;
 const BPF_RET_K: u16 = 0x06;
+/// `BPF_JMP | BPF_JA`: an unconditional jump by `k` (32 bits: the conditional jumps' offsets
+/// are 8).
+const BPF_JA: u16 = 0x05;
 const BPF_ALU_AND_K: u16 = 0x54;
 
 pub mod call;
@@ -176,8 +179,9 @@ const OPEN_ARGS: &[(libc::c_long, u32, u32)] = &[(libc::SYS_open, 1, 2), (libc::
 /// `O_CREAT | __O_TMPFILE`: the flags with which `open` reads its mode.
 const OPEN_CREATES: u32 = 0o100 | 0o2000_0000;
 
-/// Builds the program as straight-line checks: each check loads what it tests, so no check
-/// depends on the accumulator another left behind.
+/// Builds the program: each check loads what it tests, so no check depends on the
+/// accumulator another left behind, and the checks are entered by number
+/// ([`Builder::dispatch`]).
 #[derive(Debug, Default)]
 struct Builder {
     prog: Vec<SockFilter>,
@@ -211,6 +215,95 @@ impl Builder {
         self.op(BPF_JEQ_K, sysno as u32, 0, skip);
         self.prog.extend(inner.prog);
     }
+
+    /// Sets the offset of the jump at `at` so that it lands on the next instruction to be
+    /// added.
+    fn land_here(&mut self, at: usize) {
+        let offset = u32::try_from(self.prog.len() - at - 1).unwrap_or(u32::MAX);
+        if let Some(jump) = self.prog.get_mut(at) {
+            jump.k = offset;
+        }
+    }
+
+    /// Each check's body, entered by a binary search on the system call number: one `JGE`
+    /// (and a jump) per level, then a `JEQ` per number at a leaf; a number no check names is
+    /// allowed at its leaf. The kernel runs the filter on every call whose answer depends on
+    /// its arguments, and on every number when the filter is installed (to cache the calls it
+    /// always allows, `seccomp_cache_prepare`): a chain of one `JEQ` per check made both walk
+    /// every check before the body, about 120 instructions, where the search walks about 12.
+    /// A body of one instruction (a return) is placed at its leaf; the others after the
+    /// search, each entered by a jump. `checks` must name each number once, in ascending
+    /// order ([`Checks::sorted`]).
+    fn dispatch(&mut self, checks: &[(u32, Vec<SockFilter>)]) {
+        let mut to_body = Vec::new();
+        self.load(OFF_NR);
+        self.search(checks, &mut to_body);
+        for (at, body) in to_body {
+            self.land_here(at);
+            self.prog.extend_from_slice(body);
+        }
+    }
+
+    /// The search over `checks` (by the system call number in the accumulator); each jump to
+    /// a body placed after the search is pushed onto `to_body` with that body, in order.
+    fn search<'c>(
+        &mut self,
+        checks: &'c [(u32, Vec<SockFilter>)],
+        to_body: &mut Vec<(usize, &'c [SockFilter])>,
+    ) {
+        /// Numbers compared one by one at a leaf.
+        const LEAF: usize = 3;
+        if checks.len() <= LEAF {
+            for (nr, body) in checks {
+                self.op(BPF_JEQ_K, *nr, 0, 1);
+                match body.as_slice() {
+                    [ret] => self.prog.push(*ret),
+                    body => {
+                        to_body.push((self.prog.len(), body));
+                        self.op(BPF_JA, 0, 0, 0);
+                    }
+                }
+            }
+            self.ret(SECCOMP_RET_ALLOW);
+            return;
+        }
+        let (below, from) = checks.split_at(checks.len() / 2);
+        let pivot = from.first().map_or(u32::MAX, |(nr, _)| *nr);
+        // At or above the pivot: the jump over the lower half; below: into it.
+        self.op(BPF_JGE_K, pivot, 0, 1);
+        let to_upper = self.prog.len();
+        self.op(BPF_JA, 0, 0, 0);
+        self.search(below, to_body);
+        self.land_here(to_upper);
+        self.search(from, to_body);
+    }
+}
+
+/// The system calls a filter decides by more than being named: each one's number and the body
+/// that decides it (a return on every path; its jumps stay within it, and it loads what it
+/// tests, so it does not depend on how it was entered).
+#[derive(Debug, Default)]
+struct Checks {
+    by_number: Vec<(u32, Vec<SockFilter>)>,
+}
+
+impl Checks {
+    /// `sysno`'s check is `body`.
+    fn on(&mut self, sysno: libc::c_long, body: impl FnOnce(&mut Builder)) {
+        let mut b = Builder::default();
+        body(&mut b);
+        self.by_number.push((sysno as u32, b.prog));
+    }
+
+    /// The checks by ascending number; `None` when one number has two (the second could
+    /// never be entered).
+    fn sorted(mut self) -> Option<Vec<(u32, Vec<SockFilter>)>> {
+        self.by_number.sort_by_key(|(nr, _)| *nr);
+        self.by_number
+            .windows(2)
+            .all(|w| matches!(w, [a, b] if a.0 < b.0))
+            .then_some(self.by_number)
+    }
 }
 
 fn errno(e: i32) -> u32 {
@@ -240,43 +333,62 @@ pub struct Sockets {
 /// Every refusal returns `SECCOMP_RET_USER_NOTIF`, for the listener to answer
 /// ([`REFUSED_ERRNO`]) and report; only `clone3` and `openat2` are answered here (`ENOSYS`).
 pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
-    let refuse = SECCOMP_RET_USER_NOTIF;
+    let mut b = header();
+    match checks(sockets, no_memfd).sorted() {
+        Some(checks) => b.dispatch(&checks),
+        // No two checks share a number (a test holds the filter to that); were one named
+        // twice, every call would be refused rather than a check be skipped.
+        None => b.ret(SECCOMP_RET_USER_NOTIF),
+    }
+    b.prog
+}
+
+/// What the filter does before it looks at the system call: it kills a process of another
+/// architecture, and refuses the x32 numbers.
+fn header() -> Builder {
     let mut b = Builder::default();
     b.load(OFF_ARCH);
     b.op(BPF_JEQ_K, AUDIT_ARCH, 1, 0);
     b.ret(SECCOMP_RET_KILL_PROCESS);
     b.load(OFF_NR);
     b.op(BPF_JGE_K, X32_SYSCALL_BIT, 0, 1);
-    b.ret(refuse);
+    b.ret(SECCOMP_RET_USER_NOTIF);
+    b
+}
+
+/// The checks of [`filter`], one per system call it looks at.
+fn checks(sockets: Sockets, no_memfd: bool) -> Checks {
+    let refuse = SECCOMP_RET_USER_NOTIF;
+    let mut c = Checks::default();
     for &nr in REFUSED {
-        b.on_syscall(nr, |b| b.ret(refuse));
+        c.on(nr, |b| b.ret(refuse));
     }
     if no_memfd {
-        b.on_syscall(libc::SYS_memfd_create, |b| b.ret(refuse));
+        c.on(libc::SYS_memfd_create, |b| b.ret(refuse));
     }
-    b.on_syscall(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
-    b.on_syscall(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
+    c.on(libc::SYS_clone3, |b| b.ret(errno(libc::ENOSYS)));
+    c.on(libc::SYS_openat2, |b| b.ret(errno(libc::ENOSYS)));
     for &(nr, mode) in MODE_ARGS {
-        b.on_syscall(nr, |b| b.refuse_bits(mode, SET_ID_BITS, refuse));
+        c.on(nr, |b| b.refuse_bits(mode, SET_ID_BITS, refuse));
     }
     for &(nr, flags, mode) in OPEN_ARGS {
-        b.on_syscall(nr, |b| {
+        c.on(nr, |b| {
             b.load(arg(flags));
             b.op(BPF_JSET_K, OPEN_CREATES, 1, 0);
             b.ret(SECCOMP_RET_ALLOW);
             b.refuse_bits(mode, SET_ID_BITS, refuse);
         });
     }
-    b.on_syscall(libc::SYS_landlock_restrict_self, |b| {
+    c.on(libc::SYS_landlock_restrict_self, |b| {
         b.refuse_bits(1, LANDLOCK_LOG_OFF, refuse);
     });
-    b.on_syscall(libc::SYS_seccomp, |b| {
+    c.on(libc::SYS_seccomp, |b| {
         b.refuse_bits(1, NEW_LISTENER, refuse)
     });
     for nr in [libc::SYS_clone, libc::SYS_unshare] {
-        b.on_syscall(nr, |b| b.refuse_bits(0, CLONE_NEWUSER, refuse));
+        c.on(nr, |b| b.refuse_bits(0, CLONE_NEWUSER, refuse));
     }
-    b.on_syscall(libc::SYS_socket, |b| {
+    c.on(libc::SYS_socket, |b| {
         // AF_NETLINK: NETLINK_ROUTE (0) only.
         b.load(arg(0));
         b.op(BPF_JEQ_K, libc::AF_NETLINK as u32, 0, 3);
@@ -327,7 +439,7 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
     });
     // A connected pair only: a datagram socket of a pair could still send to (or connect
     // to) any pathname socket, which Landlock does not check before ABI 9.
-    b.on_syscall(libc::SYS_socketpair, |b| {
+    c.on(libc::SYS_socketpair, |b| {
         b.load(arg(0));
         b.op(BPF_JEQ_K, libc::AF_UNIX as u32, 0, 5);
         b.load(arg(1));
@@ -342,9 +454,9 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
         (libc::SYS_sendmsg, 2),
         (libc::SYS_sendmmsg, 3),
     ] {
-        b.on_syscall(nr, |b| b.refuse_bits(flags, MSG_FASTOPEN, refuse));
+        c.on(nr, |b| b.refuse_bits(flags, MSG_FASTOPEN, refuse));
     }
-    b.on_syscall(libc::SYS_ioctl, |b| {
+    c.on(libc::SYS_ioctl, |b| {
         b.load(arg(1));
         for (i, &(req, _)) in IOCTLS.iter().enumerate() {
             // On a match jump to the EPERM after the list.
@@ -354,8 +466,7 @@ pub fn filter(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
         b.ret(SECCOMP_RET_ALLOW);
         b.ret(refuse);
     });
-    b.ret(SECCOMP_RET_ALLOW);
-    b.prog
+    c
 }
 
 /// The filter of [`notify::probe`]: `getppid` with argument 0 equal to `magic` returns
@@ -385,6 +496,11 @@ mod tests {
     /// Runs `prog` on a `seccomp_data` the way the kernel's classic BPF interpreter does, for
     /// the instructions the builder emits.
     fn run(prog: &[SockFilter], nr: u32, args: [u32; 6]) -> u32 {
+        walk(prog, nr, args).0
+    }
+
+    /// [`run`]'s answer, and how many instructions it took.
+    fn walk(prog: &[SockFilter], nr: u32, args: [u32; 6]) -> (u32, usize) {
         let mut data = [0u8; 64];
         data[0..4].copy_from_slice(&nr.to_le_bytes());
         data[4..8].copy_from_slice(&AUDIT_ARCH.to_le_bytes());
@@ -393,7 +509,7 @@ mod tests {
             data[off..off + 4].copy_from_slice(&a.to_le_bytes());
         }
         let (mut pc, mut acc) = (0usize, 0u32);
-        loop {
+        for steps in 1.. {
             let ins = prog[pc];
             pc += 1;
             match ins.code {
@@ -402,7 +518,8 @@ mod tests {
                     acc = u32::from_le_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]]);
                 }
                 BPF_ALU_AND_K => acc &= ins.k,
-                BPF_RET_K => return ins.k,
+                BPF_RET_K => return (ins.k, steps),
+                BPF_JA => pc += ins.k as usize,
                 BPF_JEQ_K | BPF_JGE_K | BPF_JSET_K => {
                     let taken = match ins.code {
                         BPF_JEQ_K => acc == ins.k,
@@ -414,6 +531,120 @@ mod tests {
                 other => unreachable!("unknown opcode {other:#x}"),
             }
         }
+        unreachable!("a filter returns")
+    }
+
+    /// [`filter`] as it was first built: each check entered from a chain of one `JEQ` per
+    /// system call, tried in turn, then the allow. The search is held to it.
+    fn chained(sockets: Sockets, no_memfd: bool) -> Vec<SockFilter> {
+        let mut b = header();
+        for (nr, body) in checks(sockets, no_memfd).by_number {
+            b.load(OFF_NR);
+            b.op(BPF_JEQ_K, nr, 0, u8::try_from(body.len()).unwrap());
+            b.prog.extend(body);
+        }
+        b.ret(SECCOMP_RET_ALLOW);
+        b.prog
+    }
+
+    /// Every combination of the scope's sockets and memfd refusal.
+    fn variants() -> Vec<(Sockets, bool)> {
+        let mut all = Vec::new();
+        for (tcp, udp, no_memfd) in (0..8).map(|i| (i & 1 != 0, i & 2 != 0, i & 4 != 0)) {
+            all.push((Sockets { tcp, udp }, no_memfd));
+        }
+        all
+    }
+
+    #[test]
+    fn the_search_decides_every_call_as_the_chain_of_checks_does() {
+        // The values the checks test for, and their neighbours.
+        let mut values: Vec<u32> = vec![0, 1, 2, 3, 4, 5, 6, 9, 10, 17, 58, 136, 262, u32::MAX];
+        values.extend([
+            CLONE_NEWUSER,
+            CLONE_NEWUSER | 0x11,
+            0o4755,
+            0o2755,
+            0o755,
+            0o644,
+        ]);
+        values.extend([
+            0o100,
+            OPEN_CREATES,
+            0o2000_0000 | 2,
+            NEW_LISTENER,
+            NEW_LISTENER | 2,
+        ]);
+        values.extend([
+            MSG_FASTOPEN,
+            MSG_FASTOPEN | 0x40,
+            0x5401,
+            0x80_000 | 1,
+            0x800 | 2,
+        ]);
+        values.extend(IOCTLS.iter().map(|&(req, _)| req));
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut pick = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            values[(seed % values.len() as u64) as usize]
+        };
+        let mut numbers: Vec<u32> = (0..=600).collect();
+        numbers.extend([
+            X32_SYSCALL_BIT - 1,
+            X32_SYSCALL_BIT,
+            X32_SYSCALL_BIT | 1,
+            u32::MAX,
+        ]);
+        for (sockets, no_memfd) in variants() {
+            let (search, chain) = (filter(sockets, no_memfd), chained(sockets, no_memfd));
+            let named: Vec<u32> = checks(sockets, no_memfd)
+                .by_number
+                .iter()
+                .map(|(nr, _)| *nr)
+                .collect();
+            for &nr in &numbers {
+                let tries = if named.contains(&nr) { 2000 } else { 20 };
+                for _ in 0..tries {
+                    let args = [pick(), pick(), pick(), pick(), pick(), pick()];
+                    assert_eq!(
+                        run(&search, nr, args),
+                        run(&chain, nr, args),
+                        "{sockets:?} memfd refused {no_memfd}: call {nr} {args:x?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_two_checks_name_one_number_and_the_filter_ends_in_a_return() {
+        for (sockets, no_memfd) in variants() {
+            assert!(checks(sockets, no_memfd).sorted().is_some());
+            let p = filter(sockets, no_memfd);
+            // The kernel refuses a classic program whose last instruction is not a return.
+            assert_eq!(p.last().map(|i| i.code), Some(BPF_RET_K));
+            assert!(p.len() < usize::from(u16::MAX));
+        }
+        let mut twice = checks(TCP, false);
+        twice.on(libc::SYS_ioctl, |b| b.ret(SECCOMP_RET_ALLOW));
+        assert!(twice.sorted().is_none());
+    }
+
+    #[test]
+    fn a_call_is_found_within_a_few_instructions() {
+        let (search, chain) = (filter(TCP, true), chained(TCP, true));
+        for nr in 0..=600 {
+            let (_, found) = walk(&search, nr, [0; 6]);
+            // The header (6), the search (2 per level over about 60 checks, 3 at a leaf),
+            // and a body's first steps.
+            assert!(found <= 24, "call {nr}: {found} instructions");
+        }
+        // `read` is named by no check: the chain walked every one of them.
+        let read = nr(libc::SYS_read);
+        assert!(walk(&chain, read, [0; 6]).1 > 100);
+        assert!(walk(&search, read, [0; 6]).1 <= 20);
     }
 
     /// A refusal: the listener answers it.
