@@ -200,6 +200,38 @@ fn a_policy_file_fails_with_the_same_status_in_every_command() {
     }
 }
 
+/// A policy that includes `broken.toml`, a fragment of the user's.
+const INCLUDING_POLICY: &str =
+    "version = 2\ninclude = [\"./broken.toml\"]\n\n[fs]\nread = [\".\"]\n";
+/// A valid fragment, and one with a key the language does not have.
+const FRAGMENT: &str = "[fs]\nread = [\"./ws/**\"]\n";
+const INVALID_FRAGMENT: &str = "[fs]\nreed = [\"./ws/**\"]\n";
+
+#[test]
+fn an_included_file_fails_as_the_policy_file_does_in_every_command() {
+    for failure in [Failure::Missing, Failure::Unreadable, Failure::Invalid] {
+        let p = Project::new();
+        p.broken("broken.toml", failure, FRAGMENT, INVALID_FRAGMENT);
+        let policy = p.path("including.toml");
+        std::fs::write(&policy, INCLUDING_POLICY).unwrap();
+        let policy = policy.display().to_string();
+        for (name, args) in policy_commands(&p, &policy) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = p.bee(&args);
+            let err = stderr(&o);
+            assert_eq!(
+                o.status.code(),
+                Some(failure.status()),
+                "bee {name} with an include that is {failure:?}:\n{err}"
+            );
+            assert!(
+                err.contains("broken.toml"),
+                "bee {name} does not name the included file ({failure:?}):\n{err}"
+            );
+        }
+    }
+}
+
 #[test]
 fn a_scenario_file_fails_by_the_same_causes() {
     for failure in [Failure::Missing, Failure::Unreadable, Failure::Invalid] {

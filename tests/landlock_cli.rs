@@ -89,6 +89,26 @@ fn check_takes_the_landlock_engine_where_the_bpf_lsm_cannot_run() {
 }
 
 #[test]
+fn an_audit_file_that_cannot_be_created_is_73_and_nothing_runs() {
+    let (dir, ws, p) = writable_workspace();
+    let audit = dir.path().join("no-such-dir/audit.jsonl");
+    let audit = audit.display().to_string();
+    let ran = ws.join("ran");
+    let o = exec_dash(
+        dir.path(),
+        &["--policy", &p, "--audit", &audit],
+        &format!("echo ran > {}", ran.display()),
+    );
+    let err = stderr(&o);
+    assert_eq!(code(&o), 73, "{err}");
+    assert!(
+        err.contains(&audit) && err.contains("nothing was run"),
+        "{err}"
+    );
+    assert!(!ran.exists());
+}
+
+#[test]
 fn exec_enforces_through_landlock_and_says_so() {
     let dir = scratch();
     let ws = dir.path().join("ws");

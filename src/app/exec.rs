@@ -112,13 +112,16 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         base,
         home: invoking_home(),
     };
-    let compiled = compile_file(&args.policy, &options).map_err(|e| match e {
-        PolicyError::Read { .. } => fail(Exit::of_policy(&e), &e.to_string()),
-        PolicyError::Invalid(diagnostics) => {
-            for problem in diagnostics.problems {
-                eprintln!("{:?}", miette::Report::new(problem));
+    let compiled = compile_file(&args.policy, &options).map_err(|e| {
+        let status = Exit::of_policy(&e);
+        match e {
+            PolicyError::Read { .. } => fail(status, &e.to_string()),
+            PolicyError::Invalid(diagnostics) => {
+                for problem in diagnostics.problems {
+                    eprintln!("{:?}", miette::Report::new(problem));
+                }
+                status
             }
-            Exit::DataErr
         }
     })?;
     for w in &compiled.warnings {
@@ -354,10 +357,14 @@ pub(super) fn open_audit(path: &Path) -> Result<BufWriter<File>, Exit> {
         .append(true)
         .open(path)
         .map(BufWriter::new)
+        // An output that cannot be created, as `--learn`'s: 73, not an input's 66 or 77.
         .map_err(|e| {
             fail(
-                Exit::of_read(e.kind()),
-                &format!("cannot open the audit file {}: {e}", path.display()),
+                Exit::CantCreat,
+                &format!(
+                    "cannot open the audit file {}: {e}; nothing was run",
+                    path.display()
+                ),
             )
         })
 }

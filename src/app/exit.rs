@@ -135,13 +135,14 @@ impl Exit {
         }
     }
 
-    /// The status of a policy that did not compile: by [`Exit::of_read`] when it could not
-    /// be read, 65 when it was read but is invalid.
+    /// The status of a policy that did not compile: by [`Exit::of_read`] when it, or a file
+    /// it includes, could not be read; 65 when it was read but is invalid.
     #[must_use]
     pub fn of_policy(e: &PolicyError) -> Self {
         match e {
             PolicyError::Read { source, .. } => Self::of_read(source.kind()),
-            PolicyError::Invalid(_) => Self::DataErr,
+            // An included file that could not be read fails as the policy's own would.
+            PolicyError::Invalid(d) => d.unread.map_or(Self::DataErr, Self::of_read),
         }
     }
 

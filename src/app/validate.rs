@@ -318,20 +318,23 @@ fn protected(c: &Compiled) -> Vec<Value> {
 
 /// Compiles one policy, reporting errors itself; returns the exit status on failure.
 pub(super) fn load(path: &Path, options: &CompileOptions, json: bool) -> Result<Compiled, Exit> {
-    compile_file(path, options).map_err(|e| match e {
-        PolicyError::Read { .. } => fail(json, Exit::of_policy(&e), &e.to_string()),
-        PolicyError::Invalid(diagnostics) => {
-            if json {
-                println!(
-                    "{}",
-                    json!({ "ok": false, "policy": path.display().to_string(), "errors": diagnostics.problems })
-                );
-            } else {
-                for problem in diagnostics.problems {
-                    eprintln!("{:?}", miette::Report::new(problem));
+    compile_file(path, options).map_err(|e| {
+        let status = Exit::of_policy(&e);
+        match e {
+            PolicyError::Read { .. } => fail(json, status, &e.to_string()),
+            PolicyError::Invalid(diagnostics) => {
+                if json {
+                    println!(
+                        "{}",
+                        json!({ "ok": false, "policy": path.display().to_string(), "errors": diagnostics.problems })
+                    );
+                } else {
+                    for problem in diagnostics.problems {
+                        eprintln!("{:?}", miette::Report::new(problem));
+                    }
                 }
+                status
             }
-            Exit::DataErr
         }
     })
 }

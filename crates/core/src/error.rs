@@ -173,6 +173,12 @@ pub struct PolicyDiagnostics {
     /// The problems, in source order.
     #[related]
     pub problems: Vec<PolicyDiagnostic>,
+    /// The kind of the first error met reading an included file (`NotFound`,
+    /// `PermissionDenied`…), `None` when every include was read: a policy is then refused for
+    /// an input it could not read, as when its own file cannot be, not for what it says
+    /// (the exit status of `src/app/exit.rs`).
+    #[serde(skip)]
+    pub unread: Option<io::ErrorKind>,
 }
 
 /// Why a policy could not be loaded.

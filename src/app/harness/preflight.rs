@@ -169,16 +169,17 @@ fn compile_options(workspace: &Path) -> CompileOptions {
 }
 
 /// The refusal of `policy`'s compilation: 65 invalid (each problem drawn), 66 missing, 77
-/// unreadable.
+/// unreadable (the policy or a file it includes).
 fn policy_refusal(policy: &Path, e: PolicyError) -> Refused {
+    let status = Exit::of_policy(&e);
     match e {
-        e @ PolicyError::Read { .. } => Refused(Exit::of_policy(&e), e.to_string()),
+        e @ PolicyError::Read { .. } => Refused(status, e.to_string()),
         PolicyError::Invalid(diagnostics) => {
             let mut text = format!("{}: the policy is invalid\n", policy.display());
             for problem in diagnostics.problems {
                 text.push_str(&format!("{:?}\n", miette::Report::new(problem)));
             }
-            Refused(Exit::DataErr, text)
+            Refused(status, text)
         }
     }
 }

@@ -105,18 +105,40 @@ pub(super) fn from_shipped(key: &str) -> bool {
         .is_some_and(|(label, _)| is_shipped(label))
 }
 
+/// Why an include entry names nothing that can be included.
+#[derive(Debug)]
+pub(super) struct Unresolved {
+    /// What is wrong, for the entry's diagnostic.
+    pub message: String,
+    /// What to write instead.
+    pub help: String,
+    /// The kind of the error that kept a file unread (`None`: it was read, or no file).
+    pub unread: Option<std::io::ErrorKind>,
+}
+
+impl From<(String, String)> for Unresolved {
+    fn from((message, help): (String, String)) -> Self {
+        Self {
+            message,
+            help,
+            unread: None,
+        }
+    }
+}
+
 /// Resolves one include entry, written in a file whose directory is `dir` (`None` for a
 /// shipped fragment, which may include only other shipped fragments).
 ///
 /// # Errors
-/// A message for the include entry: unknown fragment, a file that cannot be read or is not
-/// UTF-8, a file named from a shipped fragment.
+/// A message for the include entry and its help: unknown fragment, a file that cannot be
+/// read (with the kind of the error that kept it unread) or is not UTF-8, a file named from a
+/// shipped fragment.
 pub(super) fn resolve(
     entry: &str,
     version: u32,
     dir: Option<&Path>,
     home: Option<&Path>,
-) -> Result<Resolved, (String, String)> {
+) -> Result<Resolved, Unresolved> {
     if is_shipped(entry) {
         let all = fragments(version);
         let names: Vec<&str> = all.iter().map(|f| f.name).collect();
@@ -128,29 +150,29 @@ pub(super) fn resolve(
                 text: f.text.to_owned(),
                 dir: None,
             }),
-            None if names.is_empty() => Err((
+            None if names.is_empty() => Err(Unresolved::from((
                 format!("version {version} policies have no shipped fragments, so `{entry}` is unknown"),
                 "move the policy to `version = 3`, or include a file (a path with `/` or ending in `.toml`)".to_owned(),
-            )),
-            None => Err((
+            ))),
+            None => Err(Unresolved::from((
                 format!("`{entry}` is not a shipped fragment"),
                 format!("shipped fragments of version {version}: {}; a file of yours is a path (`./{entry}.toml`)", names.join(", ")),
-            )),
+            ))),
         };
     }
     let Some(dir) = dir else {
-        return Err((
+        return Err(Unresolved::from((
             format!("a shipped fragment cannot include the file `{entry}`"),
             "only shipped fragments include each other".to_owned(),
-        ));
+        )));
     };
     let path = match (entry.strip_prefix("~/"), home) {
         (Some(rest), Some(h)) => h.join(rest),
         (Some(_), None) => {
-            return Err((
+            return Err(Unresolved::from((
                 format!("`{entry}` starts with `~/` but no home directory is known"),
                 "write the fragment's path in full".to_owned(),
-            ));
+            )));
         }
         (None, _) => dir.join(entry),
     };
@@ -167,17 +189,16 @@ pub(super) fn resolve(
             "an include entry names a shipped fragment (`base`) or a readable TOML file".to_owned()
         }
     };
-    let bytes = crate::source_file::read_source(&path).map_err(|e| {
-        (
-            format!("cannot read the fragment {}: {e}", path.display()),
-            hint(),
-        )
+    let bytes = crate::source_file::read_source(&path).map_err(|e| Unresolved {
+        message: format!("cannot read the fragment {}: {e}", path.display()),
+        help: hint(),
+        unread: Some(e.kind()),
     })?;
     let text = String::from_utf8(bytes).map_err(|_| {
-        (
+        Unresolved::from((
             format!("the fragment {} is not UTF-8", path.display()),
             hint(),
-        )
+        ))
     })?;
     let identity = std::fs::canonicalize(&path)
         .unwrap_or_else(|_| path.clone())

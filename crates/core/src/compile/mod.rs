@@ -143,6 +143,7 @@ pub fn compile_str(
         identity,
         problems: Vec::new(),
         warnings: Vec::new(),
+        unread: None,
         line_hint: Cell::new(0),
     };
     let policy = cx.policy(raw);
@@ -152,7 +153,11 @@ pub fn compile_str(
             warnings: cx.warnings,
         })
     } else {
-        Err(invalid(name, cx.problems))
+        Err(PolicyError::Invalid(PolicyDiagnostics {
+            file: name.to_owned(),
+            problems: cx.problems,
+            unread: cx.unread,
+        }))
     }
 }
 
@@ -160,6 +165,7 @@ fn invalid(name: &str, problems: Vec<PolicyDiagnostic>) -> PolicyError {
     PolicyError::Invalid(PolicyDiagnostics {
         file: name.to_owned(),
         problems,
+        unread: None,
     })
 }
 
@@ -168,6 +174,8 @@ struct Compiler<'a> {
     options: &'a CompileOptions,
     problems: Vec<PolicyDiagnostic>,
     warnings: Vec<PolicyWarning>,
+    /// [`PolicyDiagnostics::unread`]: the first include whose file could not be read.
+    unread: Option<std::io::ErrorKind>,
     /// Prefix of every origin's key: empty for the policy, `FRAGMENT:` in an included file.
     prefix: String,
     /// The directory the file's relative includes resolve against.
@@ -437,8 +445,9 @@ impl Compiler<'_> {
                 match include::resolve(entry.get_ref(), version, dir, self.options.home.as_deref())
                 {
                     Ok(r) => r,
-                    Err((message, help)) => {
-                        self.problem(entry.span(), &key, message, Some(&help));
+                    Err(e) => {
+                        self.unread = self.unread.or(e.unread);
+                        self.problem(entry.span(), &key, e.message, Some(&e.help));
                         continue;
                     }
                 };
@@ -505,6 +514,7 @@ impl Compiler<'_> {
                 options: self.options,
                 problems: Vec::new(),
                 warnings: Vec::new(),
+                unread: None,
                 prefix: format!("{}:", resolved.label),
                 dir: resolved.dir.clone(),
                 identity: resolved.identity.clone(),
@@ -524,6 +534,7 @@ impl Compiler<'_> {
             out.append(parts);
             self.problems.append(&mut sub.problems);
             self.warnings.append(&mut sub.warnings);
+            self.unread = self.unread.or(sub.unread);
         }
     }
 
