@@ -337,6 +337,25 @@ fn without_a_ceiling_nothing_is_granted() {
 }
 
 #[test]
+fn a_service_without_its_ceilings_directory_says_so_and_grants_nothing() {
+    let mut service = start();
+    service.kill(libc::SIGTERM);
+    ok(std::fs::remove_dir_all(service.dir.path().join("ceilings")));
+    service.spawn();
+    let p = pub_policy(&service);
+    // Answered once the service serves, after what it says at its start.
+    let o = output(exec_as_nobody(&service, &p, &["/usr/bin/touch", "pub/ran"]));
+    assert_eq!(code(&o), 77, "{}", stderr(&o));
+    assert!(!ws(&service).join("pub/ran").exists());
+    let log = service.log();
+    assert!(
+        log.contains("warning: the ceilings directory")
+            && log.contains("every request is refused (77)"),
+        "{log}"
+    );
+}
+
+#[test]
 fn the_service_refuses_to_start_without_root() {
     let dir = ok(tempfile::tempdir());
     ok(std::fs::set_permissions(

@@ -127,6 +127,15 @@ fn serve(args: &Args) -> Result<(), Exit> {
         opened.engine,
         args.ceilings.display()
     );
+    // No ceiling grants anything then, so every request is refused: say so where the
+    // operator looks, rather than only to each refused user.
+    if !args.ceilings.is_dir() {
+        eprintln!(
+            "bee serve: warning: the ceilings directory {} is not a directory: every request \
+             is refused (77) until a ceiling is there (docs/serve.md)",
+            args.ceilings.display()
+        );
+    }
     let served = service.serve(&listener);
     if let Some(path) = bound {
         let _ = std::fs::remove_file(path);
