@@ -673,6 +673,14 @@ fn a_command_no_exec_grant_covers_is_explained() {
     assert_eq!(record["hook"], "bprm_check_security", "{record}");
     assert_eq!(record["path"], "/usr/bin/id", "{record}");
     assert_eq!(record["verdict"], "deny", "{record}");
+    // Named without its path, it is explained as the file its `PATH` finds.
+    let o = bee_in(&ws, &["exec", "--policy", &p, "--", "id"]);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 126, "{err}");
+    assert!(
+        err.contains("bee: denied: exec /usr/bin/id: no exec.allow rule covers it"),
+        "{err}"
+    );
     // A program the policy grants, refused for another reason (not executable), gets no
     // invented denial.
     let script = ws.join("script.sh");

@@ -255,6 +255,16 @@ fn a_command_no_exec_grant_covers_is_refused_and_explained() {
         err.contains("denied: exec /usr/sbin/nologin: no exec.allow rule covers it"),
         "{err}"
     );
+    // Named without its path: the client finds it on the command's `PATH`, as the caller.
+    let mut bare = exec_as_nobody(&service, &p, &["nologin"]);
+    bare.env("PATH", "/usr/sbin:/usr/bin");
+    let o = output(bare);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 126, "{err}");
+    assert!(
+        err.contains("denied: exec /usr/sbin/nologin: no exec.allow rule covers it"),
+        "{err}"
+    );
 }
 
 #[test]

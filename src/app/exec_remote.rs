@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use bee_core::CompiledPolicy;
 use bee_userspace::audit::write_jsonl;
+use bee_userspace::landlock::audit::unlogged::exec_denial;
 use bee_userspace::launch::LaunchSpec;
 
 use crate::config::EngineChoice;
@@ -167,6 +168,16 @@ pub(super) fn exec(
         Ok(ended) => ended,
         // As env(1): 127 not found, 126 not executable; the service says which.
         Err(ClientError::Refused(body)) if matches!(body.status, 126 | 127) => {
+            // The service explains a refused program named by its path; a bare name is
+            // looked up here, on the command's `PATH`, with the caller's own access.
+            let bare = !first.to_string_lossy().contains('/');
+            if body.status == 126
+                && bare
+                && let Some(program) = spec.resolved_program()
+                && let Some(record) = exec_denial(policy, &program, scope)
+            {
+                eprintln!("bee: denied: {}", record.explanation());
+            }
             eprintln!("bee: {}", body.message);
             return Ok(i32::from(body.status));
         }

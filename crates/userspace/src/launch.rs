@@ -629,6 +629,15 @@ impl LaunchSpec {
         &self.program
     }
 
+    /// The file [`LaunchSpec::spawn`] runs: the program as given when it holds a `/`, else
+    /// the first executable file of that name on the `PATH` the command gets
+    /// (`/usr/bin:/bin` without one), as `execvp(3)` finds it. `None` when there is none.
+    /// It probes files with this process's own access, so it answers only for a caller
+    /// who could look for itself.
+    pub fn resolved_program(&self) -> Option<std::path::PathBuf> {
+        clone3::resolve_program(&self.program, &self.environment())
+    }
+
     /// The arguments after the program.
     pub fn arguments(&self) -> &[OsString] {
         &self.args

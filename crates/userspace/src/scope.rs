@@ -440,11 +440,12 @@ impl<'a, E: Enforcer + ?Sized> Scope<'a, E> {
                 let (before, cgroup_id) = (self.collected.seen, self.cgroup_id());
                 let torn = self.teardown(on_record);
                 // The Landlock engine's refusal of a program no exec grant covers is not
-                // logged by the kernel: it is made from the policy.
+                // logged by the kernel: it is made from the policy, a bare name as the file it
+                // names on the command's `PATH` (bee runs as the command's own user here).
                 if self.collected.seen == before
                     && self.enforcer.engine() == EngineKind::Landlock
                     && let ScopeError::Launch(launch) = &e
-                    && let Some(record) = crate::landlock::audit::unlogged::exec_refusal(
+                    && let Some(record) = crate::landlock::audit::unlogged::exec_refusal_on_path(
                         self.policy,
                         spec,
                         launch,

@@ -126,7 +126,7 @@ fn stream(mode: &StdioMode, target: RawFd) -> Result<Stream, LaunchError> {
 
 /// The program's path as `execvp` would find it: as given when it has a `/`, else the first
 /// executable file of that name in the `PATH` the command gets.
-fn resolve_program(program: &OsStr, env: &[(OsString, OsString)]) -> Option<PathBuf> {
+pub(super) fn resolve_program(program: &OsStr, env: &[(OsString, OsString)]) -> Option<PathBuf> {
     if program.as_bytes().contains(&b'/') {
         return Some(PathBuf::from(program));
     }

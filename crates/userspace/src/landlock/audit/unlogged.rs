@@ -18,7 +18,8 @@ use crate::launch::{LaunchError, LaunchSpec};
 /// whose program (an absolute path without `.` or `..`, as given: a link in it is not
 /// followed) no `exec.allow` rule covers or an `exec.deny` rule carves out. `None` otherwise
 /// (a relative path, a bare name looked up on `PATH`, or one the policy grants that something
-/// else refused, such as its mode).
+/// else refused, such as its mode). For a service answering another user: it looks at no
+/// file.
 #[must_use]
 pub fn exec_refusal(
     policy: &CompiledPolicy,
@@ -26,16 +27,47 @@ pub fn exec_refusal(
     error: &LaunchError,
     cgroup_id: u64,
 ) -> Option<AuditRecord> {
-    let LaunchError::Spawn { source, .. } = error else {
-        return None;
-    };
-    if source.kind() != std::io::ErrorKind::PermissionDenied {
-        return None;
-    }
+    refused_with_eacces(error)?;
     // The path as the launch named it, never resolved here: through `bee serve` this runs as
     // root for a caller, and resolving links or probing files would tell the caller what it
     // may not see for itself.
-    let program = std::path::Path::new(spec.program());
+    exec_denial(policy, std::path::Path::new(spec.program()), cgroup_id)
+}
+
+/// [`exec_refusal`], a bare name (`id`) explained as the file it names on the command's
+/// `PATH` ([`LaunchSpec::resolved_program`]): for bee running as the user whose command it
+/// launched, which may look on that `PATH` itself.
+#[must_use]
+pub fn exec_refusal_on_path(
+    policy: &CompiledPolicy,
+    spec: &LaunchSpec,
+    error: &LaunchError,
+    cgroup_id: u64,
+) -> Option<AuditRecord> {
+    refused_with_eacces(error)?;
+    exec_denial(policy, &spec.resolved_program()?, cgroup_id)
+}
+
+fn refused_with_eacces(error: &LaunchError) -> Option<()> {
+    match error {
+        LaunchError::Spawn { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// The denial of executing `program` (an absolute path without `.` or `..`, taken as
+/// written) in the Landlock scope whose cgroup is `cgroup_id`, explained from `policy`; `None`
+/// when the path is not such a path or the policy lets the scope execute it.
+#[must_use]
+pub fn exec_denial(
+    policy: &CompiledPolicy,
+    program: &std::path::Path,
+    cgroup_id: u64,
+) -> Option<AuditRecord> {
     if !program.is_absolute()
         || program
             .components()
