@@ -366,6 +366,30 @@ fn a_service_without_its_ceilings_directory_says_so_and_grants_nothing() {
 }
 
 #[test]
+fn a_user_who_would_not_use_the_service_is_told_it_answers() {
+    let service = start();
+    let p = pub_policy(&service);
+    let mut cmd = Command::new(bee_exe());
+    cmd.args(["exec", "--service", "never", "--policy"])
+        .arg(&p)
+        .args(["--", "/usr/bin/touch", "pub/ran"])
+        .current_dir(ws(&service))
+        .env("BEE_SOCKET", service.socket())
+        .env("HOME", ws(&service))
+        .uid(NOBODY)
+        .gid(NOBODY);
+    let o = output(cmd);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 77, "{err}");
+    assert!(
+        err.contains("was told not to use the `bee serve` service that answers at"),
+        "{err}"
+    );
+    assert!(!err.contains("no `bee serve` service answers"), "{err}");
+    assert!(!ws(&service).join("pub/ran").exists());
+}
+
+#[test]
 fn the_service_refuses_to_start_without_root() {
     let dir = ok(tempfile::tempdir());
     ok(std::fs::set_permissions(

@@ -218,13 +218,27 @@ pub fn open_enforcer(
             Err(r) => open_landlock(policies, Some(r)),
         },
     };
-    // An ordinary user with no service to ask: the way that needs nothing of them.
+    // An ordinary user in-process: the way that needs nothing of them is the service.
     opened.map_err(|r| {
-        if r.is_permission() && !nix::unistd::Uid::effective().is_root() {
+        if !r.is_permission() || nix::unistd::Uid::effective().is_root() {
+            return r;
+        }
+        let socket = crate::serve::socket_path();
+        if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+            // It answers, so this command was told not to ask it.
+            r.with_cause(
+                format!(
+                    "bee is not root, and was told not to use the `bee serve` service that \
+                     answers at {} (`--service never`, or `[enforcement] service`)",
+                    socket.display()
+                ),
+                Some("drop `--service never` (or set `service = \"auto\"`) to be confined through it".to_owned()),
+            )
+        } else {
             r.with_cause(
                 format!(
                     "bee is not root, and no `bee serve` service answers at {}",
-                    crate::serve::socket_path().display()
+                    socket.display()
                 ),
                 Some(
                     "ask an operator to start the service once (`systemctl enable --now \
@@ -233,8 +247,6 @@ pub fn open_enforcer(
                         .to_owned(),
                 ),
             )
-        } else {
-            r
         }
     })
 }
