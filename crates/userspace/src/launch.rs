@@ -306,13 +306,23 @@ pub enum LaunchError {
 impl LaunchError {
     /// The status a command reports for this failure: as `env(1)` and the shells, 127 for a
     /// command not found and 126 for one that could not be run ([`Self::Spawn`]); 65
-    /// (`EX_DATAERR`) for a launch the policy refuses ([`Self::Refused`]); 70
-    /// (`EX_SOFTWARE`) for the rest (`docs/exit-status.md`).
+    /// (`EX_DATAERR`) for a launch the policy refuses ([`Self::Refused`]); for a working
+    /// directory the command's user may not enter 77 (`EX_NOPERM`), and 66 (`EX_NOINPUT`)
+    /// for one that is not there; 70 (`EX_SOFTWARE`) for the rest (`docs/exit-status.md`).
     pub fn exit_status(&self) -> u8 {
         match self {
             Self::Spawn { source, .. } if source.kind() == io::ErrorKind::NotFound => 127,
             Self::Spawn { .. } => 126,
             Self::Refused { .. } => 65,
+            Self::Step {
+                step: Step::WorkingDir,
+                source,
+                ..
+            } => match source.kind() {
+                io::ErrorKind::PermissionDenied => 77,
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => 66,
+                _ => 70,
+            },
             _ => 70,
         }
     }

@@ -512,3 +512,27 @@ fn the_command_dies_with_the_thread_that_launched_it() {
     };
     assert_eq!(exit_code(status), 128 + 9);
 }
+
+/// A working directory the command's user may not enter is the caller's permission (77), one
+/// that is not there a missing input (66); another step's failure stays internal (70).
+#[test]
+fn a_working_directory_refused_or_missing_is_77_or_66() {
+    use bee_userspace::launch::{LaunchError, Step};
+    let step = |step, kind: std::io::ErrorKind| LaunchError::Step {
+        program: "true".to_owned(),
+        step,
+        source: std::io::Error::from(kind),
+    };
+    assert_eq!(
+        step(Step::WorkingDir, std::io::ErrorKind::PermissionDenied).exit_status(),
+        77
+    );
+    assert_eq!(
+        step(Step::WorkingDir, std::io::ErrorKind::NotFound).exit_status(),
+        66
+    );
+    assert_eq!(
+        step(Step::Setsid, std::io::ErrorKind::PermissionDenied).exit_status(),
+        70
+    );
+}
