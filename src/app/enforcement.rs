@@ -101,6 +101,12 @@ impl Refusal {
         &self.what
     }
 
+    /// The first cause given ([`Refusal::with_cause`]), else [`Refusal::what`]: the most
+    /// particular thing wrong, for one line.
+    pub fn first_cause(&self) -> &str {
+        self.causes.first().map_or(&self.what, |c| &c.reason)
+    }
+
     /// The refusal for people, one line per fact, each ending in a newline: `{prefix}: {what};
     /// {consequence}`, its fix, then one line per cause with its fix. Fixes are indented to
     /// stand below the text after the prefix.
@@ -255,7 +261,9 @@ pub fn open_enforcer(
 /// is falling back: then the refusal is the BPF LSM's, with the Landlock engine's reasons
 /// after its own (so that its first line says what the kernel lacks).
 fn open_landlock(policies: &[&CompiledPolicy], bpf: Option<Refusal>) -> Result<Opened, Refusal> {
-    let passed_over = bpf.as_ref().map(|r| r.what().to_owned());
+    // The failed gate, not "this kernel cannot enforce the policy", which the Landlock engine
+    // about to enforce it would contradict.
+    let passed_over = bpf.as_ref().map(|r| r.first_cause().to_owned());
     let combine = |landlock: Refusal| match &bpf {
         None => landlock,
         Some(b) => {
