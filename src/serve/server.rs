@@ -639,7 +639,7 @@ impl<'s> Connection<'s> {
         let service = self.service;
         self.prove(&policy, &origin)?;
         if learn {
-            self.prove_learning()?;
+            // The engine first: no ceiling would make one that reports no denials learn.
             if service.engine != EngineKind::BpfLsm {
                 return Err(ErrorBody::new(
                     69,
@@ -649,6 +649,7 @@ impl<'s> Connection<'s> {
                     ),
                 ));
             }
+            self.prove_learning()?;
         }
         let flags = if learn { SCOPE_LEARN } else { 0 };
         let plan =
