@@ -257,17 +257,21 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
     let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
     let mut printer = stderr::Printer::start();
+    let mut repeats = stderr::Repeats::default();
     let mut on_record = |record: &AuditRecord| {
-        match learn.as_mut() {
-            Some(l) if record.learn => l.record(record),
+        let deny = match learn.as_mut() {
+            Some(l) if record.learn => {
+                l.record(record);
+                false
+            }
             Some(l) if record.verdict == Verdict::Deny => {
                 l.record(record);
-                printer.say(format!("bee: denied: {}{eol}", record.explanation()));
+                true
             }
-            _ if record.verdict == Verdict::Deny => {
-                printer.say(format!("bee: denied: {}{eol}", record.explanation()));
-            }
-            _ => {}
+            _ => record.verdict == Verdict::Deny,
+        };
+        if deny && let Some(line) = repeats.line(&record.explanation(), eol) {
+            printer.say(line);
         }
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
@@ -282,6 +286,9 @@ fn exec(args: &Args, ending: &ending::Ending) -> Result<i32, Exit> {
         && let Err(e) = out.flush()
     {
         audit_error.get_or_insert(e);
+    }
+    for line in repeats.summary(eol) {
+        printer.say(line);
     }
     let unprinted = printer.finish();
     // The spec holds the pseudo-terminal's slave: closed, the relay reads to its end.

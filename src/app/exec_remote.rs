@@ -130,6 +130,7 @@ pub(super) fn exec(
     // A terminal in raw mode does not return the carriage at a line's end.
     let eol = if relay.is_some() { "\r\n" } else { "\n" };
     let mut audit_error = None;
+    let mut repeats = super::exec::stderr::Repeats::default();
     let mut on_report = |report: Report<'_>| {
         // `exited` carries the total lost, said after the command.
         let Report::Record(record) = report else {
@@ -139,8 +140,10 @@ pub(super) fn exec(
         if let Some(l) = learn.as_mut() {
             l.record(record);
         }
-        if !record.learn {
-            super::exec::stderr::say(&format!("bee: denied: {}{eol}", record.explanation()));
+        if !record.learn
+            && let Some(line) = repeats.line(&record.explanation(), eol)
+        {
+            super::exec::stderr::say(&line);
         }
         if let Some(out) = audit.as_mut()
             && let Err(e) = write_jsonl(out, record)
@@ -149,6 +152,9 @@ pub(super) fn exec(
         }
     };
     let ran = client.run(scope, command, stdio, &mut on_report, &|| ending.came());
+    for line in repeats.summary(eol) {
+        super::exec::stderr::say(&line);
+    }
     // The service killed the scope for an ending signal (the command's status is SIGKILL's).
     let stopped = ending.came() && ran.as_ref().is_ok_and(|e| e.code == 128 + libc::SIGKILL);
     // Closed here, the slave's end reaches the relay once the service's copies are closed.

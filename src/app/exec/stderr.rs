@@ -67,6 +67,51 @@ impl Printer {
     }
 }
 
+/// Denials said once each: a command that meets the same refusal again and again (glibc asks
+/// for the `nscd` socket at every user lookup, so `ls -l` meets `socket(AF_UNIX)` four times)
+/// gets one `bee: denied:` line for it, and one more at the end saying how many times it came
+/// again. The audit file (`--audit`) keeps every record.
+#[derive(Debug, Default)]
+pub(crate) struct Repeats {
+    /// Each denial said, in order, with how many times it came after.
+    said: Vec<(String, u64)>,
+    /// Its place in `said`.
+    at: std::collections::HashMap<String, usize>,
+}
+
+impl Repeats {
+    /// Denials told apart; past these, each is said every time it comes.
+    const MAX: usize = PRINTER_QUEUE;
+
+    /// The line to say for the denial explained as `explanation`: `None` when it was said
+    /// already (and is counted).
+    pub(crate) fn line(&mut self, explanation: &str, eol: &str) -> Option<String> {
+        if let Some(&i) = self.at.get(explanation) {
+            if let Some((_, n)) = self.said.get_mut(i) {
+                *n += 1;
+            }
+            return None;
+        }
+        if self.said.len() < Self::MAX {
+            self.at.insert(explanation.to_owned(), self.said.len());
+            self.said.push((explanation.to_owned(), 0));
+        }
+        Some(format!("bee: denied: {explanation}{eol}"))
+    }
+
+    /// One line for each denial that came again, in the order they were first said.
+    pub(crate) fn summary(&self, eol: &str) -> Vec<String> {
+        self.said
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(explanation, n)| {
+                let times = if *n == 1 { "time" } else { "times" };
+                format!("bee: denied {n} more {times}: {explanation}{eol}")
+            })
+            .collect()
+    }
+}
+
 /// Writes `text` to standard error whole, waiting for room in a full non-blocking pipe.
 pub(crate) fn say(text: &str) {
     let fd = std::io::stderr().as_raw_fd();
@@ -97,6 +142,35 @@ pub(crate) fn say(text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_denial_is_said_once_and_its_repeats_counted_at_the_end() {
+        let mut r = Repeats::default();
+        let unix = "socket(AF_UNIX, SOCK_STREAM): never allowed inside a scope";
+        let exec = "exec /usr/bin/id: no exec.allow rule covers it";
+        assert_eq!(r.line(unix, "\n"), Some(format!("bee: denied: {unix}\n")));
+        assert_eq!(
+            r.line(exec, "\r\n"),
+            Some(format!("bee: denied: {exec}\r\n"))
+        );
+        for _ in 0..3 {
+            assert_eq!(r.line(unix, "\n"), None);
+        }
+        assert_eq!(
+            r.summary("\n"),
+            vec![format!("bee: denied 3 more times: {unix}\n")]
+        );
+        assert_eq!(r.line(exec, "\n"), None);
+        assert_eq!(r.summary("\n").len(), 2);
+        // Past what it tells apart, each denial is said every time.
+        let mut full = Repeats::default();
+        for i in 0..Repeats::MAX {
+            assert!(full.line(&format!("d{i}"), "\n").is_some());
+        }
+        assert!(full.line("new", "\n").is_some());
+        assert!(full.line("new", "\n").is_some());
+        assert!(full.line("d0", "\n").is_none());
+    }
 
     #[test]
     fn the_printer_keeps_order_and_counts_what_its_queue_could_not_hold() {
