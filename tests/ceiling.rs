@@ -6,7 +6,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use support::{bee_exe, code, stderr};
+use support::{bee_exe, code, repo_tomls, stderr};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -14,18 +14,6 @@ fn repo() -> &'static Path {
 
 fn ceiling() -> PathBuf {
     repo().join("packaging/systemd/default-ceiling.toml")
-}
-
-/// `.toml` files in `dir` of the repository, sorted.
-fn tomls(dir: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join(dir))
-        .unwrap_or_else(|e| unreachable!("{dir}: {e}"))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    files
 }
 
 /// A home for the caller outside `/tmp` (the ceiling grants `/tmp/**` beside `~/**`, and a
@@ -56,9 +44,9 @@ fn within(home: &Path, ws: &Path, policy: &Path) -> Output {
 #[test]
 fn the_example_ceiling_admits_every_shipped_policy_and_fragment() {
     let (home, ws) = home();
-    let mut policies = tomls("policies");
+    let mut policies = repo_tomls("policies");
     assert!(policies.len() >= 7, "{policies:?}");
-    for fragment in tomls("crates/core/fragments/v2") {
+    for fragment in repo_tomls("crates/core/fragments/v2") {
         let name = fragment
             .file_stem()
             .unwrap_or_default()

@@ -7,15 +7,7 @@ use std::path::{Path, PathBuf};
 use support::{bee, code, stderr, stdout};
 
 fn example_policies() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| unreachable!("{e}"))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    files
+    support::repo_tomls("policies")
 }
 
 #[test]

@@ -177,26 +177,32 @@ fn policy_commands(p: &Project, policy: &str) -> Vec<(&'static str, Vec<String>)
     ]
 }
 
+/// Runs every command that takes a policy with `policy` and checks that each fails as
+/// `failure` says, naming `broken.toml`; `what` says what is broken, for the messages.
+fn every_command_fails_as(p: &Project, policy: &Path, failure: Failure, what: &str) {
+    let policy = policy.display().to_string();
+    for (name, args) in policy_commands(p, &policy) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = p.bee(&args);
+        let err = stderr(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(failure.status()),
+            "bee {name} with {what} that is {failure:?}:\n{err}"
+        );
+        assert!(
+            err.contains("broken.toml"),
+            "bee {name} does not name the file ({what}, {failure:?}):\n{err}"
+        );
+    }
+}
+
 #[test]
 fn a_policy_file_fails_with_the_same_status_in_every_command() {
     for failure in [Failure::Missing, Failure::Unreadable, Failure::Invalid] {
         let p = Project::new();
         let policy = p.broken("broken.toml", failure, POLICY, INVALID_POLICY);
-        let policy = policy.display().to_string();
-        for (name, args) in policy_commands(&p, &policy) {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let o = p.bee(&args);
-            let err = stderr(&o);
-            assert_eq!(
-                o.status.code(),
-                Some(failure.status()),
-                "bee {name} with a policy that is {failure:?}:\n{err}"
-            );
-            assert!(
-                err.contains("broken.toml"),
-                "bee {name} does not name the file ({failure:?}):\n{err}"
-            );
-        }
+        every_command_fails_as(&p, &policy, failure, "a policy");
     }
 }
 
@@ -214,21 +220,7 @@ fn an_included_file_fails_as_the_policy_file_does_in_every_command() {
         p.broken("broken.toml", failure, FRAGMENT, INVALID_FRAGMENT);
         let policy = p.path("including.toml");
         std::fs::write(&policy, INCLUDING_POLICY).unwrap();
-        let policy = policy.display().to_string();
-        for (name, args) in policy_commands(&p, &policy) {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let o = p.bee(&args);
-            let err = stderr(&o);
-            assert_eq!(
-                o.status.code(),
-                Some(failure.status()),
-                "bee {name} with an include that is {failure:?}:\n{err}"
-            );
-            assert!(
-                err.contains("broken.toml"),
-                "bee {name} does not name the included file ({failure:?}):\n{err}"
-            );
-        }
+        every_command_fails_as(&p, &policy, failure, "an include");
     }
 }
 

@@ -23,8 +23,19 @@ use support::{bee_exe, code, text, transcript_text};
 
 /// `bee exec --policy POLICY -- ARGS` as `nobody`, in `ws/`.
 fn exec_as_nobody(service: &Service, policy: &Path, args: &[&str]) -> Command {
+    exec_as_nobody_with(service, &[], policy, args)
+}
+
+/// [`exec_as_nobody`] with `FLAGS` after `exec`.
+fn exec_as_nobody_with(
+    service: &Service,
+    flags: &[&std::ffi::OsStr],
+    policy: &Path,
+    args: &[&str],
+) -> Command {
     let mut cmd = Command::new(bee_exe());
     cmd.arg("exec")
+        .args(flags)
         .arg("--policy")
         .arg(policy)
         .arg("--")
@@ -150,18 +161,13 @@ fn learn_mode_needs_an_engine_that_learns_whatever_the_ceiling() {
     let p = pub_policy(&service);
     let out = ws(&service).join("pub/learned.toml");
     let learn = || {
-        let mut cmd = Command::new(bee_exe());
-        cmd.args(["exec", "--learn"])
-            .arg(&out)
-            .arg("--policy")
-            .arg(&p)
-            .args(["--", "/usr/bin/touch", "pub/ran"])
-            .current_dir(ws(&service))
-            .env("BEE_SOCKET", service.socket())
-            .env("HOME", ws(&service))
-            .uid(NOBODY)
-            .gid(NOBODY);
-        output(cmd)
+        let flags = ["--learn".as_ref(), out.as_os_str()];
+        output(exec_as_nobody_with(
+            &service,
+            &flags,
+            &p,
+            &["/usr/bin/touch", "pub/ran"],
+        ))
     };
     let nothing_left = |err: &str| {
         assert!(!ws(&service).join("pub/ran").exists(), "{err}");
@@ -365,16 +371,13 @@ fn a_service_without_its_ceilings_directory_says_so_and_grants_nothing() {
 fn a_user_who_would_not_use_the_service_is_told_it_answers() {
     let service = start();
     let p = pub_policy(&service);
-    let mut cmd = Command::new(bee_exe());
-    cmd.args(["exec", "--service", "never", "--policy"])
-        .arg(&p)
-        .args(["--", "/usr/bin/touch", "pub/ran"])
-        .current_dir(ws(&service))
-        .env("BEE_SOCKET", service.socket())
-        .env("HOME", ws(&service))
-        .uid(NOBODY)
-        .gid(NOBODY);
-    let o = output(cmd);
+    let flags = ["--service".as_ref(), "never".as_ref()];
+    let o = output(exec_as_nobody_with(
+        &service,
+        &flags,
+        &p,
+        &["/usr/bin/touch", "pub/ran"],
+    ));
     let err = stderr(&o);
     assert_eq!(code(&o), 77, "{err}");
     assert!(

@@ -28,6 +28,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// The `.toml` files in `dir` of the repository (`policies`), sorted.
+pub fn repo_tomls(dir: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| unreachable!("{}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
 /// The built `bee` executable.
 pub fn bee_exe() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_bee"))
