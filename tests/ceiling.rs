@@ -17,10 +17,10 @@ fn ceiling() -> PathBuf {
 }
 
 /// A home for the caller outside `/tmp` (the ceiling grants `/tmp/**` beside `~/**`, and a
-/// home below it would meet its `~/.aws/**` carve-out), with a workspace in it.
+/// home below it would meet its `~/.aws/**` carve-out), as a user's is: in `/var/tmp`, since
+/// the repository and its target directory may themselves be below `/tmp`.
 fn home() -> (tempfile::TempDir, PathBuf) {
-    let home =
-        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap_or_else(|e| unreachable!("{e}"));
+    let home = tempfile::tempdir_in("/var/tmp").unwrap_or_else(|e| unreachable!("{e}"));
     let ws = home.path().join("project");
     std::fs::create_dir(&ws).unwrap_or_else(|e| unreachable!("{e}"));
     (home, ws)
