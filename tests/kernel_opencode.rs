@@ -78,18 +78,7 @@ fn opencode_in_learn_mode_needs_nothing_beyond_its_profile_but_what_was_reviewed
     let profile = agent_run::profile_in_guest(dir.path(), "agent-opencode", &package, port);
     let base = agent_run::learn_base(dir.path(), port);
     let learned = dir.path().join("learned.toml");
-    let child = agent_run::bee_learn(&learned, &base, &ws, &home)
-        .args([
-            "SHELL=/usr/bin/bash",
-            "OPENCODE_DISABLE_MODELS_FETCH=1",
-            "OPENCODE_DISABLE_AUTOUPDATE=1",
-        ])
-        .arg(&exe)
-        .args(["run", agent_run::PROMPT])
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_STATE_HOME")
+    let child = opencode::run(&mut agent_run::bee_learn(&learned, &base, &ws, &home), &exe)
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     let (out, err, seen) = agent_run::ended_under(

@@ -54,18 +54,7 @@ fn opencode_under_its_profile_is_refused_a_secret_and_its_configuration_and_land
         "",
     );
     let started = std::time::Instant::now();
-    let child = agent_run::bee_exec(&policy, &ws, &home)
-        .args([
-            "SHELL=/usr/bin/bash",
-            "OPENCODE_DISABLE_MODELS_FETCH=1",
-            "OPENCODE_DISABLE_AUTOUPDATE=1",
-        ])
-        .arg(&exe)
-        .args(["run", agent_run::PROMPT])
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_STATE_HOME")
+    let child = opencode::run(&mut agent_run::bee_exec(&policy, &ws, &home), &exe)
         .spawn()
         .unwrap_or_else(|e| unreachable!("{e}"));
     let (out, err, seen) = agent_run::ended(

@@ -127,6 +127,28 @@ pub fn state(dir: &Path, port: u16) -> (PathBuf, PathBuf, String) {
     (ws, home, config)
 }
 
+/// Adds opencode's run to `command` (a `bee exec … -- /usr/bin/env` of
+/// [`super::agent_run`]): `bash` as its shell, no models fetched and no update looked for,
+/// then `exe` running the prompt non-interactively (`run PROMPT`), with no XDG directory of
+/// the machine's (its state is under the home the command gets).
+pub fn run<'a>(
+    command: &'a mut std::process::Command,
+    exe: &Path,
+) -> &'a mut std::process::Command {
+    command
+        .args([
+            "SHELL=/usr/bin/bash",
+            "OPENCODE_DISABLE_MODELS_FETCH=1",
+            "OPENCODE_DISABLE_AUTOUPDATE=1",
+        ])
+        .arg(exe)
+        .args(["run", super::agent_run::PROMPT])
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_STATE_HOME")
+}
+
 /// The `tool` messages of a Chat Completions request, in order: their content.
 pub fn tool_outputs(req: &serde_json::Value) -> Vec<String> {
     req["messages"]
