@@ -181,8 +181,9 @@ pub(super) fn exec(
                 && bare
                 && let Some(program) = spec.resolved_program()
                 && let Some(record) = exec_denial(policy, &program, scope)
+                && let Some(line) = repeats.line(&record.explanation(), eol)
             {
-                eprintln!("bee: denied: {}", record.explanation());
+                super::exec::stderr::say(&line);
             }
             eprintln!("bee: {}", body.message);
             return Ok(i32::from(body.status));
